@@ -1,0 +1,52 @@
+"""The core's exceptions. The CLI maps them to exit codes: 1 when the data says no, 2 for bad input."""
+
+
+class RecorderError(Exception):
+    """Base of every error this project raises on purpose."""
+
+    exit_code = 2
+
+
+class InputError(RecorderError):
+    """The user gave something unusable (a path, an option, a config value)."""
+
+    exit_code = 2
+
+
+class DataError(RecorderError):
+    """The data says no: a check failed, something was altered, nothing passed."""
+
+    exit_code = 1
+
+
+class NotARunError(InputError):
+    """A path that is not a run directory."""
+
+
+class RunExistsError(InputError):
+    """A run id that is already taken under the root."""
+
+
+class UnknownKindError(InputError):
+    """An event kind that the catalogue does not list."""
+
+
+class EncodeError(InputError):
+    """An event field that cannot be encoded (not JSON, wrong type)."""
+
+
+class SegmentError(DataError):
+    """A segment that cannot be read past some point for a reason other than a torn tail."""
+
+    def __init__(self, message: str, *, segment: str = "", seq: int | None = None) -> None:
+        super().__init__(message)
+        self.segment = segment
+        self.seq = seq
+
+
+class NewerSchemaError(InputError):
+    """A segment written with a newer event schema than this recorder knows."""
+
+
+class WriterClosedError(RecorderError):
+    """An append to a writer that was closed."""

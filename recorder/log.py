@@ -1,0 +1,173 @@
+"""The log writer: appends events to its own segment, durably, thread-safely, with a digest chain.
+
+Durability policy (also in the README):
+- every event reaches the OS (one `write` per event) before `append` returns, so a killed process loses
+  nothing it appended;
+- critical kinds (catalogue.toml: weight updates, checkpoint commits, eval results, run boundaries) are
+  fsynced before `append` returns, so they survive a power loss too;
+- other kinds are group-committed: a background thread fsyncs within 100 ms, and `close` fsyncs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from recorder import canonical
+from recorder.catalogue import check_kind, critical_kinds
+from recorder.errors import EncodeError, InputError, WriterClosedError
+from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
+from recorder.run import RunDir, fsync_dir
+from recorder.segment import END_OF_STREAM, WRITER_NAME, RowEncoder, parse_segment_name, schema_message, segment_name
+
+GROUP_COMMIT_S = 0.1
+_encoder: RowEncoder | None = None
+
+
+def _row_encoder() -> RowEncoder:
+    global _encoder
+    if _encoder is None:
+        _encoder = RowEncoder(arrow_schema())
+    return _encoder
+
+
+def _int_or_none(name: str, kind: str, value: Any) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise EncodeError(f"{kind}: {name} must be an int or None, got {type(value).__name__} {value!r}")
+
+
+class LogWriter:
+    """Appends events of one writer session to a new segment `events/<writer>-<NNNN>.arrows`.
+
+    Usable as a context manager; `close` writes a `segment_closed` event and the end-of-stream marker.
+    """
+
+    def __init__(
+        self,
+        run: RunDir | Path | str,
+        writer: str,
+        *,
+        clock: Callable[[], int] = time.time_ns,
+        group_commit_s: float = GROUP_COMMIT_S,
+    ) -> None:
+        self.run = run if isinstance(run, RunDir) else RunDir.open(run)
+        if not WRITER_NAME.match(writer):
+            raise InputError(f"invalid writer name {writer!r}: letters, digits, '_', '.' and inner '-'")
+        self.writer = writer
+        self.run_id = self.run.run_id
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._previous = GENESIS_DIGEST
+        self._encoder = _row_encoder()
+        self._critical = critical_kinds()
+        self._fd, self.path = self._open_new_segment()
+        self._dirty = threading.Event()
+        self._closed = False
+        self._stop = threading.Event()
+        self._group_commit_s = group_commit_s
+        self._flusher = threading.Thread(target=self._flush_loop, name=f"recorder-fsync-{writer}", daemon=True)
+        self._flusher.start()
+
+    def _open_new_segment(self) -> tuple[int, Path]:
+        events = self.run.events
+        taken = [parse_segment_name(p.name) for p in events.iterdir()]
+        number = 1 + max((n for w, n in filter(None, taken) if w == self.writer), default=0)
+        while True:  # O_EXCL: a second process racing for the same number takes the next one
+            path = events / segment_name(self.writer, number)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+            except FileExistsError:
+                number += 1
+                continue
+            os.write(fd, schema_message(arrow_schema()))
+            os.fsync(fd)
+            fsync_dir(events)
+            return fd, path
+
+    @property
+    def segment(self) -> str:
+        return self.path.name
+
+    def append(
+        self,
+        kind: str,
+        *,
+        step: int | None = None,
+        samples_count: int | None = None,
+        key: str | None = None,
+        value: Any = None,
+        data: Mapping[str, Any] | None = None,
+        time_ns: int | None = None,
+    ) -> Event:
+        """Record one fact; returns the event as stored. `time_ns` defaults to the wall clock now."""
+        check_kind(kind)
+        step = _int_or_none("step", kind, step)
+        samples_count = _int_or_none("samples_count", kind, samples_count)
+        if key is not None and not isinstance(key, str):
+            raise EncodeError(f"{kind}: key must be a str, got {type(key).__name__}")
+        value_json = None if value is None else canonical.dumps(value)
+        data_json = canonical.dumps(dict(data) if data else {})
+        with self._lock:
+            if self._closed:
+                raise WriterClosedError(f"{self.segment}: append({kind!r}) after close")
+            return self._write(kind, step, samples_count, key, value_json, data_json, time_ns)
+
+    def _write(
+        self, kind: str, step: int | None, samples_count: int | None, key: str | None,
+        value_json: str | None, data_json: str, time_ns: int | None,
+    ) -> Event:
+        t = self._clock() if time_ns is None else _int_or_none("time_ns", kind, time_ns)
+        assert t is not None
+        mono = time.monotonic_ns()
+        seq = self._seq
+        digest = chain_digest(
+            self._previous,
+            canonical_bytes(self.run_id, self.writer, seq, t, mono, kind, step, samples_count, key, value_json, data_json),
+        )
+        event = Event(
+            run_id=self.run_id, writer=self.writer, seq=seq, time_ns=t, mono_ns=mono, kind=kind, step=step,
+            samples_count=samples_count, key=key, value_json=value_json, data_json=data_json,
+            digest=digest.hex(), segment=self.segment,
+        )
+        os.write(self._fd, self._encoder.encode(event.row()))
+        self._seq = seq + 1
+        self._previous = digest
+        if kind in self._critical:
+            os.fsync(self._fd)
+        else:
+            self._dirty.set()
+        return event
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(self._group_commit_s):
+            if self._dirty.is_set():
+                self._dirty.clear()
+                os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Append `segment_closed`, the end-of-stream marker, fsync. Safe to call twice."""
+        with self._lock:
+            if self._closed:
+                return
+            self._write("segment_closed", None, None, None, None, canonical.dumps({"events": self._seq}), None)
+            self._closed = True
+            self._stop.set()
+        self._flusher.join()
+        os.write(self._fd, END_OF_STREAM)
+        os.fsync(self._fd)
+        os.close(self._fd)
+
+    def __enter__(self) -> LogWriter:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,79 @@
+"""`recorder verify` and `recorder events`: looking at a run's log itself."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def _utc(time_ns: int) -> str:
+    return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def verify(run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")]) -> None:
+    """Check a run's log: schema, seq contiguity, digest chains, closing records. Torn tails are warnings."""
+    from recorder.verify import verify_run
+
+    report = verify_run(run_dir)
+    total = sum(s.events for s in report.segments)
+    console.print(f"run {report.run.run_id}: {len(report.segments)} segments, {total} events")
+    for s in report.segments:
+        state = "closed" if s.closed else "open (writer did not close)"
+        console.print(f"  {s.name}  {s.events} events  {state}", highlight=False)
+    for torn in report.torn:
+        if torn.bytes_lost:
+            console.print(f"[yellow]warning:[/] {torn}", highlight=False)
+    for problem in report.problems:
+        console.print(f"[bold red]ALTERED:[/] {problem}", highlight=False)
+    if not report.ok:
+        console.print(f"verify: FAILED ({len(report.problems)} problems)")
+        raise typer.Exit(1)
+    console.print("verify: intact")
+
+
+def events(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory.")],
+    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
+    fmt: Annotated[Literal["table", "json"], typer.Option("--format", help="table or json (one object a line).")] = "table",
+) -> None:
+    """Print a run's events in merged order (for people debugging a run)."""
+    from recorder.catalogue import check_kind
+    from recorder.reader import read_run
+
+    for k in kind or []:
+        check_kind(k)
+    log = read_run(run_dir)
+    selected = [e for e in log.events if not kind or e.kind in kind]
+    if fmt == "json":
+        for e in selected:
+            row = {c: getattr(e, c) for c in ("run_id", "writer", "seq", "time_ns", "mono_ns", "kind", "step",
+                                               "samples_count", "key")}
+            row.update(value=e.value, data=e.data, digest=e.digest, segment=e.segment)
+            typer.echo(json.dumps(row, sort_keys=False))
+        return
+    table = Table(title=f"{log.run.run_id}: {len(selected)} events")
+    for col in ("time (UTC)", "writer", "seq", "kind", "step", "samples", "key", "value", "data"):
+        table.add_column(col, overflow="fold")
+    for e in selected:
+        table.add_row(_utc(e.time_ns), e.writer, str(e.seq), e.kind, _str(e.step), _str(e.samples_count),
+                      e.key or "", e.value_json or "", e.data_json if e.data_json != "{}" else "")
+    console.print(table)
+    for torn in log.torn:
+        console.print(f"[yellow]warning:[/] {torn}", highlight=False)
+
+
+def _str(x: int | None) -> str:
+    return "" if x is None else str(x)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(verify)
+    app.command()(events)

@@ -1,0 +1,169 @@
+"""Reading events back: every complete event of a run, and each torn tail reported, never fatal."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from recorder.errors import NewerSchemaError, SegmentError
+from recorder.events import SCHEMA_VERSION, SCHEMA_VERSION_KEY, Event, arrow_schema
+from recorder.run import RunDir
+from recorder.segment import CONTINUATION, END_OF_STREAM, list_segments, parse_segment_name, schema_message
+
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError, ValueError)
+_MAX_RESYNC_PROBES = 4096
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """The incomplete last write of a segment whose writer died mid-append."""
+
+    segment: str
+    offset: int  # where the complete events end
+    bytes_lost: int
+    events_read: int
+
+    def __str__(self) -> str:
+        return (f"{self.segment}: torn tail at byte {self.offset} ({self.bytes_lost} bytes of an unfinished "
+                f"append after {self.events_read} complete events)")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One segment as read: its complete events as an Arrow table, whether it was closed, its torn tail."""
+
+    path: Path
+    writer: str
+    table: pa.Table
+    closed: bool
+    torn: TornTail | None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def events(self) -> list[Event]:
+        cols = self.table.to_pydict()
+        return [
+            Event(run_id=r, writer=w, seq=s, time_ns=t, mono_ns=m, kind=k, step=st, samples_count=sc, key=ky,
+                  value_json=v, data_json=d, digest=dg, segment=self.name)
+            for r, w, s, t, m, k, st, sc, ky, v, d, dg in zip(*(cols[c] for c in self.table.column_names))
+        ]
+
+
+def _schema_version(schema: pa.Schema) -> int:
+    raw = (schema.metadata or {}).get(SCHEMA_VERSION_KEY)
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError:
+        return 0
+
+
+def _has_later_message(data: bytes, start: int, schema: pa.Schema) -> bool:
+    """Whether a complete record batch can be found after `start`: then the damage is not a torn tail."""
+    pos = data.find(CONTINUATION, start + 1)
+    probes = 0
+    while pos != -1 and probes < _MAX_RESYNC_PROBES:
+        probes += 1
+        try:
+            message = pa.ipc.read_message(pa.py_buffer(data[pos:]))
+            pa.ipc.read_record_batch(message, schema)
+            return True
+        except _ARROW_ERRORS:
+            pos = data.find(CONTINUATION, pos + 1)
+    return False
+
+
+def read_segment(path: Path) -> Segment:
+    """Every complete event of one segment. Raises SegmentError if it was damaged (not merely torn)."""
+    parsed = parse_segment_name(path.name)
+    if parsed is None:
+        raise SegmentError(f"{path}: not a segment name (expected <writer>-<NNNN>.arrows)", segment=path.name)
+    data = path.read_bytes()
+    expected_schema = arrow_schema()
+    if schema_message(expected_schema).startswith(data):  # crashed while creating: nothing recorded yet
+        empty = expected_schema.empty_table()
+        torn = TornTail(path.name, 0, len(data), 0) if data else TornTail(path.name, 0, 0, 0)
+        return Segment(path, parsed[0], empty, closed=False, torn=torn)
+    source = pa.BufferReader(pa.py_buffer(data))
+    try:
+        reader = pa.ipc.open_stream(source)
+    except _ARROW_ERRORS as e:
+        raise SegmentError(f"{path}: not an Arrow event segment ({e}); move it out of events/",
+                           segment=path.name, seq=0) from e
+    version = _schema_version(reader.schema)
+    if version > SCHEMA_VERSION:
+        raise NewerSchemaError(
+            f"{path}: written with event schema v{version}; this recorder reads up to v{SCHEMA_VERSION}: "
+            "upgrade recorder to read it")
+    if not reader.schema.equals(expected_schema, check_metadata=False) or version != SCHEMA_VERSION:
+        raise SegmentError(f"{path}: its Arrow schema is not the event schema v{SCHEMA_VERSION}", segment=path.name, seq=0)
+    batches: list[pa.RecordBatch] = []
+    good = source.tell()
+    failure: Exception | None = None
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            break
+        except _ARROW_ERRORS as e:
+            failure = e
+            break
+        batches.append(batch)
+        good = source.tell()
+    table = pa.Table.from_batches(batches, schema=expected_schema).combine_chunks()
+    rest = data[good:]
+    if rest == END_OF_STREAM:
+        return Segment(path, parsed[0], table, closed=True, torn=None)
+    if not rest:
+        return Segment(path, parsed[0], table, closed=False, torn=None)
+    # A torn tail is a prefix of one message at the very end. Anything readable after it, or an
+    # end-of-stream marker closing the file, means bytes in the middle were altered.
+    if data.endswith(END_OF_STREAM) or _has_later_message(data, good, expected_schema):
+        reason = f" ({failure})" if failure else ""
+        raise SegmentError(
+            f"{path}: unreadable data at byte {good}, after {table.num_rows} events (seq "
+            f"{table.num_rows} is the first bad one){reason}: the segment was altered",
+            segment=path.name, seq=table.num_rows)
+    return Segment(path, parsed[0], table, closed=False, torn=TornTail(path.name, good, len(rest), table.num_rows))
+
+
+@dataclass
+class RunLog:
+    """Every complete event of a run, merged across segments in a deterministic order."""
+
+    run: RunDir
+    segments: list[Segment]
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def torn(self) -> list[TornTail]:
+        return [s.torn for s in self.segments if s.torn is not None and s.torn.bytes_lost > 0]
+
+    def table(self) -> pa.Table:
+        """All events as one Arrow table (segment order, then seq), with a `segment` column."""
+        tables = [s.table.append_column("segment", pa.array([s.name] * s.table.num_rows, pa.string()))
+                  for s in self.segments]
+        if not tables:
+            return arrow_schema().empty_table().append_column("segment", pa.array([], pa.string()))
+        return pa.concat_tables(tables)
+
+
+def merge(segments: list[list[Event]]) -> list[Event]:
+    """Merge per-segment event lists by (time_ns, segment), keeping each segment's own order.
+
+    Each segment keeps its seq order even if the wall clock stepped back inside it; ties between
+    segments break on the segment name, so the result never depends on directory listing order.
+    """
+    return list(heapq.merge(*sorted(segments, key=lambda evs: evs[0].segment if evs else ""),
+                            key=lambda e: (e.time_ns, e.segment)))
+
+
+def read_run(path: Path | str | RunDir) -> RunLog:
+    """Read every segment of a run. Torn tails are reported in `.torn`; damage raises SegmentError."""
+    run = path if isinstance(path, RunDir) else RunDir.open(path)
+    segments = [read_segment(p) for p in list_segments(run.events)]
+    return RunLog(run, segments, merge([s.events() for s in segments]))

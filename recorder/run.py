@@ -1,0 +1,91 @@
+"""The run directory: `<root>/<run_id>/` with `events/`, `checkpoints/` and `derived/`."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from recorder.errors import InputError, NotARunError, RunExistsError
+
+DEFAULT_ROOT = Path("runs")
+
+
+def new_run_id(now_ns: int | None = None) -> str:
+    """A sortable, collision-resistant id: UTC time and 4 random hex digits."""
+    now = time.gmtime((now_ns if now_ns is not None else time.time_ns()) / 1e9)
+    return time.strftime("%Y%m%d-%H%M%S", now) + "-" + secrets.token_hex(2)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of one run. `create` makes a new one; `open` checks an existing one."""
+
+    path: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    @property
+    def events(self) -> Path:
+        return self.path / "events"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def derived(self) -> Path:
+        return self.path / "derived"
+
+    @classmethod
+    def create(cls, root: Path | str, run_id: str | None = None) -> RunDir:
+        """Make `<root>/<run_id>/events/`; an existing run id is refused."""
+        run_id = run_id or new_run_id()
+        if not run_id or "/" in run_id or run_id.startswith("."):
+            raise InputError(f"invalid run id {run_id!r}: use letters, digits, '-', '_' and '.'")
+        path = Path(root) / run_id
+        if path.exists():
+            raise RunExistsError(f"run {run_id!r} already exists at {path}: pick another --run-id")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir()
+        except FileExistsError as e:
+            raise RunExistsError(f"run {run_id!r} already exists at {path}: pick another --run-id") from e
+        (path / "events").mkdir()
+        _fsync_dir(path.parent)
+        return cls(path)
+
+    @classmethod
+    def open(cls, path: Path | str) -> RunDir:
+        """An existing run; a clear error if `path` is missing or is not a run directory."""
+        path = Path(path)
+        if not path.exists():
+            raise NotARunError(f"{path}: no such run directory")
+        if not path.is_dir():
+            raise NotARunError(f"{path}: not a directory (a run directory holds events/)")
+        if not (path / "events").is_dir():
+            raise NotARunError(f"{path}: not a run directory (no events/ inside)")
+        return cls(path)
+
+
+def list_runs(root: Path | str) -> list[RunDir]:
+    """Every run directory directly under `root`, sorted by name."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"{root}: no such root directory")
+    return [RunDir(p) for p in sorted(root.iterdir()) if (p / "events").is_dir()]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+fsync_dir = _fsync_dir

@@ -1,0 +1,105 @@
+"""`recorder verify`: schema, seq contiguity, digest chains, closing records, torn tails."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recorder.catalogue import catalogue
+from recorder.errors import SegmentError
+from recorder.events import GENESIS_DIGEST, canonical_bytes, chain_digest
+from recorder.reader import Segment, TornTail, read_segment
+from recorder.run import RunDir
+from recorder.segment import SEGMENT_SUFFIX, list_segments
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something altered or missing, located by segment and, where known, the first bad seq."""
+
+    segment: str
+    seq: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.segment + (f" seq {self.seq}" if self.seq is not None else "")
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class SegmentSummary:
+    name: str
+    events: int
+    closed: bool
+    torn: TornTail | None
+
+
+@dataclass
+class VerifyReport:
+    run: RunDir
+    segments: list[SegmentSummary] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def torn(self) -> list[TornTail]:
+        return [s.torn for s in self.segments if s.torn is not None]
+
+
+def check_segment(segment: Segment, run_id: str | None) -> list[Problem]:
+    """Problems in one readable segment; an empty list when intact."""
+    cols = segment.table.to_pydict()
+    name = segment.name
+    kinds = catalogue()
+    previous = GENESIS_DIGEST
+    n = segment.table.num_rows
+    for i in range(n):
+        seq = cols["seq"][i]
+        if seq != i:
+            return [Problem(name, i, f"found seq {seq} at position {i}: an event was deleted or reordered")]
+        if cols["writer"][i] != segment.writer:
+            return [Problem(name, i, f"writer {cols['writer'][i]!r} in a segment of writer {segment.writer!r}")]
+        if run_id is not None and cols["run_id"][i] != run_id:
+            return [Problem(name, i, f"run_id {cols['run_id'][i]!r}, but this run's other events say {run_id!r}")]
+        kind = cols["kind"][i]
+        if kind not in kinds:
+            return [Problem(name, i, f"unknown kind {kind!r}")]
+        digest = chain_digest(previous, canonical_bytes(*(cols[c][i] for c in list(cols)[:11])))
+        if digest.hex() != cols["digest"][i]:
+            return [Problem(name, i, "digest mismatch: the event was altered (or an earlier one was removed)")]
+        previous = digest
+        if kind == "segment_closed" and i != n - 1:
+            return [Problem(name, i, "segment_closed is not the last event: events were added after close")]
+    if segment.closed:
+        last_closed = n > 0 and cols["kind"][n - 1] == "segment_closed"
+        if not last_closed or json.loads(cols["data"][n - 1]).get("events") != n - 1:
+            return [Problem(name, n, "closed segment without its segment_closed record: its last event was removed")]
+    return []
+
+
+def verify_run(path: Path | str | RunDir) -> VerifyReport:
+    """Check every segment of a run. Raises NotARunError/NewerSchemaError for input it cannot judge."""
+    run = path if isinstance(path, RunDir) else RunDir.open(path)
+    report = VerifyReport(run)
+    others = sorted(p.name for p in run.events.iterdir() if not p.name.endswith(SEGMENT_SUFFIX))
+    for other in others:
+        report.problems.append(Problem(other, None, "unexpected file in events/ (not a segment)"))
+    paths = list_segments(run.events)
+    if not paths:
+        report.problems.append(Problem("events/", None, "no segments: the run has no recorded events"))
+    run_id: str | None = None
+    for p in paths:
+        try:
+            segment = read_segment(p)
+        except SegmentError as e:
+            report.problems.append(Problem(p.name, e.seq, str(e).split(": ", 1)[-1]))
+            continue
+        if run_id is None and segment.table.num_rows:
+            run_id = segment.table.column("run_id")[0].as_py()
+        report.problems.extend(check_segment(segment, run_id))
+        report.segments.append(SegmentSummary(p.name, segment.table.num_rows, segment.closed, segment.torn))
+    return report

@@ -23,18 +23,9 @@ from recorder.catalogue import check_kind, critical_kinds
 from recorder.errors import EncodeError, InputError, WriterClosedError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.run import RunDir, fsync_dir
-from recorder.segment import END_OF_STREAM, WRITER_NAME, RowEncoder, parse_segment_name, schema_message, segment_name
+from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row_encoder, schema_message, segment_name
 
 GROUP_COMMIT_S = 0.1
-_encoder: RowEncoder | None = None
-
-
-def _row_encoder() -> RowEncoder:
-    global _encoder
-    if _encoder is None:
-        _encoder = RowEncoder(arrow_schema())
-    return _encoder
-
 
 def _int_or_none(name: str, kind: str, value: Any) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
@@ -65,7 +56,7 @@ class LogWriter:
         self._lock = threading.Lock()
         self._seq = 0
         self._previous = GENESIS_DIGEST
-        self._encoder = _row_encoder()
+        self._encoder = row_encoder()
         self._critical = critical_kinds()
         self._fd, self.path = self._open_new_segment()
         self._dirty = threading.Event()

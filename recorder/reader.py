@@ -40,6 +40,7 @@ class Segment:
     table: pa.Table
     closed: bool
     torn: TornTail | None
+    offsets: tuple[int, ...] = ()  # byte offset where each event's message starts, then where the last ends
 
     @property
     def name(self) -> str:
@@ -86,8 +87,8 @@ def read_segment(path: Path) -> Segment:
     expected_schema = arrow_schema()
     if schema_message(expected_schema).startswith(data):  # crashed while creating: nothing recorded yet
         empty = expected_schema.empty_table()
-        torn = TornTail(path.name, 0, len(data), 0) if data else TornTail(path.name, 0, 0, 0)
-        return Segment(path, parsed[0], empty, closed=False, torn=torn)
+        torn = TornTail(path.name, 0, len(data), 0)
+        return Segment(path, parsed[0], empty, closed=False, torn=torn, offsets=(len(data),))
     source = pa.BufferReader(pa.py_buffer(data))
     try:
         reader = pa.ipc.open_stream(source)
@@ -103,6 +104,7 @@ def read_segment(path: Path) -> Segment:
         raise SegmentError(f"{path}: its Arrow schema is not the event schema v{SCHEMA_VERSION}", segment=path.name, seq=0)
     batches: list[pa.RecordBatch] = []
     good = source.tell()
+    offsets = [good]
     failure: Exception | None = None
     while True:
         try:
@@ -114,12 +116,13 @@ def read_segment(path: Path) -> Segment:
             break
         batches.append(batch)
         good = source.tell()
+        offsets.append(good)
     table = pa.Table.from_batches(batches, schema=expected_schema).combine_chunks()
     rest = data[good:]
     if rest == END_OF_STREAM:
-        return Segment(path, parsed[0], table, closed=True, torn=None)
+        return Segment(path, parsed[0], table, closed=True, torn=None, offsets=tuple(offsets))
     if not rest:
-        return Segment(path, parsed[0], table, closed=False, torn=None)
+        return Segment(path, parsed[0], table, closed=False, torn=None, offsets=tuple(offsets))
     # A torn tail is a prefix of one message at the very end. Anything readable after it, or an
     # end-of-stream marker closing the file, means bytes in the middle were altered.
     if data.endswith(END_OF_STREAM) or _has_later_message(data, good, expected_schema):
@@ -128,7 +131,8 @@ def read_segment(path: Path) -> Segment:
             f"{path}: unreadable data at byte {good}, after {table.num_rows} events (seq "
             f"{table.num_rows} is the first bad one){reason}: the segment was altered",
             segment=path.name, seq=table.num_rows)
-    return Segment(path, parsed[0], table, closed=False, torn=TornTail(path.name, good, len(rest), table.num_rows))
+    torn = TornTail(path.name, good, len(rest), table.num_rows)
+    return Segment(path, parsed[0], table, closed=False, torn=torn, offsets=tuple(offsets))
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,12 @@ class RowEncoder:
                 put(struct.pack("<q", 0 if null else value), 8)
         struct.pack_into("<q", meta, layout.body_length_at, offset)
         return self._prefix + bytes(meta) + b"".join(body)
+
+
+@cache
+def row_encoder() -> RowEncoder:
+    """The encoder for the current event schema (built once: it serializes a template row)."""
+    return RowEncoder(arrow_schema())
 
 
 def schema_message(schema: pa.Schema) -> bytes:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from recorder.catalogue import catalogue
 from recorder.errors import SegmentError
-from recorder.events import GENESIS_DIGEST, canonical_bytes, chain_digest
+from recorder.events import GENESIS_DIGEST, arrow_schema, canonical_bytes, chain_digest
 from recorder.reader import Segment, TornTail, read_segment
 from recorder.run import RunDir
-from recorder.segment import SEGMENT_SUFFIX, list_segments
+from recorder.segment import END_OF_STREAM, SEGMENT_SUFFIX, list_segments, row_encoder, schema_message
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,17 @@ class VerifyReport:
 
 
 def check_segment(segment: Segment, run_id: str | None) -> list[Problem]:
-    """Problems in one readable segment; an empty list when intact."""
+    """Problems in one readable segment; an empty list when intact.
+
+    Besides seq and digests, every message must be byte-for-byte the writer's encoding of its row: a
+    flipped byte in padding or metadata changes no value, but it is still an alteration.
+    """
     cols = segment.table.to_pydict()
     name = segment.name
+    raw = segment.path.read_bytes()
+    encoder = row_encoder()
+    if not raw.startswith(schema_message(arrow_schema())):
+        return [Problem(name, 0, "the schema message differs from the event schema's encoding")]
     kinds = catalogue()
     previous = GENESIS_DIGEST
     n = segment.table.num_rows
@@ -68,12 +76,18 @@ def check_segment(segment: Segment, run_id: str | None) -> list[Problem]:
         kind = cols["kind"][i]
         if kind not in kinds:
             return [Problem(name, i, f"unknown kind {kind!r}")]
-        digest = chain_digest(previous, canonical_bytes(*(cols[c][i] for c in list(cols)[:11])))
-        if digest.hex() != cols["digest"][i]:
+        row = tuple(cols[c][i] for c in cols)  # schema order; the digest is the last column
+        digest = chain_digest(previous, canonical_bytes(*row[:-1]))
+        if digest.hex() != row[-1]:
             return [Problem(name, i, "digest mismatch: the event was altered (or an earlier one was removed)")]
         previous = digest
+        if raw[segment.offsets[i] : segment.offsets[i + 1]] != encoder.encode(row):
+            return [Problem(name, i, "the event's bytes differ from its encoding: the segment was altered")]
         if kind == "segment_closed" and i != n - 1:
             return [Problem(name, i, "segment_closed is not the last event: events were added after close")]
+    if not segment.closed and n and cols["kind"][n - 1] == "segment_closed":
+        if not END_OF_STREAM.startswith(raw[segment.offsets[-1] :]):  # a crash mid-close leaves a prefix
+            return [Problem(name, n, "bytes after the closing record are not the end-of-stream marker")]
     if segment.closed:
         last_closed = n > 0 and cols["kind"][n - 1] == "segment_closed"
         if not last_closed or json.loads(cols["data"][n - 1]).get("events") != n - 1:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import importlib
 import sys
 
-import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from recorder.errors import RecorderError
 
@@ -21,7 +21,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 # Modules with a `register(app)` function. Each imports only typer at module level.
 COMMAND_MODULES = [
@@ -33,18 +33,9 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Entry point: runs the app and maps exceptions to exit codes (never a traceback for bad input)."""
+    """Entry point. Typer handles usage errors (exit 2); our errors become a message and their exit code."""
     try:
-        code = app(standalone_mode=False)
+        app()
     except RecorderError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         sys.exit(e.exit_code)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except click.exceptions.Abort:
-        err.print("aborted")
-        sys.exit(1)
-    sys.exit(code if isinstance(code, int) else 0)

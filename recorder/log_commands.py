@@ -9,9 +9,10 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-console = Console()
+console = Console(soft_wrap=True)
 
 
 def _utc(time_ns: int) -> str:
@@ -27,12 +28,12 @@ def verify(run_dir: Annotated[Path, typer.Argument(help="The run directory (hold
     console.print(f"run {report.run.run_id}: {len(report.segments)} segments, {total} events")
     for s in report.segments:
         state = "closed" if s.closed else "open (writer did not close)"
-        console.print(f"  {s.name}  {s.events} events  {state}", highlight=False)
+        console.print(f"  {s.name}  {s.events} events  {state}", highlight=False, markup=False)
     for torn in report.torn:
         if torn.bytes_lost:
-            console.print(f"[yellow]warning:[/] {torn}", highlight=False)
+            console.print(f"[yellow]warning:[/] {escape(str(torn))}", highlight=False)
     for problem in report.problems:
-        console.print(f"[bold red]ALTERED:[/] {problem}", highlight=False)
+        console.print(f"[bold red]ALTERED:[/] {escape(str(problem))}", highlight=False)
     if not report.ok:
         console.print(f"verify: FAILED ({len(report.problems)} problems)")
         raise typer.Exit(1)
@@ -67,7 +68,7 @@ def events(
                       e.key or "", e.value_json or "", e.data_json if e.data_json != "{}" else "")
     console.print(table)
     for torn in log.torn:
-        console.print(f"[yellow]warning:[/] {torn}", highlight=False)
+        console.print(f"[yellow]warning:[/] {escape(str(torn))}", highlight=False)
 
 
 def _str(x: int | None) -> str:

@@ -13,7 +13,8 @@ from recorder.events import SCHEMA_VERSION, SCHEMA_VERSION_KEY, Event, arrow_sch
 from recorder.run import RunDir
 from recorder.segment import CONTINUATION, END_OF_STREAM, list_segments, parse_segment_name, schema_message
 
-_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError, pa.ArrowTypeError, OSError, ValueError)
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError, pa.ArrowTypeError,
+                 pa.ArrowIndexError, OSError, ValueError)
 _MAX_RESYNC_PROBES = 4096
 
 
@@ -78,6 +79,14 @@ def _has_later_message(data: bytes, start: int, schema: pa.Schema) -> bool:
     return False
 
 
+def _valid(batch: pa.RecordBatch) -> bool:
+    try:
+        batch.validate(full=True)
+        return True
+    except _ARROW_ERRORS:
+        return False
+
+
 def read_segment(path: Path) -> Segment:
     """Every complete event of one segment. Raises SegmentError if it was damaged (not merely torn)."""
     parsed = parse_segment_name(path.name)
@@ -117,7 +126,14 @@ def read_segment(path: Path) -> Segment:
         batches.append(batch)
         good = source.tell()
         offsets.append(good)
-    table = pa.Table.from_batches(batches, schema=expected_schema).combine_chunks()
+    table = pa.Table.from_batches(batches, schema=expected_schema)
+    try:
+        table.validate(full=True)  # e.g. UTF-8: decoding a message does not check it
+    except _ARROW_ERRORS:
+        bad = next(i for i, b in enumerate(batches) if not _valid(b))
+        raise SegmentError(f"{path}: event at byte {offsets[bad]} is not valid (seq {bad} is the first bad one): "
+                           "the segment was altered", segment=path.name, seq=bad) from None
+    table = table.combine_chunks()
     rest = data[good:]
     if rest == END_OF_STREAM:
         return Segment(path, parsed[0], table, closed=True, torn=None, offsets=tuple(offsets))

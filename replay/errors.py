@@ -1,0 +1,41 @@
+"""Replay's exceptions: one base, small subclasses; the CLI maps them to exit codes (1 data, 2 input)."""
+
+from __future__ import annotations
+
+from recorder.errors import DataError, InputError, RecorderError
+
+
+class ReplayError(RecorderError):
+    """Base of every error replay raises on purpose."""
+
+
+class UnknownRulesetError(ReplayError, InputError):
+    """A ruleset or benchmark this replay does not know."""
+
+
+class UnknownInterpretationError(ReplayError, InputError):
+    """An interpretation name that is not in the registry."""
+
+
+class MissingFactError(ReplayError, DataError):
+    """A fact the derivation needs is not among the events (no run_start, no weight update, ...)."""
+
+
+class NotEvaluatedError(ReplayError, DataError):
+    """Checkpoints not yet evaluated and none passing: no run_stop may be fabricated."""
+
+
+class DuplicateResultError(ReplayError, DataError):
+    """Two benchmark results for the same checkpoint step."""
+
+
+class NothingToEmitError(ReplayError, DataError):
+    """The interpretation has nothing it may emit for this run (it says why)."""
+
+
+class ImportFileError(ReplayError, InputError):
+    """An mllog file that cannot be imported (missing, unreadable, no ':::MLLOG' line)."""
+
+
+class CheckerError(ReplayError, DataError):
+    """mlperf-logging's checker could not run on the derived log."""

@@ -1,0 +1,75 @@
+"""The mllog line format, exactly as mlperf-logging's `mllog._encode_log` writes it, and its parsing.
+
+`:::MLLOG {"namespace", "time_ms", "event_type", "key", "value", "metadata"}` in that order, Python's
+default `json.dumps` separators and ASCII escaping (tests/replay/test_mllog_format.py compares against
+`_encode_log` itself).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from mlperf_logging.mllog import constants as C
+
+TOKEN = ":::MLLOG"
+POINT_IN_TIME = C.POINT_IN_TIME
+INTERVAL_START = C.INTERVAL_START
+INTERVAL_END = C.INTERVAL_END
+
+
+def encode_line(time_ms: int, event_type: str, key: str, value: Any, metadata: dict[str, Any],
+                namespace: str = "") -> str:
+    """One log line, byte for byte what `mllog._encode_log` produces for the same arguments."""
+    record = {"namespace": namespace, "time_ms": time_ms, "event_type": event_type, "key": key,
+              "value": value, "metadata": metadata}
+    return f"{TOKEN} {json.dumps(record)}"
+
+
+def ns_to_ms(time_ns: int) -> int:
+    """Milliseconds since the epoch, truncated, as mllog's `int(time.time() * 1e3)` does."""
+    return time_ns // 1_000_000
+
+
+@dataclass(frozen=True)
+class ParsedLine:
+    """One line holding ':::MLLOG': its prefix, its fields, or why its JSON did not parse."""
+
+    text: str  # the verbatim line, prefix included, without the line ending
+    prefix: str
+    record: dict[str, Any] | None
+    error: str | None
+
+    def get(self, field: str) -> Any:
+        return None if self.record is None else self.record.get(field)
+
+    @property
+    def key(self) -> str | None:
+        key = self.get("key")
+        return key if isinstance(key, str) else None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        meta = self.get("metadata")
+        return meta if isinstance(meta, dict) else {}
+
+    @property
+    def time_ms(self) -> int | float | None:
+        t = self.get("time_ms")
+        return t if isinstance(t, (int, float)) and not isinstance(t, bool) else None
+
+
+def parse_line(text: str) -> ParsedLine | None:
+    """Parse a line; None when it holds no ':::MLLOG'. Malformed JSON is kept with its error."""
+    at = text.find(TOKEN)
+    if at < 0:
+        return None
+    body = text[at + len(TOKEN):].strip()
+    try:
+        record = json.loads(body)
+    except json.JSONDecodeError as e:
+        return ParsedLine(text, text[:at], None, f"malformed JSON: {e.msg} at column {e.colno}")
+    if not isinstance(record, dict):
+        return ParsedLine(text, text[:at], None, f"malformed record: a JSON {type(record).__name__}, not an object")
+    return ParsedLine(text, text[:at], record, None)

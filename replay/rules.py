@@ -1,0 +1,74 @@
+"""Ruleset facts: what MLPerf Training 6.1.0 fixes for `qwen35_397b_grpo`.
+
+Kept as data here (not read from mlperf-logging at derive time) so that `derive` reads events only;
+tests/replay/test_rules.py checks these lists against the installed checker's own YAML files.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlperf_logging.mllog import constants as C
+
+from replay.errors import UnknownRulesetError
+
+# mlperf_logging.mllog.constants has no name for the per-step statistics key the reference writes.
+TRACKED_STATS = "tracked_stats"
+
+# Keys every 6.1.0 division requires once (training_6.1.0/common.yaml), in the order they are emitted
+# when the run itself did not record them.
+COMMON_REQUIRED: tuple[str, ...] = (
+    C.SUBMISSION_BENCHMARK, C.SUBMISSION_ORG, C.SUBMISSION_DIVISION, C.SUBMISSION_STATUS,
+    C.SUBMISSION_PLATFORM, C.TRAIN_SAMPLES, C.EVAL_SAMPLES,
+    C.LOWEST_NUMERICAL_PRECISION_IN_LINEAR, C.LOWEST_NUMERICAL_PRECISION_IN_ATTN,
+    C.LOWEST_NUMERICAL_PRECISION_IN_COMM, C.TENSOR_PARALLELISM, C.PIPELINE_PARALLELISM,
+    C.CONTEXT_PARALLELISM, C.EXPERT_PARALLELISM, C.MICRO_BATCH_SIZE, C.CONFIG_FILENAME,
+)
+# closed_common.yaml adds this one.
+CLOSED_COMMON_REQUIRED: tuple[str, ...] = (C.GRADIENT_ACCUMULATION_STEPS,)
+# closed_qwen35_397b_grpo.yaml and open_qwen35_397b_grpo.yaml (same keys, closed checks their values).
+BENCHMARK_REQUIRED: tuple[str, ...] = (
+    C.GLOBAL_BATCH_SIZE, C.MAX_SEQUENCE_LENGTH, C.EVAL_SAMPLES, C.INIT_CHECKPOINT_STEP, C.MAX_STEPS,
+    C.OPT_NAME, C.OPT_BASE_LR, C.OPT_ADAMW_BETA_1, C.OPT_ADAMW_BETA_2, C.OPT_ADAMW_EPSILON,
+    C.OPT_ADAMW_WEIGHT_DECAY, C.OPT_GRADIENT_CLIP_NORM, C.OPT_LR_WARMUP_STEPS, C.OPT_LR_DECAY_SCHEDULE,
+    C.GENERATION_TRAINING_ROLLOUT_TEMPERATURE, C.GENERATION_TRAINING_ROLLOUT_TOP_P,
+    C.GENERATION_VALIDATION_ROLLOUT_TEMPERATURE, C.GENERATION_VALIDATION_ROLLOUT_TOP_P,
+    C.NUM_PROMPTS_PER_STEP, C.NUM_GENERATIONS_PER_PROMPT,
+)
+
+
+@dataclass(frozen=True)
+class Ruleset:
+    """The facts of one ruleset for one benchmark."""
+
+    name: str
+    benchmark: str
+    target: float  # passing means accuracy > target (the checker's ATLEAST_ONE_CHECK)
+
+    def validation_start_step(self, global_batch_size: int) -> int:
+        """CEIL(2.5 + 3840 / GBS): the first step whose checkpoint must exist and be evaluable."""
+        return math.ceil(2.5 + 3840 / global_batch_size)
+
+    def samples_after(self, step: int, global_batch_size: int) -> int:
+        """Samples after step k are k * GBS (one GBS of rollouts trained per step)."""
+        return step * global_batch_size
+
+    def required_keys(self, division: str) -> tuple[str, ...]:
+        """Every configuration key the checker requires exactly once for `division`, without repeats."""
+        keys = COMMON_REQUIRED + (CLOSED_COMMON_REQUIRED if division == C.CLOSED else ()) + BENCHMARK_REQUIRED
+        return tuple(dict.fromkeys(keys))
+
+
+RULESETS: dict[str, Ruleset] = {
+    "6.1.0": Ruleset(name="6.1.0", benchmark=C.QWEN35_397B_GRPO, target=0.69),
+}
+
+
+def get_ruleset(name: str) -> Ruleset:
+    """The ruleset called `name`, or a clear error listing the known ones."""
+    try:
+        return RULESETS[name]
+    except KeyError:
+        raise UnknownRulesetError(
+            f"unknown ruleset {name!r}: this replay knows {', '.join(sorted(RULESETS))}") from None

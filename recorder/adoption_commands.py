@@ -1,0 +1,43 @@
+"""`recorder import-checkpoints`: a checkpoint series trained elsewhere (NeMo-RL) becomes events of a run."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def _utc_ms(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1e3, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def import_checkpoints(
+    checkpoint_root: Annotated[Path, typer.Argument(help="NeMo-RL's checkpointing.checkpoint_dir (holds step_N/).")],
+    into: Annotated[Path, typer.Option("--into", help="The run directory to append to (created if missing).")],
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when the series breaks the 6.1 rule.")] = False,
+) -> None:
+    """Record a NeMo-RL deferred-evaluation series as weight_update and checkpoint_committed events."""
+    from recorder.nemo_import import import_checkpoints as run_import
+
+    report = run_import(checkpoint_root, into)
+    table = Table(title=f"{report.run.run_id}: {len(report.checkpoints)} checkpoints (GBS {report.global_batch_size})")
+    for col in ("step", "samples", "weight update (UTC)", "path"):
+        table.add_column(col)
+    for c in report.checkpoints:
+        table.add_row(str(c.step), str(c.samples), _utc_ms(c.weight_update_ms), str(c.path))
+    console.print(table)
+    for problem in report.problems:
+        console.print(f"[yellow]rule:[/] {problem}", highlight=False)
+    console.print(f"imported into {report.run.path}; next: add evaluation results, then recorder replay")
+    if report.problems and strict:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import-checkpoints")(import_checkpoints)

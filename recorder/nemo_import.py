@@ -1,0 +1,269 @@
+"""Import a NeMo-RL deferred-evaluation checkpoint series as `weight_update` and `checkpoint_committed` events.
+
+NeMo-RL (grpo.deferred_evaluation) saves a native checkpoint after every step from `grpo.val_start_at` on
+and publishes each by renaming `tmp_step_N` to `step_N`:
+
+    CHECKPOINT_ROOT/step_N/training_info.json   current_step, consumed_samples (in PROMPTS),
+                                                training_step_end_time_ms (end of the step's weight update)
+    CHECKPOINT_ROOT/step_N/config.yaml          the run's config (grpo.num_generations_per_prompt, ...)
+    CHECKPOINT_ROOT/step_N/policy/weights/      the MCore weights (a directory of files)
+
+Samples are prompts x num_generations_per_prompt. The weights are a directory, so `sha256` is that of its
+`sha256sum`-style manifest (one "<sha256>  <relative path>" line per file, sorted by path) and `bytes` the
+sum of the file sizes. NeMo-RL records neither a fingerprint nor how long saving blocked training: they are
+written as {} and null, with `source: "nemo-rl"` saying who wrote them; `save_end_ns` is the newest file
+modification time of the checkpoint (when its write finished, as the file system saw it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from recorder.errors import DataError, InputError
+from recorder.log import LogWriter
+from recorder.provenance import provenance
+from recorder.reader import read_run
+from recorder.run import RunDir
+
+SOURCE = "nemo-rl"
+FORMAT = "nemo-rl-mcore"
+BENCHMARK = "qwen35_397b_grpo"
+RULESET = "6.1.0"
+NS_PER_MS = 1_000_000
+
+
+class NemoImportError(InputError):
+    """Base of the errors of a NeMo-RL checkpoint import."""
+
+
+class NoCheckpointsError(NemoImportError):
+    """A checkpoint root without any published `step_N` directory."""
+
+
+class CheckpointLayoutError(NemoImportError):
+    """A `step_N` directory that lacks a file NeMo-RL writes, or whose files disagree with it."""
+
+
+class AlreadyImportedError(NemoImportError):
+    """A run that already holds checkpoint commits for the steps being imported."""
+
+
+class SeriesProblemError(DataError):
+    """The series does not follow the 6.1 rule (raised only when asked to be strict)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NemoCheckpoint:
+    """One published NeMo-RL checkpoint, as its files describe it."""
+
+    step: int
+    path: Path
+    prompts: int
+    samples: int
+    weight_update_ms: int
+    config: dict[str, Any]
+
+
+def validation_start(global_batch_size: int) -> int:
+    """CEIL(2.5 + 3840 / GBS), in exact arithmetic (3840/256 = 15 must give 18, not 17.999...)."""
+    return math.ceil(Fraction(5, 2) + Fraction(3840, global_batch_size))
+
+
+def discover(root: Path) -> list[Path]:
+    """The published `step_N` directories, by step. `tmp_step_N` (an unfinished save) is never one."""
+    if not root.is_dir():
+        raise NoCheckpointsError(f"{root}: no such checkpoint directory")
+    found = [p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_")
+             and p.name.removeprefix("step_").isdigit()]
+    if not found:
+        raise NoCheckpointsError(f"{root}: no step_N checkpoint directories (is this NeMo-RL's "
+                                 "checkpointing.checkpoint_dir?)")
+    return sorted(found, key=lambda p: int(p.name.removeprefix("step_")))
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        loaded = json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise CheckpointLayoutError(f"{path}: missing (NeMo-RL writes it with every checkpoint)") from e
+    except json.JSONDecodeError as e:
+        raise CheckpointLayoutError(f"{path}: not JSON (line {e.lineno}: {e.msg})") from e
+    if not isinstance(loaded, dict):
+        raise CheckpointLayoutError(f"{path}: expected a JSON object")
+    return loaded
+
+
+def _load_yaml(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        loaded = yaml.safe_load(path.read_text())
+    except FileNotFoundError as e:
+        raise CheckpointLayoutError(f"{path}: missing (NeMo-RL writes it with every checkpoint)") from e
+    except yaml.YAMLError as e:
+        raise CheckpointLayoutError(f"{path}: not YAML ({e})") from e
+    if not isinstance(loaded, dict):
+        raise CheckpointLayoutError(f"{path}: expected a mapping")
+    return loaded
+
+
+def _positive_int(info: dict[str, Any], key: str, path: Path) -> int:
+    value = info.get(key)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise CheckpointLayoutError(f"{path}: {key} must be a positive integer, got {value!r}")
+    return value
+
+
+def read_checkpoint(path: Path) -> NemoCheckpoint:
+    """Read and check one `step_N` directory."""
+    step = int(path.name.removeprefix("step_"))
+    info_path = path / "training_info.json"
+    info = _load_json(info_path)
+    if _positive_int(info, "current_step", info_path) != step:
+        raise CheckpointLayoutError(f"{info_path}: current_step {info['current_step']} differs from the "
+                                    f"directory's step {step}")
+    prompts = _positive_int(info, "consumed_samples", info_path)
+    update_ms = _positive_int(info, "training_step_end_time_ms", info_path)
+    config = _load_yaml(path / "config.yaml")
+    generations = (config.get("grpo") or {}).get("num_generations_per_prompt")
+    if not isinstance(generations, int) or generations <= 0:
+        raise CheckpointLayoutError(f"{path / 'config.yaml'}: grpo.num_generations_per_prompt must be a "
+                                    f"positive integer, got {generations!r}")
+    if not (path / "policy" / "weights").is_dir():
+        raise CheckpointLayoutError(f"{path / 'policy' / 'weights'}: missing (the MCore weights directory)")
+    return NemoCheckpoint(step=step, path=path, prompts=prompts, samples=prompts * generations,
+                          weight_update_ms=update_ms, config=config)
+
+
+def global_batch_size(config: dict[str, Any]) -> int:
+    """In samples: policy.train_global_batch_size, else grpo.num_prompts_per_step x num_generations_per_prompt."""
+    gbs = (config.get("policy") or {}).get("train_global_batch_size")
+    if gbs is None:
+        grpo = config.get("grpo") or {}
+        prompts, generations = grpo.get("num_prompts_per_step"), grpo.get("num_generations_per_prompt")
+        if isinstance(prompts, int) and isinstance(generations, int):
+            gbs = prompts * generations
+    if not isinstance(gbs, int) or gbs <= 0:
+        raise CheckpointLayoutError("config.yaml: neither policy.train_global_batch_size nor "
+                                    "grpo.num_prompts_per_step x grpo.num_generations_per_prompt gives the "
+                                    "global batch size")
+    return gbs
+
+
+def series_problems(checkpoints: list[NemoCheckpoint], gbs: int) -> list[str]:
+    """Departures from the rule: the series must start at the validation start and have no gaps."""
+    start = validation_start(gbs)
+    steps = [c.step for c in checkpoints]
+    problems = []
+    if steps[0] != start:
+        problems.append(f"the series starts at step {steps[0]}, not at the validation start {start} "
+                        f"(GBS {gbs})")
+    missing = sorted(set(range(max(start, steps[0]), steps[-1] + 1)) - set(steps))
+    if missing:
+        problems.append(f"missing checkpoints for steps {', '.join(map(str, missing))} (was keep_top_k "
+                        "pruning them?)")
+    for c in checkpoints:
+        if c.samples != c.step * gbs:
+            problems.append(f"step {c.step}: {c.samples} samples consumed, expected step x GBS = {c.step * gbs}")
+    return problems
+
+
+def tree_digest(directory: Path) -> tuple[str, int]:
+    """(sha256 of the `sha256sum`-style manifest of every file under `directory`, total bytes)."""
+    lines, total = [], 0
+    for f in sorted((p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.relative_to(directory).as_posix()):
+        h = hashlib.sha256()
+        with open(f, "rb") as stream:
+            while block := stream.read(1 << 20):
+                h.update(block)
+        lines.append(f"{h.hexdigest()}  {f.relative_to(directory).as_posix()}\n")
+        total += f.stat().st_size
+    return hashlib.sha256("".join(lines).encode()).hexdigest(), total
+
+
+def _written_ns(directory: Path) -> int:
+    return max(p.stat().st_mtime_ns for p in directory.rglob("*") if p.is_file())
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    run: RunDir
+    checkpoints: list[NemoCheckpoint]
+    global_batch_size: int
+    problems: list[str]
+
+
+def _relative(path: Path, run: RunDir) -> str:
+    # Relative even when the series lives outside the run: the path must resolve from the run directory.
+    import os
+
+    return Path(os.path.relpath(path.resolve(), run.path.resolve())).as_posix()
+
+
+def _open_run(into: Path) -> tuple[RunDir, set[str], set[int]]:
+    """The run (created when missing), the kinds it already holds, and the steps it already committed."""
+    if not into.exists():
+        return RunDir.create(into.parent, into.name), set(), set()
+    run = RunDir.open(into)
+    events = read_run(run).events
+    return run, {e.kind for e in events}, {e.step for e in events if e.kind == "checkpoint_committed" and e.step}
+
+
+def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -> ImportReport:
+    """Append a weight_update and a checkpoint_committed per checkpoint to the run `into` (created if missing).
+
+    A new run also gets run_opened (from the first checkpoint's config.yaml); train_stop is added at the final
+    checkpoint's step (NeMo-RL saves the final step unconditionally) unless the run already has one.
+    """
+    checkpoints = [read_checkpoint(p) for p in discover(root)]
+    gbs = global_batch_size(checkpoints[0].config)
+    problems = series_problems(checkpoints, gbs)
+    run, kinds, committed = _open_run(into)
+    clash = sorted(committed & {c.step for c in checkpoints})
+    if clash:
+        raise AlreadyImportedError(f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
+                                   "commits; import into a new run directory")
+    with LogWriter(run, writer) as log:
+        if "run_opened" not in kinds:
+            _run_opened(log, checkpoints[0], gbs)
+        for c in checkpoints:
+            _commit(log, run, c)
+        if "train_stop" not in kinds:
+            last = checkpoints[-1]
+            log.append("train_stop", step=last.step, samples_count=last.samples,
+                       time_ns=last.weight_update_ms * NS_PER_MS, data={"status": "completed", "reason": ""})
+    return ImportReport(run, checkpoints, gbs, problems)
+
+
+def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
+    mlperf = (first.config.get("logger") or {}).get("mlperf") or {}
+    log.append("run_opened", time_ns=first.weight_update_ms * NS_PER_MS, data={
+        "benchmark": mlperf.get("benchmark", BENCHMARK), "ruleset": RULESET, "division": mlperf.get("division"),
+        "global_batch_size": gbs, "config": first.config, "provenance": provenance(), "resumed_from": None,
+        "source": SOURCE,
+    })
+
+
+def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint) -> None:
+    update_ns = c.weight_update_ms * NS_PER_MS
+    log.append("weight_update", step=c.step, samples_count=c.samples, time_ns=update_ns, data={"source": SOURCE})
+    sha256, size = tree_digest(c.path / "policy" / "weights")
+    written = _written_ns(c.path)
+    log.append("checkpoint_committed", step=c.step, samples_count=c.samples, time_ns=written, data={
+        "path": _relative(c.path, run), "sha256": sha256, "bytes": size, "weight_update_ns": update_ns,
+        "save_begin_ns": None, "save_end_ns": written, "blocked_ns": None, "fingerprint": {},
+        "format": FORMAT, "dtype": _dtype(c.config), "source": SOURCE, "prompts": c.prompts,
+    })
+
+
+def _dtype(config: dict[str, Any]) -> str | None:
+    precision = (config.get("policy") or {}).get("precision")
+    return precision if isinstance(precision, str) else None

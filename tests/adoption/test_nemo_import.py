@@ -1,0 +1,178 @@
+"""`recorder import-checkpoints`: a NeMo-RL deferred-evaluation series becomes weight updates and commits."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from recorder.compat import mllog as dropin
+from recorder.log import LogWriter
+from recorder.nemo_import import (
+    AlreadyImportedError,
+    CheckpointLayoutError,
+    NoCheckpointsError,
+    import_checkpoints,
+    tree_digest,
+    validation_start,
+)
+from recorder.reader import read_run
+from recorder.run import RunDir
+from recorder.verify import verify_run
+from tests.adoption import nemo_layout
+from tests.helpers import run_cli
+
+MS = 1_000_000
+T0_MS = 1_780_000_000_000
+# The worked example of DESIGN.md: weight updates at 1080, 1142, 1204 s after run_start.
+UPDATES_MS = {18: T0_MS + 1_080_000, 19: T0_MS + 1_142_000, 20: T0_MS + 1_204_000}
+
+
+def _series(root: Path, steps: dict[int, int] = UPDATES_MS) -> Path:
+    for step, ms in steps.items():
+        nemo_layout.write_checkpoint(root, step, ms)
+    (root / "tmp_step_21" / "policy" / "weights").mkdir(parents=True)  # an unfinished save: never imported
+    return root
+
+
+def _kinds(run: Path, kind: str) -> list:
+    return [e for e in read_run(run).events if e.kind == kind]
+
+
+def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
+    root = _series(tmp_path / "ckpt")
+    report = import_checkpoints(root, tmp_path / "runs" / "nemo")
+    assert report.problems == [] and report.global_batch_size == 256
+
+    run = tmp_path / "runs" / "nemo"
+    updates = _kinds(run, "weight_update")
+    assert [(e.step, e.samples_count, e.time_ns) for e in updates] == [
+        (s, s * 256, ms * MS) for s, ms in UPDATES_MS.items()]  # prompts x 16 generations
+    commits = _kinds(run, "checkpoint_committed")
+    assert [e.step for e in commits] == [18, 19, 20]
+    c19 = commits[1].data
+    assert c19["weight_update_ns"] == UPDATES_MS[19] * MS
+    assert (run / c19["path"]).resolve() == (root / "step_19").resolve()
+    assert (c19["sha256"], c19["bytes"]) == tree_digest(root / "step_19" / "policy" / "weights")
+    assert (c19["fingerprint"], c19["blocked_ns"], c19["source"], c19["dtype"]) == ({}, None, "nemo-rl", "bfloat16")
+    (opened,) = _kinds(run, "run_opened")
+    assert (opened.data["benchmark"], opened.data["global_batch_size"]) == ("qwen35_397b_grpo", 256)
+    (stop,) = _kinds(run, "train_stop")
+    assert (stop.step, stop.data["status"]) == (20, "completed")
+    assert verify_run(run).ok
+
+
+def test_tree_digest_changes_with_any_weight_byte(tmp_path: Path) -> None:
+    path = nemo_layout.write_checkpoint(tmp_path, 18, T0_MS)
+    before = tree_digest(path / "policy" / "weights")
+    shard = path / "policy" / "weights" / "__0_0.distcp"
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 1
+    shard.write_bytes(bytes(data))
+    after = tree_digest(path / "policy" / "weights")
+    assert after[1] == before[1] and after[0] != before[0]
+
+
+def test_validation_start_is_exact() -> None:
+    assert [validation_start(g) for g in (256, 512, 1024, 3840)] == [18, 10, 7, 4]
+
+
+def test_gaps_and_a_late_start_are_reported(tmp_path: Path) -> None:
+    # keep_top_k pruned step 19 and the first one (18) is gone too.
+    root = _series(tmp_path / "ckpt", {19: UPDATES_MS[19], 21: UPDATES_MS[20] + 60_000, 22: UPDATES_MS[20] + 120_000})
+    report = import_checkpoints(root, tmp_path / "run")
+    assert report.problems == [
+        "the series starts at step 19, not at the validation start 18 (GBS 256)",
+        "missing checkpoints for steps 20 (was keep_top_k pruning them?)",
+    ]
+    done = run_cli("import-checkpoints", str(root), "--into", str(tmp_path / "run2"), "--strict")
+    assert done.returncode == 1
+    assert "missing checkpoints for steps 20" in done.stdout
+
+
+def test_bad_layouts_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(NoCheckpointsError, match="no step_N"):
+        import_checkpoints(tmp_path, tmp_path / "run")
+    path = nemo_layout.write_checkpoint(tmp_path / "a", 18, T0_MS)
+    (path / "training_info.json").write_text(json.dumps({"current_step": 17, "consumed_samples": 288,
+                                                         "training_step_end_time_ms": T0_MS}))
+    with pytest.raises(CheckpointLayoutError, match=r"training_info.json: current_step 17 differs"):
+        import_checkpoints(tmp_path / "a", tmp_path / "run")
+    path = nemo_layout.write_checkpoint(tmp_path / "b", 18, T0_MS)
+    shutil.rmtree(path / "policy")
+    with pytest.raises(CheckpointLayoutError, match="MCore weights"):
+        import_checkpoints(tmp_path / "b", tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # nothing half-imported
+
+
+def test_importing_twice_is_refused(tmp_path: Path) -> None:
+    root = _series(tmp_path / "ckpt")
+    import_checkpoints(root, tmp_path / "run")
+    with pytest.raises(AlreadyImportedError, match="steps 18, 19, 20 already have checkpoint commits"):
+        import_checkpoints(root, tmp_path / "run")
+    done = run_cli("import-checkpoints", str(root), "--into", str(tmp_path / "run"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def _record_training_mllog(run: RunDir) -> None:
+    """The training side's mllog (through the drop-in): init, run_start, the block closed at the final update."""
+    quiet = logging.getLogger("test-nemo-quiet")
+    quiet.propagate = False
+    now = {"ms": T0_MS - 10_000}
+    log = dropin.MLLogger(logger=quiet, run=run, writer="trainer-mllog", clock=lambda: now["ms"] * MS)
+    log.start(key="init_start")
+    for key, value in (("submission_benchmark", "qwen35_397b_grpo"), ("global_batch_size", 256),
+                       ("num_prompts_per_step", 16), ("num_generations_per_prompt", 16)):
+        log.event(key=key, value=value)
+    now["ms"] = T0_MS
+    log.end(key="init_stop")
+    log.start(key="run_start")
+    log.start(key="block_start", metadata={"samples_count": 0, "step": 0})
+    now["ms"] = UPDATES_MS[20] + 30_000
+    log.end(key="block_stop", metadata={"samples_count": 20 * 256, "step": 20}, time_ms=UPDATES_MS[20])
+    log.close()
+
+
+def _record_evaluations(run: RunDir) -> None:
+    """An evaluator's results, order 19, 18, 20 (19 scores 0.72, 18 0.70, 20 0.71), 60 s each from 1300 s."""
+    t = T0_MS + 1_300_000
+    with LogWriter(run, "evaluator") as log:
+        for step, accuracy in ((19, 0.72), (18, 0.70), (20, 0.71)):
+            common = {"step": step, "samples_count": step * 256}
+            log.append("eval_start", **common, time_ns=t * MS,
+                       data={"checkpoint": f"step_{step}", "sha256": "", "worker": "nemo-rl"})
+            t += 60_000
+            log.append("eval_result", **common, key="accuracy", value=accuracy, time_ns=t * MS,
+                       data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": None})
+            log.append("eval_stop", **common, time_ns=t * MS)
+
+
+def test_imported_run_with_evaluations_backdates_run_stop(tmp_path: Path) -> None:
+    root = _series(tmp_path / "ckpt")
+    run = RunDir.create(tmp_path / "runs", "nemo")
+    _record_training_mllog(run)
+    done = run_cli("import-checkpoints", str(root), "--into", str(run.path))
+    assert done.returncode == 0, done.stderr
+    assert "3 checkpoints (GBS 256)" in done.stdout
+    _record_evaluations(run)
+    assert verify_run(run).ok
+
+    # What replay needs is in the events: the passing checkpoint's weight update is NeMo-RL's
+    # training_step_end_time_ms, not the time the checkpoint or its evaluation was written.
+    events = read_run(run).events
+    first_pass = next(e for e in events if e.kind == "eval_result" and e.value > 0.69)
+    update = next(e for e in events if e.kind == "weight_update" and e.step == first_pass.step)
+    assert (first_pass.step, update.time_ns) == (19, UPDATES_MS[19] * MS)
+
+    help_text = run_cli("replay", "--help")
+    if help_text.returncode != 0:
+        pytest.skip("`recorder replay` is not available yet")
+    out = tmp_path / "official.log"
+    done = run_cli("replay", str(run.path), "--ruleset", "6.1.0", "--interpretation", "official", "-o", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [json.loads(t.split(":::MLLOG ", 1)[1]) for t in out.read_text().splitlines() if ":::MLLOG" in t]
+    run_stop = next(x for x in lines if x["key"] == "run_stop")
+    assert (run_stop["time_ms"], run_stop["metadata"]["status"]) == (UPDATES_MS[19], "success")

@@ -1,0 +1,82 @@
+import threading
+
+import pytest
+import torch
+
+from trainer.checkpoint import (CheckpointWriter, file_sha256, load_checkpoint, read_metadata, step_dirname,
+                                write_checkpoint)
+from trainer.errors import CheckpointError
+from trainer.fingerprint import fingerprint, matches
+from trainer.model import ModelConfig, build_model, build_tokenizer
+
+SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+
+
+@pytest.fixture()
+def model_tok():
+    return build_model(SMALL), build_tokenizer(SMALL)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_roundtrip_hash_metadata_fingerprint(tmp_path, model_tok, sync):
+    model, tok = model_tok
+    committed = []
+    w = CheckpointWriter(tmp_path, model, tok, sync=sync, on_commit=committed.append)
+    w.save(model, step=18, weight_update_ns=123)
+    with torch.no_grad():  # the next optimizer step must not leak into the saved snapshot
+        for p in model.parameters():
+            p.add_(1.0)
+    w.save(model, step=19, weight_update_ns=456)
+    w.close()
+    assert [c.step for c in committed] == [18, 19]
+    c18 = committed[0]
+    assert c18.path == tmp_path / step_dirname(18) and c18.path.name == "step_0000018"
+    assert file_sha256(c18.path / "model.safetensors") == c18.sha256
+    assert read_metadata(c18.path)["weight_update_ns"] == "123"
+    assert c18.save_begin_ns <= c18.save_end_ns and 0 <= c18.blocked_ns
+    loaded, tok2 = load_checkpoint(c18.path)
+    assert tok2 == tok
+    assert matches(c18.fingerprint["value"], fingerprint(loaded, tok2))
+    assert not matches(c18.fingerprint["value"], committed[1].fingerprint["value"])
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
+
+
+def test_async_blocks_less_than_sync(tmp_path, model_tok):
+    model, tok = model_tok
+    w = CheckpointWriter(tmp_path, model, tok, sync=False, on_commit=lambda c: None)
+    blocked = w.save(model, step=1, weight_update_ns=1)
+    w.close()
+    assert blocked < w.committed[0].save_end_ns - w.committed[0].save_begin_ns
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_failed_write_is_not_committed(tmp_path, model_tok, sync):
+    model, tok = model_tok
+    target = tmp_path / "checkpoints"
+    target.write_text("a file where the checkpoints directory should be")
+    committed = []
+    w = CheckpointWriter(target, model, tok, sync=sync, on_commit=committed.append)
+    with pytest.raises(CheckpointError, match="step 18"):
+        w.save(model, step=18, weight_update_ns=1)
+        w.close()
+    assert committed == []
+
+
+def test_never_overwrites(tmp_path, model_tok):
+    model, tok = model_tok
+    (tmp_path / step_dirname(5)).mkdir()
+    with pytest.raises(CheckpointError, match="never overwritten"):
+        write_checkpoint(tmp_path / step_dirname(5), {"w": torch.zeros(1)}, config_json="{}",
+                         tokenizer_json="{}", weight_update_ns=1, step=5)
+
+
+def test_load_refuses_missing_files(tmp_path):
+    with pytest.raises(CheckpointError, match="missing"):
+        load_checkpoint(tmp_path)
+
+
+def test_writer_thread_is_daemon_and_named(tmp_path, model_tok):
+    model, tok = model_tok
+    w = CheckpointWriter(tmp_path, model, tok, sync=False, on_commit=lambda c: None)
+    assert any(t.name == "checkpoint-writer" for t in threading.enumerate())
+    w.close()

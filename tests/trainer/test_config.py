@@ -1,0 +1,51 @@
+import json
+
+import pytest
+
+from trainer.config import load_config, validation_start_step
+from trainer.errors import ConfigError
+
+
+def test_defaults_resolve():
+    cfg = load_config()
+    assert cfg.global_batch_size == 256 and cfg.validation_start == 18 and cfg.max_steps == 19
+    assert (cfg.eval.k, cfg.eval.temperature, cfg.eval.top_p, cfg.eval.target) == (4, 0.1, 0.95, 0.69)
+    assert cfg.division == "open" and cfg.to_dict()["eval"]["samples"] == 251
+
+
+def test_validation_start_rule():
+    assert validation_start_step(256) == 18
+    assert validation_start_step(512) == 10  # ceil(2.5 + 7.5) = ceil(10.0)
+    assert validation_start_step(3840) == 4
+
+
+def test_set_and_file(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('seed = 3\n[checkpoint]\nsync = true\n')
+    cfg = load_config(f, ["model=smollm2-135m", "eval.k=8", "learning_rate=2e-4"])
+    assert cfg.seed == 3 and cfg.checkpoint.sync and cfg.model == "smollm2-135m"
+    assert cfg.eval.k == 8 and cfg.learning_rate == 2e-4 and cfg.config_filename == "c.toml"
+    j = tmp_path / "c.json"
+    j.write_text(json.dumps({"rollout": "vllm"}))
+    assert load_config(j).rollout == "vllm"
+
+
+def test_every_error_at_once():
+    with pytest.raises(ConfigError) as info:
+        load_config(sets=["eval.k=0", "learning_rate=abc", "model=gpt", "bogus=1", "micro_batch_size=7",
+                          "max_steps=3", "checkpoint.x=1", "noequals"])
+    errs = info.value.errors
+    for field in ("eval.k", "learning_rate", "model", "bogus", "micro_batch_size", "max_steps",
+                  "checkpoint.x", "noequals"):
+        assert any(e.startswith(field) or field in e.split(":")[0] for e in errs), field
+    assert len(errs) == 8
+    assert "set max_steps >= 18" in str(info.value)
+
+
+def test_bad_file(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text("seed = = 1")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(f)
+    with pytest.raises(ConfigError, match="no such file"):
+        load_config(tmp_path / "missing.toml")

@@ -1,0 +1,264 @@
+"""The trainer's one config: a frozen dataclass tree, validated when built, every problem reported at once.
+
+Sources, later wins: the defaults below, `--config FILE` (TOML or JSON), then `--set key=value` (dotted keys:
+`checkpoint.sync=true`, `model=smollm2-135m`, `eval.k=4`). `load_config` resolves derived values (max_steps)
+so the config recorded in `run_opened.data.config` is complete; the evaluator reads its `eval` section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from trainer.errors import ConfigError
+
+BENCHMARK = "qwen35_397b_grpo"
+
+
+def validation_start_step(global_batch_size: int) -> int:
+    """The 6.1 rule: checkpoints from step CEIL(2.5 + 3840 / global_batch_size) on."""
+    return math.ceil(2.5 + 3840 / global_batch_size)
+
+
+@dataclass(frozen=True)
+class CheckpointSettings:
+    sync: bool = False          # true: the loop waits for each save (fsync included)
+    max_pending: int = 2        # async: writes in flight before a save blocks the loop
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    """What the offline evaluator uses (it reads these from run_opened.data.config.eval)."""
+
+    k: int = 4
+    temperature: float = 0.1
+    top_p: float = 0.95
+    target: float = 0.69
+    max_new_tokens: int = 5
+    samples: int = 251          # validation tasks scored (mllog eval_samples)
+
+
+@dataclass(frozen=True)
+class WarmupSettings:
+    """The supervised init made before init_start (untimed), cached by its settings and the model's."""
+
+    enabled: bool = True
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    max_batches: int = 600
+    check_every: int = 10       # dev accuracy measured every this many batches
+    stop_dev_accuracy: float = 0.5  # stop at the first check reaching it (below the target: GRPO earns the rest)
+    cache_dir: str = "~/.cache/recorder/warmup"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every setting of `recorder train`. Build with `load_config`, which validates and resolves."""
+
+    seed: int = 0
+    model: Literal["tiny", "smollm2-135m"] = "tiny"
+    rollout: Literal["torch", "vllm"] = "torch"
+    division: Literal["open", "closed"] = "open"
+    ruleset: Literal["6.1.0"] = "6.1.0"
+    num_prompts_per_step: int = 16
+    num_generations_per_prompt: int = 16
+    micro_batch_size: int = 64
+    max_steps: int = 0          # 0: validation start + 1 (the rule's recommendation), resolved by load_config
+    learning_rate: float = 1e-4
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+    weight_decay: float = 0.0
+    grad_clip_norm: float = 1.0
+    clip_epsilon: float = 0.2   # GRPO policy-ratio clip
+    rollout_temperature: float = 1.0
+    rollout_top_p: float = 1.0
+    max_new_tokens: int = 5
+    max_sequence_length: int = 65536  # declared for the mllog (the 6.1.0 checker requires 65536)
+    ray_workers: int = 2
+    vllm_gpu_memory_utilization: float = 0.2
+    submission_org: str = "recorder"
+    submission_platform: str = "cpu"
+    config_filename: str = "default"
+    checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
+    eval: EvalSettings = field(default_factory=EvalSettings)
+    warmup: WarmupSettings = field(default_factory=WarmupSettings)
+
+    @property
+    def global_batch_size(self) -> int:
+        return self.num_prompts_per_step * self.num_generations_per_prompt
+
+    @property
+    def validation_start(self) -> int:
+        return validation_start_step(self.global_batch_size)
+
+    @property
+    def gradient_accumulation_steps(self) -> int:
+        return self.global_batch_size // self.micro_batch_size
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def load_config(path: Path | None = None, sets: list[str] | None = None) -> TrainConfig:
+    """Defaults <- FILE <- KEY=VALUE overrides; raises ConfigError listing every problem."""
+    errors: list[str] = []
+    raw: dict[str, Any] = {}
+    if path is not None:
+        raw = _read_file(Path(path))
+        raw.setdefault("config_filename", Path(path).name)
+    for item in sets or []:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            errors.append(f"--set {item!r}: expected KEY=VALUE, e.g. --set checkpoint.sync=true")
+            continue
+        _put(raw, key.strip().split("."), _parse_value(text.strip()))
+    cfg = _build(TrainConfig, raw, "", errors)
+    if cfg is not None:  # range checks on every value that parsed, so all problems come out at once
+        errors.extend(validate(cfg))
+    if errors:
+        raise ConfigError(errors)
+    assert cfg is not None
+    if cfg.max_steps == 0:
+        cfg = dataclasses.replace(cfg, max_steps=cfg.validation_start + 1)
+    return cfg
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError([f"--config {path}: no such file"])
+    text = path.read_text()
+    try:
+        obj = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError([f"--config {path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {e}"]) from e
+    if not isinstance(obj, dict):
+        raise ConfigError([f"--config {path}: the top level must be a table/object of settings"])
+    return obj
+
+
+def _parse_value(text: str) -> Any:
+    """A TOML/JSON literal when it is one (true, 3, 1e-4, "x"), else the bare text (smollm2-135m)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def _put(raw: dict[str, Any], keys: list[str], value: Any) -> None:
+    for k in keys[:-1]:
+        raw = raw.setdefault(k, {}) if isinstance(raw.get(k, {}), dict) else raw
+    raw[keys[-1]] = value
+
+
+def _build(cls: type, raw: Any, prefix: str, errors: list[str]) -> Any:
+    if not isinstance(raw, dict):
+        errors.append(f"{prefix.rstrip('.')}: expected a table of settings, got {raw!r}")
+        return None
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    for key in raw:
+        if key not in names:
+            errors.append(f"{prefix}{key}: unknown setting; known: {', '.join(sorted(names))}")
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in raw:
+            continue
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            sub = _build(hint, raw[f.name], f"{prefix}{f.name}.", errors)  # type: ignore[arg-type]
+            if sub is not None:
+                kwargs[f.name] = sub
+        else:
+            ok, value, problem = _coerce(raw[f.name], hint)
+            if ok:
+                kwargs[f.name] = value
+            else:
+                errors.append(f"{prefix}{f.name}: {problem}")
+    return cls(**kwargs)
+
+
+def _coerce(value: Any, hint: Any) -> tuple[bool, Any, str]:
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        choices = typing.get_args(hint)
+        if value in choices:
+            return True, value, ""
+        return False, None, f"{value!r} is not one of {', '.join(map(str, choices))}; pick one of them"
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(hint):
+            ok, v, _ = _coerce(value, arg)
+            if ok:
+                return True, v, ""
+        return False, None, f"{value!r} has the wrong type ({hint})"
+    if hint is bool:
+        return (True, value, "") if isinstance(value, bool) else (False, None, f"{value!r} is not true or false")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return True, value, ""
+        return False, None, f"{value!r} is not an integer; give a whole number"
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True, float(value), ""
+        return False, None, f"{value!r} is not a number; give e.g. 1e-4"
+    if hint is str:
+        return (True, value, "") if isinstance(value, str) else (True, str(value), "")
+    return True, value, ""
+
+
+def validate(cfg: TrainConfig) -> list[str]:
+    """Every range/consistency problem of a built config, each as 'field: problem; fix'."""
+    e: list[str] = []
+
+    def need(cond: bool, msg: str) -> None:
+        if not cond:
+            e.append(msg)
+
+    need(cfg.num_prompts_per_step >= 1, f"num_prompts_per_step: {cfg.num_prompts_per_step} must be >= 1")
+    need(cfg.num_generations_per_prompt >= 2,
+         f"num_generations_per_prompt: {cfg.num_generations_per_prompt} must be >= 2 (GRPO compares a group)")
+    gbs = max(1, cfg.global_batch_size)
+    need(cfg.micro_batch_size >= 1 and gbs % max(1, cfg.micro_batch_size) == 0,
+         f"micro_batch_size: {cfg.micro_batch_size} must divide the global batch {gbs}; e.g. {math.gcd(gbs, 64)}")
+    if cfg.num_prompts_per_step >= 1 and cfg.num_generations_per_prompt >= 1:
+        vs = cfg.validation_start
+        need(cfg.max_steps == 0 or cfg.max_steps >= vs,
+             f"max_steps: {cfg.max_steps} stops before the validation start step {vs} (no checkpoint would be "
+             f"written); set max_steps >= {vs}, or 0 for {vs + 1}")
+    need(cfg.max_steps >= 0, f"max_steps: {cfg.max_steps} must be >= 0 (0 = validation start + 1)")
+    for name in ("learning_rate", "adam_epsilon", "grad_clip_norm", "clip_epsilon"):
+        need(getattr(cfg, name) > 0, f"{name}: {getattr(cfg, name)} must be > 0")
+    for name in ("adam_beta1", "adam_beta2"):
+        need(0 <= getattr(cfg, name) < 1, f"{name}: {getattr(cfg, name)} must be in [0, 1)")
+    need(cfg.weight_decay >= 0, f"weight_decay: {cfg.weight_decay} must be >= 0")
+    for prefix, temp, top_p in (("rollout_", cfg.rollout_temperature, cfg.rollout_top_p),
+                                ("eval.", cfg.eval.temperature, cfg.eval.top_p)):
+        need(temp >= 0, f"{prefix}temperature: {temp} must be >= 0 (0 = greedy)")
+        need(0 < top_p <= 1, f"{prefix}top_p: {top_p} must be in (0, 1]")
+    need(cfg.max_new_tokens >= 1, f"max_new_tokens: {cfg.max_new_tokens} must be >= 1")
+    need(cfg.eval.max_new_tokens >= 1, f"eval.max_new_tokens: {cfg.eval.max_new_tokens} must be >= 1")
+    need(cfg.eval.k >= 1, f"eval.k: {cfg.eval.k} must be >= 1")
+    need(0 < cfg.eval.target < 1, f"eval.target: {cfg.eval.target} must be in (0, 1)")
+    need(1 <= cfg.eval.samples <= 251, f"eval.samples: {cfg.eval.samples} must be in 1..251 (the validation set)")
+    need(cfg.ray_workers >= 1, f"ray_workers: {cfg.ray_workers} must be >= 1")
+    need(0 < cfg.vllm_gpu_memory_utilization <= 1,
+         f"vllm_gpu_memory_utilization: {cfg.vllm_gpu_memory_utilization} must be in (0, 1]")
+    need(cfg.checkpoint.max_pending >= 1, f"checkpoint.max_pending: {cfg.checkpoint.max_pending} must be >= 1")
+    w = cfg.warmup
+    need(w.batch_size >= 1, f"warmup.batch_size: {w.batch_size} must be >= 1")
+    need(w.learning_rate > 0, f"warmup.learning_rate: {w.learning_rate} must be > 0")
+    need(w.max_batches >= 0, f"warmup.max_batches: {w.max_batches} must be >= 0")
+    need(w.check_every >= 1, f"warmup.check_every: {w.check_every} must be >= 1")
+    need(0 <= w.stop_dev_accuracy < cfg.eval.target,
+         f"warmup.stop_dev_accuracy: {w.stop_dev_accuracy} must be below eval.target {cfg.eval.target} "
+         "(the init must score below the target so GRPO earns the crossing)")
+    for name in ("submission_org", "submission_platform", "config_filename"):
+        need(getattr(cfg, name) != "", f"{name}: must not be empty (the mllog requires it)")
+    return e

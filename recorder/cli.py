@@ -26,7 +26,7 @@ err = Console(stderr=True, soft_wrap=True)
 # Modules with a `register(app)` function. Each imports only typer at module level.
 COMMAND_MODULES = [
     "recorder.log_commands",
-    "recorder.adoption_commands",
+    "evaluator.commands",
 ]
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,126 @@
+"""`recorder eval` and `recorder evals`. Imports only typer/rich here; the evaluator loads lazily."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from evaluator.session import Outcome, Summary
+
+console = Console()
+
+
+def eval_command(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")],
+    order: Annotated[str, typer.Option(help="ascending | descending | S1,S2,... (only those steps).")] = "ascending",
+    all_: Annotated[bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")] = False,
+    workers: Annotated[int, typer.Option(help="Evaluation workers; more than 1 runs Ray actors.")] = 1,
+    ray: Annotated[str | None, typer.Option("--ray", help="Ray cluster address (default: a local cluster).")] = None,
+    limit: Annotated[int | None, typer.Option(help="Evaluate at most N checkpoints in this session.")] = None,
+    batch_size: Annotated[int, typer.Option(help="Samples generated per batch (the score does not depend on it).")] = 64,
+    allow_gaps: Annotated[bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")] = False,
+    fingerprint: Annotated[Literal["on", "off"], typer.Option(help="Check each checkpoint's fingerprint.")] = "on",
+    fingerprint_tolerance: Annotated[float, typer.Option(help="Largest |recomputed - recorded| fingerprint.")] = 0.005,
+) -> None:
+    """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
+
+    Exit 0 when a checkpoint passed, 1 when none did or an evaluation failed, 2 for bad input.
+    """
+    from evaluator.errors import EvaluationsFailed, NothingPassedError
+    from evaluator.order import parse_order
+    from evaluator.session import evaluate_run
+    from evaluator.settings import Options
+
+    options = Options(order=parse_order(order), all=all_, workers=workers, ray_address=ray, limit=limit,
+                      batch_size=batch_size, allow_gaps=allow_gaps, fingerprint=fingerprint == "on",
+                      fingerprint_tolerance=fingerprint_tolerance)
+    summary = evaluate_run(run_dir, options, on_outcome=_print_outcome)
+    _print_summary(summary)
+    if summary.failures:
+        steps = ", ".join(str(o.step) for o in summary.failures)
+        raise EvaluationsFailed(f"{len(summary.failures)} evaluation(s) failed (steps {steps}); each is an "
+                                f"eval_failed event: see `recorder evals {run_dir}`")
+    if summary.passing_step is None and not summary.remaining:
+        raise NothingPassedError(f"no evaluated checkpoint reached {summary.eval_cfg.metric} > "
+                                 f"{summary.eval_cfg.target}: no run_stop can claim success")
+
+
+def _print_outcome(o: Outcome) -> None:
+    if o.status == "failed":
+        console.print(f"step {o.step}: [bold red]FAILED[/] {o.error}: {o.reason}", highlight=False)
+        return
+    mark = "[green]pass[/]" if o.passed else "below target"
+    where = f"({o.reason})" if o.status == "skipped" else f"in {o.seconds:.1f} s -> {o.results}"
+    console.print(f"step {o.step}: accuracy {o.accuracy:.4f} {mark} {where}", highlight=False)
+
+
+def _print_summary(s: Summary) -> None:
+    for p in s.problems:
+        console.print(f"[yellow]warning:[/] {p} (--allow-gaps)", highlight=False)
+    for c in s.closed:
+        console.print(f"closed an interrupted evaluation: {c}", highlight=False)
+    if s.segment is None:
+        console.print("nothing to evaluate: every needed checkpoint was already scored", highlight=False)
+    scored = sum(o.status == "scored" for o in s.outcomes)
+    head = f"run {s.run_id}: {scored} evaluated"
+    head += f" with {s.workers}, events in {s.segment}" if s.segment else ""
+    if s.remaining:
+        head += f"; not evaluated (--limit): steps {', '.join(map(str, s.remaining))}"
+    console.print(head, highlight=False)
+    if s.passing_step is not None:
+        console.print(f"first passing checkpoint: step {s.passing_step} ({s.eval_cfg.metric} > {s.eval_cfg.target})",
+                      highlight=False)
+
+
+def _utc(time_ns: int | None) -> str:
+    if time_ns is None:
+        return ""
+    return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%m-%d %H:%M:%S")
+
+
+def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -> None:
+    """Every evaluation of a run, from its events: step, outcome, score, timing, checkpoint hash."""
+    from evaluator.history import attempts
+    from recorder.reader import read_run
+
+    log = read_run(run_dir)
+    opened = next((e for e in log.events if e.kind == "run_opened"), None)
+    target = ((opened.data.get("config") or {}).get("eval") or {}).get("target") if opened else None
+    rows = attempts(log.events)
+    table = Table(title=f"{log.run.run_id}: {len(rows)} evaluations" + (f" (target > {target})" if target else ""))
+    for col in ("step", "samples", "segment", "started UTC", "s", "status", "accuracy", "pass", "sha256",
+                "worker", "results / reason"):
+        table.add_column(col, overflow="fold")
+    for a in rows:
+        table.add_row(*_evals_row(a, target))
+    console.print(table)
+
+
+def _evals_row(a: object, target: float | None) -> list[str]:
+    from evaluator.history import Attempt
+
+    assert isinstance(a, Attempt)
+    first = a.start or a.failed or a.result
+    end = a.stop or a.failed or (a.closed_by if a.closed_by else None)
+    seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
+    start_data = a.start.data if a.start else {}
+    acc = a.accuracy
+    passed = "" if acc is None or target is None else ("yes" if acc > target else "no")
+    detail = (a.result.data.get("results", "") if a.result else
+              (a.failed or a.closed_by).data.get("reason", "") if (a.failed or a.closed_by) else "no end recorded")
+    return [str(a.step if a.step is not None else ""), str(first.samples_count if first and first.samples_count
+                                                           is not None else ""),
+            a.segment.removesuffix(".arrows"), _utc(a.start.time_ns if a.start else None), seconds, a.status,
+            "" if acc is None else f"{acc:.4f}", passed, str(start_data.get("sha256", ""))[:8],
+            str(start_data.get("worker", "")), detail]
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="eval")(eval_command)
+    app.command()(evals)

@@ -1,0 +1,57 @@
+"""The evaluator's exceptions. Each also subclasses the core's InputError (exit 2) or DataError (exit 1)."""
+
+from __future__ import annotations
+
+from recorder.errors import DataError, InputError, RecorderError
+
+
+class EvalError(RecorderError):
+    """Base of every error the evaluator raises on purpose."""
+
+
+class OrderError(EvalError, InputError):
+    """An --order that is not ascending, descending or a list of committed checkpoint steps."""
+
+
+class NotEvaluableError(EvalError, InputError):
+    """A run the evaluator cannot start on: no run_opened, training not stopped, no checkpoints."""
+
+
+class SettingsError(EvalError, InputError):
+    """An evaluation setting (k, temperature, batch size, tolerance) that is missing or out of range."""
+
+
+class SeriesError(EvalError, DataError):
+    """Committed checkpoints that do not start at the validation start or have a gap."""
+
+
+class CheckpointRefused(EvalError, DataError):
+    """One checkpoint that must not be scored; recorded as eval_failed with this class's name."""
+
+
+class UnsafePathError(CheckpointRefused):
+    """A checkpoint path that is absolute or resolves outside the run directory."""
+
+
+class MissingCheckpointError(CheckpointRefused):
+    """A committed checkpoint whose directory or weights file is gone."""
+
+
+class HashMismatchError(CheckpointRefused):
+    """A weights file whose sha256 differs from the one training recorded."""
+
+
+class FingerprintMismatchError(CheckpointRefused):
+    """Weights, tokenizer or code that give another fingerprint than training recorded."""
+
+
+class EvaluationCrashed(CheckpointRefused):
+    """Scoring raised an unexpected error (a worker died, the model failed)."""
+
+
+class EvaluationsFailed(EvalError, DataError):
+    """At least one evaluation of this session failed (each one is an eval_failed event)."""
+
+
+class NothingPassedError(EvalError, DataError):
+    """Every checkpoint was evaluated and none reached the target."""

@@ -1,0 +1,85 @@
+"""Every evaluation attempt a run's log holds, rebuilt from the evaluator's events.
+
+An attempt is what one evaluator session did with one step: `eval_start`, then `eval_result` and
+`eval_stop` (scored), or `eval_failed` (refused or crashed). A session killed mid-evaluation leaves an
+open `eval_start`; the next session closes it with an `eval_failed` whose `interrupted_segment` names the
+dead session's segment, so no interval stays open and nothing is scored twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from recorder.events import Event
+
+EVAL_KINDS = ("eval_start", "eval_result", "eval_stop", "eval_failed")
+Status = Literal["scored", "failed", "interrupted", "running"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attempt:
+    """One evaluation of one step by one evaluator session (segment)."""
+
+    step: int | None
+    segment: str
+    start: Event | None = None
+    result: Event | None = None
+    stop: Event | None = None
+    failed: Event | None = None
+    closed_by: Event | None = None  # a later session's eval_failed for this interrupted attempt
+
+    @property
+    def status(self) -> Status:
+        if self.result is not None:
+            return "scored"
+        if self.failed is not None:
+            return "failed"
+        return "interrupted" if self.closed_by is not None else "running"
+
+    @property
+    def accuracy(self) -> float | None:
+        if self.result is None or not isinstance(self.result.value, (int, float)):
+            return None
+        return float(self.result.value)
+
+    @property
+    def open(self) -> bool:
+        """Started, never ended, never closed: its session died (or is still running)."""
+        return self.status == "running"
+
+
+def attempts(events: Iterable[Event]) -> list[Attempt]:
+    """Every attempt in log order (of its first event). Needs every eval event of the run."""
+    rows: dict[tuple[str, int | None], dict[str, Event]] = {}
+    closers: dict[tuple[str, int | None], Event] = {}
+    for e in events:
+        if e.kind not in EVAL_KINDS:
+            continue
+        if e.kind == "eval_failed" and e.data.get("interrupted_segment"):
+            closers[(str(e.data["interrupted_segment"]), e.step)] = e
+            continue
+        if e.kind == "eval_result" and e.key not in (None, "accuracy"):
+            continue  # other metrics (lm-eval tasks) are not the benchmark's score
+        slot = rows.setdefault((e.segment, e.step), {})
+        slot.setdefault(e.kind.removeprefix("eval_"), e)
+    return [
+        Attempt(step=step, segment=seg, start=r.get("start"), result=r.get("result"), stop=r.get("stop"),
+                failed=r.get("failed"), closed_by=closers.get((seg, step)))
+        for (seg, step), r in rows.items()
+    ]
+
+
+def scored(all_attempts: list[Attempt]) -> dict[int, Attempt]:
+    """{step: its first scored attempt}: what must not be evaluated again."""
+    out: dict[int, Attempt] = {}
+    for a in all_attempts:
+        if a.status == "scored" and a.step is not None:
+            out.setdefault(a.step, a)
+    return out
+
+
+def open_attempts(all_attempts: list[Attempt], *, other_than: str | None = None) -> list[Attempt]:
+    """Attempts left open by a session (other than `other_than`, the running one)."""
+    return [a for a in all_attempts if a.open and a.segment != other_than]

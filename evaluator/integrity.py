@@ -1,0 +1,75 @@
+"""Is this the checkpoint training committed? Its weights file's hash, and its fingerprint.
+
+The hash proves the bytes are the ones committed. It cannot see a changed tokenizer.json or config.json
+next to them, or evaluator code that reads the weights differently: the fingerprint (mean log-likelihood
+of a fixed holdout batch, recomputed from what was loaded) does, within a tolerance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+from evaluator.checkpoints import Checkpoint
+from evaluator.errors import FingerprintMismatchError, HashMismatchError, MissingCheckpointError
+
+WEIGHTS_FILE = "model.safetensors"
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def weights_path(directory: Path, cp: Checkpoint) -> Path:
+    """The weights file of a checkpoint directory; MissingCheckpointError if it is not there."""
+    if not directory.is_dir():
+        raise MissingCheckpointError(f"{cp.where}: checkpoint directory {directory} is missing: it was moved or "
+                                     "deleted after training committed it")
+    weights = directory / WEIGHTS_FILE
+    if not weights.is_file():
+        raise MissingCheckpointError(f"{cp.where}: {weights} is missing: the checkpoint is incomplete")
+    return weights
+
+
+def check_hash(cp: Checkpoint, weights: Path) -> str:
+    """The file's sha256, if it is the one recorded; HashMismatchError otherwise."""
+    size = weights.stat().st_size
+    if cp.bytes is not None and size != cp.bytes:
+        raise HashMismatchError(f"{cp.where}: {weights} has {size} bytes, training committed {cp.bytes}: the "
+                                "weights file was altered after training; it is not scored")
+    digest = sha256_file(weights)
+    if digest != cp.sha256:
+        raise HashMismatchError(f"{cp.where}: sha256 of {weights} is {digest[:16]}..., training committed "
+                                f"{cp.sha256[:16] or '(none)'}...: the weights file was altered after training; "
+                                "it is not scored")
+    return digest
+
+
+def recorded_fingerprint(cp: Checkpoint) -> tuple[str, float]:
+    """(method, value) training recorded; FingerprintMismatchError if there is none to compare with."""
+    value = cp.fingerprint.get("value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise FingerprintMismatchError(f"{cp.where}: training recorded no usable fingerprint ({cp.fingerprint!r}): "
+                                       "nothing to compare with; pass --fingerprint off to evaluate without it")
+    return str(cp.fingerprint.get("method", "")), float(value)
+
+
+def check_fingerprint(cp: Checkpoint, measured: list[float | None], tolerance: float) -> float:
+    """The largest |measured - recorded| over workers, if within `tolerance`; FingerprintMismatchError if not."""
+    method, recorded = recorded_fingerprint(cp)
+    worst = 0.0
+    for i, value in enumerate(measured):
+        if value is None or not math.isfinite(value):
+            raise FingerprintMismatchError(f"{cp.where}: worker {i} computed no fingerprint ({value!r})")
+        worst = max(worst, abs(value - recorded))
+        if not abs(value - recorded) <= tolerance:
+            raise FingerprintMismatchError(
+                f"{cp.where}: fingerprint ({method or 'unnamed method'}) is {value:.6f} here, training recorded "
+                f"{recorded:.6f} (difference {abs(value - recorded):.6f} > tolerance {tolerance}): the weights, "
+                "tokenizer or code differ from training's; it is not scored")
+    return worst

@@ -1,0 +1,76 @@
+"""results.json: the evidence behind one score, under `derived/evals/step_NNNNNNN/`.
+
+It holds what a reviewer needs to re-check the score without trusting the evaluator: the checkpoint's
+path and hash, the task set's hash, a hash of every prompt, completion and target with its outcome, the
+settings, the fingerprint comparison (or that it was skipped), the code's provenance and the timings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recorder import canonical
+
+SCHEMA = "recorder.eval.results/1"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sample:
+    """One generated completion and its outcome. Built by workers, returned to the driver."""
+
+    task: int
+    sample: int
+    seed: int
+    completion: str
+    reward: float
+
+    @property
+    def correct(self) -> bool:
+        return self.reward >= 1.0
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def task_set_sha256(pairs: Sequence[tuple[str, str]]) -> str:
+    """Hash of the ordered (prompt, answer) list: two evaluations compare only if this is equal."""
+    return sha256_text(canonical.dumps([list(p) for p in pairs]))
+
+
+def results_dir(derived: Path, step: int) -> Path:
+    return derived / "evals" / f"step_{step:07d}"
+
+
+def sample_rows(samples: Sequence[Sample], pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Per-sample hashes of prompt, completion and target, with seed, reward and outcome."""
+    return [
+        {"task": s.task, "sample": s.sample, "seed": s.seed, "prompt_sha256": sha256_text(pairs[s.task][0]),
+         "completion_sha256": sha256_text(s.completion), "target_sha256": sha256_text(pairs[s.task][1]),
+         "reward": s.reward, "correct": s.correct}
+        for s in samples
+    ]
+
+
+def write_results(path: Path, doc: dict[str, Any]) -> str:
+    """Write `doc` atomically (temporary file, fsync, rename); returns the file's sha256."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = (json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n").encode()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(body)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return hashlib.sha256(body).hexdigest()
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc

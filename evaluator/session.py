@@ -1,0 +1,194 @@
+"""One evaluator session: plan from the run's events, check, score, record. The driver of `recorder eval`.
+
+Only this driver writes events (writer "evaluator", one new segment per session); workers return results.
+A session evaluates what earlier sessions did not score, closes attempts a killed session left open, stops
+at the first passing checkpoint in the chosen order unless `--all`, and never fabricates a score: each
+failure is an `eval_failed` event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from recorder.events import Event
+from recorder.log import LogWriter
+from recorder.reader import read_run
+from recorder.run import RunDir
+
+from evaluator.checkpoints import Checkpoint, check_series, committed
+from evaluator.errors import NotEvaluableError
+from evaluator.evaluate import Context, evaluate_checkpoint
+from evaluator.history import Attempt, attempts, open_attempts, scored
+from evaluator.order import arrange
+from evaluator.settings import Options, RunEvalConfig, run_eval_config
+from evaluator.workers import Workers, start_workers
+
+WRITER = "evaluator"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """What happened to one planned step in this session."""
+
+    step: int
+    status: Literal["scored", "failed", "skipped"]  # skipped: scored by an earlier session
+    accuracy: float | None = None
+    passed: bool = False
+    reason: str = ""
+    error: str = ""
+    results: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Summary:
+    """The session's result; the CLI turns it into a table and an exit code."""
+
+    run_id: str
+    segment: str | None  # None: nothing needed doing, no segment was opened
+    eval_cfg: RunEvalConfig
+    workers: str
+    problems: list[str]
+    outcomes: list[Outcome]
+    closed: list[str] = field(default_factory=list)  # interrupted attempts closed now
+    remaining: list[int] = field(default_factory=list)  # planned steps left unevaluated (--limit)
+
+    @property
+    def passing_step(self) -> int | None:
+        """The first passing step in evaluation order (this session or, when skipped, an earlier one)."""
+        return next((o.step for o in self.outcomes if o.passed), None)
+
+    @property
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFacts:
+    """What the run's log says that evaluation needs."""
+
+    run: RunDir
+    events: list[Event]
+    global_batch_size: int
+    final_step: int | None
+    eval_cfg: RunEvalConfig
+    candidates: dict[int, Checkpoint]
+    problems: list[str]
+
+
+def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool) -> RunFacts:
+    """Read and check the run: opened, training stopped, checkpoints committed in a valid series."""
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    events = read_run(run).events
+    opened = next((e for e in events if e.kind == "run_opened"), None)
+    if opened is None:
+        raise NotEvaluableError(f"{run.path}: no run_opened event: not a recorded training run")
+    gbs = opened.data.get("global_batch_size")
+    if not isinstance(gbs, int) or gbs < 1:
+        raise NotEvaluableError(f"{run.path}: run_opened has no valid global_batch_size ({gbs!r})")
+    stop = next((e for e in reversed(events) if e.kind == "train_stop"), None)
+    if stop is None:
+        raise NotEvaluableError(f"{run.path}: training has not stopped (no train_stop event): the 6.1 rule "
+                                "evaluates checkpoints after training halts; wait for it, or check the trainer")
+    cps = committed(events)
+    if not cps:
+        raise NotEvaluableError(f"{run.path}: no checkpoint_committed event: nothing to evaluate")
+    candidates, problems = check_series(cps, gbs, stop.step, allow_gaps=allow_gaps)
+    return RunFacts(run=run, events=events, global_batch_size=gbs, final_step=stop.step,
+                    eval_cfg=run_eval_config(opened.data.get("config") or {}),
+                    candidates={c.step: c for c in candidates}, problems=problems)
+
+
+def _passed(accuracy: float | None, target: float) -> bool:
+    # The 6.1.0 checker and the rule's reading: strictly above the target (DESIGN.md section 1).
+    return accuracy is not None and accuracy > target
+
+
+def _todo(steps: list[int], done: dict[int, Attempt], target: float, everything: bool) -> list[int]:
+    """Steps this session must score, ignoring what it will learn: skip scored ones, stop at a prior pass."""
+    out = []
+    for step in steps:
+        if step in done:
+            if _passed(done[step].accuracy, target) and not everything:
+                break
+            continue
+        out.append(step)
+    return out
+
+
+def evaluate_run(run_dir: Path | str | RunDir, options: Options, *,
+                 workers_factory: Callable[[int, str | None], Workers] = start_workers,
+                 clock: Callable[[], int] = time.time_ns,
+                 on_outcome: Callable[[Outcome], None] | None = None) -> Summary:
+    """Evaluate a run's checkpoints per `options`; returns what happened (also when evaluations failed)."""
+    facts = read_facts(run_dir, allow_gaps=options.allow_gaps)
+    target = facts.eval_cfg.target
+    steps = arrange(sorted(facts.candidates), options.order)
+    prior = attempts(facts.events)
+    done = scored(prior)
+    stale = open_attempts(prior)
+    base = dict(run_id=facts.run.run_id, eval_cfg=facts.eval_cfg, problems=facts.problems)
+    if not _todo(steps, done, target, options.all) and not stale:
+        outcomes = _skipped_until_pass(steps, done, target, options.all)
+        return Summary(segment=None, workers="none", outcomes=outcomes, **base)  # type: ignore[arg-type]
+    outcomes: list[Outcome] = []
+    remaining: list[int] = []
+    with ExitStack() as stack:
+        writer = stack.enter_context(LogWriter(facts.run, WRITER, clock=clock))
+        closed = [_close_interrupted(writer, a, facts) for a in stale]
+        ctx: Context | None = None
+        for step in steps:
+            if step in done:
+                outcome = _skipped(done[step], target)
+            elif options.limit is not None and sum(o.status != "skipped" for o in outcomes) >= options.limit:
+                remaining.append(step)
+                continue
+            else:
+                if ctx is None:
+                    workers = workers_factory(options.workers, options.ray_address)
+                    stack.callback(workers.close)
+                    ctx = Context(facts=facts, options=options, writer=writer, workers=workers, clock=clock)
+                outcome = _from_result(evaluate_checkpoint(ctx, facts.candidates[step]), step, target)
+            outcomes.append(outcome)
+            if on_outcome is not None:
+                on_outcome(outcome)
+            if outcome.passed and not options.all:
+                break
+        return Summary(segment=writer.segment, workers=ctx.workers.name if ctx else "none", outcomes=outcomes,
+                       closed=closed, remaining=remaining, **base)  # type: ignore[arg-type]
+
+
+def _skipped(a: Attempt, target: float) -> Outcome:
+    return Outcome(step=a.step or 0, status="skipped", accuracy=a.accuracy, passed=_passed(a.accuracy, target),
+                   reason=f"scored in {a.segment}")
+
+
+def _skipped_until_pass(steps: list[int], done: dict[int, Attempt], target: float, everything: bool) -> list[Outcome]:
+    out = []
+    for step in steps:
+        out.append(_skipped(done[step], target))
+        if out[-1].passed and not everything:
+            break
+    return out
+
+
+def _from_result(r: dict[str, Any], step: int, target: float) -> Outcome:
+    acc = r.get("accuracy")
+    return Outcome(step=step, status="scored" if acc is not None else "failed", accuracy=acc,
+                   passed=_passed(acc, target), reason=r.get("reason", ""), error=r.get("error", ""),
+                   results=r.get("results"), seconds=r.get("seconds", 0.0))
+
+
+def _close_interrupted(writer: LogWriter, a: Attempt, facts: RunFacts) -> str:
+    """Record that an earlier session's evaluation of `a.step` ended without a result (it was killed)."""
+    cp = facts.candidates.get(a.step) if a.step is not None else None
+    reason = (f"the evaluation of step {a.step} started in {a.segment} never ended (its evaluator was killed "
+              "or crashed): no result; it is evaluated again if still needed")
+    writer.append("eval_failed", step=a.step, samples_count=cp.samples_count if cp else None,
+                  data={"reason": reason, "error": "EvaluatorInterrupted", "interrupted_segment": a.segment})
+    return f"step {a.step} ({a.segment})"

@@ -1,0 +1,91 @@
+"""What one evaluation session does: the run's eval settings (from `run_opened`) plus the command's options.
+
+The sampling settings (k, temperature, top_p, max_new_tokens) and the target come from the resolved config
+training recorded, never from evaluator defaults: evaluating with other settings would score a different
+benchmark. Options only choose how (order, workers, batch size), which cannot change a score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from evaluator.errors import SettingsError
+from evaluator.order import Order
+
+DEFAULT_TOLERANCE = 0.005
+DEFAULT_BATCH_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunEvalConfig:
+    """The evaluation settings the run recorded (run_opened.data.config)."""
+
+    k: int
+    temperature: float
+    top_p: float
+    target: float
+    max_new_tokens: int
+    samples: int  # the first `samples` validation tasks are scored (mllog eval_samples)
+
+    @property
+    def metric(self) -> str:
+        return f"pass@{self.k}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Options:
+    """The command's options. Validated when built; every problem is reported at once."""
+
+    order: Order = Order("ascending")
+    all: bool = False
+    workers: int = 1
+    ray_address: str | None = None
+    limit: int | None = None  # checkpoints to evaluate in this session at most
+    tasks: int | None = None  # API only: first N tasks instead of the run's eval.samples (tests; not a score)
+    batch_size: int = DEFAULT_BATCH_SIZE
+    allow_gaps: bool = False
+    fingerprint: bool = True
+    fingerprint_tolerance: float = DEFAULT_TOLERANCE
+
+    def __post_init__(self) -> None:
+        errors = []
+        if self.workers < 1:
+            errors.append(f"--workers {self.workers}: at least 1")
+        if self.limit is not None and self.limit < 1:
+            errors.append(f"--limit {self.limit}: at least 1 checkpoint (or leave it out)")
+        if self.tasks is not None and self.tasks < 1:
+            errors.append(f"--tasks {self.tasks}: at least 1 (or leave it out for the whole validation set)")
+        if self.batch_size < 1:
+            errors.append(f"--batch-size {self.batch_size}: at least 1")
+        if not self.fingerprint_tolerance >= 0:
+            errors.append(f"--fingerprint-tolerance {self.fingerprint_tolerance}: a non-negative number")
+        if errors:
+            raise SettingsError("invalid options: " + "; ".join(errors))
+
+
+_EVAL_KEYS = {"k": int, "temperature": float, "top_p": float, "target": float, "max_new_tokens": int,
+              "samples": int}
+
+
+def run_eval_config(config: dict[str, Any]) -> RunEvalConfig:
+    """The eval settings inside a run's resolved config: `config["eval"]` with k, temperature, top_p,
+    target, max_new_tokens, samples (trainer/config.py EvalSettings)."""
+    section = config.get("eval")
+    if not isinstance(section, dict):
+        raise SettingsError("run_opened.data.config has no 'eval' section (k, temperature, top_p, target, "
+                            "max_new_tokens): this run was not recorded by `recorder train`, so its evaluation "
+                            "settings are unknown")
+    errors, values = [], {}
+    for key, typ in _EVAL_KEYS.items():
+        v = section.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (typ is int and not isinstance(v, int)):
+            errors.append(f"eval.{key} = {v!r}: expected {typ.__name__}")
+            continue
+        values[key] = typ(v)
+    if errors:
+        raise SettingsError("run_opened.data.config: " + "; ".join(errors))
+    cfg = RunEvalConfig(**values)
+    if cfg.k < 1 or cfg.max_new_tokens < 1 or cfg.samples < 1 or not 0 < cfg.top_p <= 1 or cfg.temperature < 0:
+        raise SettingsError(f"run_opened.data.config.eval is out of range: {cfg}")
+    return cfg

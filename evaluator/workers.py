@@ -1,0 +1,94 @@
+"""Evaluation workers: one in-process `Scorer`, or N Ray actors (one accelerator each where there are any).
+
+Both split the same sample plan and return samples in plan order, so the driver cannot tell them apart:
+with per-sample seeds the score is the same bits whichever is used (tests/evaluator/test_invariance.py).
+A plan is split by task in contiguous shards, one per worker.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from evaluator.results import Sample
+from evaluator.scoring import Generation, Scorer
+
+
+class Workers(Protocol):
+    """What the driver needs from its workers."""
+
+    name: str
+
+    def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]: ...
+    def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]: ...
+    def close(self) -> None: ...
+
+
+def shards(plan: list[tuple[int, int]], n: int) -> list[list[tuple[int, int]]]:
+    """`plan` cut into at most `n` contiguous pieces, never splitting a task's samples."""
+    tasks = list(dict.fromkeys(t for t, _ in plan))
+    size = -(-len(tasks) // n) if tasks else 0
+    groups = [set(tasks[i:i + size]) for i in range(0, len(tasks), size)] if size else []
+    return [[p for p in plan if p[0] in g] for g in groups]
+
+
+class LocalWorkers:
+    """One worker in this process."""
+
+    def __init__(self) -> None:
+        self.name = "local"
+        self._scorer = Scorer()
+
+    def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]:
+        return [self._scorer.load(checkpoint_dir, with_fingerprint)]
+
+    def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
+        return self._scorer.score(plan, gen)
+
+    def close(self) -> None:
+        pass
+
+
+class RayWorkers:
+    """`n` Ray actors, each holding its own copy of the checkpoint being evaluated.
+
+    Joins the Ray instance already initialized in this process (a test session's cluster), else starts a
+    local one or connects to `address`; shuts down only what it started.
+    """
+
+    def __init__(self, n: int, address: str | None = None) -> None:
+        import ray
+
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            self._started = True
+        gpus = ray.cluster_resources().get("GPU", 0)
+        per_actor_gpu = 1 if gpus >= n else 0  # one accelerator each, only when each can have one
+        actor = ray.remote(Scorer).options(num_cpus=1, num_gpus=per_actor_gpu)
+        self._actors: list[Any] = [actor.remote(threads=1) for _ in range(n)]
+        self.name = f"ray:{n}" + (f" ({per_actor_gpu} GPU each)" if per_actor_gpu else "")
+
+    def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]:
+        values: list[float | None] = self._ray.get([a.load.remote(checkpoint_dir, with_fingerprint)
+                                                    for a in self._actors])
+        return values
+
+    def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
+        parts = shards(plan, len(self._actors))
+        results = self._ray.get([a.score.remote(p, gen) for a, p in zip(self._actors, parts)])
+        return [s for part in results for s in part]
+
+    def close(self) -> None:
+        for a in self._actors:
+            self._ray.kill(a)
+        self._actors = []
+        if self._started:
+            self._ray.shutdown()
+
+
+def start_workers(n: int, address: str | None = None) -> Workers:
+    """One local worker for n == 1 without an address; Ray actors otherwise."""
+    if n == 1 and address is None:
+        return LocalWorkers()
+    return RayWorkers(n, address)

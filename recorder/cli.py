@@ -27,6 +27,8 @@ err = Console(stderr=True, soft_wrap=True)
 COMMAND_MODULES = [
     "recorder.log_commands",
     "evaluator.commands",
+    "recorder.history_commands",
+    "recorder.adoption_commands",
 ]
 
 for _name in COMMAND_MODULES:

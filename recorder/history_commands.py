@@ -1,0 +1,165 @@
+"""`recorder query`, `recorder runs`, `recorder compact`, `recorder plot`: the history of every run."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from recorder.history import History
+
+console = Console()
+err = Console(stderr=True)
+
+RootOption = Annotated[Path, typer.Option("--root", help="The folder holding the runs.")]
+DEFAULT_ROOT = Path("runs")
+
+
+def _open(root: Path) -> History:
+    from recorder.history import open_history
+
+    history = open_history(root)
+    for problem in history.problems:
+        err.print(f"[yellow]warning:[/] {problem}", highlight=False)
+    return history
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.6g}"
+    return str(value)
+
+
+def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
+    if fmt == "table":
+        view = Table(show_lines=False)
+        for name in table.column_names:
+            view.add_column(name, overflow="fold")
+        for row in table.to_pylist():
+            view.add_row(*(_cell(v) for v in row.values()))
+        target = Console(file=out.open("w"), width=200) if out else console
+        target.print(view)
+        target.print(f"{table.num_rows} rows")
+        return
+    if fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        if out:
+            pacsv.write_csv(table, out)
+        else:
+            import io
+
+            buf = io.BytesIO()
+            pacsv.write_csv(table, buf)
+            typer.echo(buf.getvalue().decode(), nl=False)
+        return
+    lines = [json.dumps(row, default=str) for row in table.to_pylist()]
+    text = "\n".join(lines) + ("\n" if lines else "")
+    if out:
+        out.write_text(text)
+    else:
+        typer.echo(text, nl=False)
+
+
+def query(
+    sql: Annotated[str, typer.Argument(help="One read-only SQL statement over the views: events, runs, steps, "
+                                            "checkpoints, evals, scores.")],
+    root: RootOption = DEFAULT_ROOT,
+    fmt: Annotated[Literal["table", "csv", "json"], typer.Option("--format", help="table, csv or json "
+                                                                 "(one object a line).")] = "table",
+    out: Annotated[Path | None, typer.Option("-o", "--output", help="Write the result here.")] = None,
+) -> None:
+    """Read-only SQL (DuckDB) over every run under the root. Writes are refused."""
+    with _open(root) as history:
+        _write_table(history.query(sql), fmt, out)
+
+
+def runs(root: RootOption = DEFAULT_ROOT) -> None:
+    """One line per run: benchmark, GBS, steps, status, passing step, official minutes."""
+    with _open(root) as history:
+        table = history.query(
+            "SELECT run_id, origin, benchmark, division, global_batch_size AS gbs, steps, status, "
+            "passing_step, minutes, scored_as, source, events FROM runs ORDER BY run_id")
+    view = Table(title=f"{table.num_rows} runs under {root}")
+    for name in table.column_names:
+        view.add_column(name, justify="right" if name in ("gbs", "steps", "passing_step", "minutes", "events")
+                        else "left")
+    for row in table.to_pylist():
+        minutes = row["minutes"]
+        row["minutes"] = None if minutes is None else f"{minutes:.3f}"
+        view.add_row(*(_cell(v) for v in row.values()))
+    # A pipe gets 80 columns from rich; the table needs more to stay readable.
+    Console(width=max(console.width, 160)).print(view)
+
+
+def compact(
+    root: RootOption = DEFAULT_ROOT,
+    force: Annotated[bool, typer.Option("--force", help="Rewrite files that are already fresh.")] = False,
+    scores: Annotated[bool, typer.Option(help="Also write derived/scores.jsonl (needs replay).")] = True,
+) -> None:
+    """Closed runs get derived/events.parquet (a cache; the segments stay the truth)."""
+    from recorder.compact import compact_run
+    from recorder.errors import RecorderError
+    from recorder.run import list_runs
+
+    write_scores = _score_writer() if scores else None
+    failed = 0
+    for run in list_runs(root):
+        try:
+            result = compact_run(run, force=force)
+            if write_scores is not None and result.status == "compacted":
+                write_scores(run.path)
+        except RecorderError as e:
+            failed += 1
+            err.print(f"[bold red]not compacted:[/] {e}", highlight=False)
+            continue
+        note = f" ({result.reason})" if result.reason else ""
+        console.print(f"{result.run_id}: {result.status}, {result.events} events{note}", highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _score_writer() -> Any:
+    """replay's `write_scores(run_dir)`, if replay is installed: the core itself never imports replay."""
+    try:
+        from replay.scores import write_scores  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return write_scores
+
+
+def plot(
+    run_dir: Annotated[Path | None, typer.Argument(help="The run to draw as a timeline.")] = None,
+    out: Annotated[Path, typer.Option("-o", "--output", help="The PNG (or SVG/PDF) to write.")] = Path("run.png"),
+    root: Annotated[Path | None, typer.Option("--root", help="Draw a metric across every run here instead.")] = None,
+    metric: Annotated[str, typer.Option("--metric", help="With --root: a column of the steps view.")] = "reward",
+) -> None:
+    """A timeline of one run (steps, saves, evaluations, run_stop per interpretation), or curves across runs."""
+    from recorder import plot as plots
+
+    if (run_dir is None) == (root is None):
+        raise typer.BadParameter("give either RUN_DIR (a timeline) or --root DIR (curves across runs)")
+    if run_dir is not None:
+        plots.plot_timeline(run_dir, out)
+    else:
+        assert root is not None
+        with _open(root) as history:
+            plots.plot_metric(history, metric, out)
+    console.print(f"wrote {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(query)
+    app.command()(runs)
+    app.command()(compact)
+    app.command()(plot)

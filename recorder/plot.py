@@ -1,0 +1,235 @@
+"""Pictures of runs (extra `plot`): a run's timeline, and one metric across runs.
+
+The timeline answers "what does each reading of the rule count?": training steps, weight updates,
+checkpoint saves (the part that blocked the loop and the part written in the background), evaluations
+in the order they ran, `run_start`, and one lane per interpretation ending where its `run_stop` lands.
+Everything is read through the history views, so the picture shows what `recorder query` shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recorder.errors import InputError
+from recorder.run import RunDir
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from recorder.history import History
+
+MIN = 60e9  # ns per minute
+_STEP_COLORS = ("#c6dbef", "#9ecae1")
+_BLOCK, _BACKGROUND = "#cb181d", "#fcbba1"
+_PASS, _FAIL = "#31a354", "#969696"
+_LANES = ("steps", "weight updates", "checkpoint saves", "evaluations")
+
+
+class PlotError(InputError):
+    """A run that cannot be drawn (damaged, no run_start) or a metric that does not exist."""
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """A run's facts for the picture, in minutes after run_start."""
+
+    run_id: str
+    steps: list[tuple[int, float | None, float | None]]  # (step, weight update, metrics time)
+    saves: list[tuple[int, float, float, float]]  # (step, save begin, end of blocking, save end)
+    evals: list[tuple[int, float, float, float | None, bool | None]]  # (step, start, stop, accuracy, passed)
+    stops: list[tuple[str, float, int | None, str]]  # (interpretation, minutes, passing step, status)
+
+
+def _matplotlib() -> Any:
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise PlotError("recorder plot needs matplotlib: pip install 'recorder[plot]'") from e
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def load_timeline(history: History, run_id: str) -> Timeline:
+    """The run's timeline from the views (minutes after its run_start)."""
+    q = history.query
+    facts = q(f"SELECT run_start_ns FROM runs WHERE run_id = '{_quote(run_id)}'").to_pylist()
+    if not facts or facts[0]["run_start_ns"] is None:
+        raise PlotError(f"run {run_id}: no run_start event, so there is no timed region to draw")
+    t0 = facts[0]["run_start_ns"]
+
+    def m(ns: int | None) -> float | None:
+        return None if ns is None else (ns - t0) / MIN
+
+    where = f"WHERE run_id = '{_quote(run_id)}'"
+    steps = [(r["step"], m(r["weight_update_ns"]), m(r["metrics_ns"]))
+             for r in q(f"SELECT * FROM steps {where} ORDER BY step").to_pylist()]
+    saves = [(r["step"], m(r["save_begin_ns"]), m(r["save_begin_ns"] + int(r["blocked_s"] * 1e9)),
+              m(r["save_end_ns"]))
+             for r in q(f"SELECT * FROM checkpoints {where} AND save_begin_ns IS NOT NULL ORDER BY step").to_pylist()]
+    evals = []
+    for r in q(f"SELECT * FROM evals {where} AND key = 'accuracy' ORDER BY eval_order").to_pylist():
+        stop = m(r["stop_ns"] or r["result_ns"])
+        start = m(r["start_ns"]) if r["start_ns"] is not None else stop
+        evals.append((r["step"], start, stop, r["value"], r["passed"]))
+    stops = [(r["interpretation"], r["minutes"] if r["run_stop_ns"] is None else m(r["run_stop_ns"]),
+              r["passing_step"], r["status"])
+             for r in q(f"SELECT * FROM scores {where} ORDER BY interpretation = 'official' DESC, "
+                        "interpretation = 'as-recorded' DESC, minutes, interpretation").to_pylist()
+             if r["minutes"] is not None or r["run_stop_ns"] is not None]
+    return Timeline(run_id, steps, saves, evals, stops)  # type: ignore[arg-type]
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _draw(ax: Axes, t: Timeline, lanes: list[str]) -> None:
+    y = {name: len(lanes) - 1 - i for i, name in enumerate(lanes)}
+    previous = 0.0
+    for i, (step, update, metrics) in enumerate(t.steps):
+        end = update if update is not None else metrics
+        if end is None:
+            continue
+        ax.barh(y["steps"], end - previous, left=previous, height=0.6, color=_STEP_COLORS[i % 2], edgecolor="none")
+        previous = end
+        if update is not None and "weight updates" in y:
+            ax.plot([update, update], [y["weight updates"] - 0.3, y["weight updates"] + 0.3], color="#08519c", lw=1)
+    for _, begin, unblocked, end in t.saves:
+        ax.barh(y["checkpoint saves"], end - unblocked, left=unblocked, height=0.6, color=_BACKGROUND, edgecolor="none")
+        ax.barh(y["checkpoint saves"], max(unblocked - begin, 1e-9), left=begin, height=0.6, color=_BLOCK,
+                edgecolor="none")
+    for step, start, stop, accuracy, passed in t.evals:
+        color = _PASS if passed else _FAIL
+        ax.barh(y["evaluations"], max(stop - start, 1e-9), left=start, height=0.6, color=color, edgecolor="white")
+    for i, (name, minutes, step, status) in enumerate(t.stops):
+        row = y[f"run_stop: {name}"]
+        ax.plot([0, minutes], [row, row], color="#6a51a3", lw=2, alpha=0.35)
+        ax.plot([minutes], [row], marker="|", markersize=14, mew=2.5, color="#6a51a3")
+    ax.axvline(0, color="black", lw=1)
+    ax.set_yticks(list(y.values()), list(y.keys()))
+    ax.grid(axis="x", color="#eeeeee")
+    ax.set_axisbelow(True)
+
+
+def _label(ax: Axes, t: Timeline, lanes: list[str], lo: float, hi: float) -> None:
+    """Text only inside [lo, hi]: step numbers, accuracies, and each interpretation's score."""
+    y = {name: len(lanes) - 1 - i for i, name in enumerate(lanes)}
+    previous = 0.0
+    for step, update, metrics in t.steps:
+        end = update if update is not None else metrics
+        if end is None:
+            continue
+        mid = (previous + end) / 2
+        if lo <= mid <= hi and (end - previous) > (hi - lo) / 40:
+            ax.text(mid, y["steps"], str(step), ha="center", va="center", fontsize=8)
+        previous = end
+    for order, (step, start, stop, accuracy, passed) in enumerate(t.evals, 1):
+        mid = (start + stop) / 2
+        if lo <= mid <= hi and accuracy is not None:
+            ax.text(mid, y["evaluations"], f"#{order}: step {step}\n{accuracy:.4g}", ha="center", va="center",
+                    fontsize=7, color="white", fontweight="bold")
+    for name, minutes, step, status in t.stops:
+        if lo <= minutes <= hi:
+            passing = f"step {step}" if step is not None else "no step"
+            right = minutes > lo + 0.75 * (hi - lo)  # near the right edge: write the text to the left
+            ax.text(minutes, y[f"run_stop: {name}"] + 0.32, f" {minutes:.3f} min, {passing} ({status}) ",
+                    ha="right" if right else "left", va="bottom", fontsize=7.5)
+
+
+def _zoom(t: Timeline) -> tuple[float, float] | None:
+    """The scored region: from the first save (or evaluated step) to the last evaluation or run_stop."""
+    starts = [b for _, b, _, _ in t.saves] + [s for s, _, _, _, _ in []]
+    ends = [stop for _, _, stop, _, _ in t.evals] + [m for _, m, _, _ in t.stops] + [e for _, _, _, e in t.saves]
+    if not starts and t.evals:
+        steps = {s: u for s, u, _ in t.steps if u is not None}
+        starts = [steps[s] for s, *_ in t.evals if s in steps]
+    if not starts or not ends:
+        return None
+    lo, hi = min(starts), max(ends)
+    pad = (hi - lo) * 0.05 + 0.2
+    return lo - pad, hi + pad
+
+
+def plot_timeline(run_dir: Path, out: Path) -> Path:
+    """Draw one run's timeline into `out` (PNG, SVG or PDF by suffix)."""
+    from recorder.history import open_runs
+
+    plt = _matplotlib()
+    run = RunDir.open(run_dir)
+    history = open_runs(run.path.parent, [run])
+    with history:
+        if history.problems and not history.runs:
+            raise PlotError(f"cannot draw {run.path}: {history.problems[0]}")
+        t = load_timeline(history, history.runs[0].run_id if history.runs else run.run_id)
+    present = {"steps": t.steps, "weight updates": [u for _, u, _ in t.steps if u is not None],
+               "checkpoint saves": t.saves, "evaluations": t.evals}
+    lanes = [*(lane for lane in _LANES if present[lane]), *(f"run_stop: {name}" for name, *_ in t.stops)]
+    zoom = _zoom(t)
+    panels = 2 if zoom else 1
+    fig, axes = plt.subplots(panels, 1, figsize=(13, (2.2 + 0.42 * len(lanes)) * panels), squeeze=False)
+    full_hi = max([0.0] + [e for _, e, _, _ in t.saves] + [s for _, _, s, _, _ in t.evals] +
+                  [m for _, m, _, _ in t.stops] + [u or w or 0.0 for _, u, w in t.steps]) * 1.03 + 0.1
+    ranges = [(-full_hi * 0.01, full_hi)] + ([zoom] if zoom else [])
+    titles = ["whole run", "the scored region (zoomed)"]
+    for ax, (lo, hi), title in zip(axes[:, 0], ranges, titles):
+        _draw(ax, t, lanes)
+        _label(ax, t, lanes, lo, hi)
+        ax.set_xlim(lo, hi)
+        if title.startswith("the scored"):  # guides from each run_stop up to the fact it is read from
+            for minutes in {m for _, m, _, _ in t.stops}:
+                ax.axvline(minutes, color="#6a51a3", lw=0.8, ls=":", alpha=0.6)
+        ax.set_title(title, fontsize=9, loc="left")
+        ax.set_xlabel("minutes after run_start")
+    _legend(fig)
+    fig.suptitle(f"run {t.run_id}: where run_stop lands under each reading of the rule", fontsize=11)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _legend(fig: Any) -> None:
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=_STEP_COLORS[1], label="training step"), Patch(color="#08519c", label="weight update"),
+               Patch(color=_BLOCK, label="save: blocked the loop"), Patch(color=_BACKGROUND, label="save: background"),
+               Patch(color=_PASS, label="evaluation: passed (> target)"), Patch(color=_FAIL, label="evaluation: failed"),
+               Patch(color="#6a51a3", label="scored time (run_start to run_stop)")]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7.5, frameon=False)
+
+
+def plot_metric(history: History, metric: str, out: Path) -> Path:
+    """One curve per run of a `steps` column (e.g. reward) against the step."""
+    plt = _matplotlib()
+    columns = history.query("SELECT * FROM steps LIMIT 0").column_names
+    numeric = [c for c in columns if c not in ("run_id", "step")]
+    if metric not in numeric:
+        raise PlotError(f"unknown metric {metric!r}: choose one of {', '.join(numeric)} (columns of the steps view)")
+    rows = history.query(f'SELECT run_id, step, "{metric}" AS y FROM steps WHERE "{metric}" IS NOT NULL '
+                         "ORDER BY run_id, step").to_pylist()
+    if not rows:
+        raise PlotError(f"no run under {history.root} has a {metric!r} value")
+    curves: dict[str, tuple[list[int], list[float]]] = {}
+    for r in rows:
+        xs, ys = curves.setdefault(r["run_id"], ([], []))
+        xs.append(r["step"])
+        ys.append(r["y"])
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    for run_id, (xs, ys) in curves.items():
+        ax.plot(xs, ys, marker="." if len(xs) < 60 else None, lw=1.2, label=run_id)
+    ax.set_xlabel("step")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric} by step, {len(curves)} runs under {history.root}")
+    ax.grid(color="#eeeeee")
+    if len(curves) <= 20:
+        ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out

@@ -1,0 +1,102 @@
+"""A root holding the runs the history must answer for: trained and evaluated (the DESIGN worked
+example), trained but still live, imported (a real reference log), and a damaged one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from recorder.demo import S, record_worked_example
+from recorder.log import LogWriter
+from recorder.run import RunDir
+
+T0 = 1_780_000_000 * S
+RCP_LOG = "qwen35_397b_grpo_rcp/GBS256/seed_1.out"
+
+# DESIGN.md section 5: the worked example's scores, as replay writes them.
+WORKED_SCORES = [
+    ("official", 19, 1142, 19.033), ("earliest-passing", 18, 1080, 18.0), ("include-final-save", 19, 1172, 19.533),
+    ("zero-save-cost", 19, 1140, 19.0), ("inline-eval", 18, 1140, 19.0), ("checker-order", 18, 1080, 18.0),
+]
+
+
+def record_evaluation(run: RunDir, order: list[tuple[int, float]], start_s: int = 1300) -> None:
+    """An evaluator session: each checkpoint for 60 s from `start_s` after run_start, in the given order."""
+    t = T0 + start_s * S
+    with LogWriter(run, "evaluator", clock=lambda: t) as w:
+        for step, accuracy in order:
+            w.append("eval_start", step=step, samples_count=step * 256, time_ns=t,
+                     data={"checkpoint": f"checkpoints/step_{step:07d}", "sha256": "", "worker": "w0"})
+            w.append("eval_result", step=step, samples_count=step * 256, key="accuracy", value=accuracy,
+                     time_ns=t + 60 * S, data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69,
+                                                "results": ""})
+            w.append("eval_stop", step=step, samples_count=step * 256, time_ns=t + 60 * S)
+            t += 60 * S
+
+
+def write_scores(run: RunDir, rows: list[tuple[str, int | None, int | None, float | None]],
+                 status: str = "success") -> None:
+    """derived/scores.jsonl in replay's format (replay.scores.write_scores writes the real one)."""
+    run.derived.mkdir(exist_ok=True)
+    lines = [json.dumps({"run_id": run.run_id, "ruleset": "6.1.0", "interpretation": name, "status": status,
+                         "passing_step": step, "run_start_ns": T0,
+                         "run_stop_ns": None if stop is None else T0 + stop * S, "minutes": minutes,
+                         "checker": "ok", "mlperf_logging_version": "4.1.68"})
+             for name, step, stop, minutes in rows]
+    (run.derived / "scores.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def import_log(root: Path, log: Path, run_id: str) -> RunDir:
+    """The real `recorder import` when it exists; until then, mllog_line events as the catalogue says."""
+    from tests.helpers import run_cli
+
+    done = run_cli("import", str(log), "--root", str(root), "--run-id", run_id)
+    if done.returncode == 0:
+        return RunDir.open(root / run_id)
+    assert "No such command" in done.stderr, done.stderr
+    run = RunDir.create(root, run_id)
+    with LogWriter(run, "import") as w:
+        for line_no, line in enumerate(log.read_text().splitlines(), 1):
+            if ":::MLLOG" not in line:
+                continue
+            obj = json.loads(line.split(":::MLLOG", 1)[1])
+            meta = obj.get("metadata", {})
+            step = meta.get("step", meta.get("epoch_num"))
+            w.append("mllog_line", step=step, samples_count=meta.get("samples_count"), key=obj["key"],
+                     value=obj["value"], time_ns=obj["time_ms"] * 1_000_000,
+                     data={"line": line, "file": log.name, "line_no": line_no, "time_ms": obj["time_ms"],
+                           "event_type": obj["event_type"], "metadata": meta, "error": None})
+    return run
+
+
+@pytest.fixture(scope="session")
+def history_root(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("history")
+    trained = record_worked_example(root, "worked")
+    record_evaluation(trained, [(19, 0.72), (18, 0.70), (20, 0.71)])
+    write_scores(trained, WORKED_SCORES)
+    live = record_worked_example(root, "live", t0_ns=T0 + 5000 * S)
+    writer = LogWriter(live, "evaluator", clock=lambda: T0 + 6300 * S)  # left open: the run is live
+    writer.append("eval_start", step=18, samples_count=18 * 256, data={"checkpoint": "", "sha256": "", "worker": "w1"})
+    imported = import_log(root, corpus / RCP_LOG, "rcp-gbs256-seed1")
+    if not (imported.derived / "scores.jsonl").exists():
+        write_scores(imported, [("as-recorded", 18, None, 160.826)])
+    damaged = record_worked_example(root, "damaged")
+    segment = next(damaged.events.iterdir())
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    yield root
+    writer.close()
+
+
+@pytest.fixture()
+def fresh_root(tmp_path: Path, history_root: Path) -> Path:
+    """A private copy of the shared root, for tests that compact or change it."""
+    root = tmp_path / "root"
+    shutil.copytree(history_root, root)
+    return root

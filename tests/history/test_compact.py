@@ -1,0 +1,79 @@
+"""`recorder compact`: closed runs get a Parquet cache the history reads, and that verify can check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from recorder.compact import check_compacted, compact_run, parquet_path
+from recorder.history import VIEWS, open_history
+from recorder.log import LogWriter
+from recorder.run import RunDir
+from tests.helpers import run_cli
+
+
+def test_compact_closed_runs_and_the_views_do_not_change(fresh_root: Path) -> None:
+    before = snapshot_all(fresh_root)
+    done = run_cli("compact", "--root", str(fresh_root), "--no-scores")
+    assert done.returncode == 1  # the damaged run could not be compacted
+    assert "damaged" in done.stderr and "recorder verify" in done.stderr
+    assert "worked: compacted, 61 events" in done.stdout
+    assert "live: live, 52 events (segment evaluator-0001.arrows is still open)" in done.stdout
+    assert "rcp-gbs256-seed1: compacted" in done.stdout
+    assert parquet_path(RunDir(fresh_root / "worked")).is_file()
+    assert not parquet_path(RunDir(fresh_root / "live")).exists()
+    with open_history(fresh_root) as history:
+        sources = {r.run_id: r.source for r in history.runs}
+    assert sources == {"worked": "parquet", "rcp-gbs256-seed1": "parquet", "live": "segments"}
+    assert snapshot_all(fresh_root) == before
+    again = run_cli("compact", "--root", str(fresh_root), "--no-scores")
+    assert "worked: fresh, 61 events" in again.stdout
+
+
+def snapshot_all(root: Path) -> dict[str, list[dict]]:
+    with open_history(root) as history:
+        out = {}
+        for view in VIEWS:
+            table = history.query(f"SELECT * FROM {view} ORDER BY ALL")
+            if view == "runs":
+                table = table.drop(["source"])
+            out[view] = table.to_pylist()
+        return out
+
+
+def test_a_new_segment_makes_the_cache_stale(fresh_root: Path) -> None:
+    run = RunDir(fresh_root / "worked")
+    assert compact_run(run).status == "compacted"
+    assert check_compacted(run) == []
+    with LogWriter(run, "evaluator") as w:  # a second evaluator session after compaction
+        w.append("eval_failed", step=20, samples_count=5120, data={"reason": "crash", "error": "RuntimeError"})
+    with open_history(fresh_root) as history:
+        (source,) = [r for r in history.runs if r.run_id == "worked"]
+        assert (source.source, source.events) == ("segments", 63)
+        failed = history.query("SELECT step, status FROM evals WHERE run_id = 'worked' AND status = 'failed'")
+        assert failed.to_pylist() == [{"step": 20, "status": "failed"}]
+    problems = check_compacted(run)
+    assert len(problems) == 2 and "stale" in problems[0] and "63" in problems[1]
+    assert compact_run(run).status == "compacted"
+    assert check_compacted(run) == []
+
+
+def test_check_compacted_finds_an_altered_cache(fresh_root: Path) -> None:
+    run = RunDir(fresh_root / "worked")
+    compact_run(run)
+    table = pq.read_table(parquet_path(run))
+    values = table.column("time_ns").to_pylist()
+    values[7] += 1
+    altered = table.set_column(table.schema.get_field_index("time_ns"), "time_ns", pa.array(values, pa.int64()))
+    pq.write_table(altered, parquet_path(run))
+    (problem,) = check_compacted(run)
+    assert "column 'time_ns'" in problem and "evaluator-0001.arrows seq 7" in problem
+    parquet_path(run).write_bytes(b"not parquet")
+    (problem,) = check_compacted(run)
+    assert "unreadable Parquet" in problem
+
+
+def test_no_cache_no_problem(fresh_root: Path) -> None:
+    assert check_compacted(RunDir(fresh_root / "live")) == []

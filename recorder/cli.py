@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "evaluator.commands",
     "recorder.history_commands",
     "recorder.adoption_commands",
+    "replay.commands",
 ]
 
 for _name in COMMAND_MODULES:

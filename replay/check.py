@@ -1,0 +1,112 @@
+"""The real checkers of mlperf-logging on a derived log: the compliance checker and the RCP checker.
+
+Nothing is re-implemented: the text is written to a file and handed to mlperf-logging's own code, in
+process (its messages are collected instead of printed). Every result names the mlperf-logging version,
+since a ruleset's checks change between releases of the checker.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from importlib.metadata import version
+from pathlib import Path
+
+
+@cache
+def mlperf_logging_version() -> str:
+    return version("mlperf-logging")
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One checker's verdict on one log (or one set of logs), with its reasons."""
+
+    tool: str
+    ruleset: str
+    ok: bool
+    reasons: tuple[str, ...]
+    mlperf_logging: str
+
+    @property
+    def verdict(self) -> str:
+        return "PASSED" if self.ok else "FAILED"
+
+    def summary(self) -> str:
+        """e.g. 'compliance checker (mlperf-logging 4.1.68, training 6.1.0): FAILED: reason; reason'."""
+        head = f"{self.tool} (mlperf-logging {self.mlperf_logging}, training {self.ruleset}): {self.verdict}"
+        return head + (": " + "; ".join(self.reasons) if self.reasons else "")
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """mlperf-logging reports through the root logger; keep its output off our terminal."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+
+
+def _reason(message: str) -> str:
+    """The first line of a checker message and its 'failed test:' line, without the state dumps."""
+    lines = message.strip().split("\n")
+    kept = [lines[0].rstrip(":")] + [ln.strip() for ln in lines[1:] if ln.startswith("failed test:")]
+    return " ".join(kept)
+
+
+def compliance(text: str, ruleset: str = "6.1.0", usage: str = "training") -> CheckResult:
+    """`python -m mlperf_logging.compliance_checker --usage training --ruleset RULESET`, in process."""
+    from mlperf_logging.compliance_checker import mlp_compliance
+
+    with tempfile.TemporaryDirectory(prefix="replay-check-") as tmp, _quiet():
+        path = Path(tmp) / "result_0.txt"
+        path.write_text(text, encoding="utf-8")
+        del mlp_compliance.enqueued_configs[:]  # a module-level queue: left over by an earlier failure
+        checker = mlp_compliance.make_checker(usage, ruleset, False, False)
+        valid, _, _, _ = mlp_compliance.main(str(path), f"{usage}_{ruleset}/common.yaml", checker)
+    messages = [*checker.not_overwritable, *checker.overwritable.values()]
+    return CheckResult("compliance checker", ruleset, bool(valid), tuple(_reason(m) for m in messages),
+                       mlperf_logging_version())
+
+
+def rcp(texts: Sequence[str], ruleset: str = "6.1.0", usage: str = "training") -> CheckResult:
+    """mlperf-logging's RCP checker (`check_directory`, pruned RCPs) on a set of result logs.
+
+    The checker olympic-averages a set of runs (3 for qwen35_397b_grpo); a single run is checked as that
+    many identical copies of itself, which the reasons say.
+    """
+    from mlperf_logging.rcp_checker import rcp_checker
+
+    notes: list[str] = []
+    files = list(texts)
+    if len(files) == 1:
+        benchmark = _benchmark_of(files[0])
+        copies = rcp_checker.submission_runs[usage].get(benchmark, 1) if benchmark else 1
+        if copies > 1:
+            files = files * copies
+            notes.append(f"one run checked as {copies} identical copies (the RCP checker averages a set of runs)")
+    with tempfile.TemporaryDirectory(prefix="replay-rcp-") as tmp, _quiet():
+        for i, text in enumerate(files):
+            (Path(tmp) / f"result_{i}.txt").write_text(text, encoding="utf-8")
+        try:
+            ok, message, _ = rcp_checker.check_directory(tmp, usage, ruleset, False, False, rcp_pass="pruned_rcps")
+        except (FileNotFoundError, KeyError, TypeError) as e:  # no RCP file for this benchmark, no benchmark key
+            ok, message = False, f"RCP checker could not run: {type(e).__name__}: {e}"
+    return CheckResult("RCP checker", ruleset, bool(ok), (str(message), *notes), mlperf_logging_version())
+
+
+def _benchmark_of(text: str) -> str | None:
+    from replay.mllog_format import parse_line
+
+    for line in text.splitlines():
+        p = parse_line(line)
+        if p is not None and p.key == "submission_benchmark":
+            value = p.get("value")
+            return value if isinstance(value, str) else None
+    return None

@@ -1,0 +1,180 @@
+"""`recorder replay`, `recorder import`, `recorder score`. Only typer and rich at module level: replay's
+modules (and mlperf-logging) are imported inside the commands, so `recorder --help` stays fast."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from recorder.events import Event
+
+console = Console(highlight=False)
+RulesetOpt = Annotated[str, typer.Option("--ruleset", help="Ruleset whose facts apply (6.1.0).")]
+InterpOpt = Annotated[str | None, typer.Option(
+    "--interpretation", "-i",
+    help="official, earliest-passing, include-final-save, zero-save-cost, inline-eval, checker-order, "
+         "ge-threshold, as-recorded. Default: as-recorded for imported logs, official otherwise.")]
+
+
+def _default_interpretation(events: list[Event]) -> str:
+    imported = any(e.kind == "mllog_line" for e in events) and not any(e.kind == "weight_update" for e in events)
+    return "as-recorded" if imported else "official"
+
+
+def _minutes(m: float | None) -> str:
+    return "-" if m is None else f"{m:.3f}"
+
+
+def replay(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory.")],
+    ruleset: RulesetOpt = "6.1.0",
+    interpretation: InterpOpt = None,
+    compare: Annotated[bool, typer.Option("--compare", help="One table: every interpretation side by side.")] = False,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write the mllog "
+                                                "(default <run>/derived/result_<interpretation>.txt).")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Run mlperf-logging's compliance and RCP checkers.")] = False,
+) -> None:
+    """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
+    from recorder.reader import read_run
+
+    from replay.check import compliance, rcp
+    from replay.derive import derive_run
+    from replay.interpretations import get_interpretation
+    from replay.scores import compute_scores, write_rows
+
+    log = read_run(run_dir)
+    if compare:
+        if interpretation or output:
+            raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
+        rows = compute_scores(log.run, ruleset)
+        write_rows(log.run, rows)
+        _compare_table(rows)
+        return
+    name = interpretation or _default_interpretation(log.events)
+    get_interpretation(name)
+    d = derive_run(log.events, ruleset, name)
+    path = output or log.run.derived / f"result_{name}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(d.text(), encoding="utf-8")
+    write_rows(log.run, compute_scores(log.run, ruleset))
+    passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
+    console.print(f"{name}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); "
+                  f"{len(d.lines)} lines -> {path}")
+    if check:
+        results = [compliance(d.text(), ruleset), rcp([d.text()], ruleset)]
+        for r in results:
+            console.print(r.summary())
+        if not all(r.ok for r in results):
+            raise typer.Exit(1)
+
+
+def _compare_table(rows: list[dict[str, Any]]) -> None:
+    official = next((r for r in rows if r["interpretation"] == "official"), None)
+    base = official["minutes"] if official else None
+    table = Table(title=f"{rows[0]['run_id']}: ruleset {rows[0]['ruleset']}")
+    for col in ("interpretation", "status", "passing step", "run_stop (s after run_start)", "minutes",
+                "delta vs official", "checker"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        stop = (f"{(r['run_stop_ns'] - r['run_start_ns']) / 1e9:.3f}" if r["run_stop_ns"] is not None
+                and r["run_start_ns"] is not None else "-")
+        delta = f"{r['minutes'] - base:+.3f}" if r["minutes"] is not None and base is not None else "-"
+        verdict = (r["checker"].split(": ")[1] if r["checker"] else r["why"])
+        table.add_row(r["interpretation"], r["status"], str(r["passing_step"] if r["passing_step"] is not None else "-"),
+                      stop, _minutes(r["minutes"]), delta, verdict)
+    console.print(table)
+    console.print(f"checker: mlperf-logging {rows[0]['mlperf_logging_version']} compliance checker, "
+                  f"training {rows[0]['ruleset']}")
+
+
+def import_(
+    mllogs: Annotated[list[Path], typer.Argument(help="mllog files (result_N.txt, *.out, ...).")],
+    root: Annotated[Path, typer.Option("--root", help="Where the new runs go.")] = Path("runs"),
+    run_id: Annotated[str | None, typer.Option("--run-id", help="Run id (one file only).")] = None,
+    ruleset: Annotated[str | None, typer.Option("--ruleset", help="Ruleset to record in run_opened.")] = None,
+) -> None:
+    """Import mllogs as runs: every ':::MLLOG' line kept verbatim, plus the kinds replay and history read."""
+    from replay.errors import ImportFileError
+    from replay.importer import import_file
+
+    if run_id and len(mllogs) > 1:
+        raise ImportFileError(f"--run-id names one run, and {len(mllogs)} files were given: drop --run-id")
+    for path in mllogs:
+        report = import_file(path, root, run_id, ruleset)
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
+        console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}")
+        for line_no, why in report.malformed:
+            console.print(f"[yellow]warning:[/] {path}:{line_no}: {why} (kept verbatim as an mllog_line event)")
+
+
+def score(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (e.g. the seeds of one submission).")],
+    ruleset: RulesetOpt = "6.1.0",
+    interpretation: InterpOpt = None,
+) -> None:
+    """Minutes per run and the olympic score of each global-batch-size group, with the checkers' verdicts."""
+    from recorder.reader import read_run
+
+    from replay.check import compliance, mlperf_logging_version, rcp
+    from replay.derive import derive_run
+    from replay.errors import ReplayError
+    from replay.score import olympic
+    from replay.scores import compute_scores, write_rows
+    from replay.timeline import build_timeline
+
+    groups: dict[int | None, list[dict[str, Any]]] = defaultdict(list)
+    for run_dir in run_dirs:
+        log = read_run(run_dir)
+        name = interpretation or _default_interpretation(log.events)
+        write_rows(log.run, compute_scores(log.run, ruleset))
+        tl = build_timeline(log.events)
+        entry: dict[str, Any] = {"run": log.run.run_id, "interpretation": name, "benchmark": tl.benchmark}
+        try:
+            d = derive_run(log.events, ruleset, name)
+            entry.update(minutes=d.minutes if d.status == "success" else None, status=d.status, text=d.text(),
+                         check=compliance(d.text(), ruleset))
+        except ReplayError as e:
+            entry.update(minutes=None, status="none", text=None, check=None, error=str(e))
+        groups[tl.global_batch_size].append(entry)
+    all_ok = True
+    for gbs in sorted(groups, key=lambda g: (g is None, g or 0)):
+        entries = groups[gbs]
+        table = Table(title=f"GBS {gbs}: {len(entries)} runs, ruleset {ruleset}")
+        for col in ("run", "interpretation", "status", "minutes", "compliance checker"):
+            table.add_column(col, overflow="fold")
+        for e in entries:
+            verdict = e["check"].verdict if e["check"] else e.get("error", "")
+            table.add_row(e["run"], e["interpretation"], e["status"], _minutes(e["minutes"]), verdict)
+            all_ok &= bool(e["check"] and e["check"].ok)
+        console.print(table)
+        benchmark = next((e["benchmark"] for e in entries if e["benchmark"]), None)
+        result = olympic([e["minutes"] for e in entries], benchmark)
+        console.print(f"olympic score (mlperf-logging {mlperf_logging_version()} result summarizer's "
+                      f"_compute_olympic_average): {_minutes(result.minutes)} minutes over {result.runs} runs"
+                      + (f", {result.dropped} not converged" if result.dropped else "")
+                      + (f" ({result.note})" if result.note else ""))
+        failing = [e for e in entries if not (e["check"] and e["check"].ok)]
+        if failing:
+            console.print(f"[bold red]{len(failing)} of {len(entries)} runs fail the compliance checker[/], so "
+                          "mlperf-logging's result summarizer would not score them. Reasons:")
+            for reasons in sorted({e["check"].summary() if e["check"] else e.get("error", "") for e in failing}):
+                console.print(f"  - {reasons}")
+        texts = [e["text"] for e in entries if e["text"]]
+        if texts:
+            r = rcp(texts, ruleset)
+            all_ok &= r.ok
+            console.print(r.summary())
+    if not all_ok:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(replay)
+    app.command("import")(import_)
+    app.command()(score)

@@ -1,0 +1,163 @@
+"""`recorder import`: any mllog becomes a run. Every line holding ':::MLLOG' is kept verbatim as an
+`mllog_line` event (prefix included, malformed JSON too, with its error); the lines replay and history
+understand also become their own kinds (run boundaries, blocks, step metrics, evaluations).
+
+Line endings: a line is the text between '\\n's with one trailing '\\r' removed, so a CRLF file replays
+(as-recorded) with LF endings; nothing else is changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlperf_logging.mllog import constants as C
+from recorder.log import LogWriter
+from recorder.run import RunDir
+
+from replay.errors import ImportFileError
+from replay.mllog_format import TOKEN, ParsedLine, parse_line
+from replay.rules import TRACKED_STATS
+
+WRITER = "import"
+_BOUNDARIES = {C.INIT_START: "init_start", C.INIT_STOP: "init_stop", C.RUN_START: "run_start"}
+_INTERVALS = {C.BLOCK_START: "block_start", C.BLOCK_STOP: "block_stop", C.EVAL_START: "eval_start",
+              C.EVAL_STOP: "eval_stop"}
+
+
+@dataclass
+class ImportReport:
+    """What one file became."""
+
+    source: Path
+    run: RunDir
+    lines: int = 0
+    malformed: list[tuple[int, str]] = field(default_factory=list)  # (line_no, why)
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+def read_lines(path: Path) -> list[tuple[int, str]]:
+    """(line_no, text) of every line holding ':::MLLOG', text without its line ending."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ImportFileError(f"{path}: cannot read ({e.strerror}); give the path of an mllog file") from e
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ImportFileError(f"{path}: not UTF-8 text (byte {e.start}); convert it before importing") from e
+    out = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if TOKEN in line:
+            out.append((number, line[:-1] if line.endswith("\r") else line))
+    if not out:
+        raise ImportFileError(f"{path}: no line holds ':::MLLOG'; is this an mllog (result_N.txt, *.out)?")
+    return out
+
+
+def default_run_id(path: Path) -> str:
+    """A readable id that differs for files of the same name: stem and a hash of the absolute path."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("._-") or "mllog"
+    return f"{stem}-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]}"
+
+
+def _int(x: Any) -> int | None:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def _first_values(parsed: list[ParsedLine]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for p in parsed:
+        if p.key in (C.SUBMISSION_BENCHMARK, C.SUBMISSION_DIVISION, C.GLOBAL_BATCH_SIZE) and p.key not in found:
+            found[p.key] = p.get("value")
+    return found
+
+
+class _Recorder:
+    """Appends the events of one file, deduplicating facts that many ranks repeat."""
+
+    def __init__(self, writer: LogWriter, report: ImportReport, gbs: int | None) -> None:
+        self.w, self.report, self.gbs = writer, report, gbs
+        self.seen: set[tuple[Any, ...]] = set()
+        self.pending: dict[str, Any] | None = None  # step_metrics being merged (consecutive tracked_stats)
+
+    def step_of(self, meta: dict[str, Any]) -> tuple[int | None, int | None]:
+        samples = _int(meta.get(C.SAMPLES_COUNT))
+        step = _int(meta.get("step"))
+        if step is None:
+            step = _int(meta.get(C.EPOCH_NUM))
+        if step is None and samples is not None and self.gbs:
+            step = samples // self.gbs
+        return step, samples
+
+    def add(self, kind: str, time_ns: int, *, step: int | None = None, samples: int | None = None,
+            key: str | None = None, value: Any = None, data: dict[str, Any] | None = None, once: bool = True) -> None:
+        fact = (kind, step, samples, key, repr(value), repr(sorted((data or {}).items())) if kind == "run_stop" else "")
+        if once and fact in self.seen:
+            return
+        self.seen.add(fact)
+        self.w.append(kind, step=step, samples_count=samples, key=key, value=value, data=data, time_ns=time_ns)
+        self.report.kinds[kind] = self.report.kinds.get(kind, 0) + 1
+
+    def flush(self) -> None:
+        if self.pending is not None:
+            p, self.pending = self.pending, None
+            self.add("step_metrics", p["time_ns"], step=p["step"], samples=p["samples"], data=p["data"], once=False)
+
+    def recognize(self, p: ParsedLine, time_ns: int, line_no: int) -> None:
+        key, meta = p.key, p.metadata
+        step, samples = self.step_of(meta)
+        if key == TRACKED_STATS and samples is not None and isinstance(p.get("value"), dict):
+            if self.pending is not None and (self.pending["step"], self.pending["samples"]) == (step, samples):
+                self.pending["data"].update(p.get("value"))
+                return
+            self.flush()
+            self.pending = {"time_ns": time_ns, "step": step, "samples": samples, "data": dict(p.get("value"))}
+            return
+        self.flush()
+        if key in _BOUNDARIES:
+            self.add(_BOUNDARIES[key], time_ns, data={"line_no": line_no})
+        elif key in _INTERVALS:
+            self.add(_INTERVALS[key], time_ns, step=step, samples=samples)
+        elif key == C.EVAL_ACCURACY:
+            self.add("eval_result", time_ns, step=step, samples=samples, key="accuracy", value=p.get("value"),
+                     data={"line_no": line_no})
+        elif key == C.RUN_STOP:
+            self.add("run_stop", time_ns, step=step, samples=samples,
+                     data={"status": meta.get(C.STATUS), "line_no": line_no, "time_ms": p.time_ms})
+
+
+def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str | None = None) -> ImportReport:
+    """Import one mllog as a new run under `root`."""
+    numbered = read_lines(path)
+    parsed = [(n, p) for n, line in numbered if (p := parse_line(line)) is not None]
+    firsts = _first_values([p for _, p in parsed])
+    gbs = _int(firsts.get(C.GLOBAL_BATCH_SIZE))
+    times = [p.time_ms for _, p in parsed if p.time_ms is not None]
+    last_ns = int(times[0] * 1_000_000) if times else 0
+    run = RunDir.create(root, run_id or default_run_id(path))
+    report = ImportReport(path, run)
+    with LogWriter(run, WRITER, clock=lambda: last_ns) as w:
+        w.append("run_opened", time_ns=last_ns, data={
+            "benchmark": firsts.get(C.SUBMISSION_BENCHMARK), "ruleset": ruleset,
+            "division": firsts.get(C.SUBMISSION_DIVISION), "global_batch_size": gbs, "config": {},
+            "provenance": {"imported_from": str(path)}, "resumed_from": None})
+        rec = _Recorder(w, report, gbs)
+        for line_no, p in parsed:
+            if p.time_ms is not None:  # lines without time_ms keep the previous line's time
+                last_ns = int(p.time_ms * 1_000_000)
+            step, samples = rec.step_of(p.metadata)
+            if p.error:
+                report.malformed.append((line_no, p.error))
+            w.append("mllog_line", step=step, samples_count=samples, key=p.key, value=p.get("value"),
+                     time_ns=last_ns, data={
+                         "line": p.text, "file": str(path), "line_no": line_no, "time_ms": p.time_ms,
+                         "event_type": p.get("event_type"), "metadata": p.get("metadata"), "error": p.error})
+            report.lines += 1
+            if p.error is None:
+                rec.recognize(p, last_ns, line_no)
+        rec.flush()
+    return report

@@ -36,6 +36,7 @@ SCORE_COLUMNS = pa.schema([
     ("run_id", pa.string()), ("ruleset", pa.string()), ("interpretation", pa.string()), ("status", pa.string()),
     ("passing_step", pa.int64()), ("run_start_ns", pa.int64()), ("run_stop_ns", pa.int64()),
     ("minutes", pa.float64()), ("checker", pa.string()), ("mlperf_logging_version", pa.string()),
+    ("why", pa.string()),
 ])
 # Statements a query may be; everything else (INSERT, CREATE, COPY, ATTACH, SET, INSTALL, ...) is refused.
 _READ_ONLY = ("SELECT", "EXPLAIN")
@@ -269,14 +270,14 @@ GROUP BY run_id
 """
 
 # One row per run. Status, passing step and minutes come from the score replay wrote for the `official`
-# interpretation, or `as-recorded` for imported logs (which have no events to re-derive them from).
+# interpretation, or `as-recorded` when official derives nothing (imported logs have no weight updates).
 _RUNS = """
 CREATE VIEW runs AS
 WITH score AS (
   SELECT * FROM _scores
+  WHERE interpretation IN ('official', 'as-recorded')
   QUALIFY row_number() OVER (PARTITION BY run_id
-                             ORDER BY CASE interpretation WHEN 'official' THEN 0 WHEN 'as-recorded' THEN 1 END) = 1
-    AND interpretation IN ('official', 'as-recorded')
+                             ORDER BY status = 'none', interpretation <> 'official') = 1
 )
 SELECT r.run_id, f.benchmark, f.division, f.global_batch_size, f.steps, f.train_status,
   s.status, s.passing_step, s.minutes, s.interpretation AS scored_as, f.run_start_ns,
@@ -290,11 +291,14 @@ _STEPS = """
 CREATE VIEW steps AS
 WITH m AS (
   SELECT run_id, step, samples_count, time_ns, NULL::BIGINT AS weight_update_ns,
-    TRY_CAST(data->>'loss' AS DOUBLE) AS loss, TRY_CAST(data->>'reward' AS DOUBLE) AS reward,
-    TRY_CAST(data->>'grad_norm' AS DOUBLE) AS grad_norm, TRY_CAST(data->>'tokens' AS DOUBLE) AS tokens,
-    TRY_CAST(data->>'step_s' AS DOUBLE) AS step_s,
+    TRY_CAST(coalesce(data->>'loss', data->>'reduced_train_loss') AS DOUBLE) AS loss,
+    TRY_CAST(data->>'reward' AS DOUBLE) AS reward, TRY_CAST(data->>'grad_norm' AS DOUBLE) AS grad_norm,
+    TRY_CAST(coalesce(data->>'tokens', data->>'global_valid_toks') AS DOUBLE) AS tokens,
+    TRY_CAST(coalesce(data->>'step_s', data->>'train_step_time') AS DOUBLE) AS step_s,
     TRY_CAST(data->>'checkpoint_block_s' AS DOUBLE) AS checkpoint_block_s
   FROM events WHERE kind = 'step_metrics'
+    -- an importer turns every tracked_stats line into step metrics, also those of a validation
+    AND (writer <> 'import' OR json_exists(data, '$.reward') OR json_exists(data, '$.train_step_time'))
   UNION ALL
   SELECT run_id, step, samples_count, NULL, time_ns, NULL, NULL, NULL, NULL, NULL, NULL
   FROM events WHERE kind = 'weight_update'
@@ -332,10 +336,10 @@ FROM events WHERE kind = 'checkpoint_committed'
 _EVALS = """
 CREATE VIEW evals AS
 WITH r AS (
-  SELECT run_id, writer, segment, step, samples_count, key, TRY_CAST(value AS DOUBLE) AS value, time_ns,
-    data->>'metric' AS metric, TRY_CAST(data->>'target' AS DOUBLE) AS target, 'ok' AS status,
-    NULL AS reason
-  FROM events WHERE kind = 'eval_result'
+  SELECT e.run_id, e.writer, e.segment, e.step, e.samples_count, e.key, TRY_CAST(e.value AS DOUBLE) AS value,
+    e.time_ns, e.data->>'metric' AS metric,
+    coalesce(TRY_CAST(e.data->>'target' AS DOUBLE), i.target) AS target, 'ok' AS status, NULL AS reason
+  FROM events e LEFT JOIN _import_facts i USING (run_id) WHERE e.kind = 'eval_result'
   UNION ALL
   SELECT run_id, writer, segment, step, samples_count, NULL, NULL, time_ns, NULL, NULL, 'failed',
     data->>'reason'
@@ -376,12 +380,12 @@ _SCORES = "CREATE VIEW scores AS SELECT * FROM _scores"
 # The evaluation lines of imported logs, with the time the line itself carries and the step its
 # samples_count means (eval_accuracy lines often carry only samples_count).
 _IMPORTED_LINES = """
+CREATE VIEW _import_facts AS
+SELECT run_id, any_value(TRY_CAST(value AS BIGINT)) FILTER (key = 'global_batch_size') AS gbs,
+  any_value(TRY_CAST(value AS DOUBLE)) FILTER (key = 'target_accuracy') AS target
+FROM events WHERE kind = 'mllog_line' AND key IN ('global_batch_size', 'target_accuracy') GROUP BY run_id;
 CREATE VIEW _imported_lines AS
-WITH g AS (
-  SELECT run_id, any_value(TRY_CAST(value AS BIGINT)) FILTER (key = 'global_batch_size') AS gbs,
-    any_value(TRY_CAST(value AS DOUBLE)) FILTER (key = 'target_accuracy') AS target
-  FROM events WHERE kind = 'mllog_line' AND key IN ('global_batch_size', 'target_accuracy') GROUP BY run_id
-)
+WITH g AS (SELECT * FROM _import_facts)
 SELECT e.run_id, e.writer, e.segment, e.key, e.value, coalesce(e.step, e.samples_count // g.gbs) AS step,
   e.samples_count, TRY_CAST(e.data->>'time_ms' AS BIGINT) * 1000000 AS time_ns, g.target
 FROM events e LEFT JOIN g USING (run_id)

@@ -51,25 +51,12 @@ def write_scores(run: RunDir, rows: list[tuple[str, int | None, int | None, floa
 
 
 def import_log(root: Path, log: Path, run_id: str) -> RunDir:
-    """The real `recorder import` when it exists; until then, mllog_line events as the catalogue says."""
-    from tests.helpers import run_cli
+    """The real importer and the real scores replay writes for it (as-recorded is the one that derives)."""
+    from replay.importer import import_file
+    from replay.scores import write_scores as replay_write_scores
 
-    done = run_cli("import", str(log), "--root", str(root), "--run-id", run_id)
-    if done.returncode == 0:
-        return RunDir.open(root / run_id)
-    assert "No such command" in done.stderr, done.stderr
-    run = RunDir.create(root, run_id)
-    with LogWriter(run, "import") as w:
-        for line_no, line in enumerate(log.read_text().splitlines(), 1):
-            if ":::MLLOG" not in line:
-                continue
-            obj = json.loads(line.split(":::MLLOG", 1)[1])
-            meta = obj.get("metadata", {})
-            step = meta.get("step", meta.get("epoch_num"))
-            w.append("mllog_line", step=step, samples_count=meta.get("samples_count"), key=obj["key"],
-                     value=obj["value"], time_ns=obj["time_ms"] * 1_000_000,
-                     data={"line": line, "file": log.name, "line_no": line_no, "time_ms": obj["time_ms"],
-                           "event_type": obj["event_type"], "metadata": meta, "error": None})
+    run = import_file(log, root, run_id).run
+    replay_write_scores(run.path)
     return run
 
 
@@ -82,9 +69,7 @@ def history_root(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Iter
     live = record_worked_example(root, "live", t0_ns=T0 + 5000 * S)
     writer = LogWriter(live, "evaluator", clock=lambda: T0 + 6300 * S)  # left open: the run is live
     writer.append("eval_start", step=18, samples_count=18 * 256, data={"checkpoint": "", "sha256": "", "worker": "w1"})
-    imported = import_log(root, corpus / RCP_LOG, "rcp-gbs256-seed1")
-    if not (imported.derived / "scores.jsonl").exists():
-        write_scores(imported, [("as-recorded", 18, None, 160.826)])
+    import_log(root, corpus / RCP_LOG, "rcp-gbs256-seed1")
     damaged = record_worked_example(root, "damaged")
     segment = next(damaged.events.iterdir())
     data = bytearray(segment.read_bytes())

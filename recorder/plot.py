@@ -129,7 +129,7 @@ def _label(ax: Axes, t: Timeline, lanes: list[str], lo: float, hi: float) -> Non
         previous = end
     for order, (step, start, stop, accuracy, passed) in enumerate(t.evals, 1):
         mid = (start + stop) / 2
-        if lo <= mid <= hi and accuracy is not None:
+        if lo <= mid <= hi and accuracy is not None and (stop - start) > (hi - lo) / 16:
             ax.text(mid, y["evaluations"], f"#{order}: step {step}\n{accuracy:.4g}", ha="center", va="center",
                     fontsize=7, color="white", fontweight="bold")
     for name, minutes, step, status in t.stops:
@@ -224,7 +224,7 @@ def plot_metric(history: History, metric: str, out: Path) -> Path:
         ax.plot(xs, ys, marker="." if len(xs) < 60 else None, lw=1.2, label=run_id)
     ax.set_xlabel("step")
     ax.set_ylabel(metric)
-    ax.set_title(f"{metric} by step, {len(curves)} runs under {history.root}")
+    ax.set_title(f"{metric} by step, {len(curves)} runs under {history.root.name}/")
     ax.grid(color="#eeeeee")
     if len(curves) <= 20:
         ax.legend(fontsize=7, ncol=2)

@@ -1,0 +1,53 @@
+"""`recorder plot`: the timeline's facts, the files it writes, and its bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recorder.history import open_history
+from recorder.plot import load_timeline
+from tests.helpers import run_cli
+
+pytest.importorskip("matplotlib")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_timeline_facts_in_minutes_after_run_start(history_root: Path) -> None:
+    with open_history(history_root) as history:
+        t = load_timeline(history, "worked")
+    assert [s for s, *_ in t.steps] == list(range(1, 21))
+    assert t.steps[18][1] == pytest.approx(1142 / 60)  # step 19's weight update
+    # (step, save begin, end of the blocking part, end of the background write)
+    assert t.saves[0] == pytest.approx((18, 1080 / 60, 1082 / 60, 1110 / 60))
+    assert [(s, round(a * 60), round(b * 60), v) for s, a, b, v, _ in t.evals] == [
+        (19, 1300, 1360, 0.72), (18, 1360, 1420, 0.70), (20, 1420, 1480, 0.71)]
+    stops = {name: (round(minutes * 60), step) for name, minutes, step, _ in t.stops}
+    assert stops == {"official": (1142, 19), "earliest-passing": (1080, 18), "include-final-save": (1172, 19),
+                     "zero-save-cost": (1140, 19), "inline-eval": (1140, 18), "checker-order": (1080, 18)}
+    assert t.stops[0][0] == "official"  # the official reading is drawn first
+
+
+def test_plot_run_and_metric_across_runs(history_root: Path, tmp_path: Path) -> None:
+    out = tmp_path / "worked.png"
+    done = run_cli("plot", str(history_root / "worked"), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes().startswith(PNG)
+    imported = tmp_path / "imported.png"
+    done = run_cli("plot", str(history_root / "rcp-gbs256-seed1"), "-o", str(imported))
+    assert done.returncode == 0, done.stderr
+    curves = tmp_path / "reward.png"
+    done = run_cli("plot", "--root", str(history_root), "--metric", "reward", "-o", str(curves))
+    assert done.returncode == 0, done.stderr
+    assert curves.read_bytes().startswith(PNG)
+
+
+def test_plot_bad_input(history_root: Path, tmp_path: Path) -> None:
+    done = run_cli("plot", "--root", str(history_root), "--metric", "nope", "-o", str(tmp_path / "x.png"))
+    assert done.returncode == 2 and "unknown metric 'nope'" in done.stderr and "reward" in done.stderr
+    done = run_cli("plot", str(history_root / "damaged"), "-o", str(tmp_path / "d.png"))
+    assert done.returncode == 2 and "cannot draw" in done.stderr and "altered" in done.stderr
+    done = run_cli("plot", "-o", str(tmp_path / "n.png"))
+    assert done.returncode == 2 and "RUN_DIR" in done.stderr
+    assert not any(tmp_path.iterdir())

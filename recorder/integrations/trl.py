@@ -81,7 +81,7 @@ def step_metrics_data(logs: dict[str, Any], tokens_before: float | None, samples
     return data
 
 
-class RecorderCallback(TrainerCallback):  # type: ignore[misc]
+class RecorderCallback(TrainerCallback):
     """A `transformers.TrainerCallback` that appends the run's events to `run` (writer `trainer`)."""
 
     def __init__(self, run: RunDir | Path | str, *, writer: str = "trainer", benchmark: str | None = None,
@@ -124,9 +124,10 @@ class RecorderCallback(TrainerCallback):  # type: ignore[misc]
                 prov["packages"][name] = metadata.version(name)
             except metadata.PackageNotFoundError:
                 continue
+        config = json.loads(args.to_json_string())  # type: ignore[no-untyped-call]
         return {"benchmark": self.benchmark, "ruleset": self.ruleset, "division": self.division,
-                "global_batch_size": gbs, "config": json.loads(args.to_json_string()), "provenance": prov,
-                "resumed_from": None, "source": SOURCE}
+                "global_batch_size": gbs, "config": config, "provenance": prov, "resumed_from": None,
+                "source": SOURCE}
 
     def on_optimizer_step(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
                           **kwargs: Any) -> None:
@@ -161,7 +162,7 @@ class RecorderCallback(TrainerCallback):  # type: ignore[misc]
             return
         end = self.clock()
         step = state.global_step
-        directory = Path(args.output_dir) / f"checkpoint-{step}"
+        directory = Path(str(args.output_dir)) / f"checkpoint-{step}"
         weights, fmt = self._weights(directory)
         sha256, size = sha256_file(weights)
         model = kwargs.get("model")

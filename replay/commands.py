@@ -139,8 +139,8 @@ def score(
             d = derive_run(log.events, ruleset, name)
             entry.update(minutes=d.minutes if d.status == "success" else None, status=d.status, text=d.text(),
                          check=compliance(d.text(), ruleset))
-        except ReplayError as e:
-            entry.update(minutes=None, status="none", text=None, check=None, error=str(e))
+        except ReplayError as err:
+            entry.update(minutes=None, status="none", text=None, check=None, error=str(err))
         groups[tl.global_batch_size].append(entry)
     all_ok = True
     for gbs in sorted(groups, key=lambda g: (g is None, g or 0)):

@@ -18,7 +18,7 @@ from mlperf_logging.mllog import constants as C
 from recorder.events import Event
 
 from replay.errors import MissingFactError, NothingToEmitError
-from replay.interpretations import AS_RECORDED, Plan, get_interpretation
+from replay.interpretations import AS_RECORDED, Plan, get_interpretation, inline_at
 from replay.mllog_format import INTERVAL_END, INTERVAL_START, POINT_IN_TIME, encode_line, ns_to_ms, parse_line
 from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
 from replay.timeline import Evaluation, Point, Timeline, build_timeline
@@ -107,14 +107,18 @@ def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
         samples = m.samples_count if m.samples_count is not None else rules.samples_after(m.step, gbs)
         out.add(plan.shift(m.at.time_ns), m.at.source, POINT_IN_TIME, TRACKED_STATS, m.data,
                 samples_count=samples, step=m.step)
-        if m.step in inline:
+        if m.step in inline:  # the pre-6.1 shape: each evaluation closes a block; training resumes after it
             ev = inline[m.step]
-            wu = tl.weight_update(m.step, "an inline evaluation").time_ns
-            _evaluation(ev, gbs, rules, out, shift=plan.shift(wu) - ev.start.time_ns)
-    last = tl.weight_update(plan.last_step, "the final step")
-    out.add(plan.shift(last.time_ns), last.source, INTERVAL_END, C.BLOCK_STOP,
-            samples_count=rules.samples_after(plan.last_step, gbs), step=plan.last_step)
+            at = plan.shift(inline_at(tl, m.step))
+            out.add(at, m.at.source, INTERVAL_END, C.BLOCK_STOP, samples_count=samples, step=m.step)
+            _evaluation(ev, gbs, rules, out, shift=at - ev.start.time_ns)
+            if m.step < plan.last_step:
+                out.add(at + ev.duration_ns, ev.stop.source, INTERVAL_START, C.BLOCK_START, samples_count=samples,
+                        step=m.step + 1)
     if not plan.inline:
+        last = tl.weight_update(plan.last_step, "the final step")
+        out.add(plan.shift(last.time_ns), last.source, INTERVAL_END, C.BLOCK_STOP,
+                samples_count=rules.samples_after(plan.last_step, gbs), step=plan.last_step)
         for ev in plan.evaluations:
             _evaluation(ev, gbs, rules, out)
     out.add(plan.run_stop, None, INTERVAL_END, C.RUN_STOP, None,

@@ -71,8 +71,10 @@ def _int(x: Any) -> int | None:
 def _first_values(parsed: list[ParsedLine]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for p in parsed:
-        if p.key in (C.SUBMISSION_BENCHMARK, C.SUBMISSION_DIVISION, C.GLOBAL_BATCH_SIZE) and p.key not in found:
-            found[p.key] = p.get("value")
+        key = p.key
+        if key is not None and key in (C.SUBMISSION_BENCHMARK, C.SUBMISSION_DIVISION, C.GLOBAL_BATCH_SIZE) \
+                and key not in found:
+            found[key] = p.get("value")
     return found
 
 

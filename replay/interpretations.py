@@ -151,15 +151,22 @@ def inline_eval(tl: Timeline, rules: Ruleset) -> Plan:
         if _passes(ev, rules):
             passing = ev
             break
-    if passing is None:
-        return _not_passed(tl, rules, emitted, "inline-eval")
-    stop_step = passing.step
-    offsets = _blocking_before(tl, stop_step) + tuple(
-        (tl.weight_update(ev.step, "an inline evaluation").time_ns, ev.duration_ns) for ev in emitted)
-    wu = tl.weight_update(stop_step, "the passing checkpoint")
-    end = Plan("success", (), None, wu, 0, 0, offsets).shift(wu.time_ns) + passing.duration_ns
-    return Plan("success", tuple(emitted), passing, Point(end, passing.stop.source), stop_step, stop_step, offsets,
-                inline=True, why=f"evaluations inline from step {start}; run_stop at the end of step {stop_step}'s")
+    if not emitted:
+        raise NothingToEmitError(f"run {tl.run_id}: inline-eval: training stopped before the validation start {start}")
+    last = passing or emitted[-1]  # none passes: every step was evaluated, aborted after the final one
+    offsets = _blocking_before(tl, last.step + 1) + tuple((inline_at(tl, ev.step), ev.duration_ns) for ev in emitted)
+    end = Plan("aborted", (), None, last.stop, 0, 0, offsets).shift(inline_at(tl, last.step)) + last.duration_ns
+    return Plan("success" if passing else "aborted", tuple(emitted), passing, Point(end, last.stop.source),
+                last.step, last.step, offsets, inline=True,
+                why=f"evaluations inline from step {start}; run_stop at the end of step {last.step}'s")
+
+
+def inline_at(tl: Timeline, step: int) -> int:
+    """Where an inline evaluation of `step` begins: when the step's metrics were recorded (the step done)."""
+    for m in tl.metrics:
+        if m.step == step:
+            return m.at.time_ns
+    return tl.weight_update(step, "an inline evaluation").time_ns
 
 
 def checker_order(tl: Timeline, rules: Ruleset) -> Plan:

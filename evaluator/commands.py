@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
+    from evaluator.history import Attempt
     from evaluator.session import Outcome, Summary
 
 console = Console()
@@ -81,11 +82,13 @@ def _print_summary(s: Summary) -> None:
 def _utc(time_ns: int | None) -> str:
     if time_ns is None:
         return ""
-    return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%m-%d %H:%M:%S")
+    return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%H:%M:%S")
 
 
 def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -> None:
     """Every evaluation of a run, from its events: step, outcome, score, timing, checkpoint hash."""
+    from rich import box
+
     from evaluator.history import attempts
     from recorder.reader import read_run
 
@@ -93,32 +96,36 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
     target = ((opened.data.get("config") or {}).get("eval") or {}).get("target") if opened else None
     rows = attempts(log.events)
-    table = Table(title=f"{log.run.run_id}: {len(rows)} evaluations" + (f" (target > {target})" if target else ""))
-    for col in ("step", "samples", "segment", "started UTC", "s", "status", "accuracy", "pass", "sha256",
-                "worker", "results / reason"):
-        table.add_column(col, overflow="fold")
+    day = next((dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows
+                if a.start), "")
+    title = f"{log.run.run_id}: {len(rows)} evaluations" + (f", pass means > {target}" if target is not None else "")
+    table = Table(title=title + (f", started {day} UTC" if day else ""), box=box.SIMPLE, pad_edge=False,
+                  collapse_padding=True)
+    for col in ("step", "segment", "started", "s", "status", "accuracy", "pass", "sha256"):
+        table.add_column(col, no_wrap=True, min_width=len(col))
+    table.add_column("derived/evals/ or reason", overflow="fold", min_width=20)
     for a in rows:
         table.add_row(*_evals_row(a, target))
     console.print(table)
 
 
-def _evals_row(a: object, target: float | None) -> list[str]:
-    from evaluator.history import Attempt
-
-    assert isinstance(a, Attempt)
-    first = a.start or a.failed or a.result
-    end = a.stop or a.failed or (a.closed_by if a.closed_by else None)
+def _evals_row(a: Attempt, target: float | None) -> list[str]:
+    end = a.stop or a.failed or a.closed_by
     seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
-    start_data = a.start.data if a.start else {}
     acc = a.accuracy
     passed = "" if acc is None or target is None else ("yes" if acc > target else "no")
-    detail = (a.result.data.get("results", "") if a.result else
-              (a.failed or a.closed_by).data.get("reason", "") if (a.failed or a.closed_by) else "no end recorded")
-    return [str(a.step if a.step is not None else ""), str(first.samples_count if first and first.samples_count
-                                                           is not None else ""),
-            a.segment.removesuffix(".arrows"), _utc(a.start.time_ns if a.start else None), seconds, a.status,
-            "" if acc is None else f"{acc:.4f}", passed, str(start_data.get("sha256", ""))[:8],
-            str(start_data.get("worker", "")), detail]
+    if a.result is not None:
+        detail = str(a.result.data.get("results", "")).removeprefix("derived/evals/")
+    elif a.failed is not None or a.closed_by is not None:
+        ev = a.failed or a.closed_by
+        assert ev is not None
+        detail = f"{ev.data.get('error', '')}: {ev.data.get('reason', '')}"
+    else:
+        detail = "no end recorded (running, or killed)"
+    sha = str((a.start.data if a.start else {}).get("sha256", ""))[:8]
+    return [str(a.step if a.step is not None else ""), a.segment.removesuffix(".arrows"),
+            _utc(a.start.time_ns if a.start else None), seconds, a.status, "" if acc is None else f"{acc:.4f}",
+            passed, sha, detail]
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from recorder.compat import mllog as dropin
 from recorder.log import LogWriter
 from recorder.nemo_import import (
     AlreadyImportedError,
@@ -117,23 +116,35 @@ def test_importing_twice_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
-def _record_training_mllog(run: RunDir) -> None:
-    """The training side's mllog (through the drop-in): init, run_start, the block closed at the final update."""
-    quiet = logging.getLogger("test-nemo-quiet")
-    quiet.propagate = False
+def _write_training_mllog(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The training side's mllog as NeMo-RL writes it with deferred evaluation (plain mlperf_logging): init,
+    configuration, run_start, a block closed at the final weight update, no run_stop (evaluation owns it)."""
+    from mlperf_logging.mllog import mllog as reference
+
     now = {"ms": T0_MS - 10_000}
-    log = dropin.MLLogger(logger=quiet, run=run, writer="trainer-mllog", clock=lambda: now["ms"] * MS)
+    monkeypatch.setattr(reference, "_current_time_ms", lambda: now["ms"])
+    logger = logging.getLogger("test-nemo-training-mllog")
+    logger.handlers.clear()
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.addHandler(logging.FileHandler(path))
+    log = reference.MLLogger(logger=logger)
+    log.event(key="cache_clear", value=True)
     log.start(key="init_start")
-    for key, value in (("submission_benchmark", "qwen35_397b_grpo"), ("global_batch_size", 256),
-                       ("num_prompts_per_step", 16), ("num_generations_per_prompt", 16)):
+    for key, value in (("submission_benchmark", "qwen35_397b_grpo"), ("submission_division", "closed"),
+                       ("global_batch_size", 256), ("num_prompts_per_step", 16), ("num_generations_per_prompt", 16)):
         log.event(key=key, value=value)
     now["ms"] = T0_MS
     log.end(key="init_stop")
     log.start(key="run_start")
     log.start(key="block_start", metadata={"samples_count": 0, "step": 0})
+    for step in range(1, 21):
+        now["ms"] = T0_MS + step * 60_000
+        log.event(key="tracked_stats", value={"reward": 0.5}, metadata={"samples_count": step * 256, "step": step})
     now["ms"] = UPDATES_MS[20] + 30_000
     log.end(key="block_stop", metadata={"samples_count": 20 * 256, "step": 20}, time_ms=UPDATES_MS[20])
-    log.close()
+    for handler in logger.handlers:
+        handler.close()
 
 
 def _record_evaluations(run: RunDir) -> None:
@@ -150,29 +161,42 @@ def _record_evaluations(run: RunDir) -> None:
             log.append("eval_stop", **common, time_ns=t * MS)
 
 
-def test_imported_run_with_evaluations_backdates_run_stop(tmp_path: Path) -> None:
+def test_series_with_evaluations_holds_what_replay_needs(tmp_path: Path) -> None:
     root = _series(tmp_path / "ckpt")
-    run = RunDir.create(tmp_path / "runs", "nemo")
-    _record_training_mllog(run)
-    done = run_cli("import-checkpoints", str(root), "--into", str(run.path))
+    run = tmp_path / "runs" / "nemo"
+    done = run_cli("import-checkpoints", str(root), "--into", str(run))
     assert done.returncode == 0, done.stderr
     assert "3 checkpoints (GBS 256)" in done.stdout
-    _record_evaluations(run)
+    _record_evaluations(RunDir.open(run))
     assert verify_run(run).ok
-
-    # What replay needs is in the events: the passing checkpoint's weight update is NeMo-RL's
-    # training_step_end_time_ms, not the time the checkpoint or its evaluation was written.
+    # The passing checkpoint's weight update is NeMo-RL's training_step_end_time_ms, not the time the
+    # checkpoint or its evaluation was written.
     events = read_run(run).events
     first_pass = next(e for e in events if e.kind == "eval_result" and e.value > 0.69)
     update = next(e for e in events if e.kind == "weight_update" and e.step == first_pass.step)
     assert (first_pass.step, update.time_ns) == (19, UPDATES_MS[19] * MS)
 
-    help_text = run_cli("replay", "--help")
-    if help_text.returncode != 0:
-        pytest.skip("`recorder replay` is not available yet")
+
+def test_replay_derives_the_backdated_run_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole NeMo-RL path: its training mllog imported, its checkpoints imported, evaluations, replay."""
+    for command in ("import", "replay"):
+        if run_cli(command, "--help").returncode != 0:
+            pytest.skip(f"`recorder {command}` is not available yet")
+    mllog_file = tmp_path / "training.log"
+    _write_training_mllog(mllog_file, monkeypatch)
+    done = run_cli("import", str(mllog_file), "--root", str(tmp_path / "runs"), "--run-id", "nemo")
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = RunDir.open(tmp_path / "runs" / "nemo")
+    done = run_cli("import-checkpoints", str(_series(tmp_path / "ckpt")), "--into", str(run.path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    _record_evaluations(run)
+    assert verify_run(run).ok
+
     out = tmp_path / "official.log"
     done = run_cli("replay", str(run.path), "--ruleset", "6.1.0", "--interpretation", "official", "-o", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [json.loads(t.split(":::MLLOG ", 1)[1]) for t in out.read_text().splitlines() if ":::MLLOG" in t]
-    run_stop = next(x for x in lines if x["key"] == "run_stop")
+    run_stop = lines[-1]
+    assert run_stop["key"] == "run_stop"
     assert (run_stop["time_ms"], run_stop["metadata"]["status"]) == (UPDATES_MS[19], "success")
+    assert run_stop["metadata"]["samples_count"] == 19 * 256

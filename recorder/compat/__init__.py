@@ -20,3 +20,7 @@ class LogEncodeError(CompatError):
 
 class MetadataTypeError(CompatError):
     """Metadata that is not a dict (mllog itself would drop it with a warning)."""
+
+
+class ConfigConflictError(CompatError):
+    """Configuration options that contradict each other."""

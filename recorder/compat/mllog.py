@@ -36,7 +36,7 @@ from typing import Any
 from mlperf_logging.mllog import constants
 from mlperf_logging.mllog import mllog as _reference
 
-from recorder.compat import LogEncodeError, MetadataTypeError, NotConfiguredError
+from recorder.compat import ConfigConflictError, LogEncodeError, MetadataTypeError, NotConfiguredError
 from recorder.log import LogWriter
 from recorder.run import RunDir
 
@@ -241,6 +241,8 @@ def _configure_run(kwargs: dict[str, Any]) -> None:
     run, root, run_id = kwargs.pop("run", None), kwargs.pop("root", None), kwargs.pop("run_id", None)
     if run is None and root is None:
         return
+    if run is not None and root is not None:
+        raise ConfigConflictError("mllog.config: give run= (an existing run) or root= (a new run), not both")
     mllogger.close()  # a new run gets a new segment; the old one is closed properly
     mllogger.run = RunDir.create(root, run_id) if run is None else RunDir.open(run)
     mllogger._lines = 0

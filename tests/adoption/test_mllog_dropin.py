@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mlperf_logging.mllog import mllog as reference_mllog
 
-from recorder.compat import LogEncodeError, MetadataTypeError, NotConfiguredError
+from recorder.compat import ConfigConflictError, LogEncodeError, MetadataTypeError, NotConfiguredError
 from recorder.compat import mllog as dropin
 from recorder.reader import read_run
 from recorder.run import RunDir
@@ -205,9 +205,11 @@ def test_unconfigured_logger_says_how_to_configure(monkeypatch: pytest.MonkeyPat
     assert [e.key for e in read_run(run).events if e.kind == "mllog_line"] == ["seed"]
 
 
-def test_config_rejects_unknown_options(shared: dropin.MLLogger) -> None:
+def test_config_rejects_unknown_or_conflicting_options(shared: dropin.MLLogger, tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="unknown options"):
         dropin.config(mirror="x.log")
+    with pytest.raises(ConfigConflictError, match="not both"):
+        dropin.config(run=tmp_path, root=tmp_path)
 
 
 def test_config_with_a_new_run_closes_the_previous_segment(tmp_path: Path, shared: dropin.MLLogger) -> None:

@@ -24,7 +24,7 @@ def eval_config(target: float = 0.69, samples: int = 8, k: int = 4, max_new_toke
 
 
 @functools.cache
-def _tiny_checkpoint_parts(init_seed: int) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
+def _tiny_checkpoint_parts(init_seed: int, sharpen: float) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
     from trainer.fingerprint import fingerprint_record
     from trainer.model import ModelConfig, build_model
     from trainer.tokenizer import CharTokenizer
@@ -33,17 +33,18 @@ def _tiny_checkpoint_parts(init_seed: int) -> tuple[dict[str, Any], str, str, di
     model = build_model(cfg)
     # Sharpen the random model's predictions, so that which id means which character (the tokenizer) and
     # the config change its fingerprint by far more than the tolerance, as they do for a trained model.
-    model.lm_head.weight.data.mul_(40.0)
+    model.lm_head.weight.data.mul_(sharpen)
     tok = CharTokenizer()
     tensors = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     return tensors, model.config.to_json_string(), tok.to_json(), fingerprint_record(model, tok)
 
 
-def write_tiny_checkpoint(directory: Path, step: int, weight_update_ns: int, init_seed: int = 0) -> dict[str, Any]:
+def write_tiny_checkpoint(directory: Path, step: int, weight_update_ns: int, init_seed: int = 0,
+                          sharpen: float = 40.0) -> dict[str, Any]:
     """A real checkpoint directory (trainer format); returns its checkpoint_committed data (path unset)."""
     from trainer.checkpoint import write_checkpoint
 
-    tensors, config_json, tok_json, fp = _tiny_checkpoint_parts(init_seed)
+    tensors, config_json, tok_json, fp = _tiny_checkpoint_parts(init_seed, sharpen)
     directory.parent.mkdir(parents=True, exist_ok=True)
     sha, size = write_checkpoint(directory, tensors, config_json=config_json, tokenizer_json=tok_json,
                                  weight_update_ns=weight_update_ns, step=step)
@@ -52,7 +53,8 @@ def write_tiny_checkpoint(directory: Path, step: int, weight_update_ns: int, ini
 
 def record_run(root: Path, *, run_id: str = "run", gbs: int = 256, steps: int = 19,
                checkpoint_steps: list[int] | None = None, target: float = 0.69, samples: int = 8,
-               files: bool = True, stopped: bool = True, paths: dict[int, str] | None = None) -> RunDir:
+               files: bool = True, stopped: bool = True, paths: dict[int, str] | None = None,
+               sharpen: float = 40.0) -> RunDir:
     """A run trained for `steps` steps of 60 s, committing checkpoints at `checkpoint_steps`
     (default: from the validation start on). `files=False` records the events only."""
     from evaluator.checkpoints import validation_start
@@ -72,7 +74,8 @@ def record_run(root: Path, *, run_id: str = "run", gbs: int = 256, steps: int = 
                 rel = (paths or {}).get(step, f"checkpoints/step_{step:07d}")
                 data: dict[str, Any] = {"sha256": "0" * 64, "bytes": 0, "fingerprint": {}, "dtype": "float32"}
                 if files:
-                    data = write_tiny_checkpoint(run.path / f"checkpoints/step_{step:07d}", step, update, step % 2)
+                    data = write_tiny_checkpoint(run.path / f"checkpoints/step_{step:07d}", step, update, step % 2,
+                                                 sharpen)
                 data.update(path=rel, weight_update_ns=update, save_begin_ns=update, save_end_ns=update + S,
                             blocked_ns=S // 10)
                 w.append("checkpoint_committed", step=step, samples_count=step * gbs, time_ns=update + S, data=data)

@@ -13,6 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 console = Console(soft_wrap=True)
+if not console.is_terminal:  # piped or captured: don't squeeze tables into 80 columns
+    console.width = max(console.width, 160)
 
 
 def _utc(time_ns: int) -> str:
@@ -61,7 +63,9 @@ def events(
             typer.echo(json.dumps(row, sort_keys=False))
         return
     table = Table(title=f"{log.run.run_id}: {len(selected)} events")
-    for col in ("time (UTC)", "writer", "seq", "kind", "step", "samples", "key", "value", "data"):
+    for col in ("time (UTC)", "writer", "seq", "kind", "step", "samples"):
+        table.add_column(col, no_wrap=True)
+    for col in ("key", "value", "data"):
         table.add_column(col, overflow="fold")
     for e in selected:
         table.add_row(_utc(e.time_ns), e.writer, str(e.seq), e.kind, _str(e.step), _str(e.samples_count),

@@ -54,9 +54,17 @@ def _quiet() -> Iterator[None]:
 
 
 def _reason(message: str) -> str:
-    """The first line of a checker message and its 'failed test:' line, without the state dumps."""
+    """A checker message without its state dumps: first line, the failed test or code, the line's key."""
+    from replay.mllog_format import parse_line
+
     lines = message.strip().split("\n")
-    kept = [lines[0].rstrip(":")] + [ln.strip() for ln in lines[1:] if ln.startswith("failed test:")]
+    kept = [lines[0].rstrip(":")]
+    if lines[0].startswith("Failed executing") and len(lines) > 1:
+        kept.append(lines[1].strip())
+    kept += [ln.strip() for ln in lines[1:] if ln.startswith("failed test:")]
+    parsed = [p for ln in lines[1:] if (p := parse_line(ln)) is not None]
+    if parsed and lines[0].startswith("Failed executing"):
+        kept.append(f"(on the '{parsed[0].key}' line)")
     return " ".join(kept)
 
 

@@ -1,7 +1,8 @@
 """The facts of a run, extracted from its events: what every interpretation reads.
 
 Reads events only. Events are first put in a canonical order that does not depend on segment names,
-segment order or the order the list arrives in: (time, writer, kind, step, key, seq).
+segment order or the order the list arrives in: (time, writer, kind, step, seq), so a writer's own
+order stands for events it stamped with the same time (mllog_config keys: the checker reads them in order).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ BENCHMARK_METRIC = "accuracy"  # eval_result key of the benchmark's pass@k; othe
 def canonical_order(events: Iterable[Event]) -> list[Event]:
     """Events sorted by content, so the result never depends on how segments were listed or merged."""
     return sorted(events, key=lambda e: (e.time_ns, e.writer, e.kind, e.step if e.step is not None else -1,
-                                         e.key or "", e.seq, e.segment))
+                                         e.seq, e.key or "", e.segment))
 
 
 @dataclass(frozen=True)

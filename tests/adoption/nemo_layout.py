@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,13 @@ def config(prompts: int = PROMPTS, generations: int = GENERATIONS) -> dict[str, 
     }
 
 
+WRITE_MS = 30_000  # a checkpoint's files are finished this long after its weight update
+
+
 def write_checkpoint(root: Path, step: int, update_ms: int, *, prompts_per_step: int = PROMPTS,
                      cfg: dict[str, Any] | None = None) -> Path:
-    """`root/step_N` with training_info.json, config.yaml and two MCore-like weight files."""
+    """`root/step_N` with training_info.json, config.yaml and two MCore-like weight files, their modification
+    times set to WRITE_MS after the weight update (as a save that took that long would leave them)."""
     path = root / f"step_{step}"
     weights = path / "policy" / "weights"
     weights.mkdir(parents=True)
@@ -35,4 +40,8 @@ def write_checkpoint(root: Path, step: int, update_ms: int, *, prompts_per_step:
     (path / "training_info.json").write_text(json.dumps({
         "current_step": step, "consumed_samples": step * prompts_per_step, "training_step_end_time_ms": update_ms,
     }))
+    written_ns = (update_ms + WRITE_MS) * 1_000_000
+    for f in path.rglob("*"):
+        if f.is_file():
+            os.utime(f, ns=(written_ns, written_ns))
     return path

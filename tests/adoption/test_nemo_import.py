@@ -57,6 +57,7 @@ def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
     assert (run / c19["path"]).resolve() == (root / "step_19").resolve()
     assert (c19["sha256"], c19["bytes"]) == tree_digest(root / "step_19" / "policy" / "weights")
     assert (c19["fingerprint"], c19["blocked_ns"], c19["source"], c19["dtype"]) == ({}, None, "nemo-rl", "bfloat16")
+    assert commits[1].time_ns == c19["save_end_ns"] == (UPDATES_MS[19] + nemo_layout.WRITE_MS) * MS  # file mtimes
     (opened,) = _kinds(run, "run_opened")
     assert (opened.data["benchmark"], opened.data["global_batch_size"]) == ("qwen35_397b_grpo", 256)
     (stop,) = _kinds(run, "train_stop")
@@ -147,6 +148,30 @@ def _write_training_mllog(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         handler.close()
 
 
+def _append_nemo_evaluations(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NeMo-RL's deferred evaluator: step order, stop at the first pass (18 scores 0.65, 19 scores 0.72),
+    run_stop with the passing checkpoint's training_step_end_time_ms."""
+    from mlperf_logging.mllog import mllog as reference
+
+    now = {"ms": T0_MS + 1_300_000}
+    monkeypatch.setattr(reference, "_current_time_ms", lambda: now["ms"])
+    logger = logging.getLogger("test-nemo-evaluator-mllog")
+    logger.handlers.clear()
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.addHandler(logging.FileHandler(path))
+    log = reference.MLLogger(logger=logger)
+    for step, accuracy in ((18, 0.65), (19, 0.72)):
+        meta = {"samples_count": step * 256, "step": step}
+        log.start(key="eval_start", metadata=meta)
+        now["ms"] += 60_000
+        log.event(key="eval_accuracy", value=accuracy, metadata={"samples_count": step * 256})
+        log.end(key="eval_stop", metadata=meta)
+    log.end(key="run_stop", metadata={"status": "success", "samples_count": 19 * 256}, time_ms=UPDATES_MS[19])
+    for handler in logger.handlers:
+        handler.close()
+
+
 def _record_evaluations(run: RunDir) -> None:
     """An evaluator's results, order 19, 18, 20 (19 scores 0.72, 18 0.70, 20 0.71), 60 s each from 1300 s."""
     t = T0_MS + 1_300_000
@@ -200,3 +225,27 @@ def test_replay_derives_the_backdated_run_stop(tmp_path: Path, monkeypatch: pyte
     assert run_stop["key"] == "run_stop"
     assert (run_stop["time_ms"], run_stop["metadata"]["status"]) == (UPDATES_MS[19], "success")
     assert run_stop["metadata"]["samples_count"] == 19 * 256
+    # include-final-save reads when the passing checkpoint was written: its files' modification time.
+    done = run_cli("replay", str(run.path), "-i", "include-final-save", "-o", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(out.read_text().splitlines()[-1].split(" ", 1)[1])["time_ms"] == UPDATES_MS[19] + 30_000
+
+
+def test_nemo_evaluator_lines_in_the_mllog_are_scored_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NeMo-RL's own deferred evaluator appends eval lines and the backdated run_stop to the same mllog:
+    importing that one file and the checkpoints lets every interpretation re-score it."""
+    for command in ("import", "replay"):
+        if run_cli(command, "--help").returncode != 0:
+            pytest.skip(f"`recorder {command}` is not available yet")
+    mllog_file = tmp_path / "mlperf.log"
+    _write_training_mllog(mllog_file, monkeypatch)
+    _append_nemo_evaluations(mllog_file, monkeypatch)
+    assert run_cli("import", str(mllog_file), "--root", str(tmp_path), "--run-id", "nemo").returncode == 0
+    run = tmp_path / "nemo"
+    assert run_cli("import-checkpoints", str(_series(tmp_path / "ckpt")), "--into", str(run)).returncode == 0
+    for interpretation, expected_ms in (("as-recorded", UPDATES_MS[19]), ("official", UPDATES_MS[19])):
+        out = tmp_path / f"{interpretation}.log"
+        done = run_cli("replay", str(run), "-i", interpretation, "-o", str(out))
+        assert done.returncode == 0, done.stdout + done.stderr
+        last = json.loads(out.read_text().splitlines()[-1].split(":::MLLOG ", 1)[1])
+        assert (last["key"], last["time_ms"]) == ("run_stop", expected_ms), interpretation

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -81,6 +82,20 @@ def step_metrics_data(logs: dict[str, Any], tokens_before: float | None, samples
     return data
 
 
+def layout_problems(args: TrainingArguments, run: RunDir) -> list[str]:
+    """Settings under which the evaluator could not use the recorded checkpoints."""
+    problems = []
+    out = Path(str(args.output_dir)).resolve()
+    if run.path.resolve() not in out.parents:
+        problems.append(f"output_dir {args.output_dir} is outside the run directory {run.path}: checkpoint paths "
+                        "are recorded relative to the run, and `recorder eval` refuses paths that leave it; use "
+                        "output_dir=str(run.checkpoints)")
+    if args.save_total_limit:
+        problems.append(f"save_total_limit={args.save_total_limit} deletes committed checkpoints: the 6.1 rule "
+                        "needs every one from the validation start on")
+    return problems
+
+
 class RecorderCallback(TrainerCallback):
     """A `transformers.TrainerCallback` that appends the run's events to `run` (writer `trainer`)."""
 
@@ -106,6 +121,8 @@ class RecorderCallback(TrainerCallback):
                        **kwargs: Any) -> None:
         if not state.is_world_process_zero or self.log is not None:
             return
+        for problem in layout_problems(args, self.run):
+            warnings.warn(problem, stacklevel=2)
         opened = any(e.kind == "run_opened" for e in read_run(self.run).events)
         self.log = LogWriter(self.run, self.writer_name, clock=self.clock)
         gbs = samples_per_step(args)

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
-from recorder.integrations.trl import RecorderCallback, sha256_file, step_metrics_data  # noqa: E402
+from recorder.integrations.trl import RecorderCallback, layout_problems, sha256_file, step_metrics_data  # noqa: E402
 from recorder.reader import read_run  # noqa: E402
 from recorder.run import RunDir  # noqa: E402
 from tests.helpers import run_cli  # noqa: E402
@@ -123,3 +123,13 @@ def test_step_metrics_data_takes_the_token_delta() -> None:
                               "step_time": 0.2, "note": "text"}, tokens_before=48.0, samples=4)
     assert data == {"samples": 4, "loss": 0.5, "tokens": 48.0, "reward": 1.0, "step_s": 0.2,
                     "extra": {"learning_rate": 1e-3}}
+
+
+def test_layouts_the_evaluator_cannot_use_are_flagged(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "r")
+    good = GRPOConfig(output_dir=str(run.checkpoints), report_to=[], use_cpu=True)
+    assert layout_problems(good, run) == []
+    bad = GRPOConfig(output_dir=str(tmp_path / "elsewhere"), save_total_limit=2, report_to=[], use_cpu=True)
+    problems = layout_problems(bad, run)
+    assert len(problems) == 2
+    assert "outside the run directory" in problems[0] and "save_total_limit=2" in problems[1]

@@ -66,6 +66,9 @@ def replay(
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     console.print(f"{name}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); "
                   f"{len(d.lines)} lines -> {path}")
+    if d.missing_keys:
+        console.print(f"[yellow]warning:[/] the run recorded no {', '.join(d.missing_keys)} (mllog_config): "
+                      f"the {ruleset} checker requires them")
     if check:
         results = [compliance(d.text(), ruleset), rcp([d.text()], ruleset)]
         for r in results:

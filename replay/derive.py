@@ -19,7 +19,8 @@ from recorder.events import Event
 
 from replay.errors import MissingFactError, NothingToEmitError
 from replay.interpretations import AS_RECORDED, Plan, get_interpretation, inline_at
-from replay.mllog_format import INTERVAL_END, INTERVAL_START, POINT_IN_TIME, encode_line, ns_to_ms, parse_line
+from replay.mllog_format import (INTERVAL_END, INTERVAL_START, POINT_IN_TIME, ParsedLine, encode_line, ns_to_ms,
+                                 parse_line)
 from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
 from replay.timeline import Evaluation, Point, Timeline, build_timeline
 
@@ -37,13 +38,17 @@ class Derivation:
     run_start_ns: int | None
     run_stop_ns: int | None
     why: str = ""
+    run_start_ms: float | None = None  # the stamps as the log carries them
+    run_stop_ms: float | None = None
+    missing_keys: tuple[str, ...] = ()  # configuration keys the ruleset requires that the run did not record
 
     @property
     def minutes(self) -> float | None:
-        """(run_stop - run_start) in minutes from the millisecond stamps, as the result summarizer computes."""
-        if self.run_start_ns is None or self.run_stop_ns is None:
+        """(run_stop - run_start) / 60 / 1000 from the logged millisecond stamps, as the result summarizer's
+        `_query_mlperf_strong_scaling_score` computes it."""
+        if self.run_start_ms is None or self.run_stop_ms is None:
             return None
-        return (ns_to_ms(self.run_stop_ns) - ns_to_ms(self.run_start_ns)) / 60 / 1000
+        return (self.run_stop_ms - self.run_start_ms) / 60 / 1000
 
     def text(self) -> str:
         return "".join(line + "\n" for line in self.lines)
@@ -126,29 +131,47 @@ def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
     return out.lines
 
 
+def summarizer_start_stop(lines: Iterable[str]) -> tuple[ParsedLine | None, ParsedLine | None]:
+    """run_start and run_stop as mlperf-logging's result summarizer picks them (`_query_run_start_stop`):
+    scanning parsed lines in order, each run_start/run_stop overwrites the last, stopping once both are set."""
+    start = stop = None
+    for text in lines:
+        p = parse_line(text)
+        if p is None or p.record is None:
+            continue
+        if p.key == C.RUN_START:
+            start = p
+        if p.key == C.RUN_STOP:
+            stop = p
+        if start is not None and stop is not None:
+            break
+    return start, stop
+
+
 def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
-    """The original lines; minutes as the summarizer reads them: the first run_start and first run_stop."""
+    """The original lines; minutes from the run_start and run_stop the result summarizer would read."""
     if not tl.mllog_lines:
         raise NothingToEmitError(f"run {tl.run_id}: as-recorded replays imported logs, and this run has no "
                                  "mllog_line events: use --interpretation official")
-    start = stop = None
+    start, stop = summarizer_start_stop(tl.mllog_lines)
+    why = "the original lines"
+    if start is None or stop is None:
+        why = f"no minutes: the log has no {'run_start' if start is None else 'run_stop'} line"
+    elif start.time_ms is None or stop.time_ms is None:
+        why = f"no minutes: its {'run_start' if start.time_ms is None else 'run_stop'} line has no time_ms"
     status, passing = "none", None
-    for text in tl.mllog_lines:
-        parsed = parse_line(text)
-        if parsed is None or parsed.time_ms is None:
-            continue
-        if parsed.key == C.RUN_START and start is None:
-            start = int(parsed.time_ms * 1_000_000)
-        elif parsed.key == C.RUN_STOP and stop is None:
-            stop = int(parsed.time_ms * 1_000_000)
-            meta = parsed.metadata
-            status = "success" if meta.get("status") == C.SUCCESS else "aborted"
-            samples = meta.get("samples_count")
-            gbs = tl.global_batch_size
-            if status == "success" and isinstance(samples, int) and gbs:
-                passing = samples // gbs
-    return Derivation(tl.run_id, ruleset, AS_RECORDED, tl.mllog_lines, status if stop else "none", passing,
-                      start, stop, "the original lines")
+    if stop is not None:
+        meta = stop.metadata
+        status = "success" if meta.get(C.STATUS) == C.SUCCESS else "aborted"
+        samples, gbs = meta.get(C.SAMPLES_COUNT), tl.global_batch_size
+        if status == "success" and isinstance(samples, int) and gbs:
+            passing = samples // gbs
+    start_ms = start.time_ms if start is not None else None
+    stop_ms = stop.time_ms if stop is not None else None
+    return Derivation(tl.run_id, ruleset, AS_RECORDED, tl.mllog_lines, status, passing,
+                      None if start_ms is None else int(start_ms * 1_000_000),
+                      None if stop_ms is None else int(stop_ms * 1_000_000), why,
+                      None if start_ms is None else float(start_ms), None if stop_ms is None else float(stop_ms))
 
 
 def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> Derivation:
@@ -162,8 +185,19 @@ def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> De
     plan = interp.policy(tl, rules)
     lines = render(tl, rules, plan)
     run_start = tl.require("run_start", tl.run_start).time_ns
+    stop = plan.run_stop.time_ns
     return Derivation(tl.run_id, ruleset, interpretation, tuple(lines), plan.status,
-                      plan.passing.step if plan.passing else None, run_start, plan.run_stop.time_ns, plan.why)
+                      plan.passing.step if plan.passing else None, run_start, stop, plan.why,
+                      float(ns_to_ms(run_start)), float(ns_to_ms(stop)), missing_keys(tl, rules))
+
+
+def missing_keys(tl: Timeline, rules: Ruleset) -> tuple[str, ...]:
+    """Required configuration keys neither recorded as mllog_config nor stated by run_opened."""
+    have = {c.key for c in tl.configs}
+    if tl.opened is not None:
+        have |= {k for k, v in ((C.SUBMISSION_BENCHMARK, tl.benchmark), (C.SUBMISSION_DIVISION, tl.division),
+                                (C.GLOBAL_BATCH_SIZE, tl.global_batch_size)) if v is not None}
+    return tuple(k for k in rules.required_keys(tl.division or C.OPEN) if k not in have)
 
 
 def derive(events: Iterable[Event], ruleset: str, interpretation: str) -> list[str]:

@@ -34,7 +34,9 @@ def import_checkpoints(
     console.print(table)
     for problem in report.problems:
         console.print(f"[yellow]rule:[/] {problem}", highlight=False)
-    console.print(f"imported into {report.run.path}; next: add evaluation results, then recorder replay")
+    step = (f"recorder replay {report.run.path}" if report.evaluated
+            else f"evaluate the checkpoints (eval_start/eval_result/eval_stop events), then recorder replay {report.run.path}")
+    console.print(f"imported into {report.run.path}; next: {step}", highlight=False)
     if report.problems and strict:
         raise typer.Exit(1)
 

@@ -199,6 +199,7 @@ class ImportReport:
     checkpoints: list[NemoCheckpoint]
     global_batch_size: int
     problems: list[str]
+    evaluated: bool  # the run already holds evaluation results (e.g. from NeMo-RL's own evaluator's mllog)
 
 
 def _relative(path: Path, run: RunDir) -> str:
@@ -226,7 +227,7 @@ def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -
     checkpoints = [read_checkpoint(p) for p in discover(root)]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
-    run, kinds, committed = _open_run(into)
+    run, kinds, committed = _open_run(into)  # kinds before this import
     clash = sorted(committed & {c.step for c in checkpoints})
     if clash:
         raise AlreadyImportedError(f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
@@ -240,7 +241,7 @@ def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -
             last = checkpoints[-1]
             log.append("train_stop", step=last.step, samples_count=last.samples,
                        time_ns=last.weight_update_ms * NS_PER_MS, data={"status": "completed", "reason": ""})
-    return ImportReport(run, checkpoints, gbs, problems)
+    return ImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds)
 
 
 def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:

@@ -48,5 +48,11 @@ class NewerSchemaError(InputError):
     """A segment written with a newer event schema than this recorder knows."""
 
 
+class LogWriteError(RecorderError):
+    """The operating system refused a write or fsync (disk full, read-only, I/O error)."""
+
+    exit_code = 1
+
+
 class WriterClosedError(RecorderError):
     """An append to a writer that was closed."""

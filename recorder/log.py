@@ -10,6 +10,7 @@ Durability policy (also in the README):
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -20,12 +21,19 @@ from typing import Any
 
 from recorder import canonical
 from recorder.catalogue import check_kind, critical_kinds
-from recorder.errors import EncodeError, InputError, WriterClosedError
+from recorder.errors import EncodeError, InputError, LogWriteError, WriterClosedError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.run import RunDir, fsync_dir
 from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row_encoder, schema_message, segment_name
 
 GROUP_COMMIT_S = 0.1
+
+def _write_all(fd: int, payload: bytes) -> None:
+    """One write per event; a short write (disk full) is an error, never a silent partial event."""
+    written = os.write(fd, payload)
+    if written != len(payload):
+        raise OSError(errno.ENOSPC, f"short write: {written} of {len(payload)} bytes (disk full?)")
+
 
 def _int_or_none(name: str, kind: str, value: Any) -> int | None:
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
@@ -59,6 +67,8 @@ class LogWriter:
         self._encoder = row_encoder()
         self._critical = critical_kinds()
         self._fd, self.path = self._open_new_segment()
+        self._size = os.lseek(self._fd, 0, os.SEEK_END)
+        self._flush_error: OSError | None = None
         self._dirty = threading.Event()
         self._closed = False
         self._stop = threading.Event()
@@ -77,9 +87,17 @@ class LogWriter:
             except FileExistsError:
                 number += 1
                 continue
-            os.write(fd, schema_message(arrow_schema()))
-            os.fsync(fd)
-            fsync_dir(events)
+            except OSError as e:
+                raise LogWriteError(f"{path}: cannot create the segment ({e.strerror}); "
+                                    "is the run directory read-only or the disk full?") from e
+            try:
+                _write_all(fd, schema_message(arrow_schema()))
+                os.fsync(fd)
+                fsync_dir(events)
+            except OSError as e:
+                os.close(fd)
+                path.unlink(missing_ok=True)
+                raise LogWriteError(f"{path}: cannot start the segment ({e.strerror})") from e
             return fd, path
 
     @property
@@ -127,33 +145,66 @@ class LogWriter:
             samples_count=samples_count, key=key, value_json=value_json, data_json=data_json,
             digest=digest.hex(), segment=self.segment,
         )
-        os.write(self._fd, self._encoder.encode(event.row()))
+        self._raise_flush_error()
+        payload = self._encoder.encode(event.row())
+        try:
+            _write_all(self._fd, payload)
+        except OSError as e:
+            self._cut_partial_write()
+            raise LogWriteError(f"{self.path}: could not append {kind} (seq {seq}): {e.strerror}. Nothing of it "
+                                f"was recorded; the {seq} events before it are intact") from e
+        self._size += len(payload)
         self._seq = seq + 1
         self._previous = digest
         if kind in self._critical:
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as e:
+                raise LogWriteError(f"{self.path}: {kind} (seq {seq}) was written but could not be made durable: "
+                                    f"{e.strerror}") from e
         else:
             self._dirty.set()
         return event
+
+    def _cut_partial_write(self) -> None:
+        """Truncate a partial message, so that the next append does not land after garbage."""
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError:
+            self._closed = True  # cannot repair: refuse further appends; the partial write reads as a torn tail
+
+    def _raise_flush_error(self) -> None:
+        if self._flush_error is not None:
+            e, self._flush_error = self._flush_error, None
+            raise LogWriteError(f"{self.path}: a background fsync failed ({e.strerror}): events appended "
+                                "since the last durable one may not survive a power loss") from e
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self._group_commit_s):
             if self._dirty.is_set():
                 self._dirty.clear()
-                os.fsync(self._fd)
+                try:
+                    os.fsync(self._fd)
+                except OSError as e:  # reported by the next append or close
+                    self._flush_error = e
 
     def close(self) -> None:
         """Append `segment_closed`, the end-of-stream marker, fsync. Safe to call twice."""
         with self._lock:
             if self._closed:
                 return
-            self._write("segment_closed", None, None, None, None, canonical.dumps({"events": self._seq}), None)
             self._closed = True
             self._stop.set()
-        self._flusher.join()
-        os.write(self._fd, END_OF_STREAM)
-        os.fsync(self._fd)
-        os.close(self._fd)
+            try:
+                self._write("segment_closed", None, None, None, None, canonical.dumps({"events": self._seq}), None)
+                _write_all(self._fd, END_OF_STREAM)
+                os.fsync(self._fd)
+            except OSError as e:
+                raise LogWriteError(f"{self.path}: could not close the segment ({e.strerror}); its events are "
+                                    "intact, it reads as a segment whose writer did not close") from e
+            finally:
+                self._flusher.join()
+                os.close(self._fd)
 
     def __enter__(self) -> LogWriter:
         return self

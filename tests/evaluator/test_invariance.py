@@ -44,3 +44,16 @@ def test_two_ray_workers_equal_one_local_worker(sampling_run: Path, tmp_path: Pa
     two = _evaluate(sampling_run, tmp_path, "w2", Options(workers=2, batch_size=7))
     assert two[2].startswith("ray:2") and one[2] == "local"
     assert (two[0], two[1]) == (one[0], one[1])
+
+
+def test_torch_thread_count_does_not_change_a_completion(sampling_run: Path, tmp_path: Path) -> None:
+    import torch
+
+    one = _evaluate(sampling_run, tmp_path, "t1", Options(batch_size=64))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # what an in-process worker uses by default here, against 1 per Ray actor
+    try:
+        two = _evaluate(sampling_run, tmp_path, "t2", Options(batch_size=64))
+    finally:
+        torch.set_num_threads(before)
+    assert (two[0], two[1]) == (one[0], one[1])

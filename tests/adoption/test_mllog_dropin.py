@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mlperf_logging.mllog import mllog as reference_mllog
 
 from recorder.compat import ConfigConflictError, LogEncodeError, MetadataTypeError, NotConfiguredError
@@ -223,3 +226,52 @@ def test_config_with_a_new_run_closes_the_previous_segment(tmp_path: Path, share
         report = verify_run(tmp_path / name)
         assert report.ok and all(s.closed for s in report.segments)
     shutil.rmtree(tmp_path / "a")
+
+
+json_scalars = st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=8) | \
+    st.floats(allow_nan=True, allow_infinity=True)
+json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
+                           | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(key=st.text(min_size=1, max_size=12), value=json_values,
+       metadata=st.dictionaries(st.sampled_from(["step", "samples_count", "status", "epoch_num", "x"]), json_scalars,
+                                max_size=4),
+       time_ms=st.none() | st.integers(0, 2**42), method=st.sampled_from(["start", "end", "event"]))
+def test_any_call_gives_mllogs_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, value: object,
+                                    metadata: dict, time_ms: int | None, method: str) -> None:
+    monkeypatch.setattr(reference_mllog, "_current_time_ms", lambda: 123)
+    ref_logger, ref_out = _logger("test-reference-prop")
+    run = RunDir.create(tmp_path, f"r{len(list(tmp_path.iterdir()))}")
+    ours = dropin.MLLogger(logger=_logger("test-dropin-prop")[0], run=run, clock=lambda: 123_000_000)
+    for logger in (reference_mllog.MLLogger(logger=ref_logger), ours):
+        getattr(logger, method)(key=key, value=value, metadata=dict(metadata), time_ms=time_ms)
+    ours.close()
+    (event,) = [e for e in read_run(run).events if e.kind == "mllog_line"]
+    assert [event.data["line"]] == ref_out.lines
+    assert event.time_ns == (123 if time_ms is None else time_ms) * 1_000_000
+    assert event.key == key
+
+
+def test_threads_keep_line_numbers_file_order_and_event_order_in_step(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "r")
+    mirror = tmp_path / "mirror.log"
+    logger, out = _logger("test-dropin-threads")
+    logger.addHandler(logging.FileHandler(mirror))
+    ours = dropin.MLLogger(logger=logger, run=run)
+    ours.mirror_file = str(mirror)
+
+    def work(n: int) -> None:
+        for i in range(50):
+            ours.event(key="tracked_stats", value={"thread": n, "i": i}, metadata={"step": i})
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ours.close()
+    events = sorted((e for e in read_run(run).events if e.kind == "mllog_line"), key=lambda e: e.seq)
+    assert [e.data["line_no"] for e in events] == list(range(1, 201))
+    assert [e.data["line"] for e in events] == out.lines == mirror.read_text().splitlines()

@@ -249,3 +249,17 @@ def test_nemo_evaluator_lines_in_the_mllog_are_scored_too(tmp_path: Path, monkey
         assert done.returncode == 0, done.stdout + done.stderr
         last = json.loads(out.read_text().splitlines()[-1].split(":::MLLOG ", 1)[1])
         assert (last["key"], last["time_ms"]) == ("run_stop", expected_ms), interpretation
+
+
+def test_global_batch_size_from_prompts_when_not_given_and_sample_mismatch_reported(tmp_path: Path) -> None:
+    cfg = nemo_layout.config(prompts=32, generations=8)  # GBS 256 either way
+    del cfg["policy"]["train_global_batch_size"]
+    for step in (18, 19):
+        # step 19 consumed one prompt too many: its samples are not step x GBS
+        nemo_layout.write_checkpoint(tmp_path / "ckpt", step, UPDATES_MS[step], prompts_per_step=32, cfg=cfg)
+    info = tmp_path / "ckpt" / "step_19" / "training_info.json"
+    info.write_text(json.dumps({**json.loads(info.read_text()), "consumed_samples": 19 * 32 + 1}))
+    report = import_checkpoints(tmp_path / "ckpt", tmp_path / "run")
+    assert report.global_batch_size == 256
+    assert report.problems == ["step 19: 4872 samples consumed, expected step x GBS = 4864"]
+    assert [e.samples_count for e in _kinds(tmp_path / "run", "weight_update")] == [18 * 256, 19 * 256 + 8]

@@ -81,19 +81,30 @@ def _compare_table(rows: list[dict[str, Any]]) -> None:
     official = next((r for r in rows if r["interpretation"] == "official"), None)
     base = official["minutes"] if official else None
     table = Table(title=f"{rows[0]['run_id']}: ruleset {rows[0]['ruleset']}")
-    for col in ("interpretation", "status", "passing step", "run_stop (s after run_start)", "minutes",
-                "delta vs official", "checker"):
-        table.add_column(col, overflow="fold")
+    for col in ("interpretation", "status", "step", "stop_s", "minutes", "delta", "checker"):
+        table.add_column(col, no_wrap=True)
+    notes: dict[str, list[str]] = {}
     for r in rows:
         stop = (f"{(r['run_stop_ns'] - r['run_start_ns']) / 1e9:.3f}" if r["run_stop_ns"] is not None
                 and r["run_start_ns"] is not None else "-")
         delta = f"{r['minutes'] - base:+.3f}" if r["minutes"] is not None and base is not None else "-"
-        verdict = (r["checker"].split(": ")[1] if r["checker"] else r["why"])
+        verdict = "PASSED" if r["checker"] and r["checker"].endswith("PASSED") else ("FAILED" if r["checker"] else "-")
         table.add_row(r["interpretation"], r["status"], str(r["passing_step"] if r["passing_step"] is not None else "-"),
                       stop, _minutes(r["minutes"]), delta, verdict)
+        if r["status"] == "none":
+            notes.setdefault(r["why"], []).append(r["interpretation"])
+        elif verdict == "FAILED":
+            notes.setdefault(_shorten(r["checker"].split("FAILED: ", 1)[-1]), []).append(r["interpretation"])
     console.print(table)
-    console.print(f"checker: mlperf-logging {rows[0]['mlperf_logging_version']} compliance checker, "
-                  f"training {rows[0]['ruleset']}")
+    console.print(f"step: passing step; stop_s: run_stop, seconds after run_start; delta: minutes vs official; checker: "
+                  f"mlperf-logging {rows[0]['mlperf_logging_version']} compliance checker, training {rows[0]['ruleset']}")
+    for note, names in notes.items():
+        console.print(f"  {', '.join(names)}: {note}")
+
+
+def _shorten(reasons: str, keep: int = 3) -> str:
+    parts = reasons.split("; ")
+    return "; ".join(parts[:keep]) + (f"; ... and {len(parts) - keep} more" if len(parts) > keep else "")
 
 
 def import_(

@@ -60,7 +60,8 @@ def _table_field(buf: bytes, table: int, index: int) -> int:
 
 
 def _deref(buf: bytes, pos: int) -> int:
-    return pos + struct.unpack_from("<I", buf, pos)[0]
+    offset: int = struct.unpack_from("<I", buf, pos)[0]
+    return pos + offset
 
 
 @dataclass(frozen=True)

@@ -132,10 +132,9 @@ def evaluate_run(run_dir: Path | str | RunDir, options: Options, *,
     prior = attempts(facts.events)
     done = scored(prior)
     stale = open_attempts(prior)
-    base = dict(run_id=facts.run.run_id, eval_cfg=facts.eval_cfg, problems=facts.problems)
     if not _todo(steps, done, target, options.all) and not stale:
-        outcomes = _skipped_until_pass(steps, done, target, options.all)
-        return Summary(segment=None, workers="none", outcomes=outcomes, **base)  # type: ignore[arg-type]
+        return Summary(run_id=facts.run.run_id, eval_cfg=facts.eval_cfg, problems=facts.problems, segment=None,
+                       workers="none", outcomes=_skipped_until_pass(steps, done, target, options.all))
     outcomes: list[Outcome] = []
     remaining: list[int] = []
     with ExitStack() as stack:
@@ -159,8 +158,9 @@ def evaluate_run(run_dir: Path | str | RunDir, options: Options, *,
                 on_outcome(outcome)
             if outcome.passed and not options.all:
                 break
-        return Summary(segment=writer.segment, workers=ctx.workers.name if ctx else "none", outcomes=outcomes,
-                       closed=closed, remaining=remaining, **base)  # type: ignore[arg-type]
+        return Summary(run_id=facts.run.run_id, eval_cfg=facts.eval_cfg, problems=facts.problems,
+                       segment=writer.segment, workers=ctx.workers.name if ctx else "none", outcomes=outcomes,
+                       closed=closed, remaining=remaining)
 
 
 def _skipped(a: Attempt, target: float) -> Outcome:

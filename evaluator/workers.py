@@ -63,7 +63,7 @@ class RayWorkers:
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
             self._started = True
-        gpus = ray.cluster_resources().get("GPU", 0)
+        gpus = ray.cluster_resources().get("GPU", 0)  # type: ignore[no-untyped-call]
         per_actor_gpu = 1 if gpus >= n else 0  # one accelerator each, only when each can have one
         actor = ray.remote(Scorer).options(num_cpus=1, num_gpus=per_actor_gpu)
         self._actors: list[Any] = [actor.remote(threads=1) for _ in range(n)]

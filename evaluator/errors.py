@@ -17,6 +17,10 @@ class NotEvaluableError(EvalError, InputError):
     """A run the evaluator cannot start on: no run_opened, training not stopped, no checkpoints."""
 
 
+class EvaluatorBusyError(EvalError, InputError):
+    """Another evaluator session holds the run's lock: two at once would score the same steps twice."""
+
+
 class SettingsError(EvalError, InputError):
     """An evaluation setting (k, temperature, batch size, tolerance) that is missing or out of range."""
 

@@ -8,9 +8,11 @@ failure is an `eval_failed` event.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import time
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,7 +23,7 @@ from recorder.reader import read_run
 from recorder.run import RunDir
 
 from evaluator.checkpoints import Checkpoint, check_series, committed
-from evaluator.errors import NotEvaluableError
+from evaluator.errors import EvaluatorBusyError, NotEvaluableError
 from evaluator.evaluate import Context, evaluate_checkpoint
 from evaluator.history import Attempt, attempts, open_attempts, scored
 from evaluator.order import arrange
@@ -104,6 +106,23 @@ def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool) -> RunFacts:
                     candidates={c.step: c for c in candidates}, problems=problems)
 
 
+@contextmanager
+def session_lock(run: RunDir) -> Iterator[None]:
+    """Hold the run's evaluator lock (flock: the kernel drops it when its process dies, even by SIGKILL)."""
+    path = run.derived / "evals" / ".lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise EvaluatorBusyError(f"{run.path}: another evaluator session is running on this run (it holds "
+                                     f"{path}); wait for it to finish, or stop it and run again") from None
+        yield
+    finally:
+        os.close(fd)
+
+
 def _passed(accuracy: float | None, target: float) -> bool:
     # The 6.1.0 checker and the rule's reading: strictly above the target (DESIGN.md section 1).
     return accuracy is not None and accuracy > target
@@ -125,8 +144,18 @@ def evaluate_run(run_dir: Path | str | RunDir, options: Options, *,
                  workers_factory: Callable[[int, str | None], Workers] = start_workers,
                  clock: Callable[[], int] = time.time_ns,
                  on_outcome: Callable[[Outcome], None] | None = None) -> Summary:
-    """Evaluate a run's checkpoints per `options`; returns what happened (also when evaluations failed)."""
-    facts = read_facts(run_dir, allow_gaps=options.allow_gaps)
+    """Evaluate a run's checkpoints per `options`; returns what happened (also when evaluations failed).
+
+    One session at a time per run (a lock): the log is read, and the plan made, while holding it.
+    """
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    with session_lock(run):
+        return _evaluate_locked(run, options, workers_factory, clock, on_outcome)
+
+
+def _evaluate_locked(run: RunDir, options: Options, workers_factory: Callable[[int, str | None], Workers],
+                     clock: Callable[[], int], on_outcome: Callable[[Outcome], None] | None) -> Summary:
+    facts = read_facts(run, allow_gaps=options.allow_gaps)
     target = facts.eval_cfg.target
     steps = arrange(sorted(facts.candidates), options.order)
     prior = attempts(facts.events)

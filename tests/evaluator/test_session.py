@@ -173,3 +173,21 @@ def test_cli_exit_codes_and_evals_table(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "no committed checkpoint" in bad.stderr and "Traceback" not in bad.stderr
     gone = run_cli("eval", str(tmp_path / "nope"))
     assert gone.returncode == 2 and "no such run directory" in gone.stderr
+
+
+def test_a_second_session_at_once_is_refused(tmp_path: Path) -> None:
+    import fcntl
+    import os
+
+    from evaluator.errors import EvaluatorBusyError
+
+    run = record_run(tmp_path, steps=18, target=PASS_ALL, samples=2, files=False)
+    (run.derived / "evals").mkdir(parents=True)
+    fd = os.open(run.derived / "evals" / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # as a running session holds it
+        with pytest.raises(EvaluatorBusyError, match="another evaluator session is running"):
+            evaluate_run(run.path, Options())
+    finally:
+        os.close(fd)
+    assert not list(run.events.glob("evaluator-*"))

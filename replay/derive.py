@@ -22,7 +22,7 @@ from replay.interpretations import AS_RECORDED, Plan, get_interpretation, inline
 from replay.mllog_format import (INTERVAL_END, INTERVAL_START, POINT_IN_TIME, ParsedLine, encode_line, ns_to_ms,
                                  parse_line)
 from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
-from replay.timeline import Evaluation, Point, Timeline, build_timeline
+from replay.timeline import Config, Evaluation, Point, Timeline, build_timeline
 
 
 @dataclass(frozen=True)
@@ -67,15 +67,19 @@ class _Writer:
         self.lines.append(encode_line(ns_to_ms(time_ns), event_type, key, value, metadata))
 
 
-def _configs(tl: Timeline, out: _Writer) -> None:
-    recorded = {c.key for c in tl.configs}
-    opened = tl.opened
-    if opened is not None:  # keys run_opened already states, when the trainer did not record them itself
+def _configs(tl: Timeline, rules: Ruleset, out: _Writer) -> None:
+    """Recorded configuration keys, plus those run_opened states that were not recorded, in the checker's
+    own key order (its checks read earlier keys: opt_base_learning_rate needs global_batch_size first),
+    then any other keys in recorded order."""
+    configs = list(tl.configs)
+    recorded = {c.key for c in configs}
+    if tl.opened is not None:
         for key, value in ((C.SUBMISSION_BENCHMARK, tl.benchmark), (C.SUBMISSION_DIVISION, tl.division),
                            (C.GLOBAL_BATCH_SIZE, tl.global_batch_size)):
             if key not in recorded and value is not None:
-                out.add(opened, None, POINT_IN_TIME, key, value)
-    for c in tl.configs:
+                configs.append(Config(key, value, tl.opened))
+    rank = {key: i for i, key in enumerate(rules.required_keys(tl.division or C.OPEN))}
+    for c in sorted(configs, key=lambda c: rank.get(c.key, len(rank))):
         out.add(c.at, None, POINT_IN_TIME, c.key, c.value)
 
 
@@ -97,7 +101,7 @@ def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
     out = _Writer()
     out.add(init_start, None, POINT_IN_TIME, C.CACHE_CLEAR, True)
     out.add(init_start, None, INTERVAL_START, C.INIT_START)
-    _configs(tl, out)
+    _configs(tl, rules, out)
     out.add(tl.require("init_stop", tl.init_stop), None, INTERVAL_END, C.INIT_STOP)
     out.add(run_start, None, INTERVAL_START, C.RUN_START)
     if tl.block_start is None:

@@ -7,6 +7,7 @@ order stands for events it stamped with the same time (mllog_config keys: the ch
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,19 +33,40 @@ class Point:
     source: str  # "<writer>:<kind>", shown as the mllog line's metadata.file
 
 
+_SOURCES: dict[tuple[str, str], str] = {}
+
+
 def _point(e: Event) -> Point:
-    return Point(e.time_ns, f"{e.writer}:{e.kind}")
+    source = _SOURCES.get((e.writer, e.kind))
+    if source is None:
+        source = _SOURCES.setdefault((e.writer, e.kind), f"{e.writer}:{e.kind}")
+    return Point(e.time_ns, source)
 
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A committed checkpoint: its step, when its commit was recorded, and how long it blocked training."""
+    """A committed checkpoint: its step, when its commit was recorded, and (parsed on demand, since most
+    interpretations never ask) when its save began, how long it blocked training, its weight-update time."""
 
     step: int
     committed: Point
-    save_begin_ns: int
-    blocked_ns: int
-    weight_update_ns: int | None  # as the checkpoint recorded it; the score reads weight_update events
+    data_json: str
+
+    def _get(self, key: str) -> Any:
+        return json.loads(self.data_json).get(key)
+
+    @property
+    def save_begin_ns(self) -> int:
+        return int(self._get("save_begin_ns") or self.committed.time_ns)
+
+    @property
+    def blocked_ns(self) -> int:
+        return int(self._get("blocked_ns") or 0)
+
+    @property
+    def weight_update_ns(self) -> int | None:  # as the checkpoint recorded it; the score reads weight_update events
+        value = self._get("weight_update_ns")
+        return value if isinstance(value, int) else None
 
 
 @dataclass(frozen=True)
@@ -197,19 +219,23 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
     metrics: dict[int, StepMetrics] = {}
     updates: dict[int, Point] = {}
     checkpoints: dict[int, Checkpoint] = {}
+    evaluation_events: list[Event] = []
     for e in ordered:
-        if e.step is None:
+        kind, step = e.kind, e.step
+        if step is None:
             continue
-        if e.kind == "step_metrics":
-            metrics.setdefault(e.step, StepMetrics(e.step, e.samples_count, e.data, _point(e)))
-        elif e.kind == "weight_update":
-            updates.setdefault(e.step, _point(e))
-        elif e.kind == "checkpoint_committed":
-            d = e.data
-            checkpoints.setdefault(e.step, Checkpoint(e.step, _point(e), int(d.get("save_begin_ns") or e.time_ns),
-                                                       int(d.get("blocked_ns") or 0),
-                                                       d.get("weight_update_ns")))
-    evaluations, problems, failed = _evaluations(run_id, ordered)
+        if kind == "step_metrics":
+            if step not in metrics:
+                metrics[step] = StepMetrics(step, e.samples_count, json.loads(e.data_json), _point(e))
+        elif kind == "weight_update":
+            if step not in updates:
+                updates[step] = _point(e)
+        elif kind == "checkpoint_committed":
+            if step not in checkpoints:
+                checkpoints[step] = Checkpoint(step, _point(e), e.data_json)
+        elif kind.startswith("eval_"):
+            evaluation_events.append(e)
+    evaluations, problems, failed = _evaluations(run_id, evaluation_events)
     bs = first.get("block_start")
     return Timeline(
         run_id=run_id, benchmark=odata.get("benchmark"), ruleset=odata.get("ruleset"),

@@ -45,7 +45,7 @@ def record_run(
     root: Path, run_id: str, *, gbs: int = 3840, steps: int = 6,
     evals: Sequence[tuple[int, float]] = (), eval_start_s: int = 400, eval_s: int = 60,
     closed: bool = False, last_metrics_s: int | None = None, skip_weight_update: Sequence[int] = (),
-    extra_results: Sequence[tuple[int, float]] = (), evaluator_segments: int = 1,
+    extra_results: Sequence[tuple[int, float]] = (), evaluator_segments: int = 1, reverse_configs: bool = False,
 ) -> RunDir:
     """Record a run; `evals` are (step, accuracy) in the order they were performed."""
     run = RunDir.create(root, run_id)
@@ -57,7 +57,8 @@ def record_run(
             "config": {}, "provenance": {}, "resumed_from": None})
         w.append("init_start", time_ns=T0 - 10 * S)
         if closed:
-            for key, value in CLOSED_256.items():
+            items = list(CLOSED_256.items())
+            for key, value in reversed(items) if reverse_configs else items:
                 w.append("mllog_config", key=key, value=value, time_ns=T0 - 5 * S)
         w.append("init_stop", time_ns=T0)
         w.append("run_start", time_ns=T0)

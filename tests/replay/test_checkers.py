@@ -23,8 +23,9 @@ from tests.replay.runs import record_run
 CHECKER_DIR = Path(sys.modules["mlperf_logging"].__file__ or "").parent / "compliance_checker" / "training_6.1.0"
 
 
-def _closed(root: Path, run_id: str, evals: list[tuple[int, float]]) -> list:  # type: ignore[type-arg]
-    return read_run(record_run(root, run_id, gbs=256, steps=20, closed=True, evals=evals, eval_start_s=1300)).events
+def _closed(root: Path, run_id: str, evals: list[tuple[int, float]], reverse_configs: bool = False) -> list:  # type: ignore[type-arg]
+    return read_run(record_run(root, run_id, gbs=256, steps=20, closed=True, evals=evals, eval_start_s=1300,
+                               reverse_configs=reverse_configs)).events
 
 
 def _checker_cli(path: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
@@ -44,6 +45,13 @@ def test_official_log_passes_the_compliance_checker_cli_and_the_rcp_checker(tmp_
     r = rcp([d.text()])
     assert r.ok, r.summary()
     assert r.mlperf_logging == mlperf_logging_version() == "4.1.68"
+
+
+def test_configuration_keys_follow_the_checkers_order_whatever_the_recorded_order(tmp_path: Path) -> None:
+    """The checker reads num_prompts_per_step before num_generations_per_prompt, global_batch_size before
+    the learning rate; a trainer that recorded them the other way round still gets a passing log."""
+    d = derive_run(_closed(tmp_path, "reversed", [(18, 0.72)], reverse_configs=True), "6.1.0", "official")
+    assert compliance(d.text()).ok
 
 
 def test_skipping_the_validation_start_fails_official_and_passes_checker_order(tmp_path: Path) -> None:

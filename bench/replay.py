@@ -1,0 +1,111 @@
+"""Bench: `derive` on a synthetic run of one million events vs mlperf-logging reading the log it produces.
+
+Prints, from one run on this machine: events/s of derive (events in memory; reading segments is the
+core's bench), the seconds mlperf-logging's parser and its 6.1.0 compliance checker take on the derived
+log, and the ratio. Target: deriving is faster than the checker reading its output.
+
+    python bench/replay.py [--events 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path and its name would shadow the `replay` package.
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
+
+from recorder.events import Event  # noqa: E402
+
+from replay.check import compliance, mlperf_logging_version  # noqa: E402
+from replay.derive import derive_run  # noqa: E402
+
+S = 1_000_000_000
+T0 = 1_780_000_000 * S
+GBS = 256
+
+
+def synthetic_events(target: int) -> list[Event]:
+    """A closed-division GBS-256 run: per step a weight update, its metrics and (from step 18) a checkpoint;
+    the validation-start checkpoint is evaluated and passes. About `target` events."""
+    from tests.replay.runs import CLOSED_256
+
+    events: list[Event] = []
+
+    def add(kind: str, t: int, step: int | None = None, key: str | None = None, value: object = None,
+            data: dict[str, object] | None = None, writer: str = "trainer") -> None:
+        events.append(Event(run_id="bench", writer=writer, seq=len(events), time_ns=t, mono_ns=0, kind=kind, step=step,
+                            samples_count=None if step is None else step * GBS, key=key,
+                            value_json=None if value is None else json.dumps(value),
+                            data_json=json.dumps(data or {}, sort_keys=True), digest="", segment="trainer-0001.arrows"))
+
+    add("run_opened", T0 - 10 * S, data={"benchmark": "qwen35_397b_grpo", "ruleset": "6.1.0", "division": "closed",
+                                         "global_batch_size": GBS})
+    add("init_start", T0 - 10 * S)
+    for k, v in CLOSED_256.items():
+        add("mllog_config", T0 - 5 * S, key=k, value=v)
+    add("init_stop", T0)
+    add("run_start", T0)
+    events.append(Event(run_id="bench", writer="trainer", seq=len(events), time_ns=T0, mono_ns=0, kind="block_start",
+                        step=1, samples_count=0, key=None, value_json=None, data_json="{}", digest="", segment=""))
+    steps = max(20, (target - len(events) - 4) // 3)
+    metrics = json.dumps({"loss": 0.5, "reward": 0.25, "grad_norm": 1.0}, sort_keys=True)
+    for step in range(1, steps + 1):
+        update = T0 + step * 60 * S
+        add("weight_update", update, step)
+        events.append(Event(run_id="bench", writer="trainer", seq=len(events), time_ns=update + S, mono_ns=0,
+                            kind="step_metrics", step=step, samples_count=step * GBS, key=None, value_json=None,
+                            data_json=metrics, digest="", segment="trainer-0001.arrows"))
+        if step >= 18:
+            add("checkpoint_committed", update + 30 * S, step, data={"save_begin_ns": update, "blocked_ns": 0})
+    end = T0 + (steps * 60 + 100) * S
+    add("eval_start", end, 18, writer="evaluator")
+    add("eval_result", end + 50 * S, 18, key="accuracy", value=0.72, writer="evaluator")
+    add("eval_stop", end + 60 * S, 18, writer="evaluator")
+    return events
+
+
+def timed(fn):  # type: ignore[no-untyped-def]
+    """(result, wall seconds, CPU seconds of this process): the machine is shared, so CPU time is the
+    fairer of the two; both are printed and the ratios use CPU time."""
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    args = parser.parse_args()
+    from mlperf_logging.compliance_checker.mlp_parser import parse_file
+
+    events = synthetic_events(args.events)
+    derivation, derive_wall, derive_s = timed(lambda: derive_run(events, "6.1.0", "official"))
+    text = derivation.text()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "result_0.txt"
+        path.write_text(text)
+        (loglines, errors), parse_wall, parse_s = timed(lambda: parse_file(str(path), ruleset="6.1.0"))
+        result, check_wall, check_s = timed(lambda: compliance(text))
+    assert not errors and len(loglines) == len(derivation.lines)
+    print(f"synthetic run: {len(events):,} events -> {len(derivation.lines):,} mllog lines "
+          f"({len(text) / 1e6:.1f} MB), status {derivation.status}, checker {result.verdict}")
+    print("                                       CPU s   wall s")
+    print(f"derive (replay, official)            {derive_s:7.2f}  {derive_wall:7.2f}   "
+          f"{len(events) / derive_s:,.0f} events/s (CPU)")
+    print(f"mlperf-logging {mlperf_logging_version()} parser       {parse_s:7.2f}  {parse_wall:7.2f}   "
+          f"{len(derivation.lines) / parse_s:,.0f} lines/s (CPU)")
+    print(f"mlperf-logging compliance checker    {check_s:7.2f}  {check_wall:7.2f}   (parses the file itself, then checks)")
+    print(f"ratio checker / derive: {check_s / derive_s:.2f}x   parser / derive: {parse_s / derive_s:.2f}x   "
+          f"({'derive is faster' if derive_s < check_s else 'derive is SLOWER'} than the checker reading its output)")
+
+
+if __name__ == "__main__":
+    main()

@@ -26,6 +26,7 @@ err = Console(stderr=True, soft_wrap=True)
 # Modules with a `register(app)` function. Each imports only typer at module level.
 COMMAND_MODULES = [
     "recorder.log_commands",
+    "trainer.commands",
     "evaluator.commands",
     "recorder.history_commands",
     "recorder.adoption_commands",

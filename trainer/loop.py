@@ -1,0 +1,230 @@
+"""The GRPO recipe: `setup`, `train`, `save_checkpoint`, `cleanup` (torchtune's recipe protocol).
+
+Event order: run_opened, mllog_config x N, (warm-up, untimed), init_start, init_stop, run_start,
+block_start, then per step: weight_update, [checkpoint save; its checkpoint_committed arrives when durable],
+step_metrics; block_stop, train_stop. Checkpoints exactly from the validation start to the final step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recorder.log import LogWriter
+from recorder.run import RunDir
+from trainer.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_event_data
+from trainer.config import BENCHMARK, TrainConfig
+from trainer.errors import CheckpointError, TrainingFailed
+from trainer.mllog_keys import mllog_config_items
+from trainer.model import ModelConfig, build_model, build_tokenizer
+from trainer.provenance import provenance
+from trainer.sampling import sample_seed
+from trainer.task import reward, training_tasks
+from trainer.warmup import WarmupResult, warm_start
+
+WRITER = "trainer"
+
+
+@dataclass(frozen=True)
+class StepResult:
+    step: int
+    loss: float
+    reward: float
+    grad_norm: float
+    tokens: int
+    samples: int
+    generation_s: float
+    train_s: float
+    refit_s: float
+    checkpoint_block_s: float
+    step_s: float
+
+
+@dataclass
+class TrainSummary:
+    run: RunDir
+    steps: list[StepResult] = field(default_factory=list)
+    checkpoints: list[SavedCheckpoint] = field(default_factory=list)
+    warmup: WarmupResult | None = None
+
+
+class GRPOTrainer:
+    """One training run. `run()` does setup, train and cleanup, and records train_stop either way."""
+
+    def __init__(self, cfg: TrainConfig, *, root: Path, run_id: str | None = None, ray_address: str | None = None,
+                 use_ray: bool = False, on_step: Callable[[StepResult, int], None] | None = None) -> None:
+        self.cfg = cfg
+        self.root, self.run_id = Path(root), run_id
+        self.use_ray, self.ray_address = use_ray, ray_address
+        self.on_step = on_step
+        self.last_step: int | None = None
+        self.log: LogWriter | None = None
+        self.ckpt: CheckpointWriter | None = None
+        self.rollout: Any = None
+
+    # -- setup ---------------------------------------------------------------------------------------------
+    def setup(self) -> RunDir:
+        """Create the run (an existing id is refused), record the config, warm start, open the timed region."""
+        import torch
+
+        cfg = self.cfg
+        torch.set_num_threads(cfg.threads)
+        self.run = RunDir.create(self.root, self.run_id)
+        self.summary = TrainSummary(self.run)
+        self.log = LogWriter(self.run, WRITER)
+        self.log.append("run_opened", data={
+            "benchmark": BENCHMARK, "ruleset": cfg.ruleset, "division": cfg.division,
+            "global_batch_size": cfg.global_batch_size, "config": cfg.to_dict(), "provenance": provenance(),
+            "resumed_from": None})
+        for key, value in mllog_config_items(cfg):
+            self.log.append("mllog_config", key=key, value=value)
+        torch.manual_seed(cfg.seed)
+        self.model_cfg = ModelConfig(name=cfg.model, init_seed=cfg.seed)
+        self.tokenizer = build_tokenizer(self.model_cfg)
+        self.model = build_model(self.model_cfg)
+        if cfg.warmup.enabled and cfg.model == "tiny":
+            self.summary.warmup = warm_start(self.model, self.tokenizer, cfg, self.model_cfg)
+        w = self.summary.warmup
+        self.log.append("init_start", data={"warmup": None if w is None else {
+            "batches": w.batches, "dev_accuracy": w.dev_accuracy, "cached": w.cached, "seconds": w.seconds,
+            "cache_path": w.cache_path}})
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.learning_rate,
+                                           betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_epsilon,
+                                           weight_decay=cfg.weight_decay)
+        self.rollout = self._make_rollout()
+        self.ckpt = CheckpointWriter(self.run.checkpoints, self.model, self.tokenizer, sync=cfg.checkpoint.sync,
+                                     on_commit=self._committed, max_pending=cfg.checkpoint.max_pending)
+        self.log.append("init_stop")
+        self.log.append("run_start")
+        return self.run
+
+    def _make_rollout(self) -> Any:
+        if self.cfg.rollout == "vllm":
+            from trainer.vllm_rollout import VllmRollout
+
+            return VllmRollout(self.model, self.tokenizer, self.run.path / "derived" / "vllm_weights",
+                               gpu_memory_utilization=self.cfg.vllm_gpu_memory_utilization)
+        if self.use_ray:
+            from trainer.rollout import RayRollout
+
+            return RayRollout(self.model, self.tokenizer, workers=self.cfg.ray_workers, address=self.ray_address)
+        from trainer.rollout import TorchRollout
+
+        return TorchRollout(self.model, self.tokenizer)
+
+    # -- train ---------------------------------------------------------------------------------------------
+    def train(self) -> None:
+        """Steps 1..max_steps, a full global batch each; checkpoints from the validation start on."""
+        assert self.log is not None and self.ckpt is not None
+        cfg = self.cfg
+        gbs = cfg.global_batch_size
+        self.log.append("block_start", step=1, samples_count=0)
+        for step in range(1, cfg.max_steps + 1):
+            result = self.train_step(step)
+            self.last_step = step
+            self.summary.steps.append(result)
+            self.log.append("step_metrics", step=step, samples_count=step * gbs, data=_metrics(result))
+            if self.on_step is not None:
+                self.on_step(result, len(self.summary.checkpoints))
+        self.ckpt.close()  # every pending checkpoint is durable (and committed) before the block ends
+        self.log.append("block_stop", step=cfg.max_steps, samples_count=cfg.max_steps * gbs)
+
+    def train_step(self, step: int) -> StepResult:
+        import torch
+
+        from trainer.grpo import build_batch, clipped_policy_loss, group_advantages, slice_batch, token_logprobs
+
+        assert self.log is not None
+        cfg, tok = self.cfg, self.tokenizer
+        t0 = time.perf_counter()
+        tasks = training_tasks(cfg.seed, step, cfg.num_prompts_per_step)
+        group = cfg.num_generations_per_prompt
+        prompts = [t.prompt for t in tasks for _ in range(group)]
+        seeds = [sample_seed(cfg.seed, step, p, g) for p in range(len(tasks)) for g in range(group)]
+        completions = self.rollout.generate(prompts, seeds, temperature=cfg.rollout_temperature,
+                                            top_p=cfg.rollout_top_p, max_new_tokens=cfg.max_new_tokens)
+        t1 = time.perf_counter()
+        rewards = torch.tensor([reward(tasks[i // group], tok.decode(c)) for i, c in enumerate(completions)])
+        advantages = group_advantages(rewards, group)                              # [B*G]
+        prompt_ids = [[tok.bos_id, *tok.encode(p)] for p in prompts]
+        batch = build_batch(prompt_ids, completions, tok.pad_id)
+        total_tokens = int(batch.mask.sum())
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum = 0.0
+        for start in range(0, len(prompts), cfg.micro_batch_size):
+            mb = slice_batch(batch, start, start + cfg.micro_batch_size)
+            logp = token_logprobs(self.model(input_ids=mb.inputs).logits, mb.targets)   # [M, T]
+            # One update per rollout batch: the sampling policy is these very weights (ratio 1 at the start).
+            loss = clipped_policy_loss(logp, logp.detach(), advantages[start:start + len(mb.inputs)], mb.mask,
+                                       cfg.clip_epsilon, total_tokens)
+            loss.backward()
+            loss_sum += float(loss.detach())
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip_norm))
+        self.optimizer.step()
+        update_ns = time.time_ns()  # THE weight-update timestamp: right after the optimizer step returns
+        self.log.append("weight_update", step=step, samples_count=step * cfg.global_batch_size, time_ns=update_ns)
+        t2 = time.perf_counter()
+        self.rollout.refit(self.model)
+        t3 = time.perf_counter()
+        blocked_s = self.save_checkpoint(step, update_ns) if step >= cfg.validation_start else 0.0
+        t4 = time.perf_counter()
+        return StepResult(step=step, loss=loss_sum, reward=float(rewards.mean()), grad_norm=grad_norm,
+                          tokens=total_tokens, samples=len(prompts), generation_s=t1 - t0, train_s=t2 - t1,
+                          refit_s=t3 - t2, checkpoint_block_s=blocked_s, step_s=t4 - t0)
+
+    def save_checkpoint(self, step: int, weight_update_ns: int) -> float:
+        """Save this step's weights (async by default); returns the seconds the loop was blocked."""
+        assert self.ckpt is not None
+        return self.ckpt.save(self.model, step=step, weight_update_ns=weight_update_ns) / 1e9
+
+    def _committed(self, saved: SavedCheckpoint) -> None:
+        assert self.log is not None
+        self.summary.checkpoints.append(saved)
+        self.log.append("checkpoint_committed", step=saved.step, samples_count=saved.step * self.cfg.global_batch_size,
+                        data=checkpoint_event_data(saved, self.run.path))
+
+    # -- cleanup -------------------------------------------------------------------------------------------
+    def cleanup(self, status: str, reason: str) -> None:
+        """Record train_stop (always), then release the rollout backend and close the log."""
+        if self.ckpt is not None and status != "completed":
+            try:
+                self.ckpt.close()  # let in-flight writes finish (or fail) so nothing is committed after train_stop
+            except CheckpointError as e:
+                reason = reason if reason else str(e)
+        if self.log is not None:
+            step = self.last_step
+            self.log.append("train_stop", step=step,
+                            samples_count=None if step is None else step * self.cfg.global_batch_size,
+                            data={"status": status, "reason": reason})
+        if self.rollout is not None:
+            self.rollout.close()
+        if self.log is not None:
+            self.log.close()
+
+    def run(self) -> TrainSummary:
+        """setup + train + cleanup. A failure ends the run with train_stop(status failed) and TrainingFailed."""
+        try:
+            self.setup()
+            self.train()
+        except KeyboardInterrupt:
+            self.cleanup("interrupted", "interrupted by the user (SIGINT)")
+            raise
+        except Exception as e:
+            if self.log is None:  # nothing recorded yet: a plain input error (e.g. an existing run id)
+                raise
+            where = f"step {self.last_step + 1 if self.last_step is not None else 1}"
+            reason = str(e) if isinstance(e, CheckpointError) else f"{where}: {type(e).__name__}: {e}"
+            self.cleanup("failed", reason)
+            raise TrainingFailed(f"training failed ({reason}); see {self.run.path}/events (train_stop)") from e
+        self.cleanup("completed", "")
+        return self.summary
+
+
+def _metrics(r: StepResult) -> dict[str, Any]:
+    return {"loss": r.loss, "reward": r.reward, "grad_norm": r.grad_norm, "tokens": r.tokens, "samples": r.samples,
+            "generation_s": r.generation_s, "train_s": r.train_s, "refit_s": r.refit_s,
+            "checkpoint_block_s": r.checkpoint_block_s, "step_s": r.step_s}

@@ -1,0 +1,40 @@
+"""Progress for `recorder train`: a rich bar on a terminal, one plain line per step otherwise."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from trainer.loop import StepResult
+
+
+class Progress:
+    """Step, reward, seconds per step and checkpoints written."""
+
+    def __init__(self, total: int, validation_start: int, *, tty: bool | None = None) -> None:
+        self.total, self.validation_start = total, validation_start
+        self.tty = sys.stderr.isatty() if tty is None else tty
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Progress:
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+
+            self._bar = Bar(TextColumn("train"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+                            TimeElapsedColumn(), transient=False)
+            self._bar.start()
+            self._task = self._bar.add_task("train", total=self.total, info="warming up")
+        return self
+
+    def __call__(self, r: StepResult, checkpoints: int) -> None:
+        info = (f"reward {r.reward:.3f}  {r.step_s:.2f} s/step  checkpoints {checkpoints}"
+                f"{'  (saving from step ' + str(self.validation_start) + ')' if r.step < self.validation_start else ''}")
+        if self._bar is not None:
+            self._bar.update(self._task, completed=r.step, info=info)
+        else:
+            print(f"step {r.step}/{self.total}  {info}", flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,106 @@
+"""The supervised init: trained before init_start (outside the timed region), cached by its settings.
+
+It stops at the first check where pass@k on the DEV split reaches `warmup.stop_dev_accuracy` (never the
+validation set): a calibrated start, so that seeds start near the same accuracy, below the target, and GRPO
+has to earn the crossing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from trainer.config import TrainConfig
+from trainer.grpo import build_batch, token_logprobs
+from trainer.model import ModelConfig
+from trainer.sampling import generate, sample_seed
+from trainer.task import Task, dev_tasks, reward, warmup_tasks
+from trainer.tokenizer import Tokenizer
+
+VERSION = "warmup-v1"  # bump when the warm-up's code changes what it produces
+
+
+@dataclass(frozen=True)
+class WarmupResult:
+    batches: int
+    dev_accuracy: float
+    cached: bool
+    seconds: float
+    cache_path: str
+
+
+def pass_at_k(model: Any, tokenizer: Tokenizer, tasks: list[Task], *, k: int, temperature: float, top_p: float,
+              max_new_tokens: int, salt: str = "eval", batch_size: int = 256) -> float:
+    """Fraction of tasks with at least one exact answer among k samples; sample j of task i uses
+    seed sample_seed(salt, i, j), so the score does not depend on batch size."""
+    prompts = [t.prompt for t in tasks for _ in range(k)]
+    seeds = [sample_seed(salt, i, j) for i in range(len(tasks)) for j in range(k)]
+    outs: list[str] = []
+    for s in range(0, len(prompts), batch_size):
+        outs += generate(model, tokenizer, prompts[s:s + batch_size], temperature=temperature, top_p=top_p,
+                         max_new_tokens=max_new_tokens, seeds=seeds[s:s + batch_size])
+    passed = sum(any(reward(t, outs[i * k + j]) == 1.0 for j in range(k)) for i, t in enumerate(tasks))
+    return passed / len(tasks)
+
+
+def cache_key(cfg: TrainConfig, model_cfg: ModelConfig) -> str:
+    w = asdict(cfg.warmup)
+    del w["cache_dir"]
+    blob = json.dumps({"v": VERSION, "seed": cfg.seed, "model": asdict(model_cfg), "warmup": w,
+                       "eval": asdict(cfg.eval)}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def warm_start(model: Any, tokenizer: Tokenizer, cfg: TrainConfig, model_cfg: ModelConfig) -> WarmupResult:
+    """Load the cached init for this config into `model`, or train it (and cache it)."""
+    import time
+
+    from safetensors.torch import load_file, save_file
+
+    t0 = time.perf_counter()
+    directory = Path(cfg.warmup.cache_dir).expanduser() / cache_key(cfg, model_cfg)
+    weights, meta = directory / "model.safetensors", directory / "meta.json"
+    if weights.is_file() and meta.is_file():
+        model.load_state_dict(load_file(str(weights)), strict=True)
+        info = json.loads(meta.read_text())
+        return WarmupResult(info["batches"], info["dev_accuracy"], True, time.perf_counter() - t0, str(directory))
+    batches, acc = _train(model, tokenizer, cfg)
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".tmp-{time.time_ns()}.safetensors"
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
+    tmp.rename(weights)
+    meta.write_text(json.dumps({"batches": batches, "dev_accuracy": acc, "key": directory.name}))
+    return WarmupResult(batches, acc, False, time.perf_counter() - t0, str(directory))
+
+
+def _train(model: Any, tokenizer: Tokenizer, cfg: TrainConfig) -> tuple[int, float]:
+    import torch
+
+    w, ev = cfg.warmup, cfg.eval
+    dev = dev_tasks()
+    opt = torch.optim.AdamW(model.parameters(), lr=w.learning_rate, weight_decay=0.0)
+
+    def dev_acc() -> float:
+        return pass_at_k(model, tokenizer, dev, k=ev.k, temperature=ev.temperature, top_p=ev.top_p,
+                         max_new_tokens=ev.max_new_tokens, salt="dev")
+
+    acc = dev_acc()
+    for b in range(1, w.max_batches + 1):
+        if acc >= w.stop_dev_accuracy:
+            return b - 1, acc
+        tasks = warmup_tasks(cfg.seed, b, w.batch_size)
+        prompts = [[tokenizer.bos_id, *tokenizer.encode(t.prompt)] for t in tasks]
+        answers = [[*tokenizer.encode(t.answer), tokenizer.eos_id] for t in tasks]
+        batch = build_batch(prompts, answers, tokenizer.pad_id)
+        model.train()
+        logits = model(input_ids=batch.inputs).logits
+        nll = -(token_logprobs(logits, batch.targets) * batch.mask).sum() / batch.mask.sum()
+        opt.zero_grad(set_to_none=True)
+        nll.backward()
+        opt.step()
+        if b % w.check_every == 0:
+            acc = dev_acc()
+    return w.max_batches, acc

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from recorder.compact import fresh_parquet
+from recorder.compact import Pack, fresh_manifest, parquet_path, read_packs
 from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
 from recorder.reader import read_run
@@ -60,7 +60,7 @@ class RunSource:
 
     run_id: str
     path: Path
-    source: str  # "parquet" (fresh compacted file) | "segments"
+    source: str  # "pack" (a root's pack file) | "parquet" (the run's compacted file) | "segments"
     events: int
     segments: int
     open_segments: int
@@ -149,39 +149,63 @@ def _scores_table(rows: list[dict[str, Any]], path: str) -> pa.Table:
         raise HistoryError(f"{path}: a score has a value of the wrong type ({e})") from e
 
 
-def _load(runs: list[RunDir]) -> tuple[list[RunSource], list[str], pa.Table, pa.Table, list[str]]:
-    """Sources of every run: (runs, parquet files, live events, scores, problems)."""
-    sources: list[RunSource] = []
-    parquet: list[str] = []
-    live: list[pa.Table] = []
-    scores: list[pa.Table] = []
-    problems: list[str] = []
+@dataclass
+class _Sources:
+    """Where the views read each run from, gathered before DuckDB is involved."""
+
+    runs: list[RunSource] = field(default_factory=list)
+    packs: list[str] = field(default_factory=list)  # files of the packs holding fresh runs
+    not_from_packs: list[str] = field(default_factory=list)  # run ids whose pack rows are stale
+    parquet: list[str] = field(default_factory=list)  # per-run compacted files
+    live: list[pa.Table] = field(default_factory=list)
+    scores: list[pa.Table] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def files(self) -> list[str]:
+        return self.packs + self.parquet
+
+
+def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
+    """Each run from the cheapest fresh source: a pack, its own compacted file, or its segments."""
+    out = _Sources()
+    packed = {run_id: (pack, segments) for pack in packs for run_id, segments in pack.runs.items()}
+    used: set[Path] = set()
+    served: set[str] = set()
     for run in runs:
         try:
-            fresh = fresh_parquet(run)
-            if fresh is not None:
-                n_segments = sum(1 for p in run.events.iterdir() if p.name.endswith(".arrows"))
-                sources.append(RunSource(run.run_id, run.path, "parquet", fresh[1], n_segments, 0, 0))
-                parquet.append(str(fresh[0].resolve()))
+            manifest = fresh_manifest(run)
+            if manifest is not None:
+                entry = packed.get(run.run_id)
+                source = "pack" if entry is not None and entry[1] == manifest["segments"] else "parquet"
+                if entry is not None and source == "pack":
+                    used.add(entry[0].path)
+                    served.add(run.run_id)
+                else:
+                    out.parquet.append(str(parquet_path(run).resolve()))
+                out.runs.append(RunSource(run.run_id, run.path, source, manifest["events"],
+                                          len(manifest["segments"]), 0, 0))
             else:
-                log = read_run(run)
-                altered = [p for seg in log.segments for p in check_segment(seg, None)]
-                if altered:
-                    raise HistoryError(f"`recorder verify` fails: {altered[0]}")
-                table = log.table()
-                live.append(table)
-                sources.append(RunSource(run.run_id, run.path, "segments", table.num_rows, len(log.segments),
-                                         sum(1 for s in log.segments if not s.closed),
-                                         sum(t.bytes_lost for t in log.torn)))
-                problems.extend(f"{run.path}: {t} (its complete events are included)" for t in log.torn)
+                _load_segments(run, out)
             rows = read_scores(run)
             if rows:
-                scores.append(_scores_table(rows, str(run.derived / SCORES_NAME)))
+                out.scores.append(_scores_table(rows, str(run.derived / SCORES_NAME)))
         except RecorderError as e:
-            problems.append(f"{run.path}: left out of the history: {e}")
-    events = pa.concat_tables(live).combine_chunks() if live else _empty_events()
-    score_table = pa.concat_tables(scores) if scores else SCORE_COLUMNS.empty_table()
-    return sources, parquet, events, score_table, problems
+            out.problems.append(f"{run.path}: left out of the history: {e}")
+    out.packs = [str(f.resolve()) for p in packs if p.path in used for f in p.files()]
+    out.not_from_packs = sorted(r for r, (pack, _) in packed.items() if pack.path in used and r not in served)
+    return out
+
+
+def _load_segments(run: RunDir, out: _Sources) -> None:
+    log = read_run(run)
+    altered = [p for seg in log.segments for p in check_segment(seg, None)]
+    if altered:
+        raise HistoryError(f"`recorder verify` fails: {altered[0]}")
+    table = log.table()
+    out.live.append(table)
+    out.runs.append(RunSource(run.run_id, run.path, "segments", table.num_rows, len(log.segments),
+                              sum(1 for s in log.segments if not s.closed), sum(t.bytes_lost for t in log.torn)))
+    out.problems.extend(f"{run.path}: {t} (its complete events are included)" for t in log.torn)
 
 
 def _runs_table(sources: list[RunSource]) -> pa.Table:
@@ -197,82 +221,97 @@ def open_history(root: Path | str, *, threads: int | None = None) -> History:
     root = Path(root)
     if not root.is_dir():
         raise HistoryError(f"{root}: no such root directory (give --root DIR, the folder holding the runs)")
-    return open_runs(root, list_runs(root), threads=threads)
+    return open_runs(root, list_runs(root), threads=threads, packs=read_packs(root))
 
 
-def open_runs(root: Path, runs: list[RunDir], *, threads: int | None = None) -> History:
+def open_runs(root: Path, runs: list[RunDir], *, threads: int | None = None, packs: list[Pack] | None = None) -> History:
     """The views over the given runs only (`recorder plot` draws one run through them)."""
     import duckdb
 
-    sources, parquet, live, scores, problems = _load(runs)
+    src = _load(runs, packs or [])
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     if threads:
         con.execute(f"SET threads = {int(threads)}")
-    con.execute("SET enable_object_cache = true")  # keeps Parquet footers between queries
-    con.register("_live_events", live)
-    con.register("_scores", scores)
-    con.register("_run_sources", _runs_table(sources))
-    create_views(con, parquet)
-    lock_down(con, parquet)
-    return History(root, con, sources, problems)
+    con.execute("SET parquet_metadata_cache = true")  # keeps Parquet footers between queries
+    con.register("_live_events", pa.concat_tables(src.live).combine_chunks() if src.live else _empty_events())
+    con.register("_scores", pa.concat_tables(src.scores) if src.scores else SCORE_COLUMNS.empty_table())
+    con.register("_run_sources", _runs_table(src.runs))
+    create_views(con, events_source_sql(src.packs, src.not_from_packs, src.parquet))
+    lock_down(con, src.files())
+    return History(root, con, src.runs, src.problems)
 
 
-def events_source_sql(parquet: list[str]) -> str:
-    """The FROM clause of the `events` view: compacted files, then live runs."""
+def _sql_list(items: list[str]) -> str:
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in items) + "]"
+
+
+def events_source_sql(packs: list[str], not_from_packs: list[str], parquet: list[str]) -> str:
+    """The `events` view's query: packs (minus their stale runs), per-run compacted files, live runs."""
     columns = ", ".join([*arrow_schema().names, "segment"])
-    live = f"SELECT {columns} FROM _live_events"
-    if not parquet:
-        return live
-    files = ", ".join("'" + p.replace("'", "''") + "'" for p in parquet)
-    return f"SELECT {columns} FROM read_parquet([{files}]) UNION ALL {live}"
+    parts = [f"SELECT {columns} FROM _live_events"]
+    if parquet:
+        parts.append(f"SELECT {columns} FROM read_parquet({_sql_list(parquet)})")
+    if packs:
+        stale = f" WHERE run_id NOT IN ({_sql_list(not_from_packs)[1:-1]})" if not_from_packs else ""
+        parts.append(f"SELECT {columns} FROM read_parquet({_sql_list(packs)}){stale}")
+    return " UNION ALL ".join(reversed(parts))
 
 
-def create_views(con: duckdb.DuckDBPyConnection, parquet: list[str], events_sql: str | None = None) -> None:
-    """The views, over `events_sql` (default: the root's sources). The bench reuses this on a native table."""
-    con.execute(f"CREATE VIEW events AS {events_sql or events_source_sql(parquet)}")
+def create_views(con: duckdb.DuckDBPyConnection, events_sql: str) -> None:
+    """The views over `events_sql` (the bench reuses them on a native table)."""
+    con.execute(f"CREATE OR REPLACE VIEW events AS {events_sql}")
     for sql in VIEW_SQL:
         con.execute(sql)
 
 
-def lock_down(con: duckdb.DuckDBPyConnection, parquet: list[str]) -> None:
+def lock_down(con: duckdb.DuckDBPyConnection, files: list[str]) -> None:
     """No file access but the compacted files the views read, and no way to change that back."""
-    if parquet:
-        quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in parquet)
-        con.execute(f"SET allowed_paths = [{quoted}]")
+    if files:
+        con.execute(f"SET allowed_paths = {_sql_list(files)}")
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
 
 
 # Facts of each run from its own events; imported runs carry them as mllog lines (`value` is JSON text).
+# `steps` is the final step trained (train_stop, else block_stop); only a run that has neither (still
+# training, or crashed) is counted from its weight updates, so the view reads no per-step rows for the rest.
 _RUN_FACTS = """
-CREATE VIEW _run_facts AS
-SELECT run_id,
-  coalesce(any_value(data->>'benchmark') FILTER (kind = 'run_opened'),
-           any_value(value->>'$') FILTER (kind = 'mllog_line' AND key = 'submission_benchmark')) AS benchmark,
-  coalesce(any_value(data->>'division') FILTER (kind = 'run_opened'),
-           any_value(value->>'$') FILTER (kind = 'mllog_line' AND key = 'submission_division')) AS division,
-  coalesce(any_value(TRY_CAST(data->>'global_batch_size' AS BIGINT)) FILTER (kind = 'run_opened'),
-           any_value(TRY_CAST(value AS BIGINT)) FILTER (kind = 'mllog_line' AND key = 'global_batch_size'))
-    AS global_batch_size,
-  max(step) FILTER (kind IN ('weight_update', 'step_metrics', 'block_stop')
-                    OR (kind = 'mllog_line' AND key = 'tracked_stats')) AS steps,
-  any_value(data->>'status') FILTER (kind = 'train_stop') AS train_status,
-  any_value(TRY_CAST(value AS DOUBLE)) FILTER (kind = 'mllog_line' AND key = 'target_accuracy') AS target_accuracy,
-  coalesce(min(time_ns) FILTER (kind = 'run_start'),
-           min(TRY_CAST(data->>'time_ms' AS BIGINT) * 1000000) FILTER (kind = 'mllog_line' AND key = 'run_start'))
-    AS run_start_ns,
-  bool_or(writer = 'import') AS imported
-FROM events
-WHERE kind IN ('run_opened', 'run_start', 'weight_update', 'step_metrics', 'block_stop', 'train_stop')
-   OR (kind = 'mllog_line' AND key IN ('submission_benchmark', 'submission_division', 'global_batch_size', 'target_accuracy', 'run_start',
-                                      'tracked_stats'))
-GROUP BY run_id
+CREATE OR REPLACE VIEW _run_facts AS
+WITH f AS (
+  SELECT run_id,
+    coalesce(any_value(data->>'benchmark') FILTER (kind = 'run_opened'),
+             any_value(value->>'$') FILTER (kind = 'mllog_line' AND key = 'submission_benchmark')) AS benchmark,
+    coalesce(any_value(data->>'division') FILTER (kind = 'run_opened'),
+             any_value(value->>'$') FILTER (kind = 'mllog_line' AND key = 'submission_division')) AS division,
+    coalesce(any_value(TRY_CAST(data->>'global_batch_size' AS BIGINT)) FILTER (kind = 'run_opened'),
+             any_value(TRY_CAST(value AS BIGINT)) FILTER (kind = 'mllog_line' AND key = 'global_batch_size'))
+      AS global_batch_size,
+    coalesce(max(step) FILTER (kind = 'train_stop'), max(step) FILTER (kind = 'block_stop')) AS final_step,
+    any_value(data->>'status') FILTER (kind = 'train_stop') AS train_status,
+    coalesce(min(time_ns) FILTER (kind = 'run_start'),
+             min(TRY_CAST(data->>'time_ms' AS BIGINT) * 1000000) FILTER (kind = 'mllog_line' AND key = 'run_start'))
+      AS run_start_ns,
+    bool_or(writer = 'import') AS imported
+  FROM events
+  WHERE kind IN ('run_opened', 'run_start', 'block_stop', 'train_stop')
+     OR (kind = 'mllog_line' AND key IN ('submission_benchmark', 'submission_division', 'global_batch_size',
+                                        'run_start'))
+  GROUP BY run_id
+),
+unfinished AS (
+  SELECT run_id, max(step) AS last_step FROM events
+  WHERE kind IN ('weight_update', 'step_metrics')
+    AND run_id IN (SELECT run_id FROM _run_sources EXCEPT SELECT run_id FROM f WHERE final_step IS NOT NULL)
+  GROUP BY run_id
+)
+SELECT f.* EXCLUDE (final_step), coalesce(f.final_step, u.last_step) AS steps
+FROM f LEFT JOIN unfinished u USING (run_id)
 """
 
 # One row per run. Status, passing step and minutes come from the score replay wrote for the `official`
 # interpretation, or `as-recorded` when official derives nothing (imported logs have no weight updates).
 _RUNS = """
-CREATE VIEW runs AS
+CREATE OR REPLACE VIEW runs AS
 WITH score AS (
   SELECT * FROM _scores
   WHERE interpretation IN ('official', 'as-recorded')
@@ -286,38 +325,36 @@ SELECT r.run_id, f.benchmark, f.division, f.global_batch_size, f.steps, f.train_
 FROM _run_sources r LEFT JOIN _run_facts f USING (run_id) LEFT JOIN score s USING (run_id)
 """
 
-# One row per trained step. Imported reference logs report a step's metrics in `tracked_stats` lines.
+# One row per trained step, from one scan of the events. Imported logs carry a step's metrics in
+# `tracked_stats` lines (and replay's importer turns them into step_metrics too: max() merges the two).
 _STEPS = """
-CREATE VIEW steps AS
+CREATE OR REPLACE VIEW steps AS
 WITH m AS (
-  SELECT run_id, step, samples_count, time_ns, NULL::BIGINT AS weight_update_ns,
-    TRY_CAST(coalesce(data->>'loss', data->>'reduced_train_loss') AS DOUBLE) AS loss,
-    TRY_CAST(data->>'reward' AS DOUBLE) AS reward, TRY_CAST(data->>'grad_norm' AS DOUBLE) AS grad_norm,
-    TRY_CAST(coalesce(data->>'tokens', data->>'global_valid_toks') AS DOUBLE) AS tokens,
-    TRY_CAST(coalesce(data->>'step_s', data->>'train_step_time') AS DOUBLE) AS step_s,
-    TRY_CAST(data->>'checkpoint_block_s' AS DOUBLE) AS checkpoint_block_s
-  FROM events WHERE kind = 'step_metrics'
-    -- an importer turns every tracked_stats line into step metrics, also those of a validation
-    AND (writer <> 'import' OR json_exists(data, '$.reward') OR json_exists(data, '$.train_step_time'))
-  UNION ALL
-  SELECT run_id, step, samples_count, NULL, time_ns, NULL, NULL, NULL, NULL, NULL, NULL
-  FROM events WHERE kind = 'weight_update'
-  UNION ALL
-  SELECT run_id, step, samples_count, TRY_CAST(data->>'time_ms' AS BIGINT) * 1000000, NULL,
-    TRY_CAST(value->>'reduced_train_loss' AS DOUBLE), TRY_CAST(value->>'reward' AS DOUBLE),
-    TRY_CAST(value->>'grad_norm' AS DOUBLE), TRY_CAST(value->>'global_valid_toks' AS DOUBLE),
-    TRY_CAST(value->>'train_step_time' AS DOUBLE), NULL
-  FROM events WHERE kind = 'mllog_line' AND key = 'tracked_stats' AND step IS NOT NULL
-    AND (json_exists(value, '$.reward') OR json_exists(value, '$.train_step_time'))
+  SELECT run_id, step, samples_count, kind,
+    CASE WHEN kind = 'mllog_line' THEN TRY_CAST(data->>'time_ms' AS BIGINT) * 1000000 ELSE time_ns END AS time_ns,
+    CASE WHEN kind = 'mllog_line' THEN value ELSE data END AS j
+  FROM events
+  WHERE kind = 'weight_update'
+     -- an importer turns every tracked_stats line into step metrics, also a validation's
+     OR (kind = 'step_metrics' AND (writer <> 'import' OR json_exists(data, '$.reward')
+                                    OR json_exists(data, '$.train_step_time')))
+     OR (kind = 'mllog_line' AND key = 'tracked_stats' AND step IS NOT NULL
+         AND (json_exists(value, '$.reward') OR json_exists(value, '$.train_step_time')))
 )
-SELECT run_id, step, max(samples_count) AS samples_count, max(weight_update_ns) AS weight_update_ns,
-  max(time_ns) AS metrics_ns, max(loss) AS loss, max(reward) AS reward, max(grad_norm) AS grad_norm,
-  max(tokens) AS tokens, max(step_s) AS step_s, max(checkpoint_block_s) AS checkpoint_block_s
+SELECT run_id, step, max(samples_count) AS samples_count,
+  max(time_ns) FILTER (kind = 'weight_update') AS weight_update_ns,
+  max(time_ns) FILTER (kind <> 'weight_update') AS metrics_ns,
+  max(TRY_CAST(coalesce(j->>'loss', j->>'reduced_train_loss') AS DOUBLE)) FILTER (kind <> 'weight_update') AS loss,
+  max(TRY_CAST(j->>'reward' AS DOUBLE)) FILTER (kind <> 'weight_update') AS reward,
+  max(TRY_CAST(j->>'grad_norm' AS DOUBLE)) FILTER (kind <> 'weight_update') AS grad_norm,
+  max(TRY_CAST(coalesce(j->>'tokens', j->>'global_valid_toks') AS DOUBLE)) FILTER (kind <> 'weight_update') AS tokens,
+  max(TRY_CAST(coalesce(j->>'step_s', j->>'train_step_time') AS DOUBLE)) FILTER (kind <> 'weight_update') AS step_s,
+  max(TRY_CAST(j->>'checkpoint_block_s' AS DOUBLE)) FILTER (kind <> 'weight_update') AS checkpoint_block_s
 FROM m GROUP BY run_id, step
 """
 
 _CHECKPOINTS = """
-CREATE VIEW checkpoints AS
+CREATE OR REPLACE VIEW checkpoints AS
 SELECT run_id, step, samples_count, time_ns AS committed_ns,
   TRY_CAST(data->>'weight_update_ns' AS BIGINT) AS weight_update_ns,
   TRY_CAST(data->>'save_begin_ns' AS BIGINT) AS save_begin_ns,
@@ -332,64 +369,74 @@ FROM events WHERE kind = 'checkpoint_committed'
 
 # One row per evaluation result or failure, with the interval around it (the same segment's nearest
 # eval_start before and eval_stop after) and its place in the evaluation order. `passed` reads the 6.1.0
-# checker (`> target`); `value >= target` is one comparison away. Imported logs: eval_accuracy lines.
+# checker (`> target`); `value >= target` is one comparison away. Imported logs: their eval_* lines (or
+# replay's importer events) with the target from the log's target_accuracy line. One scan of the events.
 _EVALS = """
-CREATE VIEW evals AS
-WITH r AS (
-  SELECT e.run_id, e.writer, e.segment, e.step, e.samples_count, e.key, TRY_CAST(e.value AS DOUBLE) AS value,
+CREATE OR REPLACE VIEW evals AS
+WITH ev AS MATERIALIZED (
+  SELECT run_id, writer, segment, seq, kind, key, value, step, samples_count, data,
+    CASE WHEN kind = 'mllog_line' THEN TRY_CAST(data->>'time_ms' AS BIGINT) * 1000000 ELSE time_ns END AS time_ns
+  FROM events
+  WHERE kind IN ('eval_start', 'eval_result', 'eval_stop', 'eval_failed')
+     OR (kind = 'mllog_line' AND key IN ('eval_start', 'eval_accuracy', 'eval_stop', 'global_batch_size',
+                                         'target_accuracy'))
+),
+imp AS (
+  SELECT run_id, any_value(TRY_CAST(value AS BIGINT)) FILTER (key = 'global_batch_size') AS gbs,
+    any_value(TRY_CAST(value AS DOUBLE)) FILTER (key = 'target_accuracy') AS target
+  FROM ev WHERE kind = 'mllog_line' GROUP BY run_id
+),
+lines AS (
+  SELECT e.*, coalesce(e.step, e.samples_count // imp.gbs) AS line_step, imp.target
+  FROM ev e JOIN imp USING (run_id) WHERE e.kind = 'mllog_line'
+),
+r AS (
+  SELECT e.run_id, e.writer, e.segment, e.seq, e.step, e.samples_count, e.key, TRY_CAST(e.value AS DOUBLE) AS value,
     e.time_ns, e.data->>'metric' AS metric,
-    coalesce(TRY_CAST(e.data->>'target' AS DOUBLE), i.target) AS target, 'ok' AS status, NULL AS reason
-  FROM events e LEFT JOIN _import_facts i USING (run_id) WHERE e.kind = 'eval_result'
+    coalesce(TRY_CAST(e.data->>'target' AS DOUBLE), imp.target) AS target, 'ok' AS status, NULL AS reason
+  FROM ev e LEFT JOIN imp USING (run_id) WHERE e.kind = 'eval_result'
   UNION ALL
-  SELECT run_id, writer, segment, step, samples_count, NULL, NULL, time_ns, NULL, NULL, 'failed',
+  SELECT run_id, writer, segment, seq, step, samples_count, NULL, NULL, time_ns, NULL, NULL, 'failed',
     data->>'reason'
-  FROM events WHERE kind = 'eval_failed'
+  FROM ev WHERE kind = 'eval_failed'
   UNION ALL
-  SELECT run_id, writer, segment, step, samples_count, 'accuracy', TRY_CAST(value AS DOUBLE), time_ns,
+  SELECT run_id, writer, segment, seq, line_step, samples_count, 'accuracy', TRY_CAST(value AS DOUBLE), time_ns,
     NULL, target, 'ok', NULL
-  FROM _imported_lines
-  WHERE key = 'eval_accuracy' AND run_id NOT IN (SELECT run_id FROM events WHERE kind = 'eval_result')
+  FROM lines
+  WHERE key = 'eval_accuracy' AND run_id NOT IN (SELECT run_id FROM ev WHERE kind = 'eval_result')
 ),
 s AS (
-  SELECT run_id, segment, step, time_ns, data->>'worker' AS worker FROM events WHERE kind = 'eval_start'
+  SELECT run_id, segment, step, time_ns, data->>'worker' AS worker FROM ev WHERE kind = 'eval_start'
   UNION ALL
-  SELECT run_id, segment, step, time_ns, NULL FROM _imported_lines WHERE key = 'eval_start'
+  SELECT run_id, segment, line_step, time_ns, NULL FROM lines WHERE key = 'eval_start'
 ),
 t AS (
-  SELECT run_id, segment, step, time_ns FROM events WHERE kind = 'eval_stop'
+  SELECT run_id, segment, step, time_ns FROM ev WHERE kind = 'eval_stop'
   UNION ALL
-  SELECT run_id, segment, step, time_ns FROM _imported_lines WHERE key = 'eval_stop'
+  SELECT run_id, segment, line_step, time_ns FROM lines WHERE key = 'eval_stop'
 ),
+-- the nearest start before and stop after each result (an ASOF join is 10x slower here: thousands of
+-- tiny partitions); (run_id, segment, seq) identifies a result
 j AS (
   SELECT r.*, s.time_ns AS start_ns, s.worker
-  FROM r ASOF LEFT JOIN s ON r.run_id = s.run_id AND r.segment = s.segment AND r.step = s.step
-    AND r.time_ns >= s.time_ns
+  FROM r LEFT JOIN s ON r.run_id = s.run_id AND r.segment = s.segment AND r.step = s.step
+    AND s.time_ns <= r.time_ns
+  QUALIFY row_number() OVER (PARTITION BY r.run_id, r.segment, r.seq ORDER BY s.time_ns DESC NULLS LAST) = 1
+),
+k AS (
+  SELECT j.*, t.time_ns AS stop_ns
+  FROM j LEFT JOIN t ON j.run_id = t.run_id AND j.segment = t.segment AND j.step = t.step
+    AND t.time_ns >= j.time_ns
+  QUALIFY row_number() OVER (PARTITION BY j.run_id, j.segment, j.seq ORDER BY t.time_ns NULLS LAST) = 1
 )
-SELECT j.run_id, j.step, j.samples_count, j.key, j.value, j.target,
-  CASE WHEN j.value IS NULL OR j.target IS NULL THEN NULL ELSE j.value > j.target END AS passed,
-  j.status, j.reason, j.metric, j.start_ns, j.time_ns AS result_ns, t.time_ns AS stop_ns,
-  (t.time_ns - j.start_ns) / 1e9 AS eval_s,
-  dense_rank() OVER (PARTITION BY j.run_id ORDER BY coalesce(j.start_ns, j.time_ns), j.step) AS eval_order,
-  j.worker, j.writer
-FROM j ASOF LEFT JOIN t ON j.run_id = t.run_id AND j.segment = t.segment AND j.step = t.step
-  AND t.time_ns >= j.time_ns
+SELECT run_id, step, samples_count, key, value, target,
+  CASE WHEN value IS NULL OR target IS NULL THEN NULL ELSE value > target END AS passed,
+  status, reason, metric, start_ns, time_ns AS result_ns, stop_ns, (stop_ns - start_ns) / 1e9 AS eval_s,
+  dense_rank() OVER (PARTITION BY run_id ORDER BY coalesce(start_ns, time_ns), step) AS eval_order,
+  worker, writer
+FROM k
 """
 
-_SCORES = "CREATE VIEW scores AS SELECT * FROM _scores"
+_SCORES = "CREATE OR REPLACE VIEW scores AS SELECT * FROM _scores"
 
-# The evaluation lines of imported logs, with the time the line itself carries and the step its
-# samples_count means (eval_accuracy lines often carry only samples_count).
-_IMPORTED_LINES = """
-CREATE VIEW _import_facts AS
-SELECT run_id, any_value(TRY_CAST(value AS BIGINT)) FILTER (key = 'global_batch_size') AS gbs,
-  any_value(TRY_CAST(value AS DOUBLE)) FILTER (key = 'target_accuracy') AS target
-FROM events WHERE kind = 'mllog_line' AND key IN ('global_batch_size', 'target_accuracy') GROUP BY run_id;
-CREATE VIEW _imported_lines AS
-WITH g AS (SELECT * FROM _import_facts)
-SELECT e.run_id, e.writer, e.segment, e.key, e.value, coalesce(e.step, e.samples_count // g.gbs) AS step,
-  e.samples_count, TRY_CAST(e.data->>'time_ms' AS BIGINT) * 1000000 AS time_ns, g.target
-FROM events e LEFT JOIN g USING (run_id)
-WHERE e.kind = 'mllog_line' AND e.key IN ('eval_start', 'eval_accuracy', 'eval_stop')
-"""
-
-VIEW_SQL = (_RUN_FACTS, _RUNS, _STEPS, _CHECKPOINTS, _IMPORTED_LINES, _EVALS, _SCORES)
+VIEW_SQL = (_RUN_FACTS, _RUNS, _STEPS, _CHECKPOINTS, _EVALS, _SCORES)

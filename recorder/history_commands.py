@@ -107,8 +107,8 @@ def compact(
     force: Annotated[bool, typer.Option("--force", help="Rewrite files that are already fresh.")] = False,
     scores: Annotated[bool, typer.Option(help="Also write derived/scores.jsonl (needs replay).")] = True,
 ) -> None:
-    """Closed runs get derived/events.parquet (a cache; the segments stay the truth)."""
-    from recorder.compact import compact_run
+    """Closed runs get derived/events.parquet (a cache; the segments stay the truth), packed per root."""
+    from recorder.compact import compact_run, pack_root
     from recorder.errors import RecorderError
     from recorder.run import list_runs
 
@@ -125,6 +125,8 @@ def compact(
             continue
         note = f" ({result.reason})" if result.reason else ""
         console.print(f"{result.run_id}: {result.status}, {result.events} events{note}", highlight=False)
+    packed, packs = pack_root(root)
+    console.print(f"packs: {packed} runs newly packed, {packs} pack files under {root}/.history")
     if failed:
         raise typer.Exit(1)
 

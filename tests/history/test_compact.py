@@ -7,7 +7,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from recorder.compact import check_compacted, compact_run, parquet_path
+from recorder.compact import check_compacted, compact_run, pack_root, parquet_path
 from recorder.history import VIEWS, open_history
 from recorder.log import LogWriter
 from recorder.run import RunDir
@@ -26,10 +26,12 @@ def test_compact_closed_runs_and_the_views_do_not_change(fresh_root: Path) -> No
     assert not parquet_path(RunDir(fresh_root / "live")).exists()
     with open_history(fresh_root) as history:
         sources = {r.run_id: r.source for r in history.runs}
-    assert sources == {"worked": "parquet", "rcp-gbs256-seed1": "parquet", "live": "segments"}
+    assert sources == {"worked": "pack", "rcp-gbs256-seed1": "pack", "live": "segments"}
+    assert "packs: 2 runs newly packed, 1 pack files" in done.stdout
     assert snapshot_all(fresh_root) == before
     again = run_cli("compact", "--root", str(fresh_root), "--no-scores")
     assert "worked: fresh, 61 events" in again.stdout
+    assert "packs: 0 runs newly packed, 1 pack files" in again.stdout
 
 
 def snapshot_all(root: Path) -> dict[str, list[dict]]:
@@ -77,3 +79,26 @@ def test_check_compacted_finds_an_altered_cache(fresh_root: Path) -> None:
 
 def test_no_cache_no_problem(fresh_root: Path) -> None:
     assert check_compacted(RunDir(fresh_root / "live")) == []
+
+
+def test_packs_serve_fresh_runs_and_skip_stale_ones(fresh_root: Path) -> None:
+    for run_id in ("worked", "rcp-gbs256-seed1"):
+        compact_run(RunDir(fresh_root / run_id))
+    assert pack_root(fresh_root) == (2, 1)
+    before = snapshot_all(fresh_root)
+    with LogWriter(RunDir(fresh_root / "worked"), "evaluator") as w:
+        w.append("eval_failed", step=20, samples_count=5120, data={"reason": "crash", "error": "RuntimeError"})
+    with open_history(fresh_root) as history:
+        assert {r.run_id: r.source for r in history.runs} == {
+            "worked": "segments", "rcp-gbs256-seed1": "pack", "live": "segments"}
+        counts = history.query("SELECT run_id, count(*) AS n FROM events GROUP BY run_id ORDER BY run_id").to_pylist()
+    # the worked run's old rows in the pack are not read twice: 61 + the new segment's 2
+    assert counts == [{"run_id": "live", "n": 52}, {"run_id": "rcp-gbs256-seed1", "n": 116},
+                      {"run_id": "worked", "n": 63}]
+    compact_run(RunDir(fresh_root / "worked"))
+    assert pack_root(fresh_root) == (2, 1)  # a stale entry: everything is repacked into one file
+    with open_history(fresh_root) as history:
+        assert {r.run_id: r.source for r in history.runs}["worked"] == "pack"
+    after = snapshot_all(fresh_root)
+    assert after["scores"] == before["scores"] and after["checkpoints"] == before["checkpoints"]
+    assert len(after["evals"]) == len(before["evals"]) + 1

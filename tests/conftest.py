@@ -39,3 +39,21 @@ def ray_cluster() -> Iterator[None]:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default `recorder train` run (GBS 256, steps 1..19, checkpoints 18 and 19), trained once per
+    session, only when a test asks for it. The warm-up init is cached under ~/.cache/recorder/warmup, so
+    only the first session on a machine pays for it (about a minute on 2 cores)."""
+    torch = pytest.importorskip("torch")
+    from trainer.config import load_config
+    from trainer.loop import GRPOTrainer
+
+    root = tmp_path_factory.mktemp("trained")
+    threads = torch.get_num_threads()
+    try:
+        GRPOTrainer(load_config(), root=root, run_id="trained").run()
+    finally:
+        torch.set_num_threads(threads)  # the trainer pins 1 thread; give the session its setting back
+    return root / "trained"

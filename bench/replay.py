@@ -34,7 +34,7 @@ GBS = 256
 def synthetic_events(target: int) -> list[Event]:
     """A closed-division GBS-256 run: per step a weight update, its metrics and (from step 18) a checkpoint;
     the validation-start checkpoint is evaluated and passes. About `target` events."""
-    from tests.replay.runs import CLOSED_256
+    from replay.demo import CLOSED_256
 
     events: list[Event] = []
 

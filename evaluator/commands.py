@@ -106,7 +106,8 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
     table.add_column("derived/evals/ or reason", overflow="fold", min_width=20)
     for a in rows:
         table.add_row(*_evals_row(a, target))
-    console.print(table)
+    # Piped output has no width: give it room for the paths rather than folding them at 80 columns.
+    (console if console.is_terminal else Console(width=140)).print(table)
 
 
 def _evals_row(a: Attempt, target: float | None) -> list[str]:

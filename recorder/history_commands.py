@@ -134,7 +134,7 @@ def compact(
 def _score_writer() -> Any:
     """replay's `write_scores(run_dir)`, if replay is installed: the core itself never imports replay."""
     try:
-        from replay.scores import write_scores  # type: ignore[import-not-found]
+        from replay.scores import write_scores
     except ImportError:
         return None
     return write_scores

@@ -105,7 +105,7 @@ def _draw(ax: Axes, t: Timeline, lanes: list[str]) -> None:
     for step, start, stop, accuracy, passed in t.evals:
         color = _PASS if passed else _FAIL
         ax.barh(y["evaluations"], max(stop - start, 1e-9), left=start, height=0.6, color=color, edgecolor="white")
-    for i, (name, minutes, step, status) in enumerate(t.stops):
+    for name, minutes, _, _ in t.stops:
         row = y[f"run_stop: {name}"]
         ax.plot([0, minutes], [row, row], color="#6a51a3", lw=2, alpha=0.35)
         ax.plot([minutes], [row], marker="|", markersize=14, mew=2.5, color="#6a51a3")
@@ -132,9 +132,9 @@ def _label(ax: Axes, t: Timeline, lanes: list[str], lo: float, hi: float) -> Non
         if lo <= mid <= hi and accuracy is not None and (stop - start) > (hi - lo) / 16:
             ax.text(mid, y["evaluations"], f"#{order}: step {step}\n{accuracy:.4g}", ha="center", va="center",
                     fontsize=7, color="white", fontweight="bold")
-    for name, minutes, step, status in t.stops:
+    for name, minutes, passing_step, status in t.stops:
         if lo <= minutes <= hi:
-            passing = f"step {step}" if step is not None else "no step"
+            passing = f"step {passing_step}" if passing_step is not None else "no step"
             right = minutes > lo + 0.75 * (hi - lo)  # near the right edge: write the text to the left
             ax.text(minutes, y[f"run_stop: {name}"] + 0.32, f" {minutes:.3f} min, {passing} ({status}) ",
                     ha="right" if right else "left", va="bottom", fontsize=7.5)
@@ -142,7 +142,7 @@ def _label(ax: Axes, t: Timeline, lanes: list[str], lo: float, hi: float) -> Non
 
 def _zoom(t: Timeline) -> tuple[float, float] | None:
     """The scored region: from the first save (or evaluated step) to the last evaluation or run_stop."""
-    starts = [b for _, b, _, _ in t.saves] + [s for s, _, _, _, _ in []]
+    starts = [b for _, b, _, _ in t.saves]
     ends = [stop for _, _, stop, _, _ in t.evals] + [m for _, m, _, _ in t.stops] + [e for _, _, _, e in t.saves]
     if not starts and t.evals:
         steps = {s: u for s, u, _ in t.steps if u is not None}

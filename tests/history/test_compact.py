@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -102,3 +104,16 @@ def test_packs_serve_fresh_runs_and_skip_stale_ones(fresh_root: Path) -> None:
     after = snapshot_all(fresh_root)
     assert after["scores"] == before["scores"] and after["checkpoints"] == before["checkpoints"]
     assert len(after["evals"]) == len(before["evals"]) + 1
+
+
+def test_compact_writes_replays_scores(fresh_root: Path) -> None:
+    pytest.importorskip("replay.scores")
+    (fresh_root / "worked" / "derived" / "scores.jsonl").unlink()
+    done = run_cli("compact", "--root", str(fresh_root))
+    assert "worked: compacted" in done.stdout
+    with open_history(fresh_root) as history:
+        got = history.query("SELECT interpretation, passing_step, minutes FROM scores WHERE run_id = 'worked' "
+                            "AND interpretation IN ('official', 'earliest-passing') ORDER BY 1").to_pylist()
+    # DESIGN.md section 5, computed by replay while compacting
+    assert [(r["interpretation"], r["passing_step"], round(r["minutes"], 3)) for r in got] == [
+        ("earliest-passing", 18, 18.0), ("official", 19, 19.033)]

@@ -32,11 +32,13 @@ class Scorer:
     """Holds the model of the checkpoint being evaluated. One per worker."""
 
     def __init__(self, threads: int | None = None) -> None:
+        # Imported when the worker starts, so that start-up is not billed to the first checkpoint.
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM  # noqa: F401
+
         from trainer.task import validation_tasks
 
         if threads:
-            import torch
-
             torch.set_num_threads(threads)
         self.tasks = validation_tasks()
         self.model: Any = None

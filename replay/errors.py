@@ -26,7 +26,7 @@ class NotEvaluatedError(ReplayError, DataError):
 
 
 class DuplicateResultError(ReplayError, DataError):
-    """Two benchmark results for the same checkpoint step."""
+    """Two benchmark results for the same checkpoint step, or a result that is not a number."""
 
 
 class NothingToEmitError(ReplayError, DataError):

@@ -9,6 +9,7 @@ Line endings: a line is the text between '\\n's with one trailing '\\r' removed,
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,14 @@ def _int(x: Any) -> int | None:
     return x if isinstance(x, int) and not isinstance(x, bool) else None
 
 
+def _time_ns(time_ms: int | float | None) -> int | None:
+    """time_ms as int64 nanoseconds; None when absent, not finite or out of the event schema's range."""
+    if time_ms is None or not math.isfinite(time_ms):
+        return None
+    ns = int(time_ms * 1_000_000)
+    return ns if 0 <= ns < 2**63 else None
+
+
 def _first_values(parsed: list[ParsedLine]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for p in parsed:
@@ -110,7 +119,7 @@ class _Recorder:
             self.add("step_metrics", p["time_ns"], step=p["step"], samples=p["samples"], data=p["data"], once=False)
 
     def recognize(self, p: ParsedLine, time_ns: int, line_no: int) -> None:
-        key, meta = p.key, p.metadata
+        key, meta, value = p.key, p.metadata, p.get("value")
         step, samples = self.step_of(meta)
         if key == TRACKED_STATS and samples is not None and isinstance(p.get("value"), dict):
             if self.pending is not None and (self.pending["step"], self.pending["samples"]) == (step, samples):
@@ -124,8 +133,8 @@ class _Recorder:
             self.add(_BOUNDARIES[key], time_ns, data={"line_no": line_no})
         elif key in _INTERVALS:
             self.add(_INTERVALS[key], time_ns, step=step, samples=samples)
-        elif key == C.EVAL_ACCURACY:
-            self.add("eval_result", time_ns, step=step, samples=samples, key="accuracy", value=p.get("value"),
+        elif key == C.EVAL_ACCURACY and isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.add("eval_result", time_ns, step=step, samples=samples, key="accuracy", value=value,
                      data={"line_no": line_no})
         elif key == C.RUN_STOP:
             self.add("run_stop", time_ns, step=step, samples=samples,
@@ -138,8 +147,8 @@ def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str 
     parsed = [(n, p) for n, line in numbered if (p := parse_line(line)) is not None]
     firsts = _first_values([p for _, p in parsed])
     gbs = _int(firsts.get(C.GLOBAL_BATCH_SIZE))
-    times = [p.time_ms for _, p in parsed if p.time_ms is not None]
-    last_ns = int(times[0] * 1_000_000) if times else 0
+    times = [t for _, p in parsed if (t := _time_ns(p.time_ms)) is not None]
+    last_ns = times[0] if times else 0
     run = RunDir.create(root, run_id or default_run_id(path))
     report = ImportReport(path, run)
     with LogWriter(run, WRITER, clock=lambda: last_ns) as w:
@@ -149,8 +158,9 @@ def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str 
             "provenance": {"imported_from": str(path)}, "resumed_from": None})
         rec = _Recorder(w, report, gbs)
         for line_no, p in parsed:
-            if p.time_ms is not None:  # lines without time_ms keep the previous line's time
-                last_ns = int(p.time_ms * 1_000_000)
+            now = _time_ns(p.time_ms)
+            if now is not None:  # lines without a usable time_ms keep the previous line's time
+                last_ns = now
             step, samples = rec.step_of(p.metadata)
             if p.error:
                 report.malformed.append((line_no, p.error))

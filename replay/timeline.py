@@ -175,6 +175,10 @@ def _evaluations(run_id: str, ordered: list[Event]) -> tuple[list[Evaluation], l
         elif e.kind == "eval_failed":
             failed.append(e.step)
         elif e.kind == "eval_result" and e.key == BENCHMARK_METRIC:
+            if not isinstance(e.value, (int, float)) or isinstance(e.value, bool):
+                problems.append(f"run {run_id}: the '{BENCHMARK_METRIC}' result of step {e.step} ({e.segment} seq "
+                                f"{e.seq}) is {e.value!r}, not a number")
+                continue
             if e.step in results:
                 first = results[e.step]
                 problems.append(

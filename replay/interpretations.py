@@ -33,7 +33,12 @@ class Plan:
     why: str = ""
 
     def shift(self, t: int) -> int:
-        return t + sum(delta for after, delta in self.offsets if t > after)
+        return shifted(self.offsets, t)
+
+
+def shifted(offsets: Sequence[tuple[int, int]], t: int) -> int:
+    """A training-time `t` moved by every (after_ns, delta_ns) offset that lies strictly before it."""
+    return t + sum(delta for after, delta in offsets if t > after)
 
 
 Policy = Callable[[Timeline, Ruleset], Plan]
@@ -128,7 +133,7 @@ def zero_save_cost(tl: Timeline, rules: Ruleset) -> Plan:
     plan = official(tl, rules)
     offsets = _blocking_before(tl, plan.stop_step)
     removed = -sum(d for _, d in offsets)
-    stop = Point(plan.run_stop.time_ns + sum(d for a, d in offsets if plan.run_stop.time_ns > a), plan.run_stop.source)
+    stop = Point(shifted(offsets, plan.run_stop.time_ns), plan.run_stop.source)
     return Plan(plan.status, plan.evaluations, plan.passing, stop, plan.stop_step, plan.last_step, offsets,
                 why=f"{removed / 1e9:g} s of blocking saves before step {plan.stop_step} removed")
 
@@ -155,7 +160,7 @@ def inline_eval(tl: Timeline, rules: Ruleset) -> Plan:
         raise NothingToEmitError(f"run {tl.run_id}: inline-eval: training stopped before the validation start {start}")
     last = passing or emitted[-1]  # none passes: every step was evaluated, aborted after the final one
     offsets = _blocking_before(tl, last.step + 1) + tuple((inline_at(tl, ev.step), ev.duration_ns) for ev in emitted)
-    end = Plan("aborted", (), None, last.stop, 0, 0, offsets).shift(inline_at(tl, last.step)) + last.duration_ns
+    end = shifted(offsets, inline_at(tl, last.step)) + last.duration_ns
     return Plan("success" if passing else "aborted", tuple(emitted), passing, Point(end, last.stop.source),
                 last.step, last.step, offsets, inline=True,
                 why=f"evaluations inline from step {start}; run_stop at the end of step {last.step}'s")

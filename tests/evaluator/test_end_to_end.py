@@ -14,15 +14,9 @@ from tests.helpers import run_cli
 
 
 @pytest.fixture(scope="module")
-def evaluated_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of the default trained run (the trainer's `trained_run` fixture when there is one), evaluated."""
-    try:
-        source = Path(request.getfixturevalue("trained_run"))
-    except pytest.FixtureLookupError:
-        from trainer.config import load_config
-        from trainer.loop import GRPOTrainer
-
-        source = GRPOTrainer(load_config(None, []), root=tmp_path_factory.mktemp("train"), run_id="default").run().run.path
+def evaluated_run(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the session's default trained run (tests/conftest.py), evaluated by `recorder eval`."""
+    source = Path(trained_run)
     run = tmp_path_factory.mktemp("e2e") / source.name
     shutil.copytree(source, run, ignore=shutil.ignore_patterns("derived"))
     for seg in (run / "events").glob("evaluator-*.arrows"):

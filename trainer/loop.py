@@ -55,8 +55,10 @@ class GRPOTrainer:
     """One training run. `run()` does setup, train and cleanup, and records train_stop either way."""
 
     def __init__(self, cfg: TrainConfig, *, root: Path, run_id: str | None = None, ray_address: str | None = None,
-                 use_ray: bool = False, on_step: Callable[[StepResult, int], None] | None = None) -> None:
+                 use_ray: bool = False, on_step: Callable[[StepResult, int], None] | None = None,
+                 model_cfg: ModelConfig | None = None) -> None:
         self.cfg = cfg
+        self.model_cfg = model_cfg or ModelConfig(name=cfg.model, init_seed=cfg.seed)
         self.root, self.run_id = Path(root), run_id
         self.use_ray, self.ray_address = use_ray, ray_address
         self.on_step = on_step
@@ -82,7 +84,6 @@ class GRPOTrainer:
         for key, value in mllog_config_items(cfg):
             self.log.append("mllog_config", key=key, value=value)
         torch.manual_seed(cfg.seed)
-        self.model_cfg = ModelConfig(name=cfg.model, init_seed=cfg.seed)
         self.tokenizer = build_tokenizer(self.model_cfg)
         self.model = build_model(self.model_cfg)
         if cfg.warmup.enabled and cfg.model == "tiny":

@@ -49,6 +49,8 @@ def replay(
     from replay.scores import compute_scores, write_rows
 
     log = read_run(run_dir)
+    for torn in log.torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
+        console.print(f"[yellow]warning:[/] {torn}")
     if compare:
         if interpretation or output:
             raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")

@@ -67,7 +67,9 @@ def _print_summary(s: Summary) -> None:
     for c in s.closed:
         console.print(f"closed an interrupted evaluation: {c}", highlight=False)
     if s.segment is None:
-        console.print("nothing to evaluate: every needed checkpoint was already scored", highlight=False)
+        why = (f"step {s.passing_step} already passed; --all evaluates the others" if s.passing_step is not None
+               else "every checkpoint asked for was already scored")
+        console.print(f"nothing to evaluate: {why}", highlight=False)
     scored = sum(o.status == "scored" for o in s.outcomes)
     head = f"run {s.run_id}: {scored} evaluated"
     head += f" with {s.workers}, events in {s.segment}" if s.segment else ""

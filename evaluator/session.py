@@ -161,6 +161,11 @@ def _evaluate_locked(run: RunDir, options: Options, workers_factory: Callable[[i
     prior = attempts(facts.events)
     done = scored(prior)
     stale = open_attempts(prior)
+    first_pass = next((a for a in prior if a.status == "scored" and a.step in facts.candidates
+                       and _passed(a.accuracy, target)), None)
+    if first_pass is not None and first_pass.step is not None and not options.all:
+        # Evaluation ended when a checkpoint passed (in whatever order was used then); more needs --all.
+        steps = [first_pass.step]
     if not _todo(steps, done, target, options.all) and not stale:
         return Summary(run_id=facts.run.run_id, eval_cfg=facts.eval_cfg, problems=facts.problems, segment=None,
                        workers="none", outcomes=_skipped_until_pass(steps, done, target, options.all))

@@ -102,6 +102,15 @@ def test_a_prior_pass_stops_a_rerun_unless_all(tmp_path: Path) -> None:
     assert [(o.step, o.status) for o in more.outcomes] == [(18, "skipped"), (19, "scored"), (20, "scored")]
 
 
+def test_after_a_pass_another_order_evaluates_nothing_more(tmp_path: Path) -> None:
+    run = record_run(tmp_path, steps=20, target=PASS_ALL, samples=2)
+    assert evaluate_run(run.path, Options(order=parse_order("descending"))).passing_step == 20
+    for order in ("ascending", "18,19"):
+        again = evaluate_run(run.path, Options(order=parse_order(order)))
+        assert again.segment is None and [(o.step, o.status) for o in again.outcomes] == [(20, "skipped")]
+    assert [s for k, s in eval_events(run.path) if k == "eval_result"] == [20]
+
+
 def _tamper(path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[-10] ^= 0x01  # one bit of one weight

@@ -70,3 +70,26 @@ def test_trained_model_scores_the_same_bits_for_any_batch_size_and_workers(
     assert 0.3 < reference[0] < 1.0  # a trained model: completions are right and wrong, the test can fail
     for key, value in seen.items():
         assert value == reference, f"batch size {key[0]}, {key[1]} workers differ"
+
+
+@pytest.mark.parametrize("change", ["tokenizer", "config"])
+def test_trained_checkpoint_with_another_tokenizer_or_config_is_refused(
+        trained_run: Path, tmp_path: Path, change: str) -> None:
+    from evaluator.order import parse_order
+    from evaluator.session import evaluate_run
+    from evaluator.settings import Options
+
+    run = tmp_path / Path(trained_run).name
+    shutil.copytree(trained_run, run, ignore=shutil.ignore_patterns("derived", "evaluator-*"))
+    step = min(e.step for e in read_run(run).events if e.kind == "checkpoint_committed")
+    cp = run / "checkpoints" / f"step_{step:07d}"
+    name, key = ("tokenizer.json", "chars") if change == "tokenizer" else ("config.json", "rms_norm_eps")
+    doc = json.loads((cp / name).read_text())
+    doc[key] = doc[key][1] + doc[key][0] + doc[key][2:] if change == "tokenizer" else doc[key] * 1000
+    (cp / name).write_text(json.dumps(doc))
+    only = parse_order(str(step))
+    refused = evaluate_run(run, Options(order=only, tasks=8))
+    assert [(o.step, o.status, o.error) for o in refused.outcomes] == [(step, "failed", "FingerprintMismatchError")]
+    assert "the weights, tokenizer or code differ" in refused.outcomes[0].reason
+    lenient = evaluate_run(run, Options(order=only, tasks=8, fingerprint_tolerance=1e9))
+    assert [o.status for o in lenient.outcomes] == ["scored"]  # --fingerprint-tolerance is what decides

@@ -94,8 +94,9 @@ def test_packs_serve_fresh_runs_and_skip_stale_ones(fresh_root: Path) -> None:
         assert {r.run_id: r.source for r in history.runs} == {
             "worked": "segments", "rcp-gbs256-seed1": "pack", "live": "segments"}
         counts = history.query("SELECT run_id, count(*) AS n FROM events GROUP BY run_id ORDER BY run_id").to_pylist()
-    # the worked run's old rows in the pack are not read twice: 61 + the new segment's 2
-    assert counts == [{"run_id": "live", "n": 52}, {"run_id": "rcp-gbs256-seed1", "n": 116},
+    # the worked run's old rows in the pack are not read twice: 61 + the new segment's 2;
+    # the imported log: 116 events plus one mllog_config per configuration key it states (43)
+    assert counts == [{"run_id": "live", "n": 52}, {"run_id": "rcp-gbs256-seed1", "n": 116 + 43},
                       {"run_id": "worked", "n": 63}]
     compact_run(RunDir(fresh_root / "worked"))
     assert pack_root(fresh_root) == (2, 1)  # a stale entry: everything is repacked into one file

@@ -219,6 +219,8 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
     gbs = odata.get("global_batch_size")
     if gbs is None:
         gbs = next((c.value for c in configs if c.key == "global_batch_size"), None)
+    if gbs is None:  # a run recorded by the mllog drop-in holds only its lines
+        gbs = next((e.value for e in ordered if e.kind == "mllog_line" and e.key == "global_batch_size"), None)
     run_id = ordered[0].run_id if ordered else ""
     metrics: dict[int, StepMetrics] = {}
     updates: dict[int, Point] = {}

@@ -140,6 +140,10 @@ def test_replay_as_recorded_gives_the_lines_back(corpus: Path, tmp_path: Path, s
                    "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert out.read_text().splitlines() == expected
+    # the drop-in recorded only lines: the batch size comes from them, so the passing step is known
+    scores = [json.loads(row) for row in (tmp_path / "r" / "derived" / "scores.jsonl").read_text().splitlines()]
+    [as_recorded] = [s for s in scores if s["interpretation"] == "as-recorded"]
+    assert (as_recorded["status"], as_recorded["passing_step"]) == ("success", 18)  # 4608 samples / GBS 256
 
 
 def test_stack_offset_finds_the_same_caller_as_mllog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

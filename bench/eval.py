@@ -22,7 +22,7 @@ from pathlib import Path
 
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
-from evaluator.workers import Workers, start_workers
+from evaluator.workers import LocalWorkers, Workers, start_workers
 
 
 def train_default(root: Path) -> Path:
@@ -40,13 +40,13 @@ def completions(run: Path) -> dict[int, tuple[float, list[str]]]:
     return out
 
 
-def measure(run: Path, workers: int, batch_size: int) -> tuple[int, float, float]:
+def measure(run: Path, workers: int, batch_size: int, threads: int | None) -> tuple[int, float, float]:
     """(checkpoints scored, seconds evaluating, seconds starting workers)."""
     started: dict[str, float] = {}
 
     def factory(n: int, address: str | None) -> Workers:
         t = time.perf_counter()
-        w = start_workers(n, address)
+        w = LocalWorkers(threads) if n == 1 else start_workers(n, address)  # type: ignore[arg-type]
         started["s"] = time.perf_counter() - t
         return w
 
@@ -63,7 +63,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, help="a trained run directory (default: train the default run)")
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads of the in-process worker (default 1, as `recorder eval --workers 1` and "
+                             "each Ray worker; 0: torch's default)")
     args = parser.parse_args()
+    args.threads = args.threads or None
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
         base = args.run or train_default(Path(tmp) / "train")
         rows, evidence = {}, {}
@@ -72,9 +76,10 @@ def main() -> None:
             shutil.copytree(base, copy, ignore=shutil.ignore_patterns("derived"))
             for seg in (copy / "events").glob("evaluator-*.arrows"):
                 seg.unlink()  # each side evaluates every checkpoint itself
-            rows[n] = measure(copy, n, args.batch_size)
+            rows[n] = measure(copy, n, args.batch_size, args.threads)
             evidence[n] = completions(copy)
-    print(f"run {base.name}: batch size {args.batch_size}")
+    print(f"run {base.name}: batch size {args.batch_size}, in-process worker with "
+          f"{args.threads or 'default'} torch thread(s), Ray workers with 1 each")
     for n, (count, seconds, startup) in rows.items():
         rate = 60 * count / seconds
         print(f"  workers={n} ({'in process' if n == 1 else 'Ray actors'}): {count} checkpoints in {seconds:.2f} s "

@@ -34,7 +34,7 @@ class Scorer:
     def __init__(self, threads: int | None = None) -> None:
         # Imported when the worker starts, so that start-up is not billed to the first checkpoint.
         import torch
-        from transformers import AutoConfig, AutoModelForCausalLM  # noqa: F401
+        from transformers import AutoConfig, AutoModelForCausalLM, LlamaForCausalLM  # noqa: F401  (both models are Llama)
 
         from trainer.task import validation_tasks
 
@@ -44,6 +44,10 @@ class Scorer:
         self.model: Any = None
         self.tokenizer: Any = None
         self.loaded: str | None = None
+
+    def ready(self) -> bool:
+        """True once constructed (Ray actors start asynchronously; the driver waits on this)."""
+        return True
 
     def load(self, checkpoint_dir: str, with_fingerprint: bool) -> float | None:
         """Load the checkpoint's weights (safetensors, no unpickling); its fingerprint if asked."""

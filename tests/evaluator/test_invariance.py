@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
+from evaluator.workers import Workers, start_workers
 
 from tests.evaluator.synth import record_run
 
 
-def _evaluate(base: Path, tmp: Path, name: str, options: Options) -> tuple[float, list[str], str]:
+def _evaluate(base: Path, tmp: Path, name: str, options: Options,
+              factory: Callable[[int, str | None], Workers] = start_workers) -> tuple[float, list[str], str]:
     run = tmp / name / base.name
     shutil.copytree(base, run)
-    s = evaluate_run(run, options)
+    s = evaluate_run(run, options, workers_factory=factory)
     assert [o.status for o in s.outcomes] == ["scored"], s.outcomes
     doc = json.loads((run / str(s.outcomes[0].results)).read_text())
     return doc["score"], [x["completion_sha256"] for x in doc["samples"]], doc["settings"]["workers"]
@@ -47,13 +50,9 @@ def test_two_ray_workers_equal_one_local_worker(sampling_run: Path, tmp_path: Pa
 
 
 def test_torch_thread_count_does_not_change_a_completion(sampling_run: Path, tmp_path: Path) -> None:
-    import torch
+    from evaluator.workers import LocalWorkers
 
     one = _evaluate(sampling_run, tmp_path, "t1", Options(batch_size=64))
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)  # what an in-process worker uses by default here, against 1 per Ray actor
-    try:
-        two = _evaluate(sampling_run, tmp_path, "t2", Options(batch_size=64))
-    finally:
-        torch.set_num_threads(before)
+    two = _evaluate(sampling_run, tmp_path, "t2", Options(batch_size=64), lambda n, a: LocalWorkers(threads=2))
+    assert one[2] == "local" and two[2] == "local (2 threads)"
     assert (two[0], two[1]) == (one[0], one[1])

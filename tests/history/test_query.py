@@ -81,3 +81,14 @@ def test_empty_root_answers_with_no_rows(tmp_path: Path) -> None:
         assert history.query("SELECT * FROM runs").num_rows == 0
         with pytest.raises(QueryError):
             history.query("SELECT * FROM evalz")
+
+
+def test_bad_scores_files_are_named_and_the_events_still_answer(fresh_root: Path) -> None:
+    (fresh_root / "worked" / "derived" / "scores.jsonl").write_text('{"interpretation": "official", "minutes": "x"}\n')
+    (fresh_root / "rcp-gbs256-seed1" / "derived" / "scores.jsonl").write_text("{not json\n")
+    with open_history(fresh_root) as history:
+        assert history.query("SELECT count(*) AS n FROM scores").to_pylist() == [{"n": 0}]
+        assert history.query("SELECT count(*) AS n FROM runs").to_pylist() == [{"n": 3}]
+        problems = "\n".join(history.problems)
+    assert "worked/derived/scores.jsonl: scores left out, a value has the wrong type" in problems
+    assert "rcp-gbs256-seed1/derived/scores.jsonl line 1: not JSON" in problems

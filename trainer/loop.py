@@ -70,11 +70,11 @@ class GRPOTrainer:
     # -- setup ---------------------------------------------------------------------------------------------
     def setup(self) -> RunDir:
         """Create the run (an existing id is refused), record the config, warm start, open the timed region."""
+        cfg = self.cfg
+        self.run = RunDir.create(self.root, self.run_id)  # first: a taken run id is refused before heavy imports
         import torch
 
-        cfg = self.cfg
         torch.set_num_threads(cfg.threads)
-        self.run = RunDir.create(self.root, self.run_id)
         self.summary = TrainSummary(self.run)
         self.log = LogWriter(self.run, WRITER)
         self.log.append("run_opened", data={

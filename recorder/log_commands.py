@@ -34,6 +34,8 @@ def verify(run_dir: Annotated[Path, typer.Argument(help="The run directory (hold
     for torn in report.torn:
         if torn.bytes_lost:
             console.print(f"[yellow]warning:[/] {escape(str(torn))}", highlight=False)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
     for problem in report.problems:
         console.print(f"[bold red]ALTERED:[/] {escape(str(problem))}", highlight=False)
     if not report.ok:

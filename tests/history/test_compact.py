@@ -118,3 +118,24 @@ def test_compact_writes_replays_scores(fresh_root: Path) -> None:
     # DESIGN.md section 5, computed by replay while compacting
     assert [(r["interpretation"], r["passing_step"], round(r["minutes"], 3)) for r in got] == [
         ("earliest-passing", 18, 18.0), ("official", 19, 19.033)]
+
+
+def test_verify_checks_the_compacted_cache(fresh_root: Path) -> None:
+    """`recorder verify` compares a fresh cache with the segments; a stale one is only a warning."""
+    from recorder.verify import verify_run
+
+    run = RunDir(fresh_root / "worked")
+    compact_run(run)
+    assert verify_run(run).ok and verify_run(run).warnings == []
+    table = pq.read_table(parquet_path(run))
+    values = table.column("step").to_pylist()
+    values[3] = 999
+    pq.write_table(table.set_column(table.schema.get_field_index("step"), "step", pa.array(values, pa.int64())),
+                   parquet_path(run))
+    report = verify_run(run)
+    assert [p.segment for p in report.problems] == ["derived/events.parquet"]
+    assert "column 'step' differs" in report.problems[0].message
+    with LogWriter(run, "evaluator") as w:
+        w.append("eval_failed", step=20, samples_count=5120, data={"reason": "crash", "error": "RuntimeError"})
+    report = verify_run(run)
+    assert report.ok and "stale" in report.warnings[0]

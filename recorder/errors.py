@@ -1,5 +1,7 @@
 """The core's exceptions. The CLI maps them to exit codes: 1 when the data says no, 2 for bad input."""
 
+from typing import Any
+
 
 class RecorderError(Exception):
     """Base of every error this project raises on purpose."""
@@ -42,6 +44,7 @@ class SegmentError(DataError):
         super().__init__(message)
         self.segment = segment
         self.seq = seq
+        self.partial: Any = None  # the readable prefix (a reader.Segment), for verify to look further back
 
 
 class NewerSchemaError(InputError):

@@ -131,8 +131,11 @@ def read_segment(path: Path) -> Segment:
         table.validate(full=True)  # e.g. UTF-8: decoding a message does not check it
     except _ARROW_ERRORS:
         bad = next(i for i, b in enumerate(batches) if not _valid(b))
-        raise SegmentError(f"{path}: event at byte {offsets[bad]} is not valid (seq {bad} is the first bad one): "
-                           "the segment was altered", segment=path.name, seq=bad) from None
+        error = SegmentError(f"{path}: event at byte {offsets[bad]} is not valid (seq {bad} is the first bad "
+                             "one): the segment was altered", segment=path.name, seq=bad)
+        error.partial = Segment(path, parsed[0], pa.Table.from_batches(batches[:bad], schema=expected_schema),
+                                closed=False, torn=None, offsets=tuple(offsets[: bad + 1]))
+        raise error from None
     table = table.combine_chunks()
     rest = data[good:]
     if rest == END_OF_STREAM:
@@ -143,10 +146,12 @@ def read_segment(path: Path) -> Segment:
     # end-of-stream marker closing the file, means bytes in the middle were altered.
     if data.endswith(END_OF_STREAM) or _has_later_message(data, good, expected_schema):
         reason = f" ({failure})" if failure else ""
-        raise SegmentError(
+        error = SegmentError(
             f"{path}: unreadable data at byte {good}, after {table.num_rows} events (seq "
             f"{table.num_rows} is the first bad one){reason}: the segment was altered",
             segment=path.name, seq=table.num_rows)
+        error.partial = Segment(path, parsed[0], table, closed=False, torn=None, offsets=tuple(offsets))
+        raise error
     torn = TornTail(path.name, good, len(rest), table.num_rows)
     return Segment(path, parsed[0], table, closed=False, torn=torn, offsets=tuple(offsets))
 

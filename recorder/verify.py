@@ -113,7 +113,10 @@ def verify_run(path: Path | str | RunDir) -> VerifyReport:
         try:
             segment = read_segment(p)
         except SegmentError as e:
-            report.problems.append(Problem(p.name, e.seq, str(e).split(": ", 1)[-1]))
+            problem = Problem(p.name, e.seq, str(e).split(": ", 1)[-1])
+            # A flipped length can leave an altered event readable and break only a later one.
+            earlier = check_segment(e.partial, run_id) if e.partial is not None else []
+            report.problems.append(earlier[0] if earlier else problem)
             continue
         if run_id is None and segment.table.num_rows:
             run_id = segment.table.column("run_id")[0].as_py()

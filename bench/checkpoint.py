@@ -11,6 +11,7 @@ before it. Prints the mean step time per mode and the overhead ratios against `n
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 from pathlib import Path
@@ -35,6 +36,7 @@ def main() -> None:
     model_cfg = ModelConfig(hidden_size=args.hidden, num_layers=args.layers, num_heads=max(1, args.hidden // 32),
                             intermediate_size=4 * args.hidden)
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-ckpt-"))
+    keep = args.dir is not None
     modes = {"none": None, "async": "false", "sync": "true"}
     trainers = {}
     for mode, sync in modes.items():
@@ -59,13 +61,16 @@ def main() -> None:
     params = sum(p.numel() for p in trainers["none"].model.parameters())
     mean = {m: statistics.mean(v) for m, v in times.items()}
     print(f"model: {params / 1e6:.1f}M parameters ({params * 4 / 1e6:.0f} MB float32), "
-          f"global batch {args.prompts * 16}, {args.steps} measured steps per mode; runs under {root}")
+          f"global batch {args.prompts * 16}, {args.steps} measured steps per mode"
+          + (f"; runs under {root}" if keep else ""))
     print(f"mean save (begin to durable, both modes): {statistics.mean(saves):.3f} s")
     for m in modes:
         print(f"  {m:5s} mean step {mean[m]:.3f} s  (median {statistics.median(times[m]):.3f})")
     for m in ("async", "sync"):
         print(f"overhead {m}: {mean[m] / mean['none'] - 1:+.1%} of step time")
     print(f"save / step (none): {statistics.mean(saves) / mean['none']:.2f}")
+    if not keep:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

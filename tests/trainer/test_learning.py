@@ -23,7 +23,6 @@ def _score(model, tok):
 
 @pytest.mark.slow
 def test_five_seeds_cross_the_target(tmp_path):
-    import torch
     from safetensors.torch import load_file
 
     curves = {}
@@ -37,7 +36,6 @@ def test_five_seeds_cross_the_target(tmp_path):
         curves[seed] = {"init": init, "checkpoints": scores, "train_reward": rewards,
                         "warmup_batches": summary.warmup.batches, "dev": summary.warmup.dev_accuracy}
         print(f"seed {seed}: " + json.dumps(curves[seed]), flush=True)
-    torch.set_num_threads(2)
     assert all(c["init"] < TARGET for c in curves.values()), curves
     crossed = [s for s, c in curves.items() if max(c["checkpoints"].values()) > TARGET]
     assert len(crossed) >= 4, curves

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -28,13 +28,32 @@ def eval_command(
     allow_gaps: Annotated[bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")] = False,
     fingerprint: Annotated[Literal["on", "off"], typer.Option(help="Check each checkpoint's fingerprint.")] = "on",
     fingerprint_tolerance: Annotated[float, typer.Option(help="Largest |recomputed - recorded| fingerprint.")] = 0.005,
+    harness: Annotated[Literal["lm-eval"] | None, typer.Option(
+        help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k.")] = None,
+    tasks: Annotated[str | None, typer.Option(
+        help="--harness: comma-separated tasks (default: arc_easy,arc_challenge,hellaswag,openbookqa,piqa,"
+             "winogrande,siqa).")] = None,
+    steps: Annotated[str | None, typer.Option(help="--harness: only these steps, S1,S2,... (default: all).")] = None,
+    data_dir: Annotated[Path | None, typer.Option(
+        help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")] = None,
 ) -> None:
     """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
 
     Exit 0 when a checkpoint passed, 1 when none did or an evaluation failed, 2 for bad input.
+    With --harness lm-eval: zero-shot task scores per checkpoint (exit 0 unless an evaluation failed).
     """
     from evaluator.errors import EvaluationsFailed, NothingPassedError
     from evaluator.order import parse_order
+
+    if harness is not None:
+        _harness_eval(run_dir, tasks=tasks, steps=steps, data_dir=data_dir, order=order, all_=all_,
+                      workers=workers, ray=ray, limit=limit, batch_size=batch_size, allow_gaps=allow_gaps,
+                      fingerprint=fingerprint, fingerprint_tolerance=fingerprint_tolerance)
+        return
+    if tasks is not None or steps is not None or data_dir is not None:
+        from evaluator.harness.errors import HarnessOptionsError
+
+        raise HarnessOptionsError("--tasks, --steps and --data-dir choose zero-shot tasks: add --harness lm-eval")
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
 
@@ -50,6 +69,53 @@ def eval_command(
     if summary.passing_step is None and not summary.remaining:
         raise NothingPassedError(f"no evaluated checkpoint reached {summary.eval_cfg.metric} > "
                                  f"{summary.eval_cfg.target}: no run_stop can claim success")
+
+
+def _harness_eval(run_dir: Path, *, tasks: str | None, steps: str | None, data_dir: Path | None, order: str,
+                  all_: bool, workers: int, ray: str | None, limit: int | None, batch_size: int, allow_gaps: bool,
+                  fingerprint: str, fingerprint_tolerance: float) -> None:
+    from evaluator.errors import EvaluationsFailed
+    from evaluator.harness.errors import HarnessOptionsError
+    from evaluator.harness.run import HarnessOptions, evaluate_harness
+    from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
+    from evaluator.order import parse_order
+
+    problems = []
+    if workers != 1 or ray is not None:
+        problems.append("--workers/--ray: the harness runs in this process (one worker)")
+    if order != "ascending" and steps is not None:
+        problems.append("--order and --steps: give one of them")
+    if all_:
+        problems.append("--all: the harness scores every checkpoint asked for anyway (there is no target)")
+    if problems:
+        raise HarnessOptionsError("with --harness: " + "; ".join(problems))
+    options = HarnessOptions(tasks=parse_tasks(tasks if tasks is not None else ",".join(DEFAULT_TASKS)),
+                             data_dir=data_dir, order=parse_order(steps if steps is not None else order),
+                             limit=limit, batch_size=batch_size, allow_gaps=allow_gaps,
+                             fingerprint=fingerprint == "on", fingerprint_tolerance=fingerprint_tolerance)
+    summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)
+    for c in summary.closed:
+        console.print(f"closed an interrupted evaluation: {c}", highlight=False)
+    head = f"run {summary.run_id}: {sum(o.status == 'scored' for o in summary.outcomes)} checkpoint(s) scored"
+    head += f" on {', '.join(t.name for t in summary.tasks)}"
+    head += f", events in {summary.segment}" if summary.segment else " (nothing to do: every task already scored)"
+    if summary.remaining:
+        head += f"; not evaluated (--limit): steps {', '.join(map(str, summary.remaining))}"
+    console.print(head, highlight=False)
+    if summary.failures:
+        failed = ", ".join(str(o.step) for o in summary.failures)
+        raise EvaluationsFailed(f"{len(summary.failures)} evaluation(s) failed (steps {failed}); each is an "
+                                f"eval_failed event: see `recorder evals {run_dir}`")
+
+
+def _print_harness_outcome(o: Any) -> None:
+    if o.status == "failed":
+        console.print(f"step {o.step}: [bold red]FAILED[/] {o.error}: {o.reason}", highlight=False)
+    elif o.status == "skipped":
+        console.print(f"step {o.step}: {o.reason}", highlight=False)
+    else:
+        scores = "  ".join(f"{k} {v:.4f}" for k, v in o.scores.items())
+        console.print(f"step {o.step}: {scores} (in {o.seconds:.1f} s -> {o.results})", highlight=False)
 
 
 def _print_outcome(o: Outcome) -> None:
@@ -109,7 +175,41 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
     for a in rows:
         table.add_row(*_evals_row(a, target))
     # Piped output has no width: give it room for the paths rather than folding them at 80 columns.
-    (console if console.is_terminal else Console(width=140)).print(table)
+    out = console if console.is_terminal else Console(width=140)
+    out.print(table)
+    zero_shot = _zero_shot_table(log.events)
+    if zero_shot is not None:
+        out.print(zero_shot)
+
+
+def _zero_shot_table(events: list[Any]) -> Table | None:
+    """The harness's task scores (writer "harness"), one row per step, one column per task; None if none."""
+    from rich import box
+
+    from evaluator.history import HARNESS_WRITER
+
+    scores: dict[int, dict[str, str]] = {}
+    failed: dict[int, str] = {}
+    for e in events:
+        if e.writer != HARNESS_WRITER or e.step is None:
+            continue
+        if e.kind == "eval_result" and isinstance(e.value, (int, float)):
+            scores.setdefault(e.step, {})[str(e.key)] = f"{e.value:.4f} {e.data.get('metric', '')}".strip()
+        elif e.kind == "eval_failed":
+            failed[e.step] = f"{e.data.get('error', '')}: {e.data.get('reason', '')}"
+    if not scores and not failed:
+        return None
+    tasks = list(dict.fromkeys(t for row in scores.values() for t in row))
+    table = Table(title="zero-shot tasks (recorder eval --harness lm-eval; latest score per step and task)",
+                  box=box.SIMPLE, pad_edge=False, collapse_padding=True)
+    table.add_column("step", no_wrap=True)
+    for t in tasks:
+        table.add_column(t, no_wrap=True)
+    table.add_column("failed", overflow="fold")
+    for step in sorted(set(scores) | set(failed)):
+        row = scores.get(step, {})
+        table.add_row(str(step), *[row.get(t, "") for t in tasks], failed.get(step, "") if step not in scores else "")
+    return table
 
 
 def _evals_row(a: Attempt, target: float | None) -> list[str]:

@@ -36,15 +36,25 @@ class Context:
     clock: Callable[[], int]
 
 
-def evaluate_checkpoint(ctx: Context, cp: Checkpoint) -> dict[str, Any]:
-    """Evaluate `cp`, recording its events. -> {accuracy, results, seconds} or {reason, error, seconds}."""
+# (context, checkpoint, start time) -> the written results document (see evaluate_checkpoint)
+Scoring = Callable[[Context, Checkpoint, float], dict[str, Any]]
+
+
+def evaluate_checkpoint(ctx: Context, cp: Checkpoint, *, score: Scoring | None = None,
+                        start_data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Evaluate `cp`, recording its events. -> {accuracy, scores, results, seconds} or {reason, error, seconds}.
+
+    `score` replaces the benchmark's pass@k (the lm-eval harness passes its own): it returns the written
+    results.json document with `_path`, `_sha256` and `_results`, a list of (key, value, data) for the
+    eval_result events; `start_data` is added to eval_start's data.
+    """
     t0 = time.monotonic()
     w = ctx.writer
     w.append("eval_start", step=cp.step, samples_count=cp.samples_count,
-             data={"checkpoint": cp.path, "sha256": cp.sha256, "worker": ctx.workers.name})
+             data={"checkpoint": cp.path, "sha256": cp.sha256, "worker": ctx.workers.name, **(start_data or {})})
     try:
         try:
-            doc = _score(ctx, cp, t0)
+            doc = (score or _score)(ctx, cp, t0)
         except CheckpointRefused:
             raise
         except Exception as e:  # recorded as eval_failed and reported; the session exits non-zero
@@ -58,14 +68,19 @@ def evaluate_checkpoint(ctx: Context, cp: Checkpoint) -> dict[str, Any]:
                  data={"reason": f"interrupted ({type(e).__name__})", "error": type(e).__name__})
         raise
     rel = str(doc["_path"].relative_to(ctx.facts.run.path))
-    w.append("eval_result", step=cp.step, samples_count=cp.samples_count, key="accuracy", value=doc["score"],
-             data={"metric": doc["metric"], "n": doc["n_tasks"], "k": doc["k"], "target": doc["target"],
-                   "results": rel, "results_sha256": doc["_sha256"]})
+    results = doc.get("_results")
+    if results is None:
+        results = [("accuracy", doc["score"], {"metric": doc["metric"], "n": doc["n_tasks"], "k": doc["k"],
+                                               "target": doc["target"]})]
+    for key, value, data in results:
+        w.append("eval_result", step=cp.step, samples_count=cp.samples_count, key=key, value=value,
+                 data={**data, "results": rel, "results_sha256": doc["_sha256"]})
     w.append("eval_stop", step=cp.step, samples_count=cp.samples_count)
-    return {"accuracy": doc["score"], "results": rel, "seconds": time.monotonic() - t0}
+    return {"accuracy": doc.get("score"), "scores": {key: value for key, value, _ in results}, "results": rel,
+            "seconds": time.monotonic() - t0}
 
 
-def _integrity(ctx: Context, cp: Checkpoint) -> tuple[str, dict[str, Any], dict[str, float]]:
+def integrity(ctx: Context, cp: Checkpoint) -> tuple[str, dict[str, Any], dict[str, float]]:
     """(checkpoint dir, fingerprint report, timings); raises CheckpointRefused. Loads the workers."""
     from trainer.fingerprint import METHOD
 
@@ -94,7 +109,7 @@ def _score(ctx: Context, cp: Checkpoint, t0: float) -> dict[str, Any]:
     from trainer.task import validation_tasks
 
     start_ns = ctx.clock()
-    digest, fp, timings = _integrity(ctx, cp)
+    digest, fp, timings = integrity(ctx, cp)
     cfg, opts = ctx.facts.eval_cfg, ctx.options
     tasks = validation_tasks()
     n = min(cfg.samples if opts.tasks is None else opts.tasks, len(tasks))

@@ -15,6 +15,9 @@ from typing import Literal
 from recorder.events import Event
 
 EVAL_KINDS = ("eval_start", "eval_result", "eval_stop", "eval_failed")
+# Zero-shot sessions (evaluator/harness) write eval events under their own writer: they are not attempts at
+# the benchmark's score, and must neither count as scored nor be closed as interrupted by it.
+HARNESS_WRITER = "harness"
 Status = Literal["scored", "failed", "interrupted", "running"]
 
 
@@ -55,7 +58,7 @@ def attempts(events: Iterable[Event]) -> list[Attempt]:
     rows: dict[tuple[str, int | None], dict[str, Event]] = {}
     closers: dict[tuple[str, int | None], Event] = {}
     for e in events:
-        if e.kind not in EVAL_KINDS:
+        if e.kind not in EVAL_KINDS or e.writer == HARNESS_WRITER:
             continue
         if e.kind == "eval_failed" and e.data.get("interrupted_segment"):
             closers[(str(e.data["interrupted_segment"]), e.step)] = e

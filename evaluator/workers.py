@@ -45,6 +45,11 @@ class LocalWorkers:
         self.name = "local" if threads == 1 else f"local ({threads or 'default'} threads)"
         self._scorer = Scorer(threads)
 
+    @property
+    def scorer(self) -> Scorer:
+        """The in-process scorer: the lm-eval harness runs against the model it loaded."""
+        return self._scorer
+
     def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]:
         return [self._scorer.load(checkpoint_dir, with_fingerprint)]
 

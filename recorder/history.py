@@ -448,7 +448,10 @@ k AS (
 SELECT run_id, step, samples_count, key, value, target,
   CASE WHEN value IS NULL OR target IS NULL THEN NULL ELSE value > target END AS passed,
   status, reason, metric, start_ns, time_ns AS result_ns, stop_ns, (stop_ns - start_ns) / 1e9 AS eval_s,
-  dense_rank() OVER (PARTITION BY run_id ORDER BY coalesce(start_ns, time_ns), step) AS eval_order,
+  -- zero-shot sessions (writer 'harness', recorder eval --harness) are ranked apart: they are not part of the
+  -- benchmark's evaluation order
+  dense_rank() OVER (PARTITION BY run_id, coalesce(writer = 'harness', false)
+                     ORDER BY coalesce(start_ns, time_ns), step) AS eval_order,
   worker, writer
 FROM k
 """

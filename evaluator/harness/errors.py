@@ -1,0 +1,27 @@
+"""The harness's exceptions, under the evaluator's base (EvalError) and the core's exit codes."""
+
+from __future__ import annotations
+
+from recorder.errors import InputError
+
+from evaluator.errors import EvalError
+
+
+class HarnessError(EvalError):
+    """Base of every error the harness path raises on purpose."""
+
+
+class UnknownTaskError(HarnessError, InputError):
+    """A --tasks name this project ships no task config for."""
+
+
+class MissingTaskDataError(HarnessError, InputError):
+    """No data directory, or no data file for a task in it (no hub is reachable: data must be local)."""
+
+
+class HarnessUnavailableError(HarnessError, InputError):
+    """lm-eval is not installed (the `harness` extra)."""
+
+
+class HarnessOptionsError(HarnessError, InputError):
+    """Options that make no sense with --harness (or --tasks/--steps/--data-dir without it)."""

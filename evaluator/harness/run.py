@@ -1,0 +1,266 @@
+"""One zero-shot session: the run's checkpoints, checked as the benchmark evaluator checks them, scored on
+lm-eval tasks, recorded as eval events (writer "harness", key = task name) with a results.json each.
+
+Everything but the scoring is the evaluator's: checkpoint discovery from checkpoint_committed events, the
+session lock, sha256 and fingerprint checks (evaluate.integrity), eval_start/eval_result/eval_stop or
+eval_failed (evaluate.evaluate_checkpoint), closing attempts a killed session left open. A step is skipped
+when an earlier harness session already scored every task asked for; otherwise only the missing tasks run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from recorder.events import Event
+from recorder.log import LogWriter
+from recorder.provenance import provenance
+from recorder.run import RunDir
+
+from evaluator.checkpoints import Checkpoint
+from evaluator.evaluate import Context, evaluate_checkpoint, integrity
+from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
+from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
+from evaluator.history import EVAL_KINDS, HARNESS_WRITER, Attempt
+from evaluator.order import Order, arrange
+from evaluator.results import results_dir, sha256_text, write_results
+from evaluator.session import _close_interrupted, read_facts, session_lock
+from evaluator.settings import Options
+from evaluator.workers import LocalWorkers
+
+SCHEMA = "recorder.eval.harness/1"
+HARNESS = "lm-eval"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HarnessOptions:
+    """What a zero-shot session does. `examples`: at most N examples per task (a smoke test, not a score)."""
+
+    tasks: list[str]
+    data_dir: Path | None = None
+    order: Order = Order("ascending")
+    limit: int | None = None
+    batch_size: int = 64
+    allow_gaps: bool = False
+    fingerprint: bool = True
+    fingerprint_tolerance: float = 0.005
+    examples: int | None = None
+
+    def evaluator_options(self) -> Options:
+        return Options(order=self.order, all=True, limit=self.limit, batch_size=self.batch_size,
+                       allow_gaps=self.allow_gaps, fingerprint=self.fingerprint,
+                       fingerprint_tolerance=self.fingerprint_tolerance)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepOutcome:
+    step: int
+    status: Literal["scored", "failed", "skipped"]
+    scores: dict[str, float] = field(default_factory=dict)
+    reason: str = ""
+    error: str = ""
+    results: str | None = None
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HarnessSummary:
+    run_id: str
+    segment: str | None
+    tasks: list[TaskData]
+    outcomes: list[StepOutcome]
+    closed: list[str] = field(default_factory=list)
+    remaining: list[int] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[StepOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+
+def harness_attempts(events: list[Event]) -> list[Attempt]:
+    """The harness's own attempts (writer "harness"), one per (segment, step); `result` is the first one."""
+    rows: dict[tuple[str, int | None], dict[str, Event]] = {}
+    closers: dict[tuple[str, int | None], Event] = {}
+    for e in events:
+        if e.kind not in EVAL_KINDS or e.writer != HARNESS_WRITER:
+            continue
+        if e.kind == "eval_failed" and e.data.get("interrupted_segment"):
+            closers[(str(e.data["interrupted_segment"]), e.step)] = e
+            continue
+        rows.setdefault((e.segment, e.step), {}).setdefault(e.kind.removeprefix("eval_"), e)
+    return [Attempt(step=step, segment=seg, start=r.get("start"), result=r.get("result"), stop=r.get("stop"),
+                    failed=r.get("failed"), closed_by=closers.get((seg, step))) for (seg, step), r in rows.items()]
+
+
+def scored_tasks(events: list[Event]) -> dict[int, set[str]]:
+    """{step: tasks scored by a harness session that reached eval_stop}."""
+    stopped = {(e.segment, e.step) for e in events if e.writer == HARNESS_WRITER and e.kind == "eval_stop"}
+    out: dict[int, set[str]] = {}
+    for e in events:
+        if (e.writer == HARNESS_WRITER and e.kind == "eval_result" and e.step is not None and e.key
+                and (e.segment, e.step) in stopped):
+            out.setdefault(e.step, set()).add(e.key)
+    return out
+
+
+def evaluate_harness(run_dir: Path | str | RunDir, options: HarnessOptions, *, clock: Callable[[], int] = time.time_ns,
+                     on_outcome: Callable[[StepOutcome], None] | None = None) -> HarnessSummary:
+    """Score the run's checkpoints on `options.tasks`; returns what happened (also when some failed)."""
+    try:
+        import lm_eval  # noqa: F401
+    except ImportError as e:
+        raise HarnessUnavailableError(f"--harness lm-eval needs lm-eval: pip install -e '.[harness]' ({e})") from e
+    if options.examples is not None and options.examples < 1:
+        raise HarnessOptionsError(f"examples={options.examples}: at least 1 (or None for every example)")
+    tasks = resolve_tasks(options.tasks, data_dir(options.data_dir))
+    # No hub is reachable: make sure neither datasets nor huggingface_hub tries (local JSON files only).
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    evaluator_options = options.evaluator_options()
+    with session_lock(run):
+        facts = read_facts(run, allow_gaps=options.allow_gaps)
+        steps = arrange(sorted(facts.candidates), options.order)
+        done = scored_tasks(facts.events)
+        stale = [a for a in harness_attempts(facts.events) if a.open]
+        todo = {s: [t for t in tasks if t.name not in done.get(s, set())] for s in steps}
+        if not any(todo.values()) and not stale:
+            return HarnessSummary(run_id=run.run_id, segment=None, tasks=tasks,
+                                  outcomes=[StepOutcome(step=s, status="skipped", reason="all tasks scored")
+                                            for s in steps])
+        outcomes: list[StepOutcome] = []
+        remaining: list[int] = []
+        with ExitStack() as stack:
+            writer = stack.enter_context(LogWriter(run, HARNESS_WRITER, clock=clock))
+            closed = [_close_interrupted(writer, a, facts) for a in stale]
+            ctx: Context | None = None
+            for step in steps:
+                if not todo[step]:
+                    outcome = StepOutcome(step=step, status="skipped", reason="all tasks scored earlier")
+                elif options.limit is not None and sum(o.status != "skipped" for o in outcomes) >= options.limit:
+                    remaining.append(step)
+                    continue
+                else:
+                    if ctx is None:
+                        workers = LocalWorkers()
+                        stack.callback(workers.close)
+                        ctx = Context(facts=facts, options=evaluator_options, writer=writer, workers=workers,
+                                      clock=clock)
+                    outcome = _evaluate_step(ctx, facts.candidates[step], todo[step], options)
+                outcomes.append(outcome)
+                if on_outcome is not None:
+                    on_outcome(outcome)
+            return HarnessSummary(run_id=run.run_id, segment=writer.segment, tasks=tasks, outcomes=outcomes,
+                                  closed=closed, remaining=remaining)
+
+
+def _evaluate_step(ctx: Context, cp: Checkpoint, tasks: list[TaskData], options: HarnessOptions) -> StepOutcome:
+    def score(c: Context, checkpoint: Checkpoint, t0: float) -> dict[str, Any]:
+        return _score(c, checkpoint, t0, tasks, options)
+
+    r = evaluate_checkpoint(ctx, cp, score=score,
+                            start_data={"harness": HARNESS, "tasks": [t.name for t in tasks]})
+    if "reason" in r:
+        return StepOutcome(step=cp.step, status="failed", reason=r["reason"], error=r.get("error", ""),
+                           seconds=r["seconds"])
+    return StepOutcome(step=cp.step, status="scored", scores=r["scores"], results=r["results"], seconds=r["seconds"])
+
+
+def _score(ctx: Context, cp: Checkpoint, t0: float, tasks: list[TaskData], options: HarnessOptions) -> dict[str, Any]:
+    import lm_eval
+
+    from evaluator.harness.loglik import encoding_note, max_length
+
+    start_ns = ctx.clock()
+    digest, fp, timings = integrity(ctx, cp)
+    workers = ctx.workers
+    assert isinstance(workers, LocalWorkers)
+    model, tokenizer = workers.scorer.model, workers.scorer.tokenizer
+    t = time.monotonic()
+    with _quiet():
+        out = _simple_evaluate(lm_eval, model, tokenizer, tasks, options)
+    timings["score_s"] = time.monotonic() - t
+    if out is None:
+        raise RuntimeError("lm_eval.simple_evaluate returned nothing (not rank 0?)")
+    per_task, results = {}, []
+    for task in tasks:
+        metrics = out["results"][task.name]
+        value = float(metrics[f"{task.metric},none"])
+        n = int(out["n-samples"][task.name]["effective"])
+        per_task[task.name] = {
+            "metric": task.metric, "score": value, "n": n, "of": int(out["n-samples"][task.name]["original"]),
+            "metrics": {k.removesuffix(",none"): v for k, v in metrics.items()
+                        if k.endswith(",none") and isinstance(v, float)},
+            "version": out["versions"].get(task.name), "data_file": str(task.data),
+            "data_sha256": task.data_sha256, "config_sha256": sha256_text(task.config.read_text()),
+            "samples": [_sample_row(s) for s in out["samples"][task.name]],
+        }
+        results.append((task.name, value, {"metric": task.metric, "n": n, "harness": HARNESS, "num_fewshot": 0}))
+    timings["total_s"] = time.monotonic() - t0
+    doc = {
+        "schema": SCHEMA, "run_id": ctx.facts.run.run_id, "step": cp.step, "samples_count": cp.samples_count,
+        "harness": {"name": HARNESS, "version": out.get("lm_eval_version"), "num_fewshot": 0,
+                    "scoring": "sum log-likelihood of each continuation; acc_norm divides it by the "
+                               "continuation's length in bytes"},
+        "scores": {name: d["score"] for name, d in per_task.items()},
+        "settings": {"batch_size": options.batch_size, "examples_limit": options.examples,
+                     "max_length": max_length(model), "encoding": encoding_note(tokenizer),
+                     "workers": workers.name},
+        "checkpoint": {"path": cp.path, "sha256": digest, "bytes": cp.bytes, "dtype": cp.dtype,
+                       "weight_update_ns": cp.weight_update_ns, "committed": {"segment": cp.segment, "seq": cp.seq}},
+        "fingerprint": fp,
+        "provenance": provenance(),
+        "timings": {"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},
+        "evaluator_segment": ctx.writer.segment,
+        "tasks": per_task,
+    }
+    segment = ctx.writer.segment.removesuffix(".arrows")
+    path = results_dir(ctx.facts.run.derived, cp.step) / "harness" / segment / "results.json"
+    sha = write_results(path, doc)
+    return {**doc, "_path": path, "_sha256": sha, "_results": results}
+
+
+def _simple_evaluate(lm_eval: Any, model: Any, tokenizer: Any, tasks: list[TaskData],
+                     options: HarnessOptions) -> Any:
+    from lm_eval.tasks import TaskManager
+
+    from evaluator.harness.adapter import CheckpointLM
+
+    # 0-shot, no bootstrap (stderr is not recorded), fixed seeds; only this project's task configs.
+    return lm_eval.simple_evaluate(
+        model=CheckpointLM(model, tokenizer, batch_size=options.batch_size),
+        tasks=[lm_eval_config(task) for task in tasks], num_fewshot=0, limit=options.examples,
+        bootstrap_iters=0, log_samples=True, task_manager=TaskManager(include_defaults=False),
+        random_seed=0, numpy_random_seed=0, torch_random_seed=0, fewshot_random_seed=0)
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """lm-eval's progress bars (stderr) and INFO/WARNING logs (e.g. "Overwriting default num_fewshot") off
+    for the call; errors still raise."""
+    import io
+    import logging
+    from contextlib import redirect_stderr
+
+    logger = logging.getLogger("lm_eval")
+    before = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        logger.setLevel(before)
+
+
+def _sample_row(s: dict[str, Any]) -> dict[str, Any]:
+    """Per example: lm-eval's hashes of document, prompt and target, the log-likelihoods and outcomes."""
+    return {"doc_id": s["doc_id"], "doc_hash": s.get("doc_hash"), "prompt_hash": s.get("prompt_hash"),
+            "target_hash": s.get("target_hash"), "target": s.get("target"),
+            "loglikelihoods": [float(r[0][0]) if isinstance(r[0], (list, tuple)) else float(r[0])
+                               for r in s.get("resps", [])],
+            **{m: s[m] for m in ("acc", "acc_norm") if m in s}}

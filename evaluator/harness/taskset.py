@@ -1,0 +1,86 @@
+"""Which zero-shot tasks exist, which metric each reports, and where their data come from.
+
+The task configs are lm-eval YAMLs shipped in tasks/; the data never come from a hub (none is reachable):
+`<data dir>/<task>.jsonl`, the data dir from --data-dir or RECORDER_EVAL_DATA. tasks/data/ holds small
+files written for the tests (python -m evaluator.harness.tasks.write_data), not the real datasets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evaluator.harness.errors import MissingTaskDataError, UnknownTaskError
+
+TASKS_DIR = Path(__file__).parent / "tasks"
+SHIPPED_DATA = TASKS_DIR / "data"
+ENV = "RECORDER_EVAL_DATA"
+
+# The metric each task reports (the usual zero-shot reading): acc_norm (log-likelihood per byte of the
+# continuation) where answers differ in length, plain acc for Winogrande (one shared continuation) and SIQA.
+METRICS = {
+    "arc_easy": "acc_norm", "arc_challenge": "acc_norm", "hellaswag": "acc_norm", "openbookqa": "acc_norm",
+    "piqa": "acc_norm", "winogrande": "acc", "siqa": "acc", "easy_qa": "acc_norm",
+}
+DEFAULT_TASKS = ("arc_easy", "arc_challenge", "hellaswag", "openbookqa", "piqa", "winogrande", "siqa")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskData:
+    """One task: its config file and its local data file."""
+
+    name: str
+    metric: str
+    config: Path
+    data: Path
+
+    @property
+    def data_sha256(self) -> str:
+        return hashlib.sha256(self.data.read_bytes()).hexdigest()
+
+
+def parse_tasks(text: str) -> list[str]:
+    """'arc_easy, piqa' -> ['arc_easy', 'piqa'], checked against what is shipped; order kept, no repeats."""
+    names = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not names:
+        raise UnknownTaskError(f"--tasks {text!r}: name at least one task ({', '.join(METRICS)})")
+    unknown = [n for n in names if n not in METRICS]
+    if unknown:
+        raise UnknownTaskError(f"--tasks: unknown task(s) {', '.join(unknown)}; known: {', '.join(METRICS)}")
+    return names
+
+
+def data_dir(option: Path | None) -> Path:
+    """--data-dir, else $RECORDER_EVAL_DATA; MissingTaskDataError when neither names a directory."""
+    chosen = option if option is not None else (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
+    if chosen is None:
+        raise MissingTaskDataError(f"no task data directory: pass --data-dir DIR or set {ENV}=DIR, holding "
+                                   f"<task>.jsonl per task (no hub is reachable here; the small test files "
+                                   f"shipped with the project are in {SHIPPED_DATA})")
+    if not chosen.is_dir():
+        raise MissingTaskDataError(f"task data directory {chosen} does not exist (from "
+                                   f"{'--data-dir' if option is not None else ENV})")
+    return chosen
+
+
+def resolve_tasks(names: list[str], directory: Path) -> list[TaskData]:
+    """Each task's config and data file; MissingTaskDataError naming every task without its file."""
+    missing = [n for n in names if not (directory / f"{n}.jsonl").is_file()]
+    if missing:
+        raise MissingTaskDataError(
+            "no data for task(s) " + ", ".join(f"{n} (put it at {directory / (n + '.jsonl')})" for n in missing)
+            + f": one JSON record per line in the Hugging Face field layout (see {TASKS_DIR}/<task>.yaml)")
+    return [TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=directory / f"{n}.jsonl")
+            for n in names]
+
+
+def lm_eval_config(task: TaskData) -> dict[str, Any]:
+    """The task's lm-eval config (a dict: !function resolved), reading its data from the local file only."""
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    cfg = dict(load_yaml(task.config, resolve_func=True))
+    cfg["dataset_kwargs"] = {"data_files": {"test": str(task.data.resolve())}}
+    return cfg

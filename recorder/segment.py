@@ -64,6 +64,12 @@ def _deref(buf: bytes, pos: int) -> int:
     return pos + offset
 
 
+def _one_value_array(type_: pa.DataType) -> pa.Array:
+    if type_ == pa.string():
+        return pa.Array.from_buffers(type_, 1, [None, pa.py_buffer(struct.pack("<ii", 0, 1)), pa.py_buffer(b"x")])
+    return pa.Array.from_buffers(type_, 1, [None, pa.py_buffer(struct.pack("<q", 1))])
+
+
 @dataclass(frozen=True)
 class _Layout:
     metadata: bytes  # the template's flatbuffer, padded
@@ -78,8 +84,9 @@ class RowEncoder:
 
     def __init__(self, schema: pa.Schema) -> None:
         self.schema = schema
-        template = {f.name: ("x" if f.type == pa.string() else 1) for f in schema}
-        message = pa.RecordBatch.from_pylist([template], schema=schema).serialize().to_pybytes()
+        # Built from buffers: pa.array and from_pylist import pandas (0.3 s at every CLI start).
+        template = [_one_value_array(f.type) for f in schema]
+        message = pa.RecordBatch.from_arrays(template, schema=schema).serialize().to_pybytes()
         meta_len = struct.unpack_from("<i", message, 4)[0]
         meta = message[8 : 8 + meta_len]
         root = _deref(meta, 0)

@@ -39,6 +39,8 @@ def replay(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write the mllog "
                                                 "(default <run>/derived/result_<interpretation>.txt).")] = None,
     check: Annotated[bool, typer.Option("--check", help="Run mlperf-logging's compliance and RCP checkers.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Derive even from a run that fails `recorder verify` "
+                                        "(the output is then marked UNVERIFIED).")] = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from recorder.reader import read_run
@@ -47,27 +49,42 @@ def replay(
     from replay.derive import derive_run
     from replay.interpretations import get_interpretation
     from replay.scores import compute_scores, write_rows
+    from replay.trust import UNVERIFIED, clock_steps, mark_rows, require_verified, resumes
 
+    unverified = require_verified(run_dir, force)  # refuses (exit 1) unless --force
     log = read_run(run_dir)
+    for problem in unverified:
+        console.print(f"[bold red]{UNVERIFIED}:[/] {problem}")
     for torn in log.torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
         console.print(f"[yellow]warning:[/] {torn}")
+    for jump in clock_steps(log.events):
+        console.print(f"[yellow]warning:[/] {jump}")
+    resumed = resumes(log.events)
+    for r in resumed:
+        console.print(f"[yellow]resumed:[/] {r}: its history is kept, but a resumed run is not a valid timed "
+                      "MLPerf run")
     if compare:
         if interpretation or output:
             raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
-        rows = compute_scores(log.run, ruleset)
+        rows = mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed)
         write_rows(log.run, rows)
         _compare_table(rows)
         return
     name = interpretation or _default_interpretation(log.events)
     get_interpretation(name)
     d = derive_run(log.events, ruleset, name)
-    path = output or log.run.derived / f"result_{name}.txt"
+    marked = f".{UNVERIFIED}" if unverified else ""
+    path = output or log.run.derived / f"result_{name}{marked}.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(d.text(), encoding="utf-8")
-    write_rows(log.run, compute_scores(log.run, ruleset))
+    if unverified:  # a sidecar too, so a chosen -o name still carries the mark next to the file
+        path.with_name(path.name + f".{UNVERIFIED}").write_text(
+            f"derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n")
+    write_rows(log.run, mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed))
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
-    console.print(f"{name}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); "
-                  f"{len(d.lines)} lines -> {path}")
+    tags = ([f"[bold red]{UNVERIFIED}[/]"] if unverified else []) + (["[yellow]resumed[/]"] if resumed else [])
+    console.print(f"{' '.join(tags) + ' ' if tags else ''}{name}: {d.status}, {passing}, {_minutes(d.minutes)} "
+                  f"minutes ({d.why}); {len(d.lines)} lines -> {path}")
     if d.missing_keys:
         console.print(f"[yellow]warning:[/] the run recorded no {', '.join(d.missing_keys)} (mllog_config): "
                       f"the {ruleset} checker requires them")
@@ -91,6 +108,10 @@ def _compare_table(rows: list[dict[str, Any]]) -> None:
                 and r["run_start_ns"] is not None else "-")
         delta = f"{r['minutes'] - base:+.3f}" if r["minutes"] is not None and base is not None else "-"
         verdict = "PASSED" if r["checker"] and r["checker"].endswith("PASSED") else ("FAILED" if r["checker"] else "-")
+        if r.get("verified") is False:
+            verdict += " UNVERIFIED"
+        if r.get("resumed"):
+            verdict += " RESUMED"
         table.add_row(r["interpretation"], r["status"], str(r["passing_step"] if r["passing_step"] is not None else "-"),
                       stop, _minutes(r["minutes"]), delta, verdict)
         if r["status"] == "none":
@@ -102,6 +123,12 @@ def _compare_table(rows: list[dict[str, Any]]) -> None:
                   f"mlperf-logging {rows[0]['mlperf_logging_version']} compliance checker, training {rows[0]['ruleset']}")
     for note, names in notes.items():
         console.print(f"  {', '.join(names)}: {note}")
+    if any(r.get("verified") is False for r in rows):
+        console.print("[bold red]UNVERIFIED[/]: every row above is derived (--force) from a run that fails "
+                      "`recorder verify`; no score of it is evidence")
+    if any(r.get("resumed") for r in rows):
+        console.print("[yellow]RESUMED[/]: the run was resumed from a checkpoint; its history is kept, but it is "
+                      "not a valid timed MLPerf run")
 
 
 def _shorten(reasons: str, keep: int = 3) -> str:

@@ -39,3 +39,7 @@ class ImportFileError(ReplayError, InputError):
 
 class CheckerError(ReplayError, DataError):
     """mlperf-logging's checker could not run on the derived log."""
+
+
+class UnverifiedRunError(ReplayError, DataError):
+    """The run fails `recorder verify`: nothing is derived from it unless forced."""

@@ -81,8 +81,6 @@ def _harness_eval(run_dir: Path, *, tasks: str | None, steps: str | None, data_d
     from evaluator.order import parse_order
 
     problems = []
-    if workers != 1 or ray is not None:
-        problems.append("--workers/--ray: the harness runs in this process (one worker)")
     if order != "ascending" and steps is not None:
         problems.append("--order and --steps: give one of them")
     if all_:
@@ -91,7 +89,8 @@ def _harness_eval(run_dir: Path, *, tasks: str | None, steps: str | None, data_d
         raise HarnessOptionsError("with --harness: " + "; ".join(problems))
     options = HarnessOptions(tasks=parse_tasks(tasks if tasks is not None else ",".join(DEFAULT_TASKS)),
                              data_dir=data_dir, order=parse_order(steps if steps is not None else order),
-                             limit=limit, batch_size=batch_size, allow_gaps=allow_gaps,
+                             limit=limit, batch_size=batch_size, workers=workers, ray_address=ray,
+                             allow_gaps=allow_gaps,
                              fingerprint=fingerprint == "on", fingerprint_tolerance=fingerprint_tolerance)
     summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)
     for c in summary.closed:

@@ -62,6 +62,14 @@ class Scorer:
 
         return float(fingerprint(self.model, self.tokenizer))
 
+    def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
+        """lm-eval requests on the loaded checkpoint (evaluator/harness/loglik.py METHODS), in order."""
+        from evaluator.harness.loglik import METHODS
+
+        if self.model is None:
+            raise RuntimeError("harness() before load(): the driver must load a checkpoint first")
+        return list(METHODS[name](self.model, self.tokenizer, requests, batch_size=batch_size))
+
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
         """One sample per (task index, sample index) of `plan`, in plan order; batches of gen.batch_size."""
         from trainer.sampling import generate

@@ -20,6 +20,7 @@ class Workers(Protocol):
 
     def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]: ...
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]: ...
+    def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]: ...
     def close(self) -> None: ...
 
 
@@ -45,16 +46,14 @@ class LocalWorkers:
         self.name = "local" if threads == 1 else f"local ({threads or 'default'} threads)"
         self._scorer = Scorer(threads)
 
-    @property
-    def scorer(self) -> Scorer:
-        """The in-process scorer: the lm-eval harness runs against the model it loaded."""
-        return self._scorer
-
     def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]:
         return [self._scorer.load(checkpoint_dir, with_fingerprint)]
 
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
         return self._scorer.score(plan, gen)
+
+    def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
+        return self._scorer.harness(name, requests, batch_size)
 
     def close(self) -> None:
         import torch
@@ -93,6 +92,13 @@ class RayWorkers:
         parts = shards(plan, len(self._actors))
         results = self._ray.get([a.score.remote(p, gen) for a, p in zip(self._actors, parts)])
         return [s for part in results for s in part]
+
+    def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
+        """lm-eval requests split into contiguous shards, one per actor, results back in request order."""
+        size = -(-len(requests) // len(self._actors)) if requests else 1
+        parts = [requests[i:i + size] for i in range(0, len(requests), size)]
+        results = self._ray.get([a.harness.remote(name, p, batch_size) for a, p in zip(self._actors, parts)])
+        return [r for part in results for r in part]
 
     def close(self) -> None:
         for a in self._actors:

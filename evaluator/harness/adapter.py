@@ -6,6 +6,7 @@ the loaded model, its tokenizer and the batch size, so the scores depend only on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lm_eval.api.model import LM
@@ -13,30 +14,38 @@ from lm_eval.api.model import LM
 from evaluator.harness import loglik
 
 
-class CheckpointLM(LM):  # type: ignore[misc]
-    """A loaded checkpoint (transformers causal LM + our tokenizer) behind lm-eval's model interface."""
+# (method name in loglik.METHODS, requests, batch size) -> one result per request, in request order
+Compute = Callable[[str, list[Any], int], list[Any]]
 
-    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int) -> None:
+
+class CheckpointLM(LM):  # type: ignore[misc]
+    """A loaded checkpoint behind lm-eval's model interface. `compute` runs on the evaluator's workers (in
+    this process, or Ray actors each holding the checkpoint); `local` builds one around a model in hand."""
+
+    def __init__(self, compute: Compute, *, batch_size: int) -> None:
         super().__init__()
-        self.model = model
-        self.tokenizer = tokenizer
+        self.compute = compute
         self.batch_size = batch_size
+
+    @classmethod
+    def local(cls, model: Any, tokenizer: Any, *, batch_size: int) -> CheckpointLM:
+        def compute(name: str, requests: list[Any], size: int) -> list[Any]:
+            return list(loglik.METHODS[name](model, tokenizer, requests, batch_size=size))
+
+        return cls(compute, batch_size=batch_size)
 
     def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         pairs = [(str(r.args[0]), str(r.args[1])) for r in requests]
-        return loglik.loglikelihoods(self.model, self.tokenizer, pairs, batch_size=self.batch_size)
+        return self.compute("loglikelihood", pairs, self.batch_size)
 
     def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list[float]:
-        return loglik.rolling_loglikelihoods(self.model, self.tokenizer, [str(r.args[0]) for r in requests],
-                                             batch_size=self.batch_size)
+        return self.compute("loglikelihood_rolling", [str(r.args[0]) for r in requests], self.batch_size)
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
-        contexts, until, budgets = [], [], []
+        todo = []
         for r in requests:
             context, kwargs = r.args[0], dict(r.args[1] or {})
             stops = kwargs.get("until") or []
-            until.append([stops] if isinstance(stops, str) else list(stops))
-            budgets.append(int(kwargs.get("max_gen_toks", 256)))
-            contexts.append(str(context))
-        return loglik.generate_until(self.model, self.tokenizer, contexts, until, budgets,
-                                     batch_size=self.batch_size)
+            todo.append((str(context), [stops] if isinstance(stops, str) else list(stops),
+                         int(kwargs.get("max_gen_toks", 256))))
+        return self.compute("generate_until", todo, self.batch_size)

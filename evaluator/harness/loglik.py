@@ -41,9 +41,9 @@ def readable(tokenizer: Tokenizer) -> Tokenizer:
     return LossyCharTokenizer(tokenizer) if isinstance(tokenizer, CharTokenizer) else tokenizer
 
 
-def encoding_note(tokenizer: Tokenizer) -> str:
+def encoding_note(char_tokenizer: bool) -> str:
     """For results.json: how text became tokens."""
-    if isinstance(tokenizer, (CharTokenizer, LossyCharTokenizer)):
+    if char_tokenizer:
         return "char tokenizer with <bos> prefix; characters outside its alphabet mapped to alphabet[ord(c) % n]"
     return "pretrained tokenizer, no special tokens added (an empty context is prefixed with <eos>)"
 
@@ -153,19 +153,26 @@ def rolling_loglikelihoods(model: Any, tokenizer: Tokenizer, texts: Sequence[str
     return out
 
 
-def generate_until(model: Any, tokenizer: Tokenizer, contexts: Sequence[str], until: Sequence[Sequence[str]],
-                   max_new_tokens: Sequence[int], *, batch_size: int) -> list[str]:
-    """Greedy continuations, each cut before its first stop string (generate_until tasks)."""
+def generate_until(model: Any, tokenizer: Tokenizer, requests: Sequence[tuple[str, list[str], int]], *,
+                   batch_size: int) -> list[str]:
+    """Greedy continuations of (context, stop strings, max new tokens), each cut before its first stop string."""
     from trainer.sampling import generate
 
     tok = readable(tokenizer)
     out: list[str] = []
-    for s in range(0, len(contexts), batch_size):
-        part = list(contexts[s:s + batch_size])
-        budget = max(max_new_tokens[s:s + batch_size])
-        texts = generate(model, tok, part, temperature=0.0, top_p=1.0, max_new_tokens=budget, seeds=[0] * len(part))
-        for j, text in enumerate(texts):
-            stops = [x for x in until[s + j] if x]
+    for s in range(0, len(requests), batch_size):
+        part = requests[s:s + batch_size]
+        budget = max(n for _, _, n in part)
+        texts = generate(model, tok, [c for c, _, _ in part], temperature=0.0, top_p=1.0, max_new_tokens=budget,
+                         seeds=[0] * len(part))
+        for (_, until, n), text in zip(part, texts):
+            text = text[:n] if isinstance(tok, LossyCharTokenizer) else text  # one token per character
+            stops = [x for x in until if x]
             cut = min([text.find(x) for x in stops if x in text] or [len(text)])
             out.append(text[:cut])
     return out
+
+
+# What workers may be asked to compute (Scorer.harness): name -> function of (model, tokenizer, requests).
+METHODS = {"loglikelihood": loglikelihoods, "loglikelihood_rolling": rolling_loglikelihoods,
+           "generate_until": generate_until}

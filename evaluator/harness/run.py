@@ -22,7 +22,8 @@ from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.run import RunDir
 
-from evaluator.checkpoints import Checkpoint
+from evaluator.checkpoints import Checkpoint, resolve
+from evaluator.harness.adapter import CheckpointLM
 from evaluator.evaluate import Context, evaluate_checkpoint, integrity
 from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
 from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
@@ -31,7 +32,7 @@ from evaluator.order import Order, arrange
 from evaluator.results import results_dir, sha256_text, write_results
 from evaluator.session import _close_interrupted, read_facts, session_lock
 from evaluator.settings import Options
-from evaluator.workers import LocalWorkers
+from evaluator.workers import Workers, start_workers
 
 SCHEMA = "recorder.eval.harness/1"
 HARNESS = "lm-eval"
@@ -46,6 +47,8 @@ class HarnessOptions:
     order: Order = Order("ascending")
     limit: int | None = None
     batch_size: int = 64
+    workers: int = 1
+    ray_address: str | None = None
     allow_gaps: bool = False
     fingerprint: bool = True
     fingerprint_tolerance: float = 0.005
@@ -53,6 +56,7 @@ class HarnessOptions:
 
     def evaluator_options(self) -> Options:
         return Options(order=self.order, all=True, limit=self.limit, batch_size=self.batch_size,
+                       workers=self.workers, ray_address=self.ray_address,
                        allow_gaps=self.allow_gaps, fingerprint=self.fingerprint,
                        fingerprint_tolerance=self.fingerprint_tolerance)
 
@@ -108,8 +112,9 @@ def scored_tasks(events: list[Event]) -> dict[int, set[str]]:
     return out
 
 
-def evaluate_harness(run_dir: Path | str | RunDir, options: HarnessOptions, *, clock: Callable[[], int] = time.time_ns,
-                     on_outcome: Callable[[StepOutcome], None] | None = None) -> HarnessSummary:
+def evaluate_harness(run_dir: Path | str | RunDir, options: HarnessOptions, *,
+                     workers_factory: Callable[[int, str | None], Workers] = start_workers,
+                     clock: Callable[[], int] = time.time_ns, on_outcome: Callable[[StepOutcome], None] | None = None) -> HarnessSummary:
     """Score the run's checkpoints on `options.tasks`; returns what happened (also when some failed)."""
     try:
         import lm_eval  # noqa: F401
@@ -147,7 +152,7 @@ def evaluate_harness(run_dir: Path | str | RunDir, options: HarnessOptions, *, c
                     continue
                 else:
                     if ctx is None:
-                        workers = LocalWorkers()
+                        workers = workers_factory(options.workers, options.ray_address)
                         stack.callback(workers.close)
                         ctx = Context(facts=facts, options=evaluator_options, writer=writer, workers=workers,
                                       clock=clock)
@@ -174,16 +179,13 @@ def _evaluate_step(ctx: Context, cp: Checkpoint, tasks: list[TaskData], options:
 def _score(ctx: Context, cp: Checkpoint, t0: float, tasks: list[TaskData], options: HarnessOptions) -> dict[str, Any]:
     import lm_eval
 
-    from evaluator.harness.loglik import encoding_note, max_length
-
     start_ns = ctx.clock()
-    digest, fp, timings = integrity(ctx, cp)
+    digest, fp, timings = integrity(ctx, cp)  # loads the checkpoint on every worker
     workers = ctx.workers
-    assert isinstance(workers, LocalWorkers)
-    model, tokenizer = workers.scorer.model, workers.scorer.tokenizer
     t = time.monotonic()
     with _quiet():
-        out = _simple_evaluate(lm_eval, model, tokenizer, tasks, options)
+        out = _simple_evaluate(lm_eval, CheckpointLM(workers.harness, batch_size=options.batch_size), tasks,
+                               options)
     timings["score_s"] = time.monotonic() - t
     if out is None:
         raise RuntimeError("lm_eval.simple_evaluate returned nothing (not rank 0?)")
@@ -209,8 +211,7 @@ def _score(ctx: Context, cp: Checkpoint, t0: float, tasks: list[TaskData], optio
                                "continuation's length in bytes"},
         "scores": {name: d["score"] for name, d in per_task.items()},
         "settings": {"batch_size": options.batch_size, "examples_limit": options.examples,
-                     "max_length": max_length(model), "encoding": encoding_note(tokenizer),
-                     "workers": workers.name},
+                     **_model_notes(resolve(ctx.facts.run.path, cp)), "workers": workers.name},
         "checkpoint": {"path": cp.path, "sha256": digest, "bytes": cp.bytes, "dtype": cp.dtype,
                        "weight_update_ns": cp.weight_update_ns, "committed": {"segment": cp.segment, "seq": cp.seq}},
         "fingerprint": fp,
@@ -225,18 +226,25 @@ def _score(ctx: Context, cp: Checkpoint, t0: float, tasks: list[TaskData], optio
     return {**doc, "_path": path, "_sha256": sha, "_results": results}
 
 
-def _simple_evaluate(lm_eval: Any, model: Any, tokenizer: Any, tasks: list[TaskData],
-                     options: HarnessOptions) -> Any:
+def _simple_evaluate(lm_eval: Any, lm: CheckpointLM, tasks: list[TaskData], options: HarnessOptions) -> Any:
     from lm_eval.tasks import TaskManager
-
-    from evaluator.harness.adapter import CheckpointLM
 
     # 0-shot, no bootstrap (stderr is not recorded), fixed seeds; only this project's task configs.
     return lm_eval.simple_evaluate(
-        model=CheckpointLM(model, tokenizer, batch_size=options.batch_size),
-        tasks=[lm_eval_config(task) for task in tasks], num_fewshot=0, limit=options.examples,
+        model=lm, tasks=[lm_eval_config(task) for task in tasks], num_fewshot=0, limit=options.examples,
         bootstrap_iters=0, log_samples=True, task_manager=TaskManager(include_defaults=False),
         random_seed=0, numpy_random_seed=0, torch_random_seed=0, fewshot_random_seed=0)
+
+
+def _model_notes(directory: Path) -> dict[str, Any]:
+    """max_length and encoding, from the checkpoint's files (the workers hold the model, not the driver)."""
+    import json
+
+    from evaluator.harness.loglik import encoding_note
+
+    config = json.loads((directory / "config.json").read_text())
+    char = json.loads((directory / "tokenizer.json").read_text()).get("type") == "char"
+    return {"max_length": config.get("max_position_embeddings"), "encoding": encoding_note(char)}
 
 
 @contextmanager

@@ -84,9 +84,9 @@ def test_rolling_loglik_of_a_text_is_its_sum_from_the_start(tiny: tuple[object, 
 
 def test_generate_until_cuts_at_the_first_stop_string(tiny: tuple[object, CharTokenizer]) -> None:
     model, tok = tiny
-    free = generate_until(model, tok, ["1+2="], [[]], [12], batch_size=1)[0]
+    free = generate_until(model, tok, [("1+2=", [], 12)], batch_size=1)[0]
     assert len(free) <= 12
     if len(free) > 1:
         stop = free[1]
-        cut = generate_until(model, tok, ["1+2="], [[stop]], [12], batch_size=1)[0]
-        assert cut == free[:free.index(stop)]
+        cut = generate_until(model, tok, [("1+2=", [stop], 12), ("1+2=", [], 3)], batch_size=2)
+        assert cut == [free[:free.index(stop)], free[:3]]

@@ -129,6 +129,21 @@ def test_query_shows_zero_shot_scores_per_step_beside_the_benchmark_accuracy(sco
     assert "zero-shot tasks" in table and "arc_easy" in table and "2 evaluations" in table
 
 
+def test_ray_workers_give_the_same_scores(scored_pair: tuple[Path, Path], trained_run: Path, tmp_path: Path,
+                                         ray_cluster: None) -> None:
+    from evaluator.harness.run import HarnessOptions, evaluate_harness
+    from evaluator.order import parse_order
+
+    run = _copy(trained_run, tmp_path)
+    summary = evaluate_harness(run, HarnessOptions(tasks=["arc_challenge", "winogrande"], data_dir=SHIPPED_DATA,
+                                                   order=parse_order("19"), workers=2, batch_size=5))
+    assert [o.status for o in summary.outcomes] == ["scored"], summary
+    expected = {k: v for k, v in _scores(scored_pair[0]).items() if k[0] == 19 and k[1] in summary.outcomes[0].scores}
+    assert _scores(run) == expected and len(expected) == 2
+    start = next(e for e in read_run(run).events if e.kind == "eval_start")
+    assert start.data["worker"].startswith("ray:2")
+
+
 def test_a_second_session_scores_only_missing_tasks(trained_run: Path, tmp_path: Path) -> None:
     run = _copy(trained_run, tmp_path)
     rc, out = _harness(run, "--tasks", "piqa", "--steps", "19")
@@ -182,7 +197,7 @@ def test_bad_options_and_missing_data_are_input_errors(trained_run: Path, tmp_pa
          f"siqa (put it at {tmp_path / 'siqa.jsonl'})"),
         (["--harness", "lm-eval", "--tasks", "mmlu"], "unknown task(s) mmlu"),
         (["--tasks", "piqa"], "add --harness lm-eval"),
-        (["--harness", "lm-eval", "--workers", "2"], "one worker"),
+        (["--harness", "lm-eval", "--all"], "--all"),
         (["--harness", "lm-eval", "--steps", "17", "--data-dir", DATA], "17"),
     ]:
         done = run_cli("eval", run, *args)

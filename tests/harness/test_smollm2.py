@@ -24,12 +24,15 @@ CHANCE = 0.25  # easy_qa: four choices per question
 
 
 def _scores(model: Any, tokenizer: Any) -> dict[str, float]:
-    from evaluator.harness.run import HarnessOptions, _quiet, _simple_evaluate
     import lm_eval
+
+    from evaluator.harness.adapter import CheckpointLM
+    from evaluator.harness.run import HarnessOptions, _quiet, _simple_evaluate
 
     tasks = resolve_tasks(["easy_qa"], SHIPPED_DATA)
     with _quiet():
-        out = _simple_evaluate(lm_eval, model, tokenizer, tasks, HarnessOptions(tasks=["easy_qa"], batch_size=16))
+        out = _simple_evaluate(lm_eval, CheckpointLM.local(model, tokenizer, batch_size=16), tasks,
+                               HarnessOptions(tasks=["easy_qa"]))
     r = out["results"]["easy_qa"]
     return {"acc": r["acc,none"], "acc_norm": r["acc_norm,none"], "n": out["n-samples"]["easy_qa"]["effective"]}
 

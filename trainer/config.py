@@ -136,11 +136,17 @@ def load_config(path: Path | None = None, sets: list[str] | None = None) -> Trai
 def _read_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError([f"--config {path}: no such file"])
-    text = path.read_text()
+    fmt = "JSON" if path.suffix == ".json" else "TOML"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError([f"--config {path}: cannot be read as UTF-8 {fmt} text ({e})"]) from e
     try:
         obj = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError([f"--config {path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {e}"]) from e
+        raise ConfigError([f"--config {path}: not valid {fmt}: {e}"]) from e
+    except RecursionError as e:  # hostile nesting: a settings file is a flat table, a few levels deep at most
+        raise ConfigError([f"--config {path}: nested too deeply to be a settings file"]) from e
     if not isinstance(obj, dict):
         raise ConfigError([f"--config {path}: the top level must be a table/object of settings"])
     return obj
@@ -150,7 +156,7 @@ def _parse_value(text: str) -> Any:
     """A TOML/JSON literal when it is one (true, 3, 1e-4, "x"), else the bare text (smollm2-135m)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: hostile nesting, '[[[[...'
         return text
 
 

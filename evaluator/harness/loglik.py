@@ -8,7 +8,7 @@ request order. tests/harness/test_adapter.py checks that batch sizes 1 and 5 giv
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,5 +174,5 @@ def generate_until(model: Any, tokenizer: Tokenizer, requests: Sequence[tuple[st
 
 
 # What workers may be asked to compute (Scorer.harness): name -> function of (model, tokenizer, requests).
-METHODS = {"loglikelihood": loglikelihoods, "loglikelihood_rolling": rolling_loglikelihoods,
+METHODS: dict[str, Callable[..., Sequence[Any]]] = {"loglikelihood": loglikelihoods, "loglikelihood_rolling": rolling_loglikelihoods,
            "generate_until": generate_until}

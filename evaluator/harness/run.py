@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from recorder.events import Event
 from recorder.log import LogWriter
@@ -23,7 +23,6 @@ from recorder.provenance import provenance
 from recorder.run import RunDir
 
 from evaluator.checkpoints import Checkpoint, resolve
-from evaluator.harness.adapter import CheckpointLM
 from evaluator.evaluate import Context, evaluate_checkpoint, integrity
 from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
 from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
@@ -33,6 +32,9 @@ from evaluator.results import results_dir, sha256_text, write_results
 from evaluator.session import _close_interrupted, read_facts, session_lock
 from evaluator.settings import Options
 from evaluator.workers import Workers, start_workers
+
+if TYPE_CHECKING:
+    from evaluator.harness.adapter import CheckpointLM  # imports lm-eval: only once it is known to be there
 
 SCHEMA = "recorder.eval.harness/1"
 HARNESS = "lm-eval"
@@ -178,6 +180,8 @@ def _evaluate_step(ctx: Context, cp: Checkpoint, tasks: list[TaskData], options:
 
 def _score(ctx: Context, cp: Checkpoint, t0: float, tasks: list[TaskData], options: HarnessOptions) -> dict[str, Any]:
     import lm_eval
+
+    from evaluator.harness.adapter import CheckpointLM
 
     start_ns = ctx.clock()
     digest, fp, timings = integrity(ctx, cp)  # loads the checkpoint on every worker

@@ -51,7 +51,7 @@ def disk_bandwidth(nbytes: int, directory: Path, repeats: int = 2) -> dict[str, 
             os.fsync(f.fileno())
         best = min(best, time.perf_counter() - t)
         path.unlink()
-    return {"bytes": nbytes, "seconds": best, "gb_per_s": nbytes / best / 1e9}
+    return {"bytes": nbytes, "seconds": best, "gb_per_s": nbytes / best / 1e9, "path": str(directory)}
 
 
 def save_lower_bounds(nbytes: int, d2h: dict[str, Any], disk: dict[str, Any]) -> dict[str, float]:

@@ -11,8 +11,9 @@ its inputs and its Exp(1) noise [B, T, V] (float64) on the CPU and picks tokens 
 wrapped in `OnDevice` (on the CPU too, so the CPU test covers that path), which moves each call's inputs to
 the model's device and the last-position logits back: that cost is part of what the bench measures.
 
-The checkpoint writer fingerprints each snapshot on its shadow model with CPU tensors, so it is given a
-CPU copy of the model as its template (its shadow then runs on the CPU, in its background thread).
+The checkpoint writer fingerprints each snapshot on its shadow model with CPU tensors (a CUDA shadow raises
+in its background thread, which then dies and leaves the loop blocked on the next save), so it is given a
+float32 CPU copy of the model as its template: its shadow runs on the CPU, in its background thread.
 """
 
 from __future__ import annotations
@@ -130,7 +131,9 @@ def run(shapes: Shapes, *, mode: str, steps: int, warmup: int, device: str, dtyp
     ckpt = None
     committed: list[Any] = []
     if mode != "none":
-        template = copy.deepcopy(model).to("cpu")  # the writer's shadow fingerprints with CPU tensors
+        # The writer's shadow fingerprints with CPU tensors, so it must live on the CPU; float32 there, since
+        # CPU bf16 matmuls can be many times slower and the fingerprint's value is not what is measured.
+        template = copy.deepcopy(model).to("cpu", torch.float32)
         ckpt = CheckpointWriter(workdir / f"ours-{mode}", template, tok, sync=(mode == "sync"),
                                 on_commit=committed.append, max_pending=2)
         del template

@@ -8,8 +8,8 @@ RESULTS_DIR/gpu-<UTC time>.jsonl and prints a summary table.
 Records (field "record"): "env"; "ours" (mode none/async/sync) and "trl" (step_s, completion_tokens_per_s,
 loss, weights_changed, ...); "limits" (d2h and disk bandwidth, lower bounds on blocking save time);
 "summary" (speedup of ours over TRL, checkpoint overheads against `none`). A part that fails writes a
-record with "error" and the rest still runs, so one broken dependency costs one number, not the run; a part
-that would overrun --budget-s writes a record with "skipped".
+record with "error" and the rest still runs, so one broken dependency costs one number, not the run. Each
+part has a share of --budget-s: ours stops early at its share (steps < steps_planned), or is "skipped".
 Targets (issue #8): ours >= 2x TRL's step speed; async checkpointing at every step <= 2% of step time.
 """
 
@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", default="limits,ours,trl", help="comma list of: limits, ours, trl")
     ap.add_argument("--modes", default="none,async,sync", help="our checkpoint modes to time")
     ap.add_argument("--budget-s", type=float, default=420.0,
-                    help="skip an our-trainer part that would not fit in what is left of this (seconds)")
+                    help="seconds for the timed parts, shared out in order: an our-trainer part stops after "
+                         "its share (one timed step at least) and a later one past its share is skipped")
     ap.add_argument("--workdir", type=Path, default=None, help="checkpoints/probes go here (default: a temp dir)")
     args = ap.parse_args(argv)
     started = time.perf_counter()  # the budget counts imports and model builds too
@@ -73,18 +74,20 @@ def main(argv: list[str] | None = None) -> int:
     plan: list[tuple[str, str | None]] = [("ours", m) for m in modes if m == "none"] if "ours" in parts else []
     plan += [("trl", None)] if "trl" in parts else []
     plan += [("ours", m) for m in modes if m != "none"] if "ours" in parts else []
-    last_ours_s = 0.0
-    for name, mode in plan:
+    # Each part's deadline is its share of the budget, cumulated, so time one part leaves flows to the next.
+    # Our first part (the baseline) always runs one timed step; a later one whose deadline has passed is
+    # skipped; TRL runs its steps regardless (it is the peer, and several times shorter on a GPU).
+    first_ours = next((m for n, m in plan if n == "ours"), None)
+    for i, (name, mode) in enumerate(plan):
         keys = {**common, **({"mode": mode} if mode else {})}
-        left = args.budget_s - (time.perf_counter() - started)
-        if name == "ours" and last_ours_s and last_ours_s > left:
-            emit({"record": name, **keys, "skipped": f"time budget: {left:.0f} s left, the last one took "
-                  f"{last_ours_s:.0f} s (raise --budget-s or lower --steps)"})
+        deadline = started + args.budget_s * (i + 1) / len(plan)
+        if name == "ours" and mode != first_ours and time.perf_counter() > deadline:
+            emit({"record": name, **keys, "skipped": f"time budget: past this part's share of --budget-s "
+                  f"{args.budget_s:.0f} s (raise it or lower --steps)"})
             continue
         if name == "ours":
-            record = _guarded("ours", keys, lambda mode=mode: _ours(shapes, mode, steps, args.warmup, device,
-                                                                    dtype, workdir))
-            last_ours_s = record["wall_s"]
+            record = _guarded("ours", keys, lambda mode=mode, deadline=deadline: _ours(
+                shapes, mode, steps, args.warmup, device, dtype, workdir, deadline))
         else:
             record = _guarded("trl", keys, lambda: _trl(shapes, steps, args.warmup, device, dtype, workdir))
         emit(record)
@@ -98,10 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _ours(shapes: Any, mode: str, steps: int, warmup: int, device: str, dtype: Any, workdir: Path) -> dict[str, Any]:
+def _ours(shapes: Any, mode: str, steps: int, warmup: int, device: str, dtype: Any, workdir: Path,
+          deadline: float) -> dict[str, Any]:
     import gpu_ours
 
-    return gpu_ours.run(shapes, mode=mode, steps=steps, warmup=warmup, device=device, dtype=dtype, workdir=workdir)
+    return gpu_ours.run(shapes, mode=mode, steps=steps, warmup=warmup, device=device, dtype=dtype, workdir=workdir,
+                        deadline=deadline)
 
 
 def _trl(shapes: Any, steps: int, warmup: int, device: str, dtype: Any, workdir: Path) -> dict[str, Any]:

@@ -111,9 +111,10 @@ def step(model: Any, optimizer: Any, rollout: Any, tok: Any, prompts: list[str],
 
 
 def run(shapes: Shapes, *, mode: str, steps: int, warmup: int, device: str, dtype: Any, workdir: Path,
-        seed: int = 0) -> dict[str, Any]:
-    """`warmup + steps` steps of our trainer with checkpointing `mode` (none, async, sync) at every step.
-    -> one result record (means over the timed steps)."""
+        seed: int = 0, deadline: float | None = None) -> dict[str, Any]:
+    """`warmup + steps` steps of our trainer with checkpointing `mode` (none, async, sync) at every step, fewer
+    timed steps (at least one) once time.perf_counter() passes `deadline`. -> one result record (means over
+    the timed steps)."""
     import torch
 
     from gpu_workload import build_hf_tokenizer, build_model, prompt_texts
@@ -140,6 +141,8 @@ def run(shapes: Shapes, *, mode: str, steps: int, warmup: int, device: str, dtyp
     texts = prompt_texts(shapes, warmup + steps, seed)
     records = []
     for i in range(warmup + steps):
+        if deadline is not None and i > warmup and time.perf_counter() > deadline:
+            break  # at least one timed step is in; the rest would overrun the bench's budget
         prompts = [p for p in texts[i * shapes.prompts:(i + 1) * shapes.prompts] for _ in range(shapes.generations)]
         seeds = [sample_seed(seed, i + 1, p, g) for p in range(shapes.prompts) for g in range(shapes.generations)]
         records.append(step(model, optimizer, rollout, tok, prompts, seeds, shapes, device, ckpt, i + 1))
@@ -150,7 +153,7 @@ def run(shapes: Shapes, *, mode: str, steps: int, warmup: int, device: str, dtyp
         drain_s = time.perf_counter() - t
     changed = any(not torch.equal(before[k], v.detach().float().cpu()) for k, v in model.state_dict().items())
     timed = records[warmup:]
-    return _summary(timed, mode=mode, changed=changed, committed=len(committed), drain_s=drain_s,
+    return _summary(timed, mode=mode, changed=changed, steps_planned=steps, committed=len(committed), drain_s=drain_s,
                     checkpoint_bytes=committed[-1].bytes if committed else 0)
 
 

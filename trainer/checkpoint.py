@@ -194,10 +194,20 @@ class CheckpointWriter:
             self._thread.join()
         self.check()
 
+    def drain(self) -> None:
+        """Wait until every queued write is done (the writer stays open); raise the first failure."""
+        if self._thread is not None:
+            self._queue.join()
+        self.check()
+
     def _worker(self) -> None:
         while (job := self._queue.get()) is not _DONE:
-            if self.error is None:  # after a failure nothing more is committed
-                self._write(job)
+            try:
+                if self.error is None:  # after a failure nothing more is committed
+                    self._write(job)
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
 
     def _write(self, job: _Job) -> None:
         step, tensors, weight_update_ns, begin = job.step, job.tensors, job.weight_update_ns, job.begin_ns

@@ -80,3 +80,14 @@ def test_writer_thread_is_daemon_and_named(tmp_path, model_tok):
     w = CheckpointWriter(tmp_path, model, tok, sync=False, on_commit=lambda c: None)
     assert any(t.name == "checkpoint-writer" for t in threading.enumerate())
     w.close()
+
+
+def test_drain_waits_and_keeps_the_writer_open(tmp_path, model_tok):
+    model, tok = model_tok
+    w = CheckpointWriter(tmp_path, model, tok, sync=False, on_commit=lambda c: None)
+    w.save(model, step=1, weight_update_ns=1)
+    w.drain()
+    assert [c.step for c in w.committed] == [1]
+    w.save(model, step=2, weight_update_ns=2)
+    w.close()
+    assert [c.step for c in w.committed] == [1, 2]

@@ -14,7 +14,7 @@ from recorder.run import RunDir
 from recorder.segment import CONTINUATION, END_OF_STREAM, list_segments, parse_segment_name, schema_message
 
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError, pa.ArrowTypeError,
-                 pa.ArrowIndexError, OSError, ValueError)
+                 pa.ArrowIndexError, OSError, ValueError, EOFError)  # EOFError: a message cut at the end of the data
 _MAX_RESYNC_PROBES = 4096
 
 

@@ -166,3 +166,18 @@ def test_config_deeply_nested_toml_and_set(tmp_path: Path) -> None:
     _load(path, [])
     _load(None, ["seed=" + "[" * 100_000])
     _load(None, ["a" + ".a" * 100_000 + "=1"])
+
+
+# -- atheris (coverage-guided), when it installs -------------------------------------------------------------
+@pytest.mark.parametrize("target", ["segment", "config"])
+def test_atheris(target: str, tmp_path: Path) -> None:
+    pytest.importorskip("atheris")
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "tests.reliability.atheris_targets", target, "-runs=3000",
+                        "-max_total_time=10",
+                        f"-artifact_prefix={tmp_path}/"], capture_output=True, text=True, timeout=300,
+                       cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Done" in r.stderr, r.stderr[-2000:]

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps first (allocator, kernels, caches)")
     ap.add_argument("--parts", default="limits,ours,trl", help="comma list of: limits, ours, trl")
     ap.add_argument("--modes", default="none,async,sync", help="our checkpoint modes to time")
-    ap.add_argument("--budget-s", type=float, default=420.0,
+    ap.add_argument("--budget-s", type=float, default=360.0,
                     help="seconds for the timed parts, shared out in order: an our-trainer part stops after "
                          "its share (one timed step at least) and a later one past its share is skipped")
     ap.add_argument("--workdir", type=Path, default=None, help="checkpoints/probes go here (default: a temp dir)")
@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         emit(record)
         _free(device)
     emit({"record": "summary", **common, **summarize(records)})
-    print(f"wrote {out}")
+    from gpu_table import table
+
+    print(f"\n{table(records)}\n\nwrote {out}")
     if args.workdir is None:
         import shutil
 

@@ -18,6 +18,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import gpu_bench  # noqa: E402
 import gpu_limits  # noqa: E402
+import gpu_table  # noqa: E402
 from gpu_workload import FULL, TINY, reward_text  # noqa: E402
 
 
@@ -58,7 +59,13 @@ def check_dry_run(records: list[dict[str, Any]], device: str) -> None:
 
 
 def test_tiny_dry_run_on_cpu(tmp_path: Path) -> None:
-    check_dry_run(run_gpu_sh(tmp_path / "results", "--device", "cpu"), "cpu")
+    records = run_gpu_sh(tmp_path / "results", "--device", "cpu")
+    check_dry_run(records, "cpu")
+    text = gpu_table.table(records)
+    for row in ("| ours (torch) | none |", "| TRL GRPOTrainer | none |", "| ours (torch) | async |",
+                "| ours (torch) | sync |"):
+        assert row in text
+    assert "TINY shapes: not a performance number" in text and "n/a" not in text.split("\n\n")[-1]
 
 
 @pytest.mark.gpu

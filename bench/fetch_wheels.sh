@@ -11,6 +11,9 @@ dest=$repo/.whl
 py=${PYTHON:-python3}
 ver() { "$py" -c "import importlib.metadata as m; print(m.version('$1'))"; }
 pkgs=("trl==$(ver trl)" "datasets==$(ver datasets)" "dill==$(ver dill)" "multiprocess==$(ver multiprocess)")
+# datasets wants pyarrow >= 24; the H200 image's pyarrow version is not on record. If the `trl` record of a
+# GPU run says pyarrow is too old, fetch it too (pyarrow 26.0.1: 55 MB, of the 64 MiB a device call may carry).
+if [ "${WITH_PYARROW:-0}" = 1 ]; then pkgs+=("pyarrow==$(ver pyarrow)"); fi
 mkdir -p "$dest"
 "$py" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \

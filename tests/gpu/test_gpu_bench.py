@@ -59,6 +59,7 @@ def check_dry_run(records: list[dict[str, Any]], device: str) -> None:
 
 
 def test_tiny_dry_run_on_cpu(tmp_path: Path) -> None:
+    pytest.importorskip("trl", reason="the TRL peer needs the trl extra (pip install -e .[trl])")
     records = run_gpu_sh(tmp_path / "results", "--device", "cpu")
     check_dry_run(records, "cpu")
     text = gpu_table.table(records)
@@ -70,6 +71,7 @@ def test_tiny_dry_run_on_cpu(tmp_path: Path) -> None:
 
 @pytest.mark.gpu
 def test_tiny_run_on_gpu(tmp_path: Path) -> None:
+    pytest.importorskip("trl", reason="the TRL peer needs the trl extra (pip install -e .[trl])")
     check_dry_run(run_gpu_sh(tmp_path / "results", "--device", "cuda"), "cuda")
 
 

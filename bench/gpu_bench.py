@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -173,7 +174,9 @@ def _env(device: str) -> dict[str, Any]:
     import torch
 
     env: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
-                           "host": platform.node(), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+                           "host": platform.node(), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                           # our sampler draws its noise and picks tokens on the CPU: its threads matter
+                           "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count()}
     for name in ("transformers", "trl", "datasets", "accelerate", "safetensors"):
         try:
             from importlib.metadata import version

@@ -59,3 +59,7 @@ class EvaluationsFailed(EvalError, DataError):
 
 class NothingPassedError(EvalError, DataError):
     """Every checkpoint was evaluated and none reached the target."""
+
+
+class RunNotWritableError(EvalError, DataError):
+    """The run directory cannot be written (read-only filesystem, no permission): nothing is recorded."""

@@ -23,7 +23,7 @@ from recorder.reader import read_run
 from recorder.run import RunDir
 
 from evaluator.checkpoints import Checkpoint, check_series, committed
-from evaluator.errors import EvaluatorBusyError, NotEvaluableError
+from evaluator.errors import EvaluatorBusyError, NotEvaluableError, RunNotWritableError
 from evaluator.evaluate import Context, evaluate_checkpoint
 from evaluator.history import Attempt, attempts, open_attempts, scored
 from evaluator.order import arrange
@@ -110,8 +110,12 @@ def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool) -> RunFacts:
 def session_lock(run: RunDir) -> Iterator[None]:
     """Hold the run's evaluator lock (flock: the kernel drops it when its process dies, even by SIGKILL)."""
     path = run.derived / "evals" / ".lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:  # before any event: a read-only run directory records nothing and loses nothing
+        raise RunNotWritableError(f"{path}: cannot take the evaluator's lock ({e.strerror}); the run directory "
+                                  "must be writable to record evaluations (is it on a read-only filesystem?)") from e
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

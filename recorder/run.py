@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from recorder.errors import InputError, NotARunError, RunExistsError
+from recorder.errors import InputError, LogWriteError, NotARunError, RunExistsError
 
 DEFAULT_ROOT = Path("runs")
 
@@ -50,13 +50,17 @@ class RunDir:
         path = Path(root) / run_id
         if path.exists():
             raise RunExistsError(f"run {run_id!r} already exists at {path}: pick another --run-id")
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            path.mkdir()
-        except FileExistsError as e:
-            raise RunExistsError(f"run {run_id!r} already exists at {path}: pick another --run-id") from e
-        (path / "events").mkdir()
-        _fsync_dir(path.parent)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                path.mkdir()
+            except FileExistsError as e:
+                raise RunExistsError(f"run {run_id!r} already exists at {path}: pick another --run-id") from e
+            (path / "events").mkdir()
+            _fsync_dir(path.parent)
+        except OSError as e:  # read-only or full filesystem, no permission: say where, not a traceback
+            raise LogWriteError(f"{path}: cannot create the run directory ({e.strerror}); is --root on a "
+                                "read-only or full filesystem?") from e
         return cls(path)
 
     @classmethod

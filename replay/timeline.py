@@ -17,6 +17,9 @@ from recorder.events import Event
 from replay.errors import DuplicateResultError, MissingFactError
 
 BENCHMARK_METRIC = "accuracy"  # eval_result key of the benchmark's pass@k; other keys are zero-shot tasks
+# Zero-shot tasks (`recorder eval --harness`) have their own writer: their starts, stops and failures are not
+# the benchmark's evaluations and never take part in its mllog.
+ZERO_SHOT_WRITER = "harness"
 
 
 def canonical_order(events: Iterable[Event]) -> list[Event]:
@@ -166,7 +169,7 @@ def _evaluations(run_id: str, ordered: list[Event]) -> tuple[list[Evaluation], l
     problems: list[str] = []
     failed: list[int] = []
     for e in ordered:
-        if e.step is None:
+        if e.step is None or e.writer == ZERO_SHOT_WRITER:
             continue
         if e.kind == "eval_start":
             starts.setdefault(e.step, []).append(e)

@@ -107,3 +107,31 @@ def test_design_worked_example(tmp_path: Path) -> None:
         d = derive_run(events, "6.1.0", name)
         assert (d.passing_step, d.run_stop_ns) == (step, T0 + stop_s * 10**9), name
         assert round(d.minutes or 0, 3) == round(stop_s / 60, 3)
+
+
+def test_zero_shot_sessions_do_not_change_the_benchmark_log(tmp_path: Path) -> None:
+    """Harness sessions (writer "harness") start, score, fail and stop around the benchmark's evaluations:
+    every interpretation derives the same bytes as without them."""
+    from recorder.log import LogWriter
+
+    from tests.replay.runs import S
+
+    plain = record_run(tmp_path, "plain", **CASES["arbitrary_order"])  # type: ignore[arg-type]
+    mixed = record_run(tmp_path, "mixed", **CASES["arbitrary_order"])  # type: ignore[arg-type]
+    with LogWriter(mixed, "harness", clock=lambda: T0) as w:
+        # Step 5's benchmark evaluation runs 400-460 s (result at 459 s). A zero-shot session of the same
+        # checkpoint starts inside it and stops between its result and its stop; step 6 is scored later.
+        for step, start_ns, stop_ns in ((5, 430 * S, 459 * S + S // 2), (6, 700 * S, 702 * S)):
+            w.append("eval_start", step=step, samples_count=step * 3840, time_ns=T0 + start_ns)
+            w.append("eval_result", step=step, samples_count=step * 3840, key="arc_easy", value=0.9,
+                     time_ns=T0 + start_ns + S)
+            w.append("eval_stop", step=step, samples_count=step * 3840, time_ns=T0 + stop_ns)
+        w.append("eval_failed", step=7, samples_count=7 * 3840, time_ns=T0 + 710 * S,
+                 data={"reason": "no data for task siqa", "error": "HarnessDataError"})
+    for name in INTERPRETATIONS:
+        if name == "as-recorded":
+            continue
+        want = derive_run(read_run(plain.path).events, "6.1.0", name)
+        got = derive_run(read_run(mixed.path).events, "6.1.0", name)
+        assert (got.lines, got.passing_step, got.run_stop_ns, got.why) == (
+            want.lines, want.passing_step, want.run_stop_ns, want.why), name

@@ -51,7 +51,20 @@ def disk_bandwidth(nbytes: int, directory: Path, repeats: int = 2) -> dict[str, 
             os.fsync(f.fileno())
         best = min(best, time.perf_counter() - t)
         path.unlink()
-    return {"bytes": nbytes, "seconds": best, "gb_per_s": nbytes / best / 1e9, "path": str(directory)}
+    return {"bytes": nbytes, "seconds": best, "gb_per_s": nbytes / best / 1e9, "path": str(directory),
+            "fs": filesystem_type(directory)}
+
+
+def filesystem_type(path: Path) -> str | None:
+    """The type of the filesystem holding `path` (tmpfs would make 'disk' bandwidth a memory copy)."""
+    try:
+        mounts = [line.split()[1:3] for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return None
+    target = str(path.resolve())
+    best = max((m for m in mounts if target == m[0] or target.startswith(m[0].rstrip("/") + "/")),
+               key=lambda m: len(m[0]), default=None)
+    return None if best is None else best[1]
 
 
 def save_lower_bounds(nbytes: int, d2h: dict[str, Any], disk: dict[str, Any]) -> dict[str, float]:

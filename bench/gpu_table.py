@@ -39,7 +39,7 @@ def table(records: list[dict[str, Any]]) -> str:
              f"sync {_pct(s.get('sync_overhead'))}"]
     if lim:
         lines.append(f"- limits: device-to-host {_f(lim['d2h']['gb_per_s'], 1)} GB/s "
-                     f"({'pinned' if lim['d2h']['pinned'] else 'not pinned'}), disk with fsync "
+                     f"({'pinned' if lim['d2h']['pinned'] else 'not pinned'}), disk ({lim['disk'].get('fs')}) with fsync "
                      f"{_f(lim['disk']['gb_per_s'], 2)} GB/s for {lim['checkpoint_bytes'] / 1e6:.1f} MB: a save "
                      f"must block >= {_f(lim['bounds']['async_block_s'] * 1e3, 1)} ms async, "
                      f">= {_f(lim['bounds']['sync_block_s'] * 1e3, 1)} ms sync")

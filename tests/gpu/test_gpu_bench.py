@@ -107,6 +107,12 @@ def test_summary_without_a_peer_gives_none() -> None:
     assert s["speedup_vs_trl"] is None and s["async_overhead"] is None and "meets_2x" not in s
 
 
+def test_filesystem_type_of_a_real_path(tmp_path: Path) -> None:
+    fs = gpu_limits.filesystem_type(tmp_path)
+    assert fs is None or fs in Path("/proc/mounts").read_text()
+    assert gpu_limits.filesystem_type(Path("/")) not in (None, "")
+
+
 def test_lower_bounds_by_hand() -> None:
     b = gpu_limits.save_lower_bounds(10**9, {"gb_per_s": 50.0}, {"gb_per_s": 2.0})
     assert b["async_block_s"] == pytest.approx(0.02)

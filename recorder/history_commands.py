@@ -144,7 +144,7 @@ def plot(
     run_dir: Annotated[Path | None, typer.Argument(help="The run to draw as a timeline.")] = None,
     out: Annotated[Path, typer.Option("-o", "--output", help="The PNG (or SVG/PDF) to write.")] = Path("run.png"),
     root: Annotated[Path | None, typer.Option("--root", help="Draw a metric across every run here instead.")] = None,
-    metric: Annotated[str, typer.Option("--metric", help="With --root: a column of the steps view.")] = "reward",
+    metric: Annotated[str, typer.Option("--metric", help="With --root: a column of the steps view, or an evaluation key (accuracy, a zero-shot task).")] = "reward",
 ) -> None:
     """A timeline of one run (steps, saves, evaluations, run_stop per interpretation), or curves across runs."""
     from recorder import plot as plots

@@ -204,14 +204,23 @@ def _legend(fig: Any) -> None:
 
 
 def plot_metric(history: History, metric: str, out: Path) -> Path:
-    """One curve per run of a `steps` column (e.g. reward) against the step."""
+    """One curve per run against the step: a `steps` column (e.g. reward), or an evaluation score by its key
+    in the `evals` view ('accuracy' for the benchmark's pass@k, a task name for zero-shot scores)."""
     plt = _matplotlib()
     columns = history.query("SELECT * FROM steps LIMIT 0").column_names
     numeric = [c for c in columns if c not in ("run_id", "step")]
-    if metric not in numeric:
-        raise PlotError(f"unknown metric {metric!r}: choose one of {', '.join(numeric)} (columns of the steps view)")
-    rows = history.query(f'SELECT run_id, step, "{metric}" AS y FROM steps WHERE "{metric}" IS NOT NULL '
-                         "ORDER BY run_id, step").to_pylist()
+    scores = [r["key"] for r in history.query(
+        "SELECT DISTINCT key FROM evals WHERE key IS NOT NULL AND value IS NOT NULL ORDER BY key").to_pylist()]
+    if metric in numeric:
+        sql = (f'SELECT run_id, step, "{metric}" AS y FROM steps WHERE "{metric}" IS NOT NULL '
+               "ORDER BY run_id, step")
+    elif metric in scores:  # a known key: safe to quote into the statement
+        sql = ("SELECT run_id, step, max(value) AS y FROM evals WHERE key = '" + metric.replace("'", "''") +
+               "' AND value IS NOT NULL AND step IS NOT NULL GROUP BY run_id, step ORDER BY run_id, step")
+    else:
+        raise PlotError(f"unknown metric {metric!r}: choose a column of the steps view ({', '.join(numeric)}) "
+                        f"or an evaluation key ({', '.join(scores) or 'none recorded'})")
+    rows = history.query(sql).to_pylist()
     if not rows:
         raise PlotError(f"no run under {history.root} has a {metric!r} value")
     curves: dict[str, tuple[list[int], list[float]]] = {}

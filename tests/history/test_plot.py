@@ -41,11 +41,16 @@ def test_plot_run_and_metric_across_runs(history_root: Path, tmp_path: Path) -> 
     done = run_cli("plot", "--root", str(history_root), "--metric", "reward", "-o", str(curves))
     assert done.returncode == 0, done.stderr
     assert curves.read_bytes().startswith(PNG)
+    scores = tmp_path / "accuracy.png"  # an evaluation key, as zero-shot task names are
+    done = run_cli("plot", "--root", str(history_root), "--metric", "accuracy", "-o", str(scores))
+    assert done.returncode == 0, done.stderr
+    assert scores.read_bytes().startswith(PNG)
 
 
 def test_plot_bad_input(history_root: Path, tmp_path: Path) -> None:
     done = run_cli("plot", "--root", str(history_root), "--metric", "nope", "-o", str(tmp_path / "x.png"))
     assert done.returncode == 2 and "unknown metric 'nope'" in done.stderr and "reward" in done.stderr
+    assert "evaluation key (accuracy" in done.stderr
     done = run_cli("plot", str(history_root / "damaged"), "-o", str(tmp_path / "d.png"))
     assert done.returncode == 2 and "cannot draw" in done.stderr and "altered" in done.stderr
     done = run_cli("plot", "-o", str(tmp_path / "n.png"))

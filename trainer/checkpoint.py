@@ -104,17 +104,21 @@ def file_sha256(path: Path) -> str:
 
 def read_metadata(path: Path) -> dict[str, str]:
     """The safetensors metadata of a checkpoint directory's weights (holds weight_update_ns and step)."""
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
 
     weights = Path(path) / WEIGHTS
     if not weights.is_file():
         raise CheckpointError(f"{weights}: missing; is {path} a checkpoint directory?")
-    with safe_open(str(weights), framework="pt") as f:
-        return dict(f.metadata() or {})
+    try:
+        with safe_open(str(weights), framework="pt") as f:
+            return dict(f.metadata() or {})
+    except (OSError, SafetensorError) as e:
+        raise CheckpointError(f"{weights}: not a readable safetensors file: {e}") from e
 
 
 def load_checkpoint(path: Path | str) -> tuple[Any, Tokenizer]:
     """(model, tokenizer) from a checkpoint directory; weights via safetensors only (never unpickled)."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -127,7 +131,7 @@ def load_checkpoint(path: Path | str) -> tuple[Any, Tokenizer]:
         model = AutoModelForCausalLM.from_config(config).float()
         state = load_file(str(path / WEIGHTS))
         model.load_state_dict(state, strict=True)
-    except (OSError, ValueError, RuntimeError) as e:
+    except (OSError, ValueError, RuntimeError, SafetensorError) as e:  # SafetensorError: not a safetensors file
         raise CheckpointError(f"{path}: cannot load the checkpoint: {e}") from e
     model.eval()
     return model, from_json((path / "tokenizer.json").read_text())

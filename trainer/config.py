@@ -133,6 +133,18 @@ def load_config(path: Path | None = None, sets: list[str] | None = None) -> Trai
     return cfg
 
 
+def config_from_dict(raw: dict[str, Any]) -> TrainConfig:
+    """A recorded config (run_opened.data.config) back as a TrainConfig, validated like any other."""
+    errors: list[str] = []
+    cfg = _build(TrainConfig, raw, "", errors)
+    if cfg is not None:
+        errors.extend(validate(cfg))
+    if errors:
+        raise ConfigError(errors)
+    assert cfg is not None
+    return cfg
+
+
 def _read_file(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError([f"--config {path}: no such file"])

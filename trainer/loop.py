@@ -62,6 +62,7 @@ class GRPOTrainer:
         self.root, self.run_id = Path(root), run_id
         self.use_ray, self.ray_address = use_ray, ray_address
         self.on_step = on_step
+        self.first_step = 1  # a resumed session starts after its checkpoint's step (trainer/resume.py)
         self.last_step: int | None = None
         self.log: LogWriter | None = None
         self.ckpt: CheckpointWriter | None = None
@@ -92,15 +93,22 @@ class GRPOTrainer:
         self.log.append("init_start", data={"warmup": None if w is None else {
             "batches": w.batches, "dev_accuracy": w.dev_accuracy, "cached": w.cached, "seconds": w.seconds,
             "cache_path": w.cache_path}})
+        self._start_engines()
+        self.log.append("init_stop")
+        self.log.append("run_start")
+        return self.run
+
+    def _start_engines(self) -> None:
+        """The optimizer (fresh AdamW state), the rollout backend and the checkpoint writer, for self.model."""
+        import torch
+
+        cfg = self.cfg
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.learning_rate,
                                            betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_epsilon,
                                            weight_decay=cfg.weight_decay)
         self.rollout = self._make_rollout()
         self.ckpt = CheckpointWriter(self.run.checkpoints, self.model, self.tokenizer, sync=cfg.checkpoint.sync,
                                      on_commit=self._committed, max_pending=cfg.checkpoint.max_pending)
-        self.log.append("init_stop")
-        self.log.append("run_start")
-        return self.run
 
     def _make_rollout(self) -> Any:
         if self.cfg.rollout == "vllm":
@@ -121,8 +129,8 @@ class GRPOTrainer:
         assert self.log is not None and self.ckpt is not None
         cfg = self.cfg
         gbs = cfg.global_batch_size
-        self.log.append("block_start", step=1, samples_count=0)
-        for step in range(1, cfg.max_steps + 1):
+        self.log.append("block_start", step=self.first_step, samples_count=(self.first_step - 1) * gbs)
+        for step in range(self.first_step, cfg.max_steps + 1):
             result = self.train_step(step)
             self.last_step = step
             self.summary.steps.append(result)

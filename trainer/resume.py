@@ -1,0 +1,130 @@
+"""`recorder train --resume RUN_DIR`: continue a stopped or killed run from its last committed checkpoint.
+
+What a resumed session restores, and what it does not:
+- the config: the one recorded in the run's first run_opened (a resumed run is one config; no --set);
+- the weights: from the last checkpoint whose checkpoint_committed event exists and whose weights file
+  still has the recorded sha256 (loaded with safetensors, never unpickled);
+- NOT the AdamW moments: checkpoints are weights-only (the 6.1 rule times every save, so the trainer does
+  not write optimizer state); the optimizer starts fresh, as after a weights-only restart elsewhere;
+- the rollouts: per-step, per-sample seeds, so step N+1 samples as it would have in one session.
+
+It appends to the same run in a new segment (a writer never reopens a segment): run_opened with
+`resumed_from` (the run id), `resumed_at_step` and `resumed_checkpoint`, then the remaining steps. A
+checkpoint directory left by the killed session without a commit event is moved aside (never referenced,
+never overwritten). Replay marks a resumed run: its history is kept, but it is not a valid timed MLPerf run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from recorder.events import Event
+from recorder.log import LogWriter
+from recorder.reader import read_run
+from recorder.run import RunDir
+from trainer.checkpoint import file_sha256, load_checkpoint
+from trainer.config import BENCHMARK, TrainConfig, config_from_dict
+from trainer.errors import TrainerError
+from trainer.loop import WRITER, GRPOTrainer, TrainSummary
+from trainer.provenance import provenance
+
+
+class ResumeError(TrainerError):
+    """A run that cannot be resumed (finished, nothing committed, altered checkpoints); exit 2."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    run: RunDir
+    config: TrainConfig
+    step: int              # the checkpoint's step: training continues at step + 1
+    checkpoint: Path       # inside the run directory
+    orphans: tuple[Path, ...]  # checkpoint directories with no commit event (set aside before training)
+
+
+def plan_resume(run_dir: Path | str) -> ResumePlan:
+    """Check the run can be resumed and pick the checkpoint; raises ResumeError saying why not."""
+    log = read_run(run_dir)
+    run, events = log.run, log.events
+    opened = next((e for e in events if e.kind == "run_opened" and e.writer == WRITER), None)
+    if opened is None or not isinstance(opened.data.get("config"), dict) or not opened.data["config"]:
+        raise ResumeError(f"{run.path}: no trainer run_opened with a recorded config: only runs recorded by "
+                          "`recorder train` can be resumed")
+    stops = [e for e in events if e.kind == "train_stop"]
+    if stops and stops[-1].data.get("status") == "completed":
+        raise ResumeError(f"{run.path}: training already completed (train_stop seq {stops[-1].seq} in "
+                          f"{stops[-1].segment}); nothing to resume")
+    cfg = config_from_dict(opened.data["config"])
+    commits = sorted((e for e in events if e.kind == "checkpoint_committed"), key=lambda e: e.step or 0)
+    if not commits:
+        raise ResumeError(f"{run.path}: no checkpoint was committed (checkpoints start at step "
+                          f"{cfg.validation_start}); nothing to resume from: start a new run")
+    last = commits[-1]
+    checkpoint = _inside(run, last)
+    if file_sha256(checkpoint / "model.safetensors") != last.data.get("sha256"):
+        raise ResumeError(f"{checkpoint}/model.safetensors: sha256 differs from its checkpoint_committed event "
+                          f"({last.segment} seq {last.seq}): altered after commit; not resumed from")
+    assert last.step is not None
+    if last.step >= cfg.max_steps:
+        raise ResumeError(f"{run.path}: the last checkpoint is the final step {last.step}; nothing left to train")
+    referenced = {str(PurePosixPath(e.data.get("path", ""))) for e in commits}
+    orphans = tuple(p for p in sorted(run.checkpoints.glob("step_*"))
+                    if str(PurePosixPath(p.relative_to(run.path))) not in referenced)
+    return ResumePlan(run, cfg, last.step, checkpoint, orphans)
+
+
+def _inside(run: RunDir, event: Event) -> Path:
+    """The event's checkpoint directory, refused when the recorded path leaves the run (symlinks resolved)."""
+    rel = str(event.data.get("path") or "")
+    root = run.path.resolve()
+    target = (root / rel).resolve()
+    if not rel or PurePosixPath(rel).is_absolute() or root not in target.parents:
+        raise ResumeError(f"{event.segment} seq {event.seq}: checkpoint path {rel!r} is outside the run "
+                          f"directory {root}: refused")
+    if not (target / "model.safetensors").is_file():
+        raise ResumeError(f"{target}: committed at {event.segment} seq {event.seq} but missing now; not resumed")
+    return target
+
+
+class ResumedTrainer(GRPOTrainer):
+    """A GRPOTrainer whose setup opens the existing run and loads the plan's checkpoint."""
+
+    def __init__(self, plan: ResumePlan, **kwargs: Any) -> None:
+        super().__init__(plan.config, root=plan.run.path.parent, run_id=plan.run.run_id, **kwargs)
+        self.plan = plan
+
+    def setup(self) -> RunDir:
+        import torch
+
+        plan, cfg = self.plan, self.cfg
+        self.run = plan.run
+        torch.set_num_threads(cfg.threads)
+        self.summary = TrainSummary(self.run)
+        set_aside = [_set_aside(p) for p in plan.orphans]
+        self.log = LogWriter(self.run, WRITER)
+        self.log.append("run_opened", data={
+            "benchmark": BENCHMARK, "ruleset": cfg.ruleset, "division": cfg.division,
+            "global_batch_size": cfg.global_batch_size, "config": cfg.to_dict(), "provenance": provenance(),
+            "resumed_from": self.run.run_id, "resumed_at_step": plan.step,
+            "resumed_checkpoint": str(plan.checkpoint.relative_to(self.run.path.resolve())),
+            "optimizer": "re-initialised (checkpoints are weights-only)",
+            "set_aside": [str(p.relative_to(self.run.path)) for p in set_aside]})
+        self.log.append("init_start", data={"warmup": None})
+        self.model, self.tokenizer = load_checkpoint(plan.checkpoint)
+        self.first_step = plan.step + 1
+        self.last_step = plan.step
+        self._start_engines()
+        self.log.append("init_stop")
+        return self.run
+
+
+def _set_aside(path: Path) -> Path:
+    """Move an uncommitted checkpoint directory out of the way (kept for inspection, never referenced)."""
+    target = path.with_name(f".uncommitted-{path.name}-{os.getpid()}")
+    os.rename(path, target)
+    return target

@@ -25,6 +25,7 @@ from recorder.events import Event
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.run import RunDir
+from recorder.verify import verify_run
 from trainer.checkpoint import file_sha256, load_checkpoint
 from trainer.config import BENCHMARK, TrainConfig, config_from_dict
 from trainer.errors import TrainerError
@@ -49,6 +50,10 @@ class ResumePlan:
 
 def plan_resume(run_dir: Path | str) -> ResumePlan:
     """Check the run can be resumed and pick the checkpoint; raises ResumeError saying why not."""
+    report = verify_run(run_dir)
+    if not report.ok:  # never continue from (or append to) a log that was altered
+        raise ResumeError(f"{report.run.path} fails verification ({report.problems[0]}); run `recorder verify "
+                          f"{report.run.path}`: an altered run is not resumed")
     log = read_run(run_dir)
     run, events = log.run, log.events
     opened = next((e for e in events if e.kind == "run_opened" and e.writer == WRITER), None)

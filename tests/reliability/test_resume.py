@@ -116,3 +116,33 @@ def test_a_completed_run_is_not_resumed(tmp_path: Path, killed: Path) -> None:
     assert run_cli("train", "--resume", str(run)).returncode == 0
     r = run_cli("train", "--resume", str(run))
     assert r.returncode == 2 and "already completed" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_recorded_path_outside_the_run_is_refused(tmp_path: Path) -> None:
+    """A well-formed log (valid digest chain: digests are not signatures) whose commit points outside the run."""
+    from recorder.log import LogWriter
+    from recorder.run import RunDir
+    from trainer.config import load_config
+
+    cfg = load_config(sets=["warmup.enabled=false"])
+    outside = tmp_path / "evil" / "step_0000018"
+    outside.mkdir(parents=True)
+    (outside / "model.safetensors").write_bytes(b"")
+    for rel in ("../../evil/step_0000018", str(outside)):
+        run = RunDir.create(tmp_path / "runs", f"r{len(rel)}")
+        with LogWriter(run, "trainer") as w:
+            w.append("run_opened", data={"config": cfg.to_dict(), "global_batch_size": cfg.global_batch_size})
+            w.append("checkpoint_committed", step=18, samples_count=18 * 256, data={"path": rel, "sha256": ""})
+        r = run_cli("train", "--resume", str(run.path))
+        assert r.returncode == 2 and "outside the run directory" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_an_altered_run_is_not_resumed(tmp_path: Path, killed: Path) -> None:
+    run = _copy(killed, tmp_path)
+    seg = run / "events" / "trainer-0001.arrows"
+    raw = seg.read_bytes()
+    at = raw.index(b"step_metrics", len(raw) // 2)
+    seg.write_bytes(raw[:at] + b"step_metricz" + raw[at + 12:])
+    r = run_cli("train", "--resume", str(run))
+    assert r.returncode == 2 and "fails verification" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert len(list((run / "events").iterdir())) == 1

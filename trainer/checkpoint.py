@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recorder.errors import RecorderError
+
 from trainer.errors import CheckpointError
 from trainer.fingerprint import fingerprint_record
 from trainer.tokenizer import Tokenizer, from_json
@@ -162,7 +164,7 @@ class CheckpointWriter:
         self.sync = sync
         self.on_commit = on_commit
         self.clock = clock
-        self.error: CheckpointError | None = None
+        self.error: Exception | None = None  # the first failure of the background writer
         self.committed: list[SavedCheckpoint] = []
         # A second model instance: the background thread loads each snapshot into it to fingerprint.
         self._shadow = copy.deepcopy(model).eval()
@@ -209,6 +211,8 @@ class CheckpointWriter:
             try:
                 if self.error is None:  # after a failure nothing more is committed
                     self._write(job)
+            except Exception as e:  # noqa: BLE001 - a dead writer thread would block the loop forever
+                self.error = _as_checkpoint_error(e, job.step)
             finally:
                 self._queue.task_done()
         self._queue.task_done()
@@ -221,10 +225,13 @@ class CheckpointWriter:
                                          step=step)
             self._shadow.load_state_dict(tensors, strict=True)
             fp = fingerprint_record(self._shadow, self.tokenizer)
-        except CheckpointError as e:
-            self.error = e
+        except Exception as e:  # noqa: BLE001 - any failure (disk, fingerprint, device) is this step's
+            error = _as_checkpoint_error(e, step)
             if self.sync:
-                raise
+                if error is e:
+                    raise
+                raise error from e
+            self.error = error
             return
         end = self.clock()
         if not self.sync:
@@ -236,6 +243,15 @@ class CheckpointWriter:
                                 fingerprint=fp, dtype=dtype)
         self.committed.append(saved)
         self.on_commit(saved)
+
+
+def _as_checkpoint_error(e: Exception, step: int) -> Exception:
+    """What the training loop raises for a failed save: our errors as they are, anything else wrapped."""
+    if isinstance(e, RecorderError):
+        return e
+    wrapped = CheckpointError(f"step {step}: saving the checkpoint failed: {type(e).__name__}: {e}")
+    wrapped.__cause__ = e
+    return wrapped
 
 
 def checkpoint_event_data(saved: SavedCheckpoint, run_path: Path) -> dict[str, Any]:

@@ -91,3 +91,38 @@ def test_drain_waits_and_keeps_the_writer_open(tmp_path, model_tok):
     w.save(model, step=2, weight_update_ns=2)
     w.close()
     assert [c.step for c in w.committed] == [1, 2]
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_any_failure_of_a_save_ends_the_save_not_the_loop(tmp_path, model_tok, sync):
+    """A failure that is not a disk error (here: fingerprinting raises) must surface as a CheckpointError at the
+    next save or at close; the background thread must not die and leave the loop blocked on its queue."""
+    model, tok = model_tok
+
+    class BrokenTokenizer:  # the real tokenizer, except that encoding (used by the fingerprint) raises
+        def __getattr__(self, name):
+            return getattr(tok, name)
+
+        def encode(self, text):
+            raise RuntimeError("tokenizer exploded")
+
+    broken = BrokenTokenizer()
+    committed = []
+    w = CheckpointWriter(tmp_path, model, broken, sync=sync, on_commit=committed.append, max_pending=1)
+    outcome = []
+
+    def loop():
+        try:
+            for step in (18, 19, 20, 21):
+                w.save(model, step=step, weight_update_ns=step)
+            w.close()
+        except CheckpointError as e:
+            outcome.append(e)
+
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "the training loop is blocked on a dead checkpoint writer"
+    [error] = outcome
+    assert "step 18" in str(error) and "tokenizer exploded" in str(error)
+    assert committed == []

@@ -57,7 +57,7 @@ class RunDir:
             except FileExistsError as e:
                 raise RunExistsError(f"run {run_id!r} already exists at {path}: pick another --run-id") from e
             (path / "events").mkdir()
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
         except OSError as e:  # read-only or full filesystem, no permission: say where, not a traceback
             raise LogWriteError(f"{path}: cannot create the run directory ({e.strerror}); is --root on a "
                                 "read-only or full filesystem?") from e
@@ -84,12 +84,11 @@ def list_runs(root: Path | str) -> list[RunDir]:
     return [RunDir(p) for p in sorted(root.iterdir()) if (p / "events").is_dir()]
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a directory's entries durable (a created or renamed file survives a power loss)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
-
-fsync_dir = _fsync_dir

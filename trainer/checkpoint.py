@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.errors import RecorderError
+from recorder.run import fsync_dir
 
 from trainer.errors import CheckpointError
 from trainer.fingerprint import fingerprint_record
@@ -71,9 +72,9 @@ def write_checkpoint(directory: Path, tensors: dict[str, Any], *, config_json: s
         _write_synced(tmp / WEIGHTS, data)
         _write_synced(tmp / "config.json", config_json.encode())
         _write_synced(tmp / "tokenizer.json", tokenizer_json.encode())
-        _fsync_dir(tmp)
+        fsync_dir(tmp)
         os.rename(tmp, directory)
-        _fsync_dir(directory.parent)
+        fsync_dir(directory.parent)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise CheckpointError(f"checkpoint for step {step} could not be written to {directory}: {e}") from e
@@ -85,14 +86,6 @@ def _write_synced(path: Path, data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def file_sha256(path: Path) -> str:

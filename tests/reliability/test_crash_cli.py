@@ -18,43 +18,54 @@ EVAL_PRINTED = r"(?m)^step (\d+): accuracy"
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, float, float]:
-    """One uninterrupted small run: its duration bounds the train kills; it is the eval kills' input."""
-    root = tmp_path_factory.mktemp("ref")
-    train_s = timed(["train", "--root", str(root), "--run-id", "ref", *SMALL_TRAIN])
-    run = root / "ref"
+def reference(tmp_path_factory: pytest.TempPathFactory, small_run: tuple[Path, float]) -> tuple[Path, float, float]:
+    """The session's small run: its duration bounds the train kills; it is the eval kills' input."""
+    run, train_s = small_run
     work = tmp_path_factory.mktemp("evalref")
-    shutil.copytree(run, work / "ref")
-    eval_s = timed(["eval", str(work / "ref"), "--all"])
+    shutil.copytree(run, work / run.name)
+    eval_s = timed(["eval", str(work / run.name), "--all"])
     return run, train_s, eval_s
 
 
-def _delays(rng: random.Random, total_s: float, n: int) -> list[float]:
-    """Half uniform over the whole run, half in its last 30 % (where checkpoints are written and committed)."""
-    return [rng.uniform(0.2, 0.95 * total_s) if i % 2 == 0 else rng.uniform(0.7 * total_s, 0.95 * total_s)
-            for i in range(n)]
+def _delay(rng: random.Random, upper_s: float, i: int) -> float:
+    """Even trials uniform over the whole run, odd ones in its last 30 % (checkpoints written and committed)."""
+    return rng.uniform(0.2, upper_s) if i % 2 == 0 else rng.uniform(0.7 * upper_s, upper_s)
 
 
-def kill_trainer(tmp_path: Path, total_s: float, n: int, seed: int) -> list[tuple[float, int, int]]:
-    out = []
-    for i, delay in enumerate(_delays(random.Random(seed), total_s, n)):
-        k = run_and_kill(["train", "--root", str(tmp_path), "--run-id", f"t{i}", *SMALL_TRAIN], delay)
-        out.append((delay, k.returncode, check_after_kill(tmp_path / f"t{i}", k, TRAIN_PRINTED, "step_metrics")))
+def _kill_many(n: int, seed: int, total_s: float, trial) -> list[tuple[float, int, int]]:  # type: ignore[no-untyped-def]
+    """`trial(i, delay)` n times; a process that finished before its kill shrinks the range (warm caches
+    make later runs faster than the reference), so the kills keep landing mid-run."""
+    rng, upper, out = random.Random(seed), 0.95 * total_s, []
+    for i in range(n):
+        delay = _delay(rng, upper, i)
+        result = trial(i, delay)
+        out.append(result)
+        if result[1] != -9:
+            upper = max(0.5, 0.9 * min(upper, delay))
     return out
 
 
+def kill_trainer(tmp_path: Path, total_s: float, n: int, seed: int) -> list[tuple[float, int, int]]:
+    def trial(i: int, delay: float) -> tuple[float, int, int]:
+        k = run_and_kill(["train", "--root", str(tmp_path), "--run-id", f"t{i}", *SMALL_TRAIN], delay)
+        return delay, k.returncode, check_after_kill(tmp_path / f"t{i}", k, TRAIN_PRINTED, "step_metrics")
+
+    return _kill_many(n, seed, total_s, trial)
+
+
 def kill_evaluator(tmp_path: Path, ref: Path, total_s: float, n: int, seed: int) -> list[tuple[float, int, int]]:
-    out = []
-    for i, delay in enumerate(_delays(random.Random(seed), total_s, n)):
+    def trial(i: int, delay: float) -> tuple[float, int, int]:
         run = tmp_path / f"e{i}" / ref.name  # the run id is the directory's name
         shutil.copytree(ref, run)
         k = run_and_kill(["eval", str(run), "--all"], delay)
-        out.append((delay, k.returncode, check_after_kill(run, k, EVAL_PRINTED, "eval_result")))
+        kept = check_after_kill(run, k, EVAL_PRINTED, "eval_result")
         if i == 0:  # a rerun after the kill closes the interrupted session and finishes the evaluation
             again = run_cli("eval", str(run), "--all")
             assert again.returncode in (0, 1) and "Traceback" not in again.stderr, again.stderr
             check_after_kill(run, k, EVAL_PRINTED, "eval_result")
-    return out
+        return delay, k.returncode, kept
+
+    return _kill_many(n, seed, total_s, trial)
 
 
 def _report(name: str, results: list[tuple[float, int, int]]) -> None:

@@ -33,11 +33,8 @@ def mounts(tmp_path: Path) -> Iterator[list[Path]]:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("trained")
-    r = run_cli("train", "--root", str(root), "--run-id", "small", *SMALL_TRAIN)
-    assert r.returncode == 0, r.stderr
-    return root / "small"
+def trained(small_run: tuple[Path, float]) -> Path:
+    return small_run[0]
 
 
 def _segments(run: Path) -> dict[str, bytes]:

@@ -175,7 +175,7 @@ def test_atheris(target: str, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "tests.reliability.atheris_targets", target, "-runs=3000",
+    r = subprocess.run([sys.executable, "-m", "tests.reliability.atheris_targets", target, "-runs=10000",
                         "-max_total_time=10",
                         f"-artifact_prefix={tmp_path}/"], capture_output=True, text=True, timeout=300,
                        cwd=Path(__file__).resolve().parents[2])

@@ -43,11 +43,8 @@ class _Boom:
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("sec")
-    r = run_cli("train", "--root", str(root), "--run-id", "small", *SMALL_TRAIN)
-    assert r.returncode == 0, r.stderr
-    return root / "small"
+def trained(small_run: tuple[Path, float]) -> Path:
+    return small_run[0]
 
 
 def test_malicious_pickles_next_to_the_weights_are_never_loaded(tmp_path: Path, trained: Path) -> None:

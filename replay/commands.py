@@ -160,6 +160,8 @@ def score(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (e.g. the seeds of one submission).")],
     ruleset: RulesetOpt = "6.1.0",
     interpretation: InterpOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Score even runs that fail `recorder verify` (each is "
+                                        "then marked UNVERIFIED).")] = False,
 ) -> None:
     """Minutes per run and the olympic score of each global-batch-size group, with the checkers' verdicts."""
     from recorder.reader import read_run
@@ -170,14 +172,19 @@ def score(
     from replay.score import olympic
     from replay.scores import compute_scores, write_rows
     from replay.timeline import build_timeline
+    from replay.trust import UNVERIFIED, mark_rows, require_verified, resumes
 
     groups: dict[int | None, list[dict[str, Any]]] = defaultdict(list)
-    for run_dir in run_dirs:
+    checked = [(run_dir, require_verified(run_dir, force)) for run_dir in run_dirs]  # refuse before writing
+    for run_dir, unverified in checked:
         log = read_run(run_dir)
         name = interpretation or _default_interpretation(log.events)
-        write_rows(log.run, compute_scores(log.run, ruleset))
+        resumed = resumes(log.events)
+        write_rows(log.run, mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed))
         tl = build_timeline(log.events)
-        entry: dict[str, Any] = {"run": log.run.run_id, "interpretation": name, "benchmark": tl.benchmark}
+        marks = ([UNVERIFIED] if unverified else []) + (["RESUMED"] if resumed else [])
+        run_label = log.run.run_id + (f" ({', '.join(marks)})" if marks else "")
+        entry: dict[str, Any] = {"run": run_label, "interpretation": name, "benchmark": tl.benchmark}
         try:
             d = derive_run(log.events, ruleset, name)
             entry.update(minutes=d.minutes if d.status == "success" else None, status=d.status, text=d.text(),

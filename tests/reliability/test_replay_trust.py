@@ -92,3 +92,13 @@ def test_wall_clock_stepping_back_is_warned_with_seq_and_size(tmp_path):
 def test_synthetic_out_of_order_stamps_are_not_clock_steps(tmp_path):
     run = _evaluated_run(tmp_path)  # async commits stamped 30 s later than the loop's next events
     assert clock_steps(read_run(run).events) == []
+
+
+def test_score_refuses_a_tampered_run_unless_forced(tmp_path):
+    good, bad = _evaluated_run(tmp_path, "good"), _evaluated_run(tmp_path, "bad")
+    _tamper_a_value(bad)
+    r = run_cli("score", str(good), str(bad))
+    assert r.returncode == 1 and "fails verification" in r.stderr and "Traceback" not in r.stderr
+    assert not (good / "derived").exists()  # refused before anything was written
+    r = run_cli("score", str(good), str(bad), "--force")
+    assert "bad (UNVERIFIED)" in " ".join(r.stdout.split()) and "Traceback" not in r.stderr, r.stdout + r.stderr

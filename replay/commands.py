@@ -77,7 +77,7 @@ def replay(
     path = output or log.run.derived / f"result_{name}{marked}.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(d.text(), encoding="utf-8")
-    if unverified:  # a sidecar too, so a chosen -o name still carries the mark next to the file
+    if unverified and output is not None:  # a chosen -o name gets a sidecar, so the mark sits next to the file
         path.with_name(path.name + f".{UNVERIFIED}").write_text(
             f"derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n")
     write_rows(log.run, mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed))

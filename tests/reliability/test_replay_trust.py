@@ -50,6 +50,7 @@ def test_forced_replay_is_marked_everywhere(tmp_path):
     assert r.stdout.startswith("UNVERIFIED:")
     derived = run / "derived"
     assert (derived / "result_official.UNVERIFIED.txt").exists() and not (derived / "result_official.txt").exists()
+    assert not list(derived.glob("*.txt.UNVERIFIED"))  # the default name carries the mark itself
     rows = [json.loads(line) for line in (derived / "scores.jsonl").read_text().splitlines()]
     assert rows and all(row["verified"] is False and row["why"].startswith("UNVERIFIED") for row in rows)
     # the history leaves a run that fails verification out, and says so

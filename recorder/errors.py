@@ -47,6 +47,10 @@ class SegmentError(DataError):
         self.partial: Any = None  # the readable prefix (a reader.Segment), for verify to look further back
 
 
+class EventDecodeError(DataError):
+    """An event whose stored JSON does not parse: the segment was altered after it was written."""
+
+
 class NewerSchemaError(InputError):
     """A segment written with a newer event schema than this recorder knows."""
 

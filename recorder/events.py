@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 import schemas
+from recorder.errors import EventDecodeError
 
 SCHEMA_VERSION = 1
 SCHEMA_VERSION_KEY = b"recorder.schema_version"
@@ -64,12 +65,24 @@ class Event:
 
     @property
     def value(self) -> Any:
-        return None if self.value_json is None else json.loads(self.value_json)
+        return None if self.value_json is None else self._decode("value", self.value_json)
 
     @property
     def data(self) -> dict[str, Any]:
-        parsed: dict[str, Any] = json.loads(self.data_json)
+        parsed = self._decode("data", self.data_json)
+        if not isinstance(parsed, dict):
+            raise EventDecodeError(f"{self.segment} seq {self.seq}: data is not a JSON object: the segment was "
+                                   "altered; run `recorder verify`")
         return parsed
+
+    def _decode(self, column: str, text: str) -> Any:
+        # The writer only stores canonical JSON, so a parse error means the bytes changed after the append
+        # (reading does not check digests; `verify` does).
+        try:
+            return json.loads(text)
+        except ValueError as e:
+            raise EventDecodeError(f"{self.segment} seq {self.seq}: {column} is not JSON ({e}): the segment was "
+                                   "altered; run `recorder verify`") from e
 
     @property
     def time_s(self) -> float:

@@ -7,7 +7,6 @@ order stands for events it stamped with the same time (mllog_config keys: the ch
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,10 +52,10 @@ class Checkpoint:
 
     step: int
     committed: Point
-    data_json: str
+    event: Event
 
     def _get(self, key: str) -> Any:
-        return json.loads(self.data_json).get(key)
+        return self.event.data.get(key)
 
     @property
     def save_begin_ns(self) -> int:
@@ -235,13 +234,13 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
             continue
         if kind == "step_metrics":
             if step not in metrics:
-                metrics[step] = StepMetrics(step, e.samples_count, json.loads(e.data_json), _point(e))
+                metrics[step] = StepMetrics(step, e.samples_count, e.data, _point(e))
         elif kind == "weight_update":
             if step not in updates:
                 updates[step] = _point(e)
         elif kind == "checkpoint_committed":
             if step not in checkpoints:
-                checkpoints[step] = Checkpoint(step, _point(e), e.data_json)
+                checkpoints[step] = Checkpoint(step, _point(e), e)
         elif kind.startswith("eval_"):
             evaluation_events.append(e)
     evaluations, problems, failed = _evaluations(run_id, evaluation_events)

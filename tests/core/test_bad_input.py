@@ -82,3 +82,25 @@ def test_unknown_kind_option(tmp_path: Path) -> None:
 def test_usage_error_exits_2() -> None:
     out = run_cli("verify")
     assert out.returncode == 2 and "Missing argument" in out.stderr
+
+
+def test_event_json_altered_after_the_append_is_a_typed_error(tmp_path: Path) -> None:
+    """Reading does not check digests (verify does): a value or data that no longer parses raises the
+    project's error naming segment and seq, so replay and history never crash with a JSON traceback."""
+    import pytest
+
+    from recorder.errors import EventDecodeError
+    from recorder.reader import read_run
+
+    run = RunDir.create(tmp_path, "r")
+    with LogWriter(run, "trainer") as w:
+        w.append("step_metrics", step=1, data={"loss": 0.5}, key="k", value=[1, 2])
+    segment = run.events / "trainer-0001.arrows"
+    segment.write_bytes(segment.read_bytes().replace(b'{"loss":0.5}', b'{"loss"?0.5}').replace(b"[1,2]", b"[1,2}"))
+    [event] = [e for e in read_run(run.path).events if e.kind == "step_metrics"]
+    with pytest.raises(EventDecodeError, match="trainer-0001.arrows seq 0: data is not JSON"):
+        event.data
+    with pytest.raises(EventDecodeError, match="trainer-0001.arrows seq 0: value is not JSON"):
+        event.value
+    out = run_cli("verify", str(run.path))
+    assert out.returncode == 1 and "trainer-0001.arrows seq 0" in out.stdout

@@ -20,7 +20,7 @@ from trainer.config import BENCHMARK, TrainConfig
 from trainer.errors import CheckpointError, TrainingFailed
 from trainer.mllog_keys import mllog_config_items
 from trainer.model import ModelConfig, build_model, build_tokenizer
-from trainer.provenance import provenance
+from recorder.provenance import provenance
 from trainer.sampling import sample_seed
 from trainer.task import reward, training_tasks
 from trainer.warmup import WarmupResult, warm_start

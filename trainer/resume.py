@@ -30,7 +30,7 @@ from trainer.checkpoint import file_sha256, load_checkpoint
 from trainer.config import BENCHMARK, TrainConfig, config_from_dict
 from trainer.errors import TrainerError
 from trainer.loop import WRITER, GRPOTrainer, TrainSummary
-from trainer.provenance import provenance
+from recorder.provenance import provenance
 
 
 class ResumeError(TrainerError):

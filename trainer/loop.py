@@ -72,12 +72,12 @@ class GRPOTrainer:
     def setup(self) -> RunDir:
         """Create the run (an existing id is refused), record the config, warm start, open the timed region."""
         cfg = self.cfg
-        self.run = RunDir.create(self.root, self.run_id)  # first: a taken run id is refused before heavy imports
+        self.run_dir = RunDir.create(self.root, self.run_id)  # first: a taken run id is refused before heavy imports
         import torch
 
         torch.set_num_threads(cfg.threads)
-        self.summary = TrainSummary(self.run)
-        self.log = LogWriter(self.run, WRITER)
+        self.summary = TrainSummary(self.run_dir)
+        self.log = LogWriter(self.run_dir, WRITER)
         self.log.append("run_opened", data={
             "benchmark": BENCHMARK, "ruleset": cfg.ruleset, "division": cfg.division,
             "global_batch_size": cfg.global_batch_size, "config": cfg.to_dict(), "provenance": provenance(),
@@ -96,7 +96,7 @@ class GRPOTrainer:
         self._start_engines()
         self.log.append("init_stop")
         self.log.append("run_start")
-        return self.run
+        return self.run_dir
 
     def _start_engines(self) -> None:
         """The optimizer (fresh AdamW state), the rollout backend and the checkpoint writer, for self.model."""
@@ -107,7 +107,7 @@ class GRPOTrainer:
                                            betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_epsilon,
                                            weight_decay=cfg.weight_decay)
         self.rollout = self._make_rollout()
-        self.ckpt = CheckpointWriter(self.run.checkpoints, self.model, self.tokenizer, sync=cfg.checkpoint.sync,
+        self.ckpt = CheckpointWriter(self.run_dir.checkpoints, self.model, self.tokenizer, sync=cfg.checkpoint.sync,
                                      on_commit=self._committed, max_pending=cfg.checkpoint.max_pending)
 
     def _make_rollout(self) -> Any:
@@ -193,7 +193,7 @@ class GRPOTrainer:
         assert self.log is not None
         self.summary.checkpoints.append(saved)
         self.log.append("checkpoint_committed", step=saved.step, samples_count=saved.step * self.cfg.global_batch_size,
-                        data=checkpoint_event_data(saved, self.run.path))
+                        data=checkpoint_event_data(saved, self.run_dir.path))
 
     # -- cleanup -------------------------------------------------------------------------------------------
     def cleanup(self, status: str, reason: str) -> None:
@@ -227,7 +227,7 @@ class GRPOTrainer:
             where = f"step {self.last_step + 1 if self.last_step is not None else 1}"
             reason = str(e) if isinstance(e, CheckpointError) else f"{where}: {type(e).__name__}: {e}"
             self.cleanup("failed", reason)
-            raise TrainingFailed(f"training failed ({reason}); see {self.run.path}/events (train_stop)") from e
+            raise TrainingFailed(f"training failed ({reason}); see {self.run_dir.path}/events (train_stop)") from e
         self.cleanup("completed", "")
         return self.summary
 

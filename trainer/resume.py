@@ -107,25 +107,25 @@ class ResumedTrainer(GRPOTrainer):
         import torch
 
         plan, cfg = self.plan, self.cfg
-        self.run = plan.run
+        self.run_dir = plan.run
         torch.set_num_threads(cfg.threads)
-        self.summary = TrainSummary(self.run)
+        self.summary = TrainSummary(self.run_dir)
         set_aside = [_set_aside(p) for p in plan.orphans]
-        self.log = LogWriter(self.run, WRITER)
+        self.log = LogWriter(self.run_dir, WRITER)
         self.log.append("run_opened", data={
             "benchmark": BENCHMARK, "ruleset": cfg.ruleset, "division": cfg.division,
             "global_batch_size": cfg.global_batch_size, "config": cfg.to_dict(), "provenance": provenance(),
-            "resumed_from": self.run.run_id, "resumed_at_step": plan.step,
-            "resumed_checkpoint": str(plan.checkpoint.relative_to(self.run.path.resolve())),
+            "resumed_from": self.run_dir.run_id, "resumed_at_step": plan.step,
+            "resumed_checkpoint": str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),
             "optimizer": "re-initialised (checkpoints are weights-only)",
-            "set_aside": [str(p.relative_to(self.run.path)) for p in set_aside]})
+            "set_aside": [str(p.relative_to(self.run_dir.path)) for p in set_aside]})
         self.log.append("init_start", data={"warmup": None})
         self.model, self.tokenizer = load_checkpoint(plan.checkpoint)
         self.first_step = plan.step + 1
         self.last_step = plan.step
         self._start_engines()
         self.log.append("init_stop")
-        return self.run
+        return self.run_dir
 
 
 def _set_aside(path: Path) -> Path:

@@ -100,6 +100,11 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
         view.add_row(*(_cell(v) for v in row.values()))
     # A pipe gets 80 columns from rich; the table needs more to stay readable.
     Console(width=max(console.width, 160)).print(view)
+    unscored = [r["run_id"] for r in table.to_pylist() if r["scored_as"] is None]
+    if unscored:  # scores are files replay writes; a fresh import or evaluation has none yet
+        console.print(f"{len(unscored)} run(s) not scored yet ({', '.join(unscored[:3])}"
+                      f"{', ...' if len(unscored) > 3 else ''}): `recorder replay RUN_DIR` or "
+                      f"`recorder compact --root {root}` writes their scores", highlight=False, soft_wrap=True)
 
 
 def compact(

@@ -139,3 +139,16 @@ def test_verify_checks_the_compacted_cache(fresh_root: Path) -> None:
         w.append("eval_failed", step=20, samples_count=5120, data={"reason": "crash", "error": "RuntimeError"})
     report = verify_run(run)
     assert report.ok and "stale" in report.warnings[0]
+
+
+def test_runs_says_which_runs_are_not_scored_yet(tmp_path: Path) -> None:
+    """Scores are files replay writes: a fresh run has none, and `recorder runs` says how to get them."""
+    from recorder.demo import record_worked_example
+
+    record_worked_example(tmp_path, "fresh")
+    out = run_cli("runs", "--root", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "1 run(s) not scored yet (fresh): `recorder replay RUN_DIR` or `recorder compact" in out.stdout
+    assert run_cli("compact", "--root", str(tmp_path)).returncode == 0
+    out = run_cli("runs", "--root", str(tmp_path))
+    assert out.returncode == 0 and "not scored yet" not in out.stdout

@@ -29,10 +29,18 @@ from recorder.log import LogWriter
 from recorder.run import RunDir
 
 CORPUS_LOG = Path(__file__).resolve().parents[2] / "shared/corpus/qwen35_397b_grpo_rcp/GBS256/seed_1.out"
-KIND_OF = {"tracked_stats": "step_metrics", "eval_accuracy": "eval_result", "run_start": "run_start",
-           "run_stop": "train_stop", "init_start": "init_start", "init_stop": "init_stop",
-           "block_start": "block_start", "block_stop": "block_stop", "eval_start": "eval_start",
-           "eval_stop": "eval_stop"}
+KIND_OF = {
+    "tracked_stats": "step_metrics",
+    "eval_accuracy": "eval_result",
+    "run_start": "run_start",
+    "run_stop": "train_stop",
+    "init_start": "init_start",
+    "init_stop": "init_stop",
+    "block_start": "block_start",
+    "block_stop": "block_stop",
+    "eval_start": "eval_start",
+    "eval_stop": "eval_stop",
+}
 
 
 def workload() -> list[dict]:
@@ -106,29 +114,39 @@ def main() -> None:
         ml_ns, rec_ns = [], []
         for _ in range(2):  # interleave rounds so both see the same machine noise
             half = len(lines) // 2
-            ml_ns += time_each(ml_calls[:half]); rec_ns += time_each(rec_calls[:half])  # noqa: E702
-            rec_ns += time_each(rec_calls[half:]); ml_ns += time_each(ml_calls[half:])  # noqa: E702
+            ml_ns += time_each(ml_calls[:half])
+            rec_ns += time_each(rec_calls[:half])
+            rec_ns += time_each(rec_calls[half:])
+            ml_ns += time_each(ml_calls[half:])
         critical = time_each([lambda i=i: writer.append("weight_update", step=i) for i in range(args.critical)])
         writer.close()
         ml_close()
     is_critical = [KIND_OF.get(m["key"]) in critical_kinds() for m in lines] * 2
     critical_share = sum(is_critical) // 2
-    rec_plain = [ns for ns, crit in zip(rec_ns, is_critical) if not crit]
-    ml_plain = [ns for ns, crit in zip(ml_ns, is_critical) if not crit]
-    print(f"workload: {CORPUS_LOG.name} lines repeated to {len(rec_ns) // 2} events per round, 2 rounds; "
-          f"{critical_share} of {len(lines)} are critical kinds")
+    rec_plain = [ns for ns, crit in zip(rec_ns, is_critical, strict=False) if not crit]
+    ml_plain = [ns for ns, crit in zip(ml_ns, is_critical, strict=False) if not crit]
+    print(
+        f"workload: {CORPUS_LOG.name} lines repeated to {len(rec_ns) // 2} events per round, 2 rounds; "
+        f"{critical_share} of {len(lines)} are critical kinds"
+    )
     print(f"{'logger':<34}{'events/s':>10}{'mean us':>10}{'p50 us':>9}{'p99 us':>9}")
-    rows = {"mllog (file, no fsync)": ml_ns, "recorder (default durability)": rec_ns,
-            "mllog, same lines minus critical": ml_plain, "recorder, non-critical kinds": rec_plain,
-            "recorder, critical only (fsync)": critical}
+    rows = {
+        "mllog (file, no fsync)": ml_ns,
+        "recorder (default durability)": rec_ns,
+        "mllog, same lines minus critical": ml_plain,
+        "recorder, non-critical kinds": rec_plain,
+        "recorder, critical only (fsync)": critical,
+    }
     for name, ns in rows.items():
         mean, p50, p99 = percentiles(ns)
         print(f"{name:<34}{1e6 / mean:>10.0f}{mean:>10.1f}{p50:>9.1f}{p99:>9.1f}")
     ratio = statistics.fmean(rec_ns) / statistics.fmean(ml_ns)
     p50_ratio = percentiles(rec_ns)[1] / percentiles(ml_ns)[1]
     plain_ratio = statistics.fmean(rec_plain) / statistics.fmean(ml_plain)
-    print(f"ratio recorder/mllog: mean {ratio:.2f}, p50 {p50_ratio:.2f}, non-critical mean {plain_ratio:.2f} "
-          "(target <= 1.00; critical kinds pay an fsync that mllog never does)")
+    print(
+        f"ratio recorder/mllog: mean {ratio:.2f}, p50 {p50_ratio:.2f}, non-critical mean {plain_ratio:.2f} "
+        "(target <= 1.00; critical kinds pay an fsync that mllog never does)"
+    )
 
 
 if __name__ == "__main__":

@@ -32,18 +32,26 @@ def main() -> None:
 
     from trainer.config import load_config
     from trainer.loop import GRPOTrainer
-    from trainer.model import ModelConfig
+    from trainer.policy.model import ModelConfig
 
     torch.set_num_threads(1)
-    model_cfg = ModelConfig(hidden_size=args.hidden, num_layers=args.layers, num_heads=max(1, args.hidden // 32),
-                            intermediate_size=4 * args.hidden)
+    model_cfg = ModelConfig(
+        hidden_size=args.hidden,
+        num_layers=args.layers,
+        num_heads=max(1, args.hidden // 32),
+        intermediate_size=4 * args.hidden,
+    )
     root = Path(args.dir or tempfile.mkdtemp(prefix="bench-ckpt-"))
     keep = args.dir is not None
     modes = {"none": None, "async": "false", "sync": "true"}
     trainers = {}
     for mode, sync in modes.items():
-        sets = ["warmup.enabled=false", f"num_prompts_per_step={args.prompts}", "micro_batch_size=16",
-                f"checkpoint.sync={sync or 'false'}"]
+        sets = [
+            "warmup.enabled=false",
+            f"num_prompts_per_step={args.prompts}",
+            "micro_batch_size=16",
+            f"checkpoint.sync={sync or 'false'}",
+        ]
         t = GRPOTrainer(load_config(sets=sets), root=root, run_id=f"bench-{mode}", model_cfg=model_cfg)
         t.setup()
         trainers[mode] = t
@@ -69,9 +77,11 @@ def main() -> None:
         t.cleanup("completed", "")
     params = sum(p.numel() for p in trainers["none"].model.parameters())
     mean = {m: statistics.mean(v) for m, v in times.items()}
-    print(f"model: {params / 1e6:.1f}M parameters ({params * 4 / 1e6:.0f} MB float32), "
-          f"global batch {args.prompts * 16}, {len(times['none'])} measured steps per mode in blocks of {args.block}"
-          + (f"; runs under {root}" if keep else ""))
+    print(
+        f"model: {params / 1e6:.1f}M parameters ({params * 4 / 1e6:.0f} MB float32), "
+        f"global batch {args.prompts * 16}, {len(times['none'])} measured steps per mode in blocks of {args.block}"
+        + (f"; runs under {root}" if keep else "")
+    )
     print(f"mean save (begin to durable, both modes): {statistics.mean(saves):.3f} s")
     for m in modes:
         print(f"  {m:5s} mean step {mean[m]:.3f} s  (median {statistics.median(times[m]):.3f})")

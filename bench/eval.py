@@ -63,9 +63,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, help="a trained run directory (default: train the default run)")
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads of the in-process worker (default 1, as `recorder eval --workers 1` and "
-                             "each Ray worker; 0: torch's default)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads of the in-process worker (default 1, as `recorder eval --workers 1` and "
+        "each Ray worker; 0: torch's default)",
+    )
     args = parser.parse_args()
     args.threads = args.threads or None
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
@@ -78,18 +82,24 @@ def main() -> None:
                 seg.unlink()  # each side evaluates every checkpoint itself
             rows[n] = measure(copy, n, args.batch_size, args.threads)
             evidence[n] = completions(copy)
-    print(f"run {base.name}: batch size {args.batch_size}, in-process worker with "
-          f"{args.threads or 'default'} torch thread(s), Ray workers with 1 each")
+    print(
+        f"run {base.name}: batch size {args.batch_size}, in-process worker with "
+        f"{args.threads or 'default'} torch thread(s), Ray workers with 1 each"
+    )
     for n, (count, seconds, startup) in rows.items():
         rate = 60 * count / seconds
-        print(f"  workers={n} ({'in process' if n == 1 else 'Ray actors'}): {count} checkpoints in {seconds:.2f} s "
-              f"= {rate:.2f} checkpoints/min (worker start-up {startup:.2f} s, not counted)")
+        print(
+            f"  workers={n} ({'in process' if n == 1 else 'Ray actors'}): {count} checkpoints in {seconds:.2f} s "
+            f"= {rate:.2f} checkpoints/min (worker start-up {startup:.2f} s, not counted)"
+        )
     r1 = rows[1][0] / rows[1][1]
     r2 = rows[2][0] / rows[2][1]
     print(f"  ratio 2 workers / 1 worker: {r2 / r1:.2f}x")
     same = evidence[1] == evidence[2]
-    print(f"  scores {', '.join(f'{k}: {v[0]:.4f}' for k, v in sorted(evidence[1].items()))}; every completion "
-          f"identical with 1 and 2 workers: {'yes' if same else 'NO'}")
+    print(
+        f"  scores {', '.join(f'{k}: {v[0]:.4f}' for k, v in sorted(evidence[1].items()))}; every completion "
+        f"identical with 1 and 2 workers: {'yes' if same else 'NO'}"
+    )
     if not same:
         raise SystemExit(1)
 

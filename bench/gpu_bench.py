@@ -36,15 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps first (allocator, kernels, caches)")
     ap.add_argument("--parts", default="limits,ours,trl", help="comma list of: limits, ours, trl")
     ap.add_argument("--modes", default="none,async,sync", help="our checkpoint modes to time")
-    ap.add_argument("--budget-s", type=float, default=360.0,
-                    help="seconds for the timed parts, shared out in order: an our-trainer part stops after "
-                         "its share (one timed step at least) and a later one past its share is skipped")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=360.0,
+        help="seconds for the timed parts, shared out in order: an our-trainer part stops after "
+        "its share (one timed step at least) and a later one past its share is skipped",
+    )
     ap.add_argument("--workdir", type=Path, default=None, help="checkpoints/probes go here (default: a temp dir)")
     args = ap.parse_args(argv)
     started = time.perf_counter()  # the budget counts imports and model builds too
 
     import torch
-
     from gpu_workload import FULL, TINY
 
     device = ("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device
@@ -64,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(record, sort_keys=True), flush=True)
 
     common = {"device": device, "dtype": str(dtype).removeprefix("torch."), "tiny": args.tiny}
-    emit({"record": "env", **common, **_env(device), "shapes": shapes.__dict__, "steps": steps,
-          "warmup": args.warmup})
+    emit({"record": "env", **common, **_env(device), "shapes": shapes.__dict__, "steps": steps, "warmup": args.warmup})
     nbytes = _param_bytes(shapes, dtype)
     if "limits" in parts:
         emit(_guarded("limits", common, lambda: _limits(nbytes, device, workdir)))
@@ -83,12 +85,23 @@ def main(argv: list[str] | None = None) -> int:
         keys = {**common, **({"mode": mode} if mode else {})}
         deadline = started + args.budget_s * (i + 1) / len(plan)
         if name == "ours" and mode != first_ours and time.perf_counter() > deadline:
-            emit({"record": name, **keys, "skipped": f"time budget: past this part's share of --budget-s "
-                  f"{args.budget_s:.0f} s (raise it or lower --steps)"})
+            emit(
+                {
+                    "record": name,
+                    **keys,
+                    "skipped": f"time budget: past this part's share of --budget-s "
+                    f"{args.budget_s:.0f} s (raise it or lower --steps)",
+                }
+            )
             continue
         if name == "ours":
-            record = _guarded("ours", keys, lambda mode=mode, deadline=deadline: _ours(
-                shapes, mode, steps, args.warmup, device, dtype, workdir, deadline))
+            record = _guarded(
+                "ours",
+                keys,
+                lambda mode=mode, deadline=deadline: _ours(
+                    shapes, mode, steps, args.warmup, device, dtype, workdir, deadline
+                ),
+            )
         else:
             record = _guarded("trl", keys, lambda: _trl(shapes, steps, args.warmup, device, dtype, workdir))
         emit(record)
@@ -104,12 +117,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _ours(shapes: Any, mode: str, steps: int, warmup: int, device: str, dtype: Any, workdir: Path,
-          deadline: float) -> dict[str, Any]:
+def _ours(
+    shapes: Any, mode: str, steps: int, warmup: int, device: str, dtype: Any, workdir: Path, deadline: float
+) -> dict[str, Any]:
     import gpu_ours
 
-    return gpu_ours.run(shapes, mode=mode, steps=steps, warmup=warmup, device=device, dtype=dtype, workdir=workdir,
-                        deadline=deadline)
+    return gpu_ours.run(
+        shapes, mode=mode, steps=steps, warmup=warmup, device=device, dtype=dtype, workdir=workdir, deadline=deadline
+    )
 
 
 def _trl(shapes: Any, steps: int, warmup: int, device: str, dtype: Any, workdir: Path) -> dict[str, Any]:
@@ -173,10 +188,15 @@ def _param_bytes(shapes: Any, dtype: Any) -> int:
 def _env(device: str) -> dict[str, Any]:
     import torch
 
-    env: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__,
-                           "host": platform.node(), "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           # our sampler draws its noise and picks tokens on the CPU: its threads matter
-                           "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count()}
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "host": platform.node(),
+        "time_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        # our sampler draws its noise and picks tokens on the CPU: its threads matter
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+    }
     for name in ("transformers", "trl", "datasets", "accelerate", "safetensors"):
         try:
             from importlib.metadata import version

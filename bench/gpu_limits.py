@@ -46,13 +46,18 @@ def disk_bandwidth(nbytes: int, directory: Path, repeats: int = 2) -> dict[str, 
         with open(path, "wb") as f:
             left = nbytes
             while left > 0:
-                left -= f.write(data[:min(left, len(data))])
+                left -= f.write(data[: min(left, len(data))])
             f.flush()
             os.fsync(f.fileno())
         best = min(best, time.perf_counter() - t)
         path.unlink()
-    return {"bytes": nbytes, "seconds": best, "gb_per_s": nbytes / best / 1e9, "path": str(directory),
-            "fs": filesystem_type(directory)}
+    return {
+        "bytes": nbytes,
+        "seconds": best,
+        "gb_per_s": nbytes / best / 1e9,
+        "path": str(directory),
+        "fs": filesystem_type(directory),
+    }
 
 
 def filesystem_type(path: Path) -> str | None:
@@ -62,8 +67,11 @@ def filesystem_type(path: Path) -> str | None:
     except OSError:
         return None
     target = str(path.resolve())
-    best = max((m for m in mounts if target == m[0] or target.startswith(m[0].rstrip("/") + "/")),
-               key=lambda m: len(m[0]), default=None)
+    best = max(
+        (m for m in mounts if target == m[0] or target.startswith(m[0].rstrip("/") + "/")),
+        key=lambda m: len(m[0]),
+        default=None,
+    )
     return None if best is None else best[1]
 
 

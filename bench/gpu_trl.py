@@ -16,17 +16,17 @@ from typing import Any
 from gpu_workload import Shapes, trl_reward
 
 
-def run(shapes: Shapes, *, steps: int, warmup: int, device: str, dtype: Any, workdir: Path,
-        seed: int = 0) -> dict[str, Any]:
+def run(
+    shapes: Shapes, *, steps: int, warmup: int, device: str, dtype: Any, workdir: Path, seed: int = 0
+) -> dict[str, Any]:
     """`warmup + steps` TRL GRPO steps. -> one result record (means over the timed steps)."""
     import math
 
     import torch
     from datasets import Dataset
+    from gpu_workload import BOS, build_hf_tokenizer, build_model, prompt_texts
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
-
-    from gpu_workload import BOS, build_hf_tokenizer, build_model, prompt_texts
 
     def sync() -> None:
         if device.startswith("cuda"):
@@ -58,27 +58,54 @@ def run(shapes: Shapes, *, steps: int, warmup: int, device: str, dtype: Any, wor
     data = Dataset.from_dict({"prompt": [f"{BOS} {t}" for t in prompt_texts(shapes, total, seed)]})
     accumulation = shapes.global_batch // shapes.micro_batch
     args = GRPOConfig(
-        output_dir=str(workdir / "trl"), max_steps=total, per_device_train_batch_size=shapes.micro_batch,
-        gradient_accumulation_steps=accumulation, generation_batch_size=shapes.global_batch,
-        num_generations=shapes.generations, max_completion_length=shapes.completion_tokens, beta=0.0,
-        use_vllm=False, num_iterations=1, epsilon=0.2, temperature=1.0, top_p=1.0,
-        learning_rate=5e-5 if shapes.vocab > 1000 else 1e-3, lr_scheduler_type="constant", warmup_steps=0,
-        max_grad_norm=1.0, shuffle_dataset=False, logging_steps=1, report_to="none", save_strategy="no",
-        bf16=(dtype == torch.bfloat16 and device != "cpu"), use_cpu=(device == "cpu"), seed=seed,
-        dataloader_num_workers=0, disable_dropout=True,
-        gradient_checkpointing=False)  # TRL 1.16 defaults to True; ours keeps activations, so the same work
+        output_dir=str(workdir / "trl"),
+        max_steps=total,
+        per_device_train_batch_size=shapes.micro_batch,
+        gradient_accumulation_steps=accumulation,
+        generation_batch_size=shapes.global_batch,
+        num_generations=shapes.generations,
+        max_completion_length=shapes.completion_tokens,
+        beta=0.0,
+        use_vllm=False,
+        num_iterations=1,
+        epsilon=0.2,
+        temperature=1.0,
+        top_p=1.0,
+        learning_rate=5e-5 if shapes.vocab > 1000 else 1e-3,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        max_grad_norm=1.0,
+        shuffle_dataset=False,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        bf16=(dtype == torch.bfloat16 and device != "cpu"),
+        use_cpu=(device == "cpu"),
+        seed=seed,
+        dataloader_num_workers=0,
+        disable_dropout=True,
+        gradient_checkpointing=False,
+    )  # TRL 1.16 defaults to True; ours keeps activations, so the same work
     timer = Timer()
-    trainer = GRPOTrainer(model=model, reward_funcs=trl_reward, args=args, train_dataset=data,
-                          processing_class=tok, callbacks=[timer])
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=trl_reward, args=args, train_dataset=data, processing_class=tok, callbacks=[timer]
+    )
     trainer.train()
-    after = trainer.model.state_dict()
+    after = trainer.policy.model.state_dict()
     changed = any(not torch.equal(before[k], after[k].detach().float().cpu()) for k in before)
     timed = timer.step_s[warmup:]
     logs = timer.logs[warmup:] if len(timer.logs) == len(timer.step_s) else timer.logs
     tokens = [log.get("completions/mean_length", float("nan")) * shapes.global_batch for log in logs]
     losses = [float(log["loss"]) for log in logs]
     mean_step = sum(timed) / len(timed)
-    return {"step_s": mean_step, "steps": len(timed), "completion_tokens_per_step": sum(tokens) / len(tokens),
-            "completion_tokens_per_s": sum(tokens) / len(tokens) / mean_step, "loss": losses,
-            "loss_finite": all(map(math.isfinite, losses)), "reward": [log.get("reward") for log in logs],
-            "step_s_all": timed, "weights_changed": changed}
+    return {
+        "step_s": mean_step,
+        "steps": len(timed),
+        "completion_tokens_per_step": sum(tokens) / len(tokens),
+        "completion_tokens_per_s": sum(tokens) / len(tokens) / mean_step,
+        "loss": losses,
+        "loss_finite": all(map(math.isfinite, losses)),
+        "reward": [log.get("reward") for log in logs],
+        "step_s_all": timed,
+        "weights_changed": changed,
+    }

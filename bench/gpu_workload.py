@@ -28,21 +28,43 @@ class Shapes:
     kv_heads: int
     intermediate: int
     vocab: int
-    prompts: int          # prompts per step
-    generations: int      # completions per prompt
-    prompt_tokens: int    # <bos> included
+    prompts: int  # prompts per step
+    generations: int  # completions per prompt
+    prompt_tokens: int  # <bos> included
     completion_tokens: int
-    micro_batch: int      # sequences per forward/backward in the update
+    micro_batch: int  # sequences per forward/backward in the update
 
     @property
     def global_batch(self) -> int:
         return self.prompts * self.generations
 
 
-FULL = Shapes(hidden=576, layers=30, heads=9, kv_heads=3, intermediate=1536, vocab=49152, prompts=16,
-              generations=16, prompt_tokens=32, completion_tokens=128, micro_batch=64)
-TINY = Shapes(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128, vocab=256, prompts=2, generations=4,
-              prompt_tokens=8, completion_tokens=8, micro_batch=4)
+FULL = Shapes(
+    hidden=576,
+    layers=30,
+    heads=9,
+    kv_heads=3,
+    intermediate=1536,
+    vocab=49152,
+    prompts=16,
+    generations=16,
+    prompt_tokens=32,
+    completion_tokens=128,
+    micro_batch=64,
+)
+TINY = Shapes(
+    hidden=64,
+    layers=2,
+    heads=4,
+    kv_heads=2,
+    intermediate=128,
+    vocab=256,
+    prompts=2,
+    generations=4,
+    prompt_tokens=8,
+    completion_tokens=8,
+    micro_batch=4,
+)
 
 
 def build_model(shapes: Shapes, *, dtype: Any, device: str, seed: int) -> Any:
@@ -50,11 +72,22 @@ def build_model(shapes: Shapes, *, dtype: Any, device: str, seed: int) -> Any:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=shapes.vocab, hidden_size=shapes.hidden, num_hidden_layers=shapes.layers,
-                      num_attention_heads=shapes.heads, num_key_value_heads=shapes.kv_heads,
-                      intermediate_size=shapes.intermediate, max_position_embeddings=2048, rope_theta=100000.0,
-                      rms_norm_eps=1e-5, tie_word_embeddings=True, pad_token_id=0, bos_token_id=1,
-                      eos_token_id=2, attn_implementation="sdpa")
+    cfg = LlamaConfig(
+        vocab_size=shapes.vocab,
+        hidden_size=shapes.hidden,
+        num_hidden_layers=shapes.layers,
+        num_attention_heads=shapes.heads,
+        num_key_value_heads=shapes.kv_heads,
+        intermediate_size=shapes.intermediate,
+        max_position_embeddings=2048,
+        rope_theta=100000.0,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        attn_implementation="sdpa",
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(cfg)
@@ -69,8 +102,7 @@ def build_hf_tokenizer(shapes: Shapes) -> Any:
     vocab = {PAD: 0, BOS: 1, EOS: 2, UNK: 3, **{f"w{i}": i for i in range(4, shapes.vocab)}}
     raw = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
     raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token=PAD, bos_token=BOS, eos_token=EOS,
-                                  unk_token=UNK)
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token=PAD, bos_token=BOS, eos_token=EOS, unk_token=UNK)
     tok.padding_side = "left"
     return tok
 
@@ -78,8 +110,10 @@ def build_hf_tokenizer(shapes: Shapes) -> Any:
 def prompt_texts(shapes: Shapes, steps: int, seed: int = 0) -> list[str]:
     """`steps * prompts` prompts of `prompt_tokens - 1` ordinary words (the trainers add <bos>)."""
     rng = random.Random(f"gpu-bench:{seed}")
-    return [" ".join(f"w{rng.randrange(4, shapes.vocab)}" for _ in range(shapes.prompt_tokens - 1))
-            for _ in range(steps * shapes.prompts)]
+    return [
+        " ".join(f"w{rng.randrange(4, shapes.vocab)}" for _ in range(shapes.prompt_tokens - 1))
+        for _ in range(steps * shapes.prompts)
+    ]
 
 
 def reward_text(text: str) -> float:

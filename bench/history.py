@@ -32,8 +32,8 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from recorder.compact import MANIFEST_NAME, MANIFEST_VERSION, PARQUET_NAME, pack_root  # noqa: E402
-from recorder.history import SCORE_COLUMNS, create_views, open_history  # noqa: E402
+from recorder.history.compact import MANIFEST_NAME, MANIFEST_VERSION, PARQUET_NAME, pack_root
+from recorder.history.views import SCORE_COLUMNS, create_views, open_history
 
 S_NS = 1_000_000_000
 BASE_NS = 1_780_000_000 * S_NS
@@ -61,9 +61,9 @@ def events_sql(run: str, steps: int) -> str:
     k = f"least(greatest(s - ({steps} - 2), 0), 3)"  # checkpoints committed before step s
     t0 = f"({BASE_NS}::BIGINT + r * 10000000000000)"
     wu = f"({t0} + s * 60000000000 + {k} * 2000000000)"
-    rid = f"printf('run-%05d', r)"
+    rid = "printf('run-%05d', r)"
     trainer = "'trainer' AS writer, 'trainer-0000.arrows' AS segment"
-    reward = "0.2 + 0.5 * s / {steps} + (hash(r, s) % 1000) / 1e4".format(steps=steps)
+    reward = f"0.2 + 0.5 * s / {steps} + (hash(r, s) % 1000) / 1e4"
     acc = "0.66 + (hash(r, s) % 8) / 100"
     last = 2 + 2 * steps + 3
     cols = "run_id, writer, segment, seq, time_ns, kind, step, key, value, data"
@@ -117,8 +117,10 @@ def generate(root: Path, runs: int, events: int, batch: int) -> int:
               CASE WHEN step IS NOT NULL THEN step * 256 END AS samples_count, key, value, data,
               sha256(run_id || writer || seq) AS digest, segment
             FROM ({events_sql(run, steps)})"""
-        con.execute(f"COPY ({select}) TO '{staging}' (FORMAT parquet, PARTITION_BY (run_id), "
-                    "WRITE_PARTITION_COLUMNS true, COMPRESSION zstd)")
+        con.execute(
+            f"COPY ({select}) TO '{staging}' (FORMAT parquet, PARTITION_BY (run_id), "
+            "WRITE_PARTITION_COLUMNS true, COMPRESSION zstd)"
+        )
         for part in staging.iterdir():
             run_dir = root / part.name.split("=", 1)[1]
             (run_dir / "events").mkdir(parents=True, exist_ok=True)
@@ -144,13 +146,20 @@ def write_scores(con: duckdb.DuckDBPyConnection, root: Path, steps: int) -> None
     for run_id, order, accs in rows:
         r = int(run_id.split("-")[1])
         t0 = BASE_NS + r * 10_000_000_000_000
-        passing = next((s for s, a in zip(order, accs) if a > 0.69), None)
-        k = lambda s: min(max(s - (steps - 2), 0), 3)  # noqa: E731
+        passing = next((s for s, a in zip(order, accs, strict=False) if a > 0.69), None)
+        k = lambda s: min(max(s - (steps - 2), 0), 3)
         stop = t0 + (passing or steps) * 60 * S_NS + k(passing or steps) * 2 * S_NS
         row = dict.fromkeys(SCORE_COLUMNS.names) | {
-            "run_id": run_id, "ruleset": "6.1.0", "interpretation": "official",
-            "status": "success" if passing else "aborted", "passing_step": passing, "run_start_ns": t0,
-            "run_stop_ns": stop, "minutes": (stop - t0) / 60e9, "mlperf_logging_version": "4.1.68"}
+            "run_id": run_id,
+            "ruleset": "6.1.0",
+            "interpretation": "official",
+            "status": "success" if passing else "aborted",
+            "passing_step": passing,
+            "run_start_ns": t0,
+            "run_stop_ns": stop,
+            "minutes": (stop - t0) / 60e9,
+            "mlperf_logging_version": "4.1.68",
+        }
         (root / run_id / "derived" / "scores.jsonl").write_text(json.dumps(row) + "\n")
 
 
@@ -196,29 +205,37 @@ def main() -> None:
             root.mkdir(parents=True)
             n = generate(root, args.runs, args.events, args.batch)
             size = sum(f.stat().st_size for f in root.glob(f"*/derived/{PARQUET_NAME}"))
-            print(f"generated {args.runs} runs, {n:,} events, {size / 2**30:.2f} GiB of Parquet in "
-                  f"{time.perf_counter() - t:.0f} s")
+            print(
+                f"generated {args.runs} runs, {n:,} events, {size / 2**30:.2f} GiB of Parquet in "
+                f"{time.perf_counter() - t:.0f} s"
+            )
         t = time.perf_counter()
         packed, packs = pack_root(root, threads=2)
-        print(f"pack_root (what `recorder compact` does last): {packed} runs packed, {packs} pack(s), "
-              f"{time.perf_counter() - t:.0f} s")
+        print(
+            f"pack_root (what `recorder compact` does last): {packed} runs packed, {packs} pack(s), "
+            f"{time.perf_counter() - t:.0f} s"
+        )
         t = time.perf_counter()
         history = open_history(root, threads=2)
         opened = time.perf_counter() - t
         n_events = sum(r.events for r in history.runs)
-        print(f"open_history: {len(history.runs)} runs, {n_events:,} events, {opened:.2f} s "
-              "(discover runs, check caches, build views)")
+        print(
+            f"open_history: {len(history.runs)} runs, {n_events:,} events, {opened:.2f} s "
+            "(discover runs, check caches, build views)"
+        )
         native = native_peer(history.con, base / "native.duckdb", root)
         assert {r.source for r in history.runs} == {"pack"}
         run = history.runs[len(history.runs) // 2].run_id
         print(f"{'query':36} {'views (s)':>10} {'native (s)':>11} {'ratio':>6}  rows")
         for name, sql in QUERIES.items():
             sql = sql.format(run=run)
-            t_view, got = timed(lambda: history.query(sql), args.repeat)
-            t_native, want = timed(lambda: native.sql(sql).to_arrow_table(), args.repeat)
+            t_view, got = timed(lambda sql=sql: history.query(sql), args.repeat)
+            t_native, want = timed(lambda sql=sql: native.sql(sql).to_arrow_table(), args.repeat)
             assert got.to_pylist() == want.to_pylist(), f"{name}: views and native table disagree"  # type: ignore[attr-defined]
-            print(f"{name:36} {t_view:10.3f} {t_native:11.3f} {t_view / t_native:6.2f}  {got.num_rows}",  # type: ignore[attr-defined]
-                  flush=True)
+            print(
+                f"{name:36} {t_view:10.3f} {t_native:11.3f} {t_view / t_native:6.2f}  {got.num_rows}",  # type: ignore[attr-defined]
+                flush=True,
+            )
         history.close()
         native.close()
     finally:

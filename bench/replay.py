@@ -22,7 +22,6 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
 from recorder.events import Event  # noqa: E402
-
 from replay.check import compliance, mlperf_logging_version  # noqa: E402
 from replay.derive import derive_run  # noqa: E402
 
@@ -34,34 +33,86 @@ GBS = 256
 def synthetic_events(target: int) -> list[Event]:
     """A closed-division GBS-256 run: per step a weight update, its metrics and (from step 18) a checkpoint;
     the validation-start checkpoint is evaluated and passes. About `target` events."""
-    from replay.demo import CLOSED_256
+    from replay.synthetic import CLOSED_256
 
     events: list[Event] = []
 
-    def add(kind: str, t: int, step: int | None = None, key: str | None = None, value: object = None,
-            data: dict[str, object] | None = None, writer: str = "trainer") -> None:
-        events.append(Event(run_id="bench", writer=writer, seq=len(events), time_ns=t, mono_ns=0, kind=kind, step=step,
-                            samples_count=None if step is None else step * GBS, key=key,
-                            value_json=None if value is None else json.dumps(value),
-                            data_json=json.dumps(data or {}, sort_keys=True), digest="", segment="trainer-0001.arrows"))
+    def add(
+        kind: str,
+        t: int,
+        step: int | None = None,
+        key: str | None = None,
+        value: object = None,
+        data: dict[str, object] | None = None,
+        writer: str = "trainer",
+    ) -> None:
+        events.append(
+            Event(
+                run_id="bench",
+                writer=writer,
+                seq=len(events),
+                time_ns=t,
+                mono_ns=0,
+                kind=kind,
+                step=step,
+                samples_count=None if step is None else step * GBS,
+                key=key,
+                value_json=None if value is None else json.dumps(value),
+                data_json=json.dumps(data or {}, sort_keys=True),
+                digest="",
+                segment="trainer-0001.arrows",
+            )
+        )
 
-    add("run_opened", T0 - 10 * S, data={"benchmark": "qwen35_397b_grpo", "ruleset": "6.1.0", "division": "closed",
-                                         "global_batch_size": GBS})
+    add(
+        "run_opened",
+        T0 - 10 * S,
+        data={"benchmark": "qwen35_397b_grpo", "ruleset": "6.1.0", "division": "closed", "global_batch_size": GBS},
+    )
     add("init_start", T0 - 10 * S)
     for k, v in CLOSED_256.items():
         add("mllog_config", T0 - 5 * S, key=k, value=v)
     add("init_stop", T0)
     add("run_start", T0)
-    events.append(Event(run_id="bench", writer="trainer", seq=len(events), time_ns=T0, mono_ns=0, kind="block_start",
-                        step=1, samples_count=0, key=None, value_json=None, data_json="{}", digest="", segment=""))
+    events.append(
+        Event(
+            run_id="bench",
+            writer="trainer",
+            seq=len(events),
+            time_ns=T0,
+            mono_ns=0,
+            kind="block_start",
+            step=1,
+            samples_count=0,
+            key=None,
+            value_json=None,
+            data_json="{}",
+            digest="",
+            segment="",
+        )
+    )
     steps = max(20, (target - len(events) - 4) // 3)
     metrics = json.dumps({"loss": 0.5, "reward": 0.25, "grad_norm": 1.0}, sort_keys=True)
     for step in range(1, steps + 1):
         update = T0 + step * 60 * S
         add("weight_update", update, step)
-        events.append(Event(run_id="bench", writer="trainer", seq=len(events), time_ns=update + S, mono_ns=0,
-                            kind="step_metrics", step=step, samples_count=step * GBS, key=None, value_json=None,
-                            data_json=metrics, digest="", segment="trainer-0001.arrows"))
+        events.append(
+            Event(
+                run_id="bench",
+                writer="trainer",
+                seq=len(events),
+                time_ns=update + S,
+                mono_ns=0,
+                kind="step_metrics",
+                step=step,
+                samples_count=step * GBS,
+                key=None,
+                value_json=None,
+                data_json=metrics,
+                digest="",
+                segment="trainer-0001.arrows",
+            )
+        )
         if step >= 18:
             add("checkpoint_committed", update + 30 * S, step, data={"save_begin_ns": update, "blocked_ns": 0})
     end = T0 + (steps * 60 + 100) * S
@@ -95,16 +146,26 @@ def main() -> None:
         (loglines, errors), parse_wall, parse_s = timed(lambda: parse_file(str(path), ruleset="6.1.0"))
         result, check_wall, check_s = timed(lambda: compliance(text))
     assert not errors and len(loglines) == len(derivation.lines)
-    print(f"synthetic run: {len(events):,} events -> {len(derivation.lines):,} mllog lines "
-          f"({len(text) / 1e6:.1f} MB), status {derivation.status}, checker {result.verdict}")
+    print(
+        f"synthetic run: {len(events):,} events -> {len(derivation.lines):,} mllog lines "
+        f"({len(text) / 1e6:.1f} MB), status {derivation.status}, checker {result.verdict}"
+    )
     print("                                       CPU s   wall s")
-    print(f"derive (replay, official)            {derive_s:7.2f}  {derive_wall:7.2f}   "
-          f"{len(events) / derive_s:,.0f} events/s (CPU)")
-    print(f"mlperf-logging {mlperf_logging_version()} parser       {parse_s:7.2f}  {parse_wall:7.2f}   "
-          f"{len(derivation.lines) / parse_s:,.0f} lines/s (CPU)")
-    print(f"mlperf-logging compliance checker    {check_s:7.2f}  {check_wall:7.2f}   (parses the file itself, then checks)")
-    print(f"ratio checker / derive: {check_s / derive_s:.2f}x   parser / derive: {parse_s / derive_s:.2f}x   "
-          f"({'derive is faster' if derive_s < check_s else 'derive is SLOWER'} than the checker reading its output)")
+    print(
+        f"derive (replay, official)            {derive_s:7.2f}  {derive_wall:7.2f}   "
+        f"{len(events) / derive_s:,.0f} events/s (CPU)"
+    )
+    print(
+        f"mlperf-logging {mlperf_logging_version()} parser       {parse_s:7.2f}  {parse_wall:7.2f}   "
+        f"{len(derivation.lines) / parse_s:,.0f} lines/s (CPU)"
+    )
+    print(
+        f"mlperf-logging compliance checker    {check_s:7.2f}  {check_wall:7.2f}   (parses the file itself, then checks)"
+    )
+    print(
+        f"ratio checker / derive: {check_s / derive_s:.2f}x   parser / derive: {parse_s / derive_s:.2f}x   "
+        f"({'derive is faster' if derive_s < check_s else 'derive is SLOWER'} than the checker reading its output)"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Regenerate the README pictures: `python docs/make_pictures.py` (needs the `plot` extra).
 
-worked-example.png: DESIGN.md section 5's run (recorder.demo) evaluated in the order 19, 18, 20, scored by
+worked-example.png: docs/design.md section 5's run (replay.worked_example) evaluated in the order 19, 18, 20, scored by
 replay under every interpretation. rcp-gbs256-seed1.png: a real reference convergence log, imported.
 reward-curves.png: the reward of the six GBS 256 reference runs.
 """
@@ -12,11 +12,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from recorder.demo import S, record_worked_example
+from recorder.adapters.mllog_import import import_file
 from recorder.log import LogWriter
 from recorder.run import RunDir
-from replay.importer import import_file
 from replay.scores import write_scores
+from replay.worked_example import S, record_worked_example
 
 DOCS = Path(__file__).resolve().parent
 CORPUS = DOCS.parents[1] / "shared" / "corpus" / "qwen35_397b_grpo_rcp"
@@ -28,10 +28,22 @@ def evaluate(run: RunDir) -> None:
     t = T0 + 1300 * S
     with LogWriter(run, "evaluator", clock=lambda: t) as w:
         for step, accuracy in [(19, 0.72), (18, 0.70), (20, 0.71)]:
-            w.append("eval_start", step=step, samples_count=step * 256, time_ns=t,
-                     data={"checkpoint": f"checkpoints/step_{step:07d}", "sha256": "", "worker": "w0"})
-            w.append("eval_result", step=step, samples_count=step * 256, key="accuracy", value=accuracy,
-                     time_ns=t + 60 * S, data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": ""})
+            w.append(
+                "eval_start",
+                step=step,
+                samples_count=step * 256,
+                time_ns=t,
+                data={"checkpoint": f"checkpoints/step_{step:07d}", "sha256": "", "worker": "w0"},
+            )
+            w.append(
+                "eval_result",
+                step=step,
+                samples_count=step * 256,
+                key="accuracy",
+                value=accuracy,
+                time_ns=t + 60 * S,
+                data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": ""},
+            )
             w.append("eval_stop", step=step, samples_count=step * 256, time_ns=t + 60 * S)
             t += 60 * S
 
@@ -47,16 +59,49 @@ def main() -> None:
         write_scores(run.path)
         seeds.append(run)
     recorder = [sys.executable, "-m", "recorder.cli"]
-    subprocess.run([*recorder[:1], "-c", "from recorder.cli import main; main()", "plot", str(worked.path),
-                    "-o", str(DOCS / "worked-example.png")], check=True)
-    subprocess.run([*recorder[:1], "-c", "from recorder.cli import main; main()", "plot", str(seeds[0].path),
-                    "-o", str(DOCS / "rcp-gbs256-seed1.png")], check=True)
+    subprocess.run(
+        [
+            *recorder[:1],
+            "-c",
+            "from recorder.cli import main; main()",
+            "plot",
+            str(worked.path),
+            "-o",
+            str(DOCS / "worked-example.png"),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [
+            *recorder[:1],
+            "-c",
+            "from recorder.cli import main; main()",
+            "plot",
+            str(seeds[0].path),
+            "-o",
+            str(DOCS / "rcp-gbs256-seed1.png"),
+        ],
+        check=True,
+    )
     only_rcp = root / "qwen35_397b_grpo_rcp-GBS256"
     only_rcp.mkdir()
     for run in seeds:
         run.path.rename(only_rcp / run.run_id)
-    subprocess.run([*recorder[:1], "-c", "from recorder.cli import main; main()", "plot", "--root", str(only_rcp),
-                    "--metric", "reward", "-o", str(DOCS / "reward-curves.png")], check=True)
+    subprocess.run(
+        [
+            *recorder[:1],
+            "-c",
+            "from recorder.cli import main; main()",
+            "plot",
+            "--root",
+            str(only_rcp),
+            "--metric",
+            "reward",
+            "-o",
+            str(DOCS / "reward-curves.png"),
+        ],
+        check=True,
+    )
     print(f"runs kept in {root}")
 
 

@@ -1,4 +1,4 @@
-"""Offline evaluation of a run's checkpoints under the MLPerf Training v6.1 rule (DESIGN.md section 7).
+"""Offline evaluation of a run's checkpoints under the MLPerf Training v6.1 rule (docs/design.md sections 1 and 4).
 
 Checkpoints come from `checkpoint_committed` events; each is checked (path, sha256, fingerprint) before it
 is scored; pass@k uses per-sample seeds so the score does not depend on batch size or worker count; every

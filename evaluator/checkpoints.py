@@ -7,21 +7,14 @@ every step until training stops; `check_series` reports any departure from that.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from recorder.events import Event
-
 from evaluator.errors import SeriesError, UnsafePathError
-
-
-def validation_start(global_batch_size: int) -> int:
-    """CEIL(2.5 + 3840 / GBS), in exact arithmetic (3840/256 is exactly 15, so 18, never 17.999...)."""
-    return math.ceil(Fraction(5, 2) + Fraction(3840, global_batch_size))
+from recorder.events import Event
+from recorder.rules import series_problems, validation_start_step
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,11 +36,22 @@ class Checkpoint:
     def from_event(cls, e: Event) -> Checkpoint:
         d = e.data
         if e.step is None:
-            raise SeriesError(f"{e.segment} seq {e.seq}: checkpoint_committed without a step: the trainer's log "
-                              "is malformed; it cannot be evaluated")
-        return cls(step=e.step, samples_count=e.samples_count, path=str(d.get("path", "")),
-                   sha256=str(d.get("sha256", "")), bytes=d.get("bytes"), weight_update_ns=d.get("weight_update_ns"),
-                   fingerprint=dict(d.get("fingerprint") or {}), dtype=d.get("dtype"), segment=e.segment, seq=e.seq)
+            raise SeriesError(
+                f"{e.segment} seq {e.seq}: checkpoint_committed without a step: the trainer's log "
+                "is malformed; it cannot be evaluated"
+            )
+        return cls(
+            step=e.step,
+            samples_count=e.samples_count,
+            path=str(d.get("path", "")),
+            sha256=str(d.get("sha256", "")),
+            bytes=d.get("bytes"),
+            weight_update_ns=d.get("weight_update_ns"),
+            fingerprint=dict(d.get("fingerprint") or {}),
+            dtype=d.get("dtype"),
+            segment=e.segment,
+            seq=e.seq,
+        )
 
     @property
     def where(self) -> str:
@@ -67,46 +71,28 @@ def committed(events: Iterable[Event]) -> list[Checkpoint]:
             raise SeriesError(
                 f"step {cp.step} was committed twice with different weights ({seen.segment} seq {seen.seq} and "
                 f"{cp.segment} seq {cp.seq}): which one training meant is unknowable; evaluate with --order "
-                "naming other steps, or fix the run")
+                "naming other steps, or fix the run"
+            )
         by_step.setdefault(cp.step, cp)
     return [by_step[s] for s in sorted(by_step)]
 
 
-def series_problems(steps: list[int], start: int, final_step: int | None) -> list[str]:
-    """What is wrong with the committed steps under the rule; empty when the series is complete.
-
-    `steps` ascending; `final_step` the last step trained (train_stop), when known.
-    """
-    problems: list[str] = []
-    early = [s for s in steps if s < start]
-    if early:
-        problems.append(f"checkpoints before the validation start {start}: steps {_ranges(early)}")
-    valid = [s for s in steps if s >= start]
-    if not valid:
-        problems.append(f"no checkpoint at or after the validation start {start}")
-        return problems
-    if valid[0] != start:
-        problems.append(f"the series starts at step {valid[0]}, not at the validation start {start}")
-    last = max(valid[-1], final_step or 0)
-    missing = sorted(set(range(start, last + 1)) - set(valid))
-    if missing:
-        problems.append(f"missing checkpoints for steps {_ranges(missing)} (training stopped at step "
-                        f"{final_step if final_step is not None else 'unknown'})")
-    return problems
-
-
-def check_series(cps: list[Checkpoint], global_batch_size: int, final_step: int | None, *,
-                 allow_gaps: bool) -> tuple[list[Checkpoint], list[str]]:
+def check_series(
+    cps: list[Checkpoint], global_batch_size: int, final_step: int | None, *, allow_gaps: bool
+) -> tuple[list[Checkpoint], list[str]]:
     """(the candidates: checkpoints at or after the validation start, the problems found).
 
     Raises SeriesError when there are problems and not `allow_gaps`.
     """
-    start = validation_start(global_batch_size)
+    start = validation_start_step(global_batch_size)
     problems = series_problems([c.step for c in cps], start, final_step)
     if problems and not allow_gaps:
-        raise SeriesError("the committed checkpoints do not follow the 6.1 rule (GBS "
-                          f"{global_batch_size}, validation start {start}): " + "; ".join(problems)
-                          + ". Pass --allow-gaps to evaluate what there is anyway.")
+        raise SeriesError(
+            "the committed checkpoints do not follow the 6.1 rule (GBS "
+            f"{global_batch_size}, validation start {start}): "
+            + "; ".join(problems)
+            + ". Pass --allow-gaps to evaluate what there is anyway."
+        )
     return [c for c in cps if c.step >= start], problems
 
 
@@ -117,24 +103,14 @@ def resolve(run_path: Path, cp: Checkpoint) -> Path:
     """
     rel = PurePosixPath(cp.path)
     if not cp.path or rel.is_absolute() or Path(cp.path).is_absolute():
-        raise UnsafePathError(f"{cp.where}: checkpoint path {cp.path!r} is not relative to the run directory: "
-                              "refused (a recorded path must stay inside the run)")
+        raise UnsafePathError(
+            f"{cp.where}: checkpoint path {cp.path!r} is not relative to the run directory: "
+            "refused (a recorded path must stay inside the run)"
+        )
     root = run_path.resolve()
     target = (root / Path(*rel.parts)).resolve()
     if target != root and root not in target.parents:
-        raise UnsafePathError(f"{cp.where}: checkpoint path {cp.path!r} resolves to {target}, outside the run "
-                              f"directory {root}: refused")
+        raise UnsafePathError(
+            f"{cp.where}: checkpoint path {cp.path!r} resolves to {target}, outside the run directory {root}: refused"
+        )
     return target
-
-
-def _ranges(steps: list[int]) -> str:
-    """[18, 19, 20, 23] -> '18-20, 23'."""
-    out: list[str] = []
-    i = 0
-    while i < len(steps):
-        j = i
-        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
-            j += 1
-        out.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
-        i = j + 1
-    return ", ".join(out)

@@ -9,9 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from recorder.log import LogWriter
-from recorder.provenance import provenance
-
 from evaluator.checkpoints import Checkpoint, resolve
 from evaluator.errors import CheckpointRefused, EvaluationCrashed, FingerprintMismatchError
 from evaluator.integrity import check_fingerprint, check_hash, recorded_fingerprint, weights_path
@@ -20,9 +17,11 @@ from evaluator.results import SCHEMA, Sample, results_dir, sample_rows, task_set
 from evaluator.scoring import Generation
 from evaluator.settings import Options
 from evaluator.workers import Workers
+from recorder.log import LogWriter
+from recorder.provenance import provenance
 
 if TYPE_CHECKING:
-    from evaluator.session import RunFacts
+    from evaluator.facts import RunFacts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,8 +39,9 @@ class Context:
 Scoring = Callable[[Context, Checkpoint, float], dict[str, Any]]
 
 
-def evaluate_checkpoint(ctx: Context, cp: Checkpoint, *, score: Scoring | None = None,
-                        start_data: dict[str, Any] | None = None) -> dict[str, Any]:
+def evaluate_checkpoint(
+    ctx: Context, cp: Checkpoint, *, score: Scoring | None = None, start_data: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Evaluate `cp`, recording its events. -> {accuracy, scores, results, seconds} or {reason, error, seconds}.
 
     `score` replaces the benchmark's pass@k (the lm-eval harness passes its own): it returns the written
@@ -50,8 +50,12 @@ def evaluate_checkpoint(ctx: Context, cp: Checkpoint, *, score: Scoring | None =
     """
     t0 = time.monotonic()
     w = ctx.writer
-    w.append("eval_start", step=cp.step, samples_count=cp.samples_count,
-             data={"checkpoint": cp.path, "sha256": cp.sha256, "worker": ctx.workers.name, **(start_data or {})})
+    w.append(
+        "eval_start",
+        step=cp.step,
+        samples_count=cp.samples_count,
+        data={"checkpoint": cp.path, "sha256": cp.sha256, "worker": ctx.workers.name, **(start_data or {})},
+    )
     try:
         try:
             doc = (score or _score)(ctx, cp, t0)
@@ -60,29 +64,52 @@ def evaluate_checkpoint(ctx: Context, cp: Checkpoint, *, score: Scoring | None =
         except Exception as e:  # recorded as eval_failed and reported; the session exits non-zero
             raise EvaluationCrashed(f"step {cp.step}: evaluation crashed: {type(e).__name__}: {e}") from e
     except CheckpointRefused as e:
-        w.append("eval_failed", step=cp.step, samples_count=cp.samples_count,
-                 data={"reason": str(e), "error": type(e).__name__})
+        w.append(
+            "eval_failed",
+            step=cp.step,
+            samples_count=cp.samples_count,
+            data={"reason": str(e), "error": type(e).__name__},
+        )
         return {"reason": str(e), "error": type(e).__name__, "seconds": time.monotonic() - t0}
     except BaseException as e:  # Ctrl-C or SystemExit: close the interval, then let it propagate
-        w.append("eval_failed", step=cp.step, samples_count=cp.samples_count,
-                 data={"reason": f"interrupted ({type(e).__name__})", "error": type(e).__name__})
+        w.append(
+            "eval_failed",
+            step=cp.step,
+            samples_count=cp.samples_count,
+            data={"reason": f"interrupted ({type(e).__name__})", "error": type(e).__name__},
+        )
         raise
     rel = str(doc["_path"].relative_to(ctx.facts.run.path))
     results = doc.get("_results")
     if results is None:
-        results = [("accuracy", doc["score"], {"metric": doc["metric"], "n": doc["n_tasks"], "k": doc["k"],
-                                               "target": doc["target"]})]
+        results = [
+            (
+                "accuracy",
+                doc["score"],
+                {"metric": doc["metric"], "n": doc["n_tasks"], "k": doc["k"], "target": doc["target"]},
+            )
+        ]
     for key, value, data in results:
-        w.append("eval_result", step=cp.step, samples_count=cp.samples_count, key=key, value=value,
-                 data={**data, "results": rel, "results_sha256": doc["_sha256"]})
+        w.append(
+            "eval_result",
+            step=cp.step,
+            samples_count=cp.samples_count,
+            key=key,
+            value=value,
+            data={**data, "results": rel, "results_sha256": doc["_sha256"]},
+        )
     w.append("eval_stop", step=cp.step, samples_count=cp.samples_count)
-    return {"accuracy": doc.get("score"), "scores": {key: value for key, value, _ in results}, "results": rel,
-            "seconds": time.monotonic() - t0}
+    return {
+        "accuracy": doc.get("score"),
+        "scores": {key: value for key, value, _ in results},
+        "results": rel,
+        "seconds": time.monotonic() - t0,
+    }
 
 
 def integrity(ctx: Context, cp: Checkpoint) -> tuple[str, dict[str, Any], dict[str, float]]:
     """(checkpoint dir, fingerprint report, timings); raises CheckpointRefused. Loads the workers."""
-    from trainer.fingerprint import METHOD
+    from trainer.policy.fingerprint import METHOD
 
     timings: dict[str, float] = {}
     t = time.monotonic()
@@ -93,28 +120,41 @@ def integrity(ctx: Context, cp: Checkpoint) -> tuple[str, dict[str, Any], dict[s
     if check:
         method, recorded = recorded_fingerprint(cp)
         if method != METHOD:
-            raise FingerprintMismatchError(f"{cp.where}: training fingerprinted with {method!r}, this evaluator "
-                                           f"computes {METHOD!r}: the code differs; it is not scored")
+            raise FingerprintMismatchError(
+                f"{cp.where}: training fingerprinted with {method!r}, this evaluator "
+                f"computes {METHOD!r}: the code differs; it is not scored"
+            )
     t = time.monotonic()
     measured = ctx.workers.load(str(directory), check)
     timings["load_s"] = time.monotonic() - t
     if not check:
         return digest, {"checked": False, "why": "--fingerprint off", "recorded": cp.fingerprint}, timings
     worst = check_fingerprint(cp, measured, ctx.options.fingerprint_tolerance)
-    return digest, {"checked": True, "method": method, "recorded": recorded, "measured": measured,
-                    "max_abs_diff": worst, "tolerance": ctx.options.fingerprint_tolerance}, timings
+    return (
+        digest,
+        {
+            "checked": True,
+            "method": method,
+            "recorded": recorded,
+            "measured": measured,
+            "max_abs_diff": worst,
+            "tolerance": ctx.options.fingerprint_tolerance,
+        },
+        timings,
+    )
 
 
 def _score(ctx: Context, cp: Checkpoint, t0: float) -> dict[str, Any]:
-    from trainer.task import validation_tasks
+    from trainer.policy.task import validation_tasks
 
     start_ns = ctx.clock()
     digest, fp, timings = integrity(ctx, cp)
     cfg, opts = ctx.facts.eval_cfg, ctx.options
     tasks = validation_tasks()
     n = min(cfg.samples if opts.tasks is None else opts.tasks, len(tasks))
-    gen = Generation(temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens,
-                     batch_size=opts.batch_size)
+    gen = Generation(
+        temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, batch_size=opts.batch_size
+    )
     plan = sample_plan(range(n), cfg.k)
     t = time.monotonic()
     samples = ctx.workers.score(plan, gen)
@@ -132,24 +172,53 @@ def _score(ctx: Context, cp: Checkpoint, t0: float) -> dict[str, Any]:
 
 def _outcomes(samples: list[Sample], n_tasks: int, k: int) -> list[list[bool]]:
     """[n_tasks][k] correctness from task-major samples."""
-    return [[s.correct for s in samples[t * k:(t + 1) * k]] for t in range(n_tasks)]
+    return [[s.correct for s in samples[t * k : (t + 1) * k]] for t in range(n_tasks)]
 
 
-def _document(ctx: Context, cp: Checkpoint, digest: str, fp: dict[str, Any], gen: Generation,
-              samples: list[Sample], pairs: list[tuple[str, str]], full: int, score: float,
-              timings: dict[str, float], start_ns: int) -> dict[str, Any]:
+def _document(
+    ctx: Context,
+    cp: Checkpoint,
+    digest: str,
+    fp: dict[str, Any],
+    gen: Generation,
+    samples: list[Sample],
+    pairs: list[tuple[str, str]],
+    full: int,
+    score: float,
+    timings: dict[str, float],
+    start_ns: int,
+) -> dict[str, Any]:
     cfg = ctx.facts.eval_cfg
-    passes = sum(any(s.correct for s in samples[t * cfg.k:(t + 1) * cfg.k]) for t in range(len(pairs)))
+    passes = sum(any(s.correct for s in samples[t * cfg.k : (t + 1) * cfg.k]) for t in range(len(pairs)))
     return {
-        "schema": SCHEMA, "run_id": ctx.facts.run.run_id, "step": cp.step, "samples_count": cp.samples_count,
-        "metric": cfg.metric, "score": score, "k": cfg.k, "n_tasks": len(pairs), "tasks_passed": passes,
-        "target": cfg.target, "passed": score > cfg.target,
+        "schema": SCHEMA,
+        "run_id": ctx.facts.run.run_id,
+        "step": cp.step,
+        "samples_count": cp.samples_count,
+        "metric": cfg.metric,
+        "score": score,
+        "k": cfg.k,
+        "n_tasks": len(pairs),
+        "tasks_passed": passes,
+        "target": cfg.target,
+        "passed": score > cfg.target,
         "complete_task_set": len(pairs) == full,
-        "settings": {"temperature": gen.temperature, "top_p": gen.top_p, "max_new_tokens": gen.max_new_tokens,
-                     "batch_size": gen.batch_size, "workers": ctx.workers.name, "seeds": f"sample_seed("
-                     f"{SEED_DOMAIN!r}, task, sample)"},
-        "checkpoint": {"path": cp.path, "sha256": digest, "bytes": cp.bytes, "dtype": cp.dtype,
-                       "weight_update_ns": cp.weight_update_ns, "committed": {"segment": cp.segment, "seq": cp.seq}},
+        "settings": {
+            "temperature": gen.temperature,
+            "top_p": gen.top_p,
+            "max_new_tokens": gen.max_new_tokens,
+            "batch_size": gen.batch_size,
+            "workers": ctx.workers.name,
+            "seeds": f"sample_seed({SEED_DOMAIN!r}, task, sample)",
+        },
+        "checkpoint": {
+            "path": cp.path,
+            "sha256": digest,
+            "bytes": cp.bytes,
+            "dtype": cp.dtype,
+            "weight_update_ns": cp.weight_update_ns,
+            "committed": {"segment": cp.segment, "seq": cp.seq},
+        },
         "fingerprint": fp,
         "task_set": {"name": "validation", "n": len(pairs), "of": full, "sha256": task_set_sha256(pairs)},
         "provenance": provenance(),

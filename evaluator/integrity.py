@@ -28,8 +28,10 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 def weights_path(directory: Path, cp: Checkpoint) -> Path:
     """The weights file of a checkpoint directory; MissingCheckpointError if it is not there."""
     if not directory.is_dir():
-        raise MissingCheckpointError(f"{cp.where}: checkpoint directory {directory} is missing: it was moved or "
-                                     "deleted after training committed it")
+        raise MissingCheckpointError(
+            f"{cp.where}: checkpoint directory {directory} is missing: it was moved or "
+            "deleted after training committed it"
+        )
     weights = directory / WEIGHTS_FILE
     if not weights.is_file():
         raise MissingCheckpointError(f"{cp.where}: {weights} is missing: the checkpoint is incomplete")
@@ -40,13 +42,17 @@ def check_hash(cp: Checkpoint, weights: Path) -> str:
     """The file's sha256, if it is the one recorded; HashMismatchError otherwise."""
     size = weights.stat().st_size
     if cp.bytes is not None and size != cp.bytes:
-        raise HashMismatchError(f"{cp.where}: {weights} has {size} bytes, training committed {cp.bytes}: the "
-                                "weights file was altered after training; it is not scored")
+        raise HashMismatchError(
+            f"{cp.where}: {weights} has {size} bytes, training committed {cp.bytes}: the "
+            "weights file was altered after training; it is not scored"
+        )
     digest = sha256_file(weights)
     if digest != cp.sha256:
-        raise HashMismatchError(f"{cp.where}: sha256 of {weights} is {digest[:16]}..., training committed "
-                                f"{cp.sha256[:16] or '(none)'}...: the weights file was altered after training; "
-                                "it is not scored")
+        raise HashMismatchError(
+            f"{cp.where}: sha256 of {weights} is {digest[:16]}..., training committed "
+            f"{cp.sha256[:16] or '(none)'}...: the weights file was altered after training; "
+            "it is not scored"
+        )
     return digest
 
 
@@ -54,8 +60,10 @@ def recorded_fingerprint(cp: Checkpoint) -> tuple[str, float]:
     """(method, value) training recorded; FingerprintMismatchError if there is none to compare with."""
     value = cp.fingerprint.get("value")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise FingerprintMismatchError(f"{cp.where}: training recorded no usable fingerprint ({cp.fingerprint!r}): "
-                                       "nothing to compare with; pass --fingerprint off to evaluate without it")
+        raise FingerprintMismatchError(
+            f"{cp.where}: training recorded no usable fingerprint ({cp.fingerprint!r}): "
+            "nothing to compare with; pass --fingerprint off to evaluate without it"
+        )
     return str(cp.fingerprint.get("method", "")), float(value)
 
 
@@ -71,5 +79,6 @@ def check_fingerprint(cp: Checkpoint, measured: list[float | None], tolerance: f
             raise FingerprintMismatchError(
                 f"{cp.where}: fingerprint ({method or 'unnamed method'}) is {value:.6f} here, training recorded "
                 f"{recorded:.6f} (difference {abs(value - recorded):.6f} > tolerance {tolerance}): the weights, "
-                "tokenizer or code differ from training's; it is not scored")
+                "tokenizer or code differ from training's; it is not scored"
+            )
     return worst

@@ -45,6 +45,8 @@ def arrange(available: list[int], order: Order) -> list[int]:
         return sorted(available, reverse=True)
     unknown = [s for s in order.steps if s not in set(available)]
     if unknown:
-        raise OrderError(f"--order {order}: no committed checkpoint at or after the validation start for step "
-                         f"{unknown[0]}; committed: {', '.join(map(str, sorted(available))) or 'none'}")
+        raise OrderError(
+            f"--order {order}: no committed checkpoint at or after the validation start for step "
+            f"{unknown[0]}; committed: {', '.join(map(str, sorted(available))) or 'none'}"
+        )
     return list(order.steps)

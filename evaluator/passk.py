@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import comb, fsum
 
-from trainer.sampling import sample_seed as _seed  # hashlib only at import time; torch stays lazy
+from trainer.policy.sampling import sample_seed as _seed  # hashlib only at import time; torch stays lazy
 
 SEED_DOMAIN = "eval"
 

@@ -51,9 +51,16 @@ def results_dir(derived: Path, step: int) -> Path:
 def sample_rows(samples: Sequence[Sample], pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     """Per-sample hashes of prompt, completion and target, with seed, reward and outcome."""
     return [
-        {"task": s.task, "sample": s.sample, "seed": s.seed, "prompt_sha256": sha256_text(pairs[s.task][0]),
-         "completion_sha256": sha256_text(s.completion), "target_sha256": sha256_text(pairs[s.task][1]),
-         "reward": s.reward, "correct": s.correct}
+        {
+            "task": s.task,
+            "sample": s.sample,
+            "seed": s.seed,
+            "prompt_sha256": sha256_text(pairs[s.task][0]),
+            "completion_sha256": sha256_text(s.completion),
+            "target_sha256": sha256_text(pairs[s.task][1]),
+            "reward": s.reward,
+            "correct": s.correct,
+        }
         for s in samples
     ]
 

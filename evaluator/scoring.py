@@ -25,7 +25,7 @@ class Generation:
 
 
 def chunks(items: list[Any], size: int) -> list[list[Any]]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 class Scorer:
@@ -36,7 +36,7 @@ class Scorer:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM, LlamaForCausalLM  # noqa: F401  (both models are Llama)
 
-        from trainer.task import validation_tasks
+        from trainer.policy.task import validation_tasks
 
         if threads:
             torch.set_num_threads(threads)
@@ -51,14 +51,14 @@ class Scorer:
 
     def load(self, checkpoint_dir: str, with_fingerprint: bool) -> float | None:
         """Load the checkpoint's weights (safetensors, no unpickling); its fingerprint if asked."""
-        from trainer.checkpoint import load_checkpoint
+        from trainer.policy.checkpoint_files import load_checkpoint
 
         self.model, self.tokenizer = load_checkpoint(Path(checkpoint_dir))
         self.model.eval()
         self.loaded = checkpoint_dir
         if not with_fingerprint:
             return None
-        from trainer.fingerprint import fingerprint
+        from trainer.policy.fingerprint import fingerprint
 
         return float(fingerprint(self.model, self.tokenizer))
 
@@ -72,17 +72,25 @@ class Scorer:
 
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
         """One sample per (task index, sample index) of `plan`, in plan order; batches of gen.batch_size."""
-        from trainer.sampling import generate
-        from trainer.task import reward
+        from trainer.policy.sampling import generate
+        from trainer.policy.task import reward
 
         if self.model is None:
             raise RuntimeError("score() before load(): the driver must load a checkpoint first")
         out: list[Sample] = []
         for batch in chunks(plan, gen.batch_size):
             seeds = [sample_seed(t, j) for t, j in batch]
-            completions = generate(self.model, self.tokenizer, [self.tasks[t].prompt for t, _ in batch],
-                                   temperature=gen.temperature, top_p=gen.top_p,
-                                   max_new_tokens=gen.max_new_tokens, seeds=seeds)
-            out.extend(Sample(task=t, sample=j, seed=s, completion=c, reward=float(reward(self.tasks[t], c)))
-                       for (t, j), s, c in zip(batch, seeds, completions))
+            completions = generate(
+                self.model,
+                self.tokenizer,
+                [self.tasks[t].prompt for t, _ in batch],
+                temperature=gen.temperature,
+                top_p=gen.top_p,
+                max_new_tokens=gen.max_new_tokens,
+                seeds=seeds,
+            )
+            out.extend(
+                Sample(task=t, sample=j, seed=s, completion=c, reward=float(reward(self.tasks[t], c)))
+                for (t, j), s, c in zip(batch, seeds, completions, strict=False)
+            )
         return out

@@ -17,18 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder.events import Event
-from recorder.log import LogWriter
-from recorder.reader import read_run
-from recorder.run import RunDir
-
-from evaluator.checkpoints import Checkpoint, check_series, committed
-from evaluator.errors import EvaluatorBusyError, NotEvaluableError, RunNotWritableError
+from evaluator.attempts import Attempt, attempts, open_attempts, scored
+from evaluator.errors import EvaluatorBusyError, RunNotWritableError
 from evaluator.evaluate import Context, evaluate_checkpoint
-from evaluator.history import Attempt, attempts, open_attempts, scored
+from evaluator.facts import RunFacts, read_facts
 from evaluator.order import arrange
-from evaluator.settings import Options, RunEvalConfig, run_eval_config
+from evaluator.settings import Options, RunEvalConfig
 from evaluator.workers import Workers, start_workers
+from recorder.log import LogWriter
+from recorder.rules import passes
+from recorder.run import RunDir
 
 WRITER = "evaluator"
 
@@ -70,42 +68,6 @@ class Summary:
         return [o for o in self.outcomes if o.status == "failed"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunFacts:
-    """What the run's log says that evaluation needs."""
-
-    run: RunDir
-    events: list[Event]
-    global_batch_size: int
-    final_step: int | None
-    eval_cfg: RunEvalConfig
-    candidates: dict[int, Checkpoint]
-    problems: list[str]
-
-
-def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool) -> RunFacts:
-    """Read and check the run: opened, training stopped, checkpoints committed in a valid series."""
-    run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
-    events = read_run(run).events
-    opened = next((e for e in events if e.kind == "run_opened"), None)
-    if opened is None:
-        raise NotEvaluableError(f"{run.path}: no run_opened event: not a recorded training run")
-    gbs = opened.data.get("global_batch_size")
-    if not isinstance(gbs, int) or gbs < 1:
-        raise NotEvaluableError(f"{run.path}: run_opened has no valid global_batch_size ({gbs!r})")
-    stop = next((e for e in reversed(events) if e.kind == "train_stop"), None)
-    if stop is None:
-        raise NotEvaluableError(f"{run.path}: training has not stopped (no train_stop event): the 6.1 rule "
-                                "evaluates checkpoints after training halts; wait for it, or check the trainer")
-    cps = committed(events)
-    if not cps:
-        raise NotEvaluableError(f"{run.path}: no checkpoint_committed event: nothing to evaluate")
-    candidates, problems = check_series(cps, gbs, stop.step, allow_gaps=allow_gaps)
-    return RunFacts(run=run, events=events, global_batch_size=gbs, final_step=stop.step,
-                    eval_cfg=run_eval_config(opened.data.get("config") or {}),
-                    candidates={c.step: c for c in candidates}, problems=problems)
-
-
 @contextmanager
 def session_lock(run: RunDir) -> Iterator[None]:
     """Hold the run's evaluator lock (flock: the kernel drops it when its process dies, even by SIGKILL)."""
@@ -114,22 +76,21 @@ def session_lock(run: RunDir) -> Iterator[None]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:  # before any event: a read-only run directory records nothing and loses nothing
-        raise RunNotWritableError(f"{path}: cannot take the evaluator's lock ({e.strerror}); the run directory "
-                                  "must be writable to record evaluations (is it on a read-only filesystem?)") from e
+        raise RunNotWritableError(
+            f"{path}: cannot take the evaluator's lock ({e.strerror}); the run directory "
+            "must be writable to record evaluations (is it on a read-only filesystem?)"
+        ) from e
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise EvaluatorBusyError(f"{run.path}: another evaluator session is running on this run (it holds "
-                                     f"{path}); wait for it to finish, or stop it and run again") from None
+            raise EvaluatorBusyError(
+                f"{run.path}: another evaluator session is running on this run (it holds "
+                f"{path}); wait for it to finish, or stop it and run again"
+            ) from None
         yield
     finally:
         os.close(fd)
-
-
-def _passed(accuracy: float | None, target: float) -> bool:
-    # The 6.1.0 checker and the rule's reading: strictly above the target (DESIGN.md section 1).
-    return accuracy is not None and accuracy > target
 
 
 def _todo(steps: list[int], done: dict[int, Attempt], target: float, everything: bool) -> list[int]:
@@ -137,17 +98,21 @@ def _todo(steps: list[int], done: dict[int, Attempt], target: float, everything:
     out = []
     for step in steps:
         if step in done:
-            if _passed(done[step].accuracy, target) and not everything:
+            if passes(done[step].accuracy, target) and not everything:
                 break
             continue
         out.append(step)
     return out
 
 
-def evaluate_run(run_dir: Path | str | RunDir, options: Options, *,
-                 workers_factory: Callable[[int, str | None], Workers] = start_workers,
-                 clock: Callable[[], int] = time.time_ns,
-                 on_outcome: Callable[[Outcome], None] | None = None) -> Summary:
+def evaluate_run(
+    run_dir: Path | str | RunDir,
+    options: Options,
+    *,
+    workers_factory: Callable[[int, str | None], Workers] = start_workers,
+    clock: Callable[[], int] = time.time_ns,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> Summary:
     """Evaluate a run's checkpoints per `options`; returns what happened (also when evaluations failed).
 
     One session at a time per run (a lock): the log is read, and the plan made, while holding it.
@@ -157,27 +122,39 @@ def evaluate_run(run_dir: Path | str | RunDir, options: Options, *,
         return _evaluate_locked(run, options, workers_factory, clock, on_outcome)
 
 
-def _evaluate_locked(run: RunDir, options: Options, workers_factory: Callable[[int, str | None], Workers],
-                     clock: Callable[[], int], on_outcome: Callable[[Outcome], None] | None) -> Summary:
+def _evaluate_locked(
+    run: RunDir,
+    options: Options,
+    workers_factory: Callable[[int, str | None], Workers],
+    clock: Callable[[], int],
+    on_outcome: Callable[[Outcome], None] | None,
+) -> Summary:
     facts = read_facts(run, allow_gaps=options.allow_gaps)
     target = facts.eval_cfg.target
     steps = arrange(sorted(facts.candidates), options.order)
     prior = attempts(facts.events)
     done = scored(prior)
     stale = open_attempts(prior)
-    first_pass = next((a for a in prior if a.status == "scored" and a.step in facts.candidates
-                       and _passed(a.accuracy, target)), None)
+    first_pass = next(
+        (a for a in prior if a.status == "scored" and a.step in facts.candidates and passes(a.accuracy, target)), None
+    )
     if first_pass is not None and first_pass.step is not None and not options.all:
         # Evaluation ended when a checkpoint passed (in whatever order was used then); more needs --all.
         steps = [first_pass.step]
     if not _todo(steps, done, target, options.all) and not stale:
-        return Summary(run_id=facts.run.run_id, eval_cfg=facts.eval_cfg, problems=facts.problems, segment=None,
-                       workers="none", outcomes=_skipped_until_pass(steps, done, target, options.all))
+        return Summary(
+            run_id=facts.run.run_id,
+            eval_cfg=facts.eval_cfg,
+            problems=facts.problems,
+            segment=None,
+            workers="none",
+            outcomes=_skipped_until_pass(steps, done, target, options.all),
+        )
     outcomes: list[Outcome] = []
     remaining: list[int] = []
     with ExitStack() as stack:
         writer = stack.enter_context(LogWriter(facts.run, WRITER, clock=clock))
-        closed = [_close_interrupted(writer, a, facts) for a in stale]
+        closed = [close_interrupted(writer, a, facts) for a in stale]
         ctx: Context | None = None
         for step in steps:
             if step in done:
@@ -196,14 +173,26 @@ def _evaluate_locked(run: RunDir, options: Options, workers_factory: Callable[[i
                 on_outcome(outcome)
             if outcome.passed and not options.all:
                 break
-        return Summary(run_id=facts.run.run_id, eval_cfg=facts.eval_cfg, problems=facts.problems,
-                       segment=writer.segment, workers=ctx.workers.name if ctx else "none", outcomes=outcomes,
-                       closed=closed, remaining=remaining)
+        return Summary(
+            run_id=facts.run.run_id,
+            eval_cfg=facts.eval_cfg,
+            problems=facts.problems,
+            segment=writer.segment,
+            workers=ctx.workers.name if ctx else "none",
+            outcomes=outcomes,
+            closed=closed,
+            remaining=remaining,
+        )
 
 
 def _skipped(a: Attempt, target: float) -> Outcome:
-    return Outcome(step=a.step or 0, status="skipped", accuracy=a.accuracy, passed=_passed(a.accuracy, target),
-                   reason=f"scored in {a.segment}")
+    return Outcome(
+        step=a.step or 0,
+        status="skipped",
+        accuracy=a.accuracy,
+        passed=passes(a.accuracy, target),
+        reason=f"scored in {a.segment}",
+    )
 
 
 def _skipped_until_pass(steps: list[int], done: dict[int, Attempt], target: float, everything: bool) -> list[Outcome]:
@@ -217,16 +206,29 @@ def _skipped_until_pass(steps: list[int], done: dict[int, Attempt], target: floa
 
 def _from_result(r: dict[str, Any], step: int, target: float) -> Outcome:
     acc = r.get("accuracy")
-    return Outcome(step=step, status="scored" if acc is not None else "failed", accuracy=acc,
-                   passed=_passed(acc, target), reason=r.get("reason", ""), error=r.get("error", ""),
-                   results=r.get("results"), seconds=r.get("seconds", 0.0))
+    return Outcome(
+        step=step,
+        status="scored" if acc is not None else "failed",
+        accuracy=acc,
+        passed=passes(acc, target),
+        reason=r.get("reason", ""),
+        error=r.get("error", ""),
+        results=r.get("results"),
+        seconds=r.get("seconds", 0.0),
+    )
 
 
-def _close_interrupted(writer: LogWriter, a: Attempt, facts: RunFacts) -> str:
+def close_interrupted(writer: LogWriter, a: Attempt, facts: RunFacts) -> str:
     """Record that an earlier session's evaluation of `a.step` ended without a result (it was killed)."""
     cp = facts.candidates.get(a.step) if a.step is not None else None
-    reason = (f"the evaluation of step {a.step} started in {a.segment} never ended (its evaluator was killed "
-              "or crashed): no result; it is evaluated again if still needed")
-    writer.append("eval_failed", step=a.step, samples_count=cp.samples_count if cp else None,
-                  data={"reason": reason, "error": "EvaluatorInterrupted", "interrupted_segment": a.segment})
+    reason = (
+        f"the evaluation of step {a.step} started in {a.segment} never ended (its evaluator was killed "
+        "or crashed): no result; it is evaluated again if still needed"
+    )
+    writer.append(
+        "eval_failed",
+        step=a.step,
+        samples_count=cp.samples_count if cp else None,
+        data={"reason": reason, "error": "EvaluatorInterrupted", "interrupted_segment": a.segment},
+    )
     return f"step {a.step} ({a.segment})"

@@ -64,8 +64,7 @@ class Options:
             raise SettingsError("invalid options: " + "; ".join(errors))
 
 
-_EVAL_KEYS = {"k": int, "temperature": float, "top_p": float, "target": float, "max_new_tokens": int,
-              "samples": int}
+_EVAL_KEYS = {"k": int, "temperature": float, "top_p": float, "target": float, "max_new_tokens": int, "samples": int}
 
 
 def run_eval_config(config: dict[str, Any]) -> RunEvalConfig:
@@ -73,9 +72,11 @@ def run_eval_config(config: dict[str, Any]) -> RunEvalConfig:
     target, max_new_tokens, samples (trainer/config.py EvalSettings)."""
     section = config.get("eval")
     if not isinstance(section, dict):
-        raise SettingsError("run_opened.data.config has no 'eval' section (k, temperature, top_p, target, "
-                            "max_new_tokens): this run was not recorded by `recorder train`, so its evaluation "
-                            "settings are unknown")
+        raise SettingsError(
+            "run_opened.data.config has no 'eval' section (k, temperature, top_p, target, "
+            "max_new_tokens): this run was not recorded by `recorder train`, so its evaluation "
+            "settings are unknown"
+        )
     errors, values = [], {}
     for key, typ in _EVAL_KEYS.items():
         v = section.get(key)

@@ -28,7 +28,7 @@ def shards(plan: list[tuple[int, int]], n: int) -> list[list[tuple[int, int]]]:
     """`plan` cut into at most `n` contiguous pieces, never splitting a task's samples."""
     tasks = list(dict.fromkeys(t for t, _ in plan))
     size = -(-len(tasks) // n) if tasks else 0
-    groups = [set(tasks[i:i + size]) for i in range(0, len(tasks), size)] if size else []
+    groups = [set(tasks[i : i + size]) for i in range(0, len(tasks), size)] if size else []
     return [[p for p in plan if p[0] in g] for g in groups]
 
 
@@ -76,7 +76,7 @@ class RayWorkers:
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
             self._started = True
-        gpus = ray.cluster_resources().get("GPU", 0)  # type: ignore[no-untyped-call]
+        gpus = ray.cluster_resources().get("GPU", 0)
         per_actor_gpu = 1 if gpus >= n else 0  # one accelerator each, only when each can have one
         actor = ray.remote(Scorer).options(num_cpus=1, num_gpus=per_actor_gpu)
         self._actors: list[Any] = [actor.remote(threads=1) for _ in range(n)]
@@ -84,20 +84,22 @@ class RayWorkers:
         self.name = f"ray:{n}" + (f" ({per_actor_gpu} GPU each)" if per_actor_gpu else "")
 
     def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]:
-        values: list[float | None] = self._ray.get([a.load.remote(checkpoint_dir, with_fingerprint)
-                                                    for a in self._actors])
+        values: list[float | None] = self._ray.get(
+            [a.load.remote(checkpoint_dir, with_fingerprint) for a in self._actors]
+        )
         return values
 
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
         parts = shards(plan, len(self._actors))
-        results = self._ray.get([a.score.remote(p, gen) for a, p in zip(self._actors, parts)])
+        results = self._ray.get([a.score.remote(p, gen) for a, p in zip(self._actors, parts, strict=False)])
         return [s for part in results for s in part]
 
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
         """lm-eval requests split into contiguous shards, one per actor, results back in request order."""
         size = -(-len(requests) // len(self._actors)) if requests else 1
-        parts = [requests[i:i + size] for i in range(0, len(requests), size)]
-        results = self._ray.get([a.harness.remote(name, p, batch_size) for a, p in zip(self._actors, parts)])
+        parts = [requests[i : i + size] for i in range(0, len(requests), size)]
+        pending = [a.harness.remote(name, p, batch_size) for a, p in zip(self._actors, parts, strict=False)]
+        results = self._ray.get(pending)
         return [r for part in results for r in part]
 
     def close(self) -> None:

@@ -33,8 +33,7 @@ def schema_spec(version: int = SCHEMA_VERSION) -> dict[str, Any]:
 def arrow_schema(version: int = SCHEMA_VERSION) -> pa.Schema:
     """The Arrow schema of an event segment, with its version in the schema metadata."""
     fields = [
-        pa.field(f["name"], _ARROW_TYPES[f["type"]], nullable=f["nullable"])
-        for f in schema_spec(version)["field"]
+        pa.field(f["name"], _ARROW_TYPES[f["type"]], nullable=f["nullable"]) for f in schema_spec(version)["field"]
     ]
     return pa.schema(fields, metadata={SCHEMA_VERSION_KEY: str(version).encode()})
 
@@ -71,8 +70,10 @@ class Event:
     def data(self) -> dict[str, Any]:
         parsed = self._decode("data", self.data_json)
         if not isinstance(parsed, dict):
-            raise EventDecodeError(f"{self.segment} seq {self.seq}: data is not a JSON object: the segment was "
-                                   "altered; run `recorder verify`")
+            raise EventDecodeError(
+                f"{self.segment} seq {self.seq}: data is not a JSON object: the segment was "
+                "altered; run `recorder verify`"
+            )
         return parsed
 
     def _decode(self, column: str, text: str) -> Any:
@@ -81,8 +82,10 @@ class Event:
         try:
             return json.loads(text)
         except ValueError as e:
-            raise EventDecodeError(f"{self.segment} seq {self.seq}: {column} is not JSON ({e}): the segment was "
-                                   "altered; run `recorder verify`") from e
+            raise EventDecodeError(
+                f"{self.segment} seq {self.seq}: {column} is not JSON ({e}): the segment was "
+                "altered; run `recorder verify`"
+            ) from e
 
     @property
     def time_s(self) -> float:
@@ -91,19 +94,39 @@ class Event:
     def row(self) -> tuple[Any, ...]:
         """The stored columns in schema order."""
         return (
-            self.run_id, self.writer, self.seq, self.time_ns, self.mono_ns, self.kind, self.step,
-            self.samples_count, self.key, self.value_json, self.data_json, self.digest,
+            self.run_id,
+            self.writer,
+            self.seq,
+            self.time_ns,
+            self.mono_ns,
+            self.kind,
+            self.step,
+            self.samples_count,
+            self.key,
+            self.value_json,
+            self.data_json,
+            self.digest,
         )
 
 
 def canonical_bytes(
-    run_id: str, writer: str, seq: int, time_ns: int, mono_ns: int, kind: str, step: int | None,
-    samples_count: int | None, key: str | None, value_json: str | None, data_json: str,
+    run_id: str,
+    writer: str,
+    seq: int,
+    time_ns: int,
+    mono_ns: int,
+    kind: str,
+    step: int | None,
+    samples_count: int | None,
+    key: str | None,
+    value_json: str | None,
+    data_json: str,
 ) -> bytes:
     """The bytes the digest covers: every column but the digest, as a compact JSON array."""
     return json.dumps(
         [run_id, writer, seq, time_ns, mono_ns, kind, step, samples_count, key, value_json, data_json],
-        separators=(",", ":"), ensure_ascii=False,
+        separators=(",", ":"),
+        ensure_ascii=False,
     ).encode()
 
 

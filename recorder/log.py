@@ -28,6 +28,7 @@ from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row
 
 GROUP_COMMIT_S = 0.1
 
+
 def _write_all(fd: int, payload: bytes) -> None:
     """One write per event; a short write (disk full) is an error, never a silent partial event."""
     written = os.write(fd, payload)
@@ -88,8 +89,10 @@ class LogWriter:
                 number += 1
                 continue
             except OSError as e:
-                raise LogWriteError(f"{path}: cannot create the segment ({e.strerror}); "
-                                    "is the run directory read-only or the disk full?") from e
+                raise LogWriteError(
+                    f"{path}: cannot create the segment ({e.strerror}); "
+                    "is the run directory read-only or the disk full?"
+                ) from e
             try:
                 _write_all(fd, schema_message(arrow_schema()))
                 os.fsync(fd)
@@ -129,8 +132,14 @@ class LogWriter:
             return self._write(kind, step, samples_count, key, value_json, data_json, time_ns)
 
     def _write(
-        self, kind: str, step: int | None, samples_count: int | None, key: str | None,
-        value_json: str | None, data_json: str, time_ns: int | None,
+        self,
+        kind: str,
+        step: int | None,
+        samples_count: int | None,
+        key: str | None,
+        value_json: str | None,
+        data_json: str,
+        time_ns: int | None,
     ) -> Event:
         t = self._clock() if time_ns is None else _int_or_none("time_ns", kind, time_ns)
         assert t is not None
@@ -138,12 +147,24 @@ class LogWriter:
         seq = self._seq
         digest = chain_digest(
             self._previous,
-            canonical_bytes(self.run_id, self.writer, seq, t, mono, kind, step, samples_count, key, value_json, data_json),
+            canonical_bytes(
+                self.run_id, self.writer, seq, t, mono, kind, step, samples_count, key, value_json, data_json
+            ),
         )
         event = Event(
-            run_id=self.run_id, writer=self.writer, seq=seq, time_ns=t, mono_ns=mono, kind=kind, step=step,
-            samples_count=samples_count, key=key, value_json=value_json, data_json=data_json,
-            digest=digest.hex(), segment=self.segment,
+            run_id=self.run_id,
+            writer=self.writer,
+            seq=seq,
+            time_ns=t,
+            mono_ns=mono,
+            kind=kind,
+            step=step,
+            samples_count=samples_count,
+            key=key,
+            value_json=value_json,
+            data_json=data_json,
+            digest=digest.hex(),
+            segment=self.segment,
         )
         self._raise_flush_error()
         payload = self._encoder.encode(event.row())
@@ -151,8 +172,10 @@ class LogWriter:
             _write_all(self._fd, payload)
         except OSError as e:
             self._cut_partial_write()
-            raise LogWriteError(f"{self.path}: could not append {kind} (seq {seq}): {e.strerror}. Nothing of it "
-                                f"was recorded; the {seq} events before it are intact") from e
+            raise LogWriteError(
+                f"{self.path}: could not append {kind} (seq {seq}): {e.strerror}. Nothing of it "
+                f"was recorded; the {seq} events before it are intact"
+            ) from e
         self._size += len(payload)
         self._seq = seq + 1
         self._previous = digest
@@ -160,8 +183,9 @@ class LogWriter:
             try:
                 os.fsync(self._fd)
             except OSError as e:
-                raise LogWriteError(f"{self.path}: {kind} (seq {seq}) was written but could not be made durable: "
-                                    f"{e.strerror}") from e
+                raise LogWriteError(
+                    f"{self.path}: {kind} (seq {seq}) was written but could not be made durable: {e.strerror}"
+                ) from e
         else:
             self._dirty.set()
         return event
@@ -176,8 +200,10 @@ class LogWriter:
     def _raise_flush_error(self) -> None:
         if self._flush_error is not None:
             e, self._flush_error = self._flush_error, None
-            raise LogWriteError(f"{self.path}: a background fsync failed ({e.strerror}): events appended "
-                                "since the last durable one may not survive a power loss") from e
+            raise LogWriteError(
+                f"{self.path}: a background fsync failed ({e.strerror}): events appended "
+                "since the last durable one may not survive a power loss"
+            ) from e
 
     def _flush_loop(self) -> None:
         while not self._stop.wait(self._group_commit_s):
@@ -200,8 +226,10 @@ class LogWriter:
                 _write_all(self._fd, END_OF_STREAM)
                 os.fsync(self._fd)
             except OSError as e:
-                raise LogWriteError(f"{self.path}: could not close the segment ({e.strerror}); its events are "
-                                    "intact, it reads as a segment whose writer did not close") from e
+                raise LogWriteError(
+                    f"{self.path}: could not close the segment ({e.strerror}); its events are "
+                    "intact, it reads as a segment whose writer did not close"
+                ) from e
             finally:
                 self._flusher.join()
                 os.close(self._fd)

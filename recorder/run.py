@@ -59,8 +59,9 @@ class RunDir:
             (path / "events").mkdir()
             fsync_dir(path.parent)
         except OSError as e:  # read-only or full filesystem, no permission: say where, not a traceback
-            raise LogWriteError(f"{path}: cannot create the run directory ({e.strerror}); is --root on a "
-                                "read-only or full filesystem?") from e
+            raise LogWriteError(
+                f"{path}: cannot create the run directory ({e.strerror}); is --root on a read-only or full filesystem?"
+            ) from e
         return cls(path)
 
     @classmethod
@@ -91,4 +92,3 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-

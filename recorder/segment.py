@@ -121,7 +121,7 @@ class RowEncoder:
                 body.append(data)
                 offset += len(data)
 
-        for value, is_string in zip(row, layout.is_string):
+        for value, is_string in zip(row, layout.is_string, strict=False):
             null = value is None
             struct.pack_into("<q", meta, node + 8, 1 if null else 0)
             node += 16

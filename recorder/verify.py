@@ -6,7 +6,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recorder import compact
 from recorder.catalogue import catalogue
 from recorder.errors import SegmentError
 from recorder.events import GENESIS_DIGEST, arrow_schema, canonical_bytes, chain_digest
@@ -122,19 +121,4 @@ def verify_run(path: Path | str | RunDir) -> VerifyReport:
             run_id = segment.table.column("run_id")[0].as_py()
         report.problems.extend(check_segment(segment, run_id))
         report.segments.append(SegmentSummary(p.name, segment.table.num_rows, segment.closed, segment.torn))
-    if not report.problems:
-        _check_compacted_cache(run, report)
     return report
-
-
-def _check_compacted_cache(run: RunDir, report: VerifyReport) -> None:
-    """The compacted Parquet file is a cache of intact segments: stale is fine, different is not."""
-    cache = compact.parquet_path(run)
-    if not cache.exists():
-        return
-    if compact.fresh_manifest(run) is None:
-        report.warnings.append(f"{cache.relative_to(run.path)}: stale (the segments changed since compaction); "
-                               "the history reads the segments; `recorder compact` refreshes it")
-        return
-    for message in compact.check_compacted(run):
-        report.problems.append(Problem(str(cache.relative_to(run.path)), None, message.split(": ", 1)[-1]))

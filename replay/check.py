@@ -79,8 +79,9 @@ def compliance(text: str, ruleset: str = "6.1.0", usage: str = "training") -> Ch
         checker = mlp_compliance.make_checker(usage, ruleset, False, False)
         valid, _, _, _ = mlp_compliance.main(str(path), f"{usage}_{ruleset}/common.yaml", checker)
     messages = [*checker.not_overwritable, *checker.overwritable.values()]
-    return CheckResult("compliance checker", ruleset, bool(valid), tuple(_reason(m) for m in messages),
-                       mlperf_logging_version())
+    return CheckResult(
+        "compliance checker", ruleset, bool(valid), tuple(_reason(m) for m in messages), mlperf_logging_version()
+    )
 
 
 def rcp(texts: Sequence[str], ruleset: str = "6.1.0", usage: str = "training") -> CheckResult:

@@ -15,12 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlperf_logging.mllog import constants as C
-from recorder.events import Event
 
+from recorder.events import Event
 from replay.errors import MissingFactError, NothingToEmitError
 from replay.interpretations import AS_RECORDED, Plan, get_interpretation, inline_at
-from replay.mllog_format import (INTERVAL_END, INTERVAL_START, POINT_IN_TIME, ParsedLine, encode_line, ns_to_ms,
-                                 parse_line)
+from replay.mllog_format import (
+    INTERVAL_END,
+    INTERVAL_START,
+    POINT_IN_TIME,
+    ParsedLine,
+    encode_line,
+    ns_to_ms,
+    parse_line,
+)
 from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
 from replay.timeline import Config, Evaluation, Point, Timeline, build_timeline
 
@@ -60,8 +67,9 @@ class _Writer:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def add(self, at: Point | int, source: str | None, event_type: str, key: str, value: Any = None,
-            **meta: Any) -> None:
+    def add(
+        self, at: Point | int, source: str | None, event_type: str, key: str, value: Any = None, **meta: Any
+    ) -> None:
         time_ns, src = (at.time_ns, at.source) if isinstance(at, Point) else (at, source or "")
         metadata = {"file": src, "lineno": len(self.lines) + 1, **meta}
         self.lines.append(encode_line(ns_to_ms(time_ns), event_type, key, value, metadata))
@@ -74,8 +82,11 @@ def _configs(tl: Timeline, rules: Ruleset, out: _Writer) -> None:
     configs = list(tl.configs)
     recorded = {c.key for c in configs}
     if tl.opened is not None:
-        for key, value in ((C.SUBMISSION_BENCHMARK, tl.benchmark), (C.SUBMISSION_DIVISION, tl.division),
-                           (C.GLOBAL_BATCH_SIZE, tl.global_batch_size)):
+        for key, value in (
+            (C.SUBMISSION_BENCHMARK, tl.benchmark),
+            (C.SUBMISSION_DIVISION, tl.division),
+            (C.GLOBAL_BATCH_SIZE, tl.global_batch_size),
+        ):
             if key not in recorded and value is not None:
                 configs.append(Config(key, value, tl.opened))
     rank = {key: i for i, key in enumerate(rules.required_keys(tl.division or C.OPEN))}
@@ -87,10 +98,12 @@ def _evaluation(ev: Evaluation, gbs: int, rules: Ruleset, out: _Writer, shift: i
     samples = ev.samples_count if ev.samples_count >= 0 else rules.samples_after(ev.step, gbs)
     start = ev.start.time_ns + shift
     out.add(start, ev.start.source, INTERVAL_START, C.EVAL_START, None, samples_count=samples, step=ev.step)
-    out.add(ev.result.time_ns + shift, ev.result.source, POINT_IN_TIME, C.EVAL_ACCURACY, ev.accuracy,
-            samples_count=samples)
-    out.add(ev.stop.time_ns + shift, ev.stop.source, INTERVAL_END, C.EVAL_STOP, None, samples_count=samples,
-            step=ev.step)
+    out.add(
+        ev.result.time_ns + shift, ev.result.source, POINT_IN_TIME, C.EVAL_ACCURACY, ev.accuracy, samples_count=samples
+    )
+    out.add(
+        ev.stop.time_ns + shift, ev.stop.source, INTERVAL_END, C.EVAL_STOP, None, samples_count=samples, step=ev.step
+    )
 
 
 def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
@@ -107,31 +120,63 @@ def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
     if tl.block_start is None:
         raise MissingFactError(f"run {tl.run_id}: no block_start event; record it before replaying")
     bs_at, bs_step, bs_samples = tl.block_start
-    out.add(plan.shift(bs_at.time_ns), bs_at.source, INTERVAL_START, C.BLOCK_START,
-            samples_count=bs_samples if bs_samples is not None else 0, step=bs_step if bs_step is not None else 1)
+    out.add(
+        plan.shift(bs_at.time_ns),
+        bs_at.source,
+        INTERVAL_START,
+        C.BLOCK_START,
+        samples_count=bs_samples if bs_samples is not None else 0,
+        step=bs_step if bs_step is not None else 1,
+    )
     inline = {ev.step: ev for ev in plan.evaluations} if plan.inline else {}
     for m in tl.metrics:
         if m.step > plan.last_step:
             break
         samples = m.samples_count if m.samples_count is not None else rules.samples_after(m.step, gbs)
-        out.add(plan.shift(m.at.time_ns), m.at.source, POINT_IN_TIME, TRACKED_STATS, m.data,
-                samples_count=samples, step=m.step)
+        out.add(
+            plan.shift(m.at.time_ns),
+            m.at.source,
+            POINT_IN_TIME,
+            TRACKED_STATS,
+            m.data,
+            samples_count=samples,
+            step=m.step,
+        )
         if m.step in inline:  # the pre-6.1 shape: each evaluation closes a block; training resumes after it
             ev = inline[m.step]
             at = plan.shift(inline_at(tl, m.step))
             out.add(at, m.at.source, INTERVAL_END, C.BLOCK_STOP, samples_count=samples, step=m.step)
             _evaluation(ev, gbs, rules, out, shift=at - ev.start.time_ns)
             if m.step < plan.last_step:
-                out.add(at + ev.duration_ns, ev.stop.source, INTERVAL_START, C.BLOCK_START, samples_count=samples,
-                        step=m.step + 1)
+                out.add(
+                    at + ev.duration_ns,
+                    ev.stop.source,
+                    INTERVAL_START,
+                    C.BLOCK_START,
+                    samples_count=samples,
+                    step=m.step + 1,
+                )
     if not plan.inline:
         last = tl.weight_update(plan.last_step, "the final step")
-        out.add(plan.shift(last.time_ns), last.source, INTERVAL_END, C.BLOCK_STOP,
-                samples_count=rules.samples_after(plan.last_step, gbs), step=plan.last_step)
+        out.add(
+            plan.shift(last.time_ns),
+            last.source,
+            INTERVAL_END,
+            C.BLOCK_STOP,
+            samples_count=rules.samples_after(plan.last_step, gbs),
+            step=plan.last_step,
+        )
         for ev in plan.evaluations:
             _evaluation(ev, gbs, rules, out)
-    out.add(plan.run_stop, None, INTERVAL_END, C.RUN_STOP, None,
-            status=plan.status, samples_count=rules.samples_after(plan.stop_step, gbs))
+    out.add(
+        plan.run_stop,
+        None,
+        INTERVAL_END,
+        C.RUN_STOP,
+        None,
+        status=plan.status,
+        samples_count=rules.samples_after(plan.stop_step, gbs),
+    )
     return out.lines
 
 
@@ -155,8 +200,10 @@ def summarizer_start_stop(lines: Iterable[str]) -> tuple[ParsedLine | None, Pars
 def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
     """The original lines; minutes from the run_start and run_stop the result summarizer would read."""
     if not tl.mllog_lines:
-        raise NothingToEmitError(f"run {tl.run_id}: as-recorded replays imported logs, and this run has no "
-                                 "mllog_line events: use --interpretation official")
+        raise NothingToEmitError(
+            f"run {tl.run_id}: as-recorded replays imported logs, and this run has no "
+            "mllog_line events: use --interpretation official"
+        )
     start, stop = summarizer_start_stop(tl.mllog_lines)
     why = "the original lines"
     if start is None or stop is None:
@@ -172,10 +219,19 @@ def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
             passing = samples // gbs
     start_ms = start.time_ms if start is not None else None
     stop_ms = stop.time_ms if stop is not None else None
-    return Derivation(tl.run_id, ruleset, AS_RECORDED, tl.mllog_lines, status, passing,
-                      None if start_ms is None else int(start_ms * 1_000_000),
-                      None if stop_ms is None else int(stop_ms * 1_000_000), why,
-                      None if start_ms is None else float(start_ms), None if stop_ms is None else float(stop_ms))
+    return Derivation(
+        tl.run_id,
+        ruleset,
+        AS_RECORDED,
+        tl.mllog_lines,
+        status,
+        passing,
+        None if start_ms is None else int(start_ms * 1_000_000),
+        None if stop_ms is None else int(stop_ms * 1_000_000),
+        why,
+        None if start_ms is None else float(start_ms),
+        None if stop_ms is None else float(stop_ms),
+    )
 
 
 def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> Derivation:
@@ -190,17 +246,35 @@ def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> De
     lines = render(tl, rules, plan)
     run_start = tl.require("run_start", tl.run_start).time_ns
     stop = plan.run_stop.time_ns
-    return Derivation(tl.run_id, ruleset, interpretation, tuple(lines), plan.status,
-                      plan.passing.step if plan.passing else None, run_start, stop, plan.why,
-                      float(ns_to_ms(run_start)), float(ns_to_ms(stop)), missing_keys(tl, rules))
+    return Derivation(
+        tl.run_id,
+        ruleset,
+        interpretation,
+        tuple(lines),
+        plan.status,
+        plan.passing.step if plan.passing else None,
+        run_start,
+        stop,
+        plan.why,
+        float(ns_to_ms(run_start)),
+        float(ns_to_ms(stop)),
+        missing_keys(tl, rules),
+    )
 
 
 def missing_keys(tl: Timeline, rules: Ruleset) -> tuple[str, ...]:
     """Required configuration keys neither recorded as mllog_config nor stated by run_opened."""
     have = {c.key for c in tl.configs}
     if tl.opened is not None:
-        have |= {k for k, v in ((C.SUBMISSION_BENCHMARK, tl.benchmark), (C.SUBMISSION_DIVISION, tl.division),
-                                (C.GLOBAL_BATCH_SIZE, tl.global_batch_size)) if v is not None}
+        have |= {
+            k
+            for k, v in (
+                (C.SUBMISSION_BENCHMARK, tl.benchmark),
+                (C.SUBMISSION_DIVISION, tl.division),
+                (C.GLOBAL_BATCH_SIZE, tl.global_batch_size),
+            )
+            if v is not None
+        }
     return tuple(k for k in rules.required_keys(tl.division or C.OPEN) if k not in have)
 
 

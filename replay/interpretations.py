@@ -2,7 +2,7 @@
 evaluations the mllog shows, in which order, which one passes, and when `run_stop` is.
 
 Each policy's docstring quotes the sentence of the rule (or of the tool) it reads. The rule text is
-MLPerf Training v6.1, training_policies PR #596 ("offline evaluation"), as summarized in DESIGN.md section 1.
+MLPerf Training v6.1, training_policies PR #596 ("offline evaluation"), as summarized in docs/design.md section 1.
 """
 
 from __future__ import annotations
@@ -65,14 +65,23 @@ def _not_passed(tl: Timeline, rules: Ruleset, emitted: Sequence[Evaluation], nam
         raise NotEvaluatedError(
             f"run {tl.run_id}: no evaluated checkpoint passes ({name}: accuracy "
             f"{'>=' if name == 'ge-threshold' else '>'} {rules.target}) and steps {', '.join(map(str, missing))} "
-            f"are not evaluated yet{note}: no run_stop is derived; run `recorder eval {tl.run_id}` on them")
+            f"are not evaluated yet{note}: no run_stop is derived; run `recorder eval {tl.run_id}` on them"
+        )
     final = tl.final_step
-    return Plan("aborted", tuple(emitted), None, tl.weight_update(final, "the final checkpoint"), final, final,
-                why="every checkpoint evaluated, none passes: aborted at the final checkpoint's weight update")
+    return Plan(
+        "aborted",
+        tuple(emitted),
+        None,
+        tl.weight_update(final, "the final checkpoint"),
+        final,
+        final,
+        why="every checkpoint evaluated, none passes: aborted at the final checkpoint's weight update",
+    )
 
 
-def _success(tl: Timeline, emitted: Sequence[Evaluation], passing: Evaluation, why: str,
-             run_stop: Point | None = None) -> Plan:
+def _success(
+    tl: Timeline, emitted: Sequence[Evaluation], passing: Evaluation, why: str, run_stop: Point | None = None
+) -> Plan:
     stop = run_stop or tl.weight_update(passing.step, "the passing checkpoint")
     return Plan("success", tuple(emitted), passing, stop, passing.step, tl.final_step, why=why)
 
@@ -87,7 +96,7 @@ def _in_order_until_pass(tl: Timeline, rules: Ruleset, ge: bool) -> tuple[list[E
 
 
 def official(tl: Timeline, rules: Ruleset) -> Plan:
-    """"After training halts, checkpoints are evaluated offline, in any order ... until one reaches the
+    """ "After training halts, checkpoints are evaluated offline, in any order ... until one reaches the
     target accuracy." "run_stop carries the passing checkpoint's weight-update timestamp (status success),
     or the final checkpoint's timestamp with status aborted when none passes." Passing: accuracy > target."""
     emitted, passing = _in_order_until_pass(tl, rules, ge=False)
@@ -97,7 +106,7 @@ def official(tl: Timeline, rules: Ruleset) -> Plan:
 
 
 def earliest_passing(tl: Timeline, rules: Ruleset) -> Plan:
-    """"Each checkpoint stores the timestamp of its latest weight update": read as "the run reached the
+    """ "Each checkpoint stores the timestamp of its latest weight update": read as "the run reached the
     target at the earliest checkpoint that reaches it", whatever order the evaluations ran in.
     Emits the evaluated steps up to that one in ascending order."""
     passing_steps = sorted(ev.step for ev in tl.evaluations if _passes(ev, rules))
@@ -109,33 +118,51 @@ def earliest_passing(tl: Timeline, rules: Ruleset) -> Plan:
 
 
 def include_final_save(tl: Timeline, rules: Ruleset) -> Plan:
-    """"So the write time of the passing checkpoint is not scored": read the other way, the run is not
+    """ "So the write time of the passing checkpoint is not scored": read the other way, the run is not
     done until its passing checkpoint is committed, so run_stop is that checkpoint's commit time."""
     plan = official(tl, rules)
     step = plan.stop_step
     ckpt = tl.checkpoints.get(step)
     if ckpt is None:
-        raise NothingToEmitError(f"run {tl.run_id}: include-final-save needs the checkpoint_committed event of "
-                                 f"step {step}, and there is none")
-    return Plan(plan.status, plan.evaluations, plan.passing, ckpt.committed, step, plan.last_step,
-                why=f"run_stop at the commit of step {step}'s checkpoint")
+        raise NothingToEmitError(
+            f"run {tl.run_id}: include-final-save needs the checkpoint_committed event of "
+            f"step {step}, and there is none"
+        )
+    return Plan(
+        plan.status,
+        plan.evaluations,
+        plan.passing,
+        ckpt.committed,
+        step,
+        plan.last_step,
+        why=f"run_stop at the commit of step {step}'s checkpoint",
+    )
 
 
 def _blocking_before(tl: Timeline, step: int) -> tuple[tuple[int, int], ...]:
-    return tuple((c.save_begin_ns, -c.blocked_ns) for s, c in sorted(tl.checkpoints.items())
-                 if s < step and c.blocked_ns)
+    return tuple(
+        (c.save_begin_ns, -c.blocked_ns) for s, c in sorted(tl.checkpoints.items()) if s < step and c.blocked_ns
+    )
 
 
 def zero_save_cost(tl: Timeline, rules: Ruleset) -> Plan:
-    """"The save time of every earlier checkpoint is [scored] (unless saving is asynchronous and hides
+    """ "The save time of every earlier checkpoint is [scored] (unless saving is asynchronous and hides
     it)": what a perfectly asynchronous checkpointer scores. Every blocking save before the passing
     (or final) step is removed from the training timeline."""
     plan = official(tl, rules)
     offsets = _blocking_before(tl, plan.stop_step)
     removed = -sum(d for _, d in offsets)
     stop = Point(shifted(offsets, plan.run_stop.time_ns), plan.run_stop.source)
-    return Plan(plan.status, plan.evaluations, plan.passing, stop, plan.stop_step, plan.last_step, offsets,
-                why=f"{removed / 1e9:g} s of blocking saves before step {plan.stop_step} removed")
+    return Plan(
+        plan.status,
+        plan.evaluations,
+        plan.passing,
+        stop,
+        plan.stop_step,
+        plan.last_step,
+        offsets,
+        why=f"{removed / 1e9:g} s of blocking saves before step {plan.stop_step} removed",
+    )
 
 
 def inline_eval(tl: Timeline, rules: Ruleset) -> Plan:
@@ -151,7 +178,8 @@ def inline_eval(tl: Timeline, rules: Ruleset) -> Plan:
         if ev is None:
             raise NothingToEmitError(
                 f"run {tl.run_id}: inline-eval evaluates every step from the validation start {start} in order, "
-                f"and step {step} was not evaluated: nothing to emit")
+                f"and step {step} was not evaluated: nothing to emit"
+            )
         emitted.append(ev)
         if _passes(ev, rules):
             passing = ev
@@ -161,9 +189,17 @@ def inline_eval(tl: Timeline, rules: Ruleset) -> Plan:
     last = passing or emitted[-1]  # none passes: every step was evaluated, aborted after the final one
     offsets = _blocking_before(tl, last.step + 1) + tuple((inline_at(tl, ev.step), ev.duration_ns) for ev in emitted)
     end = shifted(offsets, inline_at(tl, last.step)) + last.duration_ns
-    return Plan("success" if passing else "aborted", tuple(emitted), passing, Point(end, last.stop.source),
-                last.step, last.step, offsets, inline=True,
-                why=f"evaluations inline from step {start}; run_stop at the end of step {last.step}'s")
+    return Plan(
+        "success" if passing else "aborted",
+        tuple(emitted),
+        passing,
+        Point(end, last.stop.source),
+        last.step,
+        last.step,
+        offsets,
+        inline=True,
+        why=f"evaluations inline from step {start}; run_stop at the end of step {last.step}'s",
+    )
 
 
 def inline_at(tl: Timeline, step: int) -> int:
@@ -185,7 +221,8 @@ def checker_order(tl: Timeline, rules: Ruleset) -> Plan:
         raise NothingToEmitError(
             f"run {tl.run_id}: checker-order has nothing it may emit: the validation-start checkpoint (step "
             f"{start}, samples {start * gbs}) was never evaluated, and the closed checker accepts only a "
-            "consecutive series from it")
+            "consecutive series from it"
+        )
     emitted: list[Evaluation] = []
     step = start
     while step in by_step:
@@ -196,7 +233,8 @@ def checker_order(tl: Timeline, rules: Ruleset) -> Plan:
     if step <= tl.final_step:
         raise NothingToEmitError(
             f"run {tl.run_id}: checker-order: steps {start}..{step - 1} evaluated, none passes, and step {step} "
-            "was not evaluated: the consecutive series stops there")
+            "was not evaluated: the consecutive series stops there"
+        )
     return _not_passed(tl, rules, emitted, "checker-order")
 
 
@@ -223,16 +261,19 @@ class Interpretation:
 AS_RECORDED_DOC = """Imported logs: the original ':::MLLOG' lines, verbatim and in file order (prefixes kept)."""
 AS_RECORDED = "as-recorded"
 
-INTERPRETATIONS: dict[str, Interpretation] = {i.name: i for i in (
-    Interpretation("official", official),
-    Interpretation("earliest-passing", earliest_passing),
-    Interpretation("include-final-save", include_final_save),
-    Interpretation("zero-save-cost", zero_save_cost),
-    Interpretation("inline-eval", inline_eval),
-    Interpretation("checker-order", checker_order),
-    Interpretation("ge-threshold", ge_threshold),
-    Interpretation(AS_RECORDED, None),
-)}
+INTERPRETATIONS: dict[str, Interpretation] = {
+    i.name: i
+    for i in (
+        Interpretation("official", official),
+        Interpretation("earliest-passing", earliest_passing),
+        Interpretation("include-final-save", include_final_save),
+        Interpretation("zero-save-cost", zero_save_cost),
+        Interpretation("inline-eval", inline_eval),
+        Interpretation("checker-order", checker_order),
+        Interpretation("ge-threshold", ge_threshold),
+        Interpretation(AS_RECORDED, None),
+    )
+}
 
 
 def get_interpretation(name: str) -> Interpretation:
@@ -240,4 +281,5 @@ def get_interpretation(name: str) -> Interpretation:
         return INTERPRETATIONS[name]
     except KeyError:
         raise UnknownInterpretationError(
-            f"unknown interpretation {name!r}: choose one of {', '.join(INTERPRETATIONS)}") from None
+            f"unknown interpretation {name!r}: choose one of {', '.join(INTERPRETATIONS)}"
+        ) from None

@@ -19,11 +19,18 @@ INTERVAL_START = C.INTERVAL_START
 INTERVAL_END = C.INTERVAL_END
 
 
-def encode_line(time_ms: int, event_type: str, key: str, value: Any, metadata: dict[str, Any],
-                namespace: str = "") -> str:
+def encode_line(
+    time_ms: int, event_type: str, key: str, value: Any, metadata: dict[str, Any], namespace: str = ""
+) -> str:
     """One log line, byte for byte what `mllog._encode_log` produces for the same arguments."""
-    record = {"namespace": namespace, "time_ms": time_ms, "event_type": event_type, "key": key,
-              "value": value, "metadata": metadata}
+    record = {
+        "namespace": namespace,
+        "time_ms": time_ms,
+        "event_type": event_type,
+        "key": key,
+        "value": value,
+        "metadata": metadata,
+    }
     return f"{TOKEN} {json.dumps(record)}"
 
 
@@ -65,7 +72,7 @@ def parse_line(text: str) -> ParsedLine | None:
     at = text.find(TOKEN)
     if at < 0:
         return None
-    body = text[at + len(TOKEN):].strip()
+    body = text[at + len(TOKEN) :].strip()
     try:
         record = json.loads(body)
     except json.JSONDecodeError as e:

@@ -6,11 +6,11 @@ tests/replay/test_rules.py checks these lists against the installed checker's ow
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from mlperf_logging.mllog import constants as C
 
+from recorder import rules
 from replay.errors import UnknownRulesetError
 
 # mlperf_logging.mllog.constants has no name for the per-step statistics key the reference writes.
@@ -19,22 +19,46 @@ TRACKED_STATS = "tracked_stats"
 # Keys every 6.1.0 division requires once (training_6.1.0/common.yaml), in the order they are emitted
 # when the run itself did not record them.
 COMMON_REQUIRED: tuple[str, ...] = (
-    C.SUBMISSION_BENCHMARK, C.SUBMISSION_ORG, C.SUBMISSION_DIVISION,
-    C.SUBMISSION_PLATFORM, C.TRAIN_SAMPLES, C.EVAL_SAMPLES,
-    C.LOWEST_NUMERICAL_PRECISION_IN_LINEAR, C.LOWEST_NUMERICAL_PRECISION_IN_ATTN,
-    C.LOWEST_NUMERICAL_PRECISION_IN_COMM, C.TENSOR_PARALLELISM, C.PIPELINE_PARALLELISM,
-    C.CONTEXT_PARALLELISM, C.EXPERT_PARALLELISM, C.MICRO_BATCH_SIZE, C.CONFIG_FILENAME,
+    C.SUBMISSION_BENCHMARK,
+    C.SUBMISSION_ORG,
+    C.SUBMISSION_DIVISION,
+    C.SUBMISSION_PLATFORM,
+    C.TRAIN_SAMPLES,
+    C.EVAL_SAMPLES,
+    C.LOWEST_NUMERICAL_PRECISION_IN_LINEAR,
+    C.LOWEST_NUMERICAL_PRECISION_IN_ATTN,
+    C.LOWEST_NUMERICAL_PRECISION_IN_COMM,
+    C.TENSOR_PARALLELISM,
+    C.PIPELINE_PARALLELISM,
+    C.CONTEXT_PARALLELISM,
+    C.EXPERT_PARALLELISM,
+    C.MICRO_BATCH_SIZE,
+    C.CONFIG_FILENAME,
 )
 # closed_common.yaml adds this one.
 CLOSED_COMMON_REQUIRED: tuple[str, ...] = (C.GRADIENT_ACCUMULATION_STEPS,)
 # closed_qwen35_397b_grpo.yaml and open_qwen35_397b_grpo.yaml (same keys, closed checks their values).
 BENCHMARK_REQUIRED: tuple[str, ...] = (
-    C.GLOBAL_BATCH_SIZE, C.MAX_SEQUENCE_LENGTH, C.EVAL_SAMPLES, C.INIT_CHECKPOINT_STEP, C.MAX_STEPS,
-    C.OPT_NAME, C.OPT_BASE_LR, C.OPT_ADAMW_BETA_1, C.OPT_ADAMW_BETA_2, C.OPT_ADAMW_EPSILON,
-    C.OPT_ADAMW_WEIGHT_DECAY, C.OPT_GRADIENT_CLIP_NORM, C.OPT_LR_WARMUP_STEPS, C.OPT_LR_DECAY_SCHEDULE,
-    C.GENERATION_TRAINING_ROLLOUT_TEMPERATURE, C.GENERATION_TRAINING_ROLLOUT_TOP_P,
-    C.GENERATION_VALIDATION_ROLLOUT_TEMPERATURE, C.GENERATION_VALIDATION_ROLLOUT_TOP_P,
-    C.NUM_PROMPTS_PER_STEP, C.NUM_GENERATIONS_PER_PROMPT,
+    C.GLOBAL_BATCH_SIZE,
+    C.MAX_SEQUENCE_LENGTH,
+    C.EVAL_SAMPLES,
+    C.INIT_CHECKPOINT_STEP,
+    C.MAX_STEPS,
+    C.OPT_NAME,
+    C.OPT_BASE_LR,
+    C.OPT_ADAMW_BETA_1,
+    C.OPT_ADAMW_BETA_2,
+    C.OPT_ADAMW_EPSILON,
+    C.OPT_ADAMW_WEIGHT_DECAY,
+    C.OPT_GRADIENT_CLIP_NORM,
+    C.OPT_LR_WARMUP_STEPS,
+    C.OPT_LR_DECAY_SCHEDULE,
+    C.GENERATION_TRAINING_ROLLOUT_TEMPERATURE,
+    C.GENERATION_TRAINING_ROLLOUT_TOP_P,
+    C.GENERATION_VALIDATION_ROLLOUT_TEMPERATURE,
+    C.GENERATION_VALIDATION_ROLLOUT_TOP_P,
+    C.NUM_PROMPTS_PER_STEP,
+    C.NUM_GENERATIONS_PER_PROMPT,
 )
 
 
@@ -47,12 +71,12 @@ class Ruleset:
     target: float  # passing means accuracy > target (the checker's ATLEAST_ONE_CHECK)
 
     def validation_start_step(self, global_batch_size: int) -> int:
-        """CEIL(2.5 + 3840 / GBS): the first step whose checkpoint must exist and be evaluable."""
-        return math.ceil(2.5 + 3840 / global_batch_size)
+        """The first step whose checkpoint must exist and be evaluable (recorder.rules)."""
+        return rules.validation_start_step(global_batch_size)
 
     def samples_after(self, step: int, global_batch_size: int) -> int:
-        """Samples after step k are k * GBS (one GBS of rollouts trained per step)."""
-        return step * global_batch_size
+        """Samples after step k (recorder.rules)."""
+        return rules.samples_after(step, global_batch_size)
 
     def required_keys(self, division: str) -> tuple[str, ...]:
         """Every configuration key the checker requires exactly once for `division`, without repeats."""
@@ -61,7 +85,7 @@ class Ruleset:
 
 
 RULESETS: dict[str, Ruleset] = {
-    "6.1.0": Ruleset(name="6.1.0", benchmark=C.QWEN35_397B_GRPO, target=0.69),
+    rules.RULESET: Ruleset(name=rules.RULESET, benchmark=rules.BENCHMARK, target=rules.TARGET),
 }
 
 
@@ -71,4 +95,5 @@ def get_ruleset(name: str) -> Ruleset:
         return RULESETS[name]
     except KeyError:
         raise UnknownRulesetError(
-            f"unknown ruleset {name!r}: this replay knows {', '.join(sorted(RULESETS))}") from None
+            f"unknown ruleset {name!r}: this replay knows {', '.join(sorted(RULESETS))}"
+        ) from None

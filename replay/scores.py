@@ -15,7 +15,6 @@ from typing import Any
 from recorder.events import Event
 from recorder.reader import read_run
 from recorder.run import RunDir
-
 from replay.check import compliance, mlperf_logging_version
 from replay.derive import Derivation, derive_run
 from replay.errors import ReplayError
@@ -24,19 +23,40 @@ from replay.interpretations import INTERPRETATIONS
 SCORES_FILE = "scores.jsonl"
 
 
-def score_row(events: list[Event], run_id: str, ruleset: str, interpretation: str, check: bool = True) -> dict[str, Any]:
+def score_row(
+    events: list[Event], run_id: str, ruleset: str, interpretation: str, check: bool = True
+) -> dict[str, Any]:
     """One interpretation's row; an interpretation that derives nothing gives status 'none' and says why."""
     try:
         d: Derivation = derive_run(events, ruleset, interpretation)
     except ReplayError as e:
-        return {"run_id": run_id, "ruleset": ruleset, "interpretation": interpretation, "status": "none",
-                "passing_step": None, "run_start_ns": None, "run_stop_ns": None, "minutes": None, "checker": None,
-                "mlperf_logging_version": mlperf_logging_version(), "why": str(e)}
+        return {
+            "run_id": run_id,
+            "ruleset": ruleset,
+            "interpretation": interpretation,
+            "status": "none",
+            "passing_step": None,
+            "run_start_ns": None,
+            "run_stop_ns": None,
+            "minutes": None,
+            "checker": None,
+            "mlperf_logging_version": mlperf_logging_version(),
+            "why": str(e),
+        }
     checker = compliance(d.text(), ruleset).summary() if check else None
-    return {"run_id": run_id, "ruleset": ruleset, "interpretation": interpretation, "status": d.status,
-            "passing_step": d.passing_step, "run_start_ns": d.run_start_ns, "run_stop_ns": d.run_stop_ns,
-            "minutes": d.minutes, "checker": checker, "mlperf_logging_version": mlperf_logging_version(),
-            "why": d.why}
+    return {
+        "run_id": run_id,
+        "ruleset": ruleset,
+        "interpretation": interpretation,
+        "status": d.status,
+        "passing_step": d.passing_step,
+        "run_start_ns": d.run_start_ns,
+        "run_stop_ns": d.run_stop_ns,
+        "minutes": d.minutes,
+        "checker": checker,
+        "mlperf_logging_version": mlperf_logging_version(),
+        "why": d.why,
+    }
 
 
 def compute_scores(run_dir: Path | str | RunDir, ruleset: str = "6.1.0", check: bool = True) -> list[dict[str, Any]]:

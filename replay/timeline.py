@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.events import Event
-
 from replay.errors import DuplicateResultError, MissingFactError
 
 BENCHMARK_METRIC = "accuracy"  # eval_result key of the benchmark's pass@k; other keys are zero-shot tasks
@@ -23,8 +22,18 @@ ZERO_SHOT_WRITER = "harness"
 
 def canonical_order(events: Iterable[Event]) -> list[Event]:
     """Events sorted by content, so the result never depends on how segments were listed or merged."""
-    return sorted(events, key=lambda e: (e.time_ns, e.writer, e.kind, e.step if e.step is not None else -1,
-                                         e.seq, e.key or "", e.segment))
+    return sorted(
+        events,
+        key=lambda e: (
+            e.time_ns,
+            e.writer,
+            e.kind,
+            e.step if e.step is not None else -1,
+            e.seq,
+            e.key or "",
+            e.segment,
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -136,8 +145,10 @@ class Timeline:
 
     def gbs(self) -> int:
         if self.global_batch_size is None:
-            raise MissingFactError(f"run {self.run_id}: no global batch size (run_opened.data.global_batch_size "
-                                   "or an mllog_config 'global_batch_size')")
+            raise MissingFactError(
+                f"run {self.run_id}: no global batch size (run_opened.data.global_batch_size "
+                "or an mllog_config 'global_batch_size')"
+            )
         return self.global_batch_size
 
     def require(self, name: str, point: Point | None) -> Point:
@@ -154,10 +165,18 @@ class Timeline:
         point = self.weight_updates.get(step)
         if point is None:
             ckpt = self.checkpoints.get(step)
-            hint = (f" (its checkpoint_committed says weight_update_ns={ckpt.weight_update_ns}, but the "
-                    "score may only use a recorded weight_update event)") if ckpt else ""
-            raise MissingFactError(f"run {self.run_id}: {why} is step {step}, which has no weight_update "
-                                   f"event{hint}: no run_stop can be derived")
+            hint = (
+                (
+                    f" (its checkpoint_committed says weight_update_ns={ckpt.weight_update_ns}, but the "
+                    "score may only use a recorded weight_update event)"
+                )
+                if ckpt
+                else ""
+            )
+            raise MissingFactError(
+                f"run {self.run_id}: {why} is step {step}, which has no weight_update "
+                f"event{hint}: no run_stop can be derived"
+            )
         return point
 
 
@@ -178,15 +197,18 @@ def _evaluations(run_id: str, ordered: list[Event]) -> tuple[list[Evaluation], l
             failed.append(e.step)
         elif e.kind == "eval_result" and e.key == BENCHMARK_METRIC:
             if not isinstance(e.value, (int, float)) or isinstance(e.value, bool):
-                problems.append(f"run {run_id}: the '{BENCHMARK_METRIC}' result of step {e.step} ({e.segment} seq "
-                                f"{e.seq}) is {e.value!r}, not a number")
+                problems.append(
+                    f"run {run_id}: the '{BENCHMARK_METRIC}' result of step {e.step} ({e.segment} seq "
+                    f"{e.seq}) is {e.value!r}, not a number"
+                )
                 continue
             if e.step in results:
                 first = results[e.step]
                 problems.append(
                     f"run {run_id}: duplicate '{BENCHMARK_METRIC}' results for step {e.step} "
                     f"({first.segment} seq {first.seq}: {first.value}; {e.segment} seq {e.seq}: {e.value}); "
-                    "keep one evaluation per checkpoint (move the extra evaluator segment out of events/)")
+                    "keep one evaluation per checkpoint (move the extra evaluator segment out of events/)"
+                )
                 continue
             results[e.step] = e
     evaluations = []
@@ -246,14 +268,22 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
     evaluations, problems, failed = _evaluations(run_id, evaluation_events)
     bs = first.get("block_start")
     return Timeline(
-        run_id=run_id, benchmark=odata.get("benchmark"), ruleset=odata.get("ruleset"),
-        division=odata.get("division"), global_batch_size=int(gbs) if isinstance(gbs, int) else None,
-        opened=_point(opened) if opened else None, configs=configs,
+        run_id=run_id,
+        benchmark=odata.get("benchmark"),
+        ruleset=odata.get("ruleset"),
+        division=odata.get("division"),
+        global_batch_size=int(gbs) if isinstance(gbs, int) else None,
+        opened=_point(opened) if opened else None,
+        configs=configs,
         init_start=_point(first["init_start"]) if "init_start" in first else None,
         init_stop=_point(first["init_stop"]) if "init_stop" in first else None,
         run_start=_point(first["run_start"]) if "run_start" in first else None,
         block_start=(_point(bs), bs.step, bs.samples_count) if bs else None,
-        metrics=tuple(metrics[s] for s in sorted(metrics)), weight_updates=updates, checkpoints=checkpoints,
-        evaluations=tuple(evaluations), failed_steps=tuple(failed), mllog_lines=_mllog_lines(ordered),
+        metrics=tuple(metrics[s] for s in sorted(metrics)),
+        weight_updates=updates,
+        checkpoints=checkpoints,
+        evaluations=tuple(evaluations),
+        failed_steps=tuple(failed),
+        mllog_lines=_mllog_lines(ordered),
         problems=tuple(problems),
     )

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from recorder.events import Event
+from recorder.history.cache import verify_with_cache
 from recorder.run import RunDir
-from recorder.verify import verify_run
-
 from replay.errors import UnverifiedRunError
 
 UNVERIFIED = "UNVERIFIED"
@@ -42,20 +41,23 @@ class ClockStep:
     back_ns: int
 
     def __str__(self) -> str:
-        return (f"{self.segment} seq {self.seq}: the wall clock stepped back {self.back_ns / 1e9:.3f} s "
-                f"(mono_ns keeps the real order; time_ns of later events is as the machine reported it)")
+        return (
+            f"{self.segment} seq {self.seq}: the wall clock stepped back {self.back_ns / 1e9:.3f} s "
+            f"(mono_ns keeps the real order; time_ns of later events is as the machine reported it)"
+        )
 
 
 def require_verified(run_dir: Path | str | RunDir, force: bool) -> list[str]:
     """The run's verification problems: empty when intact; raises UnverifiedRunError unless `force`."""
-    report = verify_run(run_dir)
+    report = verify_with_cache(run_dir)
     problems = [str(p) for p in report.problems]
     if problems and not force:
         shown = "; ".join(problems[:3]) + (f"; ... and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise UnverifiedRunError(
             f"{report.run.path} fails verification ({shown}); replay derives only from intact runs. Run "
             f"`recorder verify {report.run.path}` for the details, or pass --force to derive anyway (the output "
-            f"is then marked {UNVERIFIED}).")
+            f"is then marked {UNVERIFIED})."
+        )
     return problems
 
 
@@ -82,9 +84,12 @@ def clock_steps(events: list[Event]) -> list[ClockStep]:
     out = []
     for name, evs in sorted(by_segment.items()):
         evs.sort(key=lambda x: x.seq)
-        for before, prev, cur, nxt in zip(evs, evs[1:], evs[2:], evs[3:]):
-            if cur.time_ns < min(prev.time_ns, before.time_ns) and nxt.time_ns < prev.time_ns \
-                    and cur.mono_ns >= prev.mono_ns:
+        for before, prev, cur, nxt in zip(evs, evs[1:], evs[2:], evs[3:], strict=False):
+            if (
+                cur.time_ns < min(prev.time_ns, before.time_ns)
+                and nxt.time_ns < prev.time_ns
+                and cur.mono_ns >= prev.mono_ns
+            ):
                 out.append(ClockStep(name, cur.seq, prev.time_ns - cur.time_ns))
     return out
 
@@ -100,5 +105,8 @@ def mark_rows(rows: list[dict[str, Any]], *, unverified: list[str], resumed: lis
     if not marks:
         return rows
     prefix = "; ".join(marks)
-    return [r | {"verified": not unverified, "resumed": bool(resumed),
-                 "why": f"{prefix}. {r.get('why') or ''}".rstrip(". ") } for r in rows]
+    return [
+        r
+        | {"verified": not unverified, "resumed": bool(resumed), "why": f"{prefix}. {r.get('why') or ''}".rstrip(". ")}
+        for r in rows
+    ]

@@ -11,10 +11,7 @@ A failed write is never committed: the error is kept and raised by `check()` / `
 from __future__ import annotations
 
 import copy
-import hashlib
-import os
 import queue
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -23,17 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from recorder.errors import RecorderError
-from recorder.run import fsync_dir
-
 from trainer.errors import CheckpointError
-from trainer.fingerprint import fingerprint_record
-from trainer.tokenizer import Tokenizer, from_json
-
-WEIGHTS = "model.safetensors"
-
-
-def step_dirname(step: int) -> str:
-    return f"step_{step:07d}"
+from trainer.policy.checkpoint_files import step_dirname, write_checkpoint
+from trainer.policy.fingerprint import fingerprint_record
+from trainer.policy.tokenizer import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -57,81 +47,6 @@ def snapshot(model: Any) -> dict[str, Any]:
     return {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items()}
 
 
-def write_checkpoint(directory: Path, tensors: dict[str, Any], *, config_json: str, tokenizer_json: str,
-                     weight_update_ns: int, step: int) -> tuple[str, int]:
-    """Write the three files into `directory` atomically (temp dir, fsync, rename). -> (sha256, bytes)."""
-    from safetensors.torch import save
-
-    tmp = directory.parent / f".tmp-{directory.name}-{os.getpid()}-{threading.get_ident()}"
-    try:
-        if directory.exists():
-            raise CheckpointError(f"{directory} already exists: a checkpoint is never overwritten")
-        tmp.mkdir(parents=True)
-        data = save(tensors, metadata={"weight_update_ns": str(weight_update_ns), "step": str(step),
-                                       "format": "pt"})
-        _write_synced(tmp / WEIGHTS, data)
-        _write_synced(tmp / "config.json", config_json.encode())
-        _write_synced(tmp / "tokenizer.json", tokenizer_json.encode())
-        fsync_dir(tmp)
-        os.rename(tmp, directory)
-        fsync_dir(directory.parent)
-    except OSError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise CheckpointError(f"checkpoint for step {step} could not be written to {directory}: {e}") from e
-    return hashlib.sha256(data).hexdigest(), len(data)
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, streamed."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def read_metadata(path: Path) -> dict[str, str]:
-    """The safetensors metadata of a checkpoint directory's weights (holds weight_update_ns and step)."""
-    from safetensors import SafetensorError, safe_open
-
-    weights = Path(path) / WEIGHTS
-    if not weights.is_file():
-        raise CheckpointError(f"{weights}: missing; is {path} a checkpoint directory?")
-    try:
-        with safe_open(str(weights), framework="pt") as f:
-            return dict(f.metadata() or {})
-    except (OSError, SafetensorError) as e:
-        raise CheckpointError(f"{weights}: not a readable safetensors file: {e}") from e
-
-
-def load_checkpoint(path: Path | str) -> tuple[Any, Tokenizer]:
-    """(model, tokenizer) from a checkpoint directory; weights via safetensors only (never unpickled)."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    path = Path(path)
-    for name in (WEIGHTS, "config.json", "tokenizer.json"):
-        if not (path / name).is_file():
-            raise CheckpointError(f"{path / name}: missing; a checkpoint holds {WEIGHTS}, config.json, tokenizer.json")
-    try:
-        config = AutoConfig.from_pretrained(str(path))
-        model = AutoModelForCausalLM.from_config(config).float()
-        state = load_file(str(path / WEIGHTS))
-        model.load_state_dict(state, strict=True)
-    except (OSError, ValueError, RuntimeError, SafetensorError) as e:  # SafetensorError: not a safetensors file
-        raise CheckpointError(f"{path}: cannot load the checkpoint: {e}") from e
-    model.eval()
-    return model, from_json((path / "tokenizer.json").read_text())
-
-
 _DONE = object()
 
 
@@ -147,9 +62,17 @@ class _Job:
 class CheckpointWriter:
     """Saves checkpoints of one run, in order; `on_commit` runs after each one is durably in place."""
 
-    def __init__(self, checkpoints_dir: Path, model: Any, tokenizer: Tokenizer, *, sync: bool,
-                 on_commit: Callable[[SavedCheckpoint], None], max_pending: int = 2,
-                 clock: Callable[[], int] = time.time_ns) -> None:
+    def __init__(
+        self,
+        checkpoints_dir: Path,
+        model: Any,
+        tokenizer: Tokenizer,
+        *,
+        sync: bool,
+        on_commit: Callable[[SavedCheckpoint], None],
+        max_pending: int = 2,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
         self.dir = Path(checkpoints_dir)
         self.tokenizer = tokenizer
         self.config_json = model.config.to_json_string()
@@ -204,7 +127,7 @@ class CheckpointWriter:
             try:
                 if self.error is None:  # after a failure nothing more is committed
                     self._write(job)
-            except Exception as e:  # noqa: BLE001 - a dead writer thread would block the loop forever
+            except Exception as e:
                 self.error = _as_checkpoint_error(e, job.step)
             finally:
                 self._queue.task_done()
@@ -213,12 +136,17 @@ class CheckpointWriter:
     def _write(self, job: _Job) -> None:
         step, tensors, weight_update_ns, begin = job.step, job.tensors, job.weight_update_ns, job.begin_ns
         try:
-            sha, size = write_checkpoint(self.dir / step_dirname(step), tensors, config_json=self.config_json,
-                                         tokenizer_json=self.tokenizer_json, weight_update_ns=weight_update_ns,
-                                         step=step)
+            sha, size = write_checkpoint(
+                self.dir / step_dirname(step),
+                tensors,
+                config_json=self.config_json,
+                tokenizer_json=self.tokenizer_json,
+                weight_update_ns=weight_update_ns,
+                step=step,
+            )
             self._shadow.load_state_dict(tensors, strict=True)
             fp = fingerprint_record(self._shadow, self.tokenizer)
-        except Exception as e:  # noqa: BLE001 - any failure (disk, fingerprint, device) is this step's
+        except Exception as e:
             error = _as_checkpoint_error(e, step)
             if self.sync:
                 if error is e:
@@ -230,10 +158,18 @@ class CheckpointWriter:
         if not self.sync:
             job.released.wait()  # the caller records how long it was blocked right after queueing
         dtype = str(next(iter(tensors.values())).dtype).removeprefix("torch.")
-        saved = SavedCheckpoint(step=step, path=self.dir / step_dirname(step), sha256=sha, bytes=size,
-                                weight_update_ns=weight_update_ns, save_begin_ns=begin, save_end_ns=end,
-                                blocked_ns=end - begin if self.sync else job.blocked_ns,
-                                fingerprint=fp, dtype=dtype)
+        saved = SavedCheckpoint(
+            step=step,
+            path=self.dir / step_dirname(step),
+            sha256=sha,
+            bytes=size,
+            weight_update_ns=weight_update_ns,
+            save_begin_ns=begin,
+            save_end_ns=end,
+            blocked_ns=end - begin if self.sync else job.blocked_ns,
+            fingerprint=fp,
+            dtype=dtype,
+        )
         self.committed.append(saved)
         self.on_commit(saved)
 
@@ -249,9 +185,15 @@ def _as_checkpoint_error(e: Exception, step: int) -> Exception:
 
 def checkpoint_event_data(saved: SavedCheckpoint, run_path: Path) -> dict[str, Any]:
     """The data object of a checkpoint_committed event."""
-    return {"path": str(saved.path.relative_to(run_path)), "sha256": saved.sha256, "bytes": saved.bytes,
-            "weight_update_ns": saved.weight_update_ns, "save_begin_ns": saved.save_begin_ns,
-            "save_end_ns": saved.save_end_ns, "blocked_ns": saved.blocked_ns, "fingerprint": saved.fingerprint,
-            "format": "safetensors", "dtype": saved.dtype}
-
-
+    return {
+        "path": str(saved.path.relative_to(run_path)),
+        "sha256": saved.sha256,
+        "bytes": saved.bytes,
+        "weight_update_ns": saved.weight_update_ns,
+        "save_begin_ns": saved.save_begin_ns,
+        "save_end_ns": saved.save_end_ns,
+        "blocked_ns": saved.blocked_ns,
+        "fingerprint": saved.fingerprint,
+        "format": "safetensors",
+        "dtype": saved.dtype,
+    }

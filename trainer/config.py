@@ -17,20 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from recorder.rules import TARGET, validation_start_step
 from trainer.errors import ConfigError
-
-BENCHMARK = "qwen35_397b_grpo"
-
-
-def validation_start_step(global_batch_size: int) -> int:
-    """The 6.1 rule: checkpoints from step CEIL(2.5 + 3840 / global_batch_size) on."""
-    return math.ceil(2.5 + 3840 / global_batch_size)
 
 
 @dataclass(frozen=True)
 class CheckpointSettings:
-    sync: bool = False          # true: the loop waits for each save (fsync included)
-    max_pending: int = 2        # async: writes in flight before a save blocks the loop
+    sync: bool = False  # true: the loop waits for each save (fsync included)
+    max_pending: int = 2  # async: writes in flight before a save blocks the loop
 
 
 @dataclass(frozen=True)
@@ -40,9 +34,9 @@ class EvalSettings:
     k: int = 4
     temperature: float = 0.1
     top_p: float = 0.95
-    target: float = 0.69
+    target: float = TARGET
     max_new_tokens: int = 5
-    samples: int = 251          # validation tasks scored (mllog eval_samples)
+    samples: int = 251  # validation tasks scored (mllog eval_samples)
 
 
 @dataclass(frozen=True)
@@ -53,7 +47,7 @@ class WarmupSettings:
     batch_size: int = 128
     learning_rate: float = 1e-3
     max_batches: int = 600
-    check_every: int = 10       # dev accuracy measured every this many batches
+    check_every: int = 10  # dev accuracy measured every this many batches
     stop_dev_accuracy: float = 0.5  # stop at the first check reaching it (below the target: GRPO earns the rest)
     cache_dir: str = "~/.cache/recorder/warmup"
 
@@ -70,20 +64,20 @@ class TrainConfig:
     num_prompts_per_step: int = 16
     num_generations_per_prompt: int = 16
     micro_batch_size: int = 64
-    max_steps: int = 0          # 0: validation start + 1 (the rule's recommendation), resolved by load_config
-    learning_rate: float = 5e-5   # calibrated over 5 seeds: 1e-4 crossed 2/5, 2e-4 and 3e-4 collapsed, 5e-5 4/5
+    max_steps: int = 0  # 0: validation start + 1 (the rule's recommendation), resolved by load_config
+    learning_rate: float = 5e-5  # calibrated over 5 seeds: 1e-4 crossed 2/5, 2e-4 and 3e-4 collapsed, 5e-5 4/5
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_epsilon: float = 1e-8
     weight_decay: float = 0.0
     grad_clip_norm: float = 1.0
-    clip_epsilon: float = 0.2   # GRPO policy-ratio clip
+    clip_epsilon: float = 0.2  # GRPO policy-ratio clip
     rollout_temperature: float = 1.0
     rollout_top_p: float = 1.0
     max_new_tokens: int = 5
     max_sequence_length: int = 65536  # declared for the mllog (the 6.1.0 checker requires 65536)
-    threads: int = 1            # torch intra-op threads: the tiny model is op-overhead bound, and extra
-                                # threads spinning on shared cores made it 5-20x slower (measured)
+    threads: int = 1  # torch intra-op threads: the tiny model is op-overhead bound, and extra
+    # threads spinning on shared cores made it 5-20x slower (measured)
     ray_workers: int = 2
     vllm_gpu_memory_utilization: float = 0.2
     submission_org: str = "recorder"
@@ -122,7 +116,7 @@ def load_config(path: Path | None = None, sets: list[str] | None = None) -> Trai
             errors.append(f"--set {item!r}: expected KEY=VALUE, e.g. --set checkpoint.sync=true")
             continue
         _put(raw, key.strip().split("."), _parse_value(text.strip()))
-    cfg = _build(TrainConfig, raw, "", errors)
+    cfg: TrainConfig | None = _build(TrainConfig, raw, "", errors)
     if cfg is not None:  # range checks on every value that parsed, so all problems come out at once
         errors.extend(validate(cfg))
     if errors:
@@ -136,7 +130,7 @@ def load_config(path: Path | None = None, sets: list[str] | None = None) -> Trai
 def config_from_dict(raw: dict[str, Any]) -> TrainConfig:
     """A recorded config (run_opened.data.config) back as a TrainConfig, validated like any other."""
     errors: list[str] = []
-    cfg = _build(TrainConfig, raw, "", errors)
+    cfg: TrainConfig | None = _build(TrainConfig, raw, "", errors)
     if cfg is not None:
         errors.extend(validate(cfg))
     if errors:
@@ -242,24 +236,32 @@ def validate(cfg: TrainConfig) -> list[str]:
             e.append(msg)
 
     need(cfg.num_prompts_per_step >= 1, f"num_prompts_per_step: {cfg.num_prompts_per_step} must be >= 1")
-    need(cfg.num_generations_per_prompt >= 2,
-         f"num_generations_per_prompt: {cfg.num_generations_per_prompt} must be >= 2 (GRPO compares a group)")
+    need(
+        cfg.num_generations_per_prompt >= 2,
+        f"num_generations_per_prompt: {cfg.num_generations_per_prompt} must be >= 2 (GRPO compares a group)",
+    )
     gbs = max(1, cfg.global_batch_size)
-    need(cfg.micro_batch_size >= 1 and gbs % max(1, cfg.micro_batch_size) == 0,
-         f"micro_batch_size: {cfg.micro_batch_size} must divide the global batch {gbs}; e.g. {math.gcd(gbs, 64)}")
+    need(
+        cfg.micro_batch_size >= 1 and gbs % max(1, cfg.micro_batch_size) == 0,
+        f"micro_batch_size: {cfg.micro_batch_size} must divide the global batch {gbs}; e.g. {math.gcd(gbs, 64)}",
+    )
     if cfg.num_prompts_per_step >= 1 and cfg.num_generations_per_prompt >= 1:
         vs = cfg.validation_start
-        need(cfg.max_steps == 0 or cfg.max_steps >= vs,
-             f"max_steps: {cfg.max_steps} stops before the validation start step {vs} (no checkpoint would be "
-             f"written); set max_steps >= {vs}, or 0 for {vs + 1}")
+        need(
+            cfg.max_steps == 0 or cfg.max_steps >= vs,
+            f"max_steps: {cfg.max_steps} stops before the validation start step {vs} (no checkpoint would be "
+            f"written); set max_steps >= {vs}, or 0 for {vs + 1}",
+        )
     need(cfg.max_steps >= 0, f"max_steps: {cfg.max_steps} must be >= 0 (0 = validation start + 1)")
     for name in ("learning_rate", "adam_epsilon", "grad_clip_norm", "clip_epsilon"):
         need(getattr(cfg, name) > 0, f"{name}: {getattr(cfg, name)} must be > 0")
     for name in ("adam_beta1", "adam_beta2"):
         need(0 <= getattr(cfg, name) < 1, f"{name}: {getattr(cfg, name)} must be in [0, 1)")
     need(cfg.weight_decay >= 0, f"weight_decay: {cfg.weight_decay} must be >= 0")
-    for prefix, temp, top_p in (("rollout_", cfg.rollout_temperature, cfg.rollout_top_p),
-                                ("eval.", cfg.eval.temperature, cfg.eval.top_p)):
+    for prefix, temp, top_p in (
+        ("rollout_", cfg.rollout_temperature, cfg.rollout_top_p),
+        ("eval.", cfg.eval.temperature, cfg.eval.top_p),
+    ):
         need(temp >= 0, f"{prefix}temperature: {temp} must be >= 0 (0 = greedy)")
         need(0 < top_p <= 1, f"{prefix}top_p: {top_p} must be in (0, 1]")
     need(cfg.max_new_tokens >= 1, f"max_new_tokens: {cfg.max_new_tokens} must be >= 1")
@@ -269,17 +271,21 @@ def validate(cfg: TrainConfig) -> list[str]:
     need(1 <= cfg.eval.samples <= 251, f"eval.samples: {cfg.eval.samples} must be in 1..251 (the validation set)")
     need(cfg.threads >= 1, f"threads: {cfg.threads} must be >= 1")
     need(cfg.ray_workers >= 1, f"ray_workers: {cfg.ray_workers} must be >= 1")
-    need(0 < cfg.vllm_gpu_memory_utilization <= 1,
-         f"vllm_gpu_memory_utilization: {cfg.vllm_gpu_memory_utilization} must be in (0, 1]")
+    need(
+        0 < cfg.vllm_gpu_memory_utilization <= 1,
+        f"vllm_gpu_memory_utilization: {cfg.vllm_gpu_memory_utilization} must be in (0, 1]",
+    )
     need(cfg.checkpoint.max_pending >= 1, f"checkpoint.max_pending: {cfg.checkpoint.max_pending} must be >= 1")
     w = cfg.warmup
     need(w.batch_size >= 1, f"warmup.batch_size: {w.batch_size} must be >= 1")
     need(w.learning_rate > 0, f"warmup.learning_rate: {w.learning_rate} must be > 0")
     need(w.max_batches >= 0, f"warmup.max_batches: {w.max_batches} must be >= 0")
     need(w.check_every >= 1, f"warmup.check_every: {w.check_every} must be >= 1")
-    need(0 <= w.stop_dev_accuracy < cfg.eval.target,
-         f"warmup.stop_dev_accuracy: {w.stop_dev_accuracy} must be below eval.target {cfg.eval.target} "
-         "(the init must score below the target so GRPO earns the crossing)")
+    need(
+        0 <= w.stop_dev_accuracy < cfg.eval.target,
+        f"warmup.stop_dev_accuracy: {w.stop_dev_accuracy} must be below eval.target {cfg.eval.target} "
+        "(the init must score below the target so GRPO earns the crossing)",
+    )
     for name in ("submission_org", "submission_platform", "config_filename"):
         need(getattr(cfg, name) != "", f"{name}: must not be empty (the mllog requires it)")
     return e

@@ -15,10 +15,10 @@ if TYPE_CHECKING:
 def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
     """rewards [B*G] (grouped: prompt b's samples are b*G .. b*G+G-1) -> advantages [B*G]:
     (r - group mean) / (group std + eps). A group whose samples all score the same gets 0 (no signal)."""
-    groups = rewards.view(-1, group_size)                     # [B, G]
-    mean = groups.mean(dim=1, keepdim=True)                   # [B, 1]
-    std = groups.std(dim=1, keepdim=True, unbiased=False)     # [B, 1]
-    return ((groups - mean) / (std + eps)).reshape(-1)        # [B*G]
+    groups = rewards.view(-1, group_size)  # [B, G]
+    mean = groups.mean(dim=1, keepdim=True)  # [B, 1]
+    std = groups.std(dim=1, keepdim=True, unbiased=False)  # [B, 1]
+    return ((groups - mean) / (std + eps)).reshape(-1)  # [B*G]
 
 
 def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -29,8 +29,14 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
 
-def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor,
-                        mask: torch.Tensor, clip_eps: float, total_tokens: int) -> torch.Tensor:
+def clipped_policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_eps: float,
+    total_tokens: int,
+) -> torch.Tensor:
     """PPO-style clipped surrogate summed over completion tokens, divided by the global batch's token count
     (so micro-batch losses add up to the global-batch mean: gradient accumulation is exact).
 
@@ -38,11 +44,11 @@ def clipped_policy_loss(logp: torch.Tensor, old_logp: torch.Tensor, advantages: 
     """
     import torch
 
-    ratio = torch.exp(logp - old_logp)                                    # [N, T]
-    adv = advantages.unsqueeze(-1)                                        # [N, 1]
+    ratio = torch.exp(logp - old_logp)  # [N, T]
+    adv = advantages.unsqueeze(-1)  # [N, 1]
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv
-    per_token = -torch.minimum(unclipped, clipped)                        # [N, T]
+    per_token = -torch.minimum(unclipped, clipped)  # [N, T]
     return (per_token * mask).sum() / max(1, total_tokens)
 
 
@@ -68,7 +74,7 @@ def build_batch(prompt_ids: list[list[int]], completion_ids: list[list[int]], pa
         n = len(s) - 1
         inputs[i, :n] = torch.tensor(s[:-1])
         targets[i, :n] = torch.tensor(s[1:])
-        mask[i, len(p) - 1:n] = 1.0  # target positions that are completion tokens
+        mask[i, len(p) - 1 : n] = 1.0  # target positions that are completion tokens
     return Batch(inputs, targets, mask)
 
 

@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from recorder.log import LogWriter
+from recorder.provenance import provenance
+from recorder.rules import BENCHMARK
 from recorder.run import RunDir
 from trainer.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_event_data
-from trainer.config import BENCHMARK, TrainConfig
+from trainer.config import TrainConfig
 from trainer.errors import CheckpointError, TrainingFailed
 from trainer.mllog_keys import mllog_config_items
-from trainer.model import ModelConfig, build_model, build_tokenizer
-from recorder.provenance import provenance
-from trainer.sampling import sample_seed
-from trainer.task import reward, training_tasks
+from trainer.policy.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.sampling import sample_seed
+from trainer.policy.task import reward, training_tasks
 from trainer.warmup import WarmupResult, warm_start
 
 WRITER = "trainer"
@@ -54,9 +55,17 @@ class TrainSummary:
 class GRPOTrainer:
     """One training run. `run()` does setup, train and cleanup, and records train_stop either way."""
 
-    def __init__(self, cfg: TrainConfig, *, root: Path, run_id: str | None = None, ray_address: str | None = None,
-                 use_ray: bool = False, on_step: Callable[[StepResult, int], None] | None = None,
-                 model_cfg: ModelConfig | None = None) -> None:
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        *,
+        root: Path,
+        run_id: str | None = None,
+        ray_address: str | None = None,
+        use_ray: bool = False,
+        on_step: Callable[[StepResult, int], None] | None = None,
+        model_cfg: ModelConfig | None = None,
+    ) -> None:
         self.cfg = cfg
         self.model_cfg = model_cfg or ModelConfig(name=cfg.model, init_seed=cfg.seed)
         self.root, self.run_id = Path(root), run_id
@@ -78,10 +87,18 @@ class GRPOTrainer:
         torch.set_num_threads(cfg.threads)
         self.summary = TrainSummary(self.run_dir)
         self.log = LogWriter(self.run_dir, WRITER)
-        self.log.append("run_opened", data={
-            "benchmark": BENCHMARK, "ruleset": cfg.ruleset, "division": cfg.division,
-            "global_batch_size": cfg.global_batch_size, "config": cfg.to_dict(), "provenance": provenance(),
-            "resumed_from": None})
+        self.log.append(
+            "run_opened",
+            data={
+                "benchmark": BENCHMARK,
+                "ruleset": cfg.ruleset,
+                "division": cfg.division,
+                "global_batch_size": cfg.global_batch_size,
+                "config": cfg.to_dict(),
+                "provenance": provenance(),
+                "resumed_from": None,
+            },
+        )
         for key, value in mllog_config_items(cfg):
             self.log.append("mllog_config", key=key, value=value)
         torch.manual_seed(cfg.seed)
@@ -90,9 +107,20 @@ class GRPOTrainer:
         if cfg.warmup.enabled and cfg.model == "tiny":
             self.summary.warmup = warm_start(self.model, self.tokenizer, cfg, self.model_cfg)
         w = self.summary.warmup
-        self.log.append("init_start", data={"warmup": None if w is None else {
-            "batches": w.batches, "dev_accuracy": w.dev_accuracy, "cached": w.cached, "seconds": w.seconds,
-            "cache_path": w.cache_path}})
+        self.log.append(
+            "init_start",
+            data={
+                "warmup": None
+                if w is None
+                else {
+                    "batches": w.batches,
+                    "dev_accuracy": w.dev_accuracy,
+                    "cached": w.cached,
+                    "seconds": w.seconds,
+                    "cache_path": w.cache_path,
+                }
+            },
+        )
         self._start_engines()
         self.log.append("init_stop")
         self.log.append("run_start")
@@ -103,12 +131,22 @@ class GRPOTrainer:
         import torch
 
         cfg = self.cfg
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.learning_rate,
-                                           betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_epsilon,
-                                           weight_decay=cfg.weight_decay)
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=cfg.learning_rate,
+            betas=(cfg.adam_beta1, cfg.adam_beta2),
+            eps=cfg.adam_epsilon,
+            weight_decay=cfg.weight_decay,
+        )
         self.rollout = self._make_rollout()
-        self.ckpt = CheckpointWriter(self.run_dir.checkpoints, self.model, self.tokenizer, sync=cfg.checkpoint.sync,
-                                     on_commit=self._committed, max_pending=cfg.checkpoint.max_pending)
+        self.ckpt = CheckpointWriter(
+            self.run_dir.checkpoints,
+            self.model,
+            self.tokenizer,
+            sync=cfg.checkpoint.sync,
+            on_commit=self._committed,
+            max_pending=cfg.checkpoint.max_pending,
+        )
 
     def _make_rollout(self) -> Any:
         if self.cfg.rollout == "vllm":
@@ -152,11 +190,16 @@ class GRPOTrainer:
         group = cfg.num_generations_per_prompt
         prompts = [t.prompt for t in tasks for _ in range(group)]
         seeds = [sample_seed(cfg.seed, step, p, g) for p in range(len(tasks)) for g in range(group)]
-        completions = self.rollout.generate(prompts, seeds, temperature=cfg.rollout_temperature,
-                                            top_p=cfg.rollout_top_p, max_new_tokens=cfg.max_new_tokens)
+        completions = self.rollout.generate(
+            prompts,
+            seeds,
+            temperature=cfg.rollout_temperature,
+            top_p=cfg.rollout_top_p,
+            max_new_tokens=cfg.max_new_tokens,
+        )
         t1 = time.perf_counter()
         rewards = torch.tensor([reward(tasks[i // group], tok.decode(c)) for i, c in enumerate(completions)])
-        advantages = group_advantages(rewards, group)                              # [B*G]
+        advantages = group_advantages(rewards, group)  # [B*G]
         prompt_ids = [[tok.bos_id, *tok.encode(p)] for p in prompts]
         batch = build_batch(prompt_ids, completions, tok.pad_id)
         total_tokens = int(batch.mask.sum())
@@ -165,10 +208,11 @@ class GRPOTrainer:
         loss_sum = 0.0
         for start in range(0, len(prompts), cfg.micro_batch_size):
             mb = slice_batch(batch, start, start + cfg.micro_batch_size)
-            logp = token_logprobs(self.model(input_ids=mb.inputs).logits, mb.targets)   # [M, T]
+            logp = token_logprobs(self.model(input_ids=mb.inputs).logits, mb.targets)  # [M, T]
             # One update per rollout batch: the sampling policy is these very weights (ratio 1 at the start).
-            loss = clipped_policy_loss(logp, logp.detach(), advantages[start:start + len(mb.inputs)], mb.mask,
-                                       cfg.clip_epsilon, total_tokens)
+            loss = clipped_policy_loss(
+                logp, logp.detach(), advantages[start : start + len(mb.inputs)], mb.mask, cfg.clip_epsilon, total_tokens
+            )
             loss.backward()
             loss_sum += float(loss.detach())
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip_norm))
@@ -180,9 +224,19 @@ class GRPOTrainer:
         t3 = time.perf_counter()
         blocked_s = self.save_checkpoint(step, update_ns) if step >= cfg.validation_start else 0.0
         t4 = time.perf_counter()
-        return StepResult(step=step, loss=loss_sum, reward=float(rewards.mean()), grad_norm=grad_norm,
-                          tokens=total_tokens, samples=len(prompts), generation_s=t1 - t0, train_s=t2 - t1,
-                          refit_s=t3 - t2, checkpoint_block_s=blocked_s, step_s=t4 - t0)
+        return StepResult(
+            step=step,
+            loss=loss_sum,
+            reward=float(rewards.mean()),
+            grad_norm=grad_norm,
+            tokens=total_tokens,
+            samples=len(prompts),
+            generation_s=t1 - t0,
+            train_s=t2 - t1,
+            refit_s=t3 - t2,
+            checkpoint_block_s=blocked_s,
+            step_s=t4 - t0,
+        )
 
     def save_checkpoint(self, step: int, weight_update_ns: int) -> float:
         """Save this step's weights (async by default); returns the seconds the loop was blocked."""
@@ -192,8 +246,12 @@ class GRPOTrainer:
     def _committed(self, saved: SavedCheckpoint) -> None:
         assert self.log is not None
         self.summary.checkpoints.append(saved)
-        self.log.append("checkpoint_committed", step=saved.step, samples_count=saved.step * self.cfg.global_batch_size,
-                        data=checkpoint_event_data(saved, self.run_dir.path))
+        self.log.append(
+            "checkpoint_committed",
+            step=saved.step,
+            samples_count=saved.step * self.cfg.global_batch_size,
+            data=checkpoint_event_data(saved, self.run_dir.path),
+        )
 
     # -- cleanup -------------------------------------------------------------------------------------------
     def cleanup(self, status: str, reason: str) -> None:
@@ -205,9 +263,12 @@ class GRPOTrainer:
                 reason = reason if reason else str(e)
         if self.log is not None:
             step = self.last_step
-            self.log.append("train_stop", step=step,
-                            samples_count=None if step is None else step * self.cfg.global_batch_size,
-                            data={"status": status, "reason": reason})
+            self.log.append(
+                "train_stop",
+                step=step,
+                samples_count=None if step is None else step * self.cfg.global_batch_size,
+                data={"status": status, "reason": reason},
+            )
         if self.rollout is not None:
             self.rollout.close()
         if self.log is not None:
@@ -233,6 +294,15 @@ class GRPOTrainer:
 
 
 def _metrics(r: StepResult) -> dict[str, Any]:
-    return {"loss": r.loss, "reward": r.reward, "grad_norm": r.grad_norm, "tokens": r.tokens, "samples": r.samples,
-            "generation_s": r.generation_s, "train_s": r.train_s, "refit_s": r.refit_s,
-            "checkpoint_block_s": r.checkpoint_block_s, "step_s": r.step_s}
+    return {
+        "loss": r.loss,
+        "reward": r.reward,
+        "grad_norm": r.grad_norm,
+        "tokens": r.tokens,
+        "samples": r.samples,
+        "generation_s": r.generation_s,
+        "train_s": r.train_s,
+        "refit_s": r.refit_s,
+        "checkpoint_block_s": r.checkpoint_block_s,
+        "step_s": r.step_s,
+    }

@@ -12,7 +12,8 @@ from typing import Any
 
 from mlperf_logging.mllog import constants as C
 
-from trainer.config import BENCHMARK, TrainConfig
+from recorder.rules import BENCHMARK
+from trainer.config import TrainConfig
 
 
 def mllog_config_items(cfg: TrainConfig, *, precision: str = "fp32") -> list[tuple[str, Any]]:

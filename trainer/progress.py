@@ -19,17 +19,26 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.tty:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bar
 
-            self._bar = Bar(TextColumn("train"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                            TimeElapsedColumn(), transient=False)
+            self._bar = Bar(
+                TextColumn("train"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[info]}"),
+                TimeElapsedColumn(),
+                transient=False,
+            )
             self._bar.start()
             self._task = self._bar.add_task("train", total=self.total, info="warming up")
         return self
 
     def __call__(self, r: StepResult, checkpoints: int) -> None:
-        info = (f"reward {r.reward:.3f}  {r.step_s:.2f} s/step  checkpoints {checkpoints}"
-                f"{'  (saving from step ' + str(self.validation_start) + ')' if r.step < self.validation_start else ''}")
+        info = (
+            f"reward {r.reward:.3f}  {r.step_s:.2f} s/step  checkpoints {checkpoints}"
+            f"{'  (saving from step ' + str(self.validation_start) + ')' if r.step < self.validation_start else ''}"
+        )
         if self._bar is not None:
             self._bar.update(self._task, completed=r.step, info=info)
         else:

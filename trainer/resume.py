@@ -23,14 +23,15 @@ from typing import Any
 
 from recorder.events import Event
 from recorder.log import LogWriter
+from recorder.provenance import provenance
 from recorder.reader import read_run
+from recorder.rules import BENCHMARK
 from recorder.run import RunDir
 from recorder.verify import verify_run
-from trainer.checkpoint import file_sha256, load_checkpoint
-from trainer.config import BENCHMARK, TrainConfig, config_from_dict
+from trainer.config import TrainConfig, config_from_dict
 from trainer.errors import TrainerError
 from trainer.loop import WRITER, GRPOTrainer, TrainSummary
-from recorder.provenance import provenance
+from trainer.policy.checkpoint_files import file_sha256, load_checkpoint
 
 
 class ResumeError(TrainerError):
@@ -43,8 +44,8 @@ class ResumeError(TrainerError):
 class ResumePlan:
     run: RunDir
     config: TrainConfig
-    step: int              # the checkpoint's step: training continues at step + 1
-    checkpoint: Path       # inside the run directory
+    step: int  # the checkpoint's step: training continues at step + 1
+    checkpoint: Path  # inside the run directory
     orphans: tuple[Path, ...]  # checkpoint directories with no commit event (set aside before training)
 
 
@@ -52,34 +53,47 @@ def plan_resume(run_dir: Path | str) -> ResumePlan:
     """Check the run can be resumed and pick the checkpoint; raises ResumeError saying why not."""
     report = verify_run(run_dir)
     if not report.ok:  # never continue from (or append to) a log that was altered
-        raise ResumeError(f"{report.run.path} fails verification ({report.problems[0]}); run `recorder verify "
-                          f"{report.run.path}`: an altered run is not resumed")
+        raise ResumeError(
+            f"{report.run.path} fails verification ({report.problems[0]}); run `recorder verify "
+            f"{report.run.path}`: an altered run is not resumed"
+        )
     log = read_run(run_dir)
     run, events = log.run, log.events
     opened = next((e for e in events if e.kind == "run_opened" and e.writer == WRITER), None)
     if opened is None or not isinstance(opened.data.get("config"), dict) or not opened.data["config"]:
-        raise ResumeError(f"{run.path}: no trainer run_opened with a recorded config: only runs recorded by "
-                          "`recorder train` can be resumed")
+        raise ResumeError(
+            f"{run.path}: no trainer run_opened with a recorded config: only runs recorded by "
+            "`recorder train` can be resumed"
+        )
     stops = [e for e in events if e.kind == "train_stop"]
     if stops and stops[-1].data.get("status") == "completed":
-        raise ResumeError(f"{run.path}: training already completed (train_stop seq {stops[-1].seq} in "
-                          f"{stops[-1].segment}); nothing to resume")
+        raise ResumeError(
+            f"{run.path}: training already completed (train_stop seq {stops[-1].seq} in "
+            f"{stops[-1].segment}); nothing to resume"
+        )
     cfg = config_from_dict(opened.data["config"])
     commits = sorted((e for e in events if e.kind == "checkpoint_committed"), key=lambda e: e.step or 0)
     if not commits:
-        raise ResumeError(f"{run.path}: no checkpoint was committed (checkpoints start at step "
-                          f"{cfg.validation_start}); nothing to resume from: start a new run")
+        raise ResumeError(
+            f"{run.path}: no checkpoint was committed (checkpoints start at step "
+            f"{cfg.validation_start}); nothing to resume from: start a new run"
+        )
     last = commits[-1]
     checkpoint = _inside(run, last)
     if file_sha256(checkpoint / "model.safetensors") != last.data.get("sha256"):
-        raise ResumeError(f"{checkpoint}/model.safetensors: sha256 differs from its checkpoint_committed event "
-                          f"({last.segment} seq {last.seq}): altered after commit; not resumed from")
+        raise ResumeError(
+            f"{checkpoint}/model.safetensors: sha256 differs from its checkpoint_committed event "
+            f"({last.segment} seq {last.seq}): altered after commit; not resumed from"
+        )
     assert last.step is not None
     if last.step >= cfg.max_steps:
         raise ResumeError(f"{run.path}: the last checkpoint is the final step {last.step}; nothing left to train")
     referenced = {str(PurePosixPath(e.data.get("path", ""))) for e in commits}
-    orphans = tuple(p for p in sorted(run.checkpoints.glob("step_*"))
-                    if str(PurePosixPath(p.relative_to(run.path))) not in referenced)
+    orphans = tuple(
+        p
+        for p in sorted(run.checkpoints.glob("step_*"))
+        if str(PurePosixPath(p.relative_to(run.path))) not in referenced
+    )
     return ResumePlan(run, cfg, last.step, checkpoint, orphans)
 
 
@@ -89,8 +103,9 @@ def _inside(run: RunDir, event: Event) -> Path:
     root = run.path.resolve()
     target = (root / rel).resolve()
     if not rel or PurePosixPath(rel).is_absolute() or root not in target.parents:
-        raise ResumeError(f"{event.segment} seq {event.seq}: checkpoint path {rel!r} is outside the run "
-                          f"directory {root}: refused")
+        raise ResumeError(
+            f"{event.segment} seq {event.seq}: checkpoint path {rel!r} is outside the run directory {root}: refused"
+        )
     if not (target / "model.safetensors").is_file():
         raise ResumeError(f"{target}: committed at {event.segment} seq {event.seq} but missing now; not resumed")
     return target
@@ -112,13 +127,22 @@ class ResumedTrainer(GRPOTrainer):
         self.summary = TrainSummary(self.run_dir)
         set_aside = [_set_aside(p) for p in plan.orphans]
         self.log = LogWriter(self.run_dir, WRITER)
-        self.log.append("run_opened", data={
-            "benchmark": BENCHMARK, "ruleset": cfg.ruleset, "division": cfg.division,
-            "global_batch_size": cfg.global_batch_size, "config": cfg.to_dict(), "provenance": provenance(),
-            "resumed_from": self.run_dir.run_id, "resumed_at_step": plan.step,
-            "resumed_checkpoint": str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),
-            "optimizer": "re-initialised (checkpoints are weights-only)",
-            "set_aside": [str(p.relative_to(self.run_dir.path)) for p in set_aside]})
+        self.log.append(
+            "run_opened",
+            data={
+                "benchmark": BENCHMARK,
+                "ruleset": cfg.ruleset,
+                "division": cfg.division,
+                "global_batch_size": cfg.global_batch_size,
+                "config": cfg.to_dict(),
+                "provenance": provenance(),
+                "resumed_from": self.run_dir.run_id,
+                "resumed_at_step": plan.step,
+                "resumed_checkpoint": str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),
+                "optimizer": "re-initialised (checkpoints are weights-only)",
+                "set_aside": [str(p.relative_to(self.run_dir.path)) for p in set_aside],
+            },
+        )
         self.log.append("init_start", data={"warmup": None})
         self.model, self.tokenizer = load_checkpoint(plan.checkpoint)
         self.first_step = plan.step + 1

@@ -17,14 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from trainer.checkpoint import snapshot
-from trainer.tokenizer import Tokenizer
+from trainer.policy.tokenizer import Tokenizer
 
 
 class VllmRollout:
     """A vLLM engine holding a copy of the policy; `refit` pushes the current weights into it."""
 
-    def __init__(self, model: Any, tokenizer: Tokenizer, *, gpu_memory_utilization: float = 0.2,
-                 workdir: Path | None = None) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Tokenizer, *, gpu_memory_utilization: float = 0.2, workdir: Path | None = None
+    ) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache on CPU (the GPU setting is ignored)
         from vllm import LLM
 
@@ -33,9 +34,15 @@ class VllmRollout:
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "config.json").write_text(model.config.to_json_string())
         self._write_weights(model)
-        self.llm = LLM(model=str(self.dir), skip_tokenizer_init=True, dtype="float32", enforce_eager=True,
-                       gpu_memory_utilization=gpu_memory_utilization, seed=0,
-                       max_model_len=int(model.config.max_position_embeddings))
+        self.llm = LLM(
+            model=str(self.dir),
+            skip_tokenizer_init=True,
+            dtype="float32",
+            enforce_eager=True,
+            gpu_memory_utilization=gpu_memory_utilization,
+            seed=0,
+            max_model_len=int(model.config.max_position_embeddings),
+        )
 
     def _write_weights(self, model: Any) -> None:
         from safetensors.torch import save_file
@@ -44,15 +51,24 @@ class VllmRollout:
         save_file(snapshot(model), str(tmp), metadata={"format": "pt"})
         os.replace(tmp, self.dir / "model.safetensors")
 
-    def generate(self, prompts: list[str], seeds: list[int], *, temperature: float, top_p: float,
-                 max_new_tokens: int) -> list[list[int]]:
+    def generate(
+        self, prompts: list[str], seeds: list[int], *, temperature: float, top_p: float, max_new_tokens: int
+    ) -> list[list[int]]:
         from vllm import SamplingParams
 
         tok = self.tokenizer
         requests = [{"prompt_token_ids": [tok.bos_id, *tok.encode(p)]} for p in prompts]
-        params = [SamplingParams(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens,
-                                 seed=seed % (2**31), stop_token_ids=[tok.eos_id], detokenize=False)
-                  for seed in seeds]
+        params = [
+            SamplingParams(
+                temperature=temperature,
+                top_p=top_p,
+                max_tokens=max_new_tokens,
+                seed=seed % (2**31),
+                stop_token_ids=[tok.eos_id],
+                detokenize=False,
+            )
+            for seed in seeds
+        ]
         outs = self.llm.generate(requests, params, use_tqdm=False)
         return [list(o.outputs[0].token_ids) for o in outs]
 

@@ -15,10 +15,10 @@ from typing import Any
 
 from trainer.config import TrainConfig
 from trainer.grpo import build_batch, token_logprobs
-from trainer.model import ModelConfig
-from trainer.sampling import generate, sample_seed
-from trainer.task import Task, dev_tasks, reward, warmup_tasks
-from trainer.tokenizer import Tokenizer
+from trainer.policy.model import ModelConfig
+from trainer.policy.sampling import generate, sample_seed
+from trainer.policy.task import Task, dev_tasks, reward, warmup_tasks
+from trainer.policy.tokenizer import Tokenizer
 
 VERSION = "warmup-v1"  # bump when the warm-up's code changes what it produces
 
@@ -32,16 +32,33 @@ class WarmupResult:
     cache_path: str
 
 
-def pass_at_k(model: Any, tokenizer: Tokenizer, tasks: list[Task], *, k: int, temperature: float, top_p: float,
-              max_new_tokens: int, salt: str = "eval", batch_size: int = 256) -> float:
+def pass_at_k(
+    model: Any,
+    tokenizer: Tokenizer,
+    tasks: list[Task],
+    *,
+    k: int,
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    salt: str = "eval",
+    batch_size: int = 256,
+) -> float:
     """Fraction of tasks with at least one exact answer among k samples; sample j of task i uses
     seed sample_seed(salt, i, j), so the score does not depend on batch size."""
     prompts = [t.prompt for t in tasks for _ in range(k)]
     seeds = [sample_seed(salt, i, j) for i in range(len(tasks)) for j in range(k)]
     outs: list[str] = []
     for s in range(0, len(prompts), batch_size):
-        outs += generate(model, tokenizer, prompts[s:s + batch_size], temperature=temperature, top_p=top_p,
-                         max_new_tokens=max_new_tokens, seeds=seeds[s:s + batch_size])
+        outs += generate(
+            model,
+            tokenizer,
+            prompts[s : s + batch_size],
+            temperature=temperature,
+            top_p=top_p,
+            max_new_tokens=max_new_tokens,
+            seeds=seeds[s : s + batch_size],
+        )
     passed = sum(any(reward(t, outs[i * k + j]) == 1.0 for j in range(k)) for i, t in enumerate(tasks))
     return passed / len(tasks)
 
@@ -49,8 +66,10 @@ def pass_at_k(model: Any, tokenizer: Tokenizer, tasks: list[Task], *, k: int, te
 def cache_key(cfg: TrainConfig, model_cfg: ModelConfig) -> str:
     w = asdict(cfg.warmup)
     del w["cache_dir"]
-    blob = json.dumps({"v": VERSION, "seed": cfg.seed, "model": asdict(model_cfg), "warmup": w,
-                       "eval": asdict(cfg.eval)}, sort_keys=True)
+    blob = json.dumps(
+        {"v": VERSION, "seed": cfg.seed, "model": asdict(model_cfg), "warmup": w, "eval": asdict(cfg.eval)},
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -84,8 +103,16 @@ def _train(model: Any, tokenizer: Tokenizer, cfg: TrainConfig) -> tuple[int, flo
     opt = torch.optim.AdamW(model.parameters(), lr=w.learning_rate, weight_decay=0.0)
 
     def dev_acc() -> float:
-        return pass_at_k(model, tokenizer, dev, k=ev.k, temperature=ev.temperature, top_p=ev.top_p,
-                         max_new_tokens=ev.max_new_tokens, salt="dev")
+        return pass_at_k(
+            model,
+            tokenizer,
+            dev,
+            k=ev.k,
+            temperature=ev.temperature,
+            top_p=ev.top_p,
+            max_new_tokens=ev.max_new_tokens,
+            salt="dev",
+        )
 
     acc = dev_acc()
     for b in range(1, w.max_batches + 1):

@@ -13,7 +13,6 @@ from lm_eval.api.model import LM
 
 from evaluator.harness import loglik
 
-
 # (method name in loglik.METHODS, requests, batch size) -> one result per request, in request order
 Compute = Callable[[str, list[Any], int], list[Any]]
 
@@ -46,6 +45,7 @@ class CheckpointLM(LM):  # type: ignore[misc]
         for r in requests:
             context, kwargs = r.args[0], dict(r.args[1] or {})
             stops = kwargs.get("until") or []
-            todo.append((str(context), [stops] if isinstance(stops, str) else list(stops),
-                         int(kwargs.get("max_gen_toks", 256))))
+            todo.append(
+                (str(context), [stops] if isinstance(stops, str) else list(stops), int(kwargs.get("max_gen_toks", 256)))
+            )
         return self.compute("generate_until", todo, self.batch_size)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from recorder.errors import InputError
-
 from evaluator.errors import EvalError
+from recorder.errors import InputError
 
 
 class HarnessError(EvalError):

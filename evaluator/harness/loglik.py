@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.tokenizer import CharTokenizer, Tokenizer
+from trainer.policy.tokenizer import CharTokenizer, Tokenizer
 
 
 class LossyCharTokenizer:
@@ -22,8 +22,12 @@ class LossyCharTokenizer:
 
     def __init__(self, inner: CharTokenizer) -> None:
         self.inner = inner
-        self.vocab_size, self.bos_id, self.eos_id, self.pad_id = (inner.vocab_size, inner.bos_id, inner.eos_id,
-                                                                  inner.pad_id)
+        self.vocab_size, self.bos_id, self.eos_id, self.pad_id = (
+            inner.vocab_size,
+            inner.bos_id,
+            inner.eos_id,
+            inner.pad_id,
+        )
 
     def encode(self, text: str) -> list[int]:
         chars = self.inner.chars
@@ -69,15 +73,16 @@ def encode_pair(tokenizer: Tokenizer, context: str, continuation: str) -> Encode
     prefix = [tok.bos_id] if isinstance(tok, LossyCharTokenizer) else []
     ctx = tok.encode(context)
     whole = tok.encode(context + continuation)
-    cont = whole[len(ctx):]
+    cont = whole[len(ctx) :]
     ctx = prefix + ctx
     if not ctx:
         ctx = [tok.eos_id]
     return Encoded(ctx, cont)
 
 
-def loglikelihoods(model: Any, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], *, batch_size: int,
-                   limit: int | None = None) -> list[tuple[float, bool]]:
+def loglikelihoods(
+    model: Any, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], *, batch_size: int, limit: int | None = None
+) -> list[tuple[float, bool]]:
     """(sum log p(continuation | context), whether greedy decoding reproduces it) per (context, continuation).
 
     Inputs longer than `limit` (default: the model's positions) keep their last `limit` tokens.
@@ -92,7 +97,7 @@ def loglikelihoods(model: Any, tokenizer: Tokenizer, pairs: Sequence[tuple[str, 
     try:
         with torch.inference_mode():
             for start in range(0, len(pairs), batch_size):
-                rows = [_window(encode_pair(tok, c, x), limit) for c, x in pairs[start:start + batch_size]]
+                rows = [_window(encode_pair(tok, c, x), limit) for c, x in pairs[start : start + batch_size]]
                 out.extend(_score_rows(model, rows, tok.pad_id))
     finally:
         model.train(was_training)
@@ -101,9 +106,9 @@ def loglikelihoods(model: Any, tokenizer: Tokenizer, pairs: Sequence[tuple[str, 
 
 def _window(e: Encoded, limit: int) -> tuple[list[int], list[int]]:
     """(model input, scored targets): the last limit+1 tokens, the input without its last one."""
-    whole = (e.context + e.continuation)[-(limit + 1):]
+    whole = (e.context + e.continuation)[-(limit + 1) :]
     n = min(len(e.continuation), len(whole) - 1)
-    return whole[:-1], whole[len(whole) - n:]
+    return whole[:-1], whole[len(whole) - n :]
 
 
 def _score_rows(model: Any, rows: list[tuple[list[int], list[int]]], pad_id: int) -> list[tuple[float, bool]]:
@@ -113,8 +118,8 @@ def _score_rows(model: Any, rows: list[tuple[list[int], list[int]]], pad_id: int
     ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, (inp, _) in enumerate(rows):
-        ids[i, :len(inp)] = torch.tensor(inp)
-        mask[i, :len(inp)] = 1
+        ids[i, : len(inp)] = torch.tensor(inp)
+        mask[i, : len(inp)] = 1
     logits = model(input_ids=ids, attention_mask=mask).logits
     out = []
     for i, (inp, targets) in enumerate(rows):
@@ -122,19 +127,17 @@ def _score_rows(model: Any, rows: list[tuple[list[int], list[int]]], pad_id: int
         if n == 0:
             out.append((0.0, True))
             continue
-        logp = torch.log_softmax(logits[i, len(inp) - n:len(inp)].double(), dim=-1)
+        logp = torch.log_softmax(logits[i, len(inp) - n : len(inp)].double(), dim=-1)
         want = torch.tensor(targets)
         total = float(logp.gather(-1, want[:, None]).sum())
         out.append((total, bool((logp.argmax(dim=-1) == want).all())))
     return out
 
 
-def rolling_loglikelihoods(model: Any, tokenizer: Tokenizer, texts: Sequence[str], *,
-                           batch_size: int) -> list[float]:
+def rolling_loglikelihoods(model: Any, tokenizer: Tokenizer, texts: Sequence[str], *, batch_size: int) -> list[float]:
     """Sum log-likelihood of each whole text (perplexity tasks), in disjoint windows of the model's length."""
-    from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
-
     import torch
+    from lm_eval.utils import get_rolling_token_windows, make_disjoint_window
 
     tok = readable(tokenizer)
     limit = max_length(model)
@@ -143,29 +146,41 @@ def rolling_loglikelihoods(model: Any, tokenizer: Tokenizer, texts: Sequence[str
     model.eval()
     with torch.inference_mode():
         for text in texts:
-            windows = [make_disjoint_window(w) for w in get_rolling_token_windows(
-                token_list=tok.encode(text), prefix_token=prefix, max_seq_len=limit, context_len=1)]
+            windows = [
+                make_disjoint_window(w)
+                for w in get_rolling_token_windows(
+                    token_list=tok.encode(text), prefix_token=prefix, max_seq_len=limit, context_len=1
+                )
+            ]
             rows = [_window(Encoded(list(c), list(x)), limit) for c, x in windows]
             total = 0.0
             for s in range(0, len(rows), batch_size):
-                total += sum(v for v, _ in _score_rows(model, rows[s:s + batch_size], tok.pad_id))
+                total += sum(v for v, _ in _score_rows(model, rows[s : s + batch_size], tok.pad_id))
             out.append(total)
     return out
 
 
-def generate_until(model: Any, tokenizer: Tokenizer, requests: Sequence[tuple[str, list[str], int]], *,
-                   batch_size: int) -> list[str]:
+def generate_until(
+    model: Any, tokenizer: Tokenizer, requests: Sequence[tuple[str, list[str], int]], *, batch_size: int
+) -> list[str]:
     """Greedy continuations of (context, stop strings, max new tokens), each cut before its first stop string."""
-    from trainer.sampling import generate
+    from trainer.policy.sampling import generate
 
     tok = readable(tokenizer)
     out: list[str] = []
     for s in range(0, len(requests), batch_size):
-        part = requests[s:s + batch_size]
+        part = requests[s : s + batch_size]
         budget = max(n for _, _, n in part)
-        texts = generate(model, tok, [c for c, _, _ in part], temperature=0.0, top_p=1.0, max_new_tokens=budget,
-                         seeds=[0] * len(part))
-        for (_, until, n), text in zip(part, texts):
+        texts = generate(
+            model,
+            tok,
+            [c for c, _, _ in part],
+            temperature=0.0,
+            top_p=1.0,
+            max_new_tokens=budget,
+            seeds=[0] * len(part),
+        )
+        for (_, until, n), text in zip(part, texts, strict=False):
             text = text[:n] if isinstance(tok, LossyCharTokenizer) else text  # one token per character
             stops = [x for x in until if x]
             cut = min([text.find(x) for x in stops if x in text] or [len(text)])
@@ -174,5 +189,8 @@ def generate_until(model: Any, tokenizer: Tokenizer, requests: Sequence[tuple[st
 
 
 # What workers may be asked to compute (Scorer.harness): name -> function of (model, tokenizer, requests).
-METHODS: dict[str, Callable[..., Sequence[Any]]] = {"loglikelihood": loglikelihoods, "loglikelihood_rolling": rolling_loglikelihoods,
-           "generate_until": generate_until}
+METHODS: dict[str, Callable[..., Sequence[Any]]] = {
+    "loglikelihood": loglikelihoods,
+    "loglikelihood_rolling": rolling_loglikelihoods,
+    "generate_until": generate_until,
+}

@@ -17,21 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from evaluator.attempts import EVAL_KINDS, HARNESS_WRITER, Attempt
+from evaluator.checkpoints import Checkpoint, resolve
+from evaluator.evaluate import Context, evaluate_checkpoint, integrity
+from evaluator.facts import read_facts
+from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
+from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
+from evaluator.order import Order, arrange
+from evaluator.results import results_dir, sha256_text, write_results
+from evaluator.session import close_interrupted, session_lock
+from evaluator.settings import Options
+from evaluator.workers import Workers, start_workers
 from recorder.events import Event
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.run import RunDir
-
-from evaluator.checkpoints import Checkpoint, resolve
-from evaluator.evaluate import Context, evaluate_checkpoint, integrity
-from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
-from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
-from evaluator.history import EVAL_KINDS, HARNESS_WRITER, Attempt
-from evaluator.order import Order, arrange
-from evaluator.results import results_dir, sha256_text, write_results
-from evaluator.session import _close_interrupted, read_facts, session_lock
-from evaluator.settings import Options
-from evaluator.workers import Workers, start_workers
 
 if TYPE_CHECKING:
     from evaluator.harness.adapter import CheckpointLM  # imports lm-eval: only once it is known to be there
@@ -57,10 +57,17 @@ class HarnessOptions:
     examples: int | None = None
 
     def evaluator_options(self) -> Options:
-        return Options(order=self.order, all=True, limit=self.limit, batch_size=self.batch_size,
-                       workers=self.workers, ray_address=self.ray_address,
-                       allow_gaps=self.allow_gaps, fingerprint=self.fingerprint,
-                       fingerprint_tolerance=self.fingerprint_tolerance)
+        return Options(
+            order=self.order,
+            all=True,
+            limit=self.limit,
+            batch_size=self.batch_size,
+            workers=self.workers,
+            ray_address=self.ray_address,
+            allow_gaps=self.allow_gaps,
+            fingerprint=self.fingerprint,
+            fingerprint_tolerance=self.fingerprint_tolerance,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,8 +106,18 @@ def harness_attempts(events: list[Event]) -> list[Attempt]:
             closers[(str(e.data["interrupted_segment"]), e.step)] = e
             continue
         rows.setdefault((e.segment, e.step), {}).setdefault(e.kind.removeprefix("eval_"), e)
-    return [Attempt(step=step, segment=seg, start=r.get("start"), result=r.get("result"), stop=r.get("stop"),
-                    failed=r.get("failed"), closed_by=closers.get((seg, step))) for (seg, step), r in rows.items()]
+    return [
+        Attempt(
+            step=step,
+            segment=seg,
+            start=r.get("start"),
+            result=r.get("result"),
+            stop=r.get("stop"),
+            failed=r.get("failed"),
+            closed_by=closers.get((seg, step)),
+        )
+        for (seg, step), r in rows.items()
+    ]
 
 
 def scored_tasks(events: list[Event]) -> dict[int, set[str]]:
@@ -108,15 +125,25 @@ def scored_tasks(events: list[Event]) -> dict[int, set[str]]:
     stopped = {(e.segment, e.step) for e in events if e.writer == HARNESS_WRITER and e.kind == "eval_stop"}
     out: dict[int, set[str]] = {}
     for e in events:
-        if (e.writer == HARNESS_WRITER and e.kind == "eval_result" and e.step is not None and e.key
-                and (e.segment, e.step) in stopped):
+        if (
+            e.writer == HARNESS_WRITER
+            and e.kind == "eval_result"
+            and e.step is not None
+            and e.key
+            and (e.segment, e.step) in stopped
+        ):
             out.setdefault(e.step, set()).add(e.key)
     return out
 
 
-def evaluate_harness(run_dir: Path | str | RunDir, options: HarnessOptions, *,
-                     workers_factory: Callable[[int, str | None], Workers] = start_workers,
-                     clock: Callable[[], int] = time.time_ns, on_outcome: Callable[[StepOutcome], None] | None = None) -> HarnessSummary:
+def evaluate_harness(
+    run_dir: Path | str | RunDir,
+    options: HarnessOptions,
+    *,
+    workers_factory: Callable[[int, str | None], Workers] = start_workers,
+    clock: Callable[[], int] = time.time_ns,
+    on_outcome: Callable[[StepOutcome], None] | None = None,
+) -> HarnessSummary:
     """Score the run's checkpoints on `options.tasks`; returns what happened (also when some failed)."""
     try:
         import lm_eval  # noqa: F401
@@ -137,14 +164,17 @@ def evaluate_harness(run_dir: Path | str | RunDir, options: HarnessOptions, *,
         stale = [a for a in harness_attempts(facts.events) if a.open]
         todo = {s: [t for t in tasks if t.name not in done.get(s, set())] for s in steps}
         if not any(todo.values()) and not stale:
-            return HarnessSummary(run_id=run.run_id, segment=None, tasks=tasks,
-                                  outcomes=[StepOutcome(step=s, status="skipped", reason="all tasks scored")
-                                            for s in steps])
+            return HarnessSummary(
+                run_id=run.run_id,
+                segment=None,
+                tasks=tasks,
+                outcomes=[StepOutcome(step=s, status="skipped", reason="all tasks scored") for s in steps],
+            )
         outcomes: list[StepOutcome] = []
         remaining: list[int] = []
         with ExitStack() as stack:
             writer = stack.enter_context(LogWriter(run, HARNESS_WRITER, clock=clock))
-            closed = [_close_interrupted(writer, a, facts) for a in stale]
+            closed = [close_interrupted(writer, a, facts) for a in stale]
             ctx: Context | None = None
             for step in steps:
                 if not todo[step]:
@@ -156,25 +186,32 @@ def evaluate_harness(run_dir: Path | str | RunDir, options: HarnessOptions, *,
                     if ctx is None:
                         workers = workers_factory(options.workers, options.ray_address)
                         stack.callback(workers.close)
-                        ctx = Context(facts=facts, options=evaluator_options, writer=writer, workers=workers,
-                                      clock=clock)
+                        ctx = Context(
+                            facts=facts, options=evaluator_options, writer=writer, workers=workers, clock=clock
+                        )
                     outcome = _evaluate_step(ctx, facts.candidates[step], todo[step], options)
                 outcomes.append(outcome)
                 if on_outcome is not None:
                     on_outcome(outcome)
-            return HarnessSummary(run_id=run.run_id, segment=writer.segment, tasks=tasks, outcomes=outcomes,
-                                  closed=closed, remaining=remaining)
+            return HarnessSummary(
+                run_id=run.run_id,
+                segment=writer.segment,
+                tasks=tasks,
+                outcomes=outcomes,
+                closed=closed,
+                remaining=remaining,
+            )
 
 
 def _evaluate_step(ctx: Context, cp: Checkpoint, tasks: list[TaskData], options: HarnessOptions) -> StepOutcome:
     def score(c: Context, checkpoint: Checkpoint, t0: float) -> dict[str, Any]:
         return _score(c, checkpoint, t0, tasks, options)
 
-    r = evaluate_checkpoint(ctx, cp, score=score,
-                            start_data={"harness": HARNESS, "tasks": [t.name for t in tasks]})
+    r = evaluate_checkpoint(ctx, cp, score=score, start_data={"harness": HARNESS, "tasks": [t.name for t in tasks]})
     if "reason" in r:
-        return StepOutcome(step=cp.step, status="failed", reason=r["reason"], error=r.get("error", ""),
-                           seconds=r["seconds"])
+        return StepOutcome(
+            step=cp.step, status="failed", reason=r["reason"], error=r.get("error", ""), seconds=r["seconds"]
+        )
     return StepOutcome(step=cp.step, status="scored", scores=r["scores"], results=r["results"], seconds=r["seconds"])
 
 
@@ -188,8 +225,7 @@ def _score(ctx: Context, cp: Checkpoint, t0: float, tasks: list[TaskData], optio
     workers = ctx.workers
     t = time.monotonic()
     with _quiet():
-        out = _simple_evaluate(lm_eval, CheckpointLM(workers.harness, batch_size=options.batch_size), tasks,
-                               options)
+        out = _simple_evaluate(lm_eval, CheckpointLM(workers.harness, batch_size=options.batch_size), tasks, options)
     timings["score_s"] = time.monotonic() - t
     if out is None:
         raise RuntimeError("lm_eval.simple_evaluate returned nothing (not rank 0?)")
@@ -199,25 +235,48 @@ def _score(ctx: Context, cp: Checkpoint, t0: float, tasks: list[TaskData], optio
         value = float(metrics[f"{task.metric},none"])
         n = int(out["n-samples"][task.name]["effective"])
         per_task[task.name] = {
-            "metric": task.metric, "score": value, "n": n, "of": int(out["n-samples"][task.name]["original"]),
-            "metrics": {k.removesuffix(",none"): v for k, v in metrics.items()
-                        if k.endswith(",none") and isinstance(v, float)},
-            "version": out["versions"].get(task.name), "data_file": str(task.data),
-            "data_sha256": task.data_sha256, "config_sha256": sha256_text(task.config.read_text()),
+            "metric": task.metric,
+            "score": value,
+            "n": n,
+            "of": int(out["n-samples"][task.name]["original"]),
+            "metrics": {
+                k.removesuffix(",none"): v for k, v in metrics.items() if k.endswith(",none") and isinstance(v, float)
+            },
+            "version": out["versions"].get(task.name),
+            "data_file": str(task.data),
+            "data_sha256": task.data_sha256,
+            "config_sha256": sha256_text(task.config.read_text()),
             "samples": [_sample_row(s) for s in out["samples"][task.name]],
         }
         results.append((task.name, value, {"metric": task.metric, "n": n, "harness": HARNESS, "num_fewshot": 0}))
     timings["total_s"] = time.monotonic() - t0
     doc = {
-        "schema": SCHEMA, "run_id": ctx.facts.run.run_id, "step": cp.step, "samples_count": cp.samples_count,
-        "harness": {"name": HARNESS, "version": out.get("lm_eval_version"), "num_fewshot": 0,
-                    "scoring": "sum log-likelihood of each continuation; acc_norm divides it by the "
-                               "continuation's length in bytes"},
+        "schema": SCHEMA,
+        "run_id": ctx.facts.run.run_id,
+        "step": cp.step,
+        "samples_count": cp.samples_count,
+        "harness": {
+            "name": HARNESS,
+            "version": out.get("lm_eval_version"),
+            "num_fewshot": 0,
+            "scoring": "sum log-likelihood of each continuation; acc_norm divides it by the "
+            "continuation's length in bytes",
+        },
         "scores": {name: d["score"] for name, d in per_task.items()},
-        "settings": {"batch_size": options.batch_size, "examples_limit": options.examples,
-                     **_model_notes(resolve(ctx.facts.run.path, cp)), "workers": workers.name},
-        "checkpoint": {"path": cp.path, "sha256": digest, "bytes": cp.bytes, "dtype": cp.dtype,
-                       "weight_update_ns": cp.weight_update_ns, "committed": {"segment": cp.segment, "seq": cp.seq}},
+        "settings": {
+            "batch_size": options.batch_size,
+            "examples_limit": options.examples,
+            **_model_notes(resolve(ctx.facts.run.path, cp)),
+            "workers": workers.name,
+        },
+        "checkpoint": {
+            "path": cp.path,
+            "sha256": digest,
+            "bytes": cp.bytes,
+            "dtype": cp.dtype,
+            "weight_update_ns": cp.weight_update_ns,
+            "committed": {"segment": cp.segment, "seq": cp.seq},
+        },
         "fingerprint": fp,
         "provenance": provenance(),
         "timings": {"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},
@@ -235,9 +294,18 @@ def _simple_evaluate(lm_eval: Any, lm: CheckpointLM, tasks: list[TaskData], opti
 
     # 0-shot, no bootstrap (stderr is not recorded), fixed seeds; only this project's task configs.
     return lm_eval.simple_evaluate(
-        model=lm, tasks=[lm_eval_config(task) for task in tasks], num_fewshot=0, limit=options.examples,
-        bootstrap_iters=0, log_samples=True, task_manager=TaskManager(include_defaults=False),
-        random_seed=0, numpy_random_seed=0, torch_random_seed=0, fewshot_random_seed=0)
+        model=lm,
+        tasks=[lm_eval_config(task) for task in tasks],
+        num_fewshot=0,
+        limit=options.examples,
+        bootstrap_iters=0,
+        log_samples=True,
+        task_manager=TaskManager(include_defaults=False),
+        random_seed=0,
+        numpy_random_seed=0,
+        torch_random_seed=0,
+        fewshot_random_seed=0,
+    )
 
 
 def _model_notes(directory: Path) -> dict[str, Any]:
@@ -271,8 +339,14 @@ def _quiet() -> Iterator[None]:
 
 def _sample_row(s: dict[str, Any]) -> dict[str, Any]:
     """Per example: lm-eval's hashes of document, prompt and target, the log-likelihoods and outcomes."""
-    return {"doc_id": s["doc_id"], "doc_hash": s.get("doc_hash"), "prompt_hash": s.get("prompt_hash"),
-            "target_hash": s.get("target_hash"), "target": s.get("target"),
-            "loglikelihoods": [float(r[0][0]) if isinstance(r[0], (list, tuple)) else float(r[0])
-                               for r in s.get("resps", [])],
-            **{m: s[m] for m in ("acc", "acc_norm") if m in s}}
+    return {
+        "doc_id": s["doc_id"],
+        "doc_hash": s.get("doc_hash"),
+        "prompt_hash": s.get("prompt_hash"),
+        "target_hash": s.get("target_hash"),
+        "target": s.get("target"),
+        "loglikelihoods": [
+            float(r[0][0]) if isinstance(r[0], (list, tuple)) else float(r[0]) for r in s.get("resps", [])
+        ],
+        **{m: s[m] for m in ("acc", "acc_norm") if m in s},
+    }

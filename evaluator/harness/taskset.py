@@ -22,8 +22,14 @@ ENV = "RECORDER_EVAL_DATA"
 # The metric each task reports (the usual zero-shot reading): acc_norm (log-likelihood per byte of the
 # continuation) where answers differ in length, plain acc for Winogrande (one shared continuation) and SIQA.
 METRICS = {
-    "arc_easy": "acc_norm", "arc_challenge": "acc_norm", "hellaswag": "acc_norm", "openbookqa": "acc_norm",
-    "piqa": "acc_norm", "winogrande": "acc", "siqa": "acc", "easy_qa": "acc_norm",
+    "arc_easy": "acc_norm",
+    "arc_challenge": "acc_norm",
+    "hellaswag": "acc_norm",
+    "openbookqa": "acc_norm",
+    "piqa": "acc_norm",
+    "winogrande": "acc",
+    "siqa": "acc",
+    "easy_qa": "acc_norm",
 }
 DEFAULT_TASKS = ("arc_easy", "arc_challenge", "hellaswag", "openbookqa", "piqa", "winogrande", "siqa")
 
@@ -57,12 +63,15 @@ def data_dir(option: Path | None) -> Path:
     """--data-dir, else $RECORDER_EVAL_DATA; MissingTaskDataError when neither names a directory."""
     chosen = option if option is not None else (Path(os.environ[ENV]) if os.environ.get(ENV) else None)
     if chosen is None:
-        raise MissingTaskDataError(f"no task data directory: pass --data-dir DIR or set {ENV}=DIR, holding "
-                                   f"<task>.jsonl per task (no hub is reachable here; the small test files "
-                                   f"shipped with the project are in {SHIPPED_DATA})")
+        raise MissingTaskDataError(
+            f"no task data directory: pass --data-dir DIR or set {ENV}=DIR, holding "
+            f"<task>.jsonl per task (no hub is reachable here; the small test files "
+            f"shipped with the project are in {SHIPPED_DATA})"
+        )
     if not chosen.is_dir():
-        raise MissingTaskDataError(f"task data directory {chosen} does not exist (from "
-                                   f"{'--data-dir' if option is not None else ENV})")
+        raise MissingTaskDataError(
+            f"task data directory {chosen} does not exist (from {'--data-dir' if option is not None else ENV})"
+        )
     return chosen
 
 
@@ -71,10 +80,14 @@ def resolve_tasks(names: list[str], directory: Path) -> list[TaskData]:
     missing = [n for n in names if not (directory / f"{n}.jsonl").is_file()]
     if missing:
         raise MissingTaskDataError(
-            "no data for task(s) " + ", ".join(f"{n} (put it at {directory / (n + '.jsonl')})" for n in missing)
-            + f": one JSON record per line in the Hugging Face field layout (see {TASKS_DIR}/<task>.yaml)")
-    return [TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=directory / f"{n}.jsonl")
-            for n in names]
+            "no data for task(s) "
+            + ", ".join(f"{n} (put it at {directory / (n + '.jsonl')})" for n in missing)
+            + f": one JSON record per line in the Hugging Face field layout (see {TASKS_DIR}/<task>.yaml)"
+        )
+    return [
+        TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=directory / f"{n}.jsonl")
+        for n in names
+    ]
 
 
 def lm_eval_config(task: TaskData) -> dict[str, Any]:

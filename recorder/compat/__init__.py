@@ -1,26 +1,15 @@
-"""Drop-ins for libraries that trainers already call, so that their runs become event logs unchanged.
+"""`from recorder.compat import mllog` stands in for `from mlperf_logging import mllog` in a trainer.
 
-`recorder.compat.mllog` stands in for `mlperf_logging.mllog`.
+Kept as a re-export of `recorder.adapters.mllog`, because users write this line in their trainers.
 """
 
-from recorder.errors import InputError
+from recorder.adapters import mllog
+from recorder.adapters.errors import (
+    AdapterError,
+    ConfigConflictError,
+    LogEncodeError,
+    MetadataTypeError,
+    NotConfiguredError,
+)
 
-
-class CompatError(InputError):
-    """Base of the errors a drop-in raises on purpose."""
-
-
-class NotConfiguredError(CompatError):
-    """A log call before the drop-in knows which run directory to record into."""
-
-
-class LogEncodeError(CompatError):
-    """A value or metadata that mllog could not encode as JSON (mllog itself would drop the line)."""
-
-
-class MetadataTypeError(CompatError):
-    """Metadata that is not a dict (mllog itself would drop it with a warning)."""
-
-
-class ConfigConflictError(CompatError):
-    """Configuration options that contradict each other."""
+__all__ = ["mllog", "AdapterError", "ConfigConflictError", "LogEncodeError", "MetadataTypeError", "NotConfiguredError"]

@@ -14,11 +14,20 @@ PROMPTS, GENERATIONS = 16, 16  # GBS 256 samples: validation start CEIL(2.5 + 38
 
 def config(prompts: int = PROMPTS, generations: int = GENERATIONS) -> dict[str, Any]:
     return {
-        "grpo": {"val_start_at": 18, "max_num_steps": 20, "num_prompts_per_step": prompts,
-                 "num_generations_per_prompt": generations, "seed": 42,
-                 "deferred_evaluation": {"enabled": True, "threshold": 0.69}},
-        "policy": {"train_global_batch_size": prompts * generations, "precision": "bfloat16",
-                   "generation": {"backend": "vllm"}, "megatron_cfg": {"enabled": True}},
+        "grpo": {
+            "val_start_at": 18,
+            "max_num_steps": 20,
+            "num_prompts_per_step": prompts,
+            "num_generations_per_prompt": generations,
+            "seed": 42,
+            "deferred_evaluation": {"enabled": True, "threshold": 0.69},
+        },
+        "policy": {
+            "train_global_batch_size": prompts * generations,
+            "precision": "bfloat16",
+            "generation": {"backend": "vllm"},
+            "megatron_cfg": {"enabled": True},
+        },
         "logger": {"mlperf": {"target_accuracy": 0.69, "defer_run_stop": True}},
         "checkpointing": {"enabled": True, "save_optimizer": False, "keep_top_k": 2},
     }
@@ -27,8 +36,9 @@ def config(prompts: int = PROMPTS, generations: int = GENERATIONS) -> dict[str, 
 WRITE_MS = 30_000  # a checkpoint's files are finished this long after its weight update
 
 
-def write_checkpoint(root: Path, step: int, update_ms: int, *, prompts_per_step: int = PROMPTS,
-                     cfg: dict[str, Any] | None = None) -> Path:
+def write_checkpoint(
+    root: Path, step: int, update_ms: int, *, prompts_per_step: int = PROMPTS, cfg: dict[str, Any] | None = None
+) -> Path:
     """`root/step_N` with training_info.json, config.yaml and two MCore-like weight files, their modification
     times set to WRITE_MS after the weight update (as a save that took that long would leave them)."""
     path = root / f"step_{step}"
@@ -37,9 +47,15 @@ def write_checkpoint(root: Path, step: int, update_ms: int, *, prompts_per_step:
     (weights / ".metadata").write_bytes(b"mcore-dist-metadata step %d" % step)
     (weights / "__0_0.distcp").write_bytes(bytes(range(256)) * (step % 7 + 1))
     (path / "config.yaml").write_text(yaml.safe_dump(cfg or config()))
-    (path / "training_info.json").write_text(json.dumps({
-        "current_step": step, "consumed_samples": step * prompts_per_step, "training_step_end_time_ms": update_ms,
-    }))
+    (path / "training_info.json").write_text(
+        json.dumps(
+            {
+                "current_step": step,
+                "consumed_samples": step * prompts_per_step,
+                "training_step_end_time_ms": update_ms,
+            }
+        )
+    )
     written_ns = (update_ms + WRITE_MS) * 1_000_000
     for f in path.rglob("*"):
         if f.is_file():

@@ -1,4 +1,4 @@
-"""recorder.compat.mllog against mlperf_logging.mllog itself, driven through the reference's call sequence."""
+"""recorder.adapters.mllog against mlperf_logging.mllog itself, driven through the reference's call sequence."""
 
 from __future__ import annotations
 
@@ -67,8 +67,9 @@ def _recorded_lines(run: RunDir) -> list[str]:
     return [e.data["line"] for e in sorted(events, key=lambda e: e.data["line_no"])]
 
 
-def test_reference_sequence_records_what_mllog_writes(corpus: Path, tmp_path: Path, shared: dropin.MLLogger,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reference_sequence_records_what_mllog_writes(
+    corpus: Path, tmp_path: Path, shared: dropin.MLLogger, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = calls_from_log(corpus / GBS256)
     expected = _reference_lines(calls, monkeypatch)
     clock = Clock()
@@ -103,8 +104,9 @@ def test_lines_equal_the_real_log_apart_from_the_caller(corpus: Path, tmp_path: 
         assert ":::MLLOG " + json.dumps(ours) == theirs  # byte for byte: key order, floats, spacing
 
 
-def test_events_carry_the_time_and_columns_the_line_states(corpus: Path, tmp_path: Path,
-                                                           shared: dropin.MLLogger) -> None:
+def test_events_carry_the_time_and_columns_the_line_states(
+    corpus: Path, tmp_path: Path, shared: dropin.MLLogger
+) -> None:
     clock = Clock()
     dropin.config(root=tmp_path, run_id="r", logger=_logger("test-dropin-quiet")[0], clock=clock.now_ns)
     drive(dropin.get_mllogger(), calls_from_log(corpus / GBS256), clock)
@@ -113,9 +115,12 @@ def test_events_carry_the_time_and_columns_the_line_states(corpus: Path, tmp_pat
     events = [e for e in read_run(tmp_path / "r").events if e.kind == "mllog_line"]
     run_stop = next(e for e in events if e.key == "run_stop")
     assert run_stop.time_ns == 1784868623649 * 1_000_000  # the override, not the clock (5 s later)
-    assert run_stop.data["metadata"] == {"file": run_stop.data["metadata"]["file"],
-                                         "lineno": run_stop.data["metadata"]["lineno"],
-                                         "samples_count": 4608, "status": "success"}
+    assert run_stop.data["metadata"] == {
+        "file": run_stop.data["metadata"]["file"],
+        "lineno": run_stop.data["metadata"]["lineno"],
+        "samples_count": 4608,
+        "status": "success",
+    }
     assert (run_stop.samples_count, run_stop.step, run_stop.data["event_type"]) == (4608, None, "INTERVAL_END")
     stats = [e for e in events if e.key == "tracked_stats" and e.samples_count is not None]
     assert [e.step for e in stats[:4]] == [1, 1, 2, 2]
@@ -123,8 +128,9 @@ def test_events_carry_the_time_and_columns_the_line_states(corpus: Path, tmp_pat
     assert [e.data["line_no"] for e in sorted(events, key=lambda e: (e.segment, e.seq))] == list(range(1, 89))
 
 
-def test_replay_as_recorded_gives_the_lines_back(corpus: Path, tmp_path: Path, shared: dropin.MLLogger,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replay_as_recorded_gives_the_lines_back(
+    corpus: Path, tmp_path: Path, shared: dropin.MLLogger, monkeypatch: pytest.MonkeyPatch
+) -> None:
     help_text = run_cli("replay", "--help")
     if help_text.returncode != 0 or "as-recorded" not in help_text.stdout + help_text.stderr:
         pytest.skip("`recorder replay --interpretation as-recorded` is not available yet")
@@ -136,8 +142,9 @@ def test_replay_as_recorded_gives_the_lines_back(corpus: Path, tmp_path: Path, s
     dropin.close()
 
     out = tmp_path / "as-recorded.log"
-    done = run_cli("replay", str(tmp_path / "r"), "--ruleset", "6.1.0", "--interpretation", "as-recorded",
-                   "-o", str(out))
+    done = run_cli(
+        "replay", str(tmp_path / "r"), "--ruleset", "6.1.0", "--interpretation", "as-recorded", "-o", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert out.read_text().splitlines() == expected
     # the drop-in recorded only lines: the batch size comes from them, so the passing step is known
@@ -232,19 +239,39 @@ def test_config_with_a_new_run_closes_the_previous_segment(tmp_path: Path, share
     shutil.rmtree(tmp_path / "a")
 
 
-json_scalars = st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.text(max_size=8) | \
-    st.floats(allow_nan=True, allow_infinity=True)
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.text(max_size=8)
+    | st.floats(allow_nan=True, allow_infinity=True)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(key=st.text(min_size=1, max_size=12), value=json_values,
-       metadata=st.dictionaries(st.sampled_from(["step", "samples_count", "status", "epoch_num", "x"]), json_scalars,
-                                max_size=4),
-       time_ms=st.none() | st.integers(0, 2**42), method=st.sampled_from(["start", "end", "event"]))
-def test_any_call_gives_mllogs_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, value: object,
-                                    metadata: dict, time_ms: int | None, method: str) -> None:
+@given(
+    key=st.text(min_size=1, max_size=12),
+    value=json_values,
+    metadata=st.dictionaries(
+        st.sampled_from(["step", "samples_count", "status", "epoch_num", "x"]), json_scalars, max_size=4
+    ),
+    time_ms=st.none() | st.integers(0, 2**42),
+    method=st.sampled_from(["start", "end", "event"]),
+)
+def test_any_call_gives_mllogs_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    key: str,
+    value: object,
+    metadata: dict,
+    time_ms: int | None,
+    method: str,
+) -> None:
     monkeypatch.setattr(reference_mllog, "_current_time_ms", lambda: 123)
     ref_logger, ref_out = _logger("test-reference-prop")
     run = RunDir.create(tmp_path, f"r{len(list(tmp_path.iterdir()))}")

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from recorder.log import LogWriter
-from recorder.nemo_import import (
+from recorder.adapters.nemo import (
     AlreadyImportedError,
     CheckpointLayoutError,
     NoCheckpointsError,
     import_checkpoints,
     tree_digest,
-    validation_start,
 )
+from recorder.log import LogWriter
 from recorder.reader import read_run
+from recorder.rules import validation_start_step as validation_start
 from recorder.run import RunDir
 from recorder.verify import verify_run
 from tests.adoption import nemo_layout
@@ -26,7 +26,7 @@ from tests.helpers import run_cli
 
 MS = 1_000_000
 T0_MS = 1_780_000_000_000
-# The worked example of DESIGN.md: weight updates at 1080, 1142, 1204 s after run_start.
+# The worked example of docs/design.md: weight updates at 1080, 1142, 1204 s after run_start.
 UPDATES_MS = {18: T0_MS + 1_080_000, 19: T0_MS + 1_142_000, 20: T0_MS + 1_204_000}
 
 
@@ -49,7 +49,8 @@ def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
     run = tmp_path / "runs" / "nemo"
     updates = _kinds(run, "weight_update")
     assert [(e.step, e.samples_count, e.time_ns) for e in updates] == [
-        (s, s * 256, ms * MS) for s, ms in UPDATES_MS.items()]  # prompts x 16 generations
+        (s, s * 256, ms * MS) for s, ms in UPDATES_MS.items()
+    ]  # prompts x 16 generations
     commits = _kinds(run, "checkpoint_committed")
     assert [e.step for e in commits] == [18, 19, 20]
     c19 = commits[1].data
@@ -97,8 +98,9 @@ def test_bad_layouts_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(NoCheckpointsError, match="no step_N"):
         import_checkpoints(tmp_path, tmp_path / "run")
     path = nemo_layout.write_checkpoint(tmp_path / "a", 18, T0_MS)
-    (path / "training_info.json").write_text(json.dumps({"current_step": 17, "consumed_samples": 288,
-                                                         "training_step_end_time_ms": T0_MS}))
+    (path / "training_info.json").write_text(
+        json.dumps({"current_step": 17, "consumed_samples": 288, "training_step_end_time_ms": T0_MS})
+    )
     with pytest.raises(CheckpointLayoutError, match=r"training_info.json: current_step 17 differs"):
         import_checkpoints(tmp_path / "a", tmp_path / "run")
     path = nemo_layout.write_checkpoint(tmp_path / "b", 18, T0_MS)
@@ -132,8 +134,13 @@ def _write_training_mllog(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = reference.MLLogger(logger=logger)
     log.event(key="cache_clear", value=True)
     log.start(key="init_start")
-    for key, value in (("submission_benchmark", "qwen35_397b_grpo"), ("submission_division", "closed"),
-                       ("global_batch_size", 256), ("num_prompts_per_step", 16), ("num_generations_per_prompt", 16)):
+    for key, value in (
+        ("submission_benchmark", "qwen35_397b_grpo"),
+        ("submission_division", "closed"),
+        ("global_batch_size", 256),
+        ("num_prompts_per_step", 16),
+        ("num_generations_per_prompt", 16),
+    ):
         log.event(key=key, value=value)
     now["ms"] = T0_MS
     log.end(key="init_stop")
@@ -178,11 +185,21 @@ def _record_evaluations(run: RunDir) -> None:
     with LogWriter(run, "evaluator") as log:
         for step, accuracy in ((19, 0.72), (18, 0.70), (20, 0.71)):
             common = {"step": step, "samples_count": step * 256}
-            log.append("eval_start", **common, time_ns=t * MS,
-                       data={"checkpoint": f"step_{step}", "sha256": "", "worker": "nemo-rl"})
+            log.append(
+                "eval_start",
+                **common,
+                time_ns=t * MS,
+                data={"checkpoint": f"step_{step}", "sha256": "", "worker": "nemo-rl"},
+            )
             t += 60_000
-            log.append("eval_result", **common, key="accuracy", value=accuracy, time_ns=t * MS,
-                       data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": None})
+            log.append(
+                "eval_result",
+                **common,
+                key="accuracy",
+                value=accuracy,
+                time_ns=t * MS,
+                data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": None},
+            )
             log.append("eval_stop", **common, time_ns=t * MS)
 
 

@@ -10,16 +10,16 @@ import pytest
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
-from datasets import Dataset  # noqa: E402
-from safetensors.torch import load_file  # noqa: E402
-from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+from datasets import Dataset
+from safetensors.torch import load_file
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
+from trl import GRPOConfig, GRPOTrainer
 
-from recorder.integrations.trl import RecorderCallback, layout_problems, sha256_file, step_metrics_data  # noqa: E402
-from recorder.reader import read_run  # noqa: E402
-from recorder.run import RunDir  # noqa: E402
-from tests.helpers import run_cli  # noqa: E402
+from recorder.adapters.trl import RecorderCallback, layout_problems, sha256_file, step_metrics_data
+from recorder.reader import read_run
+from recorder.run import RunDir
+from tests.helpers import run_cli
 
 STEPS = 3
 
@@ -29,15 +29,27 @@ def tiny_tokenizer() -> PreTrainedTokenizerFast:
     vocab = {"<pad>": 0, "<s>": 1, "</s>": 2, "<unk>": 3, **{c: i + 4 for i, c in enumerate(chars)}}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")  # one token per character
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                   unk_token="<unk>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
 
 
 def tiny_model(vocab_size: int) -> LlamaForCausalLM:
     torch.manual_seed(0)
-    return LlamaForCausalLM(LlamaConfig(
-        vocab_size=vocab_size, hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-        num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2))
+    return LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=vocab_size,
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=64,
+            pad_token_id=0,
+            bos_token_id=1,
+            eos_token_id=2,
+        )
+    )
 
 
 def count_digits(completions: list[str], **kwargs: Any) -> list[float]:
@@ -59,12 +71,29 @@ def trl_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, WeightsAt
     run = RunDir.create(tmp_path_factory.mktemp("runs"), "trl")
     tok = tiny_tokenizer()
     probe = WeightsAtUpdate()
-    args = GRPOConfig(output_dir=str(run.checkpoints), per_device_train_batch_size=4, num_generations=4,
-                      max_completion_length=6, max_steps=STEPS, learning_rate=1e-2, save_strategy="steps",
-                      save_steps=1, logging_steps=1, report_to=[], use_cpu=True, seed=0, disable_tqdm=True)
-    trainer = GRPOTrainer(model=tiny_model(len(tok)), reward_funcs=count_digits, args=args,
-                          train_dataset=Dataset.from_dict({"prompt": [f"{i}+{i}=" for i in range(16)]}),
-                          processing_class=tok, callbacks=[RecorderCallback(run, benchmark="tiny-grpo"), probe])
+    args = GRPOConfig(
+        output_dir=str(run.checkpoints),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=6,
+        max_steps=STEPS,
+        learning_rate=1e-2,
+        save_strategy="steps",
+        save_steps=1,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(
+        model=tiny_model(len(tok)),
+        reward_funcs=count_digits,
+        args=args,
+        train_dataset=Dataset.from_dict({"prompt": [f"{i}+{i}=" for i in range(16)]}),
+        processing_class=tok,
+        callbacks=[RecorderCallback(run, benchmark="tiny-grpo"), probe],
+    )
     trainer.train()
     return run, probe
 
@@ -107,8 +136,9 @@ def test_event_order_and_boundaries(trl_run: tuple[RunDir, WeightsAtUpdate]) -> 
     kinds = [e.kind for e in by_seq]
     assert kinds[:5] == ["run_opened", "init_start", "init_stop", "run_start", "block_start"]
     per_step = [(e.kind, e.step) for e in by_seq if e.kind in ("weight_update", "checkpoint_committed", "step_metrics")]
-    assert per_step == [(k, s) for s in range(1, STEPS + 1)
-                        for k in ("weight_update", "checkpoint_committed", "step_metrics")]
+    assert per_step == [
+        (k, s) for s in range(1, STEPS + 1) for k in ("weight_update", "checkpoint_committed", "step_metrics")
+    ]
     assert kinds[-3:] == ["block_stop", "train_stop", "segment_closed"]
     opened = by_seq[0].data
     assert (opened["benchmark"], opened["global_batch_size"], opened["source"]) == ("tiny-grpo", 4, "trl")
@@ -119,10 +149,19 @@ def test_event_order_and_boundaries(trl_run: tuple[RunDir, WeightsAtUpdate]) -> 
 
 
 def test_step_metrics_data_takes_the_token_delta() -> None:
-    data = step_metrics_data({"loss": 0.5, "num_tokens": 96.0, "learning_rate": 1e-3, "reward": 1.0,
-                              "step_time": 0.2, "note": "text"}, tokens_before=48.0, samples=4)
-    assert data == {"samples": 4, "loss": 0.5, "tokens": 48.0, "reward": 1.0, "step_s": 0.2,
-                    "extra": {"learning_rate": 1e-3}}
+    data = step_metrics_data(
+        {"loss": 0.5, "num_tokens": 96.0, "learning_rate": 1e-3, "reward": 1.0, "step_time": 0.2, "note": "text"},
+        tokens_before=48.0,
+        samples=4,
+    )
+    assert data == {
+        "samples": 4,
+        "loss": 0.5,
+        "tokens": 48.0,
+        "reward": 1.0,
+        "step_s": 0.2,
+        "extra": {"learning_rate": 1e-3},
+    }
 
 
 def test_layouts_the_evaluator_cannot_use_are_flagged(tmp_path: Path) -> None:

@@ -15,8 +15,14 @@ def main() -> None:
     print("ready", flush=True)
     kinds = ["step_metrics", "weight_update", "checkpoint_committed", "eval_result"]
     for i in range(count):
-        e = w.append(kinds[i % len(kinds)], step=i, samples_count=256 * i, key="accuracy", value=i / 7,
-                     data={"payload": "x" * (i % 300), "i": i})
+        e = w.append(
+            kinds[i % len(kinds)],
+            step=i,
+            samples_count=256 * i,
+            key="accuracy",
+            value=i / 7,
+            data={"payload": "x" * (i % 300), "i": i},
+        )
         print(e.seq, flush=True)
     w.close()
     print("closed", flush=True)

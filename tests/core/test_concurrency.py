@@ -12,8 +12,12 @@ from tests.helpers import REPO
 
 def test_two_processes_same_run(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path, "shared")
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.core.appender", str(run.path), w, "2000"],
-                              cwd=REPO, stdout=subprocess.DEVNULL) for w in ("trainer", "evaluator", "trainer")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.core.appender", str(run.path), w, "2000"], cwd=REPO, stdout=subprocess.DEVNULL
+        )
+        for w in ("trainer", "evaluator", "trainer")
+    ]
     assert [p.wait() for p in procs] == [0, 0, 0]
     names = sorted(p.name for p in run.events.iterdir())
     assert names == ["evaluator-0001.arrows", "trainer-0001.arrows", "trainer-0002.arrows"]

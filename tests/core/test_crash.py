@@ -18,8 +18,12 @@ TRIALS = 50
 
 
 def _spawn(run: Path, writer: str, count: int) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "tests.core.appender", str(run), writer, str(count)],
-                            cwd=REPO, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.core.appender", str(run), writer, str(count)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_sigkill_at_random_instants_loses_no_returned_append(tmp_path: Path) -> None:

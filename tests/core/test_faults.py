@@ -19,8 +19,10 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A 96 KiB tmpfs (needs root, as on CI and the dev machines; skipped elsewhere)."""
     mount = tmp_path / "fs"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mount)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mount)], capture_output=True).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], check=True)

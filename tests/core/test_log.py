@@ -26,8 +26,13 @@ def test_round_trip_and_digest_chain(tmp_path: Path) -> None:
         ]
     log = read_run(run.path)
     # one segment: its own order, even though time_ns=123 is earlier than the others
-    assert [e.kind for e in log.events] == ["run_opened", "mllog_config", "step_metrics", "weight_update",
-                                            "segment_closed"]
+    assert [e.kind for e in log.events] == [
+        "run_opened",
+        "mllog_config",
+        "step_metrics",
+        "weight_update",
+        "segment_closed",
+    ]
     by_seq = log.events
     assert by_seq[:4] == appended
     assert by_seq[1].value == 256 and by_seq[2].data == {"loss": "NaN", "reward": 0.25}

@@ -6,19 +6,21 @@ from pathlib import Path
 
 import pytest
 
-from recorder.demo import record_worked_example
+from replay.worked_example import record_worked_example
 from tests.helpers import REPO
 
 # Make `import torch` (and friends) fail in the child, as on a machine without the `train` extra.
-BLOCK = ("import sys, importlib.abc\n"
-         "class Block(importlib.abc.MetaPathFinder):\n"
-         "    def find_spec(self, name, path, target=None):\n"
-         "        if name.split('.')[0] in ('torch', 'transformers', 'safetensors', 'ray', 'vllm'):\n"
-         "            raise ImportError('blocked: ' + name)\n"
-         "sys.meta_path.insert(0, Block())\n"
-         "sys.argv = ['recorder'] + sys.argv[1:]\n"
-         "from recorder.cli import main\n"
-         "main()\n")
+BLOCK = (
+    "import sys, importlib.abc\n"
+    "class Block(importlib.abc.MetaPathFinder):\n"
+    "    def find_spec(self, name, path, target=None):\n"
+    "        if name.split('.')[0] in ('torch', 'transformers', 'safetensors', 'ray', 'vllm'):\n"
+    "            raise ImportError('blocked: ' + name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+    "sys.argv = ['recorder'] + sys.argv[1:]\n"
+    "from recorder.cli import main\n"
+    "main()\n"
+)
 
 
 def _cli_without_torch(*args: str) -> subprocess.CompletedProcess[str]:

@@ -22,8 +22,14 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, tup
     run = RunDir.create(tmp_path_factory.mktemp("tamper"), "pristine")
     with LogWriter(run, "trainer") as w:
         for i in range(EVENTS):
-            w.append("step_metrics", step=i, samples_count=256 * i, key="k" * (i % 3) or None,
-                     value=None if i % 4 == 0 else i / 3, data={"loss": i * 0.5, "note": "é" * i})
+            w.append(
+                "step_metrics",
+                step=i,
+                samples_count=256 * i,
+                key="k" * (i % 3) or None,
+                value=None if i % 4 == 0 else i / 3,
+                data={"loss": i * 0.5, "note": "é" * i},
+            )
     segment = run.events / "trainer-0001.arrows"
     return segment, segment.read_bytes(), read_run(run.path).segments[0].offsets
 
@@ -62,7 +68,7 @@ def test_flipping_any_byte_of_an_event_is_detected(pristine, tmp_path: Path, dat
 def test_deleting_an_event_is_detected(pristine, tmp_path: Path, data: st.DataObject) -> None:
     segment, raw, offsets = pristine
     i = data.draw(st.integers(0, len(offsets) - 2), label="event")
-    report = verify_run(_tampered(tmp_path, segment.name, raw[: offsets[i]] + raw[offsets[i + 1]:]))
+    report = verify_run(_tampered(tmp_path, segment.name, raw[: offsets[i]] + raw[offsets[i + 1] :]))
     assert [(p.segment, p.seq) for p in report.problems] == [(segment.name, i)]
 
 
@@ -72,9 +78,9 @@ def test_swapping_two_events_is_detected(pristine, tmp_path: Path, data: st.Data
     segment, raw, offsets = pristine
     i = data.draw(st.integers(0, len(offsets) - 3), label="first")
     j = data.draw(st.integers(i + 1, len(offsets) - 2), label="second")
-    chunks = [raw[offsets[k]: offsets[k + 1]] for k in range(len(offsets) - 1)]
+    chunks = [raw[offsets[k] : offsets[k + 1]] for k in range(len(offsets) - 1)]
     chunks[i], chunks[j] = chunks[j], chunks[i]
-    swapped = raw[: offsets[0]] + b"".join(chunks) + raw[offsets[-1]:]
+    swapped = raw[: offsets[0]] + b"".join(chunks) + raw[offsets[-1] :]
     report = verify_run(_tampered(tmp_path, segment.name, swapped))
     assert [(p.segment, p.seq) for p in report.problems] == [(segment.name, i)]
 

@@ -19,15 +19,21 @@ T0 = 1_780_000_000 * S
 
 
 def eval_config(target: float = 0.69, samples: int = 8, k: int = 4, max_new_tokens: int = 3) -> dict[str, Any]:
-    return {"k": k, "temperature": 0.1, "top_p": 0.95, "target": target, "max_new_tokens": max_new_tokens,
-            "samples": samples}
+    return {
+        "k": k,
+        "temperature": 0.1,
+        "top_p": 0.95,
+        "target": target,
+        "max_new_tokens": max_new_tokens,
+        "samples": samples,
+    }
 
 
 @functools.cache
 def _tiny_checkpoint_parts(init_seed: int, sharpen: float) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
-    from trainer.fingerprint import fingerprint_record
-    from trainer.model import ModelConfig, build_model
-    from trainer.tokenizer import CharTokenizer
+    from trainer.policy.fingerprint import fingerprint_record
+    from trainer.policy.model import ModelConfig, build_model
+    from trainer.policy.tokenizer import CharTokenizer
 
     cfg = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, init_seed=init_seed)
     model = build_model(cfg)
@@ -39,33 +45,59 @@ def _tiny_checkpoint_parts(init_seed: int, sharpen: float) -> tuple[dict[str, An
     return tensors, model.config.to_json_string(), tok.to_json(), fingerprint_record(model, tok)
 
 
-def write_tiny_checkpoint(directory: Path, step: int, weight_update_ns: int, init_seed: int = 0,
-                          sharpen: float = 40.0) -> dict[str, Any]:
+def write_tiny_checkpoint(
+    directory: Path, step: int, weight_update_ns: int, init_seed: int = 0, sharpen: float = 40.0
+) -> dict[str, Any]:
     """A real checkpoint directory (trainer format); returns its checkpoint_committed data (path unset)."""
-    from trainer.checkpoint import write_checkpoint
+    from trainer.policy.checkpoint_files import write_checkpoint
 
     tensors, config_json, tok_json, fp = _tiny_checkpoint_parts(init_seed, sharpen)
     directory.parent.mkdir(parents=True, exist_ok=True)
-    sha, size = write_checkpoint(directory, tensors, config_json=config_json, tokenizer_json=tok_json,
-                                 weight_update_ns=weight_update_ns, step=step)
+    sha, size = write_checkpoint(
+        directory,
+        tensors,
+        config_json=config_json,
+        tokenizer_json=tok_json,
+        weight_update_ns=weight_update_ns,
+        step=step,
+    )
     return {"sha256": sha, "bytes": size, "fingerprint": fp, "format": "safetensors", "dtype": "float32"}
 
 
-def record_run(root: Path, *, run_id: str = "run", gbs: int = 256, steps: int = 19,
-               checkpoint_steps: list[int] | None = None, target: float = 0.69, samples: int = 8,
-               files: bool = True, stopped: bool = True, paths: dict[int, str] | None = None,
-               sharpen: float = 40.0) -> RunDir:
+def record_run(
+    root: Path,
+    *,
+    run_id: str = "run",
+    gbs: int = 256,
+    steps: int = 19,
+    checkpoint_steps: list[int] | None = None,
+    target: float = 0.69,
+    samples: int = 8,
+    files: bool = True,
+    stopped: bool = True,
+    paths: dict[int, str] | None = None,
+    sharpen: float = 40.0,
+) -> RunDir:
     """A run trained for `steps` steps of 60 s, committing checkpoints at `checkpoint_steps`
     (default: from the validation start on). `files=False` records the events only."""
-    from evaluator.checkpoints import validation_start
+    from recorder.rules import validation_start_step as validation_start
 
     run = RunDir.create(root, run_id)
     start = validation_start(gbs)
     cps = checkpoint_steps if checkpoint_steps is not None else list(range(start, steps + 1))
     with LogWriter(run, "trainer", clock=lambda: T0) as w:
-        w.append("run_opened", data={"benchmark": "qwen35_397b_grpo", "ruleset": "6.1.0", "division": "open",
-                                     "global_batch_size": gbs, "resumed_from": None, "provenance": {},
-                                     "config": {"eval": eval_config(target, samples)}})
+        w.append(
+            "run_opened",
+            data={
+                "benchmark": "qwen35_397b_grpo",
+                "ruleset": "6.1.0",
+                "division": "open",
+                "global_batch_size": gbs,
+                "resumed_from": None,
+                "provenance": {},
+                "config": {"eval": eval_config(target, samples)},
+            },
+        )
         w.append("run_start", time_ns=T0)
         for step in range(1, steps + 1):
             update = T0 + 60 * step * S
@@ -74,12 +106,19 @@ def record_run(root: Path, *, run_id: str = "run", gbs: int = 256, steps: int = 
                 rel = (paths or {}).get(step, f"checkpoints/step_{step:07d}")
                 data: dict[str, Any] = {"sha256": "0" * 64, "bytes": 0, "fingerprint": {}, "dtype": "float32"}
                 if files:
-                    data = write_tiny_checkpoint(run.path / f"checkpoints/step_{step:07d}", step, update, step % 2,
-                                                 sharpen)
-                data.update(path=rel, weight_update_ns=update, save_begin_ns=update, save_end_ns=update + S,
-                            blocked_ns=S // 10)
+                    data = write_tiny_checkpoint(
+                        run.path / f"checkpoints/step_{step:07d}", step, update, step % 2, sharpen
+                    )
+                data.update(
+                    path=rel, weight_update_ns=update, save_begin_ns=update, save_end_ns=update + S, blocked_ns=S // 10
+                )
                 w.append("checkpoint_committed", step=step, samples_count=step * gbs, time_ns=update + S, data=data)
         if stopped:
-            w.append("train_stop", step=steps, samples_count=steps * gbs, time_ns=T0 + (60 * steps + 5) * S,
-                     data={"status": "completed", "reason": ""})
+            w.append(
+                "train_stop",
+                step=steps,
+                samples_count=steps * gbs,
+                time_ns=T0 + (60 * steps + 5) * S,
+                data={"status": "completed", "reason": ""},
+            )
     return run

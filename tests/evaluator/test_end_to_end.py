@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from recorder.reader import read_run
-
 from tests.helpers import run_cli
 
 
@@ -48,12 +47,14 @@ def test_run_stop_is_the_passing_checkpoints_weight_update(evaluated_run: Path) 
     assert last["metadata"]["samples_count"] == passing.samples_count
     evals = [json.loads(x.split(":::MLLOG ", 1)[1]) for x in mllog if '"eval_accuracy"' in x]
     assert evals[-1]["value"] == passing.value
-    assert all(json.loads(x.split(":::MLLOG ", 1)[1])["time_ms"] > last["time_ms"] for x in mllog
-               if '"key": "eval_stop"' in x)  # evaluations run after the weight update run_stop carries
+    assert all(
+        json.loads(x.split(":::MLLOG ", 1)[1])["time_ms"] > last["time_ms"] for x in mllog if '"key": "eval_stop"' in x
+    )  # evaluations run after the weight update run_stop carries
 
 
 def test_trained_model_scores_the_same_bits_for_any_batch_size_and_workers(
-        evaluated_run: Path, tmp_path: Path, ray_cluster: None) -> None:
+    evaluated_run: Path, tmp_path: Path, ray_cluster: None
+) -> None:
     from evaluator.order import parse_order
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
@@ -74,7 +75,8 @@ def test_trained_model_scores_the_same_bits_for_any_batch_size_and_workers(
 
 @pytest.mark.parametrize("change", ["tokenizer", "config"])
 def test_trained_checkpoint_with_another_tokenizer_or_config_is_refused(
-        trained_run: Path, tmp_path: Path, change: str) -> None:
+    trained_run: Path, tmp_path: Path, change: str
+) -> None:
     from evaluator.order import parse_order
     from evaluator.session import evaluate_run
     from evaluator.settings import Options

@@ -12,12 +12,12 @@ import pytest
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
 from evaluator.workers import Workers, start_workers
-
 from tests.evaluator.synth import record_run
 
 
-def _evaluate(base: Path, tmp: Path, name: str, options: Options,
-              factory: Callable[[int, str | None], Workers] = start_workers) -> tuple[float, list[str], str]:
+def _evaluate(
+    base: Path, tmp: Path, name: str, options: Options, factory: Callable[[int, str | None], Workers] = start_workers
+) -> tuple[float, list[str], str]:
     run = tmp / name / base.name
     shutil.copytree(base, run)
     s = evaluate_run(run, options, workers_factory=factory)

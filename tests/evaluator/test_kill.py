@@ -12,7 +12,6 @@ from pathlib import Path
 from recorder.errors import SegmentError
 from recorder.reader import read_run
 from recorder.verify import verify_run
-
 from tests.evaluator.synth import record_run
 from tests.helpers import run_cli
 
@@ -29,8 +28,9 @@ def test_kill_mid_evaluation_then_rerun(tmp_path: Path) -> None:
     run = record_run(tmp_path, steps=20, target=1.0, samples=40).path
     exe = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
     # batch size 1 makes each checkpoint take seconds, so the kill lands inside step 19's evaluation
-    proc = subprocess.Popen([exe, "eval", str(run), "--batch-size", "1"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [exe, "eval", str(run), "--batch-size", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and ("eval_start", 19, "evaluator-0001.arrows") not in _kinds(run):
         assert proc.poll() is None, proc.communicate()
@@ -46,9 +46,15 @@ def test_kill_mid_evaluation_then_rerun(tmp_path: Path) -> None:
     assert "closed an interrupted evaluation: step 19 (evaluator-0001.arrows)" in again.stdout
     events = [e for e in read_run(run).events if e.kind.startswith("eval_")]
     second = [(e.kind, e.step, e.data.get("error")) for e in events if e.segment == "evaluator-0002.arrows"]
-    assert second == [("eval_failed", 19, "EvaluatorInterrupted"),
-                      ("eval_start", 19, None), ("eval_result", 19, None), ("eval_stop", 19, None),
-                      ("eval_start", 20, None), ("eval_result", 20, None), ("eval_stop", 20, None)]
+    assert second == [
+        ("eval_failed", 19, "EvaluatorInterrupted"),
+        ("eval_start", 19, None),
+        ("eval_result", 19, None),
+        ("eval_stop", 19, None),
+        ("eval_start", 20, None),
+        ("eval_result", 20, None),
+        ("eval_stop", 20, None),
+    ]
     assert sorted(e.step for e in events if e.kind == "eval_result") == [18, 19, 20]  # no duplicate
     report = verify_run(run)
     assert report.ok, report.problems

@@ -9,15 +9,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluator.checkpoints import Checkpoint, check_series, committed, resolve, series_problems, validation_start
+from evaluator.attempts import attempts, open_attempts, scored
+from evaluator.checkpoints import Checkpoint, check_series, committed, resolve
 from evaluator.errors import OrderError, SeriesError, UnsafePathError
-from evaluator.history import attempts, open_attempts, scored
 from evaluator.order import Order, arrange, parse_order
 from evaluator.passk import pass_at_k, pass_at_k_task, sample_plan, sample_seed
 from recorder.log import LogWriter
 from recorder.reader import read_run
+from recorder.rules import series_problems
+from recorder.rules import validation_start_step as validation_start
 from recorder.run import RunDir
-
 from tests.evaluator.synth import record_run
 
 
@@ -31,13 +32,17 @@ def test_series_complete_has_no_problems() -> None:
 
 
 def test_series_reports_late_start_gap_early_and_missing_tail() -> None:
-    assert series_problems([19, 20], 18, 20) == ["the series starts at step 19, not at the validation start 18",
-                                                 "missing checkpoints for steps 18 (training stopped at step 20)"]
+    assert series_problems([19, 20], 18, 20) == [
+        "the series starts at step 19, not at the validation start 18",
+        "missing checkpoints for steps 18 (training stopped at step 20)",
+    ]
     problems = series_problems([17, 18, 20, 21, 24], 18, 25)
     assert problems[0] == "checkpoints before the validation start 18: steps 17"
     assert problems[1] == "missing checkpoints for steps 19, 22-23, 25 (training stopped at step 25)"
-    assert series_problems([5, 6], 18, 6) == ["checkpoints before the validation start 18: steps 5-6",
-                                              "no checkpoint at or after the validation start 18"]
+    assert series_problems([5, 6], 18, 6) == [
+        "checkpoints before the validation start 18: steps 5-6",
+        "no checkpoint at or after the validation start 18",
+    ]
 
 
 def test_check_series_refuses_unless_allowed(tmp_path: Path) -> None:
@@ -59,8 +64,12 @@ def test_checkpoints_come_from_events_not_files(tmp_path: Path) -> None:
 def test_a_step_committed_twice_with_other_weights_is_refused(tmp_path: Path) -> None:
     run = record_run(tmp_path, steps=18, files=False)
     with LogWriter(run, "trainer") as w:
-        w.append("checkpoint_committed", step=18, samples_count=18 * 256,
-                 data={"path": "checkpoints/step_0000018", "sha256": "1" * 64})
+        w.append(
+            "checkpoint_committed",
+            step=18,
+            samples_count=18 * 256,
+            data={"path": "checkpoints/step_0000018", "sha256": "1" * 64},
+        )
     with pytest.raises(SeriesError, match="step 18 was committed twice"):
         committed(read_run(run).events)
 
@@ -139,8 +148,11 @@ def test_history_pairs_attempts_and_closers(tmp_path: Path) -> None:
     assert list(scored(first)) == [18] and scored(first)[18].accuracy == 0.71
     assert [a.step for a in open_attempts(first)] == [19]
     with LogWriter(run, "evaluator") as w:
-        w.append("eval_failed", step=19, data={"reason": "x", "error": "EvaluatorInterrupted",
-                                               "interrupted_segment": "evaluator-0001.arrows"})
+        w.append(
+            "eval_failed",
+            step=19,
+            data={"reason": "x", "error": "EvaluatorInterrupted", "interrupted_segment": "evaluator-0001.arrows"},
+        )
         w.append("eval_start", step=20, data={})
         w.append("eval_failed", step=20, data={"reason": "bad hash", "error": "HashMismatchError"})
     second = attempts(read_run(run).events)

@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 
 from evaluator.errors import NotEvaluableError, SeriesError
+from evaluator.order import parse_order
 from evaluator.results import sha256_text
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
-from evaluator.order import parse_order
 from recorder.reader import read_run
 from recorder.verify import verify_run
-
 from tests.evaluator.synth import record_run
 from tests.helpers import run_cli
 
@@ -43,7 +42,10 @@ def test_all_and_the_events_it_records(tmp_path: Path) -> None:
     assert {e.writer for e in evs} == {"evaluator"} and {e.segment for e in evs} == {"evaluator-0001.arrows"}
     results = [e for e in evs if e.kind == "eval_result"]
     assert [(e.step, e.samples_count, e.key, e.value) for e in results] == [
-        (20, 20 * 256, "accuracy", 0.0), (19, 19 * 256, "accuracy", 0.0), (18, 18 * 256, "accuracy", 0.0)]
+        (20, 20 * 256, "accuracy", 0.0),
+        (19, 19 * 256, "accuracy", 0.0),
+        (18, 18 * 256, "accuracy", 0.0),
+    ]
     assert results[0].data["metric"] == "pass@4" and results[0].data["n"] == 3 and results[0].data["k"] == 4
     start = next(e for e in evs if e.kind == "eval_start")
     cp = next(e for e in log.events if e.kind == "checkpoint_committed" and e.step == 20)
@@ -52,7 +54,7 @@ def test_all_and_the_events_it_records(tmp_path: Path) -> None:
 
 
 def test_results_json_is_evidence(tmp_path: Path) -> None:
-    from trainer.task import validation_tasks
+    from trainer.policy.task import validation_tasks
 
     run = record_run(tmp_path, steps=18, target=PASS_ALL, samples=5)
     evaluate_run(run.path, Options())
@@ -84,8 +86,12 @@ def test_limit_then_resume_evaluates_only_what_is_missing(tmp_path: Path) -> Non
     first = evaluate_run(run.path, Options(limit=2))
     assert [o.step for o in first.outcomes] == [18, 19] and first.remaining == [20, 21]
     second = evaluate_run(run.path, Options())
-    assert [(o.step, o.status) for o in second.outcomes] == [(18, "skipped"), (19, "skipped"), (20, "scored"),
-                                                              (21, "scored")]
+    assert [(o.step, o.status) for o in second.outcomes] == [
+        (18, "skipped"),
+        (19, "skipped"),
+        (20, "scored"),
+        (21, "scored"),
+    ]
     third = evaluate_run(run.path, Options(order=parse_order("descending")))
     assert third.segment is None and all(o.status == "skipped" for o in third.outcomes)
     steps = [e.step for e in read_run(run.path).events if e.kind == "eval_result"]
@@ -121,8 +127,10 @@ def test_a_tampered_weights_file_is_refused_by_its_hash_and_not_scored(tmp_path:
     run = record_run(tmp_path, steps=19, target=PASS_ALL, samples=2)
     _tamper(run.checkpoints / "step_0000018" / "model.safetensors")
     s = evaluate_run(run.path, Options())
-    assert [(o.step, o.status, o.error) for o in s.outcomes] == [(18, "failed", "HashMismatchError"),
-                                                                  (19, "scored", "")]
+    assert [(o.step, o.status, o.error) for o in s.outcomes] == [
+        (18, "failed", "HashMismatchError"),
+        (19, "scored", ""),
+    ]
     assert eval_events(run.path)[:2] == [("eval_start", 18), ("eval_failed", 18)]
     failed = next(e for e in read_run(run.path).events if e.kind == "eval_failed")
     assert "altered after training" in failed.data["reason"] and failed.data["error"] == "HashMismatchError"

@@ -10,14 +10,26 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("lm_eval")
 
-from evaluator.harness.loglik import (LossyCharTokenizer, encode_pair, generate_until,  # noqa: E402
-                                      loglikelihoods, rolling_loglikelihoods)
-from trainer.model import ModelConfig, build_model, build_tokenizer  # noqa: E402
-from trainer.tokenizer import CharTokenizer  # noqa: E402
+from evaluator.harness.loglik import (
+    LossyCharTokenizer,
+    encode_pair,
+    generate_until,
+    loglikelihoods,
+    rolling_loglikelihoods,
+)
+from trainer.policy.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.tokenizer import CharTokenizer
 
-PAIRS = [("1+2=", " 3"), ("12+30=", " 42"), ("Question: what is 7?\nAnswer:", " seven"), ("", "99"),
-         ("5*5", "=25"), ("a long context " * 5, " and a long continuation of text"), ("9-", "1"),
-         ("0 ", "0")]
+PAIRS = [
+    ("1+2=", " 3"),
+    ("12+30=", " 42"),
+    ("Question: what is 7?\nAnswer:", " seven"),
+    ("", "99"),
+    ("5*5", "=25"),
+    ("a long context " * 5, " and a long continuation of text"),
+    ("9-", "1"),
+    ("0 ", "0"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +41,7 @@ def tiny() -> tuple[object, CharTokenizer]:
 def _direct(model: object, tok: CharTokenizer, context: str, continuation: str, limit: int) -> float:
     """log p(continuation | context) one request at a time, no padding, token by token from the logits."""
     e = encode_pair(tok, context, continuation)
-    whole = (e.context + e.continuation)[-(limit + 1):]
+    whole = (e.context + e.continuation)[-(limit + 1) :]
     n = min(len(e.continuation), len(whole) - 1)
     with torch.inference_mode():
         logits = model(input_ids=torch.tensor([whole[:-1]])).logits[0].double()  # type: ignore[operator]
@@ -41,7 +53,7 @@ def test_scores_do_not_depend_on_the_batch_size(tiny: tuple[object, CharTokenize
     model, tok = tiny
     results = {bs: loglikelihoods(model, tok, PAIRS, batch_size=bs) for bs in (1, 3, 64)}
     for bs in (3, 64):
-        for (a, ga), (b, gb) in zip(results[1], results[bs]):
+        for (a, ga), (b, gb) in zip(results[1], results[bs], strict=False):
             assert math.isclose(a, b, rel_tol=0, abs_tol=1e-5) and ga == gb
     assert len({round(v, 3) for v, _ in results[1]}) > 4  # not a constant: different texts, different scores
 
@@ -50,7 +62,7 @@ def test_sum_loglik_matches_a_direct_computation(tiny: tuple[object, CharTokeniz
     model, tok = tiny
     got = loglikelihoods(model, tok, PAIRS, batch_size=4)
     limit = model.config.max_position_embeddings  # type: ignore[attr-defined]
-    for (context, continuation), (value, _) in zip(PAIRS, got):
+    for (context, continuation), (value, _) in zip(PAIRS, got, strict=False):
         assert value < 0
         assert math.isclose(value, _direct(model, tok, context, continuation, limit), abs_tol=1e-5)
 
@@ -89,4 +101,4 @@ def test_generate_until_cuts_at_the_first_stop_string(tiny: tuple[object, CharTo
     if len(free) > 1:
         stop = free[1]
         cut = generate_until(model, tok, [("1+2=", [stop], 12), ("1+2=", [], 3)], batch_size=2)
-        assert cut == [free[:free.index(stop)], free[:3]]
+        assert cut == [free[: free.index(stop)], free[:3]]

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.taskset import DEFAULT_TASKS, ENV, SHIPPED_DATA
+from evaluator.results import read_results
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.run import RunDir
-
-from evaluator.harness.taskset import DEFAULT_TASKS, ENV, SHIPPED_DATA
-from evaluator.results import read_results
 from tests.helpers import run_cli
 
 pytest.importorskip("lm_eval")
@@ -37,8 +36,7 @@ def _harness(run: Path, *args: str) -> tuple[int, str]:
 
 
 def _scores(run: Path) -> dict[tuple[int, str], float]:
-    return {(e.step, e.key): e.value for e in read_run(run).events
-            if e.kind == "eval_result" and e.writer == "harness"}
+    return {(e.step, e.key): e.value for e in read_run(run).events if e.kind == "eval_result" and e.writer == "harness"}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +52,8 @@ def scored_pair(trained_run: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 
 def test_both_checkpoints_scored_on_every_task_with_the_same_scores_for_two_batch_sizes(
-        scored_pair: tuple[Path, Path]) -> None:
+    scored_pair: tuple[Path, Path],
+) -> None:
     one, seven = scored_pair
     scores = _scores(one)
     assert set(scores) == {(s, t) for s in (18, 19) for t in DEFAULT_TASKS}
@@ -62,17 +61,24 @@ def test_both_checkpoints_scored_on_every_task_with_the_same_scores_for_two_batc
     assert _scores(seven) == scores
     # the log-likelihoods behind them agree too (float32 batched matmuls: to ~1e-6, not bit for bit)
     for step in (18, 19):
-        docs = [read_results(next((run / "derived/evals").glob(f"step_{step:07d}/harness/*/results.json")))
-                for run in scored_pair]
+        docs = [
+            read_results(next((run / "derived/evals").glob(f"step_{step:07d}/harness/*/results.json")))
+            for run in scored_pair
+        ]
         for task in DEFAULT_TASKS:
             a, b = (d["tasks"][task]["samples"] for d in docs)
             assert [x["doc_hash"] for x in a] == [x["doc_hash"] for x in b]
-            lls = [(p, q) for x, y in zip(a, b) for p, q in zip(x["loglikelihoods"], y["loglikelihoods"])]
+            lls = [
+                (p, q)
+                for x, y in zip(a, b, strict=False)
+                for p, q in zip(x["loglikelihoods"], y["loglikelihoods"], strict=False)
+            ]
             assert max(abs(p - q) for p, q in lls) < 1e-4
 
 
-def test_events_are_keyed_by_task_and_results_json_holds_the_evidence(scored_pair: tuple[Path, Path],
-                                                                      trained_run: Path) -> None:
+def test_events_are_keyed_by_task_and_results_json_holds_the_evidence(
+    scored_pair: tuple[Path, Path], trained_run: Path
+) -> None:
     run = scored_pair[0]
     events = [e for e in read_run(run).events if e.writer == "harness"]
     committed = {e.step: e for e in read_run(trained_run).events if e.kind == "checkpoint_committed"}
@@ -107,8 +113,10 @@ def test_query_shows_zero_shot_scores_per_step_beside_the_benchmark_accuracy(sco
     done = run_cli("eval", str(run), "--all")  # the benchmark, after the harness: nothing of it was "scored"
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 evaluated" in done.stdout and "closed an interrupted" not in done.stdout
-    sql = ("SELECT step, max(value) FILTER (key = 'accuracy') AS accuracy, max(value) FILTER (key = 'arc_easy') "
-           "AS arc_easy, max(value) FILTER (key = 'winogrande') AS winogrande FROM evals GROUP BY step ORDER BY step")
+    sql = (
+        "SELECT step, max(value) FILTER (key = 'accuracy') AS accuracy, max(value) FILTER (key = 'arc_easy') "
+        "AS arc_easy, max(value) FILTER (key = 'winogrande') AS winogrande FROM evals GROUP BY step ORDER BY step"
+    )
     done = run_cli("query", "--root", str(run.parent), sql, "--format", "json")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = [json.loads(line) for line in done.stdout.splitlines()]  # JSON lines
@@ -119,8 +127,10 @@ def test_query_shows_zero_shot_scores_per_step_beside_the_benchmark_accuracy(sco
         assert r["arc_easy"] == pytest.approx(scores[(r["step"], "arc_easy")])
         assert r["winogrande"] == pytest.approx(scores[(r["step"], "winogrande")])
     sql = "SELECT writer, key, step, eval_order, metric, passed FROM evals ORDER BY writer, step, key"
-    rows = [json.loads(line) for line in run_cli("query", "--root", str(run.parent), sql, "--format",
-                                                 "json").stdout.splitlines()]
+    rows = [
+        json.loads(line)
+        for line in run_cli("query", "--root", str(run.parent), sql, "--format", "json").stdout.splitlines()
+    ]
     bench = [r for r in rows if r["writer"] == "evaluator"]
     assert [(r["step"], r["eval_order"]) for r in bench] == [(18, 1), (19, 2)]  # harness rows ranked apart
     zero = [r for r in rows if r["writer"] == "harness"]
@@ -129,14 +139,23 @@ def test_query_shows_zero_shot_scores_per_step_beside_the_benchmark_accuracy(sco
     assert "zero-shot tasks" in table and "arc_easy" in table and "2 evaluations" in table
 
 
-def test_ray_workers_give_the_same_scores(scored_pair: tuple[Path, Path], trained_run: Path, tmp_path: Path,
-                                         ray_cluster: None) -> None:
+def test_ray_workers_give_the_same_scores(
+    scored_pair: tuple[Path, Path], trained_run: Path, tmp_path: Path, ray_cluster: None
+) -> None:
     from evaluator.harness.run import HarnessOptions, evaluate_harness
     from evaluator.order import parse_order
 
     run = _copy(trained_run, tmp_path)
-    summary = evaluate_harness(run, HarnessOptions(tasks=["arc_challenge", "winogrande"], data_dir=SHIPPED_DATA,
-                                                   order=parse_order("19"), workers=2, batch_size=5))
+    summary = evaluate_harness(
+        run,
+        HarnessOptions(
+            tasks=["arc_challenge", "winogrande"],
+            data_dir=SHIPPED_DATA,
+            order=parse_order("19"),
+            workers=2,
+            batch_size=5,
+        ),
+    )
     assert [o.status for o in summary.outcomes] == ["scored"], summary
     expected = {k: v for k, v in _scores(scored_pair[0]).items() if k[0] == 19 and k[1] in summary.outcomes[0].scores}
     assert _scores(run) == expected and len(expected) == 2
@@ -155,15 +174,21 @@ def test_a_second_session_scores_only_missing_tasks(trained_run: Path, tmp_path:
     assert rc == 0 and "not evaluated (--limit): steps 19" in out, out
     events = [e for e in read_run(run).events if e.writer == "harness" and e.kind == "eval_result"]
     assert [(e.segment, e.step, e.key) for e in events] == [
-        ("harness-0001.arrows", 19, "piqa"), ("harness-0002.arrows", 18, "piqa"), ("harness-0002.arrows", 18, "siqa")]
+        ("harness-0001.arrows", 19, "piqa"),
+        ("harness-0002.arrows", 18, "piqa"),
+        ("harness-0002.arrows", 18, "siqa"),
+    ]
 
 
 def test_an_interrupted_harness_session_is_closed_by_the_next_one_not_by_the_benchmark(
-        trained_run: Path, tmp_path: Path) -> None:
+    trained_run: Path, tmp_path: Path
+) -> None:
     run = _copy(trained_run, tmp_path)
     with LogWriter(RunDir.open(run), "harness") as w:  # a harness session killed inside step 18
-        w.append("eval_start", step=18, data={"checkpoint": "checkpoints/step_0000018", "sha256": "", "worker": "local"})
-    from evaluator.history import attempts
+        w.append(
+            "eval_start", step=18, data={"checkpoint": "checkpoints/step_0000018", "sha256": "", "worker": "local"}
+        )
+    from evaluator.attempts import attempts
 
     assert attempts(read_run(run).events) == []  # the benchmark evaluator does not see it
     rc, out = _harness(run, "--tasks", "arc_easy", "--steps", "18")
@@ -181,20 +206,28 @@ def test_a_tampered_checkpoint_is_refused_and_recorded(trained_run: Path, tmp_pa
     rc, out = _harness(run, "--tasks", "arc_easy")
     assert rc == 1 and "1 evaluation(s) failed (steps 19)" in out, out
     events = [e for e in read_run(run).events if e.writer == "harness" and e.kind.startswith("eval_")]
-    assert [(e.kind, e.step) for e in events] == [("eval_start", 18), ("eval_result", 18), ("eval_stop", 18),
-                                                  ("eval_start", 19), ("eval_failed", 19)]
+    assert [(e.kind, e.step) for e in events] == [
+        ("eval_start", 18),
+        ("eval_result", 18),
+        ("eval_stop", 18),
+        ("eval_start", 19),
+        ("eval_failed", 19),
+    ]
     assert events[-1].data["error"] == "HashMismatchError"
     assert "HashMismatchError" in run_cli("evals", str(run)).stdout
 
 
-def test_bad_options_and_missing_data_are_input_errors(trained_run: Path, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_options_and_missing_data_are_input_errors(
+    trained_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(ENV, raising=False)
     run = str(trained_run)
     for args, message in [
         (["--harness", "lm-eval"], f"set {ENV}=DIR"),
-        (["--harness", "lm-eval", "--data-dir", str(tmp_path), "--tasks", "siqa"],
-         f"siqa (put it at {tmp_path / 'siqa.jsonl'})"),
+        (
+            ["--harness", "lm-eval", "--data-dir", str(tmp_path), "--tasks", "siqa"],
+            f"siqa (put it at {tmp_path / 'siqa.jsonl'})",
+        ),
         (["--harness", "lm-eval", "--tasks", "mmlu"], "unknown task(s) mmlu"),
         (["--tasks", "piqa"], "add --harness lm-eval"),
         (["--harness", "lm-eval", "--all"], "--all"),

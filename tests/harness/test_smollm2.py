@@ -31,15 +31,16 @@ def _scores(model: Any, tokenizer: Any) -> dict[str, float]:
 
     tasks = resolve_tasks(["easy_qa"], SHIPPED_DATA)
     with _quiet():
-        out = _simple_evaluate(lm_eval, CheckpointLM.local(model, tokenizer, batch_size=16), tasks,
-                               HarnessOptions(tasks=["easy_qa"]))
+        out = _simple_evaluate(
+            lm_eval, CheckpointLM.local(model, tokenizer, batch_size=16), tasks, HarnessOptions(tasks=["easy_qa"])
+        )
     r = out["results"]["easy_qa"]
     return {"acc": r["acc,none"], "acc_norm": r["acc_norm,none"], "n": out["n-samples"]["easy_qa"]["effective"]}
 
 
 @pytest.fixture(scope="module")
 def smollm2() -> tuple[Any, Any]:
-    from trainer.model import ModelConfig, build_model, build_tokenizer
+    from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 
     cfg = ModelConfig(name="smollm2-135m")
     return build_model(cfg), build_tokenizer(cfg)
@@ -65,7 +66,11 @@ def test_smollm2_prefers_the_true_continuation(smollm2: tuple[Any, Any]) -> None
     from evaluator.harness.loglik import loglikelihoods
 
     model, tokenizer = smollm2
-    pairs = [("The capital of France is", " Paris"), ("The capital of France is", " Tokyo"),
-             ("Two plus two equals", " four"), ("Two plus two equals", " eleven")]
+    pairs = [
+        ("The capital of France is", " Paris"),
+        ("The capital of France is", " Tokyo"),
+        ("Two plus two equals", " four"),
+        ("Two plus two equals", " eleven"),
+    ]
     (paris, _), (tokyo, _), (four, _), (eleven, _) = loglikelihoods(model, tokenizer, pairs, batch_size=4)
     assert paris > tokyo and four > eleven

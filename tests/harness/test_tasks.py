@@ -7,9 +7,17 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.errors import MissingTaskDataError, UnknownTaskError
-from evaluator.harness.taskset import (DEFAULT_TASKS, ENV, METRICS, SHIPPED_DATA, data_dir, lm_eval_config,
-                                       parse_tasks, resolve_tasks)
 from evaluator.harness.tasks import write_data
+from evaluator.harness.taskset import (
+    DEFAULT_TASKS,
+    ENV,
+    METRICS,
+    SHIPPED_DATA,
+    data_dir,
+    lm_eval_config,
+    parse_tasks,
+    resolve_tasks,
+)
 
 pytest.importorskip("lm_eval")
 
@@ -24,8 +32,14 @@ def test_parse_tasks_keeps_order_drops_repeats_and_names_unknown_ones() -> None:
 
 def test_metrics_are_the_usual_zero_shot_ones() -> None:
     assert {t: METRICS[t] for t in DEFAULT_TASKS} == {
-        "arc_easy": "acc_norm", "arc_challenge": "acc_norm", "hellaswag": "acc_norm", "openbookqa": "acc_norm",
-        "piqa": "acc_norm", "winogrande": "acc", "siqa": "acc"}
+        "arc_easy": "acc_norm",
+        "arc_challenge": "acc_norm",
+        "hellaswag": "acc_norm",
+        "openbookqa": "acc_norm",
+        "piqa": "acc_norm",
+        "winogrande": "acc",
+        "siqa": "acc",
+    }
 
 
 def test_data_dir_from_option_then_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

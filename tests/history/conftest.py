@@ -10,17 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from recorder.demo import S, record_worked_example
 from recorder.log import LogWriter
 from recorder.run import RunDir
+from replay.worked_example import S, record_worked_example
 
 T0 = 1_780_000_000 * S
 RCP_LOG = "qwen35_397b_grpo_rcp/GBS256/seed_1.out"
 
-# DESIGN.md section 5: the worked example's scores, as replay writes them.
+# docs/design.md section 5: the worked example's scores, as replay writes them.
 WORKED_SCORES = [
-    ("official", 19, 1142, 19.033), ("earliest-passing", 18, 1080, 18.0), ("include-final-save", 19, 1172, 19.533),
-    ("zero-save-cost", 19, 1140, 19.0), ("inline-eval", 18, 1140, 19.0), ("checker-order", 18, 1080, 18.0),
+    ("official", 19, 1142, 19.033),
+    ("earliest-passing", 18, 1080, 18.0),
+    ("include-final-save", 19, 1172, 19.533),
+    ("zero-save-cost", 19, 1140, 19.0),
+    ("inline-eval", 18, 1140, 19.0),
+    ("checker-order", 18, 1080, 18.0),
 ]
 
 
@@ -29,30 +33,54 @@ def record_evaluation(run: RunDir, order: list[tuple[int, float]], start_s: int 
     t = T0 + start_s * S
     with LogWriter(run, "evaluator", clock=lambda: t) as w:
         for step, accuracy in order:
-            w.append("eval_start", step=step, samples_count=step * 256, time_ns=t,
-                     data={"checkpoint": f"checkpoints/step_{step:07d}", "sha256": "", "worker": "w0"})
-            w.append("eval_result", step=step, samples_count=step * 256, key="accuracy", value=accuracy,
-                     time_ns=t + 60 * S, data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69,
-                                                "results": ""})
+            w.append(
+                "eval_start",
+                step=step,
+                samples_count=step * 256,
+                time_ns=t,
+                data={"checkpoint": f"checkpoints/step_{step:07d}", "sha256": "", "worker": "w0"},
+            )
+            w.append(
+                "eval_result",
+                step=step,
+                samples_count=step * 256,
+                key="accuracy",
+                value=accuracy,
+                time_ns=t + 60 * S,
+                data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": ""},
+            )
             w.append("eval_stop", step=step, samples_count=step * 256, time_ns=t + 60 * S)
             t += 60 * S
 
 
-def write_scores(run: RunDir, rows: list[tuple[str, int | None, int | None, float | None]],
-                 status: str = "success") -> None:
+def write_scores(
+    run: RunDir, rows: list[tuple[str, int | None, int | None, float | None]], status: str = "success"
+) -> None:
     """derived/scores.jsonl in replay's format (replay.scores.write_scores writes the real one)."""
     run.derived.mkdir(exist_ok=True)
-    lines = [json.dumps({"run_id": run.run_id, "ruleset": "6.1.0", "interpretation": name, "status": status,
-                         "passing_step": step, "run_start_ns": T0,
-                         "run_stop_ns": None if stop is None else T0 + stop * S, "minutes": minutes,
-                         "checker": "ok", "mlperf_logging_version": "4.1.68"})
-             for name, step, stop, minutes in rows]
+    lines = [
+        json.dumps(
+            {
+                "run_id": run.run_id,
+                "ruleset": "6.1.0",
+                "interpretation": name,
+                "status": status,
+                "passing_step": step,
+                "run_start_ns": T0,
+                "run_stop_ns": None if stop is None else T0 + stop * S,
+                "minutes": minutes,
+                "checker": "ok",
+                "mlperf_logging_version": "4.1.68",
+            }
+        )
+        for name, step, stop, minutes in rows
+    ]
     (run.derived / "scores.jsonl").write_text("\n".join(lines) + "\n")
 
 
 def import_log(root: Path, log: Path, run_id: str) -> RunDir:
     """The real importer and the real scores replay writes for it (as-recorded is the one that derives)."""
-    from replay.importer import import_file
+    from recorder.adapters.mllog_import import import_file
     from replay.scores import write_scores as replay_write_scores
 
     run = import_file(log, root, run_id).run

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
-from recorder.compact import check_compacted, compact_run, pack_root, parquet_path
-from recorder.history import VIEWS, open_history
+from recorder.history.compact import check_compacted, compact_run, pack_root, parquet_path
+from recorder.history.views import VIEWS, open_history
 from recorder.log import LogWriter
 from recorder.run import RunDir
 from tests.helpers import run_cli
@@ -92,12 +91,18 @@ def test_packs_serve_fresh_runs_and_skip_stale_ones(fresh_root: Path) -> None:
         w.append("eval_failed", step=20, samples_count=5120, data={"reason": "crash", "error": "RuntimeError"})
     with open_history(fresh_root) as history:
         assert {r.run_id: r.source for r in history.runs} == {
-            "worked": "segments", "rcp-gbs256-seed1": "pack", "live": "segments"}
+            "worked": "segments",
+            "rcp-gbs256-seed1": "pack",
+            "live": "segments",
+        }
         counts = history.query("SELECT run_id, count(*) AS n FROM events GROUP BY run_id ORDER BY run_id").to_pylist()
     # the worked run's old rows in the pack are not read twice: 61 + the new segment's 2;
     # the imported log: 116 events plus one mllog_config per configuration key it states (43)
-    assert counts == [{"run_id": "live", "n": 52}, {"run_id": "rcp-gbs256-seed1", "n": 116 + 43},
-                      {"run_id": "worked", "n": 63}]
+    assert counts == [
+        {"run_id": "live", "n": 52},
+        {"run_id": "rcp-gbs256-seed1", "n": 116 + 43},
+        {"run_id": "worked", "n": 63},
+    ]
     compact_run(RunDir(fresh_root / "worked"))
     assert pack_root(fresh_root) == (2, 1)  # a stale entry: everything is repacked into one file
     with open_history(fresh_root) as history:
@@ -113,16 +118,20 @@ def test_compact_writes_replays_scores(fresh_root: Path) -> None:
     done = run_cli("compact", "--root", str(fresh_root))
     assert "worked: compacted" in done.stdout
     with open_history(fresh_root) as history:
-        got = history.query("SELECT interpretation, passing_step, minutes FROM scores WHERE run_id = 'worked' "
-                            "AND interpretation IN ('official', 'earliest-passing') ORDER BY 1").to_pylist()
-    # DESIGN.md section 5, computed by replay while compacting
+        got = history.query(
+            "SELECT interpretation, passing_step, minutes FROM scores WHERE run_id = 'worked' "
+            "AND interpretation IN ('official', 'earliest-passing') ORDER BY 1"
+        ).to_pylist()
+    # docs/design.md section 5, computed by replay while compacting
     assert [(r["interpretation"], r["passing_step"], round(r["minutes"], 3)) for r in got] == [
-        ("earliest-passing", 18, 18.0), ("official", 19, 19.033)]
+        ("earliest-passing", 18, 18.0),
+        ("official", 19, 19.033),
+    ]
 
 
 def test_verify_checks_the_compacted_cache(fresh_root: Path) -> None:
     """`recorder verify` compares a fresh cache with the segments; a stale one is only a warning."""
-    from recorder.verify import verify_run
+    from recorder.history.cache import verify_with_cache as verify_run
 
     run = RunDir(fresh_root / "worked")
     compact_run(run)
@@ -130,8 +139,9 @@ def test_verify_checks_the_compacted_cache(fresh_root: Path) -> None:
     table = pq.read_table(parquet_path(run))
     values = table.column("step").to_pylist()
     values[3] = 999
-    pq.write_table(table.set_column(table.schema.get_field_index("step"), "step", pa.array(values, pa.int64())),
-                   parquet_path(run))
+    pq.write_table(
+        table.set_column(table.schema.get_field_index("step"), "step", pa.array(values, pa.int64())), parquet_path(run)
+    )
     report = verify_run(run)
     assert [p.segment for p in report.problems] == ["derived/events.parquet"]
     assert "column 'step' differs" in report.problems[0].message
@@ -143,7 +153,7 @@ def test_verify_checks_the_compacted_cache(fresh_root: Path) -> None:
 
 def test_runs_says_which_runs_are_not_scored_yet(tmp_path: Path) -> None:
     """Scores are files replay writes: a fresh run has none, and `recorder runs` says how to get them."""
-    from recorder.demo import record_worked_example
+    from replay.worked_example import record_worked_example
 
     record_worked_example(tmp_path, "fresh")
     out = run_cli("runs", "--root", str(tmp_path))

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.history import open_history
-from recorder.plot import load_timeline
+from recorder.history.plot import load_timeline
+from recorder.history.views import open_history
 from tests.helpers import run_cli
 
 pytest.importorskip("matplotlib")
@@ -22,10 +22,19 @@ def test_timeline_facts_in_minutes_after_run_start(history_root: Path) -> None:
     # (step, save begin, end of the blocking part, end of the background write)
     assert t.saves[0] == pytest.approx((18, 1080 / 60, 1082 / 60, 1110 / 60))
     assert [(s, round(a * 60), round(b * 60), v) for s, a, b, v, _ in t.evals] == [
-        (19, 1300, 1360, 0.72), (18, 1360, 1420, 0.70), (20, 1420, 1480, 0.71)]
+        (19, 1300, 1360, 0.72),
+        (18, 1360, 1420, 0.70),
+        (20, 1420, 1480, 0.71),
+    ]
     stops = {name: (round(minutes * 60), step) for name, minutes, step, _ in t.stops}
-    assert stops == {"official": (1142, 19), "earliest-passing": (1080, 18), "include-final-save": (1172, 19),
-                     "zero-save-cost": (1140, 19), "inline-eval": (1140, 18), "checker-order": (1080, 18)}
+    assert stops == {
+        "official": (1142, 19),
+        "earliest-passing": (1080, 18),
+        "include-final-save": (1172, 19),
+        "zero-save-cost": (1140, 19),
+        "inline-eval": (1140, 18),
+        "checker-order": (1080, 18),
+    }
     assert t.stops[0][0] == "official"  # the official reading is drawn first
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.history import QueryError, QueryRefusedError, open_history
+from recorder.history.views import QueryError, QueryRefusedError, open_history
 from tests.helpers import run_cli
 
 
@@ -33,31 +33,37 @@ def test_runs_command_table(history_root: Path) -> None:
     assert "damaged" in done.stderr and "left out" in done.stderr
 
 
-@pytest.mark.parametrize("sql, message", [
-    ("SELEC * FROM runs", "malformed SQL"),
-    ("SELECT * FROM nope", "the views are: events, runs"),
-    ("SELECT no_such_column FROM runs", "query failed"),
-    ("SELECT 1; SELECT 2", "exactly one SQL statement"),
-])
+@pytest.mark.parametrize(
+    "sql, message",
+    [
+        ("SELEC * FROM runs", "malformed SQL"),
+        ("SELECT * FROM nope", "the views are: events, runs"),
+        ("SELECT no_such_column FROM runs", "query failed"),
+        ("SELECT 1; SELECT 2", "exactly one SQL statement"),
+    ],
+)
 def test_bad_sql_is_an_input_error(history_root: Path, sql: str, message: str) -> None:
     done = run_cli("query", sql, "--root", str(history_root))
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("sql", [
-    "CREATE TABLE t AS SELECT 1",
-    "INSERT INTO scores SELECT * FROM scores",
-    "DELETE FROM events",
-    "COPY (SELECT 1) TO '/tmp/recorder-history-out.csv'",
-    "ATTACH '/tmp/recorder-history.duckdb' AS other",
-    "INSTALL httpfs",
-    "SET enable_external_access = true",
-    "PRAGMA enable_profiling",
-    "SELECT * FROM read_csv('/etc/passwd')",
-    "SELECT * FROM read_text('/etc/hostname')",
-    "SELECT * FROM glob('/*')",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TABLE t AS SELECT 1",
+        "INSERT INTO scores SELECT * FROM scores",
+        "DELETE FROM events",
+        "COPY (SELECT 1) TO '/tmp/recorder-history-out.csv'",
+        "ATTACH '/tmp/recorder-history.duckdb' AS other",
+        "INSTALL httpfs",
+        "SET enable_external_access = true",
+        "PRAGMA enable_profiling",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_text('/etc/hostname')",
+        "SELECT * FROM glob('/*')",
+    ],
+)
 def test_statements_that_write_or_read_files_are_refused(history_root: Path, sql: str) -> None:
     with open_history(history_root) as history:
         with pytest.raises(QueryRefusedError, match="refused"):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.compact import compact_run
-from recorder.history import open_history
+from recorder.history.compact import compact_run
+from recorder.history.views import open_history
 from recorder.reader import read_run
 
 
@@ -32,12 +32,16 @@ def test_views_match_the_trained_events(trained_root: Path) -> None:
         steps = history.query("SELECT * FROM steps ORDER BY step").to_pylist()
         checkpoints = history.query("SELECT * FROM checkpoints ORDER BY step").to_pylist()
     assert (run["benchmark"], run["division"], run["global_batch_size"]) == (
-        opened["benchmark"], opened["division"], opened["global_batch_size"])
+        opened["benchmark"],
+        opened["division"],
+        opened["global_batch_size"],
+    )
     assert (run["steps"], run["train_status"], run["events"]) == (final.step, final.data["status"], len(events))
     assert [s["step"] for s in steps] == sorted(updates)
     assert {s["step"]: s["weight_update_ns"] for s in steps} == updates
     assert {s["step"]: (s["loss"], s["reward"]) for s in steps} == {
-        k: (m["loss"], m["reward"]) for k, m in metrics.items()}
+        k: (m["loss"], m["reward"]) for k, m in metrics.items()
+    }
     assert [c["step"] for c in checkpoints] == sorted(commits)
     for c in checkpoints:
         d = commits[c["step"]]
@@ -49,8 +53,10 @@ def test_views_match_the_trained_events(trained_root: Path) -> None:
 def test_compacting_the_trained_run_changes_no_row(trained_root: Path) -> None:
     def everything() -> dict[str, list[dict]]:
         with open_history(trained_root) as history:
-            return {v: history.query(f"SELECT * FROM {v} ORDER BY ALL").drop(["source"] if v == "runs" else [])
-                    .to_pylist() for v in ("events", "runs", "steps", "checkpoints", "evals")}
+            return {
+                v: history.query(f"SELECT * FROM {v} ORDER BY ALL").drop(["source"] if v == "runs" else []).to_pylist()
+                for v in ("events", "runs", "steps", "checkpoints", "evals")
+            }
 
     before = everything()
     (run_dir,) = trained_root.iterdir()

@@ -32,15 +32,21 @@ def recorder_exe() -> str:
 @dataclass(frozen=True)
 class Killed:
     delay_s: float
-    returncode: int       # -9 when the kill landed; 0/1 when the process finished first
+    returncode: int  # -9 when the kill landed; 0/1 when the process finished first
     stdout: str
 
 
 def run_and_kill(args: list[str], delay_s: float) -> Killed:
     """Start `recorder ARGS` in its own process group and SIGKILL the whole group after `delay_s`."""
     env = os.environ | {"PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([recorder_exe(), *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True, env=env)
+    proc = subprocess.Popen(
+        [recorder_exe(), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+        env=env,
+    )
     try:
         proc.wait(timeout=delay_s)
     except subprocess.TimeoutExpired:
@@ -72,7 +78,9 @@ def check_after_kill(run: Path, killed: Killed, printed: str, kind: str) -> int:
     log = read_run(run)
     recorded = {e.step for e in log.events if e.kind == kind}
     claimed = {int(s) for s in re.findall(printed, killed.stdout)}
-    assert claimed <= recorded, f"kill at {killed.delay_s:.2f} s: printed {sorted(claimed)}, recorded {sorted(recorded)}"
+    assert claimed <= recorded, (
+        f"kill at {killed.delay_s:.2f} s: printed {sorted(claimed)}, recorded {sorted(recorded)}"
+    )
     check_checkpoints(run)
     return len(log.events)
 
@@ -80,7 +88,7 @@ def check_after_kill(run: Path, killed: Killed, printed: str, kind: str) -> int:
 def check_checkpoints(run: Path) -> None:
     """Every checkpoint_committed names a complete checkpoint with the recorded sha256; no temporary
     directory is ever referenced by an event."""
-    from trainer.checkpoint import file_sha256
+    from trainer.policy.checkpoint_files import file_sha256
 
     for e in read_run(run).events:
         if e.kind != "checkpoint_committed":

@@ -70,8 +70,10 @@ def kill_evaluator(tmp_path: Path, ref: Path, total_s: float, n: int, seed: int)
 
 def _report(name: str, results: list[tuple[float, int, int]]) -> None:
     landed = sum(1 for _, rc, _ in results if rc == -9)
-    print(f"{name}: {len(results)} trials, {landed} killed mid-run, events kept per trial "
-          f"{sorted(n for *_, n in results)}")
+    print(
+        f"{name}: {len(results)} trials, {landed} killed mid-run, events kept per trial "
+        f"{sorted(n for *_, n in results)}"
+    )
 
 
 def test_sigkill_train_few(tmp_path, reference):

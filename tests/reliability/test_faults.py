@@ -14,13 +14,17 @@ import pytest
 from recorder.reader import read_run
 from recorder.verify import verify_run
 from tests.helpers import run_cli
-from tests.reliability.crash import SMALL_TRAIN, check_checkpoints
+from tests.reliability.crash import SMALL_TRAIN
 
 
 def _mount(where: Path, size: str) -> None:
     where.mkdir(parents=True, exist_ok=True)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (needs root)")
 
 

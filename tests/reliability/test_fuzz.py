@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from recorder.adapters.mllog_import import import_file
 from recorder.errors import RecorderError
 from recorder.reader import read_run
 from recorder.verify import verify_run
-from replay.demo import record_run
 from replay.derive import derive_run
-from replay.importer import import_file
+from replay.synthetic import record_run
 
 FUZZ = settings(max_examples=60, deadline=30_000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -61,7 +61,7 @@ def test_random_bytes_segment(data: bytes, tmp_path_factory) -> None:  # type: i
 @FUZZ
 @given(cut=st.integers(0, 10**6))
 def test_truncated_real_segment(real_segment: bytes, cut: int, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
-    run = _run_with(tmp_path_factory.mktemp("tr"), real_segment[:cut % (len(real_segment) + 1)])
+    run = _run_with(tmp_path_factory.mktemp("tr"), real_segment[: cut % (len(real_segment) + 1)])
     _only_typed_errors(run)
     if cut % (len(real_segment) + 1) >= 8:  # past the schema's first bytes a truncation is a torn tail, never altered
         try:
@@ -71,8 +71,15 @@ def test_truncated_real_segment(real_segment: bytes, cut: int, tmp_path_factory)
 
 
 @FUZZ
-@given(edits=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(["flip", "insert", "delete", "zero", "ff"]),
-                                st.integers(0, 255)), min_size=1, max_size=8))
+@given(
+    edits=st.lists(
+        st.tuples(
+            st.integers(0, 10**6), st.sampled_from(["flip", "insert", "delete", "zero", "ff"]), st.integers(0, 255)
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
 def test_mutated_real_segment(real_segment: bytes, edits, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
     data = bytearray(real_segment)
     for pos, op, byte in edits:
@@ -84,24 +91,48 @@ def test_mutated_real_segment(real_segment: bytes, edits, tmp_path_factory) -> N
         elif op == "delete" and data:
             del data[i]
         elif op == "zero":
-            data[i:i + 4] = b"\0\0\0\0"
+            data[i : i + 4] = b"\0\0\0\0"
         elif op == "ff":
-            data[i:i + 4] = b"\xff\xff\xff\xff"  # a huge length prefix: must not allocate or hang
+            data[i : i + 4] = b"\xff\xff\xff\xff"  # a huge length prefix: must not allocate or hang
     _only_typed_errors(_run_with(tmp_path_factory.mktemp("mu"), bytes(data)))
 
 
 # -- the trainer's config loader --------------------------------------------------------------------------
 pytest.importorskip("trainer.config")
-from trainer.config import TrainConfig, load_config  # noqa: E402
+from trainer.config import TrainConfig, load_config
 
-KEYS = st.sampled_from(["seed", "model", "max_steps", "learning_rate", "checkpoint.sync", "checkpoint",
-                        "eval.k", "eval", "warmup.enabled", "num_prompts_per_step", "a.b.c", "", ".", "eval.k.x",
-                        "micro_batch_size", "threads", "config_filename"])
-VALUES = st.one_of(st.text(max_size=12), st.integers(-2**70, 2**70).map(str), st.floats().map(repr),
-                   st.sampled_from(["true", "[1,2]", "{a=1}", '"x"', "inf", "nan", "1e999", "[[[[", "0x10", "-0"]))
-JSONISH = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
-                       lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
-                       max_leaves=12)
+KEYS = st.sampled_from(
+    [
+        "seed",
+        "model",
+        "max_steps",
+        "learning_rate",
+        "checkpoint.sync",
+        "checkpoint",
+        "eval.k",
+        "eval",
+        "warmup.enabled",
+        "num_prompts_per_step",
+        "a.b.c",
+        "",
+        ".",
+        "eval.k.x",
+        "micro_batch_size",
+        "threads",
+        "config_filename",
+    ]
+)
+VALUES = st.one_of(
+    st.text(max_size=12),
+    st.integers(-(2**70), 2**70).map(str),
+    st.floats().map(repr),
+    st.sampled_from(["true", "[1,2]", "{a=1}", '"x"', "inf", "nan", "1e999", "[[[[", "0x10", "-0"]),
+)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=12,
+)
 
 
 def _load(path: Path | None, sets: list[str]) -> None:
@@ -176,9 +207,20 @@ def test_atheris(target: str, tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "tests.reliability.atheris_targets", target, "-runs=10000",
-                        "-max_total_time=10",
-                        f"-artifact_prefix={tmp_path}/"], capture_output=True, text=True, timeout=300,
-                       cwd=Path(__file__).resolve().parents[2])
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tests.reliability.atheris_targets",
+            target,
+            "-runs=10000",
+            "-max_total_time=10",
+            f"-artifact_prefix={tmp_path}/",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "Done" in r.stderr, r.stderr[-2000:]

@@ -8,7 +8,7 @@ from pathlib import Path
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.run import RunDir
-from replay.demo import record_run
+from replay.synthetic import record_run
 from replay.trust import clock_steps
 from tests.helpers import run_cli
 
@@ -22,7 +22,7 @@ def _tamper_a_value(run: Path) -> None:
     seg = next(p for p in (run / "events").iterdir() if p.name.startswith("evaluator"))
     raw = seg.read_bytes()
     at = raw.index(b"0.72")
-    seg.write_bytes(raw[:at] + b"0.92" + raw[at + 4:])
+    seg.write_bytes(raw[:at] + b"0.92" + raw[at + 4 :])
 
 
 def test_intact_run_replays_unmarked(tmp_path):

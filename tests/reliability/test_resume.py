@@ -22,9 +22,14 @@ STEPS = 21  # checkpoints at 18..21
 
 def _train_until(root: Path, run_id: str, kill_after: str | None) -> Path:
     """Train; SIGKILL the process group as soon as it prints a line starting with `kill_after`."""
-    proc = subprocess.Popen([recorder_exe(), "train", "--root", str(root), "--run-id", run_id, *SMALL_TRAIN,
-                             "--set", f"max_steps={STEPS}"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, start_new_session=True, env=os.environ | {"PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(
+        [recorder_exe(), "train", "--root", str(root), "--run-id", run_id, *SMALL_TRAIN, "--set", f"max_steps={STEPS}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if kill_after is not None and line.startswith(kill_after):
@@ -61,7 +66,9 @@ def test_resume_finishes_the_run(tmp_path: Path, killed: Path) -> None:
     new = [e for e in log.events if e.segment == "trainer-0002.arrows"]
     opened = new[0]
     assert opened.kind == "run_opened" and opened.data["resumed_from"] == "k"
-    assert opened.data["resumed_at_step"] == last and opened.data["resumed_checkpoint"] == f"checkpoints/step_{last:07d}"
+    assert (
+        opened.data["resumed_at_step"] == last and opened.data["resumed_checkpoint"] == f"checkpoints/step_{last:07d}"
+    )
     assert [e.step for e in new if e.kind == "weight_update"] == list(range(last + 1, STEPS + 1))
     assert new[-2].kind == "train_stop" and new[-2].data["status"] == "completed" and new[-2].step == STEPS
     commits = [e.step for e in log.events if e.kind == "checkpoint_committed"]
@@ -76,8 +83,9 @@ def test_resume_finishes_the_run(tmp_path: Path, killed: Path) -> None:
     assert all(row["resumed"] is True and row["why"].startswith("RESUMED") for row in rows)
     cmp = run_cli("replay", str(run), "--compare")
     assert "RESUMED: the run was resumed" in " ".join(cmp.stdout.split())
-    q = run_cli("query", "--root", str(run.parent), "SELECT count(*) FROM scores WHERE why LIKE 'RESUMED%'",
-                "--format", "csv")
+    q = run_cli(
+        "query", "--root", str(run.parent), "SELECT count(*) FROM scores WHERE why LIKE 'RESUMED%'", "--format", "csv"
+    )
     assert q.returncode == 0 and q.stdout.split()[-1] == str(len(rows)), q.stdout + q.stderr
 
 
@@ -142,7 +150,7 @@ def test_an_altered_run_is_not_resumed(tmp_path: Path, killed: Path) -> None:
     seg = run / "events" / "trainer-0001.arrows"
     raw = seg.read_bytes()
     at = raw.index(b"step_metrics", len(raw) // 2)
-    seg.write_bytes(raw[:at] + b"step_metricz" + raw[at + 12:])
+    seg.write_bytes(raw[:at] + b"step_metricz" + raw[at + 12 :])
     r = run_cli("train", "--resume", str(run))
     assert r.returncode == 2 and "fails verification" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert len(list((run / "events").iterdir())) == 1

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO, run_cli
-from tests.reliability.crash import SMALL_TRAIN
 
 PACKAGES = ("recorder", "replay", "trainer", "evaluator")
 # Calls that unpickle (or may: torch.load without weights_only, numpy with allow_pickle) or run code.
-UNSAFE = re.compile(r"\btorch\.load\(|\bpickle\.loads?\(|\bUnpickler\b|\bjoblib\.load|\bdill\.|\bcloudpickle\.|"
-                    r"allow_pickle\s*=\s*True|weights_only\s*=\s*False|trust_remote_code\s*=\s*True|(?<![.\w])eval\(|(?<![.\w])exec\(")
+UNSAFE = re.compile(
+    r"\btorch\.load\(|\bpickle\.loads?\(|\bUnpickler\b|\bjoblib\.load|\bdill\.|\bcloudpickle\.|"
+    r"allow_pickle\s*=\s*True|weights_only\s*=\s*False|trust_remote_code\s*=\s*True|(?<![.\w])eval\(|(?<![.\w])exec\("
+)
 
 
 def test_no_unpickling_call_in_the_code() -> None:
@@ -57,7 +58,7 @@ def test_malicious_pickles_next_to_the_weights_are_never_loaded(tmp_path: Path, 
     for cp in sorted((run / "checkpoints").iterdir()):
         for name in ("pytorch_model.bin", "training_args.bin", "optimizer.pt", "rng_state.pth", "state.pkl"):
             (cp / name).write_bytes(payload)
-    from trainer.checkpoint import load_checkpoint
+    from trainer.policy.checkpoint_files import load_checkpoint
 
     load_checkpoint(run / "checkpoints" / "step_0000018")
     r = run_cli("eval", str(run), "--all")
@@ -74,8 +75,8 @@ def test_a_pickle_in_place_of_the_weights_is_refused(tmp_path: Path, trained: Pa
     marker = tmp_path / "PWNED"
     weights = run / "checkpoints" / "step_0000018" / "model.safetensors"
     weights.write_bytes(pickle.dumps(_Boom(marker)))
-    from trainer.checkpoint import load_checkpoint
     from trainer.errors import CheckpointError
+    from trainer.policy.checkpoint_files import load_checkpoint
 
     with pytest.raises(CheckpointError):
         load_checkpoint(weights.parent)
@@ -88,7 +89,7 @@ def test_loading_a_checkpoint_calls_no_unpickler(monkeypatch: pytest.MonkeyPatch
     """torch.load and pickle's loaders are booby-trapped while a checkpoint loads: none is called."""
     import torch
 
-    from trainer.checkpoint import load_checkpoint
+    from trainer.policy.checkpoint_files import load_checkpoint
 
     calls: list[str] = []
 
@@ -96,6 +97,7 @@ def test_loading_a_checkpoint_calls_no_unpickler(monkeypatch: pytest.MonkeyPatch
         def f(*a, **k):  # type: ignore[no-untyped-def]
             calls.append(name)
             raise AssertionError(f"{name} called while loading a checkpoint")
+
         return f
 
     monkeypatch.setattr(torch, "load", trap("torch.load"))
@@ -115,8 +117,8 @@ def test_query_cannot_write_or_attach(tmp_path: Path) -> None:
 
 
 def test_reading_metadata_of_a_pickle_is_a_typed_error(tmp_path: Path) -> None:
-    from trainer.checkpoint import read_metadata
     from trainer.errors import CheckpointError
+    from trainer.policy.checkpoint_files import read_metadata
 
     (tmp_path / "model.safetensors").write_bytes(pickle.dumps({"a": 1}))
     with pytest.raises(CheckpointError, match="not a readable safetensors file"):

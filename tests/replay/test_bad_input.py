@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from recorder.reader import read_run
-
 from tests.helpers import run_cli
 from tests.replay.runs import record_run
 
@@ -31,28 +30,41 @@ def _assert_clean_error(result, code: int, *needles: str) -> None:  # type: igno
 
 def test_passing_checkpoint_without_weight_update(tmp_path: Path) -> None:
     run = record_run(tmp_path, "nowu", evals=[(5, 0.72)], skip_weight_update=[5])
-    _assert_clean_error(run_cli("replay", str(run.path)), 1,
-                        "the passing checkpoint is step 5, which has no weight_update event",
-                        "weight_update_ns=")
+    _assert_clean_error(
+        run_cli("replay", str(run.path)),
+        1,
+        "the passing checkpoint is step 5, which has no weight_update event",
+        "weight_update_ns=",
+    )
 
 
 def test_unevaluated_checkpoints_and_none_passing_fabricate_nothing(tmp_path: Path) -> None:
     run = record_run(tmp_path, "partial", evals=[(4, 0.5)])
-    _assert_clean_error(run_cli("replay", str(run.path)), 1, "steps 5, 6 are not evaluated yet",
-                        "no run_stop is derived")
+    _assert_clean_error(
+        run_cli("replay", str(run.path)), 1, "steps 5, 6 are not evaluated yet", "no run_stop is derived"
+    )
     assert not (run.derived / "result_official.txt").exists()
 
 
 def test_duplicate_results_for_one_step(tmp_path: Path) -> None:
     run = record_run(tmp_path, "dup", evals=[(4, 0.70)], extra_results=[(4, 0.71)])
-    _assert_clean_error(run_cli("replay", str(run.path)), 1, "duplicate 'accuracy' results for step 4",
-                        "evaluator-0001.arrows seq 1: 0.7", "evaluator-0002.arrows seq 0: 0.71")
+    _assert_clean_error(
+        run_cli("replay", str(run.path)),
+        1,
+        "duplicate 'accuracy' results for step 4",
+        "evaluator-0001.arrows seq 1: 0.7",
+        "evaluator-0002.arrows seq 0: 0.71",
+    )
 
 
 def test_checker_order_without_the_validation_start(tmp_path: Path) -> None:
     run = record_run(tmp_path, "novs", evals=[(5, 0.72)])
-    _assert_clean_error(run_cli("replay", str(run.path), "--interpretation", "checker-order"), 1,
-                        "checker-order has nothing it may emit", "step 4")
+    _assert_clean_error(
+        run_cli("replay", str(run.path), "--interpretation", "checker-order"),
+        1,
+        "checker-order has nothing it may emit",
+        "step 4",
+    )
 
 
 def test_malformed_imported_line_is_kept_and_reported(tmp_path: Path) -> None:
@@ -72,15 +84,19 @@ def test_malformed_imported_line_is_kept_and_reported(tmp_path: Path) -> None:
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
     run = record_run(tmp_path, "ok", evals=[(4, 0.72)])
-    _assert_clean_error(run_cli("replay", str(run.path), "--interpretation", "fastest"), 2,
-                        "unknown interpretation 'fastest'", "official, earliest-passing")
+    _assert_clean_error(
+        run_cli("replay", str(run.path), "--interpretation", "fastest"),
+        2,
+        "unknown interpretation 'fastest'",
+        "official, earliest-passing",
+    )
     _assert_clean_error(run_cli("replay", str(run.path), "--ruleset", "5.0.0"), 2, "unknown ruleset '5.0.0'")
     _assert_clean_error(run_cli("replay", str(tmp_path / "nope")), 2, "no such run directory")
     _assert_clean_error(run_cli("import", str(tmp_path / "missing.txt"), "--root", str(tmp_path)), 2, "cannot read")
     empty = tmp_path / "empty.txt"
     empty.write_text("hello\n")
     _assert_clean_error(run_cli("import", str(empty), "--root", str(tmp_path)), 2, "no line holds ':::MLLOG'")
-    _assert_clean_error(run_cli("import", str(empty), str(empty), "--root", str(tmp_path), "--run-id", "x"), 2,
-                        "--run-id names one run")
-    _assert_clean_error(run_cli("replay", str(run.path), "--interpretation", "as-recorded"), 1,
-                        "no mllog_line events")
+    _assert_clean_error(
+        run_cli("import", str(empty), str(empty), "--root", str(tmp_path), "--run-id", "x"), 2, "--run-id names one run"
+    )
+    _assert_clean_error(run_cli("replay", str(run.path), "--interpretation", "as-recorded"), 1, "no mllog_line events")

@@ -12,8 +12,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mlperf_logging.mllog.mllog import _encode_log
-from recorder.reader import read_run
 
+from recorder.reader import read_run
 from replay.check import compliance, mlperf_logging_version, rcp
 from replay.derive import derive_run
 from replay.mllog_format import encode_line
@@ -24,14 +24,38 @@ CHECKER_DIR = Path(sys.modules["mlperf_logging"].__file__ or "").parent / "compl
 
 
 def _closed(root: Path, run_id: str, evals: list[tuple[int, float]], reverse_configs: bool = False) -> list:  # type: ignore[type-arg]
-    return read_run(record_run(root, run_id, gbs=256, steps=20, closed=True, evals=evals, eval_start_s=1300,
-                               reverse_configs=reverse_configs)).events
+    return read_run(
+        record_run(
+            root,
+            run_id,
+            gbs=256,
+            steps=20,
+            closed=True,
+            evals=evals,
+            eval_start_s=1300,
+            reverse_configs=reverse_configs,
+        )
+    ).events
 
 
 def _checker_cli(path: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mlperf_logging.compliance_checker", "--usage", "training",
-                           "--ruleset", "6.1.0", "--log_output", str(tmp / "cc.log"), str(path)],
-                          capture_output=True, text=True, cwd=tmp)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlperf_logging.compliance_checker",
+            "--usage",
+            "training",
+            "--ruleset",
+            "6.1.0",
+            "--log_output",
+            str(tmp / "cc.log"),
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+    )
 
 
 def test_official_log_passes_the_compliance_checker_cli_and_the_rcp_checker(tmp_path: Path) -> None:
@@ -85,6 +109,7 @@ def test_ge_threshold_at_exactly_the_target_fails_the_checker(tmp_path: Path) ->
 
 def test_required_keys_match_the_checker_yaml() -> None:
     """rules.py's lists are the EXACTLY_ONE keys of the installed checker's 6.1.0 files (minus run events)."""
+
     def exactly_one(name: str) -> set[str]:
         entries = yaml.safe_load((CHECKER_DIR / name).read_text())
         return {e["KEY"]["NAME"] for e in entries if "KEY" in e and e["KEY"].get("REQ") == "EXACTLY_ONE"}
@@ -92,22 +117,32 @@ def test_required_keys_match_the_checker_yaml() -> None:
     events = {"init_stop", "run_start", "run_stop"}
     rules = get_ruleset("6.1.0")
     for division in ("closed", "open"):
-        expected = (exactly_one("common.yaml") | exactly_one(f"{division}_common.yaml")
-                    | exactly_one(f"{division}_qwen35_397b_grpo.yaml")) - events
+        expected = (
+            exactly_one("common.yaml")
+            | exactly_one(f"{division}_common.yaml")
+            | exactly_one(f"{division}_qwen35_397b_grpo.yaml")
+        ) - events
         assert set(rules.required_keys(division)) == expected, division
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**53, 2**53) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids, max_size=3), max_leaves=8)
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(time_ms=st.integers(0, 2**45), key=st.text(max_size=12), value=json_values,
-       meta=st.dictionaries(st.text(max_size=6), json_values, max_size=3),
-       event_type=st.sampled_from(["POINT_IN_TIME", "INTERVAL_START", "INTERVAL_END"]))
-def test_line_format_is_mlperf_loggings_own(time_ms: int, key: str, value: object, meta: dict[str, object],
-                                             event_type: str) -> None:
+@given(
+    time_ms=st.integers(0, 2**45),
+    key=st.text(max_size=12),
+    value=json_values,
+    meta=st.dictionaries(st.text(max_size=6), json_values, max_size=3),
+    event_type=st.sampled_from(["POINT_IN_TIME", "INTERVAL_START", "INTERVAL_END"]),
+)
+def test_line_format_is_mlperf_loggings_own(
+    time_ms: int, key: str, value: object, meta: dict[str, object], event_type: str
+) -> None:
     assert encode_line(time_ms, event_type, key, value, meta) == _encode_log("", time_ms, event_type, key, value, meta)
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from mlperf_logging.compliance_checker.mlp_parser import parse_file
 from mlperf_logging.result_summarizer.result_summarizer import _query_mlperf_strong_scaling_score
-from recorder.reader import read_run
 
+from recorder.adapters.mllog_import import import_file
+from recorder.reader import read_run
 from replay.derive import derive_run
-from replay.importer import import_file
 from tests.helpers import run_cli
 
 
@@ -25,8 +25,9 @@ def _mllog_files(corpus: Path) -> list[Path]:
 
 def _grep_lines(path: Path) -> list[str]:
     """`grep ':::MLLOG' FILE` with CRLF line endings stripped (what as-recorded promises)."""
-    return [ln[:-1] if ln.endswith("\r") else ln for ln in path.read_text(encoding="utf-8").split("\n")
-            if ":::MLLOG" in ln]
+    return [
+        ln[:-1] if ln.endswith("\r") else ln for ln in path.read_text(encoding="utf-8").split("\n") if ":::MLLOG" in ln
+    ]
 
 
 def _summarizer_minutes(path: Path) -> tuple[float | None, str]:
@@ -92,8 +93,9 @@ def test_every_corpus_log_imports_and_replays_as_recorded(corpus: Path, tmp_path
 def test_malformed_and_prefixed_lines_are_kept(corpus: Path, tmp_path: Path) -> None:
     readme = corpus / "README.md"  # mentions ':::MLLOG' in prose: one line that is not JSON
     report = import_file(readme, tmp_path)
-    assert [n for n, _ in report.malformed] == [n for n, ln in enumerate(readme.read_text().split("\n"), 1)
-                                                if ":::MLLOG" in ln]
+    assert [n for n, _ in report.malformed] == [
+        n for n, ln in enumerate(readme.read_text().split("\n"), 1) if ":::MLLOG" in ln
+    ]
     events = read_run(report.run).events
     bad = [e for e in events if e.kind == "mllog_line"]
     assert bad[0].data["error"].startswith("malformed JSON") and bad[0].key is None
@@ -113,7 +115,10 @@ def test_score_the_18_reference_logs(corpus: Path, tmp_path: Path) -> None:
     assert len(means) == 3
     assert "mlperf-logging 4.1.68" in out
     flat = " ".join(out.split())
-    for reason in ("'lowest_numerical_precision_in_linear' but found 0", "'config_filename' but found 0",
-                   "v['value'] == 251"):
+    for reason in (
+        "'lowest_numerical_precision_in_linear' but found 0",
+        "'config_filename' but found 0",
+        "v['value'] == 251",
+    ):
         assert reason in flat
     assert flat.count("6 of 6 runs fail the compliance checker") == 3

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from recorder.events import Event
 from recorder.reader import read_run
-
 from replay.derive import derive_run
 from replay.interpretations import INTERPRETATIONS
 from tests.replay.runs import CASES, record_run
@@ -38,10 +38,20 @@ def _derive_all(events: list[Event]) -> bytes:
 def test_separate_processes_with_different_tz_locale_hashseed(tmp_path: Path) -> None:
     run = record_run(tmp_path, "det", **CASES["arbitrary_order"])  # type: ignore[arg-type]
     digests = set()
-    for tz, lc, seed in (("UTC", "C", "0"), ("Asia/Kolkata", "C.UTF-8", "12345"), ("America/St_Johns", "POSIX", "random")):
+    for tz, lc, seed in (
+        ("UTC", "C", "0"),
+        ("Asia/Kolkata", "C.UTF-8", "12345"),
+        ("America/St_Johns", "POSIX", "random"),
+    ):
         env = {**os.environ, "TZ": tz, "LC_ALL": lc, "PYTHONHASHSEED": seed}
-        out = subprocess.run([sys.executable, "-c", SCRIPT, str(run.path), *DERIVABLE], env=env,
-                             capture_output=True, text=True, check=True, cwd=Path(__file__).parents[2])
+        out = subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(run.path), *DERIVABLE],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).parents[2],
+        )
         digests.add(out.stdout)
     assert digests == {hashlib.sha256(_derive_all(read_run(run).events)).hexdigest()}
 
@@ -64,12 +74,12 @@ def test_arrival_order_does_not_matter(seed: int, reference: tuple[list[Event], 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(segments=st.integers(1, 3), seed=st.integers(0, 2**16))
-def test_segment_split_and_order_do_not_matter(segments: int, seed: int, tmp_path_factory: pytest.TempPathFactory,
-                                                reference: tuple[list[Event], bytes]) -> None:
+def test_segment_split_and_order_do_not_matter(
+    segments: int, seed: int, tmp_path_factory: pytest.TempPathFactory, reference: tuple[list[Event], bytes]
+) -> None:
     """The evaluations recorded over 1-3 evaluator sessions, the sessions written in a shuffled order."""
     from recorder.log import LogWriter
-
-    from tests.replay.runs import S, T0
+    from tests.replay.runs import T0, S
 
     _, expected = reference
     root = tmp_path_factory.mktemp("seg")
@@ -82,9 +92,17 @@ def test_segment_split_and_order_do_not_matter(segments: int, seed: int, tmp_pat
             for i, (step, acc) in chunk:
                 at = T0 + (400 + 60 * i) * S
                 w.append("eval_start", step=step, samples_count=step * 3840, time_ns=at)
-                w.append("eval_result", step=step, samples_count=step * 3840, key="accuracy", value=acc,
-                         time_ns=at + 59 * S, data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69})
-                w.append("eval_result", step=step, samples_count=step * 3840, key="arc_easy", value=0.25,
-                         time_ns=at + 59 * S)
+                w.append(
+                    "eval_result",
+                    step=step,
+                    samples_count=step * 3840,
+                    key="accuracy",
+                    value=acc,
+                    time_ns=at + 59 * S,
+                    data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69},
+                )
+                w.append(
+                    "eval_result", step=step, samples_count=step * 3840, key="arc_easy", value=0.25, time_ns=at + 59 * S
+                )
                 w.append("eval_stop", step=step, samples_count=step * 3840, time_ns=at + 60 * S)
     assert _derive_all(read_run(run).events) == expected

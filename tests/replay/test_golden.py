@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from recorder.demo import record_worked_example
-from recorder.reader import read_run
 
+from recorder.reader import read_run
 from replay.derive import derive_run
 from replay.interpretations import INTERPRETATIONS
+from replay.worked_example import record_worked_example
 from tests.replay.runs import CASES, T0, record_evals, record_run
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -20,34 +20,69 @@ GOLDEN_FILES = sorted(GOLDEN.glob("*/*.txt"))
 # 302, 364 s (each checkpoint from step 4 blocks 2 s), commits 30 s later, step metrics 2 s after the update;
 # evaluations start at 400 s, 60 s each. Minutes = run_stop / 60.
 EXPECTED: dict[str, dict[str, tuple[str, int | None, float]]] = {
-    "val_start_pass": {"official": ("success", 4, 240), "earliest-passing": ("success", 4, 240),
-                       "include-final-save": ("success", 4, 270), "zero-save-cost": ("success", 4, 240),
-                       "inline-eval": ("success", 4, 240 + 60), "checker-order": ("success", 4, 240),
-                       "ge-threshold": ("success", 4, 240)},
-    "later_pass": {"official": ("success", 6, 364), "earliest-passing": ("success", 6, 364),
-                   "include-final-save": ("success", 6, 394), "zero-save-cost": ("success", 6, 364 - 4),
-                   "inline-eval": ("success", 6, 364 - 6 + 2 + 3 * 60), "checker-order": ("success", 6, 364),
-                   "ge-threshold": ("success", 6, 364)},
-    "aborted": {"official": ("aborted", None, 364), "earliest-passing": ("aborted", None, 364),
-                "include-final-save": ("aborted", None, 394), "zero-save-cost": ("aborted", None, 360),
-                "inline-eval": ("aborted", None, 540), "checker-order": ("aborted", None, 364),
-                "ge-threshold": ("aborted", None, 364)},
-    "descending": {"official": ("success", 6, 364), "earliest-passing": ("success", 5, 302),
-                   "include-final-save": ("success", 6, 394), "zero-save-cost": ("success", 6, 360),
-                   "inline-eval": ("success", 5, 304 - 4 + 60 + 60), "checker-order": ("success", 5, 302),
-                   "ge-threshold": ("success", 6, 364)},
-    "arbitrary_order": {"official": ("success", 5, 302), "earliest-passing": ("success", 4, 240),
-                        "include-final-save": ("success", 5, 332), "zero-save-cost": ("success", 5, 300),
-                        "inline-eval": ("success", 4, 300), "checker-order": ("success", 4, 240),
-                        "ge-threshold": ("success", 5, 302)},
-    "several_passing": {"official": ("success", 5, 302), "earliest-passing": ("success", 5, 302),
-                        "include-final-save": ("success", 5, 332), "zero-save-cost": ("success", 5, 300),
-                        "inline-eval": ("success", 5, 420), "checker-order": ("success", 5, 302),
-                        "ge-threshold": ("success", 4, 240)},
-    "late_metrics": {"official": ("success", 5, 302), "earliest-passing": ("success", 5, 302),
-                     "include-final-save": ("success", 5, 332), "zero-save-cost": ("success", 5, 300),
-                     "inline-eval": ("success", 5, 420), "checker-order": ("success", 5, 302),
-                     "ge-threshold": ("success", 5, 302)},
+    "val_start_pass": {
+        "official": ("success", 4, 240),
+        "earliest-passing": ("success", 4, 240),
+        "include-final-save": ("success", 4, 270),
+        "zero-save-cost": ("success", 4, 240),
+        "inline-eval": ("success", 4, 240 + 60),
+        "checker-order": ("success", 4, 240),
+        "ge-threshold": ("success", 4, 240),
+    },
+    "later_pass": {
+        "official": ("success", 6, 364),
+        "earliest-passing": ("success", 6, 364),
+        "include-final-save": ("success", 6, 394),
+        "zero-save-cost": ("success", 6, 364 - 4),
+        "inline-eval": ("success", 6, 364 - 6 + 2 + 3 * 60),
+        "checker-order": ("success", 6, 364),
+        "ge-threshold": ("success", 6, 364),
+    },
+    "aborted": {
+        "official": ("aborted", None, 364),
+        "earliest-passing": ("aborted", None, 364),
+        "include-final-save": ("aborted", None, 394),
+        "zero-save-cost": ("aborted", None, 360),
+        "inline-eval": ("aborted", None, 540),
+        "checker-order": ("aborted", None, 364),
+        "ge-threshold": ("aborted", None, 364),
+    },
+    "descending": {
+        "official": ("success", 6, 364),
+        "earliest-passing": ("success", 5, 302),
+        "include-final-save": ("success", 6, 394),
+        "zero-save-cost": ("success", 6, 360),
+        "inline-eval": ("success", 5, 304 - 4 + 60 + 60),
+        "checker-order": ("success", 5, 302),
+        "ge-threshold": ("success", 6, 364),
+    },
+    "arbitrary_order": {
+        "official": ("success", 5, 302),
+        "earliest-passing": ("success", 4, 240),
+        "include-final-save": ("success", 5, 332),
+        "zero-save-cost": ("success", 5, 300),
+        "inline-eval": ("success", 4, 300),
+        "checker-order": ("success", 4, 240),
+        "ge-threshold": ("success", 5, 302),
+    },
+    "several_passing": {
+        "official": ("success", 5, 302),
+        "earliest-passing": ("success", 5, 302),
+        "include-final-save": ("success", 5, 332),
+        "zero-save-cost": ("success", 5, 300),
+        "inline-eval": ("success", 5, 420),
+        "checker-order": ("success", 5, 302),
+        "ge-threshold": ("success", 4, 240),
+    },
+    "late_metrics": {
+        "official": ("success", 5, 302),
+        "earliest-passing": ("success", 5, 302),
+        "include-final-save": ("success", 5, 332),
+        "zero-save-cost": ("success", 5, 300),
+        "inline-eval": ("success", 5, 420),
+        "checker-order": ("success", 5, 302),
+        "ge-threshold": ("success", 5, 302),
+    },
 }
 
 
@@ -86,8 +121,7 @@ def test_golden_covers_the_required_cases() -> None:
     assert differing >= set(INTERPRETATIONS) - {"official", "as-recorded"}
 
 
-def test_last_step_metrics_after_an_evaluation_began_stay_in_the_training_block(
-        case_events: dict[str, list]) -> None:  # type: ignore[type-arg]
+def test_last_step_metrics_after_an_evaluation_began_stay_in_the_training_block(case_events: dict[str, list]) -> None:  # type: ignore[type-arg]
     lines = derive_run(case_events["late_metrics"], "6.1.0", "official").lines
     keys = [line.split('"key": "')[1].split('"')[0] for line in lines]
     last_stats = max(i for i, k in enumerate(keys) if k == "tracked_stats")
@@ -96,13 +130,19 @@ def test_last_step_metrics_after_an_evaluation_began_stay_in_the_training_block(
 
 
 def test_design_worked_example(tmp_path: Path) -> None:
-    """DESIGN.md section 5: GBS 256, evaluations 19 (0.72), 18 (0.70), 20 (0.71) from 1300 s, 60 s each."""
+    """docs/design.md section 5: GBS 256, evaluations 19 (0.72), 18 (0.70), 20 (0.71) from 1300 s, 60 s each."""
     run = record_worked_example(tmp_path, "worked")
     record_evals(run, [(19, 0.72), (18, 0.70), (20, 0.71)], 256, 1300, 60)
     events = read_run(run).events
-    table = {"official": (19, 1142), "earliest-passing": (18, 1080), "include-final-save": (19, 1172),
-             "zero-save-cost": (19, 1140), "inline-eval": (18, 1140), "checker-order": (18, 1080),
-             "ge-threshold": (19, 1142)}
+    table = {
+        "official": (19, 1142),
+        "earliest-passing": (18, 1080),
+        "include-final-save": (19, 1172),
+        "zero-save-cost": (19, 1140),
+        "inline-eval": (18, 1140),
+        "checker-order": (18, 1080),
+        "ge-threshold": (19, 1142),
+    }
     for name, (step, stop_s) in table.items():
         d = derive_run(events, "6.1.0", name)
         assert (d.passing_step, d.run_stop_ns) == (step, T0 + stop_s * 10**9), name
@@ -113,7 +153,6 @@ def test_zero_shot_sessions_do_not_change_the_benchmark_log(tmp_path: Path) -> N
     """Harness sessions (writer "harness") start, score, fail and stop around the benchmark's evaluations:
     every interpretation derives the same bytes as without them."""
     from recorder.log import LogWriter
-
     from tests.replay.runs import S
 
     plain = record_run(tmp_path, "plain", **CASES["arbitrary_order"])  # type: ignore[arg-type]
@@ -123,15 +162,30 @@ def test_zero_shot_sessions_do_not_change_the_benchmark_log(tmp_path: Path) -> N
         # checkpoint starts inside it and stops between its result and its stop; step 6 is scored later.
         for step, start_ns, stop_ns in ((5, 430 * S, 459 * S + S // 2), (6, 700 * S, 702 * S)):
             w.append("eval_start", step=step, samples_count=step * 3840, time_ns=T0 + start_ns)
-            w.append("eval_result", step=step, samples_count=step * 3840, key="arc_easy", value=0.9,
-                     time_ns=T0 + start_ns + S)
+            w.append(
+                "eval_result",
+                step=step,
+                samples_count=step * 3840,
+                key="arc_easy",
+                value=0.9,
+                time_ns=T0 + start_ns + S,
+            )
             w.append("eval_stop", step=step, samples_count=step * 3840, time_ns=T0 + stop_ns)
-        w.append("eval_failed", step=7, samples_count=7 * 3840, time_ns=T0 + 710 * S,
-                 data={"reason": "no data for task siqa", "error": "HarnessDataError"})
+        w.append(
+            "eval_failed",
+            step=7,
+            samples_count=7 * 3840,
+            time_ns=T0 + 710 * S,
+            data={"reason": "no data for task siqa", "error": "HarnessDataError"},
+        )
     for name in INTERPRETATIONS:
         if name == "as-recorded":
             continue
         want = derive_run(read_run(plain.path).events, "6.1.0", name)
         got = derive_run(read_run(mixed.path).events, "6.1.0", name)
         assert (got.lines, got.passing_step, got.run_stop_ns, got.why) == (
-            want.lines, want.passing_step, want.run_stop_ns, want.why), name
+            want.lines,
+            want.passing_step,
+            want.run_stop_ns,
+            want.why,
+        ), name

@@ -4,24 +4,36 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from recorder.reader import read_run
 
+from recorder.adapters.mllog_import import import_file
+from recorder.reader import read_run
 from replay.derive import derive_run
-from replay.importer import import_file
 
 NO_NEWLINE = st.text(alphabet=st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",)), max_size=20)
 PREFIX = st.sampled_from(["", "0: ", "[1,0]<stdout>:", ":::SYSJSON ", "junk "])
-RECORD = st.fixed_dictionaries({
-    "namespace": st.just(""), "time_ms": st.integers(0, 2**44) | st.none(),
-    "event_type": st.sampled_from(["POINT_IN_TIME", "INTERVAL_START", "INTERVAL_END"]),
-    "key": st.sampled_from(["run_start", "run_stop", "eval_accuracy", "tracked_stats", "global_batch_size", "x"]),
-    "value": st.none() | st.floats(0, 1) | st.integers(0, 5000) | st.dictionaries(st.sampled_from("ab"), st.floats(0, 1)),
-    "metadata": st.fixed_dictionaries({}, optional={"samples_count": st.integers(0, 10**6), "step": st.integers(0, 99),
-                                                    "status": st.sampled_from(["success", "aborted"])})})
+RECORD = st.fixed_dictionaries(
+    {
+        "namespace": st.just(""),
+        "time_ms": st.integers(0, 2**44) | st.none(),
+        "event_type": st.sampled_from(["POINT_IN_TIME", "INTERVAL_START", "INTERVAL_END"]),
+        "key": st.sampled_from(["run_start", "run_stop", "eval_accuracy", "tracked_stats", "global_batch_size", "x"]),
+        "value": st.none()
+        | st.floats(0, 1)
+        | st.integers(0, 5000)
+        | st.dictionaries(st.sampled_from("ab"), st.floats(0, 1)),
+        "metadata": st.fixed_dictionaries(
+            {},
+            optional={
+                "samples_count": st.integers(0, 10**6),
+                "step": st.integers(0, 99),
+                "status": st.sampled_from(["success", "aborted"]),
+            },
+        ),
+    }
+)
 
 
 @st.composite
@@ -29,18 +41,20 @@ def mllog_line(draw: st.DrawFn) -> str:
     prefix = draw(PREFIX)
     body = json.dumps(draw(RECORD))
     if draw(st.booleans()) and draw(st.booleans()):
-        body = body[:draw(st.integers(0, len(body) - 1))]  # a truncated, malformed line
+        body = body[: draw(st.integers(0, len(body) - 1))]  # a truncated, malformed line
     return f"{prefix}:::MLLOG {body}"
 
 
 LINES = st.lists(st.one_of(mllog_line(), NO_NEWLINE), min_size=1, max_size=25).filter(
-    lambda lines: any(":::MLLOG" in line for line in lines))
+    lambda lines: any(":::MLLOG" in line for line in lines)
+)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(lines=LINES, crlf=st.lists(st.booleans(), min_size=25, max_size=25), final_newline=st.booleans())
-def test_as_recorded_gives_every_mllog_line_back(lines: list[str], crlf: list[bool], final_newline: bool,
-                                                   tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+def test_as_recorded_gives_every_mllog_line_back(
+    lines: list[str], crlf: list[bool], final_newline: bool, tmp_path_factory
+) -> None:  # type: ignore[no-untyped-def]
     text = "".join(line + ("\r\n" if crlf[i] else "\n") for i, line in enumerate(lines))
     if not final_newline:
         text = text.rstrip("\r\n")

@@ -9,15 +9,20 @@ from pathlib import Path
 
 import pytest
 from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_score_standalone
-from recorder.reader import read_run
 
+from recorder.reader import read_run
 from replay.derive import derive_run
-from replay.score import olympic
+from replay.olympic import olympic
 from tests.replay.runs import record_run
 
 # (evaluations in order) per run: passes at 18, 19, 20, 18 (after an earlier miss), and one aborted run.
-SET = [[(18, 0.72)], [(18, 0.60), (19, 0.71)], [(18, 0.6), (19, 0.6), (20, 0.8)], [(19, 0.5), (18, 0.70)],
-       [(18, 0.5), (19, 0.6), (20, 0.65)]]
+SET = [
+    [(18, 0.72)],
+    [(18, 0.60), (19, 0.71)],
+    [(18, 0.6), (19, 0.6), (20, 0.8)],
+    [(19, 0.5), (18, 0.70)],
+    [(18, 0.5), (19, 0.6), (20, 0.65)],
+]
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +55,23 @@ def test_too_many_non_converged_runs_give_no_score() -> None:
 
 
 def test_compute_score_cli_crashes_in_4_1_68(result_dir: tuple[Path, list[float | None]]) -> None:
-    """Why replay.score calls `_compute_olympic_average` itself (see its module docstring)."""
+    """Why replay.olympic calls `_compute_olympic_average` itself (see its module docstring)."""
     folder, _ = result_dir
-    out = subprocess.run([sys.executable, "-m", "mlperf_logging.result_summarizer.compute_score",
-                          "--benchmark_folder", str(folder), "--usage", "training", "--ruleset", "6.1.0"],
-                         capture_output=True, text=True, cwd=folder)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mlperf_logging.result_summarizer.compute_score",
+            "--benchmark_folder",
+            str(folder),
+            "--usage",
+            "training",
+            "--ruleset",
+            "6.1.0",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+    )
     assert out.returncode != 0
     assert "too many values to unpack" in out.stderr

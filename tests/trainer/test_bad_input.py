@@ -11,8 +11,21 @@ from trainer.loop import GRPOTrainer
 
 
 def test_all_config_errors_at_once(tmp_path):
-    r = run_cli("train", "--root", str(tmp_path), "--set", "eval.k=0", "--set", "model=gpt",
-                "--set", "learning_rate=abc", "--set", "max_steps=3", "--set", "checkpoint.synch=true")
+    r = run_cli(
+        "train",
+        "--root",
+        str(tmp_path),
+        "--set",
+        "eval.k=0",
+        "--set",
+        "model=gpt",
+        "--set",
+        "learning_rate=abc",
+        "--set",
+        "max_steps=3",
+        "--set",
+        "checkpoint.synch=true",
+    )
     assert r.returncode == 2, r.stderr
     for field in ("eval.k", "model", "learning_rate", "max_steps", "checkpoint.synch"):
         assert field in r.stderr

@@ -3,11 +3,11 @@ import threading
 import pytest
 import torch
 
-from trainer.checkpoint import (CheckpointWriter, file_sha256, load_checkpoint, read_metadata, step_dirname,
-                                write_checkpoint)
+from trainer.checkpoint import CheckpointWriter
 from trainer.errors import CheckpointError
-from trainer.fingerprint import fingerprint, matches
-from trainer.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.checkpoint_files import file_sha256, load_checkpoint, read_metadata, step_dirname, write_checkpoint
+from trainer.policy.fingerprint import fingerprint, matches
+from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 
 SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 
@@ -66,8 +66,14 @@ def test_never_overwrites(tmp_path, model_tok):
     model, tok = model_tok
     (tmp_path / step_dirname(5)).mkdir()
     with pytest.raises(CheckpointError, match="never overwritten"):
-        write_checkpoint(tmp_path / step_dirname(5), {"w": torch.zeros(1)}, config_json="{}",
-                         tokenizer_json="{}", weight_update_ns=1, step=5)
+        write_checkpoint(
+            tmp_path / step_dirname(5),
+            {"w": torch.zeros(1)},
+            config_json="{}",
+            tokenizer_json="{}",
+            weight_update_ns=1,
+            step=5,
+        )
 
 
 def test_load_refuses_missing_files(tmp_path):

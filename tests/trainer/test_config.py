@@ -21,7 +21,7 @@ def test_validation_start_rule():
 
 def test_set_and_file(tmp_path):
     f = tmp_path / "c.toml"
-    f.write_text('seed = 3\n[checkpoint]\nsync = true\n')
+    f.write_text("seed = 3\n[checkpoint]\nsync = true\n")
     cfg = load_config(f, ["model=smollm2-135m", "eval.k=8", "learning_rate=2e-4"])
     assert cfg.seed == 3 and cfg.checkpoint.sync and cfg.model == "smollm2-135m"
     assert cfg.eval.k == 8 and cfg.learning_rate == 2e-4 and cfg.config_filename == "c.toml"
@@ -32,11 +32,29 @@ def test_set_and_file(tmp_path):
 
 def test_every_error_at_once():
     with pytest.raises(ConfigError) as info:
-        load_config(sets=["eval.k=0", "learning_rate=abc", "model=gpt", "bogus=1", "micro_batch_size=7",
-                          "max_steps=3", "checkpoint.x=1", "noequals"])
+        load_config(
+            sets=[
+                "eval.k=0",
+                "learning_rate=abc",
+                "model=gpt",
+                "bogus=1",
+                "micro_batch_size=7",
+                "max_steps=3",
+                "checkpoint.x=1",
+                "noequals",
+            ]
+        )
     errs = info.value.errors
-    for field in ("eval.k", "learning_rate", "model", "bogus", "micro_batch_size", "max_steps",
-                  "checkpoint.x", "noequals"):
+    for field in (
+        "eval.k",
+        "learning_rate",
+        "model",
+        "bogus",
+        "micro_batch_size",
+        "max_steps",
+        "checkpoint.x",
+        "noequals",
+    ):
         assert any(e.startswith(field) or field in e.split(":")[0] for e in errs), field
     assert len(errs) == 8
     assert "set max_steps >= 18" in str(info.value)

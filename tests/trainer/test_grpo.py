@@ -62,5 +62,5 @@ def test_build_batch_masks_only_completion_and_micro_batches_add_up():
         return clipped_policy_loss(lp, lp.detach(), a, b.mask, 0.2, total)
 
     full = loss(batch, adv, logits).detach()
-    parts = sum(loss(slice_batch(batch, i, i + 1), adv[i:i + 1], logits[i:i + 1]).detach() for i in range(2))
+    parts = sum(loss(slice_batch(batch, i, i + 1), adv[i : i + 1], logits[i : i + 1]).detach() for i in range(2))
     assert float(full) == pytest.approx(float(parts))

@@ -6,10 +6,10 @@ import json
 import pytest
 
 from recorder.reader import read_run
-from trainer.checkpoint import load_checkpoint
 from trainer.config import load_config
 from trainer.loop import GRPOTrainer
-from trainer.task import validation_tasks
+from trainer.policy.checkpoint_files import load_checkpoint
+from trainer.policy.task import validation_tasks
 from trainer.warmup import pass_at_k
 
 TARGET = 0.69
@@ -17,8 +17,7 @@ TARGET = 0.69
 
 def _score(model, tok):
     # salt "eval": the evaluator's per-sample seeds (evaluator/passk.py), so these are its numbers.
-    return pass_at_k(model, tok, validation_tasks(), k=4, temperature=0.1, top_p=0.95, max_new_tokens=5,
-                     salt="eval")
+    return pass_at_k(model, tok, validation_tasks(), k=4, temperature=0.1, top_p=0.95, max_new_tokens=5, salt="eval")
 
 
 @pytest.mark.slow
@@ -33,8 +32,13 @@ def test_five_seeds_cross_the_target(tmp_path):
         init = _score(model, tok)
         scores = {c.step: _score(*load_checkpoint(c.path)) for c in summary.checkpoints}
         rewards = [round(e.data["reward"], 3) for e in read_run(summary.run.path).events if e.kind == "step_metrics"]
-        curves[seed] = {"init": init, "checkpoints": scores, "train_reward": rewards,
-                        "warmup_batches": summary.warmup.batches, "dev": summary.warmup.dev_accuracy}
+        curves[seed] = {
+            "init": init,
+            "checkpoints": scores,
+            "train_reward": rewards,
+            "warmup_batches": summary.warmup.batches,
+            "dev": summary.warmup.dev_accuracy,
+        }
         print(f"seed {seed}: " + json.dumps(curves[seed]), flush=True)
     assert all(c["init"] < TARGET for c in curves.values()), curves
     crossed = [s for s, c in curves.items() if max(c["checkpoints"].values()) > TARGET]

@@ -6,10 +6,10 @@ import torch
 
 from trainer.config import load_config
 from trainer.loop import GRPOTrainer
-from trainer.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.sampling import sample_seed
+from trainer.policy.task import validation_tasks
 from trainer.rollout import RayRollout, TorchRollout
-from trainer.sampling import sample_seed
-from trainer.task import validation_tasks
 
 SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 
@@ -46,6 +46,6 @@ def test_grpo_steps_over_ray_match_torch(ray_cluster, tmp_path):
             results[use_ray] = [t.train_step(s) for s in (1, 2)]
         finally:
             t.cleanup("completed", "")
-    for a, b in zip(results[False], results[True]):
+    for a, b in zip(results[False], results[True], strict=False):
         assert (a.reward, a.tokens) == (b.reward, b.tokens)
         assert a.loss == pytest.approx(b.loss, abs=1e-6)

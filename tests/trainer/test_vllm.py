@@ -17,15 +17,15 @@ def test_vllm_rollout_follows_refits_and_trains(tmp_path):
     from trainer.loop import GRPOTrainer
     from trainer.rollout import TorchRollout
 
-    cfg = load_config(sets=["rollout=vllm", "warmup.enabled=false", "num_prompts_per_step=4",
-                            "micro_batch_size=32"])
+    cfg = load_config(sets=["rollout=vllm", "warmup.enabled=false", "num_prompts_per_step=4", "micro_batch_size=32"])
     t = GRPOTrainer(cfg, root=tmp_path, run_id="v")
     t.setup()
     try:
         prompts, seeds = ["12+34=", "5+7=", "99+1="], [1, 2, 3]
         greedy = dict(temperature=0.0, top_p=1.0, max_new_tokens=5)
         assert t.rollout.generate(prompts, seeds, **greedy) == TorchRollout(t.model, t.tokenizer).generate(
-            prompts, seeds, **greedy)
+            prompts, seeds, **greedy
+        )
         steps = [t.train_step(s) for s in (1, 2, cfg.validation_start)]  # the last one saves a checkpoint
         t.ckpt.close()
         with torch.no_grad():  # make the refit visible: the engine must follow the trainer's weights
@@ -33,7 +33,8 @@ def test_vllm_rollout_follows_refits_and_trains(tmp_path):
                 p.mul_(1.3)
         t.rollout.refit(t.model)
         assert t.rollout.generate(prompts, seeds, **greedy) == TorchRollout(t.model, t.tokenizer).generate(
-            prompts, seeds, **greedy)
+            prompts, seeds, **greedy
+        )
     finally:
         t.cleanup("completed", "")
     assert all(s.samples == 64 and math.isfinite(s.loss) and s.refit_s > 0 for s in steps)

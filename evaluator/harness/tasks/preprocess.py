@@ -19,8 +19,11 @@ def _clean(text: str) -> str:
 def hellaswag_docs(dataset: Any) -> Any:
     def one(doc: dict[str, Any]) -> dict[str, Any]:
         ctx = doc["ctx_a"] + " " + doc["ctx_b"].capitalize()
-        return {"query": _clean(doc["activity_label"] + ": " + ctx),
-                "choices": [_clean(e) for e in doc["endings"]], "gold": int(doc["label"])}
+        return {
+            "query": _clean(doc["activity_label"] + ": " + ctx),
+            "choices": [_clean(e) for e in doc["endings"]],
+            "gold": int(doc["label"]),
+        }
 
     return dataset.map(one)
 
@@ -32,7 +35,7 @@ def winogrande_text(doc: dict[str, Any]) -> int:
 
 
 def winogrande_target(doc: dict[str, Any]) -> str:
-    return str(doc["sentence"][doc["sentence"].index("_") + 1:].strip())
+    return str(doc["sentence"][doc["sentence"].index("_") + 1 :].strip())
 
 
 def winogrande_choices(doc: dict[str, Any]) -> list[str]:

@@ -8,13 +8,10 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-console = Console(soft_wrap=True)
-if not console.is_terminal:  # piped or captured: don't squeeze tables into 80 columns
-    console.width = max(console.width, 160)
+from recorder.cli.output import console
 
 
 def _utc(time_ns: int) -> str:
@@ -23,9 +20,9 @@ def _utc(time_ns: int) -> str:
 
 def verify(run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")]) -> None:
     """Check a run's log: schema, seq contiguity, digest chains, closing records. Torn tails are warnings."""
-    from recorder.verify import verify_run
+    from recorder.history.cache import verify_with_cache
 
-    report = verify_run(run_dir)
+    report = verify_with_cache(run_dir)
     total = sum(s.events for s in report.segments)
     console.print(f"run {report.run.run_id}: {len(report.segments)} segments, {total} events")
     for s in report.segments:
@@ -47,7 +44,9 @@ def verify(run_dir: Annotated[Path, typer.Argument(help="The run directory (hold
 def events(
     run_dir: Annotated[Path, typer.Argument(help="The run directory.")],
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
-    fmt: Annotated[Literal["table", "json"], typer.Option("--format", help="table or json (one object a line).")] = "table",
+    fmt: Annotated[
+        Literal["table", "json"], typer.Option("--format", help="table or json (one object a line).")
+    ] = "table",
 ) -> None:
     """Print a run's events in merged order (for people debugging a run)."""
     from recorder.catalogue import check_kind
@@ -59,8 +58,10 @@ def events(
     selected = [e for e in log.events if not kind or e.kind in kind]
     if fmt == "json":
         for e in selected:
-            row = {c: getattr(e, c) for c in ("run_id", "writer", "seq", "time_ns", "mono_ns", "kind", "step",
-                                               "samples_count", "key")}
+            row = {
+                c: getattr(e, c)
+                for c in ("run_id", "writer", "seq", "time_ns", "mono_ns", "kind", "step", "samples_count", "key")
+            }
             row.update(value=e.value, data=e.data, digest=e.digest, segment=e.segment)
             typer.echo(json.dumps(row, sort_keys=False))
         return
@@ -70,8 +71,17 @@ def events(
     for col in ("key", "value", "data"):
         table.add_column(col, overflow="fold")
     for e in selected:
-        table.add_row(_utc(e.time_ns), e.writer, str(e.seq), e.kind, _str(e.step), _str(e.samples_count),
-                      e.key or "", e.value_json or "", e.data_json if e.data_json != "{}" else "")
+        table.add_row(
+            _utc(e.time_ns),
+            e.writer,
+            str(e.seq),
+            e.kind,
+            _str(e.step),
+            _str(e.samples_count),
+            e.key or "",
+            e.value_json or "",
+            e.data_json if e.data_json != "{}" else "",
+        )
     console.print(table)
     for torn in log.torn:
         console.print(f"[yellow]warning:[/] {escape(str(torn))}", highlight=False)

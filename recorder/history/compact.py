@@ -103,8 +103,9 @@ def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult
         raise CompactError(f"{run.path}: not compacted, `recorder verify {run.path}` fails: {report.problems[0]}")
     open_segments = [s.name for s in report.segments if not s.closed]
     if open_segments:
-        return CompactResult(run.run_id, "live", sum(s.events for s in report.segments),
-                             f"segment {open_segments[0]} is still open")
+        return CompactResult(
+            run.run_id, "live", sum(s.events for s in report.segments), f"segment {open_segments[0]} is still open"
+        )
     table = read_run(run).table()
     run.derived.mkdir(exist_ok=True)
     _atomic_write(parquet_path(run), lambda p: pq.write_table(table, p, compression="zstd"))
@@ -127,8 +128,10 @@ def check_compacted(run_dir: Path | RunDir) -> list[str]:
     if manifest is None:
         problems.append(f"{manifest_path(run)}: missing or unreadable; run `recorder compact` again")
     elif manifest.get("segments") != _segment_sizes(run):
-        problems.append(f"{path}: stale, the segments changed since compaction (the history reads the "
-                        "segments instead); run `recorder compact` again")
+        problems.append(
+            f"{path}: stale, the segments changed since compaction (the history reads the "
+            "segments instead); run `recorder compact` again"
+        )
     try:
         cached = pq.read_table(path)
     except (pa.ArrowException, OSError) as e:
@@ -145,9 +148,11 @@ def check_compacted(run_dir: Path | RunDir) -> list[str]:
     for name in truth.schema.names:
         if not cached.column(name).equals(truth.column(name).cast(cached.schema.field(name).type)):
             got, want = cached.column(name).to_pylist(), truth.column(name).to_pylist()
-            row = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
-            problems.append(f"{path}: column {name!r} differs from segment {want_segment(truth, row)} at row "
-                            f"{row}: {got[row]!r} != {want[row]!r}")
+            row = next(i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b)
+            problems.append(
+                f"{path}: column {name!r} differs from segment {want_segment(truth, row)} at row "
+                f"{row}: {got[row]!r} != {want[row]!r}"
+            )
             break
     return problems
 
@@ -186,8 +191,11 @@ def read_packs(root: Path) -> list[Pack]:
     """The packs of a root ([] if none, or if the index is unreadable: packs are only a cache)."""
     try:
         index = json.loads((root / PACK_DIR / PACK_INDEX).read_text())
-        return [Pack(root / PACK_DIR / p["folder"], p["runs"]) for p in index["packs"]
-                if (root / PACK_DIR / p["folder"]).is_dir()]
+        return [
+            Pack(root / PACK_DIR / p["folder"], p["runs"])
+            for p in index["packs"]
+            if (root / PACK_DIR / p["folder"]).is_dir()
+        ]
     except (OSError, ValueError, KeyError, TypeError):
         return []
 
@@ -218,8 +226,10 @@ def pack_root(root: Path, *, threads: int | None = None) -> tuple[int, int]:
     try:
         # Files in run order and insertion order kept: rows stay grouped by run, so row-group statistics
         # let a query about one run skip most of the others.
-        con.execute(f"COPY (SELECT * FROM read_parquet([{files}])) TO '{pack_dir / (name + '.tmp')}' "
-                    "(FORMAT parquet, COMPRESSION zstd, PARTITION_BY (kind), WRITE_PARTITION_COLUMNS true)")
+        con.execute(
+            f"COPY (SELECT * FROM read_parquet([{files}])) TO '{pack_dir / (name + '.tmp')}' "
+            "(FORMAT parquet, COMPRESSION zstd, PARTITION_BY (kind), WRITE_PARTITION_COLUMNS true)"
+        )
     finally:
         con.close()
     os.replace(pack_dir / (name + ".tmp"), pack_dir / name)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainer.task import holdout_texts
-from trainer.tokenizer import Tokenizer
+from trainer.policy.task import holdout_texts
+from trainer.policy.tokenizer import Tokenizer
 
 METHOD = "holdout_mean_loglik"
 

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +27,11 @@ from recorder.errors import DataError, InputError
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.reader import read_run
+from recorder.rules import BENCHMARK, RULESET, validation_start_step
 from recorder.run import RunDir
 
 SOURCE = "nemo-rl"
 FORMAT = "nemo-rl-mcore"
-BENCHMARK = "qwen35_397b_grpo"
-RULESET = "6.1.0"
 NS_PER_MS = 1_000_000
 
 
@@ -70,20 +67,19 @@ class NemoCheckpoint:
     config: dict[str, Any]
 
 
-def validation_start(global_batch_size: int) -> int:
-    """CEIL(2.5 + 3840 / GBS), in exact arithmetic (3840/256 = 15 must give 18, not 17.999...)."""
-    return math.ceil(Fraction(5, 2) + Fraction(3840, global_batch_size))
-
-
 def discover(root: Path) -> list[Path]:
     """The published `step_N` directories, by step. `tmp_step_N` (an unfinished save) is never one."""
     if not root.is_dir():
         raise NoCheckpointsError(f"{root}: no such checkpoint directory")
-    found = [p for p in root.iterdir() if p.is_dir() and p.name.startswith("step_")
-             and p.name.removeprefix("step_").isdigit()]
+    found = [
+        p
+        for p in root.iterdir()
+        if p.is_dir() and p.name.startswith("step_") and p.name.removeprefix("step_").isdigit()
+    ]
     if not found:
-        raise NoCheckpointsError(f"{root}: no step_N checkpoint directories (is this NeMo-RL's "
-                                 "checkpointing.checkpoint_dir?)")
+        raise NoCheckpointsError(
+            f"{root}: no step_N checkpoint directories (is this NeMo-RL's checkpointing.checkpoint_dir?)"
+        )
     return sorted(found, key=lambda p: int(p.name.removeprefix("step_")))
 
 
@@ -128,19 +124,22 @@ def read_checkpoint(path: Path) -> NemoCheckpoint:
     info_path = path / "training_info.json"
     info = _load_json(info_path)
     if _positive_int(info, "current_step", info_path) != step:
-        raise CheckpointLayoutError(f"{info_path}: current_step {info['current_step']} differs from the "
-                                    f"directory's step {step}")
+        raise CheckpointLayoutError(
+            f"{info_path}: current_step {info['current_step']} differs from the directory's step {step}"
+        )
     prompts = _positive_int(info, "consumed_samples", info_path)
     update_ms = _positive_int(info, "training_step_end_time_ms", info_path)
     config = _load_yaml(path / "config.yaml")
     generations = (config.get("grpo") or {}).get("num_generations_per_prompt")
     if not isinstance(generations, int) or generations <= 0:
-        raise CheckpointLayoutError(f"{path / 'config.yaml'}: grpo.num_generations_per_prompt must be a "
-                                    f"positive integer, got {generations!r}")
+        raise CheckpointLayoutError(
+            f"{path / 'config.yaml'}: grpo.num_generations_per_prompt must be a positive integer, got {generations!r}"
+        )
     if not (path / "policy" / "weights").is_dir():
         raise CheckpointLayoutError(f"{path / 'policy' / 'weights'}: missing (the MCore weights directory)")
-    return NemoCheckpoint(step=step, path=path, prompts=prompts, samples=prompts * generations,
-                          weight_update_ms=update_ms, config=config)
+    return NemoCheckpoint(
+        step=step, path=path, prompts=prompts, samples=prompts * generations, weight_update_ms=update_ms, config=config
+    )
 
 
 def global_batch_size(config: dict[str, Any]) -> int:
@@ -152,24 +151,24 @@ def global_batch_size(config: dict[str, Any]) -> int:
         if isinstance(prompts, int) and isinstance(generations, int):
             gbs = prompts * generations
     if not isinstance(gbs, int) or gbs <= 0:
-        raise CheckpointLayoutError("config.yaml: neither policy.train_global_batch_size nor "
-                                    "grpo.num_prompts_per_step x grpo.num_generations_per_prompt gives the "
-                                    "global batch size")
+        raise CheckpointLayoutError(
+            "config.yaml: neither policy.train_global_batch_size nor "
+            "grpo.num_prompts_per_step x grpo.num_generations_per_prompt gives the "
+            "global batch size"
+        )
     return gbs
 
 
 def series_problems(checkpoints: list[NemoCheckpoint], gbs: int) -> list[str]:
     """Departures from the rule: the series must start at the validation start and have no gaps."""
-    start = validation_start(gbs)
+    start = validation_start_step(gbs)
     steps = [c.step for c in checkpoints]
     problems = []
     if steps[0] != start:
-        problems.append(f"the series starts at step {steps[0]}, not at the validation start {start} "
-                        f"(GBS {gbs})")
+        problems.append(f"the series starts at step {steps[0]}, not at the validation start {start} (GBS {gbs})")
     missing = sorted(set(range(max(start, steps[0]), steps[-1] + 1)) - set(steps))
     if missing:
-        problems.append(f"missing checkpoints for steps {', '.join(map(str, missing))} (was keep_top_k "
-                        "pruning them?)")
+        problems.append(f"missing checkpoints for steps {', '.join(map(str, missing))} (was keep_top_k pruning them?)")
     for c in checkpoints:
         if c.samples != c.step * gbs:
             problems.append(f"step {c.step}: {c.samples} samples consumed, expected step x GBS = {c.step * gbs}")
@@ -179,7 +178,9 @@ def series_problems(checkpoints: list[NemoCheckpoint], gbs: int) -> list[str]:
 def tree_digest(directory: Path) -> tuple[str, int]:
     """(sha256 of the `sha256sum`-style manifest of every file under `directory`, total bytes)."""
     lines, total = [], 0
-    for f in sorted((p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.relative_to(directory).as_posix()):
+    for f in sorted(
+        (p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.relative_to(directory).as_posix()
+    ):
         h = hashlib.sha256()
         with open(f, "rb") as stream:
             while block := stream.read(1 << 20):
@@ -230,8 +231,10 @@ def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -
     run, kinds, committed = _open_run(into)  # kinds before this import
     clash = sorted(committed & {c.step for c in checkpoints})
     if clash:
-        raise AlreadyImportedError(f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
-                                   "commits; import into a new run directory")
+        raise AlreadyImportedError(
+            f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
+            "commits; import into a new run directory"
+        )
     with LogWriter(run, writer) as log:
         if "run_opened" not in kinds:
             _run_opened(log, checkpoints[0], gbs)
@@ -239,18 +242,32 @@ def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -
             _commit(log, run, c)
         if "train_stop" not in kinds:
             last = checkpoints[-1]
-            log.append("train_stop", step=last.step, samples_count=last.samples,
-                       time_ns=last.weight_update_ms * NS_PER_MS, data={"status": "completed", "reason": ""})
+            log.append(
+                "train_stop",
+                step=last.step,
+                samples_count=last.samples,
+                time_ns=last.weight_update_ms * NS_PER_MS,
+                data={"status": "completed", "reason": ""},
+            )
     return ImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds)
 
 
 def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
     mlperf = (first.config.get("logger") or {}).get("mlperf") or {}
-    log.append("run_opened", time_ns=first.weight_update_ms * NS_PER_MS, data={
-        "benchmark": mlperf.get("benchmark", BENCHMARK), "ruleset": RULESET, "division": mlperf.get("division"),
-        "global_batch_size": gbs, "config": first.config, "provenance": provenance(), "resumed_from": None,
-        "source": SOURCE,
-    })
+    log.append(
+        "run_opened",
+        time_ns=first.weight_update_ms * NS_PER_MS,
+        data={
+            "benchmark": mlperf.get("benchmark", BENCHMARK),
+            "ruleset": RULESET,
+            "division": mlperf.get("division"),
+            "global_batch_size": gbs,
+            "config": first.config,
+            "provenance": provenance(),
+            "resumed_from": None,
+            "source": SOURCE,
+        },
+    )
 
 
 def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint) -> None:
@@ -258,11 +275,26 @@ def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint) -> None:
     log.append("weight_update", step=c.step, samples_count=c.samples, time_ns=update_ns, data={"source": SOURCE})
     sha256, size = tree_digest(c.path / "policy" / "weights")
     written = _written_ns(c.path)
-    log.append("checkpoint_committed", step=c.step, samples_count=c.samples, time_ns=written, data={
-        "path": _relative(c.path, run), "sha256": sha256, "bytes": size, "weight_update_ns": update_ns,
-        "save_begin_ns": None, "save_end_ns": written, "blocked_ns": None, "fingerprint": {},
-        "format": FORMAT, "dtype": _dtype(c.config), "source": SOURCE, "prompts": c.prompts,
-    })
+    log.append(
+        "checkpoint_committed",
+        step=c.step,
+        samples_count=c.samples,
+        time_ns=written,
+        data={
+            "path": _relative(c.path, run),
+            "sha256": sha256,
+            "bytes": size,
+            "weight_update_ns": update_ns,
+            "save_begin_ns": None,
+            "save_end_ns": written,
+            "blocked_ns": None,
+            "fingerprint": {},
+            "format": FORMAT,
+            "dtype": _dtype(c.config),
+            "source": SOURCE,
+            "prompts": c.prompts,
+        },
+    )
 
 
 def _dtype(config: dict[str, Any]) -> str | None:

@@ -7,35 +7,47 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-if TYPE_CHECKING:
-    from evaluator.history import Attempt
-    from evaluator.session import Outcome, Summary
+from recorder.cli.output import console
 
-console = Console()
+if TYPE_CHECKING:
+    from evaluator.attempts import Attempt
+    from evaluator.session import Outcome, Summary
 
 
 def eval_command(
     run_dir: Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")],
     order: Annotated[str, typer.Option(help="ascending | descending | S1,S2,... (only those steps).")] = "ascending",
-    all_: Annotated[bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")] = False,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")
+    ] = False,
     workers: Annotated[int, typer.Option(help="Evaluation workers; more than 1 runs Ray actors.")] = 1,
     ray: Annotated[str | None, typer.Option("--ray", help="Ray cluster address (default: a local cluster).")] = None,
     limit: Annotated[int | None, typer.Option(help="Evaluate at most N checkpoints in this session.")] = None,
-    batch_size: Annotated[int, typer.Option(help="Samples generated per batch (the score does not depend on it).")] = 64,
-    allow_gaps: Annotated[bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")] = False,
+    batch_size: Annotated[
+        int, typer.Option(help="Samples generated per batch (the score does not depend on it).")
+    ] = 64,
+    allow_gaps: Annotated[
+        bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")
+    ] = False,
     fingerprint: Annotated[Literal["on", "off"], typer.Option(help="Check each checkpoint's fingerprint.")] = "on",
     fingerprint_tolerance: Annotated[float, typer.Option(help="Largest |recomputed - recorded| fingerprint.")] = 0.005,
-    harness: Annotated[Literal["lm-eval"] | None, typer.Option(
-        help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k.")] = None,
-    tasks: Annotated[str | None, typer.Option(
-        help="--harness: comma-separated tasks (default: arc_easy,arc_challenge,hellaswag,openbookqa,piqa,"
-             "winogrande,siqa).")] = None,
+    harness: Annotated[
+        Literal["lm-eval"] | None,
+        typer.Option(help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k."),
+    ] = None,
+    tasks: Annotated[
+        str | None,
+        typer.Option(
+            help="--harness: comma-separated tasks (default: arc_easy,arc_challenge,hellaswag,openbookqa,piqa,"
+            "winogrande,siqa)."
+        ),
+    ] = None,
     steps: Annotated[str | None, typer.Option(help="--harness: only these steps, S1,S2,... (default: all).")] = None,
-    data_dir: Annotated[Path | None, typer.Option(
-        help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")
+    ] = None,
 ) -> None:
     """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
 
@@ -46,9 +58,21 @@ def eval_command(
     from evaluator.order import parse_order
 
     if harness is not None:
-        _harness_eval(run_dir, tasks=tasks, steps=steps, data_dir=data_dir, order=order, all_=all_,
-                      workers=workers, ray=ray, limit=limit, batch_size=batch_size, allow_gaps=allow_gaps,
-                      fingerprint=fingerprint, fingerprint_tolerance=fingerprint_tolerance)
+        _harness_eval(
+            run_dir,
+            tasks=tasks,
+            steps=steps,
+            data_dir=data_dir,
+            order=order,
+            all_=all_,
+            workers=workers,
+            ray=ray,
+            limit=limit,
+            batch_size=batch_size,
+            allow_gaps=allow_gaps,
+            fingerprint=fingerprint,
+            fingerprint_tolerance=fingerprint_tolerance,
+        )
         return
     if tasks is not None or steps is not None or data_dir is not None:
         from evaluator.harness.errors import HarnessOptionsError
@@ -57,23 +81,48 @@ def eval_command(
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
 
-    options = Options(order=parse_order(order), all=all_, workers=workers, ray_address=ray, limit=limit,
-                      batch_size=batch_size, allow_gaps=allow_gaps, fingerprint=fingerprint == "on",
-                      fingerprint_tolerance=fingerprint_tolerance)
+    options = Options(
+        order=parse_order(order),
+        all=all_,
+        workers=workers,
+        ray_address=ray,
+        limit=limit,
+        batch_size=batch_size,
+        allow_gaps=allow_gaps,
+        fingerprint=fingerprint == "on",
+        fingerprint_tolerance=fingerprint_tolerance,
+    )
     summary = evaluate_run(run_dir, options, on_outcome=_print_outcome)
     _print_summary(summary)
     if summary.failures:
         steps = ", ".join(str(o.step) for o in summary.failures)
-        raise EvaluationsFailed(f"{len(summary.failures)} evaluation(s) failed (steps {steps}); each is an "
-                                f"eval_failed event: see `recorder evals {run_dir}`")
+        raise EvaluationsFailed(
+            f"{len(summary.failures)} evaluation(s) failed (steps {steps}); each is an "
+            f"eval_failed event: see `recorder evals {run_dir}`"
+        )
     if summary.passing_step is None and not summary.remaining:
-        raise NothingPassedError(f"no evaluated checkpoint reached {summary.eval_cfg.metric} > "
-                                 f"{summary.eval_cfg.target}: no run_stop can claim success")
+        raise NothingPassedError(
+            f"no evaluated checkpoint reached {summary.eval_cfg.metric} > "
+            f"{summary.eval_cfg.target}: no run_stop can claim success"
+        )
 
 
-def _harness_eval(run_dir: Path, *, tasks: str | None, steps: str | None, data_dir: Path | None, order: str,
-                  all_: bool, workers: int, ray: str | None, limit: int | None, batch_size: int, allow_gaps: bool,
-                  fingerprint: str, fingerprint_tolerance: float) -> None:
+def _harness_eval(
+    run_dir: Path,
+    *,
+    tasks: str | None,
+    steps: str | None,
+    data_dir: Path | None,
+    order: str,
+    all_: bool,
+    workers: int,
+    ray: str | None,
+    limit: int | None,
+    batch_size: int,
+    allow_gaps: bool,
+    fingerprint: str,
+    fingerprint_tolerance: float,
+) -> None:
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
     from evaluator.harness.run import HarnessOptions, evaluate_harness
@@ -87,11 +136,18 @@ def _harness_eval(run_dir: Path, *, tasks: str | None, steps: str | None, data_d
         problems.append("--all: the harness scores every checkpoint asked for anyway (there is no target)")
     if problems:
         raise HarnessOptionsError("with --harness: " + "; ".join(problems))
-    options = HarnessOptions(tasks=parse_tasks(tasks if tasks is not None else ",".join(DEFAULT_TASKS)),
-                             data_dir=data_dir, order=parse_order(steps if steps is not None else order),
-                             limit=limit, batch_size=batch_size, workers=workers, ray_address=ray,
-                             allow_gaps=allow_gaps,
-                             fingerprint=fingerprint == "on", fingerprint_tolerance=fingerprint_tolerance)
+    options = HarnessOptions(
+        tasks=parse_tasks(tasks if tasks is not None else ",".join(DEFAULT_TASKS)),
+        data_dir=data_dir,
+        order=parse_order(steps if steps is not None else order),
+        limit=limit,
+        batch_size=batch_size,
+        workers=workers,
+        ray_address=ray,
+        allow_gaps=allow_gaps,
+        fingerprint=fingerprint == "on",
+        fingerprint_tolerance=fingerprint_tolerance,
+    )
     summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)
     for c in summary.closed:
         console.print(f"closed an interrupted evaluation: {c}", highlight=False)
@@ -103,8 +159,10 @@ def _harness_eval(run_dir: Path, *, tasks: str | None, steps: str | None, data_d
     console.print(head, highlight=False)
     if summary.failures:
         failed = ", ".join(str(o.step) for o in summary.failures)
-        raise EvaluationsFailed(f"{len(summary.failures)} evaluation(s) failed (steps {failed}); each is an "
-                                f"eval_failed event: see `recorder evals {run_dir}`")
+        raise EvaluationsFailed(
+            f"{len(summary.failures)} evaluation(s) failed (steps {failed}); each is an "
+            f"eval_failed event: see `recorder evals {run_dir}`"
+        )
 
 
 def _print_harness_outcome(o: Any) -> None:
@@ -132,8 +190,11 @@ def _print_summary(s: Summary) -> None:
     for c in s.closed:
         console.print(f"closed an interrupted evaluation: {c}", highlight=False)
     if s.segment is None:
-        why = (f"step {s.passing_step} already passed; --all evaluates the others" if s.passing_step is not None
-               else "every checkpoint asked for was already scored")
+        why = (
+            f"step {s.passing_step} already passed; --all evaluates the others"
+            if s.passing_step is not None
+            else "every checkpoint asked for was already scored"
+        )
         console.print(f"nothing to evaluate: {why}", highlight=False)
     scored = sum(o.status == "scored" for o in s.outcomes)
     head = f"run {s.run_id}: {scored} evaluated"
@@ -142,8 +203,10 @@ def _print_summary(s: Summary) -> None:
         head += f"; not evaluated (--limit): steps {', '.join(map(str, s.remaining))}"
     console.print(head, highlight=False)
     if s.passing_step is not None:
-        console.print(f"first passing checkpoint: step {s.passing_step} ({s.eval_cfg.metric} > {s.eval_cfg.target})",
-                      highlight=False)
+        console.print(
+            f"first passing checkpoint: step {s.passing_step} ({s.eval_cfg.metric} > {s.eval_cfg.target})",
+            highlight=False,
+        )
 
 
 def _utc(time_ns: int | None) -> str:
@@ -156,36 +219,36 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
     """Every evaluation of a run, from its events: step, outcome, score, timing, checkpoint hash."""
     from rich import box
 
-    from evaluator.history import attempts
+    from evaluator.attempts import attempts
     from recorder.reader import read_run
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
     target = ((opened.data.get("config") or {}).get("eval") or {}).get("target") if opened else None
     rows = attempts(log.events)
-    day = next((dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows
-                if a.start), "")
+    day = next(
+        (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""
+    )
     title = f"{log.run.run_id}: {len(rows)} evaluations" + (f", pass means > {target}" if target is not None else "")
-    table = Table(title=title + (f", started {day} UTC" if day else ""), box=box.SIMPLE, pad_edge=False,
-                  collapse_padding=True)
+    table = Table(
+        title=title + (f", started {day} UTC" if day else ""), box=box.SIMPLE, pad_edge=False, collapse_padding=True
+    )
     for col in ("step", "segment", "started", "s", "status", "accuracy", "pass", "sha256"):
         table.add_column(col, no_wrap=True, min_width=len(col))
     table.add_column("derived/evals/ or reason", overflow="fold", min_width=20)
     for a in rows:
         table.add_row(*_evals_row(a, target))
-    # Piped output has no width: give it room for the paths rather than folding them at 80 columns.
-    out = console if console.is_terminal else Console(width=140)
-    out.print(table)
+    console.print(table)
     zero_shot = _zero_shot_table(log.events)
     if zero_shot is not None:
-        out.print(zero_shot)
+        console.print(zero_shot)
 
 
 def _zero_shot_table(events: list[Any]) -> Table | None:
     """The harness's task scores (writer "harness"), one row per step, one column per task; None if none."""
     from rich import box
 
-    from evaluator.history import HARNESS_WRITER
+    from evaluator.attempts import HARNESS_WRITER
 
     scores: dict[int, dict[str, str]] = {}
     failed: dict[int, str] = {}
@@ -199,8 +262,12 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
     if not scores and not failed:
         return None
     tasks = list(dict.fromkeys(t for row in scores.values() for t in row))
-    table = Table(title="zero-shot tasks (recorder eval --harness lm-eval; latest score per step and task)",
-                  box=box.SIMPLE, pad_edge=False, collapse_padding=True)
+    table = Table(
+        title="zero-shot tasks (recorder eval --harness lm-eval; latest score per step and task)",
+        box=box.SIMPLE,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     table.add_column("step", no_wrap=True)
     for t in tasks:
         table.add_column(t, no_wrap=True)
@@ -225,9 +292,17 @@ def _evals_row(a: Attempt, target: float | None) -> list[str]:
     else:
         detail = "no end recorded (running, or killed)"
     sha = str((a.start.data if a.start else {}).get("sha256", ""))[:8]
-    return [str(a.step if a.step is not None else ""), a.segment.removesuffix(".arrows"),
-            _utc(a.start.time_ns if a.start else None), seconds, a.status, "" if acc is None else f"{acc:.4f}",
-            passed, sha, detail]
+    return [
+        str(a.step if a.step is not None else ""),
+        a.segment.removesuffix(".arrows"),
+        _utc(a.start.time_ns if a.start else None),
+        seconds,
+        a.status,
+        "" if acc is None else f"{acc:.4f}",
+        passed,
+        sha,
+        detail,
+    ]
 
 
 def register(app: typer.Typer) -> None:

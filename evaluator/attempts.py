@@ -68,8 +68,15 @@ def attempts(events: Iterable[Event]) -> list[Attempt]:
         slot = rows.setdefault((e.segment, e.step), {})
         slot.setdefault(e.kind.removeprefix("eval_"), e)
     return [
-        Attempt(step=step, segment=seg, start=r.get("start"), result=r.get("result"), stop=r.get("stop"),
-                failed=r.get("failed"), closed_by=closers.get((seg, step)))
+        Attempt(
+            step=step,
+            segment=seg,
+            start=r.get("start"),
+            result=r.get("result"),
+            stop=r.get("stop"),
+            failed=r.get("failed"),
+            closed_by=closers.get((seg, step)),
+        )
         for (seg, step), r in rows.items()
     ]
 

@@ -11,20 +11,20 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from recorder.cli.output import PIPE_WIDTH, console, err
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from recorder.history import History
+    from recorder.history.views import History
 
-console = Console()
-err = Console(stderr=True)
 
 RootOption = Annotated[Path, typer.Option("--root", help="The folder holding the runs.")]
 DEFAULT_ROOT = Path("runs")
 
 
 def _open(root: Path) -> History:
-    from recorder.history import open_history
+    from recorder.history.views import open_history
 
     history = open_history(root)
     for problem in history.problems:
@@ -47,7 +47,7 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
             view.add_column(name, overflow="fold")
         for row in table.to_pylist():
             view.add_row(*(_cell(v) for v in row.values()))
-        target = Console(file=out.open("w"), width=200) if out else console
+        target = Console(file=out.open("w"), width=PIPE_WIDTH, soft_wrap=True) if out else console
         target.print(view)
         target.print(f"{table.num_rows} rows")
         return
@@ -72,11 +72,16 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
 
 
 def query(
-    sql: Annotated[str, typer.Argument(help="One read-only SQL statement over the views: events, runs, steps, "
-                                            "checkpoints, evals, scores.")],
+    sql: Annotated[
+        str,
+        typer.Argument(
+            help="One read-only SQL statement over the views: events, runs, steps, checkpoints, evals, scores."
+        ),
+    ],
     root: RootOption = DEFAULT_ROOT,
-    fmt: Annotated[Literal["table", "csv", "json"], typer.Option("--format", help="table, csv or json "
-                                                                 "(one object a line).")] = "table",
+    fmt: Annotated[
+        Literal["table", "csv", "json"], typer.Option("--format", help="table, csv or json (one object a line).")
+    ] = "table",
     out: Annotated[Path | None, typer.Option("-o", "--output", help="Write the result here.")] = None,
 ) -> None:
     """Read-only SQL (DuckDB) over every run under the root. Writes are refused."""
@@ -89,22 +94,27 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
     with _open(root) as history:
         table = history.query(
             "SELECT run_id, origin, benchmark, division, global_batch_size AS gbs, steps, status, "
-            "passing_step, minutes, scored_as, source, events FROM runs ORDER BY run_id")
+            "passing_step, minutes, scored_as, source, events FROM runs ORDER BY run_id"
+        )
     view = Table(title=f"{table.num_rows} runs under {root}")
     for name in table.column_names:
-        view.add_column(name, justify="right" if name in ("gbs", "steps", "passing_step", "minutes", "events")
-                        else "left")
+        view.add_column(
+            name, justify="right" if name in ("gbs", "steps", "passing_step", "minutes", "events") else "left"
+        )
     for row in table.to_pylist():
         minutes = row["minutes"]
         row["minutes"] = None if minutes is None else f"{minutes:.3f}"
         view.add_row(*(_cell(v) for v in row.values()))
-    # A pipe gets 80 columns from rich; the table needs more to stay readable.
-    Console(width=max(console.width, 160)).print(view)
+    console.print(view)
     unscored = [r["run_id"] for r in table.to_pylist() if r["scored_as"] is None]
     if unscored:  # scores are files replay writes; a fresh import or evaluation has none yet
-        console.print(f"{len(unscored)} run(s) not scored yet ({', '.join(unscored[:3])}"
-                      f"{', ...' if len(unscored) > 3 else ''}): `recorder replay RUN_DIR` or "
-                      f"`recorder compact --root {root}` writes their scores", highlight=False, soft_wrap=True)
+        console.print(
+            f"{len(unscored)} run(s) not scored yet ({', '.join(unscored[:3])}"
+            f"{', ...' if len(unscored) > 3 else ''}): `recorder replay RUN_DIR` or "
+            f"`recorder compact --root {root}` writes their scores",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def compact(
@@ -113,8 +123,8 @@ def compact(
     scores: Annotated[bool, typer.Option(help="Also write derived/scores.jsonl (needs replay).")] = True,
 ) -> None:
     """Closed runs get derived/events.parquet (a cache; the segments stay the truth), packed per root."""
-    from recorder.compact import compact_run, pack_root
     from recorder.errors import RecorderError
+    from recorder.history.compact import compact_run, pack_root
     from recorder.run import list_runs
 
     write_scores = _score_writer() if scores else None
@@ -149,10 +159,16 @@ def plot(
     run_dir: Annotated[Path | None, typer.Argument(help="The run to draw as a timeline.")] = None,
     out: Annotated[Path, typer.Option("-o", "--output", help="The PNG (or SVG/PDF) to write.")] = Path("run.png"),
     root: Annotated[Path | None, typer.Option("--root", help="Draw a metric across every run here instead.")] = None,
-    metric: Annotated[str, typer.Option("--metric", help="With --root: a column of the steps view, or an evaluation key (accuracy, a zero-shot task).")] = "reward",
+    metric: Annotated[
+        str,
+        typer.Option(
+            "--metric",
+            help="With --root: a column of the steps view, or an evaluation key (accuracy, a zero-shot task).",
+        ),
+    ] = "reward",
 ) -> None:
     """A timeline of one run (steps, saves, evaluations, run_stop per interpretation), or curves across runs."""
-    from recorder import plot as plots
+    from recorder.history import plot as plots
 
     if (run_dir is None) == (root is None):
         raise typer.BadParameter("give either RUN_DIR (a timeline) or --root DIR (curves across runs)")

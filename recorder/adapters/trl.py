@@ -37,7 +37,7 @@ from typing import Any
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from recorder.integrations import MissingWeightsError
+from recorder.adapters.errors import MissingWeightsError
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.reader import read_run
@@ -45,8 +45,11 @@ from recorder.run import RunDir
 
 SOURCE = "trl"
 # The file a checkpoint's sha256 covers, in order of preference, with the format recorded for it.
-WEIGHT_FILES = (("model.safetensors", "safetensors"), ("adapter_model.safetensors", "safetensors-adapter"),
-                ("model.safetensors.index.json", "safetensors-index"))
+WEIGHT_FILES = (
+    ("model.safetensors", "safetensors"),
+    ("adapter_model.safetensors", "safetensors-adapter"),
+    ("model.safetensors.index.json", "safetensors-index"),
+)
 # Logged values that become step_metrics columns (the rest go under `extra`).
 RENAMED = {"loss": "loss", "reward": "reward", "grad_norm": "grad_norm", "step_time": "step_s"}
 SUMMARY_KEY = "train_runtime"  # present only in the Trainer's end-of-training summary log
@@ -87,21 +90,32 @@ def layout_problems(args: TrainingArguments, run: RunDir) -> list[str]:
     problems = []
     out = Path(str(args.output_dir)).resolve()
     if run.path.resolve() not in out.parents:
-        problems.append(f"output_dir {args.output_dir} is outside the run directory {run.path}: checkpoint paths "
-                        "are recorded relative to the run, and `recorder eval` refuses paths that leave it; use "
-                        "output_dir=str(run.checkpoints)")
+        problems.append(
+            f"output_dir {args.output_dir} is outside the run directory {run.path}: checkpoint paths "
+            "are recorded relative to the run, and `recorder eval` refuses paths that leave it; use "
+            "output_dir=str(run.checkpoints)"
+        )
     if args.save_total_limit:
-        problems.append(f"save_total_limit={args.save_total_limit} deletes committed checkpoints: the 6.1 rule "
-                        "needs every one from the validation start on")
+        problems.append(
+            f"save_total_limit={args.save_total_limit} deletes committed checkpoints: the 6.1 rule "
+            "needs every one from the validation start on"
+        )
     return problems
 
 
 class RecorderCallback(TrainerCallback):
     """A `transformers.TrainerCallback` that appends the run's events to `run` (writer `trainer`)."""
 
-    def __init__(self, run: RunDir | Path | str, *, writer: str = "trainer", benchmark: str | None = None,
-                 ruleset: str | None = None, division: str | None = None,
-                 clock: Callable[[], int] = time.time_ns) -> None:
+    def __init__(
+        self,
+        run: RunDir | Path | str,
+        *,
+        writer: str = "trainer",
+        benchmark: str | None = None,
+        ruleset: str | None = None,
+        division: str | None = None,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
         self.run = run if isinstance(run, RunDir) else RunDir.open(run)
         self.writer_name = writer
         self.benchmark, self.ruleset, self.division = benchmark, ruleset, division
@@ -117,8 +131,9 @@ class RecorderCallback(TrainerCallback):
         if self.log is not None:
             self.log.append(kind, **fields)
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                       **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if not state.is_world_process_zero or self.log is not None:
             return
         for problem in layout_problems(args, self.run):
@@ -142,12 +157,20 @@ class RecorderCallback(TrainerCallback):
             except metadata.PackageNotFoundError:
                 continue
         config = json.loads(args.to_json_string())  # type: ignore[no-untyped-call]
-        return {"benchmark": self.benchmark, "ruleset": self.ruleset, "division": self.division,
-                "global_batch_size": gbs, "config": config, "provenance": prov, "resumed_from": None,
-                "source": SOURCE}
+        return {
+            "benchmark": self.benchmark,
+            "ruleset": self.ruleset,
+            "division": self.division,
+            "global_batch_size": gbs,
+            "config": config,
+            "provenance": prov,
+            "resumed_from": None,
+            "source": SOURCE,
+        }
 
-    def on_optimizer_step(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                          **kwargs: Any) -> None:
+    def on_optimizer_step(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         # The Trainer increments global_step after this hook: the step just taken is global_step + 1.
         step = state.global_step + 1
         now = self.clock()
@@ -155,12 +178,17 @@ class RecorderCallback(TrainerCallback):
         self._updates[step] = now
         self._append("weight_update", step=step, samples_count=step * samples_per_step(args), time_ns=now)
 
-    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kwargs: Any) -> None:
+    def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         self._mark_ns = self.clock()
 
-    def on_log(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-               logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         self._mark_ns = self.clock()
         if self.log is None or not logs or SUMMARY_KEY in logs:
             return
@@ -169,12 +197,10 @@ class RecorderCallback(TrainerCallback):
             self._tokens = float(logs["num_tokens"])
         self._metrics = (state.global_step, data)
 
-    def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                    **kwargs: Any) -> None:
+    def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         self._mark_ns = self.clock()
 
-    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                **kwargs: Any) -> None:
+    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         if self.log is None:
             return
         end = self.clock()
@@ -186,19 +212,35 @@ class RecorderCallback(TrainerCallback):
         dtype = str(getattr(model, "dtype", "")).removeprefix("torch.") or None
         update_ns = self._updates.get(step)
         begin = max(self._mark_ns, update_ns or 0)
-        self._append("checkpoint_committed", step=step, samples_count=step * samples_per_step(args), time_ns=end,
-                     data={"path": Path(os.path.relpath(directory.resolve(), self.run.path.resolve())).as_posix(),
-                           "sha256": sha256, "bytes": size, "weight_update_ns": update_ns, "save_begin_ns": begin,
-                           "save_end_ns": end, "blocked_ns": end - begin, "fingerprint": {}, "format": fmt,
-                           "dtype": dtype, "source": SOURCE})
+        self._append(
+            "checkpoint_committed",
+            step=step,
+            samples_count=step * samples_per_step(args),
+            time_ns=end,
+            data={
+                "path": Path(os.path.relpath(directory.resolve(), self.run.path.resolve())).as_posix(),
+                "sha256": sha256,
+                "bytes": size,
+                "weight_update_ns": update_ns,
+                "save_begin_ns": begin,
+                "save_end_ns": end,
+                "blocked_ns": end - begin,
+                "fingerprint": {},
+                "format": fmt,
+                "dtype": dtype,
+                "source": SOURCE,
+            },
+        )
         self._flush_metrics()
 
     def _weights(self, directory: Path) -> tuple[Path, str]:
         for name, fmt in WEIGHT_FILES:
             if (directory / name).is_file():
                 return directory / name, fmt
-        raise MissingWeightsError(f"{directory}: no {' or '.join(n for n, _ in WEIGHT_FILES)}: save with "
-                                  "save_safetensors=True (the default) so the checkpoint can be hashed")
+        raise MissingWeightsError(
+            f"{directory}: no {' or '.join(n for n, _ in WEIGHT_FILES)}: save with "
+            "save_safetensors=True (the default) so the checkpoint can be hashed"
+        )
 
     def _flush_metrics(self) -> None:
         if self._metrics is not None:
@@ -206,15 +248,17 @@ class RecorderCallback(TrainerCallback):
             self._metrics = None
             self._append("step_metrics", step=step, samples_count=step * int(data["samples"]), data=data)
 
-    def on_train_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl,
-                     **kwargs: Any) -> None:
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
+    ) -> None:
         if self.log is None:
             return
         self._flush_metrics()
         step, samples = state.global_step, state.global_step * samples_per_step(args)
         now = self.clock()
         self._append("block_stop", step=step, samples_count=samples, time_ns=now)
-        self._append("train_stop", step=step, samples_count=samples, time_ns=now,
-                     data={"status": "completed", "reason": ""})
+        self._append(
+            "train_stop", step=step, samples_count=samples, time_ns=now, data={"status": "completed", "reason": ""}
+        )
         self.log.close()
         self.log = None

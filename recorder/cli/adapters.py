@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-console = Console()
+from recorder.cli.output import console
 
 
 def _utc_ms(ms: int) -> str:
@@ -23,7 +22,7 @@ def import_checkpoints(
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when the series breaks the 6.1 rule.")] = False,
 ) -> None:
     """Record a NeMo-RL deferred-evaluation series as weight_update and checkpoint_committed events."""
-    from recorder.nemo_import import import_checkpoints as run_import
+    from recorder.adapters.nemo import import_checkpoints as run_import
 
     report = run_import(checkpoint_root, into)
     table = Table(title=f"{report.run.run_id}: {len(report.checkpoints)} checkpoints (GBS {report.global_batch_size})")
@@ -34,8 +33,12 @@ def import_checkpoints(
     console.print(table)
     for problem in report.problems:
         console.print(f"[yellow]rule:[/] {problem}", highlight=False)
-    step = (f"recorder replay {report.run.path}" if report.evaluated
-            else f"evaluate the checkpoints (eval_start/eval_result/eval_stop events), then recorder replay {report.run.path}")
+    step = (
+        f"recorder replay {report.run.path}"
+        if report.evaluated
+        else "evaluate the checkpoints (eval_start/eval_result/eval_stop events), then recorder replay "
+        f"{report.run.path}"
+    )
     console.print(f"imported into {report.run.path}; next: {step}", highlight=False)
     if report.problems and strict:
         raise typer.Exit(1)

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from recorder.compact import Pack, fresh_manifest, parquet_path, read_packs
 from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
+from recorder.history.compact import Pack, fresh_manifest, parquet_path, read_packs
 from recorder.reader import read_run
 from recorder.run import RunDir, list_runs
 from recorder.verify import check_segment
@@ -32,12 +32,21 @@ if TYPE_CHECKING:
 
 VIEWS = ("events", "runs", "steps", "checkpoints", "evals", "scores")
 SCORES_NAME = "scores.jsonl"
-SCORE_COLUMNS = pa.schema([
-    ("run_id", pa.string()), ("ruleset", pa.string()), ("interpretation", pa.string()), ("status", pa.string()),
-    ("passing_step", pa.int64()), ("run_start_ns", pa.int64()), ("run_stop_ns", pa.int64()),
-    ("minutes", pa.float64()), ("checker", pa.string()), ("mlperf_logging_version", pa.string()),
-    ("why", pa.string()),
-])
+SCORE_COLUMNS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("ruleset", pa.string()),
+        ("interpretation", pa.string()),
+        ("status", pa.string()),
+        ("passing_step", pa.int64()),
+        ("run_start_ns", pa.int64()),
+        ("run_stop_ns", pa.int64()),
+        ("minutes", pa.float64()),
+        ("checker", pa.string()),
+        ("mlperf_logging_version", pa.string()),
+        ("why", pa.string()),
+    ]
+)
 # Statements a query may be; everything else (INSERT, CREATE, COPY, ATTACH, SET, INSTALL, ...) is refused.
 _READ_ONLY = ("SELECT", "EXPLAIN")
 
@@ -155,8 +164,10 @@ def _scores_table(src: _Sources) -> pa.Table:
             pa.Table.from_pylist(rows, schema=SCORE_COLUMNS)
             good.extend(rows)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-            src.problems.append(f"{run.derived / SCORES_NAME}: scores left out, a value has the wrong type ({e}); "
-                                f"rerun `recorder score {run.path}`")
+            src.problems.append(
+                f"{run.derived / SCORES_NAME}: scores left out, a value has the wrong type ({e}); "
+                f"rerun `recorder score {run.path}`"
+            )
     return pa.Table.from_pylist(good, schema=SCORE_COLUMNS)
 
 
@@ -193,8 +204,9 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
                     served.add(run.run_id)
                 else:
                     out.parquet.append(str(parquet_path(run).resolve()))
-                out.runs.append(RunSource(run.run_id, run.path, source, manifest["events"],
-                                          len(manifest["segments"]), 0, 0))
+                out.runs.append(
+                    RunSource(run.run_id, run.path, source, manifest["events"], len(manifest["segments"]), 0, 0)
+                )
             else:
                 _load_segments(run, out)
         except RecorderError as e:
@@ -219,17 +231,44 @@ def _load_segments(run: RunDir, out: _Sources) -> None:
         raise HistoryError(f"`recorder verify` fails: {altered[0]}")
     table = log.table()
     out.live.append(table)
-    out.runs.append(RunSource(run.run_id, run.path, "segments", table.num_rows, len(log.segments),
-                              sum(1 for s in log.segments if not s.closed), sum(t.bytes_lost for t in log.torn)))
+    out.runs.append(
+        RunSource(
+            run.run_id,
+            run.path,
+            "segments",
+            table.num_rows,
+            len(log.segments),
+            sum(1 for s in log.segments if not s.closed),
+            sum(t.bytes_lost for t in log.torn),
+        )
+    )
     out.problems.extend(f"{run.path}: {t} (its complete events are included)" for t in log.torn)
 
 
 def _runs_table(sources: list[RunSource]) -> pa.Table:
     return pa.Table.from_pylist(
-        [{"run_id": s.run_id, "path": str(s.path), "source": s.source, "events": s.events,
-          "segments": s.segments, "open_segments": s.open_segments} for s in sources],
-        schema=pa.schema([("run_id", pa.string()), ("path", pa.string()), ("source", pa.string()),
-                          ("events", pa.int64()), ("segments", pa.int64()), ("open_segments", pa.int64())]))
+        [
+            {
+                "run_id": s.run_id,
+                "path": str(s.path),
+                "source": s.source,
+                "events": s.events,
+                "segments": s.segments,
+                "open_segments": s.open_segments,
+            }
+            for s in sources
+        ],
+        schema=pa.schema(
+            [
+                ("run_id", pa.string()),
+                ("path", pa.string()),
+                ("source", pa.string()),
+                ("events", pa.int64()),
+                ("segments", pa.int64()),
+                ("open_segments", pa.int64()),
+            ]
+        ),
+    )
 
 
 def open_history(root: Path | str, *, threads: int | None = None) -> History:
@@ -240,7 +279,9 @@ def open_history(root: Path | str, *, threads: int | None = None) -> History:
     return open_runs(root, list_runs(root), threads=threads, packs=read_packs(root))
 
 
-def open_runs(root: Path, runs: list[RunDir], *, threads: int | None = None, packs: list[Pack] | None = None) -> History:
+def open_runs(
+    root: Path, runs: list[RunDir], *, threads: int | None = None, packs: list[Pack] | None = None
+) -> History:
     """The views over the given runs only (`recorder plot` draws one run through them)."""
     import duckdb
 

@@ -42,18 +42,18 @@ def validation_tasks() -> list[Task]:
 
 def dev_tasks() -> list[Task]:
     """Tasks for the warm-up's calibrated stop; never the validation set."""
-    return list(_ordered()[N_VALIDATION:N_VALIDATION + N_DEV])
+    return list(_ordered()[N_VALIDATION : N_VALIDATION + N_DEV])
 
 
 def holdout_texts() -> list[str]:
     """Fixed full texts ('prompt' + 'answer') whose mean log-likelihood fingerprints a checkpoint."""
     start = N_VALIDATION + N_DEV
-    return [t.prompt + t.answer for t in _ordered()[start:start + N_HOLDOUT]]
+    return [t.prompt + t.answer for t in _ordered()[start : start + N_HOLDOUT]]
 
 
 def training_pool() -> list[Task]:
     """Every task not in validation, dev or holdout."""
-    return list(_ordered()[N_VALIDATION + N_DEV + N_HOLDOUT:])
+    return list(_ordered()[N_VALIDATION + N_DEV + N_HOLDOUT :])
 
 
 def training_tasks(seed: int, step: int, n: int) -> list[Task]:

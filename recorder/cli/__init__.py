@@ -1,17 +1,18 @@
-"""The `recorder` command line. Each package registers its own commands; heavy imports stay lazy.
+"""The `recorder` command line: one module per command group, each parsing options and calling the library.
 
-Exit codes: 0 success, 1 the data says no, 2 usage or input error.
+Exit codes: 0 success, 1 the data says no, 2 usage or input error. Heavy imports (torch, duckdb, the
+checkers) stay inside the commands, so `recorder --help` starts fast.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from recorder.cli import adapters, evaluate, history, log, replay, train
+from recorder.cli.output import err
 from recorder.errors import RecorderError
 
 app = typer.Typer(
@@ -21,20 +22,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True, soft_wrap=True)
 
-# Modules with a `register(app)` function. Each imports only typer at module level.
-COMMAND_MODULES = [
-    "recorder.log_commands",
-    "trainer.commands",
-    "evaluator.commands",
-    "recorder.history_commands",
-    "recorder.adoption_commands",
-    "replay.commands",
-]
-
-for _name in COMMAND_MODULES:
-    importlib.import_module(_name).register(app)
+for _group in (log, train, evaluate, history, adapters, replay):
+    _group.register(app)
 
 
 def main() -> None:

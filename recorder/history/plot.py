@@ -18,7 +18,7 @@ from recorder.run import RunDir
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from recorder.history import History
+    from recorder.history.views import History
 
 MIN = 60e9  # ns per minute
 _STEP_COLORS = ("#c6dbef", "#9ecae1")
@@ -65,21 +65,32 @@ def load_timeline(history: History, run_id: str) -> Timeline:
         return None if ns is None else (ns - t0) / MIN
 
     where = f"WHERE run_id = '{_quote(run_id)}'"
-    steps = [(r["step"], m(r["weight_update_ns"]), m(r["metrics_ns"]))
-             for r in q(f"SELECT * FROM steps {where} ORDER BY step").to_pylist()]
-    saves = [(r["step"], m(r["save_begin_ns"]), m(r["save_begin_ns"] + int(r["blocked_s"] * 1e9)),
-              m(r["save_end_ns"]))
-             for r in q(f"SELECT * FROM checkpoints {where} AND save_begin_ns IS NOT NULL ORDER BY step").to_pylist()]
+    steps = [
+        (r["step"], m(r["weight_update_ns"]), m(r["metrics_ns"]))
+        for r in q(f"SELECT * FROM steps {where} ORDER BY step").to_pylist()
+    ]
+    saves = [
+        (r["step"], m(r["save_begin_ns"]), m(r["save_begin_ns"] + int(r["blocked_s"] * 1e9)), m(r["save_end_ns"]))
+        for r in q(f"SELECT * FROM checkpoints {where} AND save_begin_ns IS NOT NULL ORDER BY step").to_pylist()
+    ]
     evals = []
     for r in q(f"SELECT * FROM evals {where} AND key = 'accuracy' ORDER BY eval_order").to_pylist():
         stop = m(r["stop_ns"] or r["result_ns"])
         start = m(r["start_ns"]) if r["start_ns"] is not None else stop
         evals.append((r["step"], start, stop, r["value"], r["passed"]))
-    stops = [(r["interpretation"], r["minutes"] if r["run_stop_ns"] is None else m(r["run_stop_ns"]),
-              r["passing_step"], r["status"])
-             for r in q(f"SELECT * FROM scores {where} ORDER BY interpretation = 'official' DESC, "
-                        "interpretation = 'as-recorded' DESC, minutes, interpretation").to_pylist()
-             if r["minutes"] is not None or r["run_stop_ns"] is not None]
+    stops = [
+        (
+            r["interpretation"],
+            r["minutes"] if r["run_stop_ns"] is None else m(r["run_stop_ns"]),
+            r["passing_step"],
+            r["status"],
+        )
+        for r in q(
+            f"SELECT * FROM scores {where} ORDER BY interpretation = 'official' DESC, "
+            "interpretation = 'as-recorded' DESC, minutes, interpretation"
+        ).to_pylist()
+        if r["minutes"] is not None or r["run_stop_ns"] is not None
+    ]
     return Timeline(run_id, steps, saves, evals, stops)  # type: ignore[arg-type]
 
 
@@ -90,7 +101,7 @@ def _quote(text: str) -> str:
 def _draw(ax: Axes, t: Timeline, lanes: list[str]) -> None:
     y = {name: len(lanes) - 1 - i for i, name in enumerate(lanes)}
     previous = 0.0
-    for i, (step, update, metrics) in enumerate(t.steps):
+    for i, (_step, update, metrics) in enumerate(t.steps):
         end = update if update is not None else metrics
         if end is None:
             continue
@@ -100,9 +111,10 @@ def _draw(ax: Axes, t: Timeline, lanes: list[str]) -> None:
             ax.plot([update, update], [y["weight updates"] - 0.3, y["weight updates"] + 0.3], color="#08519c", lw=1)
     for _, begin, unblocked, end in t.saves:
         ax.barh(y["checkpoint saves"], end - unblocked, left=unblocked, height=0.6, color=_BACKGROUND, edgecolor="none")
-        ax.barh(y["checkpoint saves"], max(unblocked - begin, 1e-9), left=begin, height=0.6, color=_BLOCK,
-                edgecolor="none")
-    for step, start, stop, accuracy, passed in t.evals:
+        ax.barh(
+            y["checkpoint saves"], max(unblocked - begin, 1e-9), left=begin, height=0.6, color=_BLOCK, edgecolor="none"
+        )
+    for _step, start, stop, _accuracy, passed in t.evals:
         color = _PASS if passed else _FAIL
         ax.barh(y["evaluations"], max(stop - start, 1e-9), left=start, height=0.6, color=color, edgecolor="white")
     for name, minutes, _, _ in t.stops:
@@ -127,17 +139,31 @@ def _label(ax: Axes, t: Timeline, lanes: list[str], lo: float, hi: float) -> Non
         if lo <= mid <= hi and (end - previous) > (hi - lo) / 40:
             ax.text(mid, y["steps"], str(step), ha="center", va="center", fontsize=8)
         previous = end
-    for order, (step, start, stop, accuracy, passed) in enumerate(t.evals, 1):
+    for order, (step, start, stop, accuracy, _passed) in enumerate(t.evals, 1):
         mid = (start + stop) / 2
         if lo <= mid <= hi and accuracy is not None and (stop - start) > (hi - lo) / 16:
-            ax.text(mid, y["evaluations"], f"#{order}: step {step}\n{accuracy:.4g}", ha="center", va="center",
-                    fontsize=7, color="white", fontweight="bold")
+            ax.text(
+                mid,
+                y["evaluations"],
+                f"#{order}: step {step}\n{accuracy:.4g}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+                fontweight="bold",
+            )
     for name, minutes, passing_step, status in t.stops:
         if lo <= minutes <= hi:
             passing = f"step {passing_step}" if passing_step is not None else "no step"
             right = minutes > lo + 0.75 * (hi - lo)  # near the right edge: write the text to the left
-            ax.text(minutes, y[f"run_stop: {name}"] + 0.32, f" {minutes:.3f} min, {passing} ({status}) ",
-                    ha="right" if right else "left", va="bottom", fontsize=7.5)
+            ax.text(
+                minutes,
+                y[f"run_stop: {name}"] + 0.32,
+                f" {minutes:.3f} min, {passing} ({status}) ",
+                ha="right" if right else "left",
+                va="bottom",
+                fontsize=7.5,
+            )
 
 
 def _zoom(t: Timeline) -> tuple[float, float] | None:
@@ -156,7 +182,7 @@ def _zoom(t: Timeline) -> tuple[float, float] | None:
 
 def plot_timeline(run_dir: Path, out: Path) -> Path:
     """Draw one run's timeline into `out` (PNG, SVG or PDF by suffix)."""
-    from recorder.history import open_runs
+    from recorder.history.views import open_runs
 
     plt = _matplotlib()
     run = RunDir.open(run_dir)
@@ -165,17 +191,30 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
         if history.problems and not history.runs:
             raise PlotError(f"cannot draw {run.path}: {history.problems[0]}")
         t = load_timeline(history, history.runs[0].run_id if history.runs else run.run_id)
-    present = {"steps": t.steps, "weight updates": [u for _, u, _ in t.steps if u is not None],
-               "checkpoint saves": t.saves, "evaluations": t.evals}
+    present = {
+        "steps": t.steps,
+        "weight updates": [u for _, u, _ in t.steps if u is not None],
+        "checkpoint saves": t.saves,
+        "evaluations": t.evals,
+    }
     lanes = [*(lane for lane in _LANES if present[lane]), *(f"run_stop: {name}" for name, *_ in t.stops)]
     zoom = _zoom(t)
     panels = 2 if zoom else 1
     fig, axes = plt.subplots(panels, 1, figsize=(13, (2.2 + 0.42 * len(lanes)) * panels), squeeze=False)
-    full_hi = max([0.0] + [e for _, e, _, _ in t.saves] + [s for _, _, s, _, _ in t.evals] +
-                  [m for _, m, _, _ in t.stops] + [u or w or 0.0 for _, u, w in t.steps]) * 1.03 + 0.1
+    full_hi = (
+        max(
+            [0.0]
+            + [e for _, e, _, _ in t.saves]
+            + [s for _, _, s, _, _ in t.evals]
+            + [m for _, m, _, _ in t.stops]
+            + [u or w or 0.0 for _, u, w in t.steps]
+        )
+        * 1.03
+        + 0.1
+    )
     ranges = [(-full_hi * 0.01, full_hi)] + ([zoom] if zoom else [])
     titles = ["whole run", "the scored region (zoomed)"]
-    for ax, (lo, hi), title in zip(axes[:, 0], ranges, titles):
+    for ax, (lo, hi), title in zip(axes[:, 0], ranges, titles, strict=False):
         _draw(ax, t, lanes)
         _label(ax, t, lanes, lo, hi)
         ax.set_xlim(lo, hi)
@@ -196,10 +235,15 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
 def _legend(fig: Any) -> None:
     from matplotlib.patches import Patch
 
-    handles = [Patch(color=_STEP_COLORS[1], label="training step"), Patch(color="#08519c", label="weight update"),
-               Patch(color=_BLOCK, label="save: blocked the loop"), Patch(color=_BACKGROUND, label="save: background"),
-               Patch(color=_PASS, label="evaluation: passed (> target)"), Patch(color=_FAIL, label="evaluation: failed"),
-               Patch(color="#6a51a3", label="scored time (run_start to run_stop)")]
+    handles = [
+        Patch(color=_STEP_COLORS[1], label="training step"),
+        Patch(color="#08519c", label="weight update"),
+        Patch(color=_BLOCK, label="save: blocked the loop"),
+        Patch(color=_BACKGROUND, label="save: background"),
+        Patch(color=_PASS, label="evaluation: passed (> target)"),
+        Patch(color=_FAIL, label="evaluation: failed"),
+        Patch(color="#6a51a3", label="scored time (run_start to run_stop)"),
+    ]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7.5, frameon=False)
 
 
@@ -209,17 +253,25 @@ def plot_metric(history: History, metric: str, out: Path) -> Path:
     plt = _matplotlib()
     columns = history.query("SELECT * FROM steps LIMIT 0").column_names
     numeric = [c for c in columns if c not in ("run_id", "step")]
-    scores = [r["key"] for r in history.query(
-        "SELECT DISTINCT key FROM evals WHERE key IS NOT NULL AND value IS NOT NULL ORDER BY key").to_pylist()]
+    scores = [
+        r["key"]
+        for r in history.query(
+            "SELECT DISTINCT key FROM evals WHERE key IS NOT NULL AND value IS NOT NULL ORDER BY key"
+        ).to_pylist()
+    ]
     if metric in numeric:
-        sql = (f'SELECT run_id, step, "{metric}" AS y FROM steps WHERE "{metric}" IS NOT NULL '
-               "ORDER BY run_id, step")
+        sql = f'SELECT run_id, step, "{metric}" AS y FROM steps WHERE "{metric}" IS NOT NULL ORDER BY run_id, step'
     elif metric in scores:  # a known key: safe to quote into the statement
-        sql = ("SELECT run_id, step, max(value) AS y FROM evals WHERE key = '" + metric.replace("'", "''") +
-               "' AND value IS NOT NULL AND step IS NOT NULL GROUP BY run_id, step ORDER BY run_id, step")
+        sql = (
+            "SELECT run_id, step, max(value) AS y FROM evals WHERE key = '"
+            + metric.replace("'", "''")
+            + "' AND value IS NOT NULL AND step IS NOT NULL GROUP BY run_id, step ORDER BY run_id, step"
+        )
     else:
-        raise PlotError(f"unknown metric {metric!r}: choose a column of the steps view ({', '.join(numeric)}) "
-                        f"or an evaluation key ({', '.join(scores) or 'none recorded'})")
+        raise PlotError(
+            f"unknown metric {metric!r}: choose a column of the steps view ({', '.join(numeric)}) "
+            f"or an evaluation key ({', '.join(scores) or 'none recorded'})"
+        )
     rows = history.query(sql).to_pylist()
     if not rows:
         raise PlotError(f"no run under {history.root} has a {metric!r} value")

@@ -8,18 +8,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from recorder.cli.output import console
 
 if TYPE_CHECKING:
     from recorder.events import Event
 
-console = Console(highlight=False)
 RulesetOpt = Annotated[str, typer.Option("--ruleset", help="Ruleset whose facts apply (6.1.0).")]
-InterpOpt = Annotated[str | None, typer.Option(
-    "--interpretation", "-i",
-    help="official, earliest-passing, include-final-save, zero-save-cost, inline-eval, checker-order, "
-         "ge-threshold, as-recorded. Default: as-recorded for imported logs, official otherwise.")]
+InterpOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--interpretation",
+        "-i",
+        help="official, earliest-passing, include-final-save, zero-save-cost, inline-eval, checker-order, "
+        "ge-threshold, as-recorded. Default: as-recorded for imported logs, official otherwise.",
+    ),
+]
 
 
 def _default_interpretation(events: list[Event]) -> str:
@@ -36,15 +41,23 @@ def replay(
     ruleset: RulesetOpt = "6.1.0",
     interpretation: InterpOpt = None,
     compare: Annotated[bool, typer.Option("--compare", help="One table: every interpretation side by side.")] = False,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="Where to write the mllog "
-                                                "(default <run>/derived/result_<interpretation>.txt).")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="Where to write the mllog (default <run>/derived/result_<interpretation>.txt)."
+        ),
+    ] = None,
     check: Annotated[bool, typer.Option("--check", help="Run mlperf-logging's compliance and RCP checkers.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Derive even from a run that fails `recorder verify` "
-                                        "(the output is then marked UNVERIFIED).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Derive even from a run that fails `recorder verify` (the output is then marked UNVERIFIED).",
+        ),
+    ] = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from recorder.reader import read_run
-
     from replay.check import compliance, rcp
     from replay.derive import derive_run
     from replay.interpretations import get_interpretation
@@ -61,8 +74,9 @@ def replay(
         console.print(f"[yellow]warning:[/] {jump}")
     resumed = resumes(log.events)
     for r in resumed:
-        console.print(f"[yellow]resumed:[/] {r}: its history is kept, but a resumed run is not a valid timed "
-                      "MLPerf run")
+        console.print(
+            f"[yellow]resumed:[/] {r}: its history is kept, but a resumed run is not a valid timed MLPerf run"
+        )
     if compare:
         if interpretation or output:
             raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
@@ -79,20 +93,25 @@ def replay(
     path.write_text(d.text(), encoding="utf-8")
     if unverified and output is not None:  # a chosen -o name gets a sidecar, so the mark sits next to the file
         path.with_name(path.name + f".{UNVERIFIED}").write_text(
-            f"derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n")
+            "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
+        )
     write_rows(log.run, mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed))
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     tags = ([f"[bold red]{UNVERIFIED}[/]"] if unverified else []) + (["[yellow]resumed[/]"] if resumed else [])
-    console.print(f"{' '.join(tags) + ' ' if tags else ''}{name}: {d.status}, {passing}, {_minutes(d.minutes)} "
-                  f"minutes ({d.why}); {len(d.lines)} lines -> {path}")
+    console.print(
+        f"{' '.join(tags) + ' ' if tags else ''}{name}: {d.status}, {passing}, {_minutes(d.minutes)} "
+        f"minutes ({d.why}); {len(d.lines)} lines -> {path}"
+    )
     if d.missing_keys:
-        console.print(f"[yellow]warning:[/] the run recorded no {', '.join(d.missing_keys)} (mllog_config): "
-                      f"the {ruleset} checker requires them")
+        console.print(
+            f"[yellow]warning:[/] the run recorded no {', '.join(d.missing_keys)} (mllog_config): "
+            f"the {ruleset} checker requires them"
+        )
     if check:
-        results = [compliance(d.text(), ruleset), rcp([d.text()], ruleset)]
-        for r in results:
-            console.print(r.summary())
-        if not all(r.ok for r in results):
+        checks = [compliance(d.text(), ruleset), rcp([d.text()], ruleset)]
+        for c in checks:
+            console.print(c.summary())
+        if not all(c.ok for c in checks):
             raise typer.Exit(1)
 
 
@@ -104,31 +123,47 @@ def _compare_table(rows: list[dict[str, Any]]) -> None:
         table.add_column(col, no_wrap=True)
     notes: dict[str, list[str]] = {}
     for r in rows:
-        stop = (f"{(r['run_stop_ns'] - r['run_start_ns']) / 1e9:.3f}" if r["run_stop_ns"] is not None
-                and r["run_start_ns"] is not None else "-")
+        stop = (
+            f"{(r['run_stop_ns'] - r['run_start_ns']) / 1e9:.3f}"
+            if r["run_stop_ns"] is not None and r["run_start_ns"] is not None
+            else "-"
+        )
         delta = f"{r['minutes'] - base:+.3f}" if r["minutes"] is not None and base is not None else "-"
         verdict = "PASSED" if r["checker"] and r["checker"].endswith("PASSED") else ("FAILED" if r["checker"] else "-")
         if r.get("verified") is False:
             verdict += " UNVERIFIED"
         if r.get("resumed"):
             verdict += " RESUMED"
-        table.add_row(r["interpretation"], r["status"], str(r["passing_step"] if r["passing_step"] is not None else "-"),
-                      stop, _minutes(r["minutes"]), delta, verdict)
+        table.add_row(
+            r["interpretation"],
+            r["status"],
+            str(r["passing_step"] if r["passing_step"] is not None else "-"),
+            stop,
+            _minutes(r["minutes"]),
+            delta,
+            verdict,
+        )
         if r["status"] == "none":
             notes.setdefault(r["why"], []).append(r["interpretation"])
         elif verdict == "FAILED":
             notes.setdefault(_shorten(r["checker"].split("FAILED: ", 1)[-1]), []).append(r["interpretation"])
     console.print(table)
-    console.print(f"step: passing step; stop_s: run_stop, seconds after run_start; delta: minutes vs official; checker: "
-                  f"mlperf-logging {rows[0]['mlperf_logging_version']} compliance checker, training {rows[0]['ruleset']}")
+    console.print(
+        f"step: passing step; stop_s: run_stop, seconds after run_start; delta: minutes vs official; checker: "
+        f"mlperf-logging {rows[0]['mlperf_logging_version']} compliance checker, training {rows[0]['ruleset']}"
+    )
     for note, names in notes.items():
         console.print(f"  {', '.join(names)}: {note}")
     if any(r.get("verified") is False for r in rows):
-        console.print("[bold red]UNVERIFIED[/]: every row above is derived (--force) from a run that fails "
-                      "`recorder verify`; no score of it is evidence")
+        console.print(
+            "[bold red]UNVERIFIED[/]: every row above is derived (--force) from a run that fails "
+            "`recorder verify`; no score of it is evidence"
+        )
     if any(r.get("resumed") for r in rows):
-        console.print("[yellow]RESUMED[/]: the run was resumed from a checkpoint; its history is kept, but it is "
-                      "not a valid timed MLPerf run")
+        console.print(
+            "[yellow]RESUMED[/]: the run was resumed from a checkpoint; its history is kept, but it is "
+            "not a valid timed MLPerf run"
+        )
 
 
 def _shorten(reasons: str, keep: int = 3) -> str:
@@ -143,8 +178,8 @@ def import_(
     ruleset: Annotated[str | None, typer.Option("--ruleset", help="Ruleset to record in run_opened.")] = None,
 ) -> None:
     """Import mllogs as runs: every ':::MLLOG' line kept verbatim, plus the kinds replay and history read."""
+    from recorder.adapters.mllog_import import import_file
     from replay.errors import ImportFileError
-    from replay.importer import import_file
 
     if run_id and len(mllogs) > 1:
         raise ImportFileError(f"--run-id names one run, and {len(mllogs)} files were given: drop --run-id")
@@ -160,16 +195,17 @@ def score(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (e.g. the seeds of one submission).")],
     ruleset: RulesetOpt = "6.1.0",
     interpretation: InterpOpt = None,
-    force: Annotated[bool, typer.Option("--force", help="Score even runs that fail `recorder verify` (each is "
-                                        "then marked UNVERIFIED).")] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Score even runs that fail `recorder verify` (each is then marked UNVERIFIED)."),
+    ] = False,
 ) -> None:
     """Minutes per run and the olympic score of each global-batch-size group, with the checkers' verdicts."""
     from recorder.reader import read_run
-
     from replay.check import compliance, mlperf_logging_version, rcp
     from replay.derive import derive_run
     from replay.errors import ReplayError
-    from replay.score import olympic
+    from replay.olympic import olympic
     from replay.scores import compute_scores, write_rows
     from replay.timeline import build_timeline
     from replay.trust import UNVERIFIED, mark_rows, require_verified, resumes
@@ -187,8 +223,12 @@ def score(
         entry: dict[str, Any] = {"run": run_label, "interpretation": name, "benchmark": tl.benchmark}
         try:
             d = derive_run(log.events, ruleset, name)
-            entry.update(minutes=d.minutes if d.status == "success" else None, status=d.status, text=d.text(),
-                         check=compliance(d.text(), ruleset))
+            entry.update(
+                minutes=d.minutes if d.status == "success" else None,
+                status=d.status,
+                text=d.text(),
+                check=compliance(d.text(), ruleset),
+            )
         except ReplayError as err:
             entry.update(minutes=None, status="none", text=None, check=None, error=str(err))
         groups[tl.global_batch_size].append(entry)
@@ -205,14 +245,18 @@ def score(
         console.print(table)
         benchmark = next((e["benchmark"] for e in entries if e["benchmark"]), None)
         result = olympic([e["minutes"] for e in entries], benchmark)
-        console.print(f"olympic score (mlperf-logging {mlperf_logging_version()} result summarizer's "
-                      f"_compute_olympic_average): {_minutes(result.minutes)} minutes over {result.runs} runs"
-                      + (f", {result.dropped} not converged" if result.dropped else "")
-                      + (f" ({result.note})" if result.note else ""))
+        console.print(
+            f"olympic score (mlperf-logging {mlperf_logging_version()} result summarizer's "
+            f"_compute_olympic_average): {_minutes(result.minutes)} minutes over {result.runs} runs"
+            + (f", {result.dropped} not converged" if result.dropped else "")
+            + (f" ({result.note})" if result.note else "")
+        )
         failing = [e for e in entries if not (e["check"] and e["check"].ok)]
         if failing:
-            console.print(f"[bold red]{len(failing)} of {len(entries)} runs fail the compliance checker[/], so "
-                          "mlperf-logging's result summarizer would not score them. Reasons:")
+            console.print(
+                f"[bold red]{len(failing)} of {len(entries)} runs fail the compliance checker[/], so "
+                "mlperf-logging's result summarizer would not score them. Reasons:"
+            )
             for reasons in sorted({e["check"].summary() if e["check"] else e.get("error", "") for e in failing}):
                 console.print(f"  - {reasons}")
         texts = [e["text"] for e in entries if e["text"]]

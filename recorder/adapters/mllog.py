@@ -36,13 +36,13 @@ from typing import Any
 from mlperf_logging.mllog import constants
 from mlperf_logging.mllog import mllog as _reference
 
-from recorder.compat import ConfigConflictError, LogEncodeError, MetadataTypeError, NotConfiguredError
+from recorder.adapters.errors import ConfigConflictError, LogEncodeError, MetadataTypeError, NotConfiguredError
 from recorder.log import LogWriter
 from recorder.run import RunDir
 
 __all__ = ["MLLogger", "close", "config", "constants", "get_mllogger"]
 
-LOGGER_NAME = "recorder.compat.mllog"
+LOGGER_NAME = "recorder.adapters.mllog"
 PREFIX = ":::MLLOG "
 RUN_ENV = "RECORDER_RUN"
 NS_PER_MS = 1_000_000
@@ -105,30 +105,97 @@ class MLLogger:
 
     # The three calls of mllog, with its signature. Each calls _log_helper directly, which calls
     # get_caller: the same stack depth as in mllog, so stack_offset means the same thing.
-    def start(self, key: str, value: Any = None, metadata: dict[str, Any] | None = None,
-              namespace: str | None = None, time_ms: int | float | None = None, stack_offset: int | None = None,
-              clear_line: bool | None = None, unique: bool = False, unique_log_rank: int = 0) -> None:
+    def start(
+        self,
+        key: str,
+        value: Any = None,
+        metadata: dict[str, Any] | None = None,
+        namespace: str | None = None,
+        time_ms: int | float | None = None,
+        stack_offset: int | None = None,
+        clear_line: bool | None = None,
+        unique: bool = False,
+        unique_log_rank: int = 0,
+    ) -> None:
         """Start a time interval (an `INTERVAL_START` line)."""
-        self._log_helper(constants.INTERVAL_START, key, value, metadata, namespace, time_ms, stack_offset,
-                         clear_line, unique, unique_log_rank)
+        self._log_helper(
+            constants.INTERVAL_START,
+            key,
+            value,
+            metadata,
+            namespace,
+            time_ms,
+            stack_offset,
+            clear_line,
+            unique,
+            unique_log_rank,
+        )
 
-    def end(self, key: str, value: Any = None, metadata: dict[str, Any] | None = None,
-            namespace: str | None = None, time_ms: int | float | None = None, stack_offset: int | None = None,
-            clear_line: bool | None = None, unique: bool = False, unique_log_rank: int = 0) -> None:
+    def end(
+        self,
+        key: str,
+        value: Any = None,
+        metadata: dict[str, Any] | None = None,
+        namespace: str | None = None,
+        time_ms: int | float | None = None,
+        stack_offset: int | None = None,
+        clear_line: bool | None = None,
+        unique: bool = False,
+        unique_log_rank: int = 0,
+    ) -> None:
         """End a time interval (an `INTERVAL_END` line); `time_ms` overrides the clock (e.g. a backdated run_stop)."""
-        self._log_helper(constants.INTERVAL_END, key, value, metadata, namespace, time_ms, stack_offset,
-                         clear_line, unique, unique_log_rank)
+        self._log_helper(
+            constants.INTERVAL_END,
+            key,
+            value,
+            metadata,
+            namespace,
+            time_ms,
+            stack_offset,
+            clear_line,
+            unique,
+            unique_log_rank,
+        )
 
-    def event(self, key: str, value: Any = None, metadata: dict[str, Any] | None = None,
-              namespace: str | None = None, time_ms: int | float | None = None, stack_offset: int | None = None,
-              clear_line: bool | None = None, unique: bool = False, unique_log_rank: int = 0) -> None:
+    def event(
+        self,
+        key: str,
+        value: Any = None,
+        metadata: dict[str, Any] | None = None,
+        namespace: str | None = None,
+        time_ms: int | float | None = None,
+        stack_offset: int | None = None,
+        clear_line: bool | None = None,
+        unique: bool = False,
+        unique_log_rank: int = 0,
+    ) -> None:
         """A point-in-time event (a `POINT_IN_TIME` line)."""
-        self._log_helper(constants.POINT_IN_TIME, key, value, metadata, namespace, time_ms, stack_offset,
-                         clear_line, unique, unique_log_rank)
+        self._log_helper(
+            constants.POINT_IN_TIME,
+            key,
+            value,
+            metadata,
+            namespace,
+            time_ms,
+            stack_offset,
+            clear_line,
+            unique,
+            unique_log_rank,
+        )
 
-    def _log_helper(self, event_type: str, key: str, value: Any, metadata: dict[str, Any] | None,
-                    namespace: str | None, time_ms: int | float | None, stack_offset: int | None,
-                    clear_line: bool | None, unique: bool, unique_log_rank: int) -> None:
+    def _log_helper(
+        self,
+        event_type: str,
+        key: str,
+        value: Any,
+        metadata: dict[str, Any] | None,
+        namespace: str | None,
+        time_ms: int | float | None,
+        stack_offset: int | None,
+        clear_line: bool | None,
+        unique: bool,
+        unique_log_rank: int,
+    ) -> None:
         if unique and self._rank() != unique_log_rank:
             return
         stack_offset = self.default_stack_offset if stack_offset is None else stack_offset
@@ -144,27 +211,47 @@ class MLLogger:
             clear = self.default_clear_line if clear_line is None else clear_line
             self.logger.log(logging.INFO, "\n" + line if clear else line)
 
-    def _encode(self, namespace: str | None, time_ms: int | float, event_type: str, key: str, value: Any,
-                metadata: dict[str, Any]) -> str:
+    def _encode(
+        self,
+        namespace: str | None,
+        time_ms: int | float,
+        event_type: str,
+        key: str,
+        value: Any,
+        metadata: dict[str, Any],
+    ) -> str:
         ns = self.default_namespace if namespace is None else namespace
         try:
             # mllog's own encoder: the same key order, separators, float spelling and numpy handling.
             return str(_reference._encode_log(ns, time_ms, event_type, key, value, metadata))
         except (TypeError, ValueError) as e:
-            raise LogEncodeError(f"mllog {key!r}: value or metadata is not JSON-encodable ({e}); pass plain "
-                                 "numbers, strings, lists and dicts") from e
+            raise LogEncodeError(
+                f"mllog {key!r}: value or metadata is not JSON-encodable ({e}); pass plain "
+                "numbers, strings, lists and dicts"
+            ) from e
 
     def _record(self, line: str, time_ms: int | float) -> None:
         # Parse the line back rather than storing the arguments: what is recorded is what the line says.
-        parsed = json.loads(line[len(PREFIX):])
+        parsed = json.loads(line[len(PREFIX) :])
         metadata = parsed["metadata"]
         step, samples = line_fields(metadata)
         self._lines += 1
         self._writer().append(
-            "mllog_line", step=step, samples_count=samples, key=parsed["key"], value=parsed["value"],
+            "mllog_line",
+            step=step,
+            samples_count=samples,
+            key=parsed["key"],
+            value=parsed["value"],
             time_ns=round(time_ms * NS_PER_MS),
-            data={"line": line, "file": self.mirror_file, "line_no": self._lines, "time_ms": time_ms,
-                  "event_type": parsed["event_type"], "metadata": metadata, "error": None},
+            data={
+                "line": line,
+                "file": self.mirror_file,
+                "line_no": self._lines,
+                "time_ms": time_ms,
+                "event_type": parsed["event_type"],
+                "metadata": metadata,
+                "error": None,
+            },
         )
 
     def _writer(self) -> LogWriter:
@@ -173,8 +260,9 @@ class MLLogger:
                 env = os.environ.get(RUN_ENV)
                 if not env:
                     raise NotConfiguredError(
-                        "recorder.compat.mllog does not know where to record: call "
-                        "mllog.config(run=RUN_DIR) or mllog.config(root=DIR), or set RECORDER_RUN=RUN_DIR")
+                        "recorder.adapters.mllog does not know where to record: call "
+                        "mllog.config(run=RUN_DIR) or mllog.config(root=DIR), or set RECORDER_RUN=RUN_DIR"
+                    )
                 self.run = RunDir.open(env)
             self._log = LogWriter(self.run, self.writer if self._rank() == 0 else f"{self.writer}-rank{self._rank()}")
         return self._log
@@ -224,8 +312,14 @@ def config(**kwargs: Any) -> None:
                 handler.setLevel(logging.INFO)
                 mllogger.logger.addHandler(handler)
                 mllogger.mirror_file = str(path)
-        for name, kind in (("default_namespace", str), ("default_stack_offset", int),
-                           ("default_clear_line", bool), ("root_dir", str), ("writer", str), ("rank", int)):
+        for name, kind in (
+            ("default_namespace", str),
+            ("default_stack_offset", int),
+            ("default_clear_line", bool),
+            ("root_dir", str),
+            ("writer", str),
+            ("rank", int),
+        ):
             if name in kwargs:
                 value = kwargs.pop(name)
                 if not isinstance(value, kind):

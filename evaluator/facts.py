@@ -1,0 +1,57 @@
+"""What the run's log says that evaluation needs, read and checked once per session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluator.checkpoints import Checkpoint, check_series, committed
+from evaluator.errors import NotEvaluableError
+from evaluator.settings import RunEvalConfig, run_eval_config
+from recorder.events import Event
+from recorder.reader import read_run
+from recorder.run import RunDir
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunFacts:
+    """What the run's log says that evaluation needs."""
+
+    run: RunDir
+    events: list[Event]
+    global_batch_size: int
+    final_step: int | None
+    eval_cfg: RunEvalConfig
+    candidates: dict[int, Checkpoint]
+    problems: list[str]
+
+
+def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool) -> RunFacts:
+    """Read and check the run: opened, training stopped, checkpoints committed in a valid series."""
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    events = read_run(run).events
+    opened = next((e for e in events if e.kind == "run_opened"), None)
+    if opened is None:
+        raise NotEvaluableError(f"{run.path}: no run_opened event: not a recorded training run")
+    gbs = opened.data.get("global_batch_size")
+    if not isinstance(gbs, int) or gbs < 1:
+        raise NotEvaluableError(f"{run.path}: run_opened has no valid global_batch_size ({gbs!r})")
+    stop = next((e for e in reversed(events) if e.kind == "train_stop"), None)
+    if stop is None:
+        raise NotEvaluableError(
+            f"{run.path}: training has not stopped (no train_stop event): the 6.1 rule "
+            "evaluates checkpoints after training halts; wait for it, or check the trainer"
+        )
+    cps = committed(events)
+    if not cps:
+        raise NotEvaluableError(f"{run.path}: no checkpoint_committed event: nothing to evaluate")
+    candidates, problems = check_series(cps, gbs, stop.step, allow_gaps=allow_gaps)
+    return RunFacts(
+        run=run,
+        events=events,
+        global_batch_size=gbs,
+        final_step=stop.step,
+        eval_cfg=run_eval_config(opened.data.get("config") or {}),
+        candidates={c.step: c for c in candidates},
+        problems=problems,
+    )

@@ -1,0 +1,37 @@
+"""The compacted Parquet file checked against the segments it caches: stale is fine, different is not.
+
+Kept out of `recorder.verify`, which judges the log alone; `verify_with_cache` is what a user's `verify`
+and replay's trust check run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recorder.history import compact
+from recorder.run import RunDir
+from recorder.verify import Problem, VerifyReport, verify_run
+
+
+def check_cache(report: VerifyReport) -> None:
+    """Add the cache's problems (or its staleness, as a warning) to an intact run's report."""
+    run = report.run
+    cache = compact.parquet_path(run)
+    if not cache.exists():
+        return
+    if compact.fresh_manifest(run) is None:
+        report.warnings.append(
+            f"{cache.relative_to(run.path)}: stale (the segments changed since compaction); "
+            "the history reads the segments; `recorder compact` refreshes it"
+        )
+        return
+    for message in compact.check_compacted(run):
+        report.problems.append(Problem(str(cache.relative_to(run.path)), None, message.split(": ", 1)[-1]))
+
+
+def verify_with_cache(path: Path | str | RunDir) -> VerifyReport:
+    """`verify_run`, then the compacted cache when the segments themselves are intact."""
+    report = verify_run(path)
+    if not report.problems:
+        check_cache(report)
+    return report

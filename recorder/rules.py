@@ -1,0 +1,79 @@
+"""The benchmark's rule, in one place: MLPerf Training 6.1 `qwen35_397b_grpo` with offline evaluation.
+
+Trainer, evaluator, replay and the importers all import these; none restates them. Everything here is
+plain arithmetic on recorded facts, so the core can hold it without importing replay or mlperf-logging.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+BENCHMARK = "qwen35_397b_grpo"
+RULESET = "6.1.0"
+# Passing means accuracy > TARGET: the 6.1.0 checker's ATLEAST_ONE_CHECK is `eval_accuracy > 0.69`.
+TARGET = 0.69
+
+
+def validation_start_step(global_batch_size: int) -> int:
+    """CEIL(2.5 + 3840 / GBS): the first step whose checkpoint must exist and be evaluable.
+
+    Exact arithmetic: 3840/256 is exactly 15, so the answer is 18, never a float's 17.999...
+    """
+    if global_batch_size <= 0:
+        raise ValueError(f"global batch size must be positive, not {global_batch_size}")
+    return math.ceil(Fraction(5, 2) + Fraction(3840, global_batch_size))
+
+
+def samples_after(step: int, global_batch_size: int) -> int:
+    """Samples trained after step k: k * GBS (one global batch of rollouts per step)."""
+    return step * global_batch_size
+
+
+def passes(accuracy: float | None, target: float = TARGET) -> bool:
+    """Whether an evaluation passes: strictly above the target, as the checker demands."""
+    return accuracy is not None and accuracy > target
+
+
+def is_standard_target(target: float | None) -> bool:
+    """Whether a run's recorded target is the ruleset's; any other makes the run not comparable."""
+    return target is None or target == TARGET
+
+
+def series_problems(steps: list[int], start: int, final_step: int | None) -> list[str]:
+    """What is wrong with the committed steps under the rule; empty when the series is complete.
+
+    The rule: from the validation start on, a checkpoint after every step until training stops.
+    `steps` ascending; `final_step` the last step trained (train_stop), when known.
+    """
+    problems: list[str] = []
+    early = [s for s in steps if s < start]
+    if early:
+        problems.append(f"checkpoints before the validation start {start}: steps {step_ranges(early)}")
+    valid = [s for s in steps if s >= start]
+    if not valid:
+        problems.append(f"no checkpoint at or after the validation start {start}")
+        return problems
+    if valid[0] != start:
+        problems.append(f"the series starts at step {valid[0]}, not at the validation start {start}")
+    last = max(valid[-1], final_step or 0)
+    missing = sorted(set(range(start, last + 1)) - set(valid))
+    if missing:
+        problems.append(
+            f"missing checkpoints for steps {step_ranges(missing)} (training stopped at step "
+            f"{final_step if final_step is not None else 'unknown'})"
+        )
+    return problems
+
+
+def step_ranges(steps: list[int]) -> str:
+    """[18, 19, 20, 23] -> '18-20, 23'."""
+    out: list[str] = []
+    i = 0
+    while i < len(steps):
+        j = i
+        while j + 1 < len(steps) and steps[j + 1] == steps[j] + 1:
+            j += 1
+        out.append(str(steps[i]) if i == j else f"{steps[i]}-{steps[j]}")
+        i = j + 1
+    return ", ".join(out)

@@ -1,0 +1,230 @@
+"""Synthetic runs for demos and tests, recorded through the real LogWriter with explicit times.
+
+Timeline (seconds after run_start): step k's weight update at 60 k plus 2 s for every earlier checkpoint
+(each save blocks the loop 2 s, from the weight update); its step_metrics 2 s after the update; its
+checkpoint (steps from the validation start) commits 30 s after the update. Evaluations start at
+`eval_start_s`, one after another, each `eval_s` long, its result 1 s before its stop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from recorder.log import LogWriter
+from recorder.rules import validation_start_step as validation_start
+from recorder.run import RunDir
+
+S = 1_000_000_000
+T0_S = 1_780_000_000
+T0 = T0_S * S
+
+# The 6.1.0 closed-division configuration at GBS 256 (closed_qwen35_397b_grpo.yaml, common.yaml).
+CLOSED_256: dict[str, object] = {
+    "submission_benchmark": "qwen35_397b_grpo",
+    "submission_org": "recorder-demo",
+    "submission_division": "closed",
+    "submission_status": "research",
+    "submission_platform": "2xCPU",
+    "global_batch_size": 256,
+    "max_sequence_length": 65536,
+    "train_samples": 5120,
+    "eval_samples": 251,
+    "init_checkpoint_step": 0,
+    "max_steps": 20,
+    "opt_name": "adamw",
+    "opt_base_learning_rate": 1e-6,
+    "opt_adamw_beta_1": 0.9,
+    "opt_adamw_beta_2": 0.999,
+    "opt_adamw_epsilon": 1e-8,
+    "opt_adamw_weight_decay": 0.0,
+    "opt_gradient_clip_norm": 0.125,
+    "opt_learning_rate_warmup_steps": 0,
+    "opt_learning_rate_decay_schedule": "constant",
+    "generation_training_rollout_temperature": 1.0,
+    "generation_training_rollout_top_p": 1.0,
+    "generation_validation_rollout_temperature": 0.1,
+    "generation_validation_rollout_top_p": 0.95,
+    "num_prompts_per_step": 16,
+    "num_generations_per_prompt": 16,
+    "gradient_accumulation_steps": 1,
+    "lowest_numerical_precision_in_linear": "bfloat16",
+    "lowest_numerical_precision_in_attn": "bfloat16",
+    "lowest_numerical_precision_in_comm": "fp32",
+    "tensor_parallelism": 1,
+    "pipeline_parallelism": 1,
+    "context_parallelism": 1,
+    "expert_parallelism": 1,
+    "micro_batch_size": 16,
+    "config_filename": "configs/qwen35_grpo_tiny.toml",
+}
+
+
+def record_run(
+    root: Path,
+    run_id: str,
+    *,
+    gbs: int = 3840,
+    steps: int = 6,
+    evals: Sequence[tuple[int, float]] = (),
+    eval_start_s: int = 400,
+    eval_s: int = 60,
+    closed: bool = False,
+    last_metrics_s: int | None = None,
+    skip_weight_update: Sequence[int] = (),
+    extra_results: Sequence[tuple[int, float]] = (),
+    evaluator_segments: int = 1,
+    reverse_configs: bool = False,
+) -> RunDir:
+    """Record a run; `evals` are (step, accuracy) in the order they were performed."""
+    run = RunDir.create(root, run_id)
+    vs = validation_start(gbs)
+    division = "closed" if closed else "open"
+    with LogWriter(run, "trainer", clock=lambda: T0) as w:
+        w.append(
+            "run_opened",
+            time_ns=T0 - 10 * S,
+            data={
+                "benchmark": "qwen35_397b_grpo",
+                "ruleset": "6.1.0",
+                "division": division,
+                "global_batch_size": gbs,
+                "config": {},
+                "provenance": {},
+                "resumed_from": None,
+            },
+        )
+        w.append("init_start", time_ns=T0 - 10 * S)
+        if closed:
+            items = list(CLOSED_256.items())
+            for key, value in reversed(items) if reverse_configs else items:
+                w.append("mllog_config", key=key, value=value, time_ns=T0 - 5 * S)
+        w.append("init_stop", time_ns=T0)
+        w.append("run_start", time_ns=T0)
+        w.append("block_start", step=1, samples_count=0, time_ns=T0)
+        blocked = 0
+        for step in range(1, steps + 1):
+            update = T0 + (60 * step + blocked) * S
+            if step not in skip_weight_update:
+                w.append("weight_update", step=step, samples_count=step * gbs, time_ns=update)
+            if step >= vs:
+                w.append(
+                    "checkpoint_committed",
+                    step=step,
+                    samples_count=step * gbs,
+                    time_ns=update + 30 * S,
+                    data={
+                        "path": f"checkpoints/step_{step:07d}",
+                        "sha256": "",
+                        "bytes": 0,
+                        "weight_update_ns": update,
+                        "save_begin_ns": update,
+                        "save_end_ns": update + 30 * S,
+                        "blocked_ns": 2 * S,
+                        "fingerprint": {},
+                        "format": "safetensors",
+                        "dtype": "bfloat16",
+                    },
+                )
+                blocked += 2
+            metrics_at = T0 + last_metrics_s * S if (step == steps and last_metrics_s) else update + 2 * S
+            w.append(
+                "step_metrics",
+                step=step,
+                samples_count=step * gbs,
+                time_ns=metrics_at,
+                data={"loss": 0.5, "reward": 0.25},
+            )
+        end = T0 + (60 * steps + blocked) * S
+        w.append("block_stop", step=steps, samples_count=steps * gbs, time_ns=end)
+        w.append(
+            "train_stop", step=steps, samples_count=steps * gbs, time_ns=end, data={"status": "completed", "reason": ""}
+        )
+    record_evals(run, evals, gbs, eval_start_s, eval_s, segments=evaluator_segments)
+    if extra_results:
+        with LogWriter(run, "evaluator", clock=lambda: T0) as w:
+            for i, (step, acc) in enumerate(extra_results):
+                at = T0 + (eval_start_s + 1000 + 60 * i) * S
+                w.append("eval_result", step=step, samples_count=step * gbs, key="accuracy", value=acc, time_ns=at)
+    return run
+
+
+def record_evals(
+    run: RunDir, evals: Sequence[tuple[int, float]], gbs: int, start_s: int, each_s: int, segments: int = 1
+) -> None:
+    """Evaluations in the order given, split over `segments` evaluator sessions."""
+    if not evals:
+        return
+    per = math.ceil(len(evals) / segments)
+    for part in range(0, len(evals), per):
+        with LogWriter(run, "evaluator", clock=lambda: T0) as w:
+            for i in range(part, min(part + per, len(evals))):
+                step, acc = evals[i]
+                at = T0 + (start_s + each_s * i) * S
+                sc = step * gbs
+                w.append(
+                    "eval_start",
+                    step=step,
+                    samples_count=sc,
+                    time_ns=at,
+                    data={"checkpoint": f"checkpoints/step_{step:07d}", "sha256": "", "worker": 0},
+                )
+                w.append(
+                    "eval_result",
+                    step=step,
+                    samples_count=sc,
+                    key="accuracy",
+                    value=acc,
+                    time_ns=at + (each_s - 1) * S,
+                    data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69},
+                )
+                w.append(
+                    "eval_result",
+                    step=step,
+                    samples_count=sc,
+                    key="arc_easy",
+                    value=0.25,
+                    time_ns=at + (each_s - 1) * S,
+                )  # a zero-shot task: ignored by the benchmark derivation
+                w.append("eval_stop", step=step, samples_count=sc, time_ns=at + each_s * S)
+
+
+def _evals(text: str) -> list[tuple[int, float]]:
+    try:
+        return [(int(step), float(acc)) for step, acc in (item.split(":") for item in text.split(",") if item)]
+    except ValueError:
+        raise SystemExit(f"--evals: expected STEP:ACCURACY,... (e.g. 19:0.72,18:0.70), got {text!r}") from None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Record a synthetic run with evaluations, for `recorder replay`.")
+    parser.add_argument("--root", type=Path, default=Path("runs"))
+    parser.add_argument("--run-id", default=None)
+    parser.add_argument("--gbs", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument(
+        "--evals",
+        default="19:0.72,18:0.70,20:0.71",
+        help="evaluations in the order performed, STEP:ACCURACY,... (default: docs/design.md's example)",
+    )
+    parser.add_argument("--eval-start-s", type=int, default=1300)
+    parser.add_argument(
+        "--closed", action="store_true", help="record the 6.1.0 closed-division configuration (GBS 256)"
+    )
+    args = parser.parse_args()
+    run = record_run(
+        args.root,
+        args.run_id or f"demo-{args.gbs}",
+        gbs=args.gbs,
+        steps=args.steps,
+        evals=_evals(args.evals),
+        eval_start_s=args.eval_start_s,
+        closed=args.closed,
+    )
+    print(f"recorded {run.path}; next: recorder replay {run.path} --compare")
+
+
+if __name__ == "__main__":
+    main()

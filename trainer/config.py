@@ -48,7 +48,9 @@ class WarmupSettings:
     learning_rate: float = 1e-3
     max_batches: int = 600
     check_every: int = 10  # dev accuracy measured every this many batches
-    stop_dev_accuracy: float = 0.5  # stop at the first check reaching it (below the target: GRPO earns the rest)
+    # Stop at the first check reaching it (below the target: GRPO earns the rest). 0.5 was calibrated on
+    # another CPU; on an AMD EPYC with transformers 5.24 it left the default seed at 0.677 by step 18.
+    stop_dev_accuracy: float = 0.55
     cache_dir: str = "~/.cache/recorder/warmup"
 
 

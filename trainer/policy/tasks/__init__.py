@@ -1,0 +1,1 @@
+"""Task specs shipped with the package (TOML, with their JSONL data)."""

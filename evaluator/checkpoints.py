@@ -18,7 +18,7 @@ from recorder.rules import series_problems, validation_start_step
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Checkpoint:
+class CommittedCheckpoint:
     """One committed checkpoint, as its event describes it."""
 
     step: int
@@ -33,7 +33,7 @@ class Checkpoint:
     seq: int = -1
 
     @classmethod
-    def from_event(cls, e: Event) -> Checkpoint:
+    def from_event(cls, e: Event) -> CommittedCheckpoint:
         d = e.data
         if e.step is None:
             raise SeriesError(
@@ -59,13 +59,13 @@ class Checkpoint:
         return f"step {self.step} ({self.segment} seq {self.seq})"
 
 
-def committed(events: Iterable[Event]) -> list[Checkpoint]:
+def committed(events: Iterable[Event]) -> list[CommittedCheckpoint]:
     """One checkpoint per step, ascending. A step committed twice with different weights is an error."""
-    by_step: dict[int, Checkpoint] = {}
+    by_step: dict[int, CommittedCheckpoint] = {}
     for e in events:
         if e.kind != "checkpoint_committed":
             continue
-        cp = Checkpoint.from_event(e)
+        cp = CommittedCheckpoint.from_event(e)
         seen = by_step.get(cp.step)
         if seen is not None and (seen.sha256, seen.path) != (cp.sha256, cp.path):
             raise SeriesError(
@@ -78,8 +78,8 @@ def committed(events: Iterable[Event]) -> list[Checkpoint]:
 
 
 def check_series(
-    cps: list[Checkpoint], global_batch_size: int, final_step: int | None, *, allow_gaps: bool
-) -> tuple[list[Checkpoint], list[str]]:
+    cps: list[CommittedCheckpoint], global_batch_size: int, final_step: int | None, *, allow_gaps: bool
+) -> tuple[list[CommittedCheckpoint], list[str]]:
     """(the candidates: checkpoints at or after the validation start, the problems found).
 
     Raises SeriesError when there are problems and not `allow_gaps`.
@@ -96,7 +96,7 @@ def check_series(
     return [c for c in cps if c.step >= start], problems
 
 
-def resolve(run_path: Path, cp: Checkpoint) -> Path:
+def resolve(run_path: Path, cp: CommittedCheckpoint) -> Path:
     """The checkpoint directory inside the run directory; UnsafePathError if it would leave it.
 
     Symlinks are resolved first, so a link inside the run pointing elsewhere is refused too.

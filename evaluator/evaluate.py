@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evaluator.checkpoints import Checkpoint, resolve
+from evaluator.checkpoints import CommittedCheckpoint, resolve
 from evaluator.errors import CheckpointRefused, EvaluationCrashed, FingerprintMismatchError
 from evaluator.integrity import check_fingerprint, check_hash, recorded_fingerprint, weights_path
 from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
@@ -36,11 +36,11 @@ class Context:
 
 
 # (context, checkpoint, start time) -> the written results document (see evaluate_checkpoint)
-Scoring = Callable[[Context, Checkpoint, float], dict[str, Any]]
+Scoring = Callable[[Context, CommittedCheckpoint, float], dict[str, Any]]
 
 
 def evaluate_checkpoint(
-    ctx: Context, cp: Checkpoint, *, score: Scoring | None = None, start_data: dict[str, Any] | None = None
+    ctx: Context, cp: CommittedCheckpoint, *, score: Scoring | None = None, start_data: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Evaluate `cp`, recording its events. -> {accuracy, scores, results, seconds} or {reason, error, seconds}.
 
@@ -107,7 +107,7 @@ def evaluate_checkpoint(
     }
 
 
-def integrity(ctx: Context, cp: Checkpoint) -> tuple[str, dict[str, Any], dict[str, float]]:
+def integrity(ctx: Context, cp: CommittedCheckpoint) -> tuple[str, dict[str, Any], dict[str, float]]:
     """(checkpoint dir, fingerprint report, timings); raises CheckpointRefused. Loads the workers."""
     from trainer.policy.fingerprint import METHOD
 
@@ -144,7 +144,7 @@ def integrity(ctx: Context, cp: Checkpoint) -> tuple[str, dict[str, Any], dict[s
     )
 
 
-def _score(ctx: Context, cp: Checkpoint, t0: float) -> dict[str, Any]:
+def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> dict[str, Any]:
     from trainer.policy.task import validation_tasks
 
     start_ns = ctx.clock()
@@ -177,7 +177,7 @@ def _outcomes(samples: list[Sample], n_tasks: int, k: int) -> list[list[bool]]:
 
 def _document(
     ctx: Context,
-    cp: Checkpoint,
+    cp: CommittedCheckpoint,
     digest: str,
     fp: dict[str, Any],
     gen: Generation,

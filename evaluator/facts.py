@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator.checkpoints import Checkpoint, check_series, committed
+from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError
 from evaluator.settings import RunEvalConfig, run_eval_config
 from recorder.events import Event
@@ -22,7 +22,7 @@ class RunFacts:
     global_batch_size: int
     final_step: int | None
     eval_cfg: RunEvalConfig
-    candidates: dict[int, Checkpoint]
+    candidates: dict[int, CommittedCheckpoint]
     problems: list[str]
 
 

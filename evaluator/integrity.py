@@ -11,7 +11,7 @@ import hashlib
 import math
 from pathlib import Path
 
-from evaluator.checkpoints import Checkpoint
+from evaluator.checkpoints import CommittedCheckpoint
 from evaluator.errors import FingerprintMismatchError, HashMismatchError, MissingCheckpointError
 
 WEIGHTS_FILE = "model.safetensors"
@@ -25,7 +25,7 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def weights_path(directory: Path, cp: Checkpoint) -> Path:
+def weights_path(directory: Path, cp: CommittedCheckpoint) -> Path:
     """The weights file of a checkpoint directory; MissingCheckpointError if it is not there."""
     if not directory.is_dir():
         raise MissingCheckpointError(
@@ -38,7 +38,7 @@ def weights_path(directory: Path, cp: Checkpoint) -> Path:
     return weights
 
 
-def check_hash(cp: Checkpoint, weights: Path) -> str:
+def check_hash(cp: CommittedCheckpoint, weights: Path) -> str:
     """The file's sha256, if it is the one recorded; HashMismatchError otherwise."""
     size = weights.stat().st_size
     if cp.bytes is not None and size != cp.bytes:
@@ -56,7 +56,7 @@ def check_hash(cp: Checkpoint, weights: Path) -> str:
     return digest
 
 
-def recorded_fingerprint(cp: Checkpoint) -> tuple[str, float]:
+def recorded_fingerprint(cp: CommittedCheckpoint) -> tuple[str, float]:
     """(method, value) training recorded; FingerprintMismatchError if there is none to compare with."""
     value = cp.fingerprint.get("value")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -67,7 +67,7 @@ def recorded_fingerprint(cp: Checkpoint) -> tuple[str, float]:
     return str(cp.fingerprint.get("method", "")), float(value)
 
 
-def check_fingerprint(cp: Checkpoint, measured: list[float | None], tolerance: float) -> float:
+def check_fingerprint(cp: CommittedCheckpoint, measured: list[float | None], tolerance: float) -> float:
     """The largest |measured - recorded| over workers, if within `tolerance`; FingerprintMismatchError if not."""
     method, recorded = recorded_fingerprint(cp)
     worst = 0.0

@@ -87,10 +87,6 @@ class Event:
                 "altered; run `recorder verify`"
             ) from e
 
-    @property
-    def time_s(self) -> float:
-        return self.time_ns / 1e9
-
     def row(self) -> tuple[Any, ...]:
         """The stored columns in schema order."""
         return (

@@ -37,9 +37,5 @@ class ImportFileError(ReplayError, InputError):
     """An mllog file that cannot be imported (missing, unreadable, no ':::MLLOG' line)."""
 
 
-class CheckerError(ReplayError, DataError):
-    """mlperf-logging's checker could not run on the derived log."""
-
-
 class UnverifiedRunError(ReplayError, DataError):
     """The run fails `recorder verify`: nothing is derived from it unless forced."""

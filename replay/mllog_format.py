@@ -1,7 +1,7 @@
 """The mllog line format, exactly as mlperf-logging's `mllog._encode_log` writes it, and its parsing.
 
 `:::MLLOG {"namespace", "time_ms", "event_type", "key", "value", "metadata"}` in that order, Python's
-default `json.dumps` separators and ASCII escaping (tests/replay/test_mllog_format.py compares against
+default `json.dumps` separators and ASCII escaping (tests/replay/test_checkers.py compares against
 `_encode_log` itself).
 """
 

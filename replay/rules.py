@@ -1,7 +1,8 @@
 """Ruleset facts: what MLPerf Training 6.1.0 fixes for `qwen35_397b_grpo`.
 
 Kept as data here (not read from mlperf-logging at derive time) so that `derive` reads events only;
-tests/replay/test_rules.py checks these lists against the installed checker's own YAML files.
+tests/replay/test_checkers.py (test_required_keys_match_the_checker_yaml) checks these lists against the
+installed checker's own YAML files.
 """
 
 from __future__ import annotations

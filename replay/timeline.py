@@ -55,7 +55,7 @@ def _point(e: Event) -> Point:
 
 
 @dataclass(frozen=True)
-class Checkpoint:
+class CheckpointSave:
     """A committed checkpoint: its step, when its commit was recorded, and (parsed on demand, since most
     interpretations never ask) when its save began, how long it blocked training, its weight-update time."""
 
@@ -131,7 +131,7 @@ class Timeline:
     block_start: tuple[Point, int | None, int | None] | None  # (when, step, samples_count)
     metrics: tuple[StepMetrics, ...]  # ascending step
     weight_updates: dict[int, Point]
-    checkpoints: dict[int, Checkpoint]
+    checkpoints: dict[int, CheckpointSave]
     evaluations: tuple[Evaluation, ...]  # in the order performed
     failed_steps: tuple[int, ...]
     mllog_lines: tuple[str, ...]  # verbatim, per segment in seq order
@@ -248,7 +248,7 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
     run_id = ordered[0].run_id if ordered else ""
     metrics: dict[int, StepMetrics] = {}
     updates: dict[int, Point] = {}
-    checkpoints: dict[int, Checkpoint] = {}
+    checkpoints: dict[int, CheckpointSave] = {}
     evaluation_events: list[Event] = []
     for e in ordered:
         kind, step = e.kind, e.step
@@ -262,7 +262,7 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
                 updates[step] = _point(e)
         elif kind == "checkpoint_committed":
             if step not in checkpoints:
-                checkpoints[step] = Checkpoint(step, _point(e), e)
+                checkpoints[step] = CheckpointSave(step, _point(e), e)
         elif kind.startswith("eval_"):
             evaluation_events.append(e)
     evaluations, problems, failed = _evaluations(run_id, evaluation_events)

@@ -24,6 +24,7 @@ from trainer.mllog_keys import mllog_config_items
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import sample_seed
 from trainer.policy.task import reward, training_tasks
+from trainer.rollout import Rollout, TorchRollout
 from trainer.warmup import WarmupResult, warm_start
 
 WRITER = "trainer"
@@ -75,7 +76,7 @@ class GRPOTrainer:
         self.last_step: int | None = None
         self.log: LogWriter | None = None
         self.ckpt: CheckpointWriter | None = None
-        self.rollout: Any = None
+        self.rollout: Rollout | None = None
 
     # -- setup ---------------------------------------------------------------------------------------------
     def setup(self) -> RunDir:
@@ -148,7 +149,7 @@ class GRPOTrainer:
             max_pending=cfg.checkpoint.max_pending,
         )
 
-    def _make_rollout(self) -> Any:
+    def _make_rollout(self) -> Rollout:
         if self.cfg.rollout == "vllm":
             from trainer.vllm_rollout import VllmRollout
 
@@ -157,8 +158,6 @@ class GRPOTrainer:
             from trainer.rollout import RayRollout
 
             return RayRollout(self.model, self.tokenizer, workers=self.cfg.ray_workers, address=self.ray_address)
-        from trainer.rollout import TorchRollout
-
         return TorchRollout(self.model, self.tokenizer)
 
     # -- train ---------------------------------------------------------------------------------------------
@@ -183,7 +182,7 @@ class GRPOTrainer:
 
         from trainer.grpo import build_batch, clipped_policy_loss, group_advantages, slice_batch, token_logprobs
 
-        assert self.log is not None
+        assert self.log is not None and self.rollout is not None
         cfg, tok = self.cfg, self.tokenizer
         t0 = time.perf_counter()
         tasks = training_tasks(cfg.seed, step, cfg.num_prompts_per_step)

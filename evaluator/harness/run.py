@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evaluator.attempts import EVAL_KINDS, HARNESS_WRITER, Attempt
-from evaluator.checkpoints import Checkpoint, resolve
+from evaluator.checkpoints import CommittedCheckpoint, resolve
 from evaluator.evaluate import Context, evaluate_checkpoint, integrity
 from evaluator.facts import read_facts
 from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
@@ -203,8 +203,10 @@ def evaluate_harness(
             )
 
 
-def _evaluate_step(ctx: Context, cp: Checkpoint, tasks: list[TaskData], options: HarnessOptions) -> StepOutcome:
-    def score(c: Context, checkpoint: Checkpoint, t0: float) -> dict[str, Any]:
+def _evaluate_step(
+    ctx: Context, cp: CommittedCheckpoint, tasks: list[TaskData], options: HarnessOptions
+) -> StepOutcome:
+    def score(c: Context, checkpoint: CommittedCheckpoint, t0: float) -> dict[str, Any]:
         return _score(c, checkpoint, t0, tasks, options)
 
     r = evaluate_checkpoint(ctx, cp, score=score, start_data={"harness": HARNESS, "tasks": [t.name for t in tasks]})
@@ -215,7 +217,9 @@ def _evaluate_step(ctx: Context, cp: Checkpoint, tasks: list[TaskData], options:
     return StepOutcome(step=cp.step, status="scored", scores=r["scores"], results=r["results"], seconds=r["seconds"])
 
 
-def _score(ctx: Context, cp: Checkpoint, t0: float, tasks: list[TaskData], options: HarnessOptions) -> dict[str, Any]:
+def _score(
+    ctx: Context, cp: CommittedCheckpoint, t0: float, tasks: list[TaskData], options: HarnessOptions
+) -> dict[str, Any]:
     import lm_eval
 
     from evaluator.harness.adapter import CheckpointLM

@@ -35,7 +35,7 @@ _INTERVALS = {
 
 
 @dataclass
-class ImportReport:
+class MllogImportReport:
     """What one file became."""
 
     source: Path
@@ -98,7 +98,7 @@ def _first_values(parsed: list[ParsedLine]) -> dict[str, Any]:
 class _Recorder:
     """Appends the events of one file, deduplicating facts that many ranks repeat."""
 
-    def __init__(self, writer: LogWriter, report: ImportReport, gbs: int | None) -> None:
+    def __init__(self, writer: LogWriter, report: MllogImportReport, gbs: int | None) -> None:
         self.w, self.report, self.gbs = writer, report, gbs
         self.seen: set[tuple[Any, ...]] = set()
         self.pending: dict[str, Any] | None = None  # step_metrics being merged (consecutive tracked_stats)
@@ -177,7 +177,7 @@ class _Recorder:
             self.add("mllog_config", time_ns, key=key, value=value)
 
 
-def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str | None = None) -> ImportReport:
+def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str | None = None) -> MllogImportReport:
     """Import one mllog as a new run under `root`."""
     numbered = read_lines(path)
     parsed = [(n, p) for n, line in numbered if (p := parse_line(line)) is not None]
@@ -186,7 +186,7 @@ def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str 
     times = [t for _, p in parsed if (t := _time_ns(p.time_ms)) is not None]
     last_ns = times[0] if times else 0
     run = RunDir.create(root, run_id or default_run_id(path))
-    report = ImportReport(path, run)
+    report = MllogImportReport(path, run)
     with LogWriter(run, WRITER, clock=lambda: last_ns) as w:
         w.append(
             "run_opened",

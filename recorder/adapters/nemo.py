@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recorder.errors import DataError, InputError
+from recorder.errors import InputError
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.reader import read_run
@@ -49,10 +49,6 @@ class CheckpointLayoutError(NemoImportError):
 
 class AlreadyImportedError(NemoImportError):
     """A run that already holds checkpoint commits for the steps being imported."""
-
-
-class SeriesProblemError(DataError):
-    """The series does not follow the 6.1 rule (raised only when asked to be strict)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -195,7 +191,7 @@ def _written_ns(directory: Path) -> int:
 
 
 @dataclass(frozen=True)
-class ImportReport:
+class NemoImportReport:
     run: RunDir
     checkpoints: list[NemoCheckpoint]
     global_batch_size: int
@@ -219,7 +215,7 @@ def _open_run(into: Path) -> tuple[RunDir, set[str], set[int]]:
     return run, {e.kind for e in events}, {e.step for e in events if e.kind == "checkpoint_committed" and e.step}
 
 
-def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -> ImportReport:
+def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -> NemoImportReport:
     """Append a weight_update and a checkpoint_committed per checkpoint to the run `into` (created if missing).
 
     A new run also gets run_opened (from the first checkpoint's config.yaml); train_stop is added at the final
@@ -249,7 +245,7 @@ def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -
                 time_ns=last.weight_update_ms * NS_PER_MS,
                 data={"status": "completed", "reason": ""},
             )
-    return ImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds)
+    return NemoImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds)
 
 
 def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:

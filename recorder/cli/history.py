@@ -126,13 +126,13 @@ def compact(
     from recorder.errors import RecorderError
     from recorder.history.compact import compact_run, pack_root
     from recorder.run import list_runs
+    from replay.scores import write_scores
 
-    write_scores = _score_writer() if scores else None
     failed = 0
     for run in list_runs(root):
         try:
             result = compact_run(run, force=force)
-            if write_scores is not None and result.status == "compacted":
+            if scores and result.status == "compacted":
                 write_scores(run.path)
         except RecorderError as e:
             failed += 1
@@ -144,15 +144,6 @@ def compact(
     console.print(f"packs: {packed} runs newly packed, {packs} pack files under {root}/.history")
     if failed:
         raise typer.Exit(1)
-
-
-def _score_writer() -> Any:
-    """replay's `write_scores(run_dir)`, if replay is installed: the core itself never imports replay."""
-    try:
-        from replay.scores import write_scores
-    except ImportError:
-        return None
-    return write_scores
 
 
 def plot(

@@ -32,7 +32,7 @@ class PlotError(InputError):
 
 
 @dataclass(frozen=True)
-class Timeline:
+class PlotTimeline:
     """A run's facts for the picture, in minutes after run_start."""
 
     run_id: str
@@ -53,7 +53,7 @@ def _matplotlib() -> Any:
     return plt
 
 
-def load_timeline(history: History, run_id: str) -> Timeline:
+def load_timeline(history: History, run_id: str) -> PlotTimeline:
     """The run's timeline from the views (minutes after its run_start)."""
     q = history.query
     facts = q(f"SELECT run_start_ns FROM runs WHERE run_id = '{_quote(run_id)}'").to_pylist()
@@ -91,14 +91,14 @@ def load_timeline(history: History, run_id: str) -> Timeline:
         ).to_pylist()
         if r["minutes"] is not None or r["run_stop_ns"] is not None
     ]
-    return Timeline(run_id, steps, saves, evals, stops)  # type: ignore[arg-type]
+    return PlotTimeline(run_id, steps, saves, evals, stops)  # type: ignore[arg-type]
 
 
 def _quote(text: str) -> str:
     return text.replace("'", "''")
 
 
-def _draw(ax: Axes, t: Timeline, lanes: list[str]) -> None:
+def _draw(ax: Axes, t: PlotTimeline, lanes: list[str]) -> None:
     y = {name: len(lanes) - 1 - i for i, name in enumerate(lanes)}
     previous = 0.0
     for i, (_step, update, metrics) in enumerate(t.steps):
@@ -127,7 +127,7 @@ def _draw(ax: Axes, t: Timeline, lanes: list[str]) -> None:
     ax.set_axisbelow(True)
 
 
-def _label(ax: Axes, t: Timeline, lanes: list[str], lo: float, hi: float) -> None:
+def _label(ax: Axes, t: PlotTimeline, lanes: list[str], lo: float, hi: float) -> None:
     """Text only inside [lo, hi]: step numbers, accuracies, and each interpretation's score."""
     y = {name: len(lanes) - 1 - i for i, name in enumerate(lanes)}
     previous = 0.0
@@ -166,7 +166,7 @@ def _label(ax: Axes, t: Timeline, lanes: list[str], lo: float, hi: float) -> Non
             )
 
 
-def _zoom(t: Timeline) -> tuple[float, float] | None:
+def _zoom(t: PlotTimeline) -> tuple[float, float] | None:
     """The scored region: from the first save (or evaluated step) to the last evaluation or run_stop."""
     starts = [b for _, b, _, _ in t.saves]
     ends = [stop for _, _, stop, _, _ in t.evals] + [m for _, m, _, _ in t.stops] + [e for _, _, _, e in t.saves]

@@ -131,9 +131,6 @@ def test_events_carry_the_time_and_columns_the_line_states(
 def test_replay_as_recorded_gives_the_lines_back(
     corpus: Path, tmp_path: Path, shared: dropin.MLLogger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    help_text = run_cli("replay", "--help")
-    if help_text.returncode != 0 or "as-recorded" not in help_text.stdout + help_text.stderr:
-        pytest.skip("`recorder replay --interpretation as-recorded` is not available yet")
     calls = calls_from_log(corpus / GBS256)
     expected = _reference_lines(calls, monkeypatch)
     clock = Clock()

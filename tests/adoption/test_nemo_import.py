@@ -221,9 +221,6 @@ def test_series_with_evaluations_holds_what_replay_needs(tmp_path: Path) -> None
 
 def test_replay_derives_the_backdated_run_stop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The whole NeMo-RL path: its training mllog imported, its checkpoints imported, evaluations, replay."""
-    for command in ("import", "replay"):
-        if run_cli(command, "--help").returncode != 0:
-            pytest.skip(f"`recorder {command}` is not available yet")
     mllog_file = tmp_path / "training.log"
     _write_training_mllog(mllog_file, monkeypatch)
     done = run_cli("import", str(mllog_file), "--root", str(tmp_path / "runs"), "--run-id", "nemo")
@@ -251,9 +248,6 @@ def test_replay_derives_the_backdated_run_stop(tmp_path: Path, monkeypatch: pyte
 def test_nemo_evaluator_lines_in_the_mllog_are_scored_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """NeMo-RL's own deferred evaluator appends eval lines and the backdated run_stop to the same mllog:
     importing that one file and the checkpoints lets every interpretation re-score it."""
-    for command in ("import", "replay"):
-        if run_cli(command, "--help").returncode != 0:
-            pytest.skip(f"`recorder {command}` is not available yet")
     mllog_file = tmp_path / "mlperf.log"
     _write_training_mllog(mllog_file, monkeypatch)
     _append_nemo_evaluations(mllog_file, monkeypatch)

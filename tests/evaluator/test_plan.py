@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evaluator.attempts import attempts, open_attempts, scored
-from evaluator.checkpoints import Checkpoint, check_series, committed, resolve
+from evaluator.checkpoints import CommittedCheckpoint, check_series, committed, resolve
 from evaluator.errors import OrderError, SeriesError, UnsafePathError
 from evaluator.order import Order, arrange, parse_order
 from evaluator.passk import pass_at_k, pass_at_k_task, sample_plan, sample_seed
@@ -74,8 +74,8 @@ def test_a_step_committed_twice_with_other_weights_is_refused(tmp_path: Path) ->
         committed(read_run(run).events)
 
 
-def _cp(path: str) -> Checkpoint:
-    return Checkpoint(step=18, samples_count=0, path=path, sha256="", bytes=None, weight_update_ns=None)
+def _cp(path: str) -> CommittedCheckpoint:
+    return CommittedCheckpoint(step=18, samples_count=0, path=path, sha256="", bytes=None, weight_update_ns=None)
 
 
 @pytest.mark.parametrize("path", ["/etc", "../other/checkpoints/step_0000018", "checkpoints/../../x", ""])

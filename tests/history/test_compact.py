@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from recorder.history.compact import check_compacted, compact_run, pack_root, parquet_path
 from recorder.history.views import VIEWS, open_history
@@ -113,7 +112,6 @@ def test_packs_serve_fresh_runs_and_skip_stale_ones(fresh_root: Path) -> None:
 
 
 def test_compact_writes_replays_scores(fresh_root: Path) -> None:
-    pytest.importorskip("replay.scores")
     (fresh_root / "worked" / "derived" / "scores.jsonl").unlink()
     done = run_cli("compact", "--root", str(fresh_root))
     assert "worked: compacted" in done.stdout

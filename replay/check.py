@@ -31,15 +31,28 @@ class CheckResult:
     ok: bool
     reasons: tuple[str, ...]
     mlperf_logging: str
+    error: str | None = None  # 'checker error: <type>: <message>' when the checker itself raised
+    ran: bool = True  # False: not applicable (no RCPs for the benchmark, open division); `reasons` says why
 
     @property
     def verdict(self) -> str:
+        if self.error is not None:
+            return "checker error"
+        if not self.ran:
+            return "not run"
         return "PASSED" if self.ok else "FAILED"
 
     def summary(self) -> str:
         """e.g. 'compliance checker (mlperf-logging 4.1.68, training 6.1.0): FAILED: reason; reason'."""
-        head = f"{self.tool} (mlperf-logging {self.mlperf_logging}, training {self.ruleset}): {self.verdict}"
-        return head + (": " + "; ".join(self.reasons) if self.reasons else "")
+        head = f"{self.tool} (mlperf-logging {self.mlperf_logging}, training {self.ruleset}): "
+        if self.error is not None:
+            return head + self.error
+        return head + self.verdict + (": " + "; ".join(self.reasons) if self.reasons else "")
+
+
+def checker_error(e: BaseException) -> str:
+    """How a checker that raised is reported: 'checker error: <type>: <message>'."""
+    return f"checker error: {type(e).__name__}: {e}"
 
 
 @contextmanager
@@ -70,14 +83,25 @@ def _reason(message: str) -> str:
 
 def compliance(text: str, ruleset: str = "6.1.0", usage: str = "training") -> CheckResult:
     """`python -m mlperf_logging.compliance_checker --usage training --ruleset RULESET`, in process."""
-    from mlperf_logging.compliance_checker import mlp_compliance
 
     with tempfile.TemporaryDirectory(prefix="replay-check-") as tmp, _quiet():
         path = Path(tmp) / "result_0.txt"
         path.write_text(text, encoding="utf-8")
+        return compliance_file(path, ruleset, usage)
+
+
+def compliance_file(path: Path, ruleset: str, usage: str = "training") -> CheckResult:
+    """The compliance checker on a file as it is: its verdict, or the exception it raised as a verdict."""
+    from mlperf_logging.compliance_checker import mlp_compliance
+
+    with _quiet():
         del mlp_compliance.enqueued_configs[:]  # a module-level queue: left over by an earlier failure
         checker = mlp_compliance.make_checker(usage, ruleset, False, False)
-        valid, _, _, _ = mlp_compliance.main(str(path), f"{usage}_{ruleset}/common.yaml", checker)
+        try:
+            valid, _, _, _ = mlp_compliance.main(str(path), f"{usage}_{ruleset}/common.yaml", checker)
+        except Exception as e:  # the checker's own eval/exec of YAML code raises on logs it did not foresee
+            del mlp_compliance.enqueued_configs[:]
+            return CheckResult("compliance checker", ruleset, False, (), mlperf_logging_version(), checker_error(e))
     messages = [*checker.not_overwritable, *checker.overwritable.values()]
     return CheckResult(
         "compliance checker", ruleset, bool(valid), tuple(_reason(m) for m in messages), mlperf_logging_version()
@@ -105,9 +129,14 @@ def rcp(texts: Sequence[str], ruleset: str = "6.1.0", usage: str = "training") -
             (Path(tmp) / f"result_{i}.txt").write_text(text, encoding="utf-8")
         try:
             ok, message, _ = rcp_checker.check_directory(tmp, usage, ruleset, False, False, rcp_pass="pruned_rcps")
-        except (FileNotFoundError, KeyError, TypeError) as e:  # no RCP file for this benchmark, no benchmark key
-            ok, message = False, f"RCP checker could not run: {type(e).__name__}: {e}"
+        except Exception as e:  # no benchmark key, a log the checker did not foresee
+            return CheckResult("RCP checker", ruleset, False, tuple(notes), mlperf_logging_version(), checker_error(e))
     return CheckResult("RCP checker", ruleset, bool(ok), (str(message), *notes), mlperf_logging_version())
+
+
+def rcp_not_run(ruleset: str, why: str) -> CheckResult:
+    """The RCP checker's row where it does not apply (the reason says why)."""
+    return CheckResult("RCP checker", ruleset, True, (why,), mlperf_logging_version(), ran=False)
 
 
 def _benchmark_of(text: str) -> str | None:

@@ -10,6 +10,7 @@ line's own number in the derived file (there is no call site to report).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,8 @@ from typing import Any
 from mlperf_logging.mllog import constants as C
 
 from recorder.events import Event
-from replay.errors import MissingFactError, NothingToEmitError
+from recorder.rules import BENCHMARK
+from replay.errors import InterpretationNotApplicableError, MissingFactError, NothingToEmitError
 from replay.interpretations import AS_RECORDED, Plan, get_interpretation, inline_at
 from replay.mllog_format import (
     INTERVAL_END,
@@ -29,6 +31,7 @@ from replay.mllog_format import (
     parse_line,
 )
 from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
+from replay.rulesets import get_known
 from replay.timeline import Config, Evaluation, Point, Timeline, build_timeline
 
 
@@ -208,8 +211,8 @@ def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
     why = "the original lines"
     if start is None or stop is None:
         why = f"no minutes: the log has no {'run_start' if start is None else 'run_stop'} line"
-    elif start.time_ms is None or stop.time_ms is None:
-        why = f"no minutes: its {'run_start' if start.time_ms is None else 'run_stop'} line has no time_ms"
+    elif start.parser_time_ms is None or stop.parser_time_ms is None:
+        why = f"no minutes: its {'run_start' if start.parser_time_ms is None else 'run_stop'} line has no time_ms"
     status, passing = "none", None
     if stop is not None:
         meta = stop.metadata
@@ -217,8 +220,8 @@ def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
         samples, gbs = meta.get(C.SAMPLES_COUNT), tl.global_batch_size
         if status == "success" and isinstance(samples, int) and gbs:
             passing = samples // gbs
-    start_ms = start.time_ms if start is not None else None
-    stop_ms = stop.time_ms if stop is not None else None
+    start_ms = start.parser_time_ms if start is not None else None
+    stop_ms = stop.parser_time_ms if stop is not None else None
     return Derivation(
         tl.run_id,
         ruleset,
@@ -226,12 +229,16 @@ def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
         tl.mllog_lines,
         status,
         passing,
-        None if start_ms is None else int(start_ms * 1_000_000),
-        None if stop_ms is None else int(stop_ms * 1_000_000),
+        _ms_to_ns(start_ms),
+        _ms_to_ns(stop_ms),
         why,
-        None if start_ms is None else float(start_ms),
-        None if stop_ms is None else float(stop_ms),
+        start_ms,
+        stop_ms,
     )
+
+
+def _ms_to_ns(ms: float | None) -> int | None:
+    return int(ms * 1_000_000) if ms is not None and math.isfinite(ms) else None
 
 
 def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> Derivation:
@@ -241,6 +248,7 @@ def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> De
     tl = build_timeline(events)
     if interp.policy is None:
         return _as_recorded(tl, ruleset)
+    require_offline_rule(tl, ruleset, interpretation)
     tl.require_consistent()
     plan = interp.policy(tl, rules)
     lines = render(tl, rules, plan)
@@ -260,6 +268,20 @@ def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> De
         float(ns_to_ms(stop)),
         missing_keys(tl, rules),
     )
+
+
+def require_offline_rule(tl: Timeline, ruleset: str, interpretation: str) -> None:
+    """The interpretations other than as-recorded read the 6.1 offline-evaluation rule: refuse them where it
+    does not apply (another benchmark, or a ruleset before 6.1.0). A run that states no benchmark is the
+    recorder's own (qwen35_397b_grpo)."""
+    known = get_known(ruleset)
+    benchmark = tl.benchmark or BENCHMARK
+    if not known.offline_evaluation(benchmark):
+        raise InterpretationNotApplicableError(
+            f"run {tl.run_id}: interpretation {interpretation!r} reads the offline-evaluation rule, which "
+            f"applies to {BENCHMARK} from training 6.1.0 on, not to {benchmark} under training {ruleset}: "
+            "use --interpretation as-recorded"
+        )
 
 
 def missing_keys(tl: Timeline, rules: Ruleset) -> tuple[str, ...]:

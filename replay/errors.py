@@ -13,6 +13,22 @@ class UnknownRulesetError(ReplayError, InputError):
     """A ruleset or benchmark this replay does not know."""
 
 
+class UnknownBenchmarkError(ReplayError, InputError):
+    """A benchmark that the ruleset the user typed does not know."""
+
+
+class RulesetMismatchError(ReplayError, DataError):
+    """A run whose recorded ruleset does not know its benchmark, or a rule that does not apply to it."""
+
+
+class InterpretationNotApplicableError(ReplayError, InputError):
+    """An offline-evaluation interpretation asked of a run the 6.1 offline rule does not cover."""
+
+
+class ScoreInputError(ReplayError, InputError):
+    """Runs given to `score` together that cannot be one set (different rulesets, benchmarks, scaling)."""
+
+
 class UnknownInterpretationError(ReplayError, InputError):
     """An interpretation name that is not in the registry."""
 

@@ -14,6 +14,9 @@ from typing import Any
 from mlperf_logging.mllog import constants as C
 
 TOKEN = ":::MLLOG"
+# mlperf-logging's parser keeps `re.sub(".*:::MLLOG ", ":::MLLOG ", line)`: the record after the last
+# ':::MLLOG ' (with its space) is the line's record, so two records on one line read as the second.
+PARSER_TOKEN = TOKEN + " "
 POINT_IN_TIME = C.POINT_IN_TIME
 INTERVAL_START = C.INTERVAL_START
 INTERVAL_END = C.INTERVAL_END
@@ -66,10 +69,25 @@ class ParsedLine:
         t = self.get("time_ms")
         return t if isinstance(t, (int, float)) and not isinstance(t, bool) else None
 
+    @property
+    def parser_time_ms(self) -> float | None:
+        """time_ms as mlperf-logging's parser reads it (`float(m['time_ms'])`), None where that fails."""
+        try:
+            return float(self.get("time_ms"))
+        except (TypeError, ValueError):
+            return None
+
+    @property
+    def records(self) -> int:
+        """How many records the line holds; the parser reads only the last."""
+        return max(1, self.text.count(PARSER_TOKEN))
+
 
 def parse_line(text: str) -> ParsedLine | None:
     """Parse a line; None when it holds no ':::MLLOG'. Malformed JSON is kept with its error."""
-    at = text.find(TOKEN)
+    at = text.rfind(PARSER_TOKEN)
+    if at < 0:
+        at = text.find(TOKEN)
     if at < 0:
         return None
     body = text[at + len(TOKEN) :].strip()

@@ -1,4 +1,6 @@
-"""Ruleset facts: what MLPerf Training 6.1.0 fixes for `qwen35_397b_grpo`.
+"""Ruleset facts: what MLPerf Training 6.1.0 fixes for `qwen35_397b_grpo`, the facts the offline-evaluation
+interpretations derive a log from. Which rulesets and benchmarks exist is `replay.rulesets` (discovered
+from the installed checker); these facts apply where the offline rule does (`KnownRuleset.offline_evaluation`).
 
 Kept as data here (not read from mlperf-logging at derive time) so that `derive` reads events only;
 tests/replay/test_checkers.py (test_required_keys_match_the_checker_yaml) checks these lists against the
@@ -12,7 +14,6 @@ from dataclasses import dataclass
 from mlperf_logging.mllog import constants as C
 
 from recorder import rules
-from replay.errors import UnknownRulesetError
 
 # mlperf_logging.mllog.constants has no name for the per-step statistics key the reference writes.
 TRACKED_STATS = "tracked_stats"
@@ -85,16 +86,9 @@ class Ruleset:
         return tuple(dict.fromkeys(keys))
 
 
-RULESETS: dict[str, Ruleset] = {
-    rules.RULESET: Ruleset(name=rules.RULESET, benchmark=rules.BENCHMARK, target=rules.TARGET),
-}
-
-
 def get_ruleset(name: str) -> Ruleset:
-    """The ruleset called `name`, or a clear error listing the known ones."""
-    try:
-        return RULESETS[name]
-    except KeyError:
-        raise UnknownRulesetError(
-            f"unknown ruleset {name!r}: this replay knows {', '.join(sorted(RULESETS))}"
-        ) from None
+    """The offline-evaluation facts under ruleset `name` (any ruleset the installed checker ships; an unknown
+    name is a clear error listing them). Whether the offline rule applies to a run is the caller's check."""
+    from replay.rulesets import get_known
+
+    return Ruleset(name=get_known(name).name, benchmark=rules.BENCHMARK, target=rules.TARGET)

@@ -9,26 +9,39 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from recorder.events import Event
 from recorder.reader import read_run
+from recorder.rules import BENCHMARK
 from recorder.run import RunDir
-from replay.check import compliance, mlperf_logging_version
+from replay.check import CheckResult, compliance, mlperf_logging_version
 from replay.derive import Derivation, derive_run
 from replay.errors import ReplayError
 from replay.interpretations import INTERPRETATIONS
+from replay.rulesets import ruleset_for_run
+from replay.timeline import build_timeline
 
 SCORES_FILE = "scores.jsonl"
 
 
+Outcome = tuple[Derivation, CheckResult | None]  # a derivation already made, and its checker verdict
+
+
 def score_row(
-    events: list[Event], run_id: str, ruleset: str, interpretation: str, check: bool = True
+    events: list[Event],
+    run_id: str,
+    ruleset: str,
+    interpretation: str,
+    check: bool = True,
+    done: Outcome | None = None,
 ) -> dict[str, Any]:
-    """One interpretation's row; an interpretation that derives nothing gives status 'none' and says why."""
+    """One interpretation's row; an interpretation that derives nothing gives status 'none' and says why.
+    `done`: the derivation (and verdict) the caller already has, so that nothing is derived or checked twice."""
     try:
-        d: Derivation = derive_run(events, ruleset, interpretation)
+        d: Derivation = done[0] if done is not None else derive_run(events, ruleset, interpretation)
     except ReplayError as e:
         return {
             "run_id": run_id,
@@ -43,7 +56,9 @@ def score_row(
             "mlperf_logging_version": mlperf_logging_version(),
             "why": str(e),
         }
-    checker = compliance(d.text(), ruleset).summary() if check else None
+    verdict = (
+        done[1] if done is not None and done[1] is not None else (compliance(d.text(), ruleset) if check else None)
+    )
     return {
         "run_id": run_id,
         "ruleset": ruleset,
@@ -53,15 +68,32 @@ def score_row(
         "run_start_ns": d.run_start_ns,
         "run_stop_ns": d.run_stop_ns,
         "minutes": d.minutes,
-        "checker": checker,
+        "checker": verdict.summary() if verdict is not None else None,
         "mlperf_logging_version": mlperf_logging_version(),
         "why": d.why,
     }
 
 
-def compute_scores(run_dir: Path | str | RunDir, ruleset: str = "6.1.0", check: bool = True) -> list[dict[str, Any]]:
+def applicable(events: list[Event], ruleset: str | None) -> tuple[str, list[str]]:
+    """The ruleset a run is scored under (`ruleset_for_run`: refuses before anything is written) and the
+    interpretations that apply to it: all of them where the offline rule applies, else as-recorded only."""
+    tl = build_timeline(events)
+    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)
+    offline = known.offline_evaluation(tl.benchmark or BENCHMARK)
+    return known.name, [n for n, i in INTERPRETATIONS.items() if offline or i.policy is None]
+
+
+def compute_scores(
+    run_dir: Path | str | RunDir,
+    ruleset: str | None = None,
+    check: bool = True,
+    done: Mapping[str, Outcome] | None = None,
+) -> list[dict[str, Any]]:
+    """Every applicable interpretation's row. `ruleset`: as typed by the user (None: the run's own)."""
     log = read_run(run_dir)
-    return [score_row(log.events, log.run.run_id, ruleset, name, check) for name in INTERPRETATIONS]
+    name, interpretations = applicable(log.events, ruleset)
+    done = done or {}
+    return [score_row(log.events, log.run.run_id, name, i, check, done.get(i)) for i in interpretations]
 
 
 def write_rows(run: RunDir, rows: list[dict[str, Any]]) -> Path:
@@ -78,7 +110,8 @@ def write_rows(run: RunDir, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def write_scores(run_dir: Path | str | RunDir, ruleset: str = "6.1.0", check: bool = True) -> Path:
-    """Compute every interpretation of a run and write `<run>/derived/scores.jsonl`; returns its path."""
+def write_scores(run_dir: Path | str | RunDir, ruleset: str | None = None, check: bool = True) -> Path:
+    """Compute every applicable interpretation of a run (under its own ruleset unless one is given) and write
+    `<run>/derived/scores.jsonl`; returns its path."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     return write_rows(run, compute_scores(run, ruleset, check))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+# RECORDER_CORPUS: where a worktree that is not next to ../shared finds it.
+CORPUS = Path(os.environ.get("RECORDER_CORPUS", REPO.parent / "shared" / "corpus"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -2,8 +2,11 @@
 `mllog_line` event (prefix included, malformed JSON too, with its error); the lines replay and history
 understand also become their own kinds (run boundaries, blocks, step metrics, evaluations).
 
-Line endings: a line is the text between '\\n's with one trailing '\\r' removed, so a CRLF file replays
-(as-recorded) with LF endings; nothing else is changed.
+Files are read as mlperf-logging's parser reads them (`open(..., encoding='latin-1')`, universal newlines):
+a line ends at '\\r\\n', '\\r' or '\\n', so CRLF and CR-only files replay (as-recorded) with LF endings;
+each line is UTF-8 when it decodes as UTF-8 (the bytes round-trip) and Latin-1 otherwise (every byte is a
+character, as for the parser). A line holding several records is read as the parser reads it: the last
+':::MLLOG ' wins (`mllog_format.parse_line`). Nothing else is changed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from recorder.run import RunDir
 from replay.errors import ImportFileError
 from replay.mllog_format import TOKEN, ParsedLine, parse_line
 from replay.rules import TRACKED_STATS
+from replay.rulesets import get_known
 
 WRITER = "import"
 _BOUNDARIES = {C.INIT_START: "init_start", C.INIT_STOP: "init_stop", C.RUN_START: "run_start"}
@@ -45,20 +49,29 @@ class MllogImportReport:
     kinds: dict[str, int] = field(default_factory=dict)
 
 
+_LINE_END = re.compile(rb"\r\n|\r|\n")  # Python's universal newlines, which the parser's open() uses
+_TOKEN_BYTES = TOKEN.encode()
+
+
+def _decode(line: bytes) -> str:
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError:
+        return line.decode("latin-1")
+
+
 def read_lines(path: Path) -> list[tuple[int, str]]:
     """(line_no, text) of every line holding ':::MLLOG', text without its line ending."""
+    if path.is_dir():
+        raise ImportFileError(f"{path}: a folder with no result_*.txt; give an mllog file or a result folder")
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise ImportFileError(f"{path}: cannot read ({e.strerror}); give the path of an mllog file") from e
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ImportFileError(f"{path}: not UTF-8 text (byte {e.start}); convert it before importing") from e
     out = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if TOKEN in line:
-            out.append((number, line[:-1] if line.endswith("\r") else line))
+    for number, line in enumerate(_LINE_END.split(raw), start=1):
+        if _TOKEN_BYTES in line:
+            out.append((number, _decode(line)))
     if not out:
         raise ImportFileError(f"{path}: no line holds ':::MLLOG'; is this an mllog (result_N.txt, *.out)?")
     return out
@@ -177,11 +190,36 @@ class _Recorder:
             self.add("mllog_config", time_ns, key=key, value=value)
 
 
-def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str | None = None) -> MllogImportReport:
-    """Import one mllog as a new run under `root`."""
+@dataclass(frozen=True)
+class ResultSet:
+    """What a result folder adds to each of its runs: the review's scaling factor and the system description."""
+
+    folder: str
+    scaling_factor: float = 1.0  # scaling.json's, else 1.0 (the summarizer's `_get_scaling_factor`)
+    scaling_file: str | None = None
+    system: str | None = None  # the folder above the benchmark folder
+    system_description: dict[str, Any] | None = None  # ../../systems/<system>.json when present
+
+
+def import_file(
+    path: Path,
+    root: Path,
+    run_id: str | None = None,
+    ruleset: str | None = None,
+    result_set: ResultSet | None = None,
+) -> MllogImportReport:
+    """Import one mllog as a new run under `root`. A ruleset (typed by the user) must be one the installed
+    checker ships and must know the log's benchmark; nothing is created otherwise."""
     numbered = read_lines(path)
     parsed = [(n, p) for n, line in numbered if (p := parse_line(line)) is not None]
     firsts = _first_values([p for _, p in parsed])
+    if ruleset is not None:
+        benchmark, division = firsts.get(C.SUBMISSION_BENCHMARK), firsts.get(C.SUBMISSION_DIVISION)
+        get_known(ruleset).require_benchmark(
+            benchmark if isinstance(benchmark, str) else None,
+            division if isinstance(division, str) else None,
+            typed=True,
+        )
     gbs = _int(firsts.get(C.GLOBAL_BATCH_SIZE))
     times = [t for _, p in parsed if (t := _time_ns(p.time_ms)) is not None]
     last_ns = times[0] if times else 0
@@ -199,6 +237,17 @@ def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str 
                 "config": {},
                 "provenance": {"imported_from": str(path)},
                 "resumed_from": None,
+                **(
+                    {
+                        "result_set": result_set.folder,
+                        "scaling_factor": result_set.scaling_factor,
+                        "scaling_file": result_set.scaling_file,
+                        "system": result_set.system,
+                        "system_description": result_set.system_description,
+                    }
+                    if result_set is not None
+                    else {}
+                ),
             },
         )
         rec = _Recorder(w, report, gbs)
@@ -209,6 +258,10 @@ def import_file(path: Path, root: Path, run_id: str | None = None, ruleset: str 
             step, samples = rec.step_of(p.metadata)
             if p.error:
                 report.malformed.append((line_no, p.error))
+            elif p.records > 1:
+                report.malformed.append(
+                    (line_no, f"{p.records} records on one line: mlperf-logging's parser reads only the last")
+                )
             w.append(
                 "mllog_line",
                 step=step,

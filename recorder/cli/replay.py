@@ -3,7 +3,6 @@ modules (and mlperf-logging) are imported inside the commands, so `recorder --he
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,8 +13,18 @@ from recorder.cli.output import console
 
 if TYPE_CHECKING:
     from recorder.events import Event
+    from replay.check import CheckResult
+    from replay.rulesets import KnownRuleset
+    from replay.set_score import SetScore
 
-RulesetOpt = Annotated[str, typer.Option("--ruleset", help="Ruleset whose facts apply (6.1.0).")]
+RulesetOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ruleset",
+        help="MLPerf Training ruleset (any the installed mlperf-logging ships). Default: the run's own "
+        "(import --ruleset), else 6.1.0.",
+    ),
+]
 InterpOpt = Annotated[
     str | None,
     typer.Option(
@@ -38,7 +47,7 @@ def _minutes(m: float | None) -> str:
 
 def replay(
     run_dir: Annotated[Path, typer.Argument(help="The run directory.")],
-    ruleset: RulesetOpt = "6.1.0",
+    ruleset: RulesetOpt = None,
     interpretation: InterpOpt = None,
     compare: Annotated[bool, typer.Option("--compare", help="One table: every interpretation side by side.")] = False,
     output: Annotated[
@@ -58,14 +67,17 @@ def replay(
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from recorder.reader import read_run
-    from replay.check import compliance, rcp
     from replay.derive import derive_run
     from replay.interpretations import get_interpretation
+    from replay.rulesets import ruleset_for_run
     from replay.scores import compute_scores, write_rows
+    from replay.timeline import build_timeline
     from replay.trust import UNVERIFIED, clock_steps, mark_rows, require_verified, resumes
 
     unverified = require_verified(run_dir, force)  # refuses (exit 1) unless --force
     log = read_run(run_dir)
+    tl = build_timeline(log.events)
+    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)  # refuses before anything is written
     for problem in unverified:
         console.print(f"[bold red]{UNVERIFIED}:[/] {problem}")
     for torn in log.torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
@@ -80,13 +92,13 @@ def replay(
     if compare:
         if interpretation or output:
             raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
-        rows = mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed)
+        rows = mark_rows(compute_scores(log.run, known.name), unverified=unverified, resumed=resumed)
         write_rows(log.run, rows)
         _compare_table(rows)
         return
     name = interpretation or _default_interpretation(log.events)
     get_interpretation(name)
-    d = derive_run(log.events, ruleset, name)
+    d = derive_run(log.events, known.name, name)
     marked = f".{UNVERIFIED}" if unverified else ""
     path = output or log.run.derived / f"result_{name}{marked}.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +107,9 @@ def replay(
         path.with_name(path.name + f".{UNVERIFIED}").write_text(
             "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
         )
-    write_rows(log.run, mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed))
+    checks = _checks(d.text(), known, tl.benchmark, tl.division) if check else []
+    done = {name: (d, checks[0] if checks else None)}
+    write_rows(log.run, mark_rows(compute_scores(log.run, ruleset, done=done), unverified=unverified, resumed=resumed))
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     tags = ([f"[bold red]{UNVERIFIED}[/]"] if unverified else []) + (["[yellow]resumed[/]"] if resumed else [])
     console.print(
@@ -105,14 +119,27 @@ def replay(
     if d.missing_keys:
         console.print(
             f"[yellow]warning:[/] the run recorded no {', '.join(d.missing_keys)} (mllog_config): "
-            f"the {ruleset} checker requires them"
+            f"the {known.name} checker requires them"
         )
-    if check:
-        checks = [compliance(d.text(), ruleset), rcp([d.text()], ruleset)]
-        for c in checks:
-            console.print(c.summary())
-        if not all(c.ok for c in checks):
-            raise typer.Exit(1)
+    for c in checks:
+        console.print(c.summary(), highlight=False)
+    if not all(c.ok and c.error is None for c in checks):
+        raise typer.Exit(1)
+
+
+def _checks(text: str, known: KnownRuleset, benchmark: str | None, division: str | None) -> list[CheckResult]:
+    """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
+    RCPs for the benchmark and the division is not open (RCPs bind the closed division only)."""
+    from replay.check import compliance, rcp, rcp_not_run
+
+    checks = [compliance(text, known.name)]
+    if not known.has_rcps(benchmark):
+        checks.append(rcp_not_run(known.name, f"training {known.name} has no RCPs for {benchmark}"))
+    elif division == "open":
+        checks.append(rcp_not_run(known.name, "open division: RCPs bind the closed division only"))
+    else:
+        checks.append(rcp([text], known.name))
+    return checks
 
 
 def _compare_table(rows: list[dict[str, Any]]) -> None:
@@ -172,100 +199,117 @@ def _shorten(reasons: str, keep: int = 3) -> str:
 
 
 def import_(
-    mllogs: Annotated[list[Path], typer.Argument(help="mllog files (result_N.txt, *.out, ...).")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="mllog files (result_N.txt, *.out, ...) or result folders (result_*.txt).")
+    ],
     root: Annotated[Path, typer.Option("--root", help="Where the new runs go.")] = Path("runs"),
     run_id: Annotated[str | None, typer.Option("--run-id", help="Run id (one file only).")] = None,
-    ruleset: Annotated[str | None, typer.Option("--ruleset", help="Ruleset to record in run_opened.")] = None,
+    ruleset: Annotated[
+        str | None,
+        typer.Option("--ruleset", help="The logs' MLPerf Training ruleset: recorded, and the default of replay/score."),
+    ] = None,
 ) -> None:
-    """Import mllogs as runs: every ':::MLLOG' line kept verbatim, plus the kinds replay and history read."""
-    from recorder.adapters.mllog_import import import_file
+    """Import mllogs as runs: every ':::MLLOG' line kept verbatim, plus the kinds replay and history read.
+    A result folder brings its scaling.json and its system description (../../systems/<system>.json)."""
+    from recorder.adapters.mllog_import import ResultSet, import_file
+    from recorder.adapters.result_folder import read_result_folder
     from replay.errors import ImportFileError
+    from replay.rulesets import get_known
 
-    if run_id and len(mllogs) > 1:
-        raise ImportFileError(f"--run-id names one run, and {len(mllogs)} files were given: drop --run-id")
-    for path in mllogs:
-        report = import_file(path, root, run_id, ruleset)
+    if ruleset is not None:
+        get_known(ruleset)  # an unknown name is refused before anything is imported
+    jobs: list[tuple[Path, ResultSet | None]] = []
+    for path in paths:
+        if path.is_dir():
+            folder = read_result_folder(path)
+            jobs += [(f, folder.result_set) for f in folder.files]
+            for note in folder.notes:
+                console.print(f"[yellow]note:[/] {note}", highlight=False)
+            if folder.result_set.scaling_file:
+                console.print(
+                    f"{path}: scaling factor {folder.result_set.scaling_factor!r} ({folder.result_set.scaling_file})",
+                    highlight=False,
+                )
+        else:
+            jobs.append((path, None))
+    if run_id and len(jobs) > 1:
+        raise ImportFileError(f"--run-id names one run, and {len(jobs)} files were given: drop --run-id")
+    for path, result_set in jobs:
+        report = import_file(path, root, run_id, ruleset, result_set)
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
-        console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}")
+        console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}", highlight=False)
         for line_no, why in report.malformed:
-            console.print(f"[yellow]warning:[/] {path}:{line_no}: {why} (kept verbatim as an mllog_line event)")
+            console.print(
+                f"[yellow]warning:[/] {path}:{line_no}: {why} (kept verbatim as an mllog_line event)", highlight=False
+            )
+
+
+FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
 
 
 def score(
-    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (e.g. the seeds of one submission).")],
-    ruleset: RulesetOpt = "6.1.0",
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (e.g. the runs of one result folder).")],
+    ruleset: RulesetOpt = None,
     interpretation: InterpOpt = None,
+    fmt: FormatOpt = "table",
     force: Annotated[
         bool,
         typer.Option("--force", help="Score even runs that fail `recorder verify` (each is then marked UNVERIFIED)."),
     ] = False,
 ) -> None:
-    """Minutes per run and the olympic score of each global-batch-size group, with the checkers' verdicts."""
-    from recorder.reader import read_run
-    from replay.check import compliance, mlperf_logging_version, rcp
-    from replay.derive import derive_run
-    from replay.errors import ReplayError
-    from replay.olympic import olympic
-    from replay.scores import compute_scores, write_rows
-    from replay.timeline import build_timeline
-    from replay.trust import UNVERIFIED, mark_rows, require_verified, resumes
+    """The result summarizer's strong-scaling score of each set of runs (a result folder, else a global batch
+    size): the olympic average of compliant runs times the scaling factor, each run's verdict and reasons.
+    Exit 0 when every set scores, 1 when one does not."""
+    import json
 
-    groups: dict[int | None, list[dict[str, Any]]] = defaultdict(list)
-    checked = [(run_dir, require_verified(run_dir, force)) for run_dir in run_dirs]  # refuse before writing
-    for run_dir, unverified in checked:
-        log = read_run(run_dir)
-        name = interpretation or _default_interpretation(log.events)
-        resumed = resumes(log.events)
-        write_rows(log.run, mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed))
-        tl = build_timeline(log.events)
-        marks = ([UNVERIFIED] if unverified else []) + (["RESUMED"] if resumed else [])
-        run_label = log.run.run_id + (f" ({', '.join(marks)})" if marks else "")
-        entry: dict[str, Any] = {"run": run_label, "interpretation": name, "benchmark": tl.benchmark}
-        try:
-            d = derive_run(log.events, ruleset, name)
-            entry.update(
-                minutes=d.minutes if d.status == "success" else None,
-                status=d.status,
-                text=d.text(),
-                check=compliance(d.text(), ruleset),
-            )
-        except ReplayError as err:
-            entry.update(minutes=None, status="none", text=None, check=None, error=str(err))
-        groups[tl.global_batch_size].append(entry)
-    all_ok = True
-    for gbs in sorted(groups, key=lambda g: (g is None, g or 0)):
-        entries = groups[gbs]
-        table = Table(title=f"GBS {gbs}: {len(entries)} runs, ruleset {ruleset}")
-        for col in ("run", "interpretation", "status", "minutes", "compliance checker"):
-            table.add_column(col, overflow="fold")
-        for e in entries:
-            verdict = e["check"].verdict if e["check"] else e.get("error", "")
-            table.add_row(e["run"], e["interpretation"], e["status"], _minutes(e["minutes"]), verdict)
-            all_ok &= bool(e["check"] and e["check"].ok)
-        console.print(table)
-        benchmark = next((e["benchmark"] for e in entries if e["benchmark"]), None)
-        result = olympic([e["minutes"] for e in entries], benchmark)
-        console.print(
-            f"olympic score (mlperf-logging {mlperf_logging_version()} result summarizer's "
-            f"_compute_olympic_average): {_minutes(result.minutes)} minutes over {result.runs} runs"
-            + (f", {result.dropped} not converged" if result.dropped else "")
-            + (f" ({result.note})" if result.note else "")
-        )
-        failing = [e for e in entries if not (e["check"] and e["check"].ok)]
-        if failing:
-            console.print(
-                f"[bold red]{len(failing)} of {len(entries)} runs fail the compliance checker[/], so "
-                "mlperf-logging's result summarizer would not score them. Reasons:"
-            )
-            for reasons in sorted({e["check"].summary() if e["check"] else e.get("error", "") for e in failing}):
-                console.print(f"  - {reasons}")
-        texts = [e["text"] for e in entries if e["text"]]
-        if texts:
-            r = rcp(texts, ruleset)
-            all_ok &= r.ok
-            console.print(r.summary())
-    if not all_ok:
+    from replay.score_runs import score_runs
+
+    if fmt not in ("table", "json"):
+        raise typer.BadParameter(f"--format is table or json, not {fmt!r}")
+    sets = score_runs(run_dirs, ruleset, interpretation, force)
+    if fmt == "json":
+        payload = [s.to_json() for s in sets]
+        text = json.dumps(payload[0] if len(payload) == 1 else payload, indent=2)
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+    else:
+        for result in sets:
+            _score_table(result)
+    if not all(s.scored for s in sets):
         raise typer.Exit(1)
+
+
+def _score_table(result: SetScore) -> None:
+    label = result.extra.get("set", "")
+    table = Table(
+        title=f"{label}: {result.benchmark}, training {result.ruleset}, {result.division or '-'} division, "
+        f"{len(result.runs)} runs"
+    )
+    for col in ("run", "interpretation", "status", "minutes", "compliance checker"):
+        table.add_column(col, no_wrap=True)
+    for r in result.runs:
+        verdict = r.check.verdict if r.check is not None else (r.error or "-")
+        table.add_row(r.run, r.interpretation, r.status, _minutes(r.minutes), verdict)
+    console.print(table)
+    scaling = f" x scaling factor {result.scaling_factor!r}" if result.scaling_factor != 1.0 else ""
+    console.print(
+        f"olympic score (mlperf-logging {result.to_json()['mlperf_logging']} result summarizer's "
+        f"_compute_strong_score_standalone): {_minutes(result.olympic_minutes)} minutes{scaling} = "
+        f"{_minutes(result.score_minutes)} minutes over {len(result.runs)} runs"
+        + ("" if result.scored else " [bold red](not scored)[/]"),
+        highlight=False,
+    )
+    for reason in result.reasons:
+        console.print(f"  {reason}", highlight=False)
+    failing = [r for r in result.runs if not r.compliant]
+    if failing:
+        console.print(
+            f"[bold red]{len(failing)} of {len(result.runs)} runs fail the compliance checker[/], so "
+            "mlperf-logging's result summarizer would not count them. Reasons:"
+        )
+        for reasons in sorted({"; ".join(r.reasons()) for r in failing}):
+            console.print(f"  - {reasons}", highlight=False)
+    if result.rcp is not None:
+        console.print(result.rcp.summary(), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -90,7 +90,13 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
         "unknown interpretation 'fastest'",
         "official, earliest-passing",
     )
-    _assert_clean_error(run_cli("replay", str(run.path), "--ruleset", "5.0.0"), 2, "unknown ruleset '5.0.0'")
+    _assert_clean_error(run_cli("replay", str(run.path), "--ruleset", "6.2.0"), 2, "unknown ruleset '6.2.0'", "6.1.0")
+    _assert_clean_error(
+        run_cli("replay", str(run.path), "--ruleset", "5.0.0"),
+        2,
+        "benchmark 'qwen35_397b_grpo' is not in training 5.0.0",
+        "llama2_70b_lora",
+    )
     _assert_clean_error(run_cli("replay", str(tmp_path / "nope")), 2, "no such run directory")
     _assert_clean_error(run_cli("import", str(tmp_path / "missing.txt"), "--root", str(tmp_path)), 2, "cannot read")
     empty = tmp_path / "empty.txt"

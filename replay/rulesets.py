@@ -1,0 +1,161 @@
+"""Every MLPerf Training ruleset the installed mlperf-logging ships, discovered from its own files.
+
+Nothing here is a list of rulesets or benchmarks: a ruleset is a `compliance_checker/training_X.Y.Z/`
+folder of the installed package; its divisions are the `<division>_common.yaml` files there; a division's
+benchmarks are those its `submission_benchmark` CHECK accepts and for which the checker has a
+`<division>_<benchmark>.yaml` to load (a benchmark the CHECK names without that file would crash the
+checker); RCPs are the `rcp_checker/training_X.Y.Z/rcps_<benchmark>.json` files. Upgrading mlperf-logging
+upgrades what the recorder knows.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from recorder import rules
+from replay.errors import RulesetMismatchError, UnknownBenchmarkError, UnknownRulesetError
+
+USAGE = "training"
+_FOLDER = re.compile(rf"^{USAGE}_(\d+)\.(\d+)\.(\d+)$")
+_IN_LIST = re.compile(r"\bin\s*(\[[^\]]*\])")
+OFFLINE_EVALUATION_FROM = (6, 1, 0)  # training_policies PR #596: offline evaluation starts with v6.1
+
+
+@dataclass(frozen=True)
+class KnownRuleset:
+    """One `training_X.Y.Z` ruleset as the installed checker defines it."""
+
+    name: str  # "5.1.0"
+    divisions: tuple[tuple[str, tuple[str, ...]], ...]  # (division, benchmarks the checker can check)
+    rcp_benchmarks: tuple[str, ...]
+
+    @property
+    def version(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in self.name.split("."))
+
+    @property
+    def benchmarks(self) -> tuple[str, ...]:
+        """Every benchmark of any division, sorted."""
+        return tuple(sorted({b for _, bs in self.divisions for b in bs}))
+
+    def benchmarks_of(self, division: str | None) -> tuple[str, ...]:
+        """A division's benchmarks; every benchmark when the division is unknown or not stated."""
+        return dict(self.divisions).get(division or "", self.benchmarks)
+
+    def has_rcps(self, benchmark: str | None) -> bool:
+        return benchmark in self.rcp_benchmarks
+
+    def offline_evaluation(self, benchmark: str | None) -> bool:
+        """Whether the 6.1 offline-evaluation rule (and so its interpretations) applies to `benchmark`."""
+        return benchmark == rules.BENCHMARK and self.version >= OFFLINE_EVALUATION_FROM
+
+    def require_benchmark(self, benchmark: str | None, division: str | None, *, typed: bool) -> None:
+        """Refuse a benchmark this ruleset does not know, naming the ones it does.
+
+        `typed`: the ruleset came from a flag the user typed (exit 2); else from recorded data (exit 1).
+        """
+        if benchmark is None:
+            return
+        known = self.benchmarks_of(division)
+        if benchmark in known:
+            return
+        where = f" ({division} division)" if division in dict(self.divisions) else ""
+        message = (
+            f"benchmark {benchmark!r} is not in training {self.name}{where}: mlperf-logging's checker knows "
+            f"{', '.join(known)}"
+        )
+        raise (UnknownBenchmarkError if typed else RulesetMismatchError)(
+            message + ("; give the log's own ruleset with --ruleset" if typed else "")
+        )
+
+
+def checker_root() -> Path:
+    from mlperf_logging import compliance_checker
+
+    return Path(compliance_checker.__file__).parent
+
+
+def rcp_root() -> Path:
+    from mlperf_logging import rcp_checker
+
+    return Path(rcp_checker.__file__).parent
+
+
+def _accepted_benchmarks(common_yaml: Path) -> list[str]:
+    """The list literal in the `submission_benchmark` CHECK (`v['value'] in [...]`) of one YAML file."""
+    records = yaml.load(common_yaml.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or []
+    for record in records:
+        key = record.get("KEY") if isinstance(record, dict) else None
+        if isinstance(key, dict) and key.get("NAME") == "submission_benchmark":
+            match = _IN_LIST.search(str(key.get("CHECK", "")))
+            if match:
+                names = ast.literal_eval(match.group(1))
+                return [n for n in names if isinstance(n, str)]
+    return []
+
+
+def _load(folder: Path, name: str) -> KnownRuleset:
+    divisions: list[tuple[str, tuple[str, ...]]] = []
+    for common in sorted(folder.glob("*_common.yaml")):
+        division = common.name.removesuffix("_common.yaml")
+        accepted = _accepted_benchmarks(common)
+        divisions.append((division, tuple(b for b in accepted if (folder / f"{division}_{b}.yaml").is_file())))
+    if not divisions:  # training_0.6.0: no divisions, one common.yaml and a file per benchmark
+        accepted = _accepted_benchmarks(folder / "common.yaml") if (folder / "common.yaml").is_file() else []
+        divisions.append(("", tuple(b for b in accepted if (folder / f"{b}.yaml").is_file())))
+    rcp_folder = rcp_root() / folder.name
+    rcps = tuple(sorted(p.stem.removeprefix("rcps_") for p in rcp_folder.glob("rcps_*.json")))
+    return KnownRuleset(name, tuple(divisions), rcps)
+
+
+@cache
+def known_rulesets() -> dict[str, KnownRuleset]:
+    """Every `training_X.Y.Z` ruleset of the installed mlperf-logging, oldest first."""
+    found: list[tuple[tuple[int, ...], str, Path]] = []
+    for folder in checker_root().iterdir():
+        match = _FOLDER.match(folder.name)
+        if match and folder.is_dir() and (folder / "common.yaml").is_file():
+            version = tuple(int(g) for g in match.groups())
+            found.append((version, ".".join(match.groups()), folder))
+    return {name: _load(folder, name) for _, name, folder in sorted(found)}
+
+
+def get_known(name: str) -> KnownRuleset:
+    """The ruleset called `name`, or a clear error listing the installed ones (exit 2)."""
+    known = known_rulesets()
+    if name not in known:
+        raise UnknownRulesetError(
+            f"unknown ruleset {name!r}: the installed mlperf-logging ships training {', '.join(known)}"
+        )
+    return known[name]
+
+
+def ruleset_for_run(
+    flag: str | None, recorded: str | None, benchmark: str | None, division: str | None
+) -> KnownRuleset:
+    """The ruleset a run is replayed and scored under: the flag the user typed, else the one recorded with the
+    run (`import --ruleset`), else the recorder's own (6.1.0). It must know the run's benchmark: exit 2 when
+    the user typed it, exit 1 when it comes from the data."""
+    if flag is not None:
+        known = get_known(flag)
+        known.require_benchmark(benchmark, division, typed=True)
+        return known
+    name = recorded or rules.RULESET
+    if name not in known_rulesets():
+        raise RulesetMismatchError(
+            f"the run records ruleset {name!r}, which the installed mlperf-logging does not ship "
+            f"(it ships training {', '.join(known_rulesets())}); pass --ruleset"
+        )
+    known = known_rulesets()[name]
+    try:
+        known.require_benchmark(benchmark, division, typed=False)
+    except RulesetMismatchError as e:
+        hint = "" if recorded else " (the run records no ruleset: pass --ruleset, or import it with --ruleset)"
+        raise RulesetMismatchError(f"{e}{hint}") from None
+    return known

@@ -1,0 +1,125 @@
+"""`recorder score`: runs read, grouped into the sets the result summarizer scores, derived, checked, scored.
+
+A set is the runs imported from one result folder (they record it); runs without one are grouped by global
+batch size. Every run of a set must share a ruleset, a benchmark and a scaling factor. Each run's
+`derived/scores.jsonl` is rewritten on the way, reusing the derivation and verdict made here; nothing is
+written for any run until every run's ruleset is settled (an unknown ruleset or benchmark writes nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recorder.reader import RunLog, read_run
+from replay.check import CheckResult, compliance, rcp
+from replay.derive import derive_run
+from replay.errors import ReplayError, ScoreInputError
+from replay.interpretations import AS_RECORDED
+from replay.rulesets import KnownRuleset, ruleset_for_run
+from replay.scores import Outcome, compute_scores, write_rows
+from replay.set_score import RunOutcome, SetScore, score_set
+from replay.timeline import Timeline, build_timeline
+from replay.trust import UNVERIFIED, mark_rows, require_verified, resumes
+
+
+@dataclass
+class _Run:
+    log: RunLog
+    tl: Timeline
+    known: KnownRuleset
+    unverified: list[str]
+    label: str
+    interpretation: str
+
+    @property
+    def opened(self) -> dict[str, Any]:
+        return next((e.data for e in self.log.events if e.kind == "run_opened"), {})
+
+    @property
+    def set_key(self) -> tuple[str | None, int | None]:
+        folder = self.opened.get("result_set")
+        return (str(folder), None) if folder else (None, self.tl.global_batch_size)
+
+    @property
+    def scaling_factor(self) -> float:
+        factor = self.opened.get("scaling_factor")
+        return float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) else 1.0
+
+
+def _default_interpretation(log: RunLog) -> str:
+    imported = any(e.kind == "mllog_line" for e in log.events) and not any(
+        e.kind == "weight_update" for e in log.events
+    )
+    return AS_RECORDED if imported else "official"
+
+
+def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force: bool) -> _Run:
+    unverified = require_verified(run_dir, force)  # refuses (exit 1) unless --force
+    log = read_run(run_dir)
+    tl = build_timeline(log.events)
+    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)
+    marks = ([UNVERIFIED] if unverified else []) + (["RESUMED"] if resumes(log.events) else [])
+    label = log.run.run_id + (f" ({', '.join(marks)})" if marks else "")
+    return _Run(log, tl, known, unverified, label, interpretation or _default_interpretation(log))
+
+
+def _marks(run: _Run) -> dict[str, Any]:
+    return {"unverified": run.unverified, "resumed": resumes(run.log.events)}
+
+
+def _one(values: set[Any], what: str, runs: Sequence[_Run]) -> Any:
+    if len(values) > 1:
+        raise ScoreInputError(
+            f"runs {', '.join(r.log.run.run_id for r in runs)} differ in {what} "
+            f"({', '.join(map(repr, sorted(values, key=repr)))}): score one result set at a time"
+        )
+    return next(iter(values))
+
+
+def _score_group(runs: list[_Run]) -> SetScore:
+    known_name = _one({r.known.name for r in runs}, "ruleset", runs)
+    benchmark = _one({r.tl.benchmark for r in runs}, "benchmark", runs)
+    division = _one({r.tl.division for r in runs}, "division", runs)
+    factor = _one({r.scaling_factor for r in runs}, "scaling factor", runs)
+    outcomes: list[RunOutcome] = []
+    texts: list[str] = []
+    for run in runs:
+        outcome, text = _outcome_and_text(run)
+        outcomes.append(outcome)
+        if text is not None:
+            texts.append(text)
+    known = runs[0].known
+    rcp_result: CheckResult | None = None
+    if texts and known.has_rcps(benchmark) and division != "open":
+        rcp_result = rcp(texts, known_name)
+    result = score_set(outcomes, benchmark, known_name, division, factor, rcp_result)
+    folder, gbs = runs[0].set_key
+    result.extra["set"] = folder or f"GBS {gbs}"
+    return result
+
+
+def _outcome_and_text(run: _Run) -> tuple[RunOutcome, str | None]:
+    try:
+        d = derive_run(run.log.events, run.known.name, run.interpretation)
+    except ReplayError as e:
+        write_rows(run.log.run, mark_rows(compute_scores(run.log.run, run.known.name), **_marks(run)))
+        return RunOutcome(run.label, None, "none", None, str(e), run.interpretation), None
+    check = compliance(d.text(), run.known.name)
+    done: dict[str, Outcome] = {run.interpretation: (d, check)}
+    write_rows(run.log.run, mark_rows(compute_scores(run.log.run, run.known.name, done=done), **_marks(run)))
+    return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation), d.text()
+
+
+def score_runs(
+    run_dirs: Sequence[Path], ruleset: str | None, interpretation: str | None, force: bool
+) -> list[SetScore]:
+    """Every set among `run_dirs`, scored as the result summarizer scores a result folder."""
+    runs = [_open(Path(d), ruleset, interpretation, force) for d in run_dirs]  # refuse before writing
+    groups: dict[tuple[str | None, int | None], list[_Run]] = {}
+    for run in runs:
+        groups.setdefault(run.set_key, []).append(run)
+    order = sorted(groups, key=lambda k: (k[0] is None, k[0] or "", k[1] is None, k[1] or 0))
+    return [_score_group(groups[k]) for k in order]

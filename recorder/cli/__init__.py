@@ -11,7 +11,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from recorder.cli import adapters, evaluate, history, log, replay, train
+from recorder.cli import adapters, evaluate, history, log, replay, report, train
 from recorder.cli.output import err
 from recorder.errors import RecorderError
 
@@ -23,7 +23,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _group in (log, train, evaluate, history, adapters, replay):
+for _group in (log, train, evaluate, history, adapters, replay, report):
     _group.register(app)
 
 

@@ -143,59 +143,28 @@ def _checks(text: str, known: KnownRuleset, benchmark: str | None, division: str
 
 
 def _compare_table(rows: list[dict[str, Any]]) -> None:
-    official = next((r for r in rows if r["interpretation"] == "official"), None)
-    base = official["minutes"] if official else None
-    table = Table(title=f"{rows[0]['run_id']}: ruleset {rows[0]['ruleset']}")
-    for col in ("interpretation", "status", "step", "stop_s", "minutes", "delta", "checker"):
+    from replay.compare import COLUMNS, compare_table
+
+    t = compare_table(rows)
+    table = Table(title=t.title)
+    for col in COLUMNS:
         table.add_column(col, no_wrap=True)
-    notes: dict[str, list[str]] = {}
-    for r in rows:
-        stop = (
-            f"{(r['run_stop_ns'] - r['run_start_ns']) / 1e9:.3f}"
-            if r["run_stop_ns"] is not None and r["run_start_ns"] is not None
-            else "-"
-        )
-        delta = f"{r['minutes'] - base:+.3f}" if r["minutes"] is not None and base is not None else "-"
-        verdict = "PASSED" if r["checker"] and r["checker"].endswith("PASSED") else ("FAILED" if r["checker"] else "-")
-        if r.get("verified") is False:
-            verdict += " UNVERIFIED"
-        if r.get("resumed"):
-            verdict += " RESUMED"
-        table.add_row(
-            r["interpretation"],
-            r["status"],
-            str(r["passing_step"] if r["passing_step"] is not None else "-"),
-            stop,
-            _minutes(r["minutes"]),
-            delta,
-            verdict,
-        )
-        if r["status"] == "none":
-            notes.setdefault(r["why"], []).append(r["interpretation"])
-        elif verdict == "FAILED":
-            notes.setdefault(_shorten(r["checker"].split("FAILED: ", 1)[-1]), []).append(r["interpretation"])
+    for row in t.rows:
+        table.add_row(*row)
     console.print(table)
-    console.print(
-        f"step: passing step; stop_s: run_stop, seconds after run_start; delta: minutes vs official; checker: "
-        f"mlperf-logging {rows[0]['mlperf_logging_version']} compliance checker, training {rows[0]['ruleset']}"
-    )
-    for note, names in notes.items():
-        console.print(f"  {', '.join(names)}: {note}")
-    if any(r.get("verified") is False for r in rows):
+    console.print(t.legend)
+    for note in t.notes:
+        console.print(f"  {note}")
+    if t.unverified:
         console.print(
             "[bold red]UNVERIFIED[/]: every row above is derived (--force) from a run that fails "
             "`recorder verify`; no score of it is evidence"
         )
-    if any(r.get("resumed") for r in rows):
+    if t.resumed:
         console.print(
             "[yellow]RESUMED[/]: the run was resumed from a checkpoint; its history is kept, but it is "
             "not a valid timed MLPerf run"
         )
-
-
-def _shorten(reasons: str, keep: int = 3) -> str:
-    parts = reasons.split("; ")
-    return "; ".join(parts[:keep]) + (f"; ... and {len(parts) - keep} more" if len(parts) > keep else "")
 
 
 def import_(

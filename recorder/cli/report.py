@@ -1,0 +1,29 @@
+"""`recorder report`: one self-contained HTML page for a reviewer (one run, or a set of runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from recorder.cli.output import console
+
+
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (one run, or the seeds of a submission).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path("report.html"),
+    ruleset: Annotated[str, typer.Option("--ruleset", help="Ruleset whose facts apply (6.1.0).")] = "6.1.0",
+) -> None:
+    """Write one HTML file (no network, nothing beside it): verdicts, timeline, tables, charts, the mllog."""
+    from recorder.history.report import build_report
+    from recorder.history.report_story import what_happened
+
+    runs = build_report(run_dirs, output, ruleset)
+    for f in runs:
+        console.print(f"{f.run_id}: {what_happened(f)[0]}", highlight=False)
+    console.print(f"wrote {output} ({output.stat().st_size / 1e6:.2f} MB)", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(report)

@@ -1,0 +1,353 @@
+"""Plotly figure specs (plain JSON) for `recorder report`: a run's timeline, accuracy and reward by step.
+
+The specs are data; plotly.js, inlined in the page, draws them. Long runs are thinned so the page stays
+small: a lane of the timeline keeps at most MAX_ITEMS items (those in the scored region first, then an
+even sample, and the page says so), and a curve keeps the lowest and highest point of each of
+MAX_POINTS/2 buckets, so its envelope survives.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from recorder.history.report_facts import RunFacts
+from recorder.rules import TARGET
+
+MIN_NS = 60e9
+MAX_ITEMS = 1500
+MAX_POINTS = 4000
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down")
+_STEPS = ("#c6dbef", "#9ecae1")  # alternate, so neighbouring steps stay apart
+_UPDATE, _BLOCK, _BACKGROUND = "#08519c", "#cb181d", "#fcbba1"
+_PASS, _FAIL, _STOP, _CHECKPOINT = "#31a354", "#969696", "#6a51a3", "#000000"
+
+
+def style(i: int) -> dict[str, Any]:
+    """Run i's colour, dash and marker: three cues, so overlapping curves stay apart in grey print too."""
+    return {"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)], "symbol": SYMBOLS[i % len(SYMBOLS)]}
+
+
+def _pick(items: list[Any], minutes: list[float], lo: float, hi: float) -> list[int]:
+    """Indices to draw: all when few; else those in [lo, hi] first, then an even sample, MAX_ITEMS in all."""
+    if len(items) <= MAX_ITEMS:
+        return list(range(len(items)))
+    inside = [i for i, m in enumerate(minutes) if lo <= m <= hi][:MAX_ITEMS]
+    room = MAX_ITEMS - len(inside)
+    stride = max(1, len(items) // max(room, 1))
+    rest = [i for i in range(0, len(items), stride) if not lo <= minutes[i] <= hi][:room]
+    return sorted(set(inside) | set(rest))
+
+
+def thin(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    """At most MAX_POINTS points: each bucket's lowest and highest, in x order."""
+    if len(xs) <= MAX_POINTS:
+        return xs, ys
+    size = -(-len(xs) // (MAX_POINTS // 2))
+    keep: set[int] = set()
+    for start in range(0, len(xs), size):
+        bucket = range(start, min(start + size, len(xs)))
+        keep.add(min(bucket, key=lambda i: ys[i]))
+        keep.add(max(bucket, key=lambda i: ys[i]))
+    order = sorted(keep)
+    return [xs[i] for i in order], [ys[i] for i in order]
+
+
+def _t(ns: int, t0: int) -> str:
+    return f"{(ns - t0) / MIN_NS:.3f} min ({(ns - t0) / 1e9:.3f} s after run_start)"
+
+
+def scored_region(f: RunFacts, t0: int) -> tuple[float, float] | None:
+    """From the first save (or evaluated step's update) to the last evaluation or run_stop, padded."""
+
+    def m(ns: int) -> float:
+        return (ns - t0) / MIN_NS
+
+    starts = [m(c["save_begin_ns"]) for c in f.checkpoints if c["save_begin_ns"] is not None]
+    updates = {s["step"]: s["weight_update_ns"] for s in f.steps if s["weight_update_ns"] is not None}
+    starts += [m(updates[e["step"]]) for e in f.evals if e["step"] in updates]
+    ends = [m(e["stop_ns"] or e["result_ns"]) for e in f.evals if (e["stop_ns"] or e["result_ns"]) is not None]
+    ends += [m(r["run_stop_ns"]) for r in f.scores if r["run_stop_ns"] is not None]
+    ends += [m(c["save_end_ns"]) for c in f.checkpoints if c["save_end_ns"] is not None]
+    if not starts or not ends:
+        return None
+    lo, hi = min(starts), max(ends)
+    pad = (hi - lo) * 0.06 + 1e-3
+    return lo - pad, hi + pad
+
+
+def _bars(name: str, lane: str, base: list[float], width: list[float], color: Any, hover: list[str]) -> dict[str, Any]:
+    return {
+        "type": "bar",
+        "orientation": "h",
+        "name": name,
+        "y": [lane] * len(base),
+        "base": base,
+        "x": width,
+        "marker": {"color": color, "line": {"width": 0}},
+        "hovertext": hover,
+        "hoverinfo": "text",
+        "width": 0.6,
+    }
+
+
+def _marks(
+    name: str, lane: str, xs: list[float], symbol: str, color: str, hover: list[str], size: int
+) -> dict[str, Any]:
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "y": [lane] * len(xs),
+        "x": xs,
+        "marker": {"symbol": symbol, "color": color, "size": size, "line": {"width": 2, "color": color}},
+        "hovertext": hover,
+        "hoverinfo": "text",
+    }
+
+
+def timeline(f: RunFacts, t0: int) -> tuple[dict[str, Any], list[str]]:
+    """The run's timeline figure, and notes on what was thinned."""
+
+    def m(ns: int) -> float:
+        return (ns - t0) / MIN_NS
+
+    zoom = scored_region(f, t0) or (float("-inf"), float("inf"))
+    traces: list[dict[str, Any]] = []
+    notes: list[str] = []
+    lanes: list[str] = []
+
+    steps = [s for s in f.steps if (s["weight_update_ns"] or s["metrics_ns"]) is not None]
+    ends = [m(s["weight_update_ns"] or s["metrics_ns"]) for s in steps]
+    starts = [0.0, *ends[:-1]]
+    keep = _pick(steps, ends, *zoom)
+    if len(keep) < len(steps):
+        notes.append(f"steps and weight updates: {len(keep):,} of {len(steps):,} drawn (the scored region's first)")
+    if steps:
+        lanes += ["steps"]
+        hover = [f"step {steps[i]['step']}<br>{_step_text(steps[i], t0)}" for i in keep]
+        traces.append(
+            _bars(
+                "training step",
+                "steps",
+                [starts[i] for i in keep],
+                [ends[i] - starts[i] for i in keep],
+                [_STEPS[i % 2] for i in keep],
+                hover,
+            )
+        )
+        updates = [i for i in keep if steps[i]["weight_update_ns"] is not None]
+        if updates:
+            lanes += ["weight updates"]
+            hover = [
+                f"step {steps[i]['step']}: weight update at {_t(steps[i]['weight_update_ns'], t0)}" for i in updates
+            ]
+            traces.append(
+                _marks("weight update", "weight updates", [ends[i] for i in updates], "line-ns", _UPDATE, hover, 12)
+            )
+
+    saves = [c for c in f.checkpoints if c["save_begin_ns"] is not None]
+    keep = _pick(saves, [m(c["save_begin_ns"]) for c in saves], *zoom)
+    if len(keep) < len(saves):
+        notes.append(f"checkpoints: {len(keep):,} of {len(saves):,} drawn (the scored region's first)")
+    if saves:
+        lanes += ["checkpoint saves"]
+        picked = [saves[i] for i in keep]
+        begin = [m(c["save_begin_ns"]) for c in picked]
+        blocked = [(c["blocked_s"] or 0.0) / 60 for c in picked]
+        end = [m(c["save_end_ns"] or c["committed_ns"]) for c in picked]
+        hover = [_checkpoint_text(c, t0) for c in picked]
+        traces.append(
+            _bars("save: blocked the loop", "checkpoint saves", begin, [max(b, 1e-6) for b in blocked], _BLOCK, hover)
+        )
+        unblocked = [b + k for b, k in zip(begin, blocked, strict=True)]
+        widths = [max(e - u, 1e-6) for e, u in zip(end, unblocked, strict=True)]
+        traces.append(_bars("save: background", "checkpoint saves", unblocked, widths, _BACKGROUND, hover))
+        traces.append(_marks("checkpoint committed", "checkpoint saves", end, "diamond", _CHECKPOINT, hover, 9))
+
+    evals = [e for e in f.evals if (e["stop_ns"] or e["result_ns"]) is not None]
+    if evals:
+        lanes += ["evaluations"]
+        stop = [m(e["stop_ns"] or e["result_ns"]) for e in evals]
+        start = [m(e["start_ns"]) if e["start_ns"] is not None else s for e, s in zip(evals, stop, strict=True)]
+        colors = [_PASS if e["passed"] else _FAIL for e in evals]
+        hover = [_eval_text(e, t0) for e in evals]
+        widths = [max(b - a, 1e-6) for a, b in zip(start, stop, strict=True)]
+        bars = _bars("evaluation (green: passed)", "evaluations", start, widths, colors, hover)
+        bars["marker"]["line"] = {"width": 1, "color": "#ffffff"}  # back-to-back evaluations stay apart
+        traces.append(bars)
+
+    stops = [r for r in f.scores if r["run_stop_ns"] is not None and r["run_start_ns"] is not None]
+    for r in stops:
+        lane = f"run_stop: {r['interpretation']}"
+        lanes.append(lane)
+        at = (r["run_stop_ns"] - r["run_start_ns"]) / MIN_NS
+        text = (
+            f"{r['interpretation']}: {r['status']}, passing step {r['passing_step']}, "
+            f"run_stop at {at:.3f} min ({(r['run_stop_ns'] - r['run_start_ns']) / 1e9:.3f} s)"
+        )
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": lane,
+                "showlegend": False,
+                "x": [0, at],
+                "y": [lane, lane],
+                "line": {"color": _STOP, "width": 2},
+                "marker": {"symbol": ["line-ns", "line-ns"], "size": [0, 16], "color": _STOP, "line": {"width": 3}},
+                "hovertext": [text, text],
+                "hoverinfo": "text",
+            }
+        )
+    everything = [0.0, *ends, *(x for t in traces for x in _ends(t))]
+    full = (min(everything) - 0.2, max(everything) * 1.02 + 0.2)
+    shown = zoom if scored_region(f, t0) else full
+    layout = {
+        "barmode": "overlay",
+        "height": 170 + 34 * len(lanes),
+        "margin": {"l": 190, "r": 20, "t": 40, "b": 40},
+        "xaxis": {"title": {"text": "minutes after run_start"}, "range": list(shown), "zeroline": True},
+        "yaxis": {"categoryorder": "array", "categoryarray": lanes, "autorange": "reversed", "type": "category"},
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "y": -0.25},
+        "shapes": [{"type": "line", "x0": 0, "x1": 0, "yref": "paper", "y0": 0, "y1": 1, "line": {"width": 1}}],
+        "updatemenus": [
+            {
+                "type": "buttons",
+                "direction": "right",
+                "x": 0,
+                "y": 1.12,
+                "xanchor": "left",
+                "buttons": [
+                    {"label": "scored region", "method": "relayout", "args": [{"xaxis.range": list(shown)}]},
+                    {"label": "whole run", "method": "relayout", "args": [{"xaxis.range": list(full)}]},
+                ],
+            }
+        ],
+    }
+    return {"data": traces, "layout": layout}, notes
+
+
+def _ends(trace: dict[str, Any]) -> list[float]:
+    if trace["type"] == "bar":
+        return [b + w for b, w in zip(trace["base"], trace["x"], strict=True)]
+    return [x for x in trace["x"] if x is not None]
+
+
+def _step_text(s: dict[str, Any], t0: int) -> str:
+    parts = []
+    if s["weight_update_ns"] is not None:
+        parts.append(f"weight update at {_t(s['weight_update_ns'], t0)}")
+    if s["reward"] is not None:
+        parts.append(f"reward {s['reward']:.4f}")
+    return "<br>".join(parts)
+
+
+def _checkpoint_text(c: dict[str, Any], t0: int) -> str:
+    rows = [f"<b>checkpoint step {c['step']}</b>"]
+    if c["weight_update_ns"] is not None:
+        rows.append(f"weight update: {_t(c['weight_update_ns'], t0)}")
+    rows.append(f"save begin: {_t(c['save_begin_ns'], t0)}")
+    rows.append(f"blocked the loop: {c['blocked_s'] or 0:.3f} s")
+    if c["save_end_ns"] is not None:
+        rows.append(f"save end: {_t(c['save_end_ns'], t0)}")
+    rows.append(f"sha256: {(c['sha256'] or '-')[:16]}")
+    return "<br>".join(rows)
+
+
+def _eval_text(e: dict[str, Any], t0: int) -> str:
+    rows = [f"<b>evaluation #{e['eval_order']}: step {e['step']}</b>"]
+    if e["start_ns"] is not None:
+        rows.append(f"start: {_t(e['start_ns'], t0)}")
+    end = e["stop_ns"] or e["result_ns"]
+    rows.append(f"stop: {_t(end, t0)}")
+    if e["value"] is not None:
+        verdict = "passed" if e["passed"] else "failed"
+        rows.append(f"accuracy {e['value']:.4f} (target {e['target']}: {verdict})")
+    else:
+        rows.append(f"failed: {e['reason']}")
+    if e["worker"]:
+        rows.append(f"worker {e['worker']}")
+    return "<br>".join(rows)
+
+
+def accuracy_by_step(runs: list[RunFacts]) -> dict[str, Any]:
+    """Each run's evaluated accuracy against its step, with the target line."""
+    traces = []
+    for i, f in enumerate(runs):
+        scored = sorted((e for e in f.evals if e["value"] is not None), key=lambda e: e["step"])
+        st = style(i)
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f.run_id,
+                "x": [e["step"] for e in scored],
+                "y": [e["value"] for e in scored],
+                "line": {"color": st["color"], "dash": st["dash"]},
+                "marker": {"symbol": st["symbol"], "size": 9, "color": st["color"]},
+                "hovertext": [
+                    f"{f.run_id}<br>step {e['step']}: {e['value']:.4f} (evaluation #{e['eval_order']})" for e in scored
+                ],
+                "hoverinfo": "text",
+            }
+        )
+    target = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": TARGET, "y1": TARGET}
+    return {
+        "data": traces,
+        "layout": {
+            "height": 360,
+            "margin": {"l": 60, "r": 20, "t": 30, "b": 50},
+            "xaxis": {"title": {"text": "step"}, "dtick": 1},
+            "yaxis": {"title": {"text": "accuracy (pass@k)"}},
+            "shapes": [target | {"line": {"color": "#cb181d", "dash": "dash", "width": 1.5}}],
+            "annotations": [
+                {
+                    "xref": "paper",
+                    "x": 1,
+                    "y": TARGET,
+                    "xanchor": "right",
+                    "yanchor": "bottom",
+                    "text": f"target: passes above {TARGET}",
+                    "showarrow": False,
+                    "font": {"color": "#cb181d"},
+                }
+            ],
+            "hovermode": "closest",
+            "showlegend": True,
+        },
+    }
+
+
+def reward_by_step(runs: list[RunFacts]) -> tuple[dict[str, Any], list[str]]:
+    """Each run's reward against its step (thinned to MAX_POINTS per run)."""
+    traces, notes = [], []
+    for i, f in enumerate(runs):
+        rows = [s for s in f.steps if s["reward"] is not None and math.isfinite(s["reward"])]
+        xs, ys = thin([float(s["step"]) for s in rows], [float(s["reward"]) for s in rows])
+        if len(xs) < len(rows):
+            notes.append(f"{f.run_id}: {len(rows):,} steps drawn as {len(xs):,} points (each bucket's low and high)")
+        st = style(i)
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers" if len(xs) <= 60 else "lines",
+                "name": f.run_id,
+                "x": xs,
+                "y": ys,
+                "line": {"color": st["color"], "dash": st["dash"], "width": 1.5},
+                "marker": {"symbol": st["symbol"], "size": 6, "color": st["color"]},
+            }
+        )
+    layout = {
+        "height": 340,
+        "margin": {"l": 60, "r": 20, "t": 30, "b": 50},
+        "xaxis": {"title": {"text": "step"}},
+        "yaxis": {"title": {"text": "reward"}},
+        "hovermode": "x unified" if len(runs) > 1 else "closest",
+        "showlegend": True,
+    }
+    return {"data": traces, "layout": layout}, notes

@@ -1,0 +1,183 @@
+"""What `recorder report` shows of a run, gathered from the history views and the files replay derives.
+
+Nothing here computes a score. Scores and the derived mllog are the files `recorder replay` writes under
+`derived/`; when one is missing or older than the run's segments, replay's own functions write it, exactly
+as `recorder replay --compare` and `recorder replay` would. The RCP checker's verdict on the derived mllog
+is kept in `derived/rcp.json`, keyed by the mllog's SHA-256, since the checker reads the whole log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recorder.history.cache import verify_with_cache
+from recorder.rules import is_standard_target, validation_start_step
+from recorder.run import RunDir
+
+if TYPE_CHECKING:
+    from recorder.history.views import History
+
+SCORES_FILE = "scores.jsonl"
+RCP_FILE = "rcp.json"
+
+
+@dataclass
+class RunFacts:
+    """One run, as the report states it. Times are nanoseconds since the epoch, as recorded."""
+
+    run: RunDir
+    verify_problems: list[str]
+    verify_warnings: list[str]
+    scores: list[dict[str, Any]]
+    mllog_name: str
+    mllog_path: Path | None
+    mllog_text: str | None
+    mllog_why: str  # why there is no mllog, when there is none
+    rcp_ok: bool | None = None
+    rcp_summary: str = ""
+    facts: dict[str, Any] = field(default_factory=dict)  # the `runs` view's row
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    evals: list[dict[str, Any]] = field(default_factory=list)
+    resumed: list[str] = field(default_factory=list)
+    train_stop: dict[str, Any] | None = None
+    imported_from: str | None = None
+    open_segments: int = 0
+    provenance: dict[str, Any] = field(default_factory=dict)  # run_opened's, of the first session
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def headline(self) -> dict[str, Any] | None:
+        """The score row of the interpretation the run is scored as (official, or as-recorded if imported)."""
+        return next((r for r in self.scores if r["interpretation"] == self.mllog_name), None)
+
+    @property
+    def not_comparable(self) -> list[float]:
+        """Targets other than the ruleset's that the run's evaluations used."""
+        return sorted({e["target"] for e in self.evals if not is_standard_target(e["target"])})
+
+    @property
+    def validation_start(self) -> int | None:
+        gbs = self.facts.get("global_batch_size")
+        return validation_start_step(gbs) if gbs else None
+
+
+def _newest_segment_ns(run: RunDir) -> int:
+    return max((p.stat().st_mtime_ns for p in run.events.glob("*.arrows")), default=0)
+
+
+def _fresh(path: Path, run: RunDir) -> bool:
+    """A derived file written after the last change to any segment still describes the run."""
+    return path.exists() and path.stat().st_mtime_ns >= _newest_segment_ns(run)
+
+
+def _is_imported(run: RunDir) -> bool:
+    return any(p.name.startswith("import-") for p in run.events.glob("*.arrows"))
+
+
+def ensure_derived(
+    run: RunDir, ruleset: str, unverified: list[str]
+) -> tuple[list[dict[str, Any]], str, Path | None, str]:
+    """The run's score rows and derived mllog, written by replay's functions when missing or stale.
+
+    Returns (score rows, interpretation of the mllog, its path or None, why there is none)."""
+    from replay.derive import derive_run
+    from replay.errors import ReplayError
+    from replay.scores import compute_scores, write_rows
+    from replay.trust import UNVERIFIED, mark_rows, resumes
+
+    name = "as-recorded" if _is_imported(run) else "official"
+    scores_path = run.derived / SCORES_FILE
+    mllog_path = run.derived / f"result_{name}{'.' + UNVERIFIED if unverified else ''}.txt"
+    events = None
+    if not _fresh(scores_path, run):
+        from recorder.reader import read_run
+
+        events = read_run(run).events
+        rows = mark_rows(compute_scores(run, ruleset), unverified=unverified, resumed=resumes(events))
+        write_rows(run, rows)
+    rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
+    if _fresh(mllog_path, run):
+        return rows, name, mllog_path, ""
+    if events is None:
+        from recorder.reader import read_run
+
+        events = read_run(run).events
+    try:
+        d = derive_run(events, ruleset, name)
+    except ReplayError as e:
+        return rows, name, None, str(e)
+    mllog_path.parent.mkdir(parents=True, exist_ok=True)
+    mllog_path.write_text(d.text(), encoding="utf-8")
+    return rows, name, mllog_path, ""
+
+
+def rcp_verdict(run: RunDir, mllog: Path, ruleset: str) -> tuple[bool, str]:
+    """mlperf-logging's RCP checker on one derived mllog (replay.check.rcp), cached by the log's SHA-256."""
+    from replay.check import mlperf_logging_version, rcp
+
+    data = mllog.read_bytes()
+    key = {"sha256": hashlib.sha256(data).hexdigest(), "ruleset": ruleset, "mlperf_logging": mlperf_logging_version()}
+    cache = run.derived / RCP_FILE
+    if _fresh(cache, run):
+        kept = json.loads(cache.read_text())
+        if all(kept.get(k) == v for k, v in key.items()):
+            return bool(kept["ok"]), str(kept["summary"])
+    result = rcp([data.decode("utf-8")], ruleset)
+    cache.write_text(json.dumps(key | {"ok": result.ok, "summary": result.summary()}) + "\n")
+    return result.ok, result.summary()
+
+
+def gather(run_dir: Path, ruleset: str) -> RunFacts:
+    """Verify the run, make sure replay's derived files are there, and read the mllog and the RCP verdict."""
+    run = RunDir.open(run_dir)
+    report = verify_with_cache(run)
+    problems = [str(p) for p in report.problems]
+    rows, name, mllog, why = ensure_derived(run, ruleset, problems)
+    facts = RunFacts(run, problems, list(report.warnings), rows, name, mllog, None, why)
+    facts.open_segments = sum(1 for s in report.segments if not s.closed)
+    if mllog is not None:
+        facts.mllog_text = mllog.read_text(encoding="utf-8")
+        facts.rcp_ok, facts.rcp_summary = rcp_verdict(run, mllog, ruleset)
+    return facts
+
+
+def _quote(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def read_views(history: History, facts: RunFacts) -> None:
+    """Fill in the run's rows from the history views (one query per view)."""
+    where = f"WHERE run_id = '{_quote(facts.run_id)}'"
+    q = history.query
+    found = q(f"SELECT * FROM runs {where}").to_pylist()
+    facts.facts = found[0] if found else {}
+    facts.steps = q(f"SELECT step, weight_update_ns, metrics_ns, reward FROM steps {where} ORDER BY step").to_pylist()
+    facts.checkpoints = q(f"SELECT * FROM checkpoints {where} ORDER BY step").to_pylist()
+    facts.evals = q(
+        f"SELECT * FROM evals {where} AND (key = 'accuracy' OR status = 'failed') AND writer <> 'harness' "
+        "ORDER BY eval_order, result_ns"
+    ).to_pylist()
+    for r in q(
+        f"SELECT kind, data->>'resumed_from' AS source, data->>'resumed_at_step' AS at_step, "
+        "data->>'resumed_checkpoint' AS resumed_checkpoint, "
+        f"data->>'status' AS status, data->>'reason' AS reason, step, segment, "
+        f"data->'provenance'->>'imported_from' AS imported_from, data->>'provenance' AS provenance FROM events {where} "
+        "AND kind IN ('run_opened', 'train_stop') ORDER BY time_ns"
+    ).to_pylist():
+        if r["kind"] == "run_opened" and r["source"]:
+            where_from = r["resumed_checkpoint"] or f"run {r['source']}"
+            facts.resumed.append(f"{r['segment']} resumed training after step {r['at_step']} from {where_from}")
+        if r["kind"] == "run_opened" and r["imported_from"]:
+            facts.imported_from = r["imported_from"]
+        if r["kind"] == "run_opened" and r["provenance"] and not facts.provenance:
+            facts.provenance = json.loads(r["provenance"])
+        if r["kind"] == "train_stop":
+            facts.train_stop = r

@@ -1,0 +1,114 @@
+"""`recorder report`: each kind of run says what happened, in words, at the top; a set of runs carries
+mlperf-logging's olympic score; the page is one file that names nothing outside itself."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from recorder.history.report import build_report
+from tests.helpers import run_cli
+from tests.history import report_runs
+
+RCP = "qwen35_397b_grpo_rcp/GBS512"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("report")
+    for build in (report_runs.converged, report_runs.failed, report_runs.aborted, report_runs.resumed):
+        build(root)
+    return root
+
+
+def top(page: str) -> str:
+    """The words before the first table or chart: what a reviewer reads first."""
+    story = re.search(r'<div class="story[^"]*">(.*?)</div>', page, re.S)
+    assert story is not None and page.index(story.group(0)) < page.index('class="chart')
+    return html.unescape(re.sub(r"<[^>]+>", "", story.group(1).replace("</p>", " ")))
+
+
+def report(run: Path, out: Path) -> str:
+    build_report([run], out)
+    return out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("run_id", "said"),
+    [
+        (
+            "converged",
+            [
+                "Converged (official): step 19's checkpoint passes",
+                "run_stop at 19.033 minutes",
+                "3 checkpoint(s) evaluated (steps 19, 18, 20); the best scored 0.7200 at step 19",
+            ],
+        ),
+        (
+            "failed",
+            [
+                "Did not converge (official): no evaluated checkpoint passes the target (> 0.69)",
+                "status aborted at 20.067 minutes",
+                "the best scored 0.6800 at step 20",
+            ],
+        ),
+        (
+            "aborted",
+            [
+                "Training was interrupted at step 7 (interrupted by the user (SIGINT)); no checkpoint saved",
+                "No checkpoint has been evaluated",
+            ],
+        ),
+        (
+            "resumed",
+            [
+                "RESUMED: trainer-0002.arrows resumed training after step 18 from checkpoints/step_0000018",
+                "not a valid timed MLPerf run",
+                "Converged (official)",
+            ],
+        ),
+    ],
+)
+def test_the_top_of_the_page_says_what_happened(root: Path, tmp_path: Path, run_id: str, said: list[str]) -> None:
+    words = top(report(root / run_id, tmp_path / "r.html"))
+    for sentence in said:
+        assert sentence in words, words
+
+
+def test_an_imported_reference_log_says_where_it_came_from(corpus: Path, tmp_path: Path) -> None:
+    log = corpus / RCP / "seed_1.out"
+    assert run_cli("import", str(log), "--root", str(tmp_path), "--run-id", "seed1").returncode == 0
+    page = report(tmp_path / "seed1", tmp_path / "r.html")
+    words = top(page)
+    assert f"Imported from {log}" in words and "(as-recorded)" in words, words
+    assert "IMPORTED" in page and "qwen35_397b_grpo, closed, GBS 512" in page
+
+
+def test_several_runs_carry_the_summarizers_olympic_score(corpus: Path, tmp_path: Path) -> None:
+    logs = [str(corpus / RCP / f"seed_{i}.out") for i in (1, 2, 3)]
+    assert run_cli("import", *logs, "--root", str(tmp_path)).returncode == 0
+    runs = sorted(str(p) for p in tmp_path.iterdir() if (p / "events").is_dir())
+    out = tmp_path / "set.html"
+    r = run_cli("report", *runs, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    score = run_cli("score", *runs)  # the same number, through `recorder score`
+    minutes = re.search(r"_compute_olympic_average\): ([0-9.]+) minutes over 3 runs", score.stdout)
+    assert minutes is not None, score.stdout
+    page = out.read_text()
+    assert f"olympic score: {minutes.group(1)} minutes</b> over 3 runs" in page
+    assert page.count('<section id="run-') == 3 and 'id="accuracy-all"' in page and 'id="reward-all"' in page
+
+
+def test_the_page_names_nothing_outside_itself(root: Path, tmp_path: Path) -> None:
+    page = report(root / "converged", tmp_path / "r.html")
+    assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", page)
+    assert "default-src 'none'" in page  # the browser itself refuses any load the page might attempt
+
+
+def test_a_missing_run_is_a_one_line_error(tmp_path: Path) -> None:
+    r = run_cli("report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html"))
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr
+    assert not (tmp_path / "r.html").exists()

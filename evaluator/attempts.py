@@ -53,17 +53,22 @@ class Attempt:
         return self.status == "running"
 
 
-def attempts(events: Iterable[Event]) -> list[Attempt]:
-    """Every attempt in log order (of its first event). Needs every eval event of the run."""
+def attempts(events: Iterable[Event], *, writer: str | None = None) -> list[Attempt]:
+    """Every attempt in log order (of its first event). Needs every eval event of the run.
+
+    `writer=None`: the benchmark's attempts, by every writer but the zero-shot harness, with the `accuracy`
+    result. `writer="harness"` (HARNESS_WRITER): the zero-shot sessions' attempts, `result` their first task's.
+    """
+    benchmark = writer is None
     rows: dict[tuple[str, int | None], dict[str, Event]] = {}
     closers: dict[tuple[str, int | None], Event] = {}
     for e in events:
-        if e.kind not in EVAL_KINDS or e.writer == HARNESS_WRITER:
+        if e.kind not in EVAL_KINDS or (e.writer == HARNESS_WRITER if benchmark else e.writer != writer):
             continue
         if e.kind == "eval_failed" and e.data.get("interrupted_segment"):
             closers[(str(e.data["interrupted_segment"]), e.step)] = e
             continue
-        if e.kind == "eval_result" and e.key not in (None, "accuracy"):
+        if benchmark and e.kind == "eval_result" and e.key not in (None, "accuracy"):
             continue  # other metrics (lm-eval tasks) are not the benchmark's score
         slot = rows.setdefault((e.segment, e.step), {})
         slot.setdefault(e.kind.removeprefix("eval_"), e)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator.checkpoints import CommittedCheckpoint, resolve
@@ -19,6 +20,7 @@ from evaluator.settings import Options
 from evaluator.workers import Workers
 from recorder.log import LogWriter
 from recorder.provenance import provenance
+from recorder.rules import passes
 
 if TYPE_CHECKING:
     from evaluator.facts import RunFacts
@@ -35,18 +37,41 @@ class Context:
     clock: Callable[[], int]
 
 
-# (context, checkpoint, start time) -> the written results document (see evaluate_checkpoint)
-Scoring = Callable[[Context, CommittedCheckpoint, float], dict[str, Any]]
+@dataclass(frozen=True, slots=True)
+class WrittenResults:
+    """What a scoring wrote: results.json's document, where it lies and its sha256, and the eval_result
+    events it gives as (key, value, data)."""
+
+    doc: dict[str, Any]
+    path: Path
+    sha256: str
+    results: list[tuple[str, float, dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointEvaluation:
+    """What evaluating one checkpoint gave: its scores and results file, or (`reason` set) why it failed."""
+
+    seconds: float
+    accuracy: float | None = None  # the benchmark's score; None for a failure or a zero-shot session
+    scores: dict[str, float] = field(default_factory=dict)
+    results: str | None = None  # results.json, relative to the run
+    reason: str = ""
+    error: str = ""
+
+
+# (context, checkpoint, start time) -> what the scoring wrote (see evaluate_checkpoint)
+Scoring = Callable[[Context, CommittedCheckpoint, float], WrittenResults]
 
 
 def evaluate_checkpoint(
     ctx: Context, cp: CommittedCheckpoint, *, score: Scoring | None = None, start_data: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Evaluate `cp`, recording its events. -> {accuracy, scores, results, seconds} or {reason, error, seconds}.
+) -> CheckpointEvaluation:
+    """Evaluate `cp`, recording its events: eval_start, then eval_result per score and eval_stop, or
+    eval_failed.
 
-    `score` replaces the benchmark's pass@k (the lm-eval harness passes its own): it returns the written
-    results.json document with `_path`, `_sha256` and `_results`, a list of (key, value, data) for the
-    eval_result events; `start_data` is added to eval_start's data.
+    `score` replaces the benchmark's pass@k (the lm-eval harness passes its own); `start_data` is added to
+    eval_start's data.
     """
     t0 = time.monotonic()
     w = ctx.writer
@@ -58,7 +83,7 @@ def evaluate_checkpoint(
     )
     try:
         try:
-            doc = (score or _score)(ctx, cp, t0)
+            written = (score or _score)(ctx, cp, t0)
         except CheckpointRefused:
             raise
         except Exception as e:  # recorded as eval_failed and reported; the session exits non-zero
@@ -70,7 +95,7 @@ def evaluate_checkpoint(
             samples_count=cp.samples_count,
             data={"reason": str(e), "error": type(e).__name__},
         )
-        return {"reason": str(e), "error": type(e).__name__, "seconds": time.monotonic() - t0}
+        return CheckpointEvaluation(reason=str(e), error=type(e).__name__, seconds=time.monotonic() - t0)
     except BaseException as e:  # Ctrl-C or SystemExit: close the interval, then let it propagate
         w.append(
             "eval_failed",
@@ -79,32 +104,23 @@ def evaluate_checkpoint(
             data={"reason": f"interrupted ({type(e).__name__})", "error": type(e).__name__},
         )
         raise
-    rel = str(doc["_path"].relative_to(ctx.facts.run.path))
-    results = doc.get("_results")
-    if results is None:
-        results = [
-            (
-                "accuracy",
-                doc["score"],
-                {"metric": doc["metric"], "n": doc["n_tasks"], "k": doc["k"], "target": doc["target"]},
-            )
-        ]
-    for key, value, data in results:
+    rel = str(written.path.relative_to(ctx.facts.run.path))
+    for key, value, data in written.results:
         w.append(
             "eval_result",
             step=cp.step,
             samples_count=cp.samples_count,
             key=key,
             value=value,
-            data={**data, "results": rel, "results_sha256": doc["_sha256"]},
+            data={**data, "results": rel, "results_sha256": written.sha256},
         )
     w.append("eval_stop", step=cp.step, samples_count=cp.samples_count)
-    return {
-        "accuracy": doc.get("score"),
-        "scores": {key: value for key, value, _ in results},
-        "results": rel,
-        "seconds": time.monotonic() - t0,
-    }
+    return CheckpointEvaluation(
+        accuracy=written.doc.get("score"),
+        scores={key: value for key, value, _ in written.results},
+        results=rel,
+        seconds=time.monotonic() - t0,
+    )
 
 
 def integrity(ctx: Context, cp: CommittedCheckpoint) -> tuple[str, dict[str, Any], dict[str, float]]:
@@ -144,7 +160,7 @@ def integrity(ctx: Context, cp: CommittedCheckpoint) -> tuple[str, dict[str, Any
     )
 
 
-def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> dict[str, Any]:
+def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
     from trainer.policy.task import validation_tasks
 
     start_ns = ctx.clock()
@@ -167,7 +183,12 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> dict[str, Any]:
     doc = _document(ctx, cp, digest, fp, gen, samples, pairs[:n], len(pairs), score, timings, start_ns)
     path = results_dir(ctx.facts.run.derived, cp.step) / "results.json"
     sha = write_results(path, doc)
-    return {**doc, "_path": path, "_sha256": sha}
+    accuracy = (
+        "accuracy",
+        score,
+        {"metric": doc["metric"], "n": doc["n_tasks"], "k": doc["k"], "target": doc["target"]},
+    )
+    return WrittenResults(doc, path, sha, [accuracy])
 
 
 def _outcomes(samples: list[Sample], n_tasks: int, k: int) -> list[list[bool]]:
@@ -189,7 +210,7 @@ def _document(
     start_ns: int,
 ) -> dict[str, Any]:
     cfg = ctx.facts.eval_cfg
-    passes = sum(any(s.correct for s in samples[t * cfg.k : (t + 1) * cfg.k]) for t in range(len(pairs)))
+    tasks_passed = sum(any(s.correct for s in samples[t * cfg.k : (t + 1) * cfg.k]) for t in range(len(pairs)))
     return {
         "schema": SCHEMA,
         "run_id": ctx.facts.run.run_id,
@@ -199,9 +220,9 @@ def _document(
         "score": score,
         "k": cfg.k,
         "n_tasks": len(pairs),
-        "tasks_passed": passes,
+        "tasks_passed": tasks_passed,
         "target": cfg.target,
-        "passed": score > cfg.target,
+        "passed": passes(score, cfg.target),
         "complete_task_set": len(pairs) == full,
         "settings": {
             "temperature": gen.temperature,

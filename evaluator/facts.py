@@ -51,7 +51,7 @@ def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool) -> RunFacts:
         events=events,
         global_batch_size=gbs,
         final_step=stop.step,
-        eval_cfg=run_eval_config(opened.data.get("config") or {}),
+        eval_cfg=run_eval_config(opened.data),
         candidates={c.step: c for c in candidates},
         problems=problems,
     )

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from evaluator.attempts import Attempt, attempts, open_attempts, scored
 from evaluator.errors import EvaluatorBusyError, RunNotWritableError
-from evaluator.evaluate import Context, evaluate_checkpoint
+from evaluator.evaluate import CheckpointEvaluation, Context, evaluate_checkpoint
 from evaluator.facts import RunFacts, read_facts
 from evaluator.order import arrange
 from evaluator.settings import Options, RunEvalConfig
@@ -204,17 +204,16 @@ def _skipped_until_pass(steps: list[int], done: dict[int, Attempt], target: floa
     return out
 
 
-def _from_result(r: dict[str, Any], step: int, target: float) -> Outcome:
-    acc = r.get("accuracy")
+def _from_result(r: CheckpointEvaluation, step: int, target: float) -> Outcome:
     return Outcome(
         step=step,
-        status="scored" if acc is not None else "failed",
-        accuracy=acc,
-        passed=passes(acc, target),
-        reason=r.get("reason", ""),
-        error=r.get("error", ""),
-        results=r.get("results"),
-        seconds=r.get("seconds", 0.0),
+        status="scored" if r.accuracy is not None else "failed",
+        accuracy=r.accuracy,
+        passed=passes(r.accuracy, target),
+        reason=r.reason,
+        error=r.error,
+        results=r.results,
+        seconds=r.seconds,
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from evaluator.errors import SettingsError
 from evaluator.order import Order
+from recorder.rules import recorded_target
 
 DEFAULT_TOLERANCE = 0.005
 DEFAULT_BATCH_SIZE = 64
@@ -24,7 +25,7 @@ class RunEvalConfig:
     k: int
     temperature: float
     top_p: float
-    target: float
+    target: float  # the run's recorded pass target (recorder.rules.recorded_target)
     max_new_tokens: int
     samples: int  # the first `samples` validation tasks are scored (mllog eval_samples)
 
@@ -67,9 +68,11 @@ class Options:
 _EVAL_KEYS = {"k": int, "temperature": float, "top_p": float, "target": float, "max_new_tokens": int, "samples": int}
 
 
-def run_eval_config(config: dict[str, Any]) -> RunEvalConfig:
-    """The eval settings inside a run's resolved config: `config["eval"]` with k, temperature, top_p,
-    target, max_new_tokens, samples (trainer/config.py EvalSettings)."""
+def run_eval_config(opened: dict[str, Any]) -> RunEvalConfig:
+    """The eval settings a run recorded in run_opened: `config["eval"]` with k, temperature, top_p, target,
+    max_new_tokens, samples (trainer/config.py EvalSettings); the target is the run's recorded one
+    (recorder.rules.recorded_target), the same that the history and replay judge by."""
+    config = opened.get("config") or {}
     section = config.get("eval")
     if not isinstance(section, dict):
         raise SettingsError(
@@ -86,6 +89,9 @@ def run_eval_config(config: dict[str, Any]) -> RunEvalConfig:
         values[key] = typ(v)
     if errors:
         raise SettingsError("run_opened.data.config: " + "; ".join(errors))
+    target = recorded_target(opened)
+    if target is not None:
+        values["target"] = target
     cfg = RunEvalConfig(**values)
     if cfg.k < 1 or cfg.max_new_tokens < 1 or cfg.samples < 1 or not 0 < cfg.top_p <= 1 or cfg.temperature < 0:
         raise SettingsError(f"run_opened.data.config.eval is out of range: {cfg}")

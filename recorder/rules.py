@@ -7,7 +7,9 @@ plain arithmetic on recorded facts, so the core can hold it without importing re
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from fractions import Fraction
+from typing import Any
 
 BENCHMARK = "qwen35_397b_grpo"
 RULESET = "6.1.0"
@@ -35,9 +37,43 @@ def passes(accuracy: float | None, target: float = TARGET) -> bool:
     return accuracy is not None and accuracy > target
 
 
+def passes_sql(accuracy: str, target: str) -> str:
+    """`passes` for SQL readers (the history views): the same strict comparison over two SQL expressions."""
+    return f"({accuracy} > {target})"
+
+
+def recorded_target(opened: Mapping[str, Any] | None) -> float | None:
+    """The pass target a run recorded in its run_opened data: `target`, or, for runs recorded before that
+    field existed, the resolved config's `eval.target`. None when it recorded neither (imported logs)."""
+    if not opened:
+        return None
+    value = opened.get("target")
+    if value is None:
+        value = ((opened.get("config") or {}).get("eval") or {}).get("target")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def pass_target(recorded: float | None) -> float:
+    """The one target a run's evaluations are judged by, in eval, the history and replay alike: the one it
+    recorded, or the ruleset's when it recorded none."""
+    return TARGET if recorded is None else recorded
+
+
 def is_standard_target(target: float | None) -> bool:
     """Whether a run's recorded target is the ruleset's; any other makes the run not comparable."""
     return target is None or target == TARGET
+
+
+def is_standard_target_sql(target: str) -> str:
+    """`is_standard_target` for SQL readers (the history views)."""
+    return f"({target} IS NULL OR {target} = {TARGET!r})"
+
+
+def not_comparable(target: float | None) -> str | None:
+    """Why a run with this recorded target is not comparable to MLPerf results, or None when it is."""
+    if is_standard_target(target):
+        return None
+    return f"the run's pass target is {target:g}, not the ruleset's {TARGET:g}"
 
 
 def series_problems(steps: list[int], start: int, final_step: int | None) -> list[str]:

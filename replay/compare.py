@@ -48,6 +48,8 @@ def compare_table(rows: list[dict[str, Any]]) -> CompareTable:
             verdict += " UNVERIFIED"
         if r.get("resumed"):
             verdict += " RESUMED"
+        elif r.get("comparable") is False:  # judged by a target other than the ruleset's
+            verdict += " NOT COMPARABLE"
         step = str(r["passing_step"] if r["passing_step"] is not None else "-")
         cells.append((r["interpretation"], r["status"], step, stop, minutes_text(r["minutes"]), delta, verdict))
         if r["status"] == "none":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from mlperf_logging.mllog import constants as C
 
@@ -34,6 +34,9 @@ from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
 from replay.rulesets import get_known
 from replay.timeline import Config, Evaluation, Point, Timeline, build_timeline
 
+# `none`: the interpretation derives no run_stop (the as-recorded log has no run_stop line).
+DerivedStatus = Literal["success", "aborted", "none"]
+
 
 @dataclass(frozen=True)
 class Derivation:
@@ -43,7 +46,7 @@ class Derivation:
     ruleset: str
     interpretation: str
     lines: tuple[str, ...]
-    status: str  # success | aborted | none
+    status: DerivedStatus
     passing_step: int | None
     run_start_ns: int | None
     run_stop_ns: int | None
@@ -213,7 +216,8 @@ def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
         why = f"no minutes: the log has no {'run_start' if start is None else 'run_stop'} line"
     elif start.parser_time_ms is None or stop.parser_time_ms is None:
         why = f"no minutes: its {'run_start' if start.parser_time_ms is None else 'run_stop'} line has no time_ms"
-    status, passing = "none", None
+    status: DerivedStatus = "none"
+    passing: int | None = None
     if stop is not None:
         meta = stop.metadata
         status = "success" if meta.get(C.STATUS) == C.SUCCESS else "aborted"

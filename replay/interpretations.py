@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from recorder.rules import passes
 from replay.errors import NotEvaluatedError, NothingToEmitError, UnknownInterpretationError
 from replay.rules import Ruleset
 from replay.timeline import Evaluation, Point, Timeline
@@ -44,8 +45,15 @@ def shifted(offsets: Sequence[tuple[int, int]], t: int) -> int:
 Policy = Callable[[Timeline, Ruleset], Plan]
 
 
-def _passes(ev: Evaluation, rules: Ruleset, ge: bool = False) -> bool:
-    return ev.accuracy >= rules.target if ge else ev.accuracy > rules.target
+def pass_target(tl: Timeline, rules: Ruleset) -> float:
+    """The one target evaluations are judged by: the run's recorded one, as `recorder eval` and the history
+    judge them, else the ruleset's. A run whose target is not the ruleset's is marked not comparable."""
+    return tl.target if tl.target is not None else rules.target
+
+
+def _passes(ev: Evaluation, tl: Timeline, rules: Ruleset, ge: bool = False) -> bool:
+    target = pass_target(tl, rules)
+    return ev.accuracy >= target if ge else passes(ev.accuracy, target)
 
 
 def required_steps(tl: Timeline, rules: Ruleset) -> list[int]:
@@ -64,7 +72,8 @@ def _not_passed(tl: Timeline, rules: Ruleset, emitted: Sequence[Evaluation], nam
         note = f" (evaluation failed for {', '.join(map(str, failed))})" if failed else ""
         raise NotEvaluatedError(
             f"run {tl.run_id}: no evaluated checkpoint passes ({name}: accuracy "
-            f"{'>=' if name == 'ge-threshold' else '>'} {rules.target}) and steps {', '.join(map(str, missing))} "
+            f"{'>=' if name == 'ge-threshold' else '>'} {pass_target(tl, rules)}) and steps "
+            f"{', '.join(map(str, missing))} "
             f"are not evaluated yet{note}: no run_stop is derived; run `recorder eval {tl.run_id}` on them"
         )
     final = tl.final_step
@@ -90,7 +99,7 @@ def _in_order_until_pass(tl: Timeline, rules: Ruleset, ge: bool) -> tuple[list[E
     emitted: list[Evaluation] = []
     for ev in tl.evaluations:
         emitted.append(ev)
-        if _passes(ev, rules, ge):
+        if _passes(ev, tl, rules, ge):
             return emitted, ev
     return emitted, None
 
@@ -109,7 +118,7 @@ def earliest_passing(tl: Timeline, rules: Ruleset) -> Plan:
     """ "Each checkpoint stores the timestamp of its latest weight update": read as "the run reached the
     target at the earliest checkpoint that reaches it", whatever order the evaluations ran in.
     Emits the evaluated steps up to that one in ascending order."""
-    passing_steps = sorted(ev.step for ev in tl.evaluations if _passes(ev, rules))
+    passing_steps = sorted(ev.step for ev in tl.evaluations if _passes(ev, tl, rules))
     if not passing_steps:
         return _not_passed(tl, rules, list(tl.evaluations), "earliest-passing")
     first = passing_steps[0]
@@ -181,7 +190,7 @@ def inline_eval(tl: Timeline, rules: Ruleset) -> Plan:
                 f"and step {step} was not evaluated: nothing to emit"
             )
         emitted.append(ev)
-        if _passes(ev, rules):
+        if _passes(ev, tl, rules):
             passing = ev
             break
     if not emitted:
@@ -227,7 +236,7 @@ def checker_order(tl: Timeline, rules: Ruleset) -> Plan:
     step = start
     while step in by_step:
         emitted.append(by_step[step])
-        if _passes(by_step[step], rules):
+        if _passes(by_step[step], tl, rules):
             return _success(tl, emitted, by_step[step], f"ascending from step {start}; step {step} passes first")
         step += 1
     if step <= tl.final_step:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.reader import RunLog, read_run
+from recorder.rules import not_comparable
 from replay.check import CheckResult, compliance, rcp
 from replay.derive import derive_run
 from replay.errors import ReplayError, ScoreInputError
@@ -22,7 +23,7 @@ from replay.rulesets import KnownRuleset, ruleset_for_run
 from replay.scores import Outcome, compute_scores, write_rows
 from replay.set_score import RunOutcome, SetScore, score_set
 from replay.timeline import Timeline, build_timeline
-from replay.trust import UNVERIFIED, mark_rows, require_verified, resumes
+from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, require_verified, resumes, run_target
 
 
 @dataclass
@@ -61,13 +62,17 @@ def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force:
     log = read_run(run_dir)
     tl = build_timeline(log.events)
     known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)
-    marks = ([UNVERIFIED] if unverified else []) + (["RESUMED"] if resumes(log.events) else [])
+    marks = (
+        ([UNVERIFIED] if unverified else [])
+        + (["RESUMED"] if resumes(log.events) else [])
+        + ([NOT_COMPARABLE] if not_comparable(run_target(log.events)) else [])
+    )
     label = log.run.run_id + (f" ({', '.join(marks)})" if marks else "")
     return _Run(log, tl, known, unverified, label, interpretation or _default_interpretation(log))
 
 
 def _marks(run: _Run) -> dict[str, Any]:
-    return {"unverified": run.unverified, "resumed": resumes(run.log.events)}
+    return {"unverified": run.unverified, "resumed": resumes(run.log.events), "target": run_target(run.log.events)}
 
 
 def _one(values: set[Any], what: str, runs: Sequence[_Run]) -> Any:

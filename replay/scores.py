@@ -2,7 +2,9 @@
 
 One JSON object a line: run_id, ruleset, interpretation, status (success | aborted | none), passing_step,
 run_start_ns, run_stop_ns, minutes, checker (the compliance checker's verdict, or null), mlperf_logging_version,
-and why (the interpretation's reason, or why nothing was derived).
+why (the interpretation's reason, or why nothing was derived), target (the pass target the evaluations were
+judged by: the run's recorded one, else the ruleset's) and comparable (false when that target is not the
+ruleset's or the run was resumed: not comparable to MLPerf results).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from recorder.events import Event
 from recorder.reader import read_run
-from recorder.rules import BENCHMARK
+from recorder.rules import BENCHMARK, is_standard_target, pass_target
 from recorder.run import RunDir
 from replay.check import CheckResult, compliance, mlperf_logging_version
 from replay.derive import Derivation, derive_run
@@ -23,6 +25,7 @@ from replay.errors import ReplayError
 from replay.interpretations import INTERPRETATIONS
 from replay.rulesets import ruleset_for_run
 from replay.timeline import build_timeline
+from replay.trust import resumes, run_target
 
 SCORES_FILE = "scores.jsonl"
 
@@ -40,6 +43,11 @@ def score_row(
 ) -> dict[str, Any]:
     """One interpretation's row; an interpretation that derives nothing gives status 'none' and says why.
     `done`: the derivation (and verdict) the caller already has, so that nothing is derived or checked twice."""
+    target = run_target(events)
+    judged = {
+        "target": pass_target(target),
+        "comparable": is_standard_target(target) and not resumes(events),
+    }
     try:
         d: Derivation = done[0] if done is not None else derive_run(events, ruleset, interpretation)
     except ReplayError as e:
@@ -55,7 +63,7 @@ def score_row(
             "checker": None,
             "mlperf_logging_version": mlperf_logging_version(),
             "why": str(e),
-        }
+        } | judged
     verdict = (
         done[1] if done is not None and done[1] is not None else (compliance(d.text(), ruleset) if check else None)
     )
@@ -71,7 +79,7 @@ def score_row(
         "checker": verdict.summary() if verdict is not None else None,
         "mlperf_logging_version": mlperf_logging_version(),
         "why": d.why,
-    }
+    } | judged
 
 
 def applicable(events: list[Event], ruleset: str | None) -> tuple[str, list[str]]:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from recorder.log import LogWriter
+from recorder.rules import pass_target
 from recorder.rules import validation_start_step as validation_start
 from recorder.run import RunDir
 
@@ -62,6 +63,11 @@ CLOSED_256: dict[str, object] = {
 }
 
 
+def eval_settings(target: float) -> dict[str, object]:
+    """The evaluation settings a run records (trainer/config.py EvalSettings' defaults), with its target."""
+    return {"k": 4, "temperature": 0.1, "top_p": 0.95, "target": target, "max_new_tokens": 5, "samples": 251}
+
+
 def record_run(
     root: Path,
     run_id: str,
@@ -77,8 +83,11 @@ def record_run(
     extra_results: Sequence[tuple[int, float]] = (),
     evaluator_segments: int = 1,
     reverse_configs: bool = False,
+    target: float | None = None,
 ) -> RunDir:
-    """Record a run; `evals` are (step, accuracy) in the order they were performed."""
+    """Record a run; `evals` are (step, accuracy) in the order they were performed. `target`: a pass target
+    recorded in run_opened (and judged by in the evaluation results), as `recorder train --set eval.target`
+    records it; None records none (the ruleset's applies)."""
     run = RunDir.create(root, run_id)
     vs = validation_start(gbs)
     division = "closed" if closed else "open"
@@ -91,10 +100,11 @@ def record_run(
                 "ruleset": "6.1.0",
                 "division": division,
                 "global_batch_size": gbs,
-                "config": {},
+                "config": {} if target is None else {"eval": eval_settings(target)},
                 "provenance": {},
                 "resumed_from": None,
-            },
+            }
+            | ({} if target is None else {"target": target}),
         )
         w.append("init_start", time_ns=T0 - 10 * S)
         if closed:
@@ -142,7 +152,7 @@ def record_run(
         w.append(
             "train_stop", step=steps, samples_count=steps * gbs, time_ns=end, data={"status": "completed", "reason": ""}
         )
-    record_evals(run, evals, gbs, eval_start_s, eval_s, segments=evaluator_segments)
+    record_evals(run, evals, gbs, eval_start_s, eval_s, segments=evaluator_segments, target=target)
     if extra_results:
         with LogWriter(run, "evaluator", clock=lambda: T0) as w:
             for i, (step, acc) in enumerate(extra_results):
@@ -152,7 +162,13 @@ def record_run(
 
 
 def record_evals(
-    run: RunDir, evals: Sequence[tuple[int, float]], gbs: int, start_s: int, each_s: int, segments: int = 1
+    run: RunDir,
+    evals: Sequence[tuple[int, float]],
+    gbs: int,
+    start_s: int,
+    each_s: int,
+    segments: int = 1,
+    target: float | None = None,
 ) -> None:
     """Evaluations in the order given, split over `segments` evaluator sessions."""
     if not evals:
@@ -178,7 +194,7 @@ def record_evals(
                     key="accuracy",
                     value=acc,
                     time_ns=at + (each_s - 1) * S,
-                    data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69},
+                    data={"metric": "pass@4", "n": 251, "k": 4, "target": pass_target(target)},
                 )
                 w.append(
                     "eval_result",
@@ -213,6 +229,9 @@ def main() -> None:
     parser.add_argument(
         "--closed", action="store_true", help="record the 6.1.0 closed-division configuration (GBS 256)"
     )
+    parser.add_argument(
+        "--target", type=float, default=None, help="record this pass target (as `recorder train --set eval.target`)"
+    )
     args = parser.parse_args()
     run = record_run(
         args.root,
@@ -222,6 +241,7 @@ def main() -> None:
         evals=_evals(args.evals),
         eval_start_s=args.eval_start_s,
         closed=args.closed,
+        target=args.target,
     )
     print(f"recorded {run.path}; next: recorder replay {run.path} --compare")
 

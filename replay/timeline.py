@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.events import Event
+from recorder.rules import recorded_target
 from replay.errors import DuplicateResultError, MissingFactError
 
 BENCHMARK_METRIC = "accuracy"  # eval_result key of the benchmark's pass@k; other keys are zero-shot tasks
@@ -123,6 +124,7 @@ class Timeline:
     ruleset: str | None
     division: str | None
     global_batch_size: int | None
+    target: float | None  # the pass target the run recorded (recorder.rules.recorded_target); None: none
     opened: Point | None
     configs: tuple[Config, ...]
     init_start: Point | None
@@ -273,6 +275,7 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
         ruleset=odata.get("ruleset"),
         division=odata.get("division"),
         global_batch_size=int(gbs) if isinstance(gbs, int) else None,
+        target=recorded_target(odata),
         opened=_point(opened) if opened else None,
         configs=configs,
         init_start=_point(first["init_start"]) if "init_start" in first else None,

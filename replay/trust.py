@@ -2,7 +2,8 @@
 
 A derived mllog is evidence only if the events it comes from are: replay refuses a run that fails
 `verify_run` unless forced, and then the output says so where nobody can miss it (file name, printed
-line, scores row). A resumed run keeps its history but is not a valid timed MLPerf run. A wall clock that
+line, scores row). A resumed run keeps its history but is not a valid timed MLPerf run; nor is a run whose
+pass target is not the ruleset's (it is judged by its own target, and marked NOT COMPARABLE). A wall clock that
 steps backwards is reported with the seq and the size of the step (mono_ns gives the real order).
 """
 
@@ -14,11 +15,13 @@ from typing import Any
 
 from recorder.events import Event
 from recorder.history.cache import verify_with_cache
+from recorder.rules import not_comparable, recorded_target
 from recorder.run import RunDir
 from replay.errors import UnverifiedRunError
 
 UNVERIFIED = "UNVERIFIED"
 RESUMED = "RESUMED"
+NOT_COMPARABLE = "NOT COMPARABLE"
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ def resumes(events: list[Event]) -> list[Resume]:
     return out
 
 
+def run_target(events: list[Event]) -> float | None:
+    """The pass target the run recorded (its first run_opened), or None when it recorded none."""
+    return recorded_target(next((e.data for e in events if e.kind == "run_opened"), None))
+
+
 def clock_steps(events: list[Event]) -> list[ClockStep]:
     """Backward steps of the wall clock within each segment (events in seq order).
 
@@ -94,14 +102,19 @@ def clock_steps(events: list[Event]) -> list[ClockStep]:
     return out
 
 
-def mark_rows(rows: list[dict[str, Any]], *, unverified: list[str], resumed: list[Resume]) -> list[dict[str, Any]]:
+def mark_rows(
+    rows: list[dict[str, Any]], *, unverified: list[str], resumed: list[Resume], target: float | None = None
+) -> list[dict[str, Any]]:
     """Scores rows carrying the run's trust marks: extra fields, and the reason prefixed to `why` (which the
-    history's scores view shows)."""
+    history's scores view shows). `target`: the run's recorded pass target."""
     marks = []
     if unverified:
         marks.append(f"{UNVERIFIED} (derived with --force from a run that fails verification: {unverified[0]})")
     if resumed:
         marks.append(f"{RESUMED} ({'; '.join(map(str, resumed))}): not a valid timed MLPerf run")
+    why_not = not_comparable(target)
+    if why_not is not None:
+        marks.append(f"{NOT_COMPARABLE} ({why_not})")
     if not marks:
         return rows
     prefix = "; ".join(marks)

@@ -95,6 +95,7 @@ class GRPOTrainer:
                 "ruleset": cfg.ruleset,
                 "division": cfg.division,
                 "global_batch_size": cfg.global_batch_size,
+                "target": cfg.eval.target,
                 "config": cfg.to_dict(),
                 "provenance": provenance(),
                 "resumed_from": None,

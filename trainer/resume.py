@@ -134,6 +134,7 @@ class ResumedTrainer(GRPOTrainer):
                 "ruleset": cfg.ruleset,
                 "division": cfg.division,
                 "global_batch_size": cfg.global_batch_size,
+                "target": cfg.eval.target,
                 "config": cfg.to_dict(),
                 "provenance": provenance(),
                 "resumed_from": self.run_dir.run_id,

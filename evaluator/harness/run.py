@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from evaluator.attempts import EVAL_KINDS, HARNESS_WRITER, Attempt
+from evaluator.attempts import HARNESS_WRITER, attempts
 from evaluator.checkpoints import CommittedCheckpoint, resolve
-from evaluator.evaluate import Context, evaluate_checkpoint, integrity
+from evaluator.evaluate import Context, WrittenResults, evaluate_checkpoint, integrity
 from evaluator.facts import read_facts
 from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
 from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
-from evaluator.order import Order, arrange
+from evaluator.order import arrange
 from evaluator.results import results_dir, sha256_text, write_results
 from evaluator.session import close_interrupted, session_lock
 from evaluator.settings import Options
@@ -42,32 +42,15 @@ HARNESS = "lm-eval"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HarnessOptions:
-    """What a zero-shot session does. `examples`: at most N examples per task (a smoke test, not a score)."""
+    """What a zero-shot session does: the tasks, where their data lies, and at most `examples` examples per
+    task (a smoke test, not a score). `evaluation` is how, with the evaluator's own options (order, limit,
+    batch size, workers, gaps, fingerprint; `all` does not apply: every checkpoint asked for is scored, as a
+    zero-shot session has no target)."""
 
     tasks: list[str]
     data_dir: Path | None = None
-    order: Order = Order("ascending")
-    limit: int | None = None
-    batch_size: int = 64
-    workers: int = 1
-    ray_address: str | None = None
-    allow_gaps: bool = False
-    fingerprint: bool = True
-    fingerprint_tolerance: float = 0.005
     examples: int | None = None
-
-    def evaluator_options(self) -> Options:
-        return Options(
-            order=self.order,
-            all=True,
-            limit=self.limit,
-            batch_size=self.batch_size,
-            workers=self.workers,
-            ray_address=self.ray_address,
-            allow_gaps=self.allow_gaps,
-            fingerprint=self.fingerprint,
-            fingerprint_tolerance=self.fingerprint_tolerance,
-        )
+    evaluation: Options = field(default_factory=Options)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,31 +76,6 @@ class HarnessSummary:
     @property
     def failures(self) -> list[StepOutcome]:
         return [o for o in self.outcomes if o.status == "failed"]
-
-
-def harness_attempts(events: list[Event]) -> list[Attempt]:
-    """The harness's own attempts (writer "harness"), one per (segment, step); `result` is the first one."""
-    rows: dict[tuple[str, int | None], dict[str, Event]] = {}
-    closers: dict[tuple[str, int | None], Event] = {}
-    for e in events:
-        if e.kind not in EVAL_KINDS or e.writer != HARNESS_WRITER:
-            continue
-        if e.kind == "eval_failed" and e.data.get("interrupted_segment"):
-            closers[(str(e.data["interrupted_segment"]), e.step)] = e
-            continue
-        rows.setdefault((e.segment, e.step), {}).setdefault(e.kind.removeprefix("eval_"), e)
-    return [
-        Attempt(
-            step=step,
-            segment=seg,
-            start=r.get("start"),
-            result=r.get("result"),
-            stop=r.get("stop"),
-            failed=r.get("failed"),
-            closed_by=closers.get((seg, step)),
-        )
-        for (seg, step), r in rows.items()
-    ]
 
 
 def scored_tasks(events: list[Event]) -> dict[int, set[str]]:
@@ -156,12 +114,12 @@ def evaluate_harness(
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
-    evaluator_options = options.evaluator_options()
+    how = options.evaluation
     with session_lock(run):
-        facts = read_facts(run, allow_gaps=options.allow_gaps)
-        steps = arrange(sorted(facts.candidates), options.order)
+        facts = read_facts(run, allow_gaps=how.allow_gaps)
+        steps = arrange(sorted(facts.candidates), how.order)
         done = scored_tasks(facts.events)
-        stale = [a for a in harness_attempts(facts.events) if a.open]
+        stale = [a for a in attempts(facts.events, writer=HARNESS_WRITER) if a.open]
         todo = {s: [t for t in tasks if t.name not in done.get(s, set())] for s in steps}
         if not any(todo.values()) and not stale:
             return HarnessSummary(
@@ -179,16 +137,14 @@ def evaluate_harness(
             for step in steps:
                 if not todo[step]:
                     outcome = StepOutcome(step=step, status="skipped", reason="all tasks scored earlier")
-                elif options.limit is not None and sum(o.status != "skipped" for o in outcomes) >= options.limit:
+                elif how.limit is not None and sum(o.status != "skipped" for o in outcomes) >= how.limit:
                     remaining.append(step)
                     continue
                 else:
                     if ctx is None:
-                        workers = workers_factory(options.workers, options.ray_address)
+                        workers = workers_factory(how.workers, how.ray_address)
                         stack.callback(workers.close)
-                        ctx = Context(
-                            facts=facts, options=evaluator_options, writer=writer, workers=workers, clock=clock
-                        )
+                        ctx = Context(facts=facts, options=how, writer=writer, workers=workers, clock=clock)
                     outcome = _evaluate_step(ctx, facts.candidates[step], todo[step], options)
                 outcomes.append(outcome)
                 if on_outcome is not None:
@@ -206,20 +162,18 @@ def evaluate_harness(
 def _evaluate_step(
     ctx: Context, cp: CommittedCheckpoint, tasks: list[TaskData], options: HarnessOptions
 ) -> StepOutcome:
-    def score(c: Context, checkpoint: CommittedCheckpoint, t0: float) -> dict[str, Any]:
+    def score(c: Context, checkpoint: CommittedCheckpoint, t0: float) -> WrittenResults:
         return _score(c, checkpoint, t0, tasks, options)
 
     r = evaluate_checkpoint(ctx, cp, score=score, start_data={"harness": HARNESS, "tasks": [t.name for t in tasks]})
-    if "reason" in r:
-        return StepOutcome(
-            step=cp.step, status="failed", reason=r["reason"], error=r.get("error", ""), seconds=r["seconds"]
-        )
-    return StepOutcome(step=cp.step, status="scored", scores=r["scores"], results=r["results"], seconds=r["seconds"])
+    if r.reason:
+        return StepOutcome(step=cp.step, status="failed", reason=r.reason, error=r.error, seconds=r.seconds)
+    return StepOutcome(step=cp.step, status="scored", scores=r.scores, results=r.results, seconds=r.seconds)
 
 
 def _score(
     ctx: Context, cp: CommittedCheckpoint, t0: float, tasks: list[TaskData], options: HarnessOptions
-) -> dict[str, Any]:
+) -> WrittenResults:
     import lm_eval
 
     from evaluator.harness.adapter import CheckpointLM
@@ -229,7 +183,9 @@ def _score(
     workers = ctx.workers
     t = time.monotonic()
     with _quiet():
-        out = _simple_evaluate(lm_eval, CheckpointLM(workers.harness, batch_size=options.batch_size), tasks, options)
+        out = _simple_evaluate(
+            lm_eval, CheckpointLM(workers.harness, batch_size=options.evaluation.batch_size), tasks, options
+        )
     timings["score_s"] = time.monotonic() - t
     if out is None:
         raise RuntimeError("lm_eval.simple_evaluate returned nothing (not rank 0?)")
@@ -268,7 +224,7 @@ def _score(
         },
         "scores": {name: d["score"] for name, d in per_task.items()},
         "settings": {
-            "batch_size": options.batch_size,
+            "batch_size": options.evaluation.batch_size,
             "examples_limit": options.examples,
             **_model_notes(resolve(ctx.facts.run.path, cp)),
             "workers": workers.name,
@@ -290,7 +246,7 @@ def _score(
     segment = ctx.writer.segment.removesuffix(".arrows")
     path = results_dir(ctx.facts.run.derived, cp.step) / "harness" / segment / "results.json"
     sha = write_results(path, doc)
-    return {**doc, "_path": path, "_sha256": sha, "_results": results}
+    return WrittenResults(doc, path, sha, results)
 
 
 def _simple_evaluate(lm_eval: Any, lm: CheckpointLM, tasks: list[TaskData], options: HarnessOptions) -> Any:

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console
+from recorder.rules import not_comparable, passes, recorded_target
 
 if TYPE_CHECKING:
     from evaluator.attempts import Attempt
@@ -56,6 +57,7 @@ def eval_command(
     """
     from evaluator.errors import EvaluationsFailed, NothingPassedError
     from evaluator.order import parse_order
+    from evaluator.settings import Options
 
     if harness is not None:
         _harness_eval(
@@ -79,7 +81,6 @@ def eval_command(
 
         raise HarnessOptionsError("--tasks, --steps and --data-dir choose zero-shot tasks: add --harness lm-eval")
     from evaluator.session import evaluate_run
-    from evaluator.settings import Options
 
     options = Options(
         order=parse_order(order),
@@ -128,6 +129,7 @@ def _harness_eval(
     from evaluator.harness.run import HarnessOptions, evaluate_harness
     from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
     from evaluator.order import parse_order
+    from evaluator.settings import Options
 
     problems = []
     if order != "ascending" and steps is not None:
@@ -139,14 +141,16 @@ def _harness_eval(
     options = HarnessOptions(
         tasks=parse_tasks(tasks if tasks is not None else ",".join(DEFAULT_TASKS)),
         data_dir=data_dir,
-        order=parse_order(steps if steps is not None else order),
-        limit=limit,
-        batch_size=batch_size,
-        workers=workers,
-        ray_address=ray,
-        allow_gaps=allow_gaps,
-        fingerprint=fingerprint == "on",
-        fingerprint_tolerance=fingerprint_tolerance,
+        evaluation=Options(
+            order=parse_order(steps if steps is not None else order),
+            limit=limit,
+            batch_size=batch_size,
+            workers=workers,
+            ray_address=ray,
+            allow_gaps=allow_gaps,
+            fingerprint=fingerprint == "on",
+            fingerprint_tolerance=fingerprint_tolerance,
+        ),
     )
     summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)
     for c in summary.closed:
@@ -207,6 +211,17 @@ def _print_summary(s: Summary) -> None:
             f"first passing checkpoint: step {s.passing_step} ({s.eval_cfg.metric} > {s.eval_cfg.target})",
             highlight=False,
         )
+    _print_not_comparable(s.eval_cfg.target)
+
+
+def _print_not_comparable(target: float | None) -> None:
+    why = not_comparable(target)
+    if why is not None:
+        console.print(
+            f"[yellow]NOT COMPARABLE:[/] {why}; eval, the history and replay judge passing by the run's own "
+            "target, and the 6.1.0 checker by the ruleset's",
+            highlight=False,
+        )
 
 
 def _utc(time_ns: int | None) -> str:
@@ -224,7 +239,7 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
-    target = ((opened.data.get("config") or {}).get("eval") or {}).get("target") if opened else None
+    target = recorded_target(opened.data if opened else None)
     rows = attempts(log.events)
     day = next(
         (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""
@@ -239,6 +254,7 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
     for a in rows:
         table.add_row(*_evals_row(a, target))
     console.print(table)
+    _print_not_comparable(target)
     zero_shot = _zero_shot_table(log.events)
     if zero_shot is not None:
         console.print(zero_shot)
@@ -282,7 +298,7 @@ def _evals_row(a: Attempt, target: float | None) -> list[str]:
     end = a.stop or a.failed or a.closed_by
     seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
     acc = a.accuracy
-    passed = "" if acc is None or target is None else ("yes" if acc > target else "no")
+    passed = "" if acc is None or target is None else ("yes" if passes(acc, target) else "no")
     if a.result is not None:
         detail = str(a.result.data.get("results", "")).removeprefix("derived/evals/")
     elif a.failed is not None or a.closed_by is not None:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from recorder.cli.output import PIPE_WIDTH, console, err
+from recorder.rules import not_comparable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -96,6 +97,7 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
             "SELECT run_id, origin, benchmark, division, global_batch_size AS gbs, steps, status, "
             "passing_step, minutes, scored_as, source, events FROM runs ORDER BY run_id"
         )
+        apart = history.query("SELECT run_id, target FROM runs WHERE NOT comparable ORDER BY run_id").to_pylist()
     view = Table(title=f"{table.num_rows} runs under {root}")
     for name in table.column_names:
         view.add_column(
@@ -115,6 +117,17 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    if apart:  # judged by another target, or resumed: kept in the history, never an MLPerf result
+        console.print(
+            "NOT COMPARABLE to MLPerf results: "
+            + "; ".join(f"{r['run_id']} ({_apart_reason(r['target'])})" for r in apart),
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _apart_reason(target: float | None) -> str:
+    return not_comparable(target) or "resumed from a checkpoint"
 
 
 def compact(

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console
+from recorder.rules import not_comparable
 
 if TYPE_CHECKING:
     from recorder.events import Event
@@ -72,7 +73,7 @@ def replay(
     from replay.rulesets import ruleset_for_run
     from replay.scores import compute_scores, write_rows
     from replay.timeline import build_timeline
-    from replay.trust import UNVERIFIED, clock_steps, mark_rows, require_verified, resumes
+    from replay.trust import NOT_COMPARABLE, UNVERIFIED, clock_steps, mark_rows, require_verified, resumes, run_target
 
     unverified = require_verified(run_dir, force)  # refuses (exit 1) unless --force
     log = read_run(run_dir)
@@ -89,10 +90,18 @@ def replay(
         console.print(
             f"[yellow]resumed:[/] {r}: its history is kept, but a resumed run is not a valid timed MLPerf run"
         )
+    target = run_target(log.events)
+    why_not = not_comparable(target)
+    if why_not is not None:
+        console.print(
+            f"[yellow]{NOT_COMPARABLE}:[/] {why_not}; eval, the history and replay judge passing by the run's "
+            f"own target, and the {known.name} checker by the ruleset's",
+            highlight=False,
+        )
     if compare:
         if interpretation or output:
             raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
-        rows = mark_rows(compute_scores(log.run, known.name), unverified=unverified, resumed=resumed)
+        rows = mark_rows(compute_scores(log.run, known.name), unverified=unverified, resumed=resumed, target=target)
         write_rows(log.run, rows)
         _compare_table(rows)
         return
@@ -109,9 +118,14 @@ def replay(
         )
     checks = _checks(d.text(), known, tl.benchmark, tl.division) if check else []
     done = {name: (d, checks[0] if checks else None)}
-    write_rows(log.run, mark_rows(compute_scores(log.run, ruleset, done=done), unverified=unverified, resumed=resumed))
+    rows = mark_rows(compute_scores(log.run, ruleset, done=done), unverified=unverified, resumed=resumed, target=target)
+    write_rows(log.run, rows)
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
-    tags = ([f"[bold red]{UNVERIFIED}[/]"] if unverified else []) + (["[yellow]resumed[/]"] if resumed else [])
+    tags = (
+        ([f"[bold red]{UNVERIFIED}[/]"] if unverified else [])
+        + (["[yellow]resumed[/]"] if resumed else [])
+        + ([f"[yellow]{NOT_COMPARABLE.lower()}[/]"] if why_not is not None else [])
+    )
     console.print(
         f"{' '.join(tags) + ' ' if tags else ''}{name}: {d.status}, {passing}, {_minutes(d.minutes)} "
         f"minutes ({d.why}); {len(d.lines)} lines -> {path}"

@@ -14,7 +14,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,7 +38,7 @@ class CompactResult:
     """What `compact_run` did with one run."""
 
     run_id: str
-    status: str  # "compacted" | "fresh" (already up to date) | "live" (a segment is still open)
+    status: Literal["compacted", "fresh", "live"]  # fresh: already up to date; live: a segment is still open
     events: int
     reason: str = ""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
@@ -24,6 +24,7 @@ from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
 from recorder.history.compact import Pack, fresh_manifest, parquet_path, read_packs
 from recorder.reader import read_run
+from recorder.rules import is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
 from recorder.verify import check_segment
 
@@ -45,6 +46,8 @@ SCORE_COLUMNS = pa.schema(
         ("checker", pa.string()),
         ("mlperf_logging_version", pa.string()),
         ("why", pa.string()),
+        ("target", pa.float64()),
+        ("comparable", pa.bool_()),
     ]
 )
 # Statements a query may be; everything else (INSERT, CREATE, COPY, ATTACH, SET, INSTALL, ...) is refused.
@@ -69,7 +72,7 @@ class RunSource:
 
     run_id: str
     path: Path
-    source: str  # "pack" (a root's pack file) | "parquet" (the run's compacted file) | "segments"
+    source: Literal["pack", "parquet", "segments"]  # a root's pack file, the run's compacted file, its segments
     events: int
     segments: int
     open_segments: int
@@ -198,7 +201,9 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
             manifest = fresh_manifest(run)
             if manifest is not None:
                 entry = packed.get(run.run_id)
-                source = "pack" if entry is not None and entry[1] == manifest["segments"] else "parquet"
+                source: Literal["pack", "parquet"] = (
+                    "pack" if entry is not None and entry[1] == manifest["segments"] else "parquet"
+                )
                 if entry is not None and source == "pack":
                     used.add(entry[0].path)
                     served.add(run.run_id)
@@ -332,6 +337,8 @@ def lock_down(con: duckdb.DuckDBPyConnection, files: list[str]) -> None:
 # Facts of each run from its own events; imported runs carry them as mllog lines (`value` is JSON text).
 # `steps` is the final step trained (train_stop, else block_stop); only a run that has neither (still
 # training, or crashed) is counted from its weight updates, so the view reads no per-step rows for the rest.
+# `target` is the pass target the run recorded (recorder.rules.recorded_target: run_opened's `target`, else
+# its config's eval.target; imported logs: their target_accuracy line).
 _RUN_FACTS = """
 CREATE OR REPLACE VIEW _run_facts AS
 WITH f AS (
@@ -348,11 +355,16 @@ WITH f AS (
     coalesce(min(time_ns) FILTER (kind = 'run_start'),
              min(TRY_CAST(data->>'time_ms' AS BIGINT) * 1000000) FILTER (kind = 'mllog_line' AND key = 'run_start'))
       AS run_start_ns,
-    bool_or(writer = 'import') AS imported
+    bool_or(writer = 'import') AS imported,
+    coalesce(any_value(TRY_CAST(data->>'target' AS DOUBLE)) FILTER (kind = 'run_opened'),
+             any_value(TRY_CAST(data->>'$.config.eval.target' AS DOUBLE)) FILTER (kind = 'run_opened'),
+             any_value(TRY_CAST(value AS DOUBLE)) FILTER (kind = 'mllog_line' AND key = 'target_accuracy'))
+      AS target,
+    coalesce(bool_or(data->>'resumed_from' IS NOT NULL) FILTER (kind = 'run_opened'), false) AS resumed
   FROM events
   WHERE kind IN ('run_opened', 'run_start', 'block_stop', 'train_stop')
      OR (kind = 'mllog_line' AND key IN ('submission_benchmark', 'submission_division', 'global_batch_size',
-                                        'run_start'))
+                                        'run_start', 'target_accuracy'))
   GROUP BY run_id
 ),
 unfinished AS (
@@ -367,7 +379,8 @@ FROM f LEFT JOIN unfinished u USING (run_id)
 
 # One row per run. Status, passing step and minutes come from the score replay wrote for the `official`
 # interpretation, or `as-recorded` when official derives nothing (imported logs have no weight updates).
-_RUNS = """
+# `comparable` is false for a run judged by a target other than the ruleset's, or resumed.
+_RUNS = f"""
 CREATE OR REPLACE VIEW runs AS
 WITH score AS (
   SELECT * FROM _scores
@@ -378,7 +391,8 @@ WITH score AS (
 SELECT r.run_id, f.benchmark, f.division, f.global_batch_size, f.steps, f.train_status,
   s.status, s.passing_step, s.minutes, s.interpretation AS scored_as, f.run_start_ns,
   CASE WHEN f.imported THEN 'imported' ELSE 'recorded' END AS origin,
-  r.source, r.events, r.segments, r.open_segments, r.path
+  r.source, r.events, r.segments, r.open_segments, r.path, f.target,
+  {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AS comparable
 FROM _run_sources r LEFT JOIN _run_facts f USING (run_id) LEFT JOIN score s USING (run_id)
 """
 
@@ -425,10 +439,11 @@ FROM events WHERE kind = 'checkpoint_committed'
 """
 
 # One row per evaluation result or failure, with the interval around it (the same segment's nearest
-# eval_start before and eval_stop after) and its place in the evaluation order. `passed` reads the 6.1.0
-# checker (`> target`); `value >= target` is one comparison away. Imported logs: their eval_* lines (or
-# replay's importer events) with the target from the log's target_accuracy line. One scan of the events.
-_EVALS = """
+# eval_start before and eval_stop after) and its place in the evaluation order. `passed` is the rule's
+# comparison (recorder.rules.passes_sql) against the target the evaluator judged by: the run's recorded one.
+# Imported logs: their eval_* lines (or replay's importer events) with the target from the log's
+# target_accuracy line. One scan of the events.
+_EVALS = f"""
 CREATE OR REPLACE VIEW evals AS
 WITH ev AS MATERIALIZED (
   SELECT run_id, writer, segment, seq, kind, key, value, step, samples_count, data,
@@ -487,7 +502,7 @@ k AS (
   QUALIFY row_number() OVER (PARTITION BY j.run_id, j.segment, j.seq ORDER BY t.time_ns NULLS LAST) = 1
 )
 SELECT run_id, step, samples_count, key, value, target,
-  CASE WHEN value IS NULL OR target IS NULL THEN NULL ELSE value > target END AS passed,
+  CASE WHEN value IS NULL OR target IS NULL THEN NULL ELSE {passes_sql("value", "target")} END AS passed,
   status, reason, metric, start_ns, time_ns AS result_ns, stop_ns, (stop_ns - start_ns) / 1e9 AS eval_s,
   -- zero-shot sessions (writer 'harness', recorder eval --harness) are ranked apart: they are not part of the
   -- benchmark's evaluation order

@@ -144,6 +144,7 @@ def test_ray_workers_give_the_same_scores(
 ) -> None:
     from evaluator.harness.run import HarnessOptions, evaluate_harness
     from evaluator.order import parse_order
+    from evaluator.settings import Options
 
     run = _copy(trained_run, tmp_path)
     summary = evaluate_harness(
@@ -151,9 +152,7 @@ def test_ray_workers_give_the_same_scores(
         HarnessOptions(
             tasks=["arc_challenge", "winogrande"],
             data_dir=SHIPPED_DATA,
-            order=parse_order("19"),
-            workers=2,
-            batch_size=5,
+            evaluation=Options(order=parse_order("19"), workers=2, batch_size=5),
         ),
     )
     assert [o.status for o in summary.outcomes] == ["scored"], summary

@@ -80,6 +80,7 @@ def test_run_opened_and_mllog_config(events):
     opened = of(events, "run_opened")[0].data
     assert opened["benchmark"] == "qwen35_397b_grpo" and opened["division"] == "open"
     assert opened["global_batch_size"] == GBS and opened["config"]["eval"]["k"] == 4
+    assert opened["target"] == opened["config"]["eval"]["target"] == 0.69  # the one pass target, recorded
     assert opened["provenance"]["packages"]["torch"].startswith("2.13.0")
     assert "git_commit" in opened["provenance"] and opened["provenance"]["host"]
     keys = [e.key for e in of(events, "mllog_config")]

@@ -13,7 +13,9 @@ from recorder.cli.output import console
 def report(
     run_dirs: Annotated[list[Path], typer.Argument(help="Run directories (one run, or the seeds of a submission).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")] = Path("report.html"),
-    ruleset: Annotated[str, typer.Option("--ruleset", help="Ruleset whose facts apply (6.1.0).")] = "6.1.0",
+    ruleset: Annotated[
+        str | None, typer.Option("--ruleset", help="Ruleset whose facts apply (default: the run's own).")
+    ] = None,
 ) -> None:
     """Write one HTML file (no network, nothing beside it): verdicts, timeline, tables, charts, the mllog."""
     from recorder.history.report import build_report

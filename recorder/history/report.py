@@ -20,7 +20,7 @@ from typing import Any
 
 from recorder.errors import InputError
 from recorder.history.report_charts import MIN_NS, accuracy_by_step, reward_by_step, timeline
-from recorder.history.report_facts import RunFacts, gather, read_views
+from recorder.history.report_facts import RunFacts, attach_rcp, gather, read_views
 from recorder.history.report_sets import set_section
 from recorder.history.report_story import what_happened
 
@@ -308,7 +308,7 @@ def run_section(f: RunFacts, i: int, charts: dict[str, Any], several: bool) -> s
     )
 
 
-def build_report(run_dirs: list[Path], out: Path, ruleset: str = "6.1.0") -> list[RunFacts]:
+def build_report(run_dirs: list[Path], out: Path, ruleset: str | None = None) -> list[RunFacts]:
     """Write the page for `run_dirs` to `out`; returns the facts it showed."""
     from recorder.history.views import open_runs
     from recorder.run import RunDir
@@ -319,6 +319,8 @@ def build_report(run_dirs: list[Path], out: Path, ruleset: str = "6.1.0") -> lis
     with open_runs(runs[0].run.path.parent, [f.run for f in runs]) as history:
         for f in runs:
             read_views(history, f)
+    for f in runs:
+        attach_rcp(f)
     assert all(isinstance(f.run, RunDir) for f in runs)
     charts: dict[str, Any] = {}
     several = len(runs) > 1

@@ -83,14 +83,14 @@ def _is_imported(run: RunDir) -> bool:
 
 
 def ensure_derived(
-    run: RunDir, ruleset: str, unverified: list[str]
+    run: RunDir, ruleset: str | None, unverified: list[str]
 ) -> tuple[list[dict[str, Any]], str, Path | None, str]:
     """The run's score rows and derived mllog, written by replay's functions when missing or stale.
 
     Returns (score rows, interpretation of the mllog, its path or None, why there is none)."""
     from replay.derive import derive_run
     from replay.errors import ReplayError
-    from replay.scores import compute_scores, write_rows
+    from replay.scores import applicable, compute_scores, write_rows
     from replay.trust import UNVERIFIED, mark_rows, resumes
 
     name = "as-recorded" if _is_imported(run) else "official"
@@ -111,7 +111,7 @@ def ensure_derived(
 
         events = read_run(run).events
     try:
-        d = derive_run(events, ruleset, name)
+        d = derive_run(events, applicable(events, ruleset)[0], name)
     except ReplayError as e:
         return rows, name, None, str(e)
     mllog_path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +135,7 @@ def rcp_verdict(run: RunDir, mllog: Path, ruleset: str) -> tuple[bool, str]:
     return result.ok, result.summary()
 
 
-def gather(run_dir: Path, ruleset: str) -> RunFacts:
+def gather(run_dir: Path, ruleset: str | None) -> RunFacts:
     """Verify the run, make sure replay's derived files are there, and read the mllog and the RCP verdict."""
     run = RunDir.open(run_dir)
     report = verify_with_cache(run)
@@ -145,8 +145,23 @@ def gather(run_dir: Path, ruleset: str) -> RunFacts:
     facts.open_segments = sum(1 for s in report.segments if not s.closed)
     if mllog is not None:
         facts.mllog_text = mllog.read_text(encoding="utf-8")
-        facts.rcp_ok, facts.rcp_summary = rcp_verdict(run, mllog, ruleset)
     return facts
+
+
+def attach_rcp(facts: RunFacts) -> None:
+    """The RCP verdict where `recorder score` runs the checker: a closed run of a benchmark with RCPs."""
+    from replay.rulesets import get_known
+
+    if facts.mllog_path is None or not facts.scores:
+        return
+    ruleset = facts.scores[0]["ruleset"]
+    benchmark, division = facts.facts.get("benchmark"), facts.facts.get("division")
+    if division == "open" or not get_known(ruleset).has_rcps(benchmark):
+        facts.rcp_summary = (
+            f"RCP checker: not run ({division} division, {benchmark}: the checker applies to closed runs)"
+        )
+        return
+    facts.rcp_ok, facts.rcp_summary = rcp_verdict(facts.run, facts.mllog_path, ruleset)
 
 
 def _quote(text: str) -> str:

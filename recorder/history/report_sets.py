@@ -1,19 +1,25 @@
-"""The part of `recorder report` about a set of runs: the olympic score per global batch size, the runs
-table, and every run's curves overlaid. The score is mlperf-logging's (replay.olympic), the RCP verdict its
-RCP checker's over the group's derived mllogs (replay.check.rcp)."""
+"""The part of `recorder report` about a set of runs: each set's score as `recorder score` computes it
+(replay.score_runs: the result summarizer's strong-scaling score, its olympic average and its RCP check),
+the runs table, and every run's curves overlaid."""
 
 from __future__ import annotations
 
 import html
-from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recorder.history.report_charts import accuracy_by_step, reward_by_step, style
 from recorder.history.report_facts import RunFacts
 
+if TYPE_CHECKING:
+    from replay.set_score import SetScore
+
 
 def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
+
+
+def _m(minutes: float | None) -> str:
+    return "-" if minutes is None else f"{minutes:.3f}"
 
 
 def _marks(f: RunFacts) -> str:
@@ -31,48 +37,36 @@ def _compliance(f: RunFacts) -> str:
     return "PASSED" if checker and checker.endswith("PASSED") else ("FAILED" if checker else "not run")
 
 
-def _group_score(group: list[RunFacts], ruleset: str) -> str:
-    from replay.check import rcp
-    from replay.olympic import olympic
-
-    # the minutes `recorder score` averages: a converged run's; marks (resumed, unverified) show in the table
-    minutes = [r["minutes"] if (r := f.headline) and r["status"] == "success" else None for f in group]
-    benchmark = next((f.facts.get("benchmark") for f in group if f.facts.get("benchmark")), None)
-    score = olympic(minutes, benchmark)
-    value = "none" if score.minutes is None else f"{score.minutes:.3f} minutes"
-    dropped = f", {score.dropped} not converged" if score.dropped else ""
-    texts = [f.mllog_text for f in group if f.mllog_text]
-    check = rcp(texts, ruleset).summary() if texts else "RCP checker: no derived mllog"
-    return (
-        f'<p class="olympic"><b>olympic score: {_e(value)}</b> over {score.runs} runs{_e(dropped)}'
-        f"{_e(' (' + score.note + ')') if score.note else ''} (mlperf-logging's result summarizer, "
-        f'_compute_olympic_average)</p><p class="note">{_e(check)}</p>'
+def _set_score(s: SetScore) -> str:
+    scaling = f" x scaling factor {s.scaling_factor!r}" if s.scaling_factor != 1.0 else ""
+    head = (
+        f"<h2>{_e(s.extra.get('set', ''))}: {_e(s.benchmark)}, training {_e(s.ruleset)}, "
+        f"{_e(s.division or '-')} division, {len(s.runs)} runs</h2>"
+        f'<p class="olympic"><b>score: {_e(_m(s.score_minutes))} minutes</b> '
+        f"(olympic average {_e(_m(s.olympic_minutes))} minutes{_e(scaling)}; mlperf-logging's result summarizer, "
+        f"_compute_strong_score_standalone){'' if s.scored else ' <span class=mark>not scored</span>'}</p>"
     )
+    notes = [*s.reasons] + ([s.rcp.summary()] if s.rcp is not None else [])
+    return head + "".join(f'<p class="note">{_e(n)}</p>' for n in notes)
 
 
-def set_section(runs: list[RunFacts], charts: dict[str, Any], ruleset: str) -> str:
+def score_sets(runs: list[RunFacts], ruleset: str | None) -> str:
+    """Every set among the runs, scored by `recorder score`'s function; a set it refuses says why."""
+    from replay.errors import ReplayError
+    from replay.score_runs import score_runs
+
+    try:
+        sets = score_runs([f.run.path for f in runs], ruleset, None, True)
+    except ReplayError as e:
+        return f'<p class="note"><span class="mark">not scored:</span> {_e(e)}</p>'
+    return "".join(_set_score(s) for s in sets)
+
+
+def set_section(runs: list[RunFacts], charts: dict[str, Any], ruleset: str | None) -> str:
     """The head of a report on several runs."""
-    groups: dict[int | None, list[RunFacts]] = defaultdict(list)
-    for f in runs:
-        groups[f.facts.get("global_batch_size")].append(f)
-    out = [f"<h1>{len(runs)} runs</h1>"]
-    for gbs in sorted(groups, key=lambda g: (g is None, g or 0)):
-        out.append(f"<h2>GBS {_e(gbs)}: {len(groups[gbs])} runs</h2>{_group_score(groups[gbs], ruleset)}")
-    cols = [
-        "",
-        "run",
-        "origin",
-        "GBS",
-        "steps",
-        "status",
-        "passing step",
-        "minutes",
-        "scored as",
-        "compliance",
-        "RCP",
-        "verify",
-        "marks",
-    ]
+    out = [f"<h1>{len(runs)} runs</h1>", score_sets(runs, ruleset)]
+    cols = ["", "run", "origin", "GBS", "steps", "status", "passing step", "minutes", "scored as"]
+    cols += ["compliance", "RCP", "verify", "marks"]
     rows = []
     for i, f in enumerate(runs):
         r = f.headline or {}
@@ -84,7 +78,7 @@ def set_section(runs: list[RunFacts], charts: dict[str, Any], ruleset: str) -> s
             _e(f.facts.get("steps")),
             _e(r.get("status", "-")),
             _e(r.get("passing_step") or "-"),
-            "-" if r.get("minutes") is None else f"{r['minutes']:.3f}",
+            _m(r.get("minutes")),
             _e(f.mllog_name),
             _compliance(f),
             "not run" if f.rcp_ok is None else ("PASSED" if f.rcp_ok else "FAILED"),

@@ -87,18 +87,20 @@ def test_an_imported_reference_log_says_where_it_came_from(corpus: Path, tmp_pat
     assert "IMPORTED" in page and "qwen35_397b_grpo, closed, GBS 512" in page
 
 
-def test_several_runs_carry_the_summarizers_olympic_score(corpus: Path, tmp_path: Path) -> None:
+def test_several_runs_carry_the_score_recorder_score_gives(corpus: Path, tmp_path: Path) -> None:
     logs = [str(corpus / RCP / f"seed_{i}.out") for i in (1, 2, 3)]
     assert run_cli("import", *logs, "--root", str(tmp_path)).returncode == 0
     runs = sorted(str(p) for p in tmp_path.iterdir() if (p / "events").is_dir())
     out = tmp_path / "set.html"
     r = run_cli("report", *runs, "-o", str(out))
     assert r.returncode == 0, r.stderr
-    score = run_cli("score", *runs)  # the same number, through `recorder score`
-    minutes = re.search(r"_compute_olympic_average\): ([0-9.]+) minutes over 3 runs", score.stdout)
-    assert minutes is not None, score.stdout
-    page = out.read_text()
-    assert f"olympic score: {minutes.group(1)} minutes</b> over 3 runs" in page
+    score = run_cli("score", *runs)  # the same set through `recorder score`
+    said = re.search(r"_compute_strong_score_standalone\): (\S+) minutes = (\S+) minutes over 3 runs", score.stdout)
+    assert said is not None, score.stdout
+    page = html.unescape(out.read_text())
+    assert f"score: {said.group(2)} minutes</b> (olympic average {said.group(1)} minutes" in page
+    reasons = [line.strip() for line in score.stdout.splitlines() if line.startswith("  ") and "dropped" in line]
+    assert reasons and all(reason in page for reason in reasons)  # why the set is (not) scored, word for word
     assert page.count('<section id="run-') == 3 and 'id="accuracy-all"' in page and 'id="reward-all"' in page
 
 

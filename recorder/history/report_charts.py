@@ -298,6 +298,7 @@ def accuracy_by_step(runs: list[RunFacts]) -> dict[str, Any]:
             }
         )
     target = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": TARGET, "y1": TARGET}
+    others = sorted({t for f in runs for t in f.not_comparable})  # a run judged by another target shows it
     return {
         "data": traces,
         "layout": {
@@ -305,7 +306,8 @@ def accuracy_by_step(runs: list[RunFacts]) -> dict[str, Any]:
             "margin": {"l": 60, "r": 20, "t": 30, "b": 50},
             "xaxis": {"title": {"text": "step"}, "dtick": 1},
             "yaxis": {"title": {"text": "accuracy (pass@k)"}},
-            "shapes": [target | {"line": {"color": "#cb181d", "dash": "dash", "width": 1.5}}],
+            "shapes": [target | {"line": {"color": "#cb181d", "dash": "dash", "width": 1.5}}]
+            + [target | {"y0": t, "y1": t, "line": {"color": "#969696", "dash": "dot", "width": 1.5}} for t in others],
             "annotations": [
                 {
                     "xref": "paper",

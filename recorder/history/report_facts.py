@@ -60,8 +60,9 @@ class RunFacts:
 
     @property
     def not_comparable(self) -> list[float]:
-        """Targets other than the ruleset's that the run's evaluations used."""
-        return sorted({e["target"] for e in self.evals if not is_standard_target(e["target"])})
+        """Targets other than the ruleset's that the run recorded or its evaluations were judged by."""
+        targets = {e["target"] for e in self.evals} | {self.facts.get("target")}
+        return sorted(t for t in targets if t is not None and not is_standard_target(t))
 
     @property
     def validation_start(self) -> int | None:

@@ -75,7 +75,7 @@ def what_happened(f: RunFacts) -> list[str]:
         out.append(f"RESUMED: {'; '.join(f.resumed)}. Its history is kept, but it is not a valid timed MLPerf run.")
     if f.not_comparable:
         targets = ", ".join(str(t) for t in f.not_comparable)
-        out.append(f"NOT COMPARABLE: evaluated against target {targets}, not the ruleset's {TARGET}.")
+        out.append(f"NOT COMPARABLE: judged by pass target {targets}, not the ruleset's {TARGET}.")
     stopped_early = f.train_stop is not None and f.train_stop["status"] != "completed"
     if stopped_early:  # the reason nothing else happened comes first
         out.append(_training(f))

@@ -27,9 +27,10 @@ def failed(root: Path) -> RunDir:
     return run
 
 
-def aborted(root: Path) -> RunDir:
-    """Training interrupted at step 7, before the validation start: no checkpoint, nothing to evaluate."""
-    run = RunDir.create(root, "aborted")
+def aborted(root: Path, run_id: str = "aborted", target: float | None = None) -> RunDir:
+    """Training interrupted at step 7, before the validation start: no checkpoint, nothing to evaluate.
+    `target`: a pass target the run records (another than the ruleset's makes it not comparable)."""
+    run = RunDir.create(root, run_id)
     with LogWriter(run, "trainer", clock=lambda: T0) as w:
         w.append(
             "run_opened",
@@ -41,7 +42,8 @@ def aborted(root: Path) -> RunDir:
                 "config": {},
                 "provenance": {},
                 "resumed_from": None,
-            },
+            }
+            | ({"target": target} if target is not None else {}),
         )
         w.append("init_start", time_ns=T0 - 10 * S)
         w.append("init_stop", time_ns=T0)

@@ -78,6 +78,13 @@ def test_the_top_of_the_page_says_what_happened(root: Path, tmp_path: Path, run_
         assert sentence in words, words
 
 
+def test_a_run_judged_by_another_target_is_marked_not_comparable(tmp_path: Path) -> None:
+    run = report_runs.aborted(tmp_path, "easy", target=0.6)
+    page = report(run.path, tmp_path / "r.html")
+    assert "NOT COMPARABLE: judged by pass target 0.6, not the ruleset's 0.69" in top(page)
+    assert '<span class="badge warn">NOT COMPARABLE</span>' in page
+
+
 def test_an_imported_reference_log_says_where_it_came_from(corpus: Path, tmp_path: Path) -> None:
     log = corpus / RCP / "seed_1.out"
     assert run_cli("import", str(log), "--root", str(tmp_path), "--run-id", "seed1").returncode == 0

@@ -55,6 +55,14 @@ class KnownRuleset:
         """Whether the 6.1 offline-evaluation rule (and so its interpretations) applies to `benchmark`."""
         return benchmark == rules.BENCHMARK and self.version >= OFFLINE_EVALUATION_FROM
 
+    def benchmark_problem(self, benchmark: str | None, division: str | None) -> str | None:
+        """Why this ruleset does not know `benchmark` (naming those it knows), or None."""
+        try:
+            self.require_benchmark(benchmark, division, typed=False)
+        except RulesetMismatchError as e:
+            return str(e)
+        return None
+
     def require_benchmark(self, benchmark: str | None, division: str | None, *, typed: bool) -> None:
         """Refuse a benchmark this ruleset does not know, naming the ones it does.
 
@@ -137,11 +145,12 @@ def get_known(name: str) -> KnownRuleset:
 
 
 def ruleset_for_run(
-    flag: str | None, recorded: str | None, benchmark: str | None, division: str | None
+    flag: str | None, recorded: str | None, benchmark: str | None, division: str | None, *, lenient: bool = False
 ) -> KnownRuleset:
     """The ruleset a run is replayed and scored under: the flag the user typed, else the one recorded with the
     run (`import --ruleset`), else the recorder's own (6.1.0). It must know the run's benchmark: exit 2 when
-    the user typed it, exit 1 when it comes from the data."""
+    the user typed it, exit 1 when it comes from the data. `lenient`: a recorded ruleset that does not know
+    the benchmark is still returned (the checker can judge the log as recorded; it says why it fails)."""
     if flag is not None:
         known = get_known(flag)
         known.require_benchmark(benchmark, division, typed=True)
@@ -153,6 +162,8 @@ def ruleset_for_run(
             f"(it ships training {', '.join(known_rulesets())}); pass --ruleset"
         )
     known = known_rulesets()[name]
+    if lenient:
+        return known
     try:
         known.require_benchmark(benchmark, division, typed=False)
     except RulesetMismatchError as e:

@@ -86,7 +86,7 @@ def applicable(events: list[Event], ruleset: str | None) -> tuple[str, list[str]
     """The ruleset a run is scored under (`ruleset_for_run`: refuses before anything is written) and the
     interpretations that apply to it: all of them where the offline rule applies, else as-recorded only."""
     tl = build_timeline(events)
-    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)
+    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=ruleset is None)
     offline = known.offline_evaluation(tl.benchmark or BENCHMARK)
     return known.name, [n for n, i in INTERPRETATIONS.items() if offline or i.policy is None]
 

@@ -47,6 +47,7 @@ class MllogImportReport:
     lines: int = 0
     malformed: list[tuple[int, str]] = field(default_factory=list)  # (line_no, why)
     kinds: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 _LINE_END = re.compile(rb"\r\n|\r|\n")  # Python's universal newlines, which the parser's open() uses
@@ -209,22 +210,23 @@ def import_file(
     result_set: ResultSet | None = None,
 ) -> MllogImportReport:
     """Import one mllog as a new run under `root`. A ruleset (typed by the user) must be one the installed
-    checker ships and must know the log's benchmark; nothing is created otherwise."""
+    checker ships (the caller checks the name); one that does not know the log's benchmark is a warning."""
     numbered = read_lines(path)
     parsed = [(n, p) for n, line in numbered if (p := parse_line(line)) is not None]
     firsts = _first_values([p for _, p in parsed])
-    if ruleset is not None:
+    problem = None
+    if ruleset is not None:  # the log is evidence: kept even where the ruleset does not know its benchmark
         benchmark, division = firsts.get(C.SUBMISSION_BENCHMARK), firsts.get(C.SUBMISSION_DIVISION)
-        get_known(ruleset).require_benchmark(
-            benchmark if isinstance(benchmark, str) else None,
-            division if isinstance(division, str) else None,
-            typed=True,
+        problem = get_known(ruleset).benchmark_problem(
+            benchmark if isinstance(benchmark, str) else None, division if isinstance(division, str) else None
         )
     gbs = _int(firsts.get(C.GLOBAL_BATCH_SIZE))
     times = [t for _, p in parsed if (t := _time_ns(p.time_ms)) is not None]
     last_ns = times[0] if times else 0
     run = RunDir.create(root, run_id or default_run_id(path))
     report = MllogImportReport(path, run)
+    if problem is not None:
+        report.warnings.append(f"{problem}: replay --check reports the checker's verdict; score refuses the run")
     with LogWriter(run, WRITER, clock=lambda: last_ns) as w:
         w.append(
             "run_opened",

@@ -145,14 +145,19 @@ def compact(
     for run in list_runs(root):
         try:
             result = compact_run(run, force=force)
-            if scores and result.status == "compacted":
-                write_scores(run.path)
         except RecorderError as e:
             failed += 1
             err.print(f"[bold red]not compacted:[/] {e}", highlight=False)
             continue
         note = f" ({result.reason})" if result.reason else ""
         console.print(f"{result.run_id}: {result.status}, {result.events} events{note}", highlight=False)
+        if scores and result.status == "compacted":
+            try:
+                write_scores(run.path)
+            except Exception as e:  # one run's scores (any ruleset, any log) never stop the others
+                failed += 1
+                why = str(e) if isinstance(e, RecorderError) else f"{type(e).__name__}: {e}"
+                err.print(f"[bold red]scores not written:[/] {run.path}: {why}", highlight=False)
     packed, packs = pack_root(root)
     console.print(f"packs: {packed} runs newly packed, {packs} pack files under {root}/.history")
     if failed:

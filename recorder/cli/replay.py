@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console
+from recorder.cli.output import console, err
 from recorder.rules import not_comparable
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def replay(
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from recorder.reader import read_run
     from replay.derive import derive_run
-    from replay.interpretations import get_interpretation
+    from replay.interpretations import AS_RECORDED, get_interpretation
     from replay.rulesets import ruleset_for_run
     from replay.scores import compute_scores, write_rows
     from replay.timeline import build_timeline
@@ -78,7 +78,11 @@ def replay(
     unverified = require_verified(run_dir, force)  # refuses (exit 1) unless --force
     log = read_run(run_dir)
     tl = build_timeline(log.events)
-    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)  # refuses before anything is written
+    as_recorded = (interpretation or _default_interpretation(log.events)) == AS_RECORDED and not compare
+    # refuses before anything is written; as recorded, the checker may judge a log whose benchmark the run's
+    # own ruleset does not know (the data says no: exit 1 after the checkers, with why)
+    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=as_recorded and ruleset is None)
+    mismatch = known.benchmark_problem(tl.benchmark, tl.division)
     for problem in unverified:
         console.print(f"[bold red]{UNVERIFIED}:[/] {problem}")
     for torn in log.torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
@@ -137,7 +141,9 @@ def replay(
         )
     for c in checks:
         console.print(c.summary(), highlight=False)
-    if not all(c.ok and c.error is None for c in checks):
+    if mismatch is not None:
+        err.print(f"[bold red]error:[/] {mismatch}", highlight=False)
+    if mismatch is not None or not all(c.ok and c.error is None for c in checks):
         raise typer.Exit(1)
 
 
@@ -221,6 +227,8 @@ def import_(
         report = import_file(path, root, run_id, ruleset, result_set)
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
         console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}", highlight=False)
+        for warning in report.warnings:
+            console.print(f"[yellow]warning:[/] {path}: {warning}", highlight=False)
         for line_no, why in report.malformed:
             console.print(
                 f"[yellow]warning:[/] {path}:{line_no}: {why} (kept verbatim as an mllog_line event)", highlight=False

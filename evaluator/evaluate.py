@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from evaluator.results import SCHEMA, Sample, results_dir, sample_rows, task_set
 from evaluator.scoring import Generation
 from evaluator.settings import Options
 from evaluator.workers import Workers
+from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.rules import passes
@@ -40,12 +41,12 @@ class Context:
 @dataclass(frozen=True, slots=True)
 class WrittenResults:
     """What a scoring wrote: results.json's document, where it lies and its sha256, and the eval_result
-    events it gives as (key, value, data)."""
+    events it gives as (key, value, payload); evaluate_checkpoint adds results and results_sha256."""
 
     doc: dict[str, Any]
     path: Path
     sha256: str
-    results: list[tuple[str, float, dict[str, Any]]]
+    results: list[tuple[str, float, EvalResult]]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,21 +66,20 @@ Scoring = Callable[[Context, CommittedCheckpoint, float], WrittenResults]
 
 
 def evaluate_checkpoint(
-    ctx: Context, cp: CommittedCheckpoint, *, score: Scoring | None = None, start_data: dict[str, Any] | None = None
+    ctx: Context, cp: CommittedCheckpoint, *, score: Scoring | None = None, start: EvalStart | None = None
 ) -> CheckpointEvaluation:
     """Evaluate `cp`, recording its events: eval_start, then eval_result per score and eval_stop, or
     eval_failed.
 
-    `score` replaces the benchmark's pass@k (the lm-eval harness passes its own); `start_data` is added to
-    eval_start's data.
+    `score` replaces the benchmark's pass@k (the lm-eval harness passes its own); `start` gives eval_start's
+    harness and tasks (this adds checkpoint, sha256 and worker).
     """
     t0 = time.monotonic()
     w = ctx.writer
     w.append(
-        "eval_start",
+        replace(start or EvalStart(), checkpoint=cp.path, sha256=cp.sha256, worker=ctx.workers.name),
         step=cp.step,
         samples_count=cp.samples_count,
-        data={"checkpoint": cp.path, "sha256": cp.sha256, "worker": ctx.workers.name, **(start_data or {})},
     )
     try:
         try:
@@ -89,32 +89,22 @@ def evaluate_checkpoint(
         except Exception as e:  # recorded as eval_failed and reported; the session exits non-zero
             raise EvaluationCrashed(f"step {cp.step}: evaluation crashed: {type(e).__name__}: {e}") from e
     except CheckpointRefused as e:
-        w.append(
-            "eval_failed",
-            step=cp.step,
-            samples_count=cp.samples_count,
-            data={"reason": str(e), "error": type(e).__name__},
-        )
+        w.append(EvalFailed(reason=str(e), error=type(e).__name__), step=cp.step, samples_count=cp.samples_count)
         return CheckpointEvaluation(reason=str(e), error=type(e).__name__, seconds=time.monotonic() - t0)
     except BaseException as e:  # Ctrl-C or SystemExit: close the interval, then let it propagate
-        w.append(
-            "eval_failed",
-            step=cp.step,
-            samples_count=cp.samples_count,
-            data={"reason": f"interrupted ({type(e).__name__})", "error": type(e).__name__},
-        )
+        failed = EvalFailed(reason=f"interrupted ({type(e).__name__})", error=type(e).__name__)
+        w.append(failed, step=cp.step, samples_count=cp.samples_count)
         raise
     rel = str(written.path.relative_to(ctx.facts.run.path))
-    for key, value, data in written.results:
+    for key, value, result in written.results:
         w.append(
-            "eval_result",
+            replace(result, results=rel, results_sha256=written.sha256),
             step=cp.step,
             samples_count=cp.samples_count,
             key=key,
             value=value,
-            data={**data, "results": rel, "results_sha256": written.sha256},
         )
-    w.append("eval_stop", step=cp.step, samples_count=cp.samples_count)
+    w.append(EvalStop(), step=cp.step, samples_count=cp.samples_count)
     return CheckpointEvaluation(
         accuracy=written.doc.get("score"),
         scores={key: value for key, value, _ in written.results},
@@ -186,7 +176,7 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
     accuracy = (
         "accuracy",
         score,
-        {"metric": doc["metric"], "n": doc["n_tasks"], "k": doc["k"], "target": doc["target"]},
+        EvalResult(metric=doc["metric"], n=doc["n_tasks"], k=doc["k"], target=doc["target"]),
     )
     return WrittenResults(doc, path, sha, [accuracy])
 

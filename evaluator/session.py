@@ -24,6 +24,7 @@ from evaluator.facts import RunFacts, read_facts
 from evaluator.order import arrange
 from evaluator.settings import Options, RunEvalConfig
 from evaluator.workers import Workers, start_workers
+from recorder.kinds import EvalFailed
 from recorder.log import LogWriter
 from recorder.rules import passes
 from recorder.run import RunDir
@@ -225,9 +226,8 @@ def close_interrupted(writer: LogWriter, a: Attempt, facts: RunFacts) -> str:
         "or crashed): no result; it is evaluated again if still needed"
     )
     writer.append(
-        "eval_failed",
+        EvalFailed(reason=reason, error="EvaluatorInterrupted", interrupted_segment=a.segment),
         step=a.step,
         samples_count=cp.samples_count if cp else None,
-        data={"reason": reason, "error": "EvaluatorInterrupted", "interrupted_segment": a.segment},
     )
     return f"step {a.step} ({a.segment})"

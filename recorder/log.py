@@ -17,12 +17,13 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 from recorder import canonical
 from recorder.catalogue import check_kind, critical_kinds
 from recorder.errors import EncodeError, InputError, LogWriteError, WriterClosedError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
+from recorder.kinds import Payload, SegmentClosed
 from recorder.run import RunDir, fsync_dir
 from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row_encoder, schema_message, segment_name
 
@@ -107,6 +108,19 @@ class LogWriter:
     def segment(self) -> str:
         return self.path.name
 
+    @overload
+    def append(
+        self,
+        kind: Payload,
+        *,
+        step: int | None = None,
+        samples_count: int | None = None,
+        key: str | None = None,
+        value: Any = None,
+        time_ns: int | None = None,
+    ) -> Event: ...
+
+    @overload
     def append(
         self,
         kind: str,
@@ -117,8 +131,30 @@ class LogWriter:
         value: Any = None,
         data: Mapping[str, Any] | None = None,
         time_ns: int | None = None,
+    ) -> Event: ...
+
+    def append(
+        self,
+        kind: str | Payload,
+        *,
+        step: int | None = None,
+        samples_count: int | None = None,
+        key: str | None = None,
+        value: Any = None,
+        data: Mapping[str, Any] | None = None,
+        time_ns: int | None = None,
     ) -> Event:
-        """Record one fact; returns the event as stored. `time_ns` defaults to the wall clock now."""
+        """Record one fact; returns the event as stored. `time_ns` defaults to the wall clock now.
+
+        Give the payload (`append(kinds.WeightUpdate(), step=...)`): the kind comes from its class and the
+        data from `to_data()`. A kind by name with `data=` is the untyped form, for data no class describes
+        (tests of the log itself).
+        """
+        if isinstance(kind, Payload):
+            if data is not None:
+                raise EncodeError(f"{kind.KIND}: give the payload or data=, not both")
+            data = kind.to_data()
+            kind = kind.KIND
         check_kind(kind)
         step = _int_or_none("step", kind, step)
         samples_count = _int_or_none("samples_count", kind, samples_count)
@@ -222,7 +258,8 @@ class LogWriter:
             self._closed = True
             self._stop.set()
             try:
-                self._write("segment_closed", None, None, None, None, canonical.dumps({"events": self._seq}), None)
+                closed = SegmentClosed(events=self._seq)
+                self._write(closed.KIND, None, None, None, None, canonical.dumps(closed.to_data()), None)
                 _write_all(self._fd, END_OF_STREAM)
                 os.fsync(self._fd)
             except OSError as e:

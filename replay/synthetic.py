@@ -13,6 +13,22 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from recorder.kinds import (
+    BlockStart,
+    BlockStop,
+    CheckpointCommitted,
+    EvalResult,
+    EvalStart,
+    EvalStop,
+    InitStart,
+    InitStop,
+    MllogConfig,
+    RunOpened,
+    RunStart,
+    StepMetrics,
+    TrainStop,
+    WeightUpdate,
+)
 from recorder.log import LogWriter
 from recorder.rules import pass_target
 from recorder.rules import validation_start_step as validation_start
@@ -92,72 +108,56 @@ def record_run(
     vs = validation_start(gbs)
     division = "closed" if closed else "open"
     with LogWriter(run, "trainer", clock=lambda: T0) as w:
-        w.append(
-            "run_opened",
-            time_ns=T0 - 10 * S,
-            data={
-                "benchmark": "qwen35_397b_grpo",
-                "ruleset": "6.1.0",
-                "division": division,
-                "global_batch_size": gbs,
-                "config": {} if target is None else {"eval": eval_settings(target)},
-                "provenance": {},
-                "resumed_from": None,
-            }
-            | ({} if target is None else {"target": target}),
+        opened = RunOpened(
+            benchmark="qwen35_397b_grpo",
+            ruleset="6.1.0",
+            division=division,
+            global_batch_size=gbs,
+            target=target,
+            config={} if target is None else {"eval": eval_settings(target)},
+            provenance={},
+            resumed_from=None,
         )
-        w.append("init_start", time_ns=T0 - 10 * S)
+        w.append(opened, time_ns=T0 - 10 * S)
+        w.append(InitStart(), time_ns=T0 - 10 * S)
         if closed:
             items = list(CLOSED_256.items())
             for key, value in reversed(items) if reverse_configs else items:
-                w.append("mllog_config", key=key, value=value, time_ns=T0 - 5 * S)
-        w.append("init_stop", time_ns=T0)
-        w.append("run_start", time_ns=T0)
-        w.append("block_start", step=1, samples_count=0, time_ns=T0)
+                w.append(MllogConfig(), key=key, value=value, time_ns=T0 - 5 * S)
+        w.append(InitStop(), time_ns=T0)
+        w.append(RunStart(), time_ns=T0)
+        w.append(BlockStart(), step=1, samples_count=0, time_ns=T0)
         blocked = 0
         for step in range(1, steps + 1):
             update = T0 + (60 * step + blocked) * S
             if step not in skip_weight_update:
-                w.append("weight_update", step=step, samples_count=step * gbs, time_ns=update)
+                w.append(WeightUpdate(), step=step, samples_count=step * gbs, time_ns=update)
             if step >= vs:
-                w.append(
-                    "checkpoint_committed",
-                    step=step,
-                    samples_count=step * gbs,
-                    time_ns=update + 30 * S,
-                    data={
-                        "path": f"checkpoints/step_{step:07d}",
-                        "sha256": "",
-                        "bytes": 0,
-                        "weight_update_ns": update,
-                        "save_begin_ns": update,
-                        "save_end_ns": update + 30 * S,
-                        "blocked_ns": 2 * S,
-                        "fingerprint": {},
-                        "format": "safetensors",
-                        "dtype": "bfloat16",
-                    },
+                committed = CheckpointCommitted(
+                    path=f"checkpoints/step_{step:07d}",
+                    sha256="",
+                    bytes=0,
+                    weight_update_ns=update,
+                    save_begin_ns=update,
+                    save_end_ns=update + 30 * S,
+                    blocked_ns=2 * S,
+                    fingerprint={},
+                    format="safetensors",
+                    dtype="bfloat16",
                 )
+                w.append(committed, step=step, samples_count=step * gbs, time_ns=update + 30 * S)
                 blocked += 2
             metrics_at = T0 + last_metrics_s * S if (step == steps and last_metrics_s) else update + 2 * S
-            w.append(
-                "step_metrics",
-                step=step,
-                samples_count=step * gbs,
-                time_ns=metrics_at,
-                data={"loss": 0.5, "reward": 0.25},
-            )
+            w.append(StepMetrics(loss=0.5, reward=0.25), step=step, samples_count=step * gbs, time_ns=metrics_at)
         end = T0 + (60 * steps + blocked) * S
-        w.append("block_stop", step=steps, samples_count=steps * gbs, time_ns=end)
-        w.append(
-            "train_stop", step=steps, samples_count=steps * gbs, time_ns=end, data={"status": "completed", "reason": ""}
-        )
+        w.append(BlockStop(), step=steps, samples_count=steps * gbs, time_ns=end)
+        w.append(TrainStop(status="completed", reason=""), step=steps, samples_count=steps * gbs, time_ns=end)
     record_evals(run, evals, gbs, eval_start_s, eval_s, segments=evaluator_segments, target=target)
     if extra_results:
         with LogWriter(run, "evaluator", clock=lambda: T0) as w:
             for i, (step, acc) in enumerate(extra_results):
                 at = T0 + (eval_start_s + 1000 + 60 * i) * S
-                w.append("eval_result", step=step, samples_count=step * gbs, key="accuracy", value=acc, time_ns=at)
+                w.append(EvalResult(), step=step, samples_count=step * gbs, key="accuracy", value=acc, time_ns=at)
     return run
 
 
@@ -180,31 +180,25 @@ def record_evals(
                 step, acc = evals[i]
                 at = T0 + (start_s + each_s * i) * S
                 sc = step * gbs
+                start = EvalStart(checkpoint=f"checkpoints/step_{step:07d}", sha256="", worker=0)
+                w.append(start, step=step, samples_count=sc, time_ns=at)
                 w.append(
-                    "eval_start",
-                    step=step,
-                    samples_count=sc,
-                    time_ns=at,
-                    data={"checkpoint": f"checkpoints/step_{step:07d}", "sha256": "", "worker": 0},
-                )
-                w.append(
-                    "eval_result",
+                    EvalResult(metric="pass@4", n=251, k=4, target=pass_target(target)),
                     step=step,
                     samples_count=sc,
                     key="accuracy",
                     value=acc,
                     time_ns=at + (each_s - 1) * S,
-                    data={"metric": "pass@4", "n": 251, "k": 4, "target": pass_target(target)},
                 )
                 w.append(
-                    "eval_result",
+                    EvalResult(),
                     step=step,
                     samples_count=sc,
                     key="arc_easy",
                     value=0.25,
                     time_ns=at + (each_s - 1) * S,
                 )  # a zero-shot task: ignored by the benchmark derivation
-                w.append("eval_stop", step=step, samples_count=sc, time_ns=at + each_s * S)
+                w.append(EvalStop(), step=step, samples_count=sc, time_ns=at + each_s * S)
 
 
 def _evals(text: str) -> list[tuple[int, float]]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.errors import RecorderError
+from recorder.kinds import CheckpointCommitted
 from trainer.errors import CheckpointError
 from trainer.policy.checkpoint_files import step_dirname, write_checkpoint
 from trainer.policy.fingerprint import fingerprint_record
@@ -183,17 +184,17 @@ def _as_checkpoint_error(e: Exception, step: int) -> Exception:
     return wrapped
 
 
-def checkpoint_event_data(saved: SavedCheckpoint, run_path: Path) -> dict[str, Any]:
-    """The data object of a checkpoint_committed event."""
-    return {
-        "path": str(saved.path.relative_to(run_path)),
-        "sha256": saved.sha256,
-        "bytes": saved.bytes,
-        "weight_update_ns": saved.weight_update_ns,
-        "save_begin_ns": saved.save_begin_ns,
-        "save_end_ns": saved.save_end_ns,
-        "blocked_ns": saved.blocked_ns,
-        "fingerprint": saved.fingerprint,
-        "format": "safetensors",
-        "dtype": saved.dtype,
-    }
+def checkpoint_payload(saved: SavedCheckpoint, run_path: Path) -> CheckpointCommitted:
+    """The payload of a checkpoint_committed event."""
+    return CheckpointCommitted(
+        path=str(saved.path.relative_to(run_path)),
+        sha256=saved.sha256,
+        bytes=saved.bytes,
+        weight_update_ns=saved.weight_update_ns,
+        save_begin_ns=saved.save_begin_ns,
+        save_end_ns=saved.save_end_ns,
+        blocked_ns=saved.blocked_ns,
+        fingerprint=saved.fingerprint,
+        format="safetensors",
+        dtype=saved.dtype,
+    )

@@ -11,13 +11,27 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from recorder.kinds import (
+    NULL,
+    BlockStart,
+    BlockStop,
+    InitStart,
+    InitStop,
+    MllogConfig,
+    RunOpened,
+    RunStart,
+    StepMetrics,
+    TrainStatus,
+    TrainStop,
+    Warmup,
+    WeightUpdate,
+)
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK
 from recorder.run import RunDir
-from trainer.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_event_data
+from trainer.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_payload
 from trainer.config import TrainConfig
 from trainer.errors import CheckpointError, TrainingFailed
 from trainer.mllog_keys import mllog_config_items
@@ -89,43 +103,40 @@ class GRPOTrainer:
         self.summary = TrainSummary(self.run_dir)
         self.log = LogWriter(self.run_dir, WRITER)
         self.log.append(
-            "run_opened",
-            data={
-                "benchmark": BENCHMARK,
-                "ruleset": cfg.ruleset,
-                "division": cfg.division,
-                "global_batch_size": cfg.global_batch_size,
-                "target": cfg.eval.target,
-                "config": cfg.to_dict(),
-                "provenance": provenance(),
-                "resumed_from": None,
-            },
+            RunOpened(
+                benchmark=BENCHMARK,
+                ruleset=cfg.ruleset,
+                division=cfg.division,
+                global_batch_size=cfg.global_batch_size,
+                target=cfg.eval.target,
+                config=cfg.to_dict(),
+                provenance=provenance(),
+                resumed_from=None,
+            )
         )
         for key, value in mllog_config_items(cfg):
-            self.log.append("mllog_config", key=key, value=value)
+            self.log.append(MllogConfig(), key=key, value=value)
         torch.manual_seed(cfg.seed)
         self.tokenizer = build_tokenizer(self.model_cfg)
         self.model = build_model(self.model_cfg)
         if cfg.warmup.enabled and cfg.model == "tiny":
             self.summary.warmup = warm_start(self.model, self.tokenizer, cfg, self.model_cfg)
         w = self.summary.warmup
-        self.log.append(
-            "init_start",
-            data={
-                "warmup": None
-                if w is None
-                else {
-                    "batches": w.batches,
-                    "dev_accuracy": w.dev_accuracy,
-                    "cached": w.cached,
-                    "seconds": w.seconds,
-                    "cache_path": w.cache_path,
-                }
-            },
+        warmup = (
+            NULL
+            if w is None
+            else Warmup(
+                batches=w.batches,
+                dev_accuracy=w.dev_accuracy,
+                cached=w.cached,
+                seconds=w.seconds,
+                cache_path=w.cache_path,
+            )
         )
+        self.log.append(InitStart(warmup=warmup))
         self._start_engines()
-        self.log.append("init_stop")
-        self.log.append("run_start")
+        self.log.append(InitStop())
+        self.log.append(RunStart())
         return self.run_dir
 
     def _start_engines(self) -> None:
@@ -167,16 +178,16 @@ class GRPOTrainer:
         assert self.log is not None and self.ckpt is not None
         cfg = self.cfg
         gbs = cfg.global_batch_size
-        self.log.append("block_start", step=self.first_step, samples_count=(self.first_step - 1) * gbs)
+        self.log.append(BlockStart(), step=self.first_step, samples_count=(self.first_step - 1) * gbs)
         for step in range(self.first_step, cfg.max_steps + 1):
             result = self.train_step(step)
             self.last_step = step
             self.summary.steps.append(result)
-            self.log.append("step_metrics", step=step, samples_count=step * gbs, data=_metrics(result))
+            self.log.append(_metrics(result), step=step, samples_count=step * gbs)
             if self.on_step is not None:
                 self.on_step(result, len(self.summary.checkpoints))
         self.ckpt.close()  # every pending checkpoint is durable (and committed) before the block ends
-        self.log.append("block_stop", step=cfg.max_steps, samples_count=cfg.max_steps * gbs)
+        self.log.append(BlockStop(), step=cfg.max_steps, samples_count=cfg.max_steps * gbs)
 
     def train_step(self, step: int) -> StepResult:
         import torch
@@ -218,7 +229,7 @@ class GRPOTrainer:
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip_norm))
         self.optimizer.step()
         update_ns = time.time_ns()  # THE weight-update timestamp: right after the optimizer step returns
-        self.log.append("weight_update", step=step, samples_count=step * cfg.global_batch_size, time_ns=update_ns)
+        self.log.append(WeightUpdate(), step=step, samples_count=step * cfg.global_batch_size, time_ns=update_ns)
         t2 = time.perf_counter()
         self.rollout.refit(self.model)
         t3 = time.perf_counter()
@@ -247,14 +258,13 @@ class GRPOTrainer:
         assert self.log is not None
         self.summary.checkpoints.append(saved)
         self.log.append(
-            "checkpoint_committed",
+            checkpoint_payload(saved, self.run_dir.path),
             step=saved.step,
             samples_count=saved.step * self.cfg.global_batch_size,
-            data=checkpoint_event_data(saved, self.run_dir.path),
         )
 
     # -- cleanup -------------------------------------------------------------------------------------------
-    def cleanup(self, status: str, reason: str) -> None:
+    def cleanup(self, status: TrainStatus, reason: str) -> None:
         """Record train_stop (always), then release the rollout backend and close the log."""
         if self.ckpt is not None and status != "completed":
             try:
@@ -264,10 +274,9 @@ class GRPOTrainer:
         if self.log is not None:
             step = self.last_step
             self.log.append(
-                "train_stop",
+                TrainStop(status=status, reason=reason),
                 step=step,
                 samples_count=None if step is None else step * self.cfg.global_batch_size,
-                data={"status": status, "reason": reason},
             )
         if self.rollout is not None:
             self.rollout.close()
@@ -293,16 +302,16 @@ class GRPOTrainer:
         return self.summary
 
 
-def _metrics(r: StepResult) -> dict[str, Any]:
-    return {
-        "loss": r.loss,
-        "reward": r.reward,
-        "grad_norm": r.grad_norm,
-        "tokens": r.tokens,
-        "samples": r.samples,
-        "generation_s": r.generation_s,
-        "train_s": r.train_s,
-        "refit_s": r.refit_s,
-        "checkpoint_block_s": r.checkpoint_block_s,
-        "step_s": r.step_s,
-    }
+def _metrics(r: StepResult) -> StepMetrics:
+    return StepMetrics(
+        loss=r.loss,
+        reward=r.reward,
+        grad_norm=r.grad_norm,
+        tokens=r.tokens,
+        samples=r.samples,
+        generation_s=r.generation_s,
+        train_s=r.train_s,
+        refit_s=r.refit_s,
+        checkpoint_block_s=r.checkpoint_block_s,
+        step_s=r.step_s,
+    )

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from recorder.events import Event
+from recorder.kinds import NULL, CheckpointCommitted, InitStart, InitStop, RunOpened, TrainStop
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.reader import read_run
@@ -59,28 +60,32 @@ def plan_resume(run_dir: Path | str) -> ResumePlan:
         )
     log = read_run(run_dir)
     run, events = log.run, log.events
-    opened = next((e for e in events if e.kind == "run_opened" and e.writer == WRITER), None)
-    if opened is None or not isinstance(opened.data.get("config"), dict) or not opened.data["config"]:
+    opened_event = next((e for e in events if e.kind == "run_opened" and e.writer == WRITER), None)
+    opened = None if opened_event is None else RunOpened.from_event(opened_event)
+    if opened is None or not opened.config:
         raise ResumeError(
             f"{run.path}: no trainer run_opened with a recorded config: only runs recorded by "
             "`recorder train` can be resumed"
         )
     stops = [e for e in events if e.kind == "train_stop"]
-    if stops and stops[-1].data.get("status") == "completed":
+    if stops and TrainStop.from_event(stops[-1]).status == "completed":
         raise ResumeError(
             f"{run.path}: training already completed (train_stop seq {stops[-1].seq} in "
             f"{stops[-1].segment}); nothing to resume"
         )
-    cfg = config_from_dict(opened.data["config"])
-    commits = sorted((e for e in events if e.kind == "checkpoint_committed"), key=lambda e: e.step or 0)
+    cfg = config_from_dict(dict(opened.config))
+    commits = sorted(
+        ((e, CheckpointCommitted.from_event(e)) for e in events if e.kind == "checkpoint_committed"),
+        key=lambda c: c[0].step or 0,
+    )
     if not commits:
         raise ResumeError(
             f"{run.path}: no checkpoint was committed (checkpoints start at step "
             f"{cfg.validation_start}); nothing to resume from: start a new run"
         )
-    last = commits[-1]
-    checkpoint = _inside(run, last)
-    if file_sha256(checkpoint / "model.safetensors") != last.data.get("sha256"):
+    last, committed = commits[-1]
+    checkpoint = _inside(run, last, committed)
+    if file_sha256(checkpoint / "model.safetensors") != committed.sha256:
         raise ResumeError(
             f"{checkpoint}/model.safetensors: sha256 differs from its checkpoint_committed event "
             f"({last.segment} seq {last.seq}): altered after commit; not resumed from"
@@ -88,7 +93,7 @@ def plan_resume(run_dir: Path | str) -> ResumePlan:
     assert last.step is not None
     if last.step >= cfg.max_steps:
         raise ResumeError(f"{run.path}: the last checkpoint is the final step {last.step}; nothing left to train")
-    referenced = {str(PurePosixPath(e.data.get("path", ""))) for e in commits}
+    referenced = {str(PurePosixPath(c.path)) for _, c in commits}
     orphans = tuple(
         p
         for p in sorted(run.checkpoints.glob("step_*"))
@@ -97,9 +102,9 @@ def plan_resume(run_dir: Path | str) -> ResumePlan:
     return ResumePlan(run, cfg, last.step, checkpoint, orphans)
 
 
-def _inside(run: RunDir, event: Event) -> Path:
+def _inside(run: RunDir, event: Event, committed: CheckpointCommitted) -> Path:
     """The event's checkpoint directory, refused when the recorded path leaves the run (symlinks resolved)."""
-    rel = str(event.data.get("path") or "")
+    rel = committed.path
     root = run.path.resolve()
     target = (root / rel).resolve()
     if not rel or PurePosixPath(rel).is_absolute() or root not in target.parents:
@@ -128,28 +133,27 @@ class ResumedTrainer(GRPOTrainer):
         set_aside = [_set_aside(p) for p in plan.orphans]
         self.log = LogWriter(self.run_dir, WRITER)
         self.log.append(
-            "run_opened",
-            data={
-                "benchmark": BENCHMARK,
-                "ruleset": cfg.ruleset,
-                "division": cfg.division,
-                "global_batch_size": cfg.global_batch_size,
-                "target": cfg.eval.target,
-                "config": cfg.to_dict(),
-                "provenance": provenance(),
-                "resumed_from": self.run_dir.run_id,
-                "resumed_at_step": plan.step,
-                "resumed_checkpoint": str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),
-                "optimizer": "re-initialised (checkpoints are weights-only)",
-                "set_aside": [str(p.relative_to(self.run_dir.path)) for p in set_aside],
-            },
+            RunOpened(
+                benchmark=BENCHMARK,
+                ruleset=cfg.ruleset,
+                division=cfg.division,
+                global_batch_size=cfg.global_batch_size,
+                target=cfg.eval.target,
+                config=cfg.to_dict(),
+                provenance=provenance(),
+                resumed_from=self.run_dir.run_id,
+                resumed_at_step=plan.step,
+                resumed_checkpoint=str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),
+                optimizer="re-initialised (checkpoints are weights-only)",
+                set_aside=tuple(str(p.relative_to(self.run_dir.path)) for p in set_aside),
+            )
         )
-        self.log.append("init_start", data={"warmup": None})
+        self.log.append(InitStart(warmup=NULL))
         self.model, self.tokenizer = load_checkpoint(plan.checkpoint)
         self.first_step = plan.step + 1
         self.last_step = plan.step
         self._start_engines()
-        self.log.append("init_stop")
+        self.log.append(InitStop())
         return self.run_dir
 
 

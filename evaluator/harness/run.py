@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from evaluator.attempts import HARNESS_WRITER, attempts
 from evaluator.checkpoints import CommittedCheckpoint, resolve
@@ -29,6 +29,7 @@ from evaluator.session import close_interrupted, session_lock
 from evaluator.settings import Options
 from evaluator.workers import Workers, start_workers
 from recorder.events import Event
+from recorder.kinds import EvalResult, EvalStart
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.run import RunDir
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from evaluator.harness.adapter import CheckpointLM  # imports lm-eval: only once it is known to be there
 
 SCHEMA = "recorder.eval.harness/1"
-HARNESS = "lm-eval"
+HARNESS: Final = "lm-eval"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -165,7 +166,8 @@ def _evaluate_step(
     def score(c: Context, checkpoint: CommittedCheckpoint, t0: float) -> WrittenResults:
         return _score(c, checkpoint, t0, tasks, options)
 
-    r = evaluate_checkpoint(ctx, cp, score=score, start_data={"harness": HARNESS, "tasks": [t.name for t in tasks]})
+    start = EvalStart(harness=HARNESS, tasks=tuple(t.name for t in tasks))
+    r = evaluate_checkpoint(ctx, cp, score=score, start=start)
     if r.reason:
         return StepOutcome(step=cp.step, status="failed", reason=r.reason, error=r.error, seconds=r.seconds)
     return StepOutcome(step=cp.step, status="scored", scores=r.scores, results=r.results, seconds=r.seconds)
@@ -208,7 +210,7 @@ def _score(
             "config_sha256": sha256_text(task.config.read_text()),
             "samples": [_sample_row(s) for s in out["samples"][task.name]],
         }
-        results.append((task.name, value, {"metric": task.metric, "n": n, "harness": HARNESS, "num_fewshot": 0}))
+        results.append((task.name, value, EvalResult(metric=task.metric, n=n, harness=HARNESS, num_fewshot=0)))
     timings["total_s"] = time.monotonic() - t0
     doc = {
         "schema": SCHEMA,

@@ -37,6 +37,7 @@ from mlperf_logging.mllog import constants
 from mlperf_logging.mllog import mllog as _reference
 
 from recorder.adapters.errors import ConfigConflictError, LogEncodeError, MetadataTypeError, NotConfiguredError
+from recorder.kinds import MllogLine
 from recorder.log import LogWriter
 from recorder.run import RunDir
 
@@ -236,22 +237,22 @@ class MLLogger:
         metadata = parsed["metadata"]
         step, samples = line_fields(metadata)
         self._lines += 1
+        recorded = MllogLine(
+            line=line,
+            file=self.mirror_file,
+            line_no=self._lines,
+            time_ms=time_ms,
+            event_type=parsed["event_type"],
+            metadata=metadata,
+            error=None,
+        )
         self._writer().append(
-            "mllog_line",
+            recorded,
             step=step,
             samples_count=samples,
             key=parsed["key"],
             value=parsed["value"],
             time_ns=round(time_ms * NS_PER_MS),
-            data={
-                "line": line,
-                "file": self.mirror_file,
-                "line_no": self._lines,
-                "time_ms": time_ms,
-                "event_type": parsed["event_type"],
-                "metadata": metadata,
-                "error": None,
-            },
         )
 
     def _writer(self) -> LogWriter:

@@ -14,12 +14,29 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mlperf_logging.mllog import constants as C
 
+from recorder.kinds import (
+    BlockStart,
+    BlockStop,
+    EvalResult,
+    EvalStart,
+    EvalStop,
+    InitStart,
+    InitStop,
+    MllogConfig,
+    MllogLine,
+    Payload,
+    RunOpened,
+    RunStart,
+    RunStop,
+    StepMetrics,
+    null_if_none,
+)
 from recorder.log import LogWriter
 from recorder.run import RunDir
 from replay.errors import ImportFileError
@@ -28,13 +45,17 @@ from replay.rules import TRACKED_STATS
 from replay.rulesets import get_known
 
 WRITER = "import"
-_BOUNDARIES = {C.INIT_START: "init_start", C.INIT_STOP: "init_stop", C.RUN_START: "run_start"}
+_BOUNDARIES: dict[str, type[InitStart | InitStop | RunStart]] = {
+    C.INIT_START: InitStart,
+    C.INIT_STOP: InitStop,
+    C.RUN_START: RunStart,
+}
 _NOT_CONFIG = {None, TRACKED_STATS, C.EVAL_ACCURACY, C.RUN_STOP, C.CACHE_CLEAR}
-_INTERVALS = {
-    C.BLOCK_START: "block_start",
-    C.BLOCK_STOP: "block_stop",
-    C.EVAL_START: "eval_start",
-    C.EVAL_STOP: "eval_stop",
+_INTERVALS: dict[str, Payload] = {
+    C.BLOCK_START: BlockStart(),
+    C.BLOCK_STOP: BlockStop(),
+    C.EVAL_START: EvalStart(),
+    C.EVAL_STOP: EvalStop(),
 }
 
 
@@ -88,6 +109,11 @@ def _int(x: Any) -> int | None:
     return x if isinstance(x, int) and not isinstance(x, bool) else None
 
 
+def _text(x: Any) -> str | None:
+    """A submission_* value as run_opened types it: a log that states a non-string states none."""
+    return x if isinstance(x, str) else None
+
+
 def _time_ns(time_ms: int | float | None) -> int | None:
     """time_ms as int64 nanoseconds; None when absent, not finite or out of the event schema's range."""
     if time_ms is None or not math.isfinite(time_ms):
@@ -129,27 +155,30 @@ class _Recorder:
 
     def add(
         self,
-        kind: str,
+        payload: Payload,
         time_ns: int,
         *,
         step: int | None = None,
         samples: int | None = None,
         key: str | None = None,
         value: Any = None,
-        data: dict[str, Any] | None = None,
         once: bool = True,
     ) -> None:
-        fact = (kind, step, samples, key, repr(value), repr(sorted((data or {}).items())) if kind == "run_stop" else "")
+        kind = payload.KIND
+        data = repr(sorted(payload.to_data().items())) if kind == "run_stop" else ""
+        fact = (kind, step, samples, key, repr(value), data)
         if once and fact in self.seen:
             return
         self.seen.add(fact)
-        self.w.append(kind, step=step, samples_count=samples, key=key, value=value, data=data, time_ns=time_ns)
+        self.w.append(payload, step=step, samples_count=samples, key=key, value=value, time_ns=time_ns)
         self.report.kinds[kind] = self.report.kinds.get(kind, 0) + 1
 
     def flush(self) -> None:
         if self.pending is not None:
             p, self.pending = self.pending, None
-            self.add("step_metrics", p["time_ns"], step=p["step"], samples=p["samples"], data=p["data"], once=False)
+            # the log's own names, by the same split any reader makes (ours where they fit, the rest in stats)
+            metrics = StepMetrics.from_data(p["data"], where=f"tracked_stats of step {p['step']}")
+            self.add(metrics, p["time_ns"], step=p["step"], samples=p["samples"], once=False)
 
     def recognize(self, p: ParsedLine, time_ns: int, line_no: int) -> None:
         key, meta, value = p.key, p.metadata, p.get("value")
@@ -163,32 +192,19 @@ class _Recorder:
             return
         self.flush()
         if key in _BOUNDARIES:
-            self.add(_BOUNDARIES[key], time_ns, data={"line_no": line_no})
+            self.add(_BOUNDARIES[key](line_no=line_no), time_ns)
         elif key in _INTERVALS:
             self.add(_INTERVALS[key], time_ns, step=step, samples=samples)
         elif key == C.EVAL_ACCURACY and isinstance(value, (int, float)) and not isinstance(value, bool):
-            self.add(
-                "eval_result",
-                time_ns,
-                step=step,
-                samples=samples,
-                key="accuracy",
-                value=value,
-                data={"line_no": line_no},
-            )
+            self.add(EvalResult(line_no=line_no), time_ns, step=step, samples=samples, key="accuracy", value=value)
         elif key == C.RUN_STOP:
-            self.add(
-                "run_stop",
-                time_ns,
-                step=step,
-                samples=samples,
-                data={"status": meta.get(C.STATUS), "line_no": line_no, "time_ms": p.time_ms},
-            )
+            stop = RunStop(status=meta.get(C.STATUS), line_no=line_no, time_ms=p.time_ms)
+            self.add(stop, time_ns, step=step, samples=samples)
         elif p.get("event_type") == C.POINT_IN_TIME and key not in _NOT_CONFIG and key not in self.config_keys:
             # Configuration (submission_*, hyperparameters, disclosures): the first value of each key, so
             # that re-deriving an imported run (official, checker-order, ...) states what the log stated.
             self.config_keys.add(key)
-            self.add("mllog_config", time_ns, key=key, value=value)
+            self.add(MllogConfig(), time_ns, key=key, value=value)
 
 
 @dataclass(frozen=True)
@@ -228,30 +244,25 @@ def import_file(
     if problem is not None:
         report.warnings.append(f"{problem}: replay --check reports the checker's verdict; score refuses the run")
     with LogWriter(run, WRITER, clock=lambda: last_ns) as w:
-        w.append(
-            "run_opened",
-            time_ns=last_ns,
-            data={
-                "benchmark": firsts.get(C.SUBMISSION_BENCHMARK),
-                "ruleset": ruleset,
-                "division": firsts.get(C.SUBMISSION_DIVISION),
-                "global_batch_size": gbs,
-                "config": {},
-                "provenance": {"imported_from": str(path)},
-                "resumed_from": None,
-                **(
-                    {
-                        "result_set": result_set.folder,
-                        "scaling_factor": result_set.scaling_factor,
-                        "scaling_file": result_set.scaling_file,
-                        "system": result_set.system,
-                        "system_description": result_set.system_description,
-                    }
-                    if result_set is not None
-                    else {}
-                ),
-            },
+        opened = RunOpened(
+            benchmark=_text(firsts.get(C.SUBMISSION_BENCHMARK)),
+            ruleset=ruleset,
+            division=_text(firsts.get(C.SUBMISSION_DIVISION)),
+            global_batch_size=gbs,
+            config={},
+            provenance={"imported_from": str(path)},
+            resumed_from=None,
         )
+        if result_set is not None:  # the folder's five keys together, null where it has no value
+            opened = replace(
+                opened,
+                result_set=result_set.folder,
+                scaling_factor=result_set.scaling_factor,
+                scaling_file=null_if_none(result_set.scaling_file),
+                system=null_if_none(result_set.system),
+                system_description=null_if_none(result_set.system_description),
+            )
+        w.append(opened, time_ns=last_ns)
         rec = _Recorder(w, report, gbs)
         for line_no, p in parsed:
             now = _time_ns(p.time_ms)
@@ -264,23 +275,16 @@ def import_file(
                 report.malformed.append(
                     (line_no, f"{p.records} records on one line: mlperf-logging's parser reads only the last")
                 )
-            w.append(
-                "mllog_line",
-                step=step,
-                samples_count=samples,
-                key=p.key,
-                value=p.get("value"),
-                time_ns=last_ns,
-                data={
-                    "line": p.text,
-                    "file": str(path),
-                    "line_no": line_no,
-                    "time_ms": p.time_ms,
-                    "event_type": p.get("event_type"),
-                    "metadata": p.get("metadata"),
-                    "error": p.error,
-                },
+            line = MllogLine(
+                line=p.text,
+                file=str(path),
+                line_no=line_no,
+                time_ms=p.time_ms,
+                event_type=p.get("event_type"),
+                metadata=p.get("metadata"),
+                error=p.error,
             )
+            w.append(line, step=step, samples_count=samples, key=p.key, value=p.get("value"), time_ns=last_ns)
             report.lines += 1
             if p.error is None:
                 rec.recognize(p, last_ns, line_no)

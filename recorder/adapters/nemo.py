@@ -21,17 +21,18 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from recorder.errors import InputError
+from recorder.kinds import CheckpointCommitted, RunOpened, TrainStop, WeightUpdate
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.reader import read_run
 from recorder.rules import BENCHMARK, RULESET, validation_start_step
 from recorder.run import RunDir
 
-SOURCE = "nemo-rl"
-FORMAT = "nemo-rl-mcore"
+SOURCE: Final = "nemo-rl"
+FORMAT: Final = "nemo-rl-mcore"
 NS_PER_MS = 1_000_000
 
 
@@ -239,58 +240,49 @@ def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -
         if "train_stop" not in kinds:
             last = checkpoints[-1]
             log.append(
-                "train_stop",
+                TrainStop(status="completed", reason=""),
                 step=last.step,
                 samples_count=last.samples,
                 time_ns=last.weight_update_ms * NS_PER_MS,
-                data={"status": "completed", "reason": ""},
             )
     return NemoImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds)
 
 
 def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
     mlperf = (first.config.get("logger") or {}).get("mlperf") or {}
-    log.append(
-        "run_opened",
-        time_ns=first.weight_update_ms * NS_PER_MS,
-        data={
-            "benchmark": mlperf.get("benchmark", BENCHMARK),
-            "ruleset": RULESET,
-            "division": mlperf.get("division"),
-            "global_batch_size": gbs,
-            "config": first.config,
-            "provenance": provenance(),
-            "resumed_from": None,
-            "source": SOURCE,
-        },
+    opened = RunOpened(
+        benchmark=mlperf.get("benchmark", BENCHMARK),
+        ruleset=RULESET,
+        division=mlperf.get("division"),
+        global_batch_size=gbs,
+        config=first.config,
+        provenance=provenance(),
+        resumed_from=None,
+        source=SOURCE,
     )
+    log.append(opened, time_ns=first.weight_update_ms * NS_PER_MS)
 
 
 def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint) -> None:
     update_ns = c.weight_update_ms * NS_PER_MS
-    log.append("weight_update", step=c.step, samples_count=c.samples, time_ns=update_ns, data={"source": SOURCE})
+    log.append(WeightUpdate(source=SOURCE), step=c.step, samples_count=c.samples, time_ns=update_ns)
     sha256, size = tree_digest(c.path / "policy" / "weights")
     written = _written_ns(c.path)
-    log.append(
-        "checkpoint_committed",
-        step=c.step,
-        samples_count=c.samples,
-        time_ns=written,
-        data={
-            "path": _relative(c.path, run),
-            "sha256": sha256,
-            "bytes": size,
-            "weight_update_ns": update_ns,
-            "save_begin_ns": None,
-            "save_end_ns": written,
-            "blocked_ns": None,
-            "fingerprint": {},
-            "format": FORMAT,
-            "dtype": _dtype(c.config),
-            "source": SOURCE,
-            "prompts": c.prompts,
-        },
+    committed = CheckpointCommitted(
+        path=_relative(c.path, run),
+        sha256=sha256,
+        bytes=size,
+        weight_update_ns=update_ns,
+        save_begin_ns=None,
+        save_end_ns=written,
+        blocked_ns=None,
+        fingerprint={},
+        format=FORMAT,
+        dtype=_dtype(c.config),
+        source=SOURCE,
+        prompts=c.prompts,
     )
+    log.append(committed, step=c.step, samples_count=c.samples, time_ns=written)
 
 
 def _dtype(config: dict[str, Any]) -> str | None:

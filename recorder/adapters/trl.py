@@ -33,19 +33,33 @@ import warnings
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from recorder.adapters.errors import MissingWeightsError
+from recorder.kinds import (
+    BlockStart,
+    BlockStop,
+    CheckpointCommitted,
+    CheckpointFormat,
+    InitStart,
+    InitStop,
+    Payload,
+    RunOpened,
+    RunStart,
+    StepMetrics,
+    TrainStop,
+    WeightUpdate,
+)
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.reader import read_run
 from recorder.run import RunDir
 
-SOURCE = "trl"
+SOURCE: Final = "trl"
 # The file a checkpoint's sha256 covers, in order of preference, with the format recorded for it.
-WEIGHT_FILES = (
+WEIGHT_FILES: tuple[tuple[str, CheckpointFormat], ...] = (
     ("model.safetensors", "safetensors"),
     ("adapter_model.safetensors", "safetensors-adapter"),
     ("model.safetensors.index.json", "safetensors-index"),
@@ -68,21 +82,29 @@ def samples_per_step(args: TrainingArguments) -> int:
     return int(args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size)
 
 
-def step_metrics_data(logs: dict[str, Any], tokens_before: float | None, samples: int) -> dict[str, Any]:
-    """The step_metrics data object from one `on_log` dict (TRL's num_tokens is cumulative: take the delta)."""
-    data: dict[str, Any] = {"samples": samples}
-    extra: dict[str, Any] = {}
+def step_metrics(logs: dict[str, Any], tokens_before: float | None, samples: int) -> StepMetrics:
+    """The step_metrics payload from one `on_log` dict (TRL's num_tokens is cumulative: take the delta)."""
+    named: dict[str, float] = {}
+    extra: dict[str, float] = {}
+    tokens = None
     for key, value in logs.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
         if key in RENAMED:
-            data[RENAMED[key]] = value
+            named[RENAMED[key]] = value
         elif key == "num_tokens":
-            data["tokens"] = value - (tokens_before or 0.0)
+            tokens = value - (tokens_before or 0.0)
         else:
             extra[key] = value
-    data["extra"] = extra
-    return data
+    return StepMetrics(
+        samples=samples,
+        loss=named.get("loss"),
+        reward=named.get("reward"),
+        grad_norm=named.get("grad_norm"),
+        step_s=named.get("step_s"),
+        tokens=tokens,
+        extra=extra,
+    )
 
 
 def layout_problems(args: TrainingArguments, run: RunDir) -> list[str]:
@@ -123,13 +145,13 @@ class RecorderCallback(TrainerCallback):
         self.created_ns = clock()  # init_start: model and trainer setup happen after the user makes this
         self.log: LogWriter | None = None
         self._mark_ns = 0  # the last hook before a possible save
-        self._metrics: tuple[int, dict[str, Any]] | None = None
+        self._metrics: tuple[int, StepMetrics] | None = None
         self._tokens: float | None = None
         self._updates: dict[int, int] = {}  # step -> its weight_update time
 
-    def _append(self, kind: str, **fields: Any) -> None:
+    def _append(self, payload: Payload, **fields: Any) -> None:
         if self.log is not None:
-            self.log.append(kind, **fields)
+            self.log.append(payload, **fields)
 
     def on_train_begin(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -142,14 +164,14 @@ class RecorderCallback(TrainerCallback):
         self.log = LogWriter(self.run, self.writer_name, clock=self.clock)
         gbs = samples_per_step(args)
         if not opened:
-            self._append("run_opened", time_ns=self.created_ns, data=self._opened_data(args, gbs))
-        self._append("init_start", time_ns=self.created_ns)
+            self._append(self._opened(args, gbs), time_ns=self.created_ns)
+        self._append(InitStart(), time_ns=self.created_ns)
         now = self.clock()
-        self._append("init_stop", time_ns=now)
-        self._append("run_start", time_ns=now)
-        self._append("block_start", step=state.global_step + 1, samples_count=state.global_step * gbs, time_ns=now)
+        self._append(InitStop(), time_ns=now)
+        self._append(RunStart(), time_ns=now)
+        self._append(BlockStart(), step=state.global_step + 1, samples_count=state.global_step * gbs, time_ns=now)
 
-    def _opened_data(self, args: TrainingArguments, gbs: int) -> dict[str, Any]:
+    def _opened(self, args: TrainingArguments, gbs: int) -> RunOpened:
         prov = provenance()
         for name in ("trl", "accelerate", "datasets"):
             try:
@@ -157,16 +179,16 @@ class RecorderCallback(TrainerCallback):
             except metadata.PackageNotFoundError:
                 continue
         config = json.loads(args.to_json_string())  # type: ignore[no-untyped-call]
-        return {
-            "benchmark": self.benchmark,
-            "ruleset": self.ruleset,
-            "division": self.division,
-            "global_batch_size": gbs,
-            "config": config,
-            "provenance": prov,
-            "resumed_from": None,
-            "source": SOURCE,
-        }
+        return RunOpened(
+            benchmark=self.benchmark,
+            ruleset=self.ruleset,
+            division=self.division,
+            global_batch_size=gbs,
+            config=config,
+            provenance=prov,
+            resumed_from=None,
+            source=SOURCE,
+        )
 
     def on_optimizer_step(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -176,7 +198,7 @@ class RecorderCallback(TrainerCallback):
         now = self.clock()
         self._flush_metrics()
         self._updates[step] = now
-        self._append("weight_update", step=step, samples_count=step * samples_per_step(args), time_ns=now)
+        self._append(WeightUpdate(), step=step, samples_count=step * samples_per_step(args), time_ns=now)
 
     def on_step_end(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         self._mark_ns = self.clock()
@@ -192,10 +214,10 @@ class RecorderCallback(TrainerCallback):
         self._mark_ns = self.clock()
         if self.log is None or not logs or SUMMARY_KEY in logs:
             return
-        data = step_metrics_data(logs, self._tokens, samples_per_step(args))
+        metrics = step_metrics(logs, self._tokens, samples_per_step(args))
         if isinstance(logs.get("num_tokens"), (int, float)) and math.isfinite(logs["num_tokens"]):
             self._tokens = float(logs["num_tokens"])
-        self._metrics = (state.global_step, data)
+        self._metrics = (state.global_step, metrics)
 
     def on_evaluate(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any) -> None:
         self._mark_ns = self.clock()
@@ -212,28 +234,23 @@ class RecorderCallback(TrainerCallback):
         dtype = str(getattr(model, "dtype", "")).removeprefix("torch.") or None
         update_ns = self._updates.get(step)
         begin = max(self._mark_ns, update_ns or 0)
-        self._append(
-            "checkpoint_committed",
-            step=step,
-            samples_count=step * samples_per_step(args),
-            time_ns=end,
-            data={
-                "path": Path(os.path.relpath(directory.resolve(), self.run.path.resolve())).as_posix(),
-                "sha256": sha256,
-                "bytes": size,
-                "weight_update_ns": update_ns,
-                "save_begin_ns": begin,
-                "save_end_ns": end,
-                "blocked_ns": end - begin,
-                "fingerprint": {},
-                "format": fmt,
-                "dtype": dtype,
-                "source": SOURCE,
-            },
+        committed = CheckpointCommitted(
+            path=Path(os.path.relpath(directory.resolve(), self.run.path.resolve())).as_posix(),
+            sha256=sha256,
+            bytes=size,
+            weight_update_ns=update_ns,
+            save_begin_ns=begin,
+            save_end_ns=end,
+            blocked_ns=end - begin,
+            fingerprint={},
+            format=fmt,
+            dtype=dtype,
+            source=SOURCE,
         )
+        self._append(committed, step=step, samples_count=step * samples_per_step(args), time_ns=end)
         self._flush_metrics()
 
-    def _weights(self, directory: Path) -> tuple[Path, str]:
+    def _weights(self, directory: Path) -> tuple[Path, CheckpointFormat]:
         for name, fmt in WEIGHT_FILES:
             if (directory / name).is_file():
                 return directory / name, fmt
@@ -244,9 +261,9 @@ class RecorderCallback(TrainerCallback):
 
     def _flush_metrics(self) -> None:
         if self._metrics is not None:
-            step, data = self._metrics
+            step, metrics = self._metrics
             self._metrics = None
-            self._append("step_metrics", step=step, samples_count=step * int(data["samples"]), data=data)
+            self._append(metrics, step=step, samples_count=step * int(metrics.samples or 0))
 
     def on_train_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: Any
@@ -256,9 +273,7 @@ class RecorderCallback(TrainerCallback):
         self._flush_metrics()
         step, samples = state.global_step, state.global_step * samples_per_step(args)
         now = self.clock()
-        self._append("block_stop", step=step, samples_count=samples, time_ns=now)
-        self._append(
-            "train_stop", step=step, samples_count=samples, time_ns=now, data={"status": "completed", "reason": ""}
-        )
+        self._append(BlockStop(), step=step, samples_count=samples, time_ns=now)
+        self._append(TrainStop(status="completed", reason=""), step=step, samples_count=samples, time_ns=now)
         self.log.close()
         self.log = None

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from recorder.adapters.trl import RecorderCallback, layout_problems, sha256_file, step_metrics_data
+from recorder.adapters.trl import RecorderCallback, layout_problems, sha256_file, step_metrics
 from recorder.reader import read_run
 from recorder.run import RunDir
 from tests.helpers import run_cli
@@ -148,13 +148,13 @@ def test_event_order_and_boundaries(trl_run: tuple[RunDir, WeightsAtUpdate]) -> 
     assert all(e.data["tokens"] > 0 and e.data["samples"] == 4 for e in metrics)
 
 
-def test_step_metrics_data_takes_the_token_delta() -> None:
-    data = step_metrics_data(
+def test_step_metrics_takes_the_token_delta() -> None:
+    metrics = step_metrics(
         {"loss": 0.5, "num_tokens": 96.0, "learning_rate": 1e-3, "reward": 1.0, "step_time": 0.2, "note": "text"},
         tokens_before=48.0,
         samples=4,
     )
-    assert data == {
+    assert metrics.to_data() == {
         "samples": 4,
         "loss": 0.5,
         "tokens": 48.0,

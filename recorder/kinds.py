@@ -1,0 +1,463 @@
+"""Typed event payloads: one frozen dataclass per kind's `data` in `schemas/catalogue.toml`.
+
+Producers build `data` through these classes (`LogWriter.append(payload, ...)` takes the kind from the
+class), so a misspelled kind or key fails where it is written. Consumers parse through `from_event`, which
+checks every type and names the segment and seq of a malformed payload.
+
+A field without a default is a key every writer records (its value may be null where the type allows).
+A field that defaults to None is a key some writers leave out: `to_data` leaves it out when None, and an
+older segment that lacks it still reads. `to_data()` gives the exact dict that was recorded, so canonical
+bytes, and with them every digest chain, are unchanged.
+
+Non-finite floats are recorded as the strings "NaN", "Infinity", "-Infinity" (see recorder.canonical);
+`from_event` turns them back into floats, and `to_data` back into the same strings on the way out.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import types
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from typing import Any, ClassVar, Literal, Self, TypeVar, Union, get_args, get_origin, get_type_hints
+
+from recorder.errors import DataError
+from recorder.events import Event
+
+
+class PayloadError(DataError):
+    """An event's `data` that does not match its kind's payload class (a key missing, a wrong type)."""
+
+
+class Null(enum.Enum):
+    """A key recorded as JSON null where leaving the key out means something else (see InitStart.warmup)."""
+
+    NULL = "null"
+
+
+NULL = Null.NULL
+T = TypeVar("T")
+
+
+def null_if_none(value: T | None) -> T | Null:
+    """`value`, or NULL: for a key recorded as null rather than left out."""
+    return NULL if value is None else value
+
+
+TrainStatus = Literal["completed", "failed", "interrupted"]
+Source = Literal["trl", "nemo-rl"]  # the adapter that wrote a run's events
+CheckpointFormat = Literal["safetensors", "safetensors-adapter", "safetensors-index", "nemo-rl-mcore"]
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_FLATTEN = "flatten"  # field metadata: a mapping whose entries are keys of `data` itself
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Payload:
+    """Base of every payload class. `KIND` is the catalogue kind; subclasses add the keys as fields."""
+
+    KIND: ClassVar[str] = ""
+
+    def to_data(self) -> dict[str, Any]:
+        """The `data` object as recorded: optional keys that are None left out, nested payloads as dicts."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get(_FLATTEN):
+                out.update(value)
+            elif value is None and f.default is None:
+                continue
+            else:
+                out[f.name] = _plain(value)
+        return out
+
+    @classmethod
+    def from_event(cls, event: Event) -> Self:
+        """The payload of `event`; PayloadError naming the segment and seq if it does not match."""
+        where = f"{event.segment or event.writer} seq {event.seq} ({event.kind})"
+        if event.kind != cls.KIND:
+            raise PayloadError(f"{where}: not a {cls.KIND} event")
+        return cls.from_data(event.data, where=where)
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any], *, where: str = "") -> Self:
+        """Parse a `data` object; `where` prefixes the error (e.g. 'trainer-0001.arrows seq 7')."""
+        hints = _hints(cls)
+        known = {f.name: f for f in fields(cls)}
+        flat = [f.name for f in known.values() if f.metadata.get(_FLATTEN)]
+        values: dict[str, Any] = {}
+        rest: dict[str, Any] = {}
+        for name, raw in data.items():
+            f = known.get(name)
+            if f is None or f.metadata.get(_FLATTEN):
+                if not flat:
+                    allowed = ", ".join(n for n in known) or "none"
+                    raise PayloadError(f"{where}: unexpected key {name!r} in {cls.KIND} data (keys: {allowed})")
+                rest[name] = raw
+                continue
+            try:
+                values[name] = _parse(raw, hints[name], f"{name}")
+            except _Mismatch as e:
+                if flat:  # a foreign trainer's value under one of our names: kept by its own name
+                    rest[name] = raw
+                    continue
+                raise PayloadError(f"{where}: {cls.KIND} data: {e}") from None
+        missing = [f.name for f in known.values() if _required(f) and f.name not in values]
+        if missing:
+            raise PayloadError(f"{where}: {cls.KIND} data lacks {', '.join(missing)}")
+        if flat:
+            values[flat[0]] = rest
+        return cls(**values)
+
+
+def _required(f: Any) -> bool:
+    return f.default is MISSING and f.default_factory is MISSING and not f.metadata.get(_FLATTEN)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
+
+
+class _Mismatch(Exception):
+    """A value that does not have its field's type (internal: becomes a PayloadError with the place)."""
+
+
+def _parse(raw: Any, tp: Any, name: str) -> Any:
+    """`raw` (parsed JSON) checked against the annotation `tp`, converted where the type says so."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return raw
+    if origin in (Union, types.UnionType):
+        if raw is None and Null in get_args(tp):
+            return NULL
+        if raw is None and type(None) in get_args(tp):
+            return None
+        for option in get_args(tp):
+            if option is type(None):
+                continue
+            try:
+                return _parse(raw, option, name)
+            except _Mismatch:
+                continue
+        raise _Mismatch(f"{name} is {_show(raw)}, expected {_name(tp)}")
+    if tp is Null:
+        if raw is None:
+            return NULL
+    elif origin is Literal:
+        if raw in get_args(tp) and type(raw) in {type(a) for a in get_args(tp)}:
+            return raw
+    elif tp is bool:
+        if isinstance(raw, bool):
+            return raw
+    elif tp is int:
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return raw
+    elif tp is float:
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            return raw  # an int stays an int, so that it is written back as it was
+        if isinstance(raw, str) and raw in _NON_FINITE:
+            return _NON_FINITE[raw]
+    elif tp is str:
+        if isinstance(raw, str):
+            return raw
+    elif origin is tuple:
+        if isinstance(raw, list):
+            (item,) = get_args(tp)[:1]
+            return tuple(_parse(x, item, f"{name}[{i}]") for i, x in enumerate(raw))
+    elif origin is Mapping or tp is Mapping:
+        if isinstance(raw, dict):
+            return raw
+    elif isinstance(tp, type) and is_dataclass(tp) and issubclass(tp, Payload):
+        if isinstance(raw, dict):
+            try:
+                return tp.from_data(raw, where=name)
+            except PayloadError as e:
+                raise _Mismatch(str(e)) from None
+    else:
+        raise AssertionError(f"kinds.py: no parser for the annotation {tp!r} of {name}")
+    raise _Mismatch(f"{name} is {_show(raw)}, expected {_name(tp)}")
+
+
+def _show(raw: Any) -> str:
+    text = repr(raw)
+    return f"{type(raw).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def _name(tp: Any) -> str:
+    return str(tp).replace("typing.", "").replace("collections.abc.", "")
+
+
+def _plain(value: Any) -> Any:
+    if value is NULL:
+        return None
+    if isinstance(value, Payload):
+        return value.to_data()
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+# -- the kinds, in catalogue order -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunOpened(Payload):
+    """First event of a run. Imports leave benchmark, division, global_batch_size null when the log lacks them.
+
+    `target` is the pass target the run is evaluated against (older runs lack it: config.eval.target). An
+    import of a result folder records the folder's five keys together, null where it has no value (NULL).
+    """
+
+    KIND: ClassVar[str] = "run_opened"
+    benchmark: str | None
+    ruleset: str | None
+    division: str | None
+    global_batch_size: int | None
+    target: float | None = None
+    config: Mapping[str, Any]
+    provenance: Mapping[str, Any]
+    resumed_from: str | None
+    resumed_at_step: int | None = None
+    resumed_checkpoint: str | None = None
+    optimizer: str | None = None
+    set_aside: tuple[str, ...] | None = None
+    source: Source | None = None
+    result_set: str | None = None
+    scaling_factor: float | None = None
+    scaling_file: str | Null | None = None
+    system: str | Null | None = None
+    system_description: Mapping[str, Any] | Null | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MllogConfig(Payload):
+    """One mllog configuration key; the key and its value are the event's `key` and `value` columns."""
+
+    KIND: ClassVar[str] = "mllog_config"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Warmup(Payload):
+    """The supervised initialization the trainer made before init_start (nested in InitStart)."""
+
+    KIND: ClassVar[str] = ""
+    batches: int
+    dev_accuracy: float
+    cached: bool
+    seconds: float
+    cache_path: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitStart(Payload):
+    """Start of initialization. The trainer records `warmup` (NULL: none was made); imports the line_no."""
+
+    KIND: ClassVar[str] = "init_start"
+    line_no: int | None = None
+    warmup: Warmup | Null | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InitStop(Payload):
+    """End of initialization; imports record the mllog line it came from."""
+
+    KIND: ClassVar[str] = "init_stop"
+    line_no: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStart(Payload):
+    """Start of the timed region; imports record the mllog line it came from."""
+
+    KIND: ClassVar[str] = "run_start"
+    line_no: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockStart(Payload):
+    """Before the first training step of a block."""
+
+    KIND: ClassVar[str] = "block_start"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlockStop(Payload):
+    """After the final step of a block."""
+
+    KIND: ClassVar[str] = "block_stop"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepMetrics(Payload):
+    """One training step's numbers. Every key is optional: foreign trainers log some of them.
+
+    `stats` holds what an imported log tracked under its own names (`reduced_train_loss`, ...): they are
+    keys of `data` itself, beside ours, as the importer found them.
+    """
+
+    KIND: ClassVar[str] = "step_metrics"
+    loss: float | None = None
+    reward: float | None = None
+    grad_norm: float | None = None
+    tokens: float | None = None
+    samples: int | None = None
+    generation_s: float | None = None
+    train_s: float | None = None
+    refit_s: float | None = None
+    checkpoint_block_s: float | None = None
+    step_s: float | None = None
+    extra: Mapping[str, float] | None = None
+    stats: Mapping[str, Any] = field(default_factory=dict, metadata={_FLATTEN: True})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightUpdate(Payload):
+    """The optimizer step returned: the event's time_ns is the weight-update time. Adapters add source."""
+
+    KIND: ClassVar[str] = "weight_update"
+    source: Source | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointCommitted(Payload):
+    """A checkpoint is durable: its files fsynced and renamed into place. Times are Unix-epoch ns."""
+
+    KIND: ClassVar[str] = "checkpoint_committed"
+    path: str  # relative to the run directory
+    sha256: str
+    bytes: int
+    weight_update_ns: int | None
+    save_begin_ns: int | None
+    save_end_ns: int
+    blocked_ns: int | None
+    fingerprint: Mapping[str, Any]
+    format: CheckpointFormat
+    dtype: str | None
+    source: Source | None = None
+    prompts: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainStop(Payload):
+    """Training ended; `reason` is '' when it completed."""
+
+    KIND: ClassVar[str] = "train_stop"
+    status: TrainStatus
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalStart(Payload):
+    """An evaluation of one checkpoint begins. Imports record none of the keys."""
+
+    KIND: ClassVar[str] = "eval_start"
+    checkpoint: str | None = None
+    sha256: str | None = None
+    worker: str | int | None = None
+    harness: Literal["lm-eval"] | None = None
+    tasks: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalResult(Payload):
+    """A score; the metric name and score are the event's `key` and `value` columns."""
+
+    KIND: ClassVar[str] = "eval_result"
+    metric: str | None = None
+    n: int | None = None
+    k: int | None = None
+    target: float | None = None
+    results: str | None = None
+    results_sha256: str | None = None
+    harness: Literal["lm-eval"] | None = None
+    num_fewshot: int | None = None
+    line_no: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalStop(Payload):
+    """An evaluation of one checkpoint ended."""
+
+    KIND: ClassVar[str] = "eval_stop"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalFailed(Payload):
+    """An evaluation produced no score. `interrupted_segment` closes a killed session's open eval_start."""
+
+    KIND: ClassVar[str] = "eval_failed"
+    reason: str
+    error: str
+    interrupted_segment: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MllogLine(Payload):
+    """One ':::MLLOG' line, verbatim, with what parsing it found (`error`: why its JSON did not parse)."""
+
+    KIND: ClassVar[str] = "mllog_line"
+    line: str
+    file: str | None
+    line_no: int
+    time_ms: float | None
+    event_type: Any  # what the line's JSON says, whatever its type
+    metadata: Any
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentClosed(Payload):
+    """Last event of a segment; `events` counts the events before it."""
+
+    KIND: ClassVar[str] = "segment_closed"
+    events: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStop(Payload):
+    """An imported mllog's run_stop line; `status` is its metadata status, whatever the log wrote."""
+
+    KIND: ClassVar[str] = "run_stop"
+    status: Any
+    line_no: int
+    time_ms: float | None
+
+
+PAYLOADS: dict[str, type[Payload]] = {
+    cls.KIND: cls
+    for cls in (
+        RunOpened,
+        MllogConfig,
+        InitStart,
+        InitStop,
+        RunStart,
+        BlockStart,
+        BlockStop,
+        StepMetrics,
+        WeightUpdate,
+        CheckpointCommitted,
+        TrainStop,
+        EvalStart,
+        EvalResult,
+        EvalStop,
+        EvalFailed,
+        MllogLine,
+        SegmentClosed,
+        RunStop,
+    )
+}
+
+
+def payload(event: Event) -> Payload:
+    """The typed payload of any event, by its kind."""
+    cls = PAYLOADS.get(event.kind)
+    if cls is None:
+        raise PayloadError(f"{event.segment} seq {event.seq}: unknown event kind {event.kind!r}")
+    return cls.from_event(event)

@@ -128,6 +128,7 @@ def test_a_completed_run_is_not_resumed(tmp_path: Path, killed: Path) -> None:
 
 def test_a_recorded_path_outside_the_run_is_refused(tmp_path: Path) -> None:
     """A well-formed log (valid digest chain: digests are not signatures) whose commit points outside the run."""
+    from recorder.kinds import CheckpointCommitted, RunOpened
     from recorder.log import LogWriter
     from recorder.run import RunDir
     from trainer.config import load_config
@@ -139,8 +140,29 @@ def test_a_recorded_path_outside_the_run_is_refused(tmp_path: Path) -> None:
     for rel in ("../../evil/step_0000018", str(outside)):
         run = RunDir.create(tmp_path / "runs", f"r{len(rel)}")
         with LogWriter(run, "trainer") as w:
-            w.append("run_opened", data={"config": cfg.to_dict(), "global_batch_size": cfg.global_batch_size})
-            w.append("checkpoint_committed", step=18, samples_count=18 * 256, data={"path": rel, "sha256": ""})
+            opened = RunOpened(
+                benchmark=None,
+                ruleset=None,
+                division=None,
+                global_batch_size=cfg.global_batch_size,
+                config=cfg.to_dict(),
+                provenance={},
+                resumed_from=None,
+            )
+            w.append(opened)
+            committed = CheckpointCommitted(
+                path=rel,
+                sha256="",
+                bytes=0,
+                weight_update_ns=None,
+                save_begin_ns=None,
+                save_end_ns=0,
+                blocked_ns=None,
+                fingerprint={},
+                format="safetensors",
+                dtype=None,
+            )
+            w.append(committed, step=18, samples_count=18 * 256)
         r = run_cli("train", "--resume", str(run.path))
         assert r.returncode == 2 and "outside the run directory" in r.stderr and "Traceback" not in r.stderr, r.stderr
 

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, err
+from recorder.errors import RecorderError
 from recorder.rules import not_comparable
 
 if TYPE_CHECKING:
@@ -303,7 +304,69 @@ def _score_table(result: SetScore) -> None:
         console.print(result.rcp.summary(), highlight=False)
 
 
+def check_submission(
+    folder: Annotated[Path, typer.Argument(help="A submission folder (results/, systems/, benchmarks/).")],
+    ruleset: Annotated[str, typer.Option("--ruleset", help="The submission's MLPerf Training ruleset.")],
+    root: Annotated[Path, typer.Option("--root", help="Where the imported runs go.")] = Path("runs"),
+) -> None:
+    """mlperf-logging's package checker on a submission, then every result set imported under --root and
+    scored as its result summarizer scores it: one table (system, benchmark, runs, score, scaling, verdict,
+    reasons). Exit 0 when the package passes and every set scores, 1 otherwise."""
+    import dataclasses
+    import tempfile
+
+    from recorder.adapters.mllog_import import import_file
+    from recorder.adapters.result_folder import read_result_folder
+    from replay.errors import ImportFileError
+    from replay.package_check import check_package
+    from replay.rulesets import get_known
+    from replay.score_runs import score_runs
+
+    get_known(ruleset)
+    if not (folder / "results").is_dir():
+        raise ImportFileError(f"{folder}: no results/ folder; give a submission folder (results/<system>/<benchmark>)")
+    with tempfile.TemporaryDirectory(prefix="check-submission-") as tmp:
+        package = check_package(folder, ruleset, Path(tmp))
+        console.print(package.result.summary(), highlight=False)
+        table = Table(title=f"{folder}: training {ruleset}")
+        for col in ("system", "benchmark", "runs", "score", "scaling", "verdict", "reasons"):
+            table.add_column(col, no_wrap=col != "reasons")
+        all_scored = True
+        for bench in sorted(package.copy.glob("results/*/*")):
+            if not bench.is_dir() or not any(bench.glob("result_*.txt")):
+                continue
+            original = folder / bench.relative_to(package.copy)
+            checked = read_result_folder(bench)
+            result_set = dataclasses.replace(checked.result_set, folder=str(original))
+            for note in checked.notes:
+                console.print(f"[yellow]note:[/] {note.replace(str(package.copy), str(folder))}", highlight=False)
+            runs = [import_file(original / f.name, root, None, ruleset, result_set).run.path for f in checked.files]
+            try:
+                [result] = score_runs(runs, None, None, False)
+            except RecorderError as e:
+                all_scored = False
+                table.add_row(bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e))
+                continue
+            all_scored &= result.scored
+            verdict = "scored" if result.scored else "not scored"
+            if result.rcp is not None:
+                verdict += f", RCP {result.rcp.verdict}"
+            table.add_row(
+                bench.parent.name,
+                bench.name,
+                str(len(runs)),
+                _minutes(result.score_minutes),
+                f"{result.scaling_factor:.4f}",
+                verdict,
+                "; ".join(result.reasons),
+            )
+    console.print(table)
+    if not (package.result.ok and all_scored):
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(replay)
     app.command("import")(import_)
     app.command()(score)
+    app.command("check-submission")(check_submission)

@@ -29,6 +29,7 @@ class CommittedCheckpoint:
     weight_update_ns: int | None
     fingerprint: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
+    format: str | None = None  # None: the policy's own; "nemo-rl-*": recorder.adapters.nemo's import
     segment: str = ""
     seq: int = -1
 
@@ -49,6 +50,7 @@ class CommittedCheckpoint:
             weight_update_ns=d.get("weight_update_ns"),
             fingerprint=dict(d.get("fingerprint") or {}),
             dtype=d.get("dtype"),
+            format=d.get("format"),
             segment=e.segment,
             seq=e.seq,
         )
@@ -99,7 +101,9 @@ def check_series(
 def resolve(run_path: Path, cp: CommittedCheckpoint) -> Path:
     """The checkpoint directory inside the run directory; UnsafePathError if it would leave it.
 
-    Symlinks are resolved first, so a link inside the run pointing elsewhere is refused too.
+    Symlinks are resolved first, so a link inside the run pointing elsewhere is refused too. An imported
+    NeMo-RL series (format `nemo-rl-*`) stays where it was trained: `import-checkpoints` recorded its path
+    relative to the run, and it may lead outside; its weights' manifest hash still has to match.
     """
     rel = PurePosixPath(cp.path)
     if not cp.path or rel.is_absolute() or Path(cp.path).is_absolute():
@@ -109,7 +113,8 @@ def resolve(run_path: Path, cp: CommittedCheckpoint) -> Path:
         )
     root = run_path.resolve()
     target = (root / Path(*rel.parts)).resolve()
-    if target != root and root not in target.parents:
+    imported = (cp.format or "").startswith("nemo-rl")
+    if target != root and root not in target.parents and not imported:
         raise UnsafePathError(
             f"{cp.where}: checkpoint path {cp.path!r} resolves to {target}, outside the run directory {root}: refused"
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from recorder.errors import DataError, InputError, RecorderError
 
 
@@ -32,6 +34,10 @@ class SeriesError(EvalError, DataError):
 class CheckpointRefused(EvalError, DataError):
     """One checkpoint that must not be scored; recorded as eval_failed with this class's name."""
 
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.details: dict[str, Any] = details or {}  # added to the eval_failed event's data
+
 
 class UnsafePathError(CheckpointRefused):
     """A checkpoint path that is absolute or resolves outside the run directory."""
@@ -49,8 +55,16 @@ class FingerprintMismatchError(CheckpointRefused):
     """Weights, tokenizer or code that give another fingerprint than training recorded."""
 
 
+class UnloadableCheckpointError(CheckpointRefused):
+    """A checkpoint the loader refuses: pickled weights only, no config.json or tokenizer, a broken index."""
+
+
 class EvaluationCrashed(CheckpointRefused):
     """Scoring raised an unexpected error (a worker died, the model failed)."""
+
+
+class CommandFailed(CheckpointRefused):
+    """The submitter's evaluation command exited non-zero, or wrote no valid result JSON."""
 
 
 class EvaluationsFailed(EvalError, DataError):

@@ -4,6 +4,7 @@ or eval_failed. The checks come before any scoring: a refused checkpoint is neve
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -11,20 +12,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator.checkpoints import CommittedCheckpoint, resolve
-from evaluator.errors import CheckpointRefused, EvaluationCrashed, FingerprintMismatchError
-from evaluator.integrity import check_fingerprint, check_hash, recorded_fingerprint, weights_path
+from evaluator.errors import CheckpointRefused, EvaluationCrashed, UnloadableCheckpointError
+from evaluator.integrity import check_fingerprint, check_hash, fingerprint_texts, recorded_fingerprint, weights_path
 from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
 from evaluator.results import SCHEMA, Sample, results_dir, sample_rows, task_set_sha256, write_results
-from evaluator.scoring import Generation
+from evaluator.scoring import Generation, Loading
 from evaluator.settings import Options
 from evaluator.workers import Workers
 from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.rules import passes
+from trainer.policy import CheckpointError
 
 if TYPE_CHECKING:
     from evaluator.facts import RunFacts
+    from trainer.policy.taskspec import TaskSpec
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,6 +39,23 @@ class Context:
     writer: LogWriter
     workers: Workers
     clock: Callable[[], int]
+
+    @property
+    def spec(self) -> TaskSpec:
+        """The task spec scored (loaded once per session)."""
+        return _load_spec(str(self.facts.task))
+
+    @property
+    def loading(self) -> Loading:
+        o = self.options
+        return Loading(task=str(self.facts.task), dtype=o.dtype, device=o.device, trust_remote_code=o.trust_remote_code)
+
+
+@functools.cache
+def _load_spec(path: str) -> TaskSpec:
+    from trainer.policy.taskspec import load_spec
+
+    return load_spec(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +106,14 @@ def evaluate_checkpoint(
             written = (score or _score)(ctx, cp, t0)
         except CheckpointRefused:
             raise
+        except CheckpointError as e:  # the policy's loader refused it (pickled weights, missing files)
+            raise UnloadableCheckpointError(f"step {cp.step}: {e}") from e
         except Exception as e:  # recorded as eval_failed and reported; the session exits non-zero
             raise EvaluationCrashed(f"step {cp.step}: evaluation crashed: {type(e).__name__}: {e}") from e
     except CheckpointRefused as e:
-        w.append(EvalFailed(reason=str(e), error=type(e).__name__), step=cp.step, samples_count=cp.samples_count)
+        w.append(
+            EvalFailed(reason=str(e), error=type(e).__name__, **e.details), step=cp.step, samples_count=cp.samples_count
+        )
         return CheckpointEvaluation(reason=str(e), error=type(e).__name__, seconds=time.monotonic() - t0)
     except BaseException as e:  # Ctrl-C or SystemExit: close the interval, then let it propagate
         failed = EvalFailed(reason=f"interrupted ({type(e).__name__})", error=type(e).__name__)
@@ -113,25 +137,25 @@ def evaluate_checkpoint(
     )
 
 
-def integrity(ctx: Context, cp: CommittedCheckpoint) -> tuple[str, dict[str, Any], dict[str, float]]:
-    """(checkpoint dir, fingerprint report, timings); raises CheckpointRefused. Loads the workers."""
-    from trainer.policy.fingerprint import METHOD
-
+def integrity(
+    ctx: Context, cp: CommittedCheckpoint, *, load: bool = True
+) -> tuple[str, dict[str, Any], dict[str, float]]:
+    """(weights sha256, fingerprint report, timings); raises CheckpointRefused. Loads the workers (when `load`,
+    or when the fingerprint needs the model)."""
     timings: dict[str, float] = {}
     t = time.monotonic()
     directory = resolve(ctx.facts.run.path, cp)
     digest = check_hash(cp, weights_path(directory, cp))
     timings["hash_s"] = time.monotonic() - t
     check = ctx.options.fingerprint
+    texts = None
     if check:
         method, recorded = recorded_fingerprint(cp)
-        if method != METHOD:
-            raise FingerprintMismatchError(
-                f"{cp.where}: training fingerprinted with {method!r}, this evaluator "
-                f"computes {METHOD!r}: the code differs; it is not scored"
-            )
+        texts = fingerprint_texts(cp, ctx.spec)
+    if not check and not load:
+        return digest, {"checked": False, "why": "--fingerprint off", "recorded": cp.fingerprint}, timings
     t = time.monotonic()
-    measured = ctx.workers.load(str(directory), check)
+    measured = ctx.workers.load(str(directory), texts, ctx.loading)
     timings["load_s"] = time.monotonic() - t
     if not check:
         return digest, {"checked": False, "why": "--fingerprint off", "recorded": cp.fingerprint}, timings
@@ -151,12 +175,27 @@ def integrity(ctx: Context, cp: CommittedCheckpoint) -> tuple[str, dict[str, Any
 
 
 def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
-    from trainer.policy.task import validation_tasks
-
     start_ns = ctx.clock()
+    if ctx.options.backend == "command":
+        from evaluator.command import score_with_command
+
+        assert ctx.options.command is not None  # Options.__post_init__
+        checked = integrity(ctx, cp, load=False)  # before the command: it never sees refused weights
+        return WrittenResults(
+            *score_with_command(
+                ctx.facts,
+                cp,
+                ctx.options.command,
+                checked,
+                segment=ctx.writer.segment,
+                clock=ctx.clock,
+                start_ns=start_ns,
+                t0=t0,
+            )
+        )
     digest, fp, timings = integrity(ctx, cp)
     cfg, opts = ctx.facts.eval_cfg, ctx.options
-    tasks = validation_tasks()
+    tasks = ctx.spec.items
     n = min(cfg.samples if opts.tasks is None else opts.tasks, len(tasks))
     gen = Generation(
         temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, batch_size=opts.batch_size
@@ -232,6 +271,8 @@ def _document(
         },
         "fingerprint": fp,
         "task_set": {"name": "validation", "n": len(pairs), "of": full, "sha256": task_set_sha256(pairs)},
+        "task": ctx.spec.describe(),
+        "backend": {"name": ctx.options.backend, "dtype": ctx.options.dtype, "device": ctx.options.device},
         "provenance": provenance(),
         "timings": {"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},
         "evaluator_segment": ctx.writer.segment,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError
@@ -24,10 +25,23 @@ class RunFacts:
     eval_cfg: RunEvalConfig
     candidates: dict[int, CommittedCheckpoint]
     problems: list[str]
+    task: Path  # the task spec scored: --task, else the run's recorded eval.task, else the shipped addition
 
 
-def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool) -> RunFacts:
-    """Read and check the run: opened, training stopped, checkpoints committed in a valid series."""
+def task_path(config: dict[str, Any], override: Path | None) -> Path:
+    """The task spec to score: the command's, else the one the run recorded, else the built-in addition."""
+    from trainer.policy.taskspec import shipped
+
+    if override is not None:
+        return override
+    recorded = (config.get("eval") or {}).get("task") if isinstance(config.get("eval"), dict) else None
+    return Path(recorded) if isinstance(recorded, str) and recorded else shipped("addition")
+
+
+def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool, task: Path | None = None) -> RunFacts:
+    """Read and check the run: opened, training stopped, checkpoints committed in a valid series.
+
+    With `task` (a spec file), its settings replace the ones the run recorded."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     events = read_run(run).events
     opened = next((e for e in events if e.kind == "run_opened"), None)
@@ -46,12 +60,20 @@ def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool) -> RunFacts:
     if not cps:
         raise NotEvaluableError(f"{run.path}: no checkpoint_committed event: nothing to evaluate")
     candidates, problems = check_series(cps, gbs, stop.step, allow_gaps=allow_gaps)
+    config = opened.data.get("config") or {}
+    if task is not None:
+        from trainer.policy.taskspec import load_spec
+
+        eval_cfg = RunEvalConfig.from_spec(load_spec(task))
+    else:
+        eval_cfg = run_eval_config(opened.data)
     return RunFacts(
         run=run,
         events=events,
         global_batch_size=gbs,
         final_step=stop.step,
-        eval_cfg=run_eval_config(opened.data),
+        eval_cfg=eval_cfg,
         candidates={c.step: c for c in candidates},
         problems=problems,
+        task=task_path(config, task),
     )

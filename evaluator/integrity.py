@@ -1,6 +1,7 @@
 """Is this the checkpoint training committed? Its weights file's hash, and its fingerprint.
 
-The hash proves the bytes are the ones committed. It cannot see a changed tokenizer.json or config.json
+The hash proves the bytes are the ones committed (a NeMo-RL checkpoint's weights are a directory: the hash
+of its manifest, as `import-checkpoints` recorded it). It cannot see a changed tokenizer.json or config.json
 next to them, or evaluator code that reads the weights differently: the fingerprint (mean log-likelihood
 of a fixed holdout batch, recomputed from what was loaded) does, within a tolerance.
 """
@@ -10,11 +11,16 @@ from __future__ import annotations
 import hashlib
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evaluator.checkpoints import CommittedCheckpoint
 from evaluator.errors import FingerprintMismatchError, HashMismatchError, MissingCheckpointError
 
+if TYPE_CHECKING:
+    from trainer.policy.taskspec import TaskSpec
+
 WEIGHTS_FILE = "model.safetensors"
+NEMO_WEIGHTS = Path("policy", "weights")  # recorder.adapters.nemo: what its recorded sha256 covers
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -32,21 +38,38 @@ def weights_path(directory: Path, cp: CommittedCheckpoint) -> Path:
             f"{cp.where}: checkpoint directory {directory} is missing: it was moved or "
             "deleted after training committed it"
         )
+    if (cp.format or "").startswith("nemo-rl"):
+        weights = directory / NEMO_WEIGHTS
+        if not weights.is_dir():
+            raise MissingCheckpointError(f"{cp.where}: {weights} is missing: the checkpoint is incomplete")
+        return weights
     weights = directory / WEIGHTS_FILE
     if not weights.is_file():
         raise MissingCheckpointError(f"{cp.where}: {weights} is missing: the checkpoint is incomplete")
     return weights
 
 
+def _digest(weights: Path) -> tuple[str, int]:
+    if weights.is_dir():
+        from recorder.adapters.nemo import tree_digest
+
+        return tree_digest(weights)
+    return sha256_file(weights), weights.stat().st_size
+
+
 def check_hash(cp: CommittedCheckpoint, weights: Path) -> str:
     """The file's sha256, if it is the one recorded; HashMismatchError otherwise."""
-    size = weights.stat().st_size
-    if cp.bytes is not None and size != cp.bytes:
+    if weights.is_file() and cp.bytes is not None and weights.stat().st_size != cp.bytes:
         raise HashMismatchError(
-            f"{cp.where}: {weights} has {size} bytes, training committed {cp.bytes}: the "
+            f"{cp.where}: {weights} has {weights.stat().st_size} bytes, training committed {cp.bytes}: the "
             "weights file was altered after training; it is not scored"
         )
-    digest = sha256_file(weights)
+    digest, size = _digest(weights)
+    if cp.bytes is not None and size != cp.bytes:
+        raise HashMismatchError(
+            f"{cp.where}: {weights} holds {size} bytes, training committed {cp.bytes}: the "
+            "weights were altered after training; they are not scored"
+        )
     if digest != cp.sha256:
         raise HashMismatchError(
             f"{cp.where}: sha256 of {weights} is {digest[:16]}..., training committed "
@@ -65,6 +88,30 @@ def recorded_fingerprint(cp: CommittedCheckpoint) -> tuple[str, float]:
             "nothing to compare with; pass --fingerprint off to evaluate without it"
         )
     return str(cp.fingerprint.get("method", "")), float(value)
+
+
+def fingerprint_texts(cp: CommittedCheckpoint, spec: TaskSpec) -> list[str]:
+    """The texts the recorded fingerprint was computed over: the built-in holdout (the trainer's method), or
+    the fixed texts or `spec`'s dev split, recognised by their hash; FingerprintMismatchError otherwise."""
+    from trainer.policy.fingerprint import FIXED_TEXTS, METHOD, TEXTS_METHOD, texts_sha256
+    from trainer.policy.task import holdout_texts
+
+    method = cp.fingerprint.get("method")
+    if method == METHOD:
+        return holdout_texts()
+    if method != TEXTS_METHOD:
+        raise FingerprintMismatchError(
+            f"{cp.where}: fingerprinted with {method!r}, this evaluator computes {METHOD!r} or "
+            f"{TEXTS_METHOD!r}: the code differs; it is not scored"
+        )
+    known = [FIXED_TEXTS, *([spec.fingerprint_texts() or []] if spec.dev else [])]
+    found = next((t for t in known if texts_sha256(t) == cp.fingerprint.get("texts_sha256")), None)
+    if found is None:
+        raise FingerprintMismatchError(
+            f"{cp.where}: fingerprinted over texts {cp.fingerprint.get('texts')!r}, which are neither the fixed "
+            f"texts nor the dev split of {spec.path.name}: pass --task with the spec it was recorded with"
+        )
+    return found
 
 
 def check_fingerprint(cp: CommittedCheckpoint, measured: list[float | None], tolerance: float) -> float:

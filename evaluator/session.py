@@ -130,7 +130,7 @@ def _evaluate_locked(
     clock: Callable[[], int],
     on_outcome: Callable[[Outcome], None] | None,
 ) -> Summary:
-    facts = read_facts(run, allow_gaps=options.allow_gaps)
+    facts = read_facts(run, allow_gaps=options.allow_gaps, task=options.task)
     target = facts.eval_cfg.target
     steps = arrange(sorted(facts.candidates), options.order)
     prior = attempts(facts.events)

@@ -8,11 +8,18 @@ benchmark. Options only choose how (order, workers, batch size), which cannot ch
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from evaluator.errors import SettingsError
 from evaluator.order import Order
 from recorder.rules import recorded_target
+
+if TYPE_CHECKING:
+    from trainer.policy.taskspec import TaskSpec
+
+Backend = Literal["torch", "vllm", "command"]
+Dtype = Literal["fp32", "bf16", "fp16"]
 
 DEFAULT_TOLERANCE = 0.005
 DEFAULT_BATCH_SIZE = 64
@@ -33,6 +40,18 @@ class RunEvalConfig:
     def metric(self) -> str:
         return f"pass@{self.k}"
 
+    @classmethod
+    def from_spec(cls, spec: TaskSpec) -> RunEvalConfig:
+        """A task spec's settings: `recorder eval --task FILE` uses them instead of what the run recorded."""
+        return cls(
+            k=spec.k,
+            temperature=spec.temperature,
+            top_p=spec.top_p,
+            target=spec.target,
+            max_new_tokens=spec.max_new_tokens,
+            samples=spec.samples,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Options:
@@ -48,9 +67,23 @@ class Options:
     allow_gaps: bool = False
     fingerprint: bool = True
     fingerprint_tolerance: float = DEFAULT_TOLERANCE
+    task: Path | None = None  # a task spec overriding the run's recorded task and settings
+    backend: Backend = "torch"
+    command: str | None = None  # backend "command": the submitter's evaluation, with {checkpoint} and {out}
+    dtype: Dtype = "fp32"  # Hugging Face checkpoints; the policy's own load in float32 always
+    device: str = "cpu"
+    trust_remote_code: bool = False
 
     def __post_init__(self) -> None:
         errors = []
+        if self.backend == "command" and not self.command:
+            errors.append('--backend command needs --command "... {checkpoint} ... {out}"')
+        if self.command and self.backend != "command":
+            errors.append("--command runs only with --backend command")
+        if self.command and ("{checkpoint}" not in self.command or "{out}" not in self.command):
+            errors.append(f"--command {self.command!r}: must contain {{checkpoint}} and {{out}}")
+        if self.backend == "vllm" and self.workers != 1:
+            errors.append("--backend vllm batches requests itself: --workers 1")
         if self.workers < 1:
             errors.append(f"--workers {self.workers}: at least 1")
         if self.limit is not None and self.limit < 1:
@@ -78,7 +111,7 @@ def run_eval_config(opened: dict[str, Any]) -> RunEvalConfig:
         raise SettingsError(
             "run_opened.data.config has no 'eval' section (k, temperature, top_p, target, "
             "max_new_tokens): this run was not recorded by `recorder train`, so its evaluation "
-            "settings are unknown"
+            "settings are unknown; give them with --task FILE (a task spec)"
         )
     errors, values = [], {}
     for key, typ in _EVAL_KEYS.items():

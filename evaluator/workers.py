@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from evaluator.results import Sample
-from evaluator.scoring import Generation, Scorer
+from evaluator.scoring import Generation, Loading, Scorer
 
 
 class Workers(Protocol):
@@ -18,7 +18,7 @@ class Workers(Protocol):
 
     name: str
 
-    def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]: ...
+    def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]: ...
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]: ...
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]: ...
     def close(self) -> None: ...
@@ -46,8 +46,8 @@ class LocalWorkers:
         self.name = "local" if threads == 1 else f"local ({threads or 'default'} threads)"
         self._scorer = Scorer(threads)
 
-    def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]:
-        return [self._scorer.load(checkpoint_dir, with_fingerprint)]
+    def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]:
+        return [self._scorer.load(checkpoint_dir, texts, loading)]
 
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
         return self._scorer.score(plan, gen)
@@ -83,9 +83,9 @@ class RayWorkers:
         ray.get([a.ready.remote() for a in self._actors])  # start-up done here, not in the first checkpoint
         self.name = f"ray:{n}" + (f" ({per_actor_gpu} GPU each)" if per_actor_gpu else "")
 
-    def load(self, checkpoint_dir: str, with_fingerprint: bool) -> list[float | None]:
+    def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]:
         values: list[float | None] = self._ray.get(
-            [a.load.remote(checkpoint_dir, with_fingerprint) for a in self._actors]
+            [a.load.remote(checkpoint_dir, texts, loading) for a in self._actors]
         )
         return values
 

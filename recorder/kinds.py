@@ -47,7 +47,7 @@ def null_if_none(value: T | None) -> T | Null:
 
 TrainStatus = Literal["completed", "failed", "interrupted"]
 Source = Literal["trl", "nemo-rl"]  # the adapter that wrote a run's events
-CheckpointFormat = Literal["safetensors", "safetensors-adapter", "safetensors-index", "nemo-rl-mcore"]
+CheckpointFormat = Literal["safetensors", "safetensors-adapter", "safetensors-index", "nemo-rl-mcore", "nemo-rl-hf"]
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _FLATTEN = "flatten"  # field metadata: a mapping whose entries are keys of `data` itself
 
@@ -396,6 +396,11 @@ class EvalFailed(Payload):
     reason: str
     error: str
     interrupted_segment: str | None = None
+    # --backend command: what ran and how it ended (evaluator/command.py)
+    command: str | None = None
+    exit_status: int | None = None
+    stdout_sha256: str | None = None
+    stderr_sha256: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

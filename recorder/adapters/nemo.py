@@ -10,8 +10,12 @@ and publishes each by renaming `tmp_step_N` to `step_N`:
 
 Samples are prompts x num_generations_per_prompt. The weights are a directory, so `sha256` is that of its
 `sha256sum`-style manifest (one "<sha256>  <relative path>" line per file, sorted by path) and `bytes` the
-sum of the file sizes. NeMo-RL records neither a fingerprint nor how long saving blocked training: they are
-written as {} and null, with `source: "nemo-rl"` saying who wrote them; `save_end_ns` is the newest file
+sum of the file sizes. When the weights are a Hugging Face safetensors directory (`policy/weights/` or
+`policy/weights/model/` with config.json; tokenizer in `policy/tokenizer/`), format `nemo-rl-hf`, the import
+loads each checkpoint and records its fingerprint (trainer.policy.fingerprint: the mean log-likelihood of a
+task spec's dev split, or of fixed texts), which the evaluator recomputes before scoring. NeMo-RL records
+no fingerprint of MCore weights and not how long saving blocked training: they are written as {} and null,
+with `source: "nemo-rl"` saying who wrote them; `save_end_ns` is the newest file
 modification time of the checkpoint (when its write finished, as the file system saw it).
 """
 
@@ -33,6 +37,7 @@ from recorder.run import RunDir
 
 SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
+HF_FORMAT: Final = "nemo-rl-hf"
 NS_PER_MS = 1_000_000
 
 
@@ -62,6 +67,7 @@ class NemoCheckpoint:
     samples: int
     weight_update_ms: int
     config: dict[str, Any]
+    hf: bool = False  # the weights are a Hugging Face safetensors directory (evaluable by the recorder)
 
 
 def discover(root: Path) -> list[Path]:
@@ -132,10 +138,18 @@ def read_checkpoint(path: Path) -> NemoCheckpoint:
         raise CheckpointLayoutError(
             f"{path / 'config.yaml'}: grpo.num_generations_per_prompt must be a positive integer, got {generations!r}"
         )
-    if not (path / "policy" / "weights").is_dir():
-        raise CheckpointLayoutError(f"{path / 'policy' / 'weights'}: missing (the MCore weights directory)")
+    weights = path / "policy" / "weights"
+    if not weights.is_dir():
+        raise CheckpointLayoutError(f"{weights}: missing (the MCore weights directory)")
+    hf = (weights / "config.json").is_file() or (weights / "model" / "config.json").is_file()
     return NemoCheckpoint(
-        step=step, path=path, prompts=prompts, samples=prompts * generations, weight_update_ms=update_ms, config=config
+        step=step,
+        path=path,
+        prompts=prompts,
+        samples=prompts * generations,
+        weight_update_ms=update_ms,
+        config=config,
+        hf=hf,
     )
 
 
@@ -216,15 +230,19 @@ def _open_run(into: Path) -> tuple[RunDir, set[str], set[int]]:
     return run, {e.kind for e in events}, {e.step for e in events if e.kind == "checkpoint_committed" and e.step}
 
 
-def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -> NemoImportReport:
+def import_checkpoints(
+    root: Path, into: Path, *, writer: str = "import-nemo", task: Path | None = None
+) -> NemoImportReport:
     """Append a weight_update and a checkpoint_committed per checkpoint to the run `into` (created if missing).
 
     A new run also gets run_opened (from the first checkpoint's config.yaml); train_stop is added at the final
     checkpoint's step (NeMo-RL saves the final step unconditionally) unless the run already has one.
+    Hugging Face checkpoints are fingerprinted over `task`'s dev split (a spec file), else fixed texts.
     """
     checkpoints = [read_checkpoint(p) for p in discover(root)]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
+    fingerprints = {c.step: fingerprint(c.path, task) for c in checkpoints if c.hf}  # before anything is written
     run, kinds, committed = _open_run(into)  # kinds before this import
     clash = sorted(committed & {c.step for c in checkpoints})
     if clash:
@@ -236,7 +254,7 @@ def import_checkpoints(root: Path, into: Path, *, writer: str = "import-nemo") -
         if "run_opened" not in kinds:
             _run_opened(log, checkpoints[0], gbs)
         for c in checkpoints:
-            _commit(log, run, c)
+            _commit(log, run, c, fingerprints.get(c.step, {}))
         if "train_stop" not in kinds:
             last = checkpoints[-1]
             log.append(
@@ -263,7 +281,25 @@ def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
     log.append(opened, time_ns=first.weight_update_ms * NS_PER_MS)
 
 
-def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint) -> None:
+def fingerprint(path: Path, task: Path | None) -> dict[str, Any]:
+    """The fingerprint record of a Hugging Face checkpoint: over `task`'s dev split, else the fixed texts."""
+    from trainer.policy import CheckpointError
+    from trainer.policy.fingerprint import FIXED_TEXTS, texts_record
+    from trainer.policy.hf_checkpoint import load_hf_checkpoint
+    from trainer.policy.taskspec import load_spec
+
+    spec = load_spec(task) if task is not None else None
+    dev = spec.fingerprint_texts() if spec is not None else None
+    try:
+        model, tokenizer = load_hf_checkpoint(path)
+    except CheckpointError as e:
+        raise CheckpointLayoutError(f"{path}: its Hugging Face weights cannot be loaded to fingerprint: {e}") from e
+    if dev is not None and spec is not None:
+        return texts_record(model, tokenizer, dev, f"dev:{spec.name}")
+    return texts_record(model, tokenizer, FIXED_TEXTS, "fixed")
+
+
+def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[str, Any]) -> None:
     update_ns = c.weight_update_ms * NS_PER_MS
     log.append(WeightUpdate(source=SOURCE), step=c.step, samples_count=c.samples, time_ns=update_ns)
     sha256, size = tree_digest(c.path / "policy" / "weights")
@@ -276,8 +312,8 @@ def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint) -> None:
         save_begin_ns=None,
         save_end_ns=written,
         blocked_ns=None,
-        fingerprint={},
-        format=FORMAT,
+        fingerprint=fingerprint,
+        format=HF_FORMAT if c.hf else FORMAT,
         dtype=_dtype(c.config),
         source=SOURCE,
         prompts=c.prompts,

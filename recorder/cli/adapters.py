@@ -20,11 +20,15 @@ def import_checkpoints(
     checkpoint_root: Annotated[Path, typer.Argument(help="NeMo-RL's checkpointing.checkpoint_dir (holds step_N/).")],
     into: Annotated[Path, typer.Option("--into", help="The run directory to append to (created if missing).")],
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when the series breaks the 6.1 rule.")] = False,
+    task: Annotated[
+        Path | None,
+        typer.Option(help="Hugging Face weights: fingerprint over this task spec's dev split (default: fixed texts)."),
+    ] = None,
 ) -> None:
     """Record a NeMo-RL deferred-evaluation series as weight_update and checkpoint_committed events."""
     from recorder.adapters.nemo import import_checkpoints as run_import
 
-    report = run_import(checkpoint_root, into)
+    report = run_import(checkpoint_root, into, task=task)
     table = Table(title=f"{report.run.run_id}: {len(report.checkpoints)} checkpoints (GBS {report.global_batch_size})")
     for col in ("step", "samples", "weight update (UTC)", "path"):
         table.add_column(col)

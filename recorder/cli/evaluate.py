@@ -49,6 +49,24 @@ def eval_command(
     data_dir: Annotated[
         Path | None, typer.Option(help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")
     ] = None,
+    task: Annotated[
+        Path | None,
+        typer.Option(help="A task spec (TOML): its data, prompt, verifier and settings replace the run's."),
+    ] = None,
+    backend: Annotated[
+        Literal["torch", "vllm", "command"], typer.Option(help="torch (ours), vllm, or command (--command).")
+    ] = "torch",
+    command: Annotated[
+        str | None,
+        typer.Option(help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".'),
+    ] = None,
+    dtype: Annotated[
+        Literal["fp32", "bf16", "fp16"], typer.Option(help="Weights dtype of Hugging Face checkpoints.")
+    ] = "fp32",
+    device: Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")] = "cpu",
+    trust_remote_code: Annotated[
+        bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
+    ] = False,
 ) -> None:
     """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
 
@@ -60,6 +78,10 @@ def eval_command(
     from evaluator.settings import Options
 
     if harness is not None:
+        if task is not None or backend != "torch" or command is not None:
+            from evaluator.harness.errors import HarnessOptionsError
+
+            raise HarnessOptionsError("--task, --backend and --command score the benchmark's task: drop --harness")
         _harness_eval(
             run_dir,
             tasks=tasks,
@@ -92,6 +114,12 @@ def eval_command(
         allow_gaps=allow_gaps,
         fingerprint=fingerprint == "on",
         fingerprint_tolerance=fingerprint_tolerance,
+        task=task,
+        backend=backend,
+        command=command,
+        dtype=dtype,
+        device=device,
+        trust_remote_code=trust_remote_code,
     )
     summary = evaluate_run(run_dir, options, on_outcome=_print_outcome)
     _print_summary(summary)

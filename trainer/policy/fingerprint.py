@@ -8,12 +8,23 @@ tolerance such as abs(a - b) <= 1e-5 * max(1, abs(a)); a different model, tokeni
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from trainer.policy.task import holdout_texts
 from trainer.policy.tokenizer import Tokenizer
 
-METHOD = "holdout_mean_loglik"
+METHOD = "holdout_mean_loglik"  # the built-in task's holdout texts (what the trainer records)
+# Any model: the mean log-likelihood of named texts, a task spec's dev split or FIXED_TEXTS; the record names
+# them by `texts` ("dev:<spec name>" or "fixed") and their `texts_sha256`.
+TEXTS_METHOD = "mean_loglik"
+FIXED_TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "A checkpoint is evaluated only when its weights are the ones that training committed.",
+    "Seven plus five is twelve, and twelve times three is thirty-six.",
+    "def add(a, b):\n    return a + b\n",
+]
 
 
 def fingerprint(model: Any, tokenizer: Tokenizer, texts: list[str] | None = None) -> float:
@@ -40,6 +51,21 @@ def fingerprint(model: Any, tokenizer: Tokenizer, texts: list[str] | None = None
 def fingerprint_record(model: Any, tokenizer: Tokenizer) -> dict[str, Any]:
     """The `fingerprint` object of a checkpoint_committed event."""
     return {"method": METHOD, "value": fingerprint(model, tokenizer)}
+
+
+def texts_sha256(texts: list[str]) -> str:
+    """Hash of the ordered texts a fingerprint was computed over."""
+    return hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode()).hexdigest()
+
+
+def texts_record(model: Any, tokenizer: Tokenizer, texts: list[str], name: str) -> dict[str, Any]:
+    """The `fingerprint` object for a model fingerprinted over `texts` called `name` ("fixed", "dev:<spec>")."""
+    return {
+        "method": TEXTS_METHOD,
+        "texts": name,
+        "texts_sha256": texts_sha256(texts),
+        "value": fingerprint(model, tokenizer, texts),
+    }
 
 
 def matches(recorded: float, recomputed: float, rel_tol: float = 1e-5) -> bool:

@@ -10,8 +10,9 @@ checker passes over 90 MB take minutes and are not the report's cost), and `reco
 
 Printed: the time of the first report (it runs mlperf-logging's RCP checker on the 90 MB mllog once and
 keeps the verdict in derived/rcp.json), the median of later reports in this process, one `recorder report`
-command end to end, the file's size, and the peer: `recorder verify` of the same run, the least any
-honest report must do (read every event and check its digest chain). Ratios use the same run.
+command end to end, the file's size, and the peer: the history views over the same run scanning every
+event once (what any report built from the views pays at least). A compacted run is not re-verified by the
+report (compaction verified it; the header says so): `recorder verify` of 1M events takes minutes.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
-from recorder.history.cache import verify_with_cache  # noqa: E402
-from recorder.history.compact import compact_run  # noqa: E402
+from recorder.history.compact import compact_run, fresh_manifest  # noqa: E402
 from recorder.history.report import build_report  # noqa: E402
+from recorder.history.views import open_runs  # noqa: E402
 from recorder.log import LogWriter  # noqa: E402
 from recorder.reader import read_run  # noqa: E402
 from recorder.run import RunDir  # noqa: E402
@@ -86,12 +87,22 @@ def build(root: Path, events: int) -> RunDir:
 
 
 def prepare(run: RunDir) -> None:
-    """What a user runs before a report: replay's mllog and scores, and compaction."""
-    log = read_run(run)
+    """What a user runs before a report: replay's mllog and scores, and compaction (each step skipped when
+    its file is already there, so an interrupted preparation resumes)."""
     run.derived.mkdir(exist_ok=True)
-    (run.derived / "result_official.txt").write_text(derive_run(log.events, "6.1.0", "official").text())
-    write_scores(run, check=False)
-    compact_run(run)
+    mllog = run.derived / "result_official.txt"
+    if not mllog.exists():
+        mllog.write_text(derive_run(read_run(run).events, "6.1.0", "official").text())
+    if not (run.derived / "scores.jsonl").exists():
+        write_scores(run, check=False)
+    if fresh_manifest(run) is None:
+        compact_run(run)
+
+
+def history_scan(run: RunDir) -> None:
+    """The peer: open the history views over the run and count its events (one scan of them all)."""
+    with open_runs(run.path.parent, [run]) as history:
+        history.query("SELECT count(*), max(time_ns) FROM events")
 
 
 def timed(fn: object) -> tuple[float, float]:
@@ -119,15 +130,17 @@ def main() -> None:
             t = time.perf_counter()
             run = build(base, args.events)
             print(f"built {run.path}: {time.perf_counter() - t:.1f} s", flush=True)
-            t = time.perf_counter()
-            prepare(run)
-            print(f"replayed and compacted: {time.perf_counter() - t:.1f} s", flush=True)
         run = RunDir.open(run_path)
+        t = time.perf_counter()
+        prepare(run)
+        print(f"replayed and compacted: {time.perf_counter() - t:.1f} s", flush=True)
         out = base / "report.html"
-        events = sum(s.events for s in verify_with_cache(run).segments)
+        manifest = fresh_manifest(run)
+        assert manifest is not None
+        events = manifest["events"]
         first = timed(lambda: build_report([run.path], out))
         warm = median([timed(lambda: build_report([run.path], out)) for _ in range(args.repeat)])
-        peer = median([timed(lambda: verify_with_cache(run)) for _ in range(args.repeat)])
+        peer = median([timed(lambda: history_scan(run)) for _ in range(args.repeat)])
         t = time.perf_counter()
         subprocess.run(
             [str(Path(sys.executable).with_name("recorder")), "report", str(run.path), "-o", str(out)],
@@ -141,8 +154,8 @@ def main() -> None:
         print(f"report, median of {args.repeat}: wall {warm[0]:.2f} s, CPU {warm[1]:.2f} s (target <= {LIMIT_S} s)")
         print(f"`recorder report` command end to end (wall, with interpreter start): {command:.2f} s")
         print(
-            f"peer `recorder verify` (every event, digest chain): wall {peer[0]:.2f} s, CPU {peer[1]:.2f} s; "
-            f"report/verify CPU {warm[1] / peer[1]:.2f}x"
+            f"peer: the history views over the run, one scan of every event: wall {peer[0]:.2f} s, "
+            f"CPU {peer[1]:.2f} s; report/peer CPU {warm[1] / peer[1]:.2f}x"
         )
         print(f"size: {size:.2f} MB (target <= {LIMIT_MB} MB)")
         print("PASS" if warm[1] <= LIMIT_S and size <= LIMIT_MB else "OVER TARGET")

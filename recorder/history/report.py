@@ -20,7 +20,7 @@ from typing import Any
 
 from recorder.errors import InputError
 from recorder.history.report_charts import MIN_NS, accuracy_by_step, reward_by_step, timeline
-from recorder.history.report_facts import RunFacts, attach_rcp, gather, read_views
+from recorder.history.report_facts import VERIFIED_AT_COMPACTION, RunFacts, attach_rcp, gather, read_views
 from recorder.history.report_sets import set_section
 from recorder.history.report_story import what_happened
 
@@ -94,6 +94,8 @@ def verdicts(f: RunFacts) -> str:
     minutes = row.get("minutes")
     rcp = "not run" if f.rcp_ok is None else ("PASSED" if f.rcp_ok else "FAILED")
     verify = "intact" if not f.verify_problems else f"FAILED ({len(f.verify_problems)} problems)"
+    if VERIFIED_AT_COMPACTION in f.verify_warnings:
+        verify = "intact (at compaction)"
     cells = [
         _verdict(f"status ({f.mllog_name})", row.get("status", "-"), row.get("status", "")),
         _verdict("minutes (run_start to run_stop)", "-" if minutes is None else f"{minutes:.3f}"),

@@ -111,6 +111,20 @@ def test_several_runs_carry_the_score_recorder_score_gives(corpus: Path, tmp_pat
     assert page.count('<section id="run-') == 3 and 'id="accuracy-all"' in page and 'id="reward-all"' in page
 
 
+def test_a_compacted_run_is_not_reverified_and_says_so(tmp_path: Path) -> None:
+    from recorder.history.compact import compact_run
+
+    run = report_runs.converged(tmp_path)
+    compact_run(run)
+    page = html.unescape(report(run.path, tmp_path / "r.html"))
+    assert "intact (at compaction)" in page and "verified by `recorder compact`" in page
+    assert "Converged (official): step 19's checkpoint passes" in top(page)
+    segment = next(run.events.iterdir())  # a segment that changed since: the report verifies it again
+    segment.write_bytes(segment.read_bytes() + b"\0")
+    page = html.unescape(report(run.path, tmp_path / "r2.html"))
+    assert "UNVERIFIED" in top(page) and "intact (at compaction)" not in page
+
+
 def test_the_page_names_nothing_outside_itself(root: Path, tmp_path: Path) -> None:
     page = report(root / "converged", tmp_path / "r.html")
     assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", page)

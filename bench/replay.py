@@ -4,7 +4,11 @@ Prints, from one run on this machine: events/s of derive (events in memory; read
 core's bench), the seconds mlperf-logging's parser and its 6.1.0 compliance checker take on the derived
 log, and the ratio. Target: deriving is faster than the checker reading its output.
 
-    python bench/replay.py [--events 1000000]
+Then (issue 15): `recorder import` and `recorder score` (in process) of N imported runs, sets of 10 copies of
+a real result file from ../shared/corpus, against mlperf-logging's result summarizer
+(`_compute_strong_score_standalone`) over the same folders, as a ratio; every set's score must agree.
+
+    python bench/replay.py [--events 1000000] [--imported-runs 10000]
 """
 
 from __future__ import annotations
@@ -131,13 +135,80 @@ def timed(fn):  # type: ignore[no-untyped-def]
     return result, time.perf_counter() - wall, time.process_time() - cpu
 
 
+CORPUS = _HERE.parent.parent / "shared" / "corpus"
+# 58 mllog lines, closed llama2_70b_lora, compliant under 5.1.0 (RCPs exist: the RCP checker runs per set).
+SAMPLE = "mlperf-results/training_results_v5.1/AMD/results/MI355X_EPYC_9575F_pytorch/llama2_70b_lora/result_0.txt"
+SET_SIZE = 10
+
+
+def bench_import_score(runs: int, corpus: Path) -> None:
+    """Import and score `runs` runs against the summarizer over the same result folders."""
+    import contextlib
+    import io
+
+    from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_score_standalone
+
+    from recorder.adapters.mllog_import import import_file
+    from recorder.adapters.result_folder import read_result_folder
+    from replay.score_runs import score_runs
+
+    raw = (corpus / SAMPLE).read_bytes()
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = []
+        for s in range((runs + SET_SIZE - 1) // SET_SIZE):
+            folder = Path(tmp) / "results" / "system" / f"set_{s:05d}" / "llama2_70b_lora"
+            folder.mkdir(parents=True)
+            for i in range(min(SET_SIZE, runs - s * SET_SIZE)):
+                (folder / f"result_{i}.txt").write_bytes(raw)
+            folders.append(folder)
+        root = Path(tmp) / "runs"
+
+        def ours() -> list[float | None]:
+            scores = []
+            for folder in folders:
+                found = read_result_folder(folder)
+                made = [import_file(f, root, None, "5.1.0", found.result_set).run.path for f in found.files]
+                [result] = score_runs(made, None, None, False)
+                scores.append(result.score_minutes)
+            return scores
+
+        def theirs() -> list[float | None]:
+            with contextlib.redirect_stdout(io.StringIO()):  # it prints a line per dropped run
+                return [
+                    _compute_strong_score_standalone("llama2_70b_lora", "system", False, str(f), "training", "5.1.0")[0]
+                    for f in folders
+                ]
+
+        their_scores, their_wall, their_s = timed(theirs)
+        our_scores, our_wall, our_s = timed(ours)
+    assert our_scores == their_scores, (our_scores[:3], their_scores[:3])
+    print(f"\n{runs:,} imported runs in {len(folders):,} result folders of {SET_SIZE} copies of {SAMPLE}")
+    print("                                                      CPU s   wall s")
+    print(
+        f"recorder import + score (checker, RCP, scores.jsonl) {our_s:7.2f}  {our_wall:7.2f}   {runs / our_s:,.1f} runs/s"
+    )
+    print(
+        f"result summarizer (_compute_strong_score_standalone) {their_s:7.2f}  {their_wall:7.2f}   {runs / their_s:,.1f} runs/s"
+    )
+    print(f"ratio ours / summarizer: {our_s / their_s:.2f}x (CPU); every set's score equal: {len(our_scores)} sets")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--events", type=int, default=1_000_000, help="0: skip the derive bench")
+    parser.add_argument("--imported-runs", type=int, default=10_000, help="0: skip the import+score bench")
+    parser.add_argument("--corpus", type=Path, default=CORPUS)
     args = parser.parse_args()
+    if args.events:
+        bench_derive(args.events)
+    if args.imported_runs:
+        bench_import_score(args.imported_runs, args.corpus)
+
+
+def bench_derive(count: int) -> None:
     from mlperf_logging.compliance_checker.mlp_parser import parse_file
 
-    events = synthetic_events(args.events)
+    events = synthetic_events(count)
     derivation, derive_wall, derive_s = timed(lambda: derive_run(events, "6.1.0", "official"))
     text = derivation.text()
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from recorder.events import Event
+from recorder.kinds import EvalFailed
 
 EVAL_KINDS = ("eval_start", "eval_result", "eval_stop", "eval_failed")
 # Zero-shot sessions (evaluator/harness) write eval events under their own writer: they are not attempts at
@@ -65,8 +66,8 @@ def attempts(events: Iterable[Event], *, writer: str | None = None) -> list[Atte
     for e in events:
         if e.kind not in EVAL_KINDS or (e.writer == HARNESS_WRITER if benchmark else e.writer != writer):
             continue
-        if e.kind == "eval_failed" and e.data.get("interrupted_segment"):
-            closers[(str(e.data["interrupted_segment"]), e.step)] = e
+        if e.kind == "eval_failed" and (closed := EvalFailed.from_event(e).interrupted_segment):
+            closers[(closed, e.step)] = e
             continue
         if benchmark and e.kind == "eval_result" and e.key not in (None, "accuracy"):
             continue  # other metrics (lm-eval tasks) are not the benchmark's score

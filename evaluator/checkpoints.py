@@ -14,6 +14,7 @@ from typing import Any
 
 from evaluator.errors import SeriesError, UnsafePathError
 from recorder.events import Event
+from recorder.kinds import CheckpointCommitted
 from recorder.rules import series_problems, validation_start_step
 
 
@@ -35,22 +36,22 @@ class CommittedCheckpoint:
 
     @classmethod
     def from_event(cls, e: Event) -> CommittedCheckpoint:
-        d = e.data
         if e.step is None:
             raise SeriesError(
                 f"{e.segment} seq {e.seq}: checkpoint_committed without a step: the trainer's log "
                 "is malformed; it cannot be evaluated"
             )
+        d = CheckpointCommitted.from_event(e)
         return cls(
             step=e.step,
             samples_count=e.samples_count,
-            path=str(d.get("path", "")),
-            sha256=str(d.get("sha256", "")),
-            bytes=d.get("bytes"),
-            weight_update_ns=d.get("weight_update_ns"),
-            fingerprint=dict(d.get("fingerprint") or {}),
-            dtype=d.get("dtype"),
-            format=d.get("format"),
+            path=d.path,
+            sha256=d.sha256,
+            bytes=d.bytes,
+            weight_update_ns=d.weight_update_ns,
+            fingerprint=dict(d.fingerprint),
+            dtype=d.dtype,
+            format=d.format,
             segment=e.segment,
             seq=e.seq,
         )

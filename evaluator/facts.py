@@ -10,6 +10,7 @@ from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError
 from evaluator.settings import RunEvalConfig, run_eval_config
 from recorder.events import Event
+from recorder.kinds import RunOpened
 from recorder.reader import read_run
 from recorder.run import RunDir
 
@@ -44,10 +45,11 @@ def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool, task: Path | N
     With `task` (a spec file), its settings replace the ones the run recorded."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     events = read_run(run).events
-    opened = next((e for e in events if e.kind == "run_opened"), None)
-    if opened is None:
+    opened_event = next((e for e in events if e.kind == "run_opened"), None)
+    if opened_event is None:
         raise NotEvaluableError(f"{run.path}: no run_opened event: not a recorded training run")
-    gbs = opened.data.get("global_batch_size")
+    opened = RunOpened.from_event(opened_event)
+    gbs = opened.global_batch_size
     if not isinstance(gbs, int) or gbs < 1:
         raise NotEvaluableError(f"{run.path}: run_opened has no valid global_batch_size ({gbs!r})")
     stop = next((e for e in reversed(events) if e.kind == "train_stop"), None)
@@ -60,13 +62,13 @@ def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool, task: Path | N
     if not cps:
         raise NotEvaluableError(f"{run.path}: no checkpoint_committed event: nothing to evaluate")
     candidates, problems = check_series(cps, gbs, stop.step, allow_gaps=allow_gaps)
-    config = opened.data.get("config") or {}
+    config = dict(opened.config)
     if task is not None:
         from trainer.policy.taskspec import load_spec
 
         eval_cfg = RunEvalConfig.from_spec(load_spec(task))
     else:
-        eval_cfg = run_eval_config(opened.data)
+        eval_cfg = run_eval_config(opened_event.data)
     return RunFacts(
         run=run,
         events=events,

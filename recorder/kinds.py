@@ -82,45 +82,73 @@ class Payload:
     @classmethod
     def from_data(cls, data: Mapping[str, Any], *, where: str = "") -> Self:
         """Parse a `data` object; `where` prefixes the error (e.g. 'trainer-0001.arrows seq 7')."""
-        hints = _hints(cls)
-        known = {f.name: f for f in fields(cls)}
-        flat = [f.name for f in known.values() if f.metadata.get(_FLATTEN)]
+        types_, fast, required, flat = _spec(cls)
         values: dict[str, Any] = {}
         rest: dict[str, Any] = {}
         for name, raw in data.items():
-            f = known.get(name)
-            if f is None or f.metadata.get(_FLATTEN):
-                if not flat:
-                    allowed = ", ".join(n for n in known) or "none"
+            tp = types_.get(name)
+            if tp is None:
+                if flat is None:
+                    allowed = ", ".join(types_) or "none"
                     raise PayloadError(f"{where}: unexpected key {name!r} in {cls.KIND} data (keys: {allowed})")
                 rest[name] = raw
                 continue
             try:
-                values[name] = _parse(raw, hints[name], f"{name}")
+                values[name] = raw if type(raw) in fast[name] else _parse(raw, tp, name)
             except _Mismatch as e:
-                if flat:  # a foreign trainer's value under one of our names: kept by its own name
+                if flat is not None:  # a foreign trainer's value under one of our names: kept by its own name
                     rest[name] = raw
                     continue
                 raise PayloadError(f"{where}: {cls.KIND} data: {e}") from None
-        missing = [f.name for f in known.values() if _required(f) and f.name not in values]
-        if missing:
+        if not required.issubset(values):
+            missing = [n for n in types_ if n in required and n not in values]
             raise PayloadError(f"{where}: {cls.KIND} data lacks {', '.join(missing)}")
-        if flat:
-            values[flat[0]] = rest
+        if flat is not None:
+            values[flat] = rest
         return cls(**values)
 
 
-def _required(f: Any) -> bool:
-    return f.default is MISSING and f.default_factory is MISSING and not f.metadata.get(_FLATTEN)
+_Spec = tuple[dict[str, Any], dict[str, frozenset[type]], frozenset[str], str | None]
+_SPECS: dict[type, _Spec] = {}
+_JSON_TYPES: frozenset[type] = frozenset({str, int, float, bool, list, dict, type(None)})
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+def _spec(cls: type) -> _Spec:
+    """Per class: the type of each documented key, the JSON types it takes as they are (the fast path),
+    the keys every writer records, and the flattened field."""
+    if cls not in _SPECS:
+        hints = get_type_hints(cls)
+        flat = next((f.name for f in fields(cls) if f.metadata.get(_FLATTEN)), None)
+        types_ = {f.name: hints[f.name] for f in fields(cls) if f.name != flat}
+        required = frozenset(
+            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING and f.name != flat
+        )
+        _SPECS[cls] = (types_, {n: _taken_as_is(tp) for n, tp in types_.items()}, required, flat)
+    return _SPECS[cls]
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
+def _taken_as_is(tp: Any) -> frozenset[type]:
+    """The JSON value types that need neither a check beyond their type nor a conversion for `tp`."""
+    if tp is Any:
+        return _JSON_TYPES
+    options = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
+    simple: dict[Any, set[type]] = {
+        str: {str},
+        int: {int},
+        float: {float, int},
+        bool: {bool},
+        Mapping: {dict},
+        type(None): {type(None)},
+    }
+    out: set[type] = set()
+    for option in options:
+        if get_origin(option) is Mapping:
+            out.add(dict)
+        elif option is type(None) and Null in options:
+            continue  # null becomes NULL
+        else:
+            out |= simple.get(option, set())
+    return frozenset(out)
 
 
 class _Mismatch(Exception):

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from recorder import kinds
 from recorder.events import Event
 from recorder.rules import recorded_target
 from replay.errors import DuplicateResultError, MissingFactError
@@ -64,21 +66,21 @@ class CheckpointSave:
     committed: Point
     event: Event
 
-    def _get(self, key: str) -> Any:
-        return self.event.data.get(key)
+    @cached_property
+    def payload(self) -> kinds.CheckpointCommitted:
+        return kinds.CheckpointCommitted.from_event(self.event)
 
     @property
     def save_begin_ns(self) -> int:
-        return int(self._get("save_begin_ns") or self.committed.time_ns)
+        return self.payload.save_begin_ns or self.committed.time_ns
 
     @property
     def blocked_ns(self) -> int:
-        return int(self._get("blocked_ns") or 0)
+        return self.payload.blocked_ns or 0
 
     @property
     def weight_update_ns(self) -> int | None:  # as the checkpoint recorded it; the score reads weight_update events
-        value = self._get("weight_update_ns")
-        return value if isinstance(value, int) else None
+        return self.payload.weight_update_ns
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,7 @@ def _mllog_lines(events: Iterable[Event]) -> tuple[str, ...]:
         if e.kind == "mllog_line":
             by_segment.setdefault(e.segment, []).append(e)
     groups = sorted(by_segment.values(), key=lambda evs: (min(x.time_ns for x in evs), evs[0].segment))
-    return tuple(str(x.data["line"]) for evs in groups for x in sorted(evs, key=lambda x: x.seq))
+    return tuple(kinds.MllogLine.from_event(x).line for evs in groups for x in sorted(evs, key=lambda x: x.seq))
 
 
 def build_timeline(events: Iterable[Event]) -> Timeline:
@@ -239,10 +241,10 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
     first: dict[str, Event] = {}
     for e in ordered:
         first.setdefault(e.kind, e)
-    opened = first.get("run_opened")
-    odata = opened.data if opened else {}
+    opened_event = first.get("run_opened")
+    opened = kinds.RunOpened.from_event(opened_event) if opened_event else None
     configs = tuple(Config(e.key, e.value, _point(e)) for e in ordered if e.kind == "mllog_config" and e.key)
-    gbs = odata.get("global_batch_size")
+    gbs: Any = opened.global_batch_size if opened else None
     if gbs is None:
         gbs = next((c.value for c in configs if c.key == "global_batch_size"), None)
     if gbs is None:  # a run recorded by the mllog drop-in holds only its lines
@@ -271,12 +273,12 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
     bs = first.get("block_start")
     return Timeline(
         run_id=run_id,
-        benchmark=odata.get("benchmark"),
-        ruleset=odata.get("ruleset"),
-        division=odata.get("division"),
+        benchmark=opened.benchmark if opened else None,
+        ruleset=opened.ruleset if opened else None,
+        division=opened.division if opened else None,
         global_batch_size=int(gbs) if isinstance(gbs, int) else None,
-        target=recorded_target(odata),
-        opened=_point(opened) if opened else None,
+        target=recorded_target(opened_event.data if opened_event else None),
+        opened=_point(opened_event) if opened_event else None,
         configs=configs,
         init_start=_point(first["init_start"]) if "init_start" in first else None,
         init_stop=_point(first["init_stop"]) if "init_stop" in first else None,

@@ -15,6 +15,7 @@ from typing import Any
 
 from recorder.events import Event
 from recorder.history.cache import verify_with_cache
+from recorder.kinds import RunOpened
 from recorder.rules import not_comparable, recorded_target
 from recorder.run import RunDir
 from replay.errors import UnverifiedRunError
@@ -68,8 +69,8 @@ def resumes(events: list[Event]) -> list[Resume]:
     """Every training session that continued a run from a checkpoint (run_opened.data.resumed_from set)."""
     out = []
     for e in events:
-        if e.kind == "run_opened" and e.data.get("resumed_from"):
-            out.append(Resume(e.segment, e.data.get("resumed_at_step")))
+        if e.kind == "run_opened" and (opened := RunOpened.from_event(e)).resumed_from:
+            out.append(Resume(e.segment, opened.resumed_at_step))
     return out
 
 

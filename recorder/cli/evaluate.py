@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console
+from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import not_comparable, passes, recorded_target
 
 if TYPE_CHECKING:
@@ -300,9 +301,11 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
         if e.writer != HARNESS_WRITER or e.step is None:
             continue
         if e.kind == "eval_result" and isinstance(e.value, (int, float)):
-            scores.setdefault(e.step, {})[str(e.key)] = f"{e.value:.4f} {e.data.get('metric', '')}".strip()
+            metric = EvalResult.from_event(e).metric or ""
+            scores.setdefault(e.step, {})[str(e.key)] = f"{e.value:.4f} {metric}".strip()
         elif e.kind == "eval_failed":
-            failed[e.step] = f"{e.data.get('error', '')}: {e.data.get('reason', '')}"
+            f = EvalFailed.from_event(e)
+            failed[e.step] = f"{f.error}: {f.reason}"
     if not scores and not failed:
         return None
     tasks = list(dict.fromkeys(t for row in scores.values() for t in row))
@@ -328,14 +331,15 @@ def _evals_row(a: Attempt, target: float | None) -> list[str]:
     acc = a.accuracy
     passed = "" if acc is None or target is None else ("yes" if passes(acc, target) else "no")
     if a.result is not None:
-        detail = str(a.result.data.get("results", "")).removeprefix("derived/evals/")
+        detail = (EvalResult.from_event(a.result).results or "").removeprefix("derived/evals/")
     elif a.failed is not None or a.closed_by is not None:
         ev = a.failed or a.closed_by
         assert ev is not None
-        detail = f"{ev.data.get('error', '')}: {ev.data.get('reason', '')}"
+        f = EvalFailed.from_event(ev)
+        detail = f"{f.error}: {f.reason}"
     else:
         detail = "no end recorded (running, or killed)"
-    sha = str((a.start.data if a.start else {}).get("sha256", ""))[:8]
+    sha = ((EvalStart.from_event(a.start).sha256 if a.start else None) or "")[:8]
     return [
         str(a.step if a.step is not None else ""),
         a.segment.removesuffix(".arrows"),

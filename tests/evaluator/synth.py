@@ -11,6 +11,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from recorder.kinds import CheckpointCommitted, RunOpened, RunStart, TrainStop, WeightUpdate
 from recorder.log import LogWriter
 from recorder.run import RunDir
 
@@ -86,25 +87,24 @@ def record_run(
     start = validation_start(gbs)
     cps = checkpoint_steps if checkpoint_steps is not None else list(range(start, steps + 1))
     with LogWriter(run, "trainer", clock=lambda: T0) as w:
-        w.append(
-            "run_opened",
-            data={
-                "benchmark": "qwen35_397b_grpo",
-                "ruleset": "6.1.0",
-                "division": "open",
-                "global_batch_size": gbs,
-                "resumed_from": None,
-                "provenance": {},
-                "config": {"eval": eval_config(target, samples)},
-            },
+        opened = RunOpened(
+            benchmark="qwen35_397b_grpo",
+            ruleset="6.1.0",
+            division="open",
+            global_batch_size=gbs,
+            resumed_from=None,
+            provenance={},
+            config={"eval": eval_config(target, samples)},
         )
-        w.append("run_start", time_ns=T0)
+        w.append(opened)
+        w.append(RunStart(), time_ns=T0)
         for step in range(1, steps + 1):
             update = T0 + 60 * step * S
-            w.append("weight_update", step=step, samples_count=step * gbs, time_ns=update)
+            w.append(WeightUpdate(), step=step, samples_count=step * gbs, time_ns=update)
             if step in cps:
                 rel = (paths or {}).get(step, f"checkpoints/step_{step:07d}")
-                data: dict[str, Any] = {"sha256": "0" * 64, "bytes": 0, "fingerprint": {}, "dtype": "float32"}
+                data: dict[str, Any] = {"sha256": "0" * 64, "bytes": 0, "fingerprint": {}}
+                data.update(format="safetensors", dtype="float32")
                 if files:
                     data = write_tiny_checkpoint(
                         run.path / f"checkpoints/step_{step:07d}", step, update, step % 2, sharpen
@@ -112,13 +112,8 @@ def record_run(
                 data.update(
                     path=rel, weight_update_ns=update, save_begin_ns=update, save_end_ns=update + S, blocked_ns=S // 10
                 )
-                w.append("checkpoint_committed", step=step, samples_count=step * gbs, time_ns=update + S, data=data)
+                w.append(CheckpointCommitted(**data), step=step, samples_count=step * gbs, time_ns=update + S)
         if stopped:
-            w.append(
-                "train_stop",
-                step=steps,
-                samples_count=steps * gbs,
-                time_ns=T0 + (60 * steps + 5) * S,
-                data={"status": "completed", "reason": ""},
-            )
+            stop = TrainStop(status="completed", reason="")
+            w.append(stop, step=steps, samples_count=steps * gbs, time_ns=T0 + (60 * steps + 5) * S)
     return run

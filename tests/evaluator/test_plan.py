@@ -14,6 +14,7 @@ from evaluator.checkpoints import CommittedCheckpoint, check_series, committed, 
 from evaluator.errors import OrderError, SeriesError, UnsafePathError
 from evaluator.order import Order, arrange, parse_order
 from evaluator.passk import pass_at_k, pass_at_k_task, sample_plan, sample_seed
+from recorder.kinds import CheckpointCommitted
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.rules import series_problems
@@ -64,12 +65,19 @@ def test_checkpoints_come_from_events_not_files(tmp_path: Path) -> None:
 def test_a_step_committed_twice_with_other_weights_is_refused(tmp_path: Path) -> None:
     run = record_run(tmp_path, steps=18, files=False)
     with LogWriter(run, "trainer") as w:
-        w.append(
-            "checkpoint_committed",
-            step=18,
-            samples_count=18 * 256,
-            data={"path": "checkpoints/step_0000018", "sha256": "1" * 64},
+        other = CheckpointCommitted(
+            path="checkpoints/step_0000018",
+            sha256="1" * 64,
+            bytes=0,
+            weight_update_ns=None,
+            save_begin_ns=None,
+            save_end_ns=0,
+            blocked_ns=None,
+            fingerprint={},
+            format="safetensors",
+            dtype=None,
         )
+        w.append(other, step=18, samples_count=18 * 256)
     with pytest.raises(SeriesError, match="step 18 was committed twice"):
         committed(read_run(run).events)
 

@@ -1,0 +1,112 @@
+"""The contract every writer of events keeps, as one abstract test class (eventsourcing's abstract test
+cases, subclassed per backend). A producer's subclass says how to record a tiny run (`record`) and which
+segments are its own (`writer`); the class checks, on those segments:
+
+- the digest chain verifies (`recorder verify`'s check);
+- seq is contiguous from 0 in every segment;
+- every critical kind (catalogue.toml) was fsynced before its append returned: `os.fsync` is observed (it
+  still runs: nothing is faked), and the file's size at some fsync equals the end of the critical event;
+- every payload parses through recorder/kinds.py and gives back the bytes recorded;
+- every segment ends with `segment_closed` counting the events before it.
+
+A producer whose run is shared with other tests names that fixture in `shared_run` instead of giving
+`record`: its fsyncs happened before this class ran and cannot be seen, and that one check says so by
+skipping. The fixtures are in tests/contract/conftest.py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from recorder import canonical, kinds
+from recorder.catalogue import critical_kinds
+from recorder.reader import Segment, read_segment
+from recorder.run import RunDir
+from recorder.segment import list_segments, parse_segment_name
+from recorder.verify import verify_run
+
+
+@dataclass
+class Recorded:
+    """A run a producer recorded, and the (segment path, file size) of every fsync made meanwhile."""
+
+    run: RunDir
+    fsyncs: list[tuple[str, int]] | None = field(default=None)
+
+
+class _FsyncObserver:
+    """Wraps os.fsync: records which file was synced at which size, then calls the real fsync."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+        self._real: Callable[[int], None] = os.fsync
+
+    def __call__(self, fd: int) -> None:
+        try:
+            self.calls.append((os.readlink(f"/proc/self/fd/{fd}"), os.fstat(fd).st_size))
+        except OSError:
+            pass
+        self._real(fd)
+
+
+def record_observed(contract: WriterContract, root: Path) -> Recorded:
+    """Run the producer with os.fsync observed."""
+    observer = _FsyncObserver()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(os, "fsync", observer)
+        run = contract.record(root)
+    return Recorded(run, observer.calls)
+
+
+def own_segments(run: RunDir, writer: str) -> list[Segment]:
+    own = [p for p in list_segments(run.events) if (parse_segment_name(p.name) or ("",))[0] == writer]
+    assert own, f"no {writer} segment in {run.path}"
+    return [read_segment(p) for p in own]
+
+
+class WriterContract:
+    """Subclass with `writer` (the segment writer name) and `record`, or `shared_run` (a fixture's name)."""
+
+    writer: ClassVar[str]
+    shared_run: ClassVar[str | None] = None
+
+    def record(self, root: Path) -> RunDir:
+        raise NotImplementedError
+
+    def test_the_digest_chain_verifies(self, recorded: Recorded) -> None:
+        report = verify_run(recorded.run.path)
+        assert report.ok, report.problems
+
+    def test_seq_is_contiguous_from_zero(self, segments: list[Segment]) -> None:
+        for s in segments:
+            assert [e.seq for e in s.events()] == list(range(s.table.num_rows)), s.name
+
+    def test_every_segment_is_closed(self, segments: list[Segment]) -> None:
+        for s in segments:
+            last = s.events()[-1]
+            assert s.closed and s.torn is None, s.name
+            assert kinds.SegmentClosed.from_event(last).events == last.seq, s.name
+
+    def test_payloads_parse_and_give_back_their_bytes(self, segments: list[Segment]) -> None:
+        for s in segments:
+            for e in s.events():
+                assert canonical.dumps(kinds.payload(e).to_data()) == e.data_json, f"{s.name} seq {e.seq}"
+
+    def test_critical_kinds_are_fsynced_when_appended(self, recorded: Recorded, segments: list[Segment]) -> None:
+        if recorded.fsyncs is None:
+            pytest.skip(f"the {self.writer} run is a shared fixture recorded before this class: fsyncs unseen")
+        critical = critical_kinds()
+        checked = 0
+        for s in segments:
+            synced = {size for path, size in recorded.fsyncs if Path(path) == s.path.resolve()}
+            for e, end in zip(s.events(), s.offsets[1:], strict=True):
+                if e.kind in critical:
+                    assert end in synced, f"{s.name} seq {e.seq} ({e.kind}) was not fsynced at byte {end}"
+                    checked += 1
+        assert checked > 0, "no critical event to check"

@@ -125,3 +125,17 @@ def test_a_benchmark_the_recorded_ruleset_does_not_know_is_the_data_saying_no(co
     assert checked.returncode == 1 and "compliance checker" in checked.stdout
     unknown = run_cli("import", str(log), "--root", str(tmp_path), "--ruleset", "6.2.0")
     assert unknown.returncode == 2 and "unknown ruleset '6.2.0'" in unknown.stderr
+
+
+def test_a_typed_ruleset_that_does_not_know_the_run_leaves_its_scores_untouched(tmp_path: Path) -> None:
+    """Issue 14, acceptance 3: `score RUN --ruleset 5.1.0` on a 6.1.0 run exits 2 and writes nothing."""
+    from tests.replay.runs import record_run
+
+    run = record_run(tmp_path, "grpo", evals=[(4, 0.72)])
+    assert run_cli("replay", str(run.path)).returncode == 0
+    scores = run.path / "derived" / "scores.jsonl"
+    before = scores.read_bytes()
+    result = run_cli("score", str(run.path), "--ruleset", "5.1.0")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "benchmark 'qwen35_397b_grpo' is not in training 5.1.0" in " ".join(result.stderr.split())
+    assert scores.read_bytes() == before

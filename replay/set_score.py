@@ -94,7 +94,8 @@ class SetScore:
             "mlperf_logging": mlperf_logging_version(),
         }
         if self.rcp is not None:
-            out["rcp"] = {"verdict": self.rcp.verdict, "reasons": list(self.rcp.reasons) or [self.rcp.error]}
+            error = [self.rcp.error] if self.rcp.error is not None else []
+            out["rcp"] = {"verdict": self.rcp.verdict, "reasons": [*error, *self.rcp.reasons]}
         return out | self.extra
 
 

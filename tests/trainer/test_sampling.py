@@ -1,7 +1,10 @@
+import math
+
 import pytest
 import torch
 
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.noise import gumbel, row_keys, token_salts
 from trainer.policy.sampling import choose_tokens, generate, sample_seed
 from trainer.policy.task import validation_tasks
 
@@ -39,15 +42,56 @@ def test_same_prompt_different_seeds_differ(model_tok):
     assert len(set(out)) > 1
 
 
-def test_exponential_race_matches_distribution():
+def test_two_stage_gumbel_max_matches_distribution():
+    keys = row_keys(list(range(20000)), "cpu")
     logits = torch.log(torch.tensor([[0.5, 0.3, 0.2]])).repeat(20000, 1)
-    g = torch.Generator().manual_seed(0)
-    noise = -torch.log1p(-torch.rand((20000, 3), generator=g, dtype=torch.float64))
-    freq = torch.bincount(choose_tokens(logits, noise, 1.0, 1.0), minlength=3).double() / 20000
+    freq = torch.bincount(choose_tokens(logits, keys, 3, 1.0, 1.0), minlength=3).double() / 20000
     assert torch.allclose(freq, torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64), atol=0.015)
     # top_p 0.6 keeps {0.5, 0.3}: the 0.2 token never appears; temperature 0 is argmax.
-    assert (choose_tokens(logits, noise, 1.0, 0.6) != 2).all()
-    assert (choose_tokens(logits, noise, 0.0, 1.0) == 0).all()
+    assert (choose_tokens(logits, keys, 3, 1.0, 0.6) != 2).all()
+    assert (choose_tokens(logits, keys, 3, 0.0, 1.0) == 0).all()
+    # Several vocabulary blocks (BLOCK = 256): mass 0.4 / 0.3 / 0.2 on ids 0, 300, 599, the rest sharing 0.1.
+    probs = torch.full((600,), 0.1 / 597)
+    probs[[0, 300, 599]] = torch.tensor([0.4, 0.3, 0.2])
+    picks = choose_tokens(torch.log(probs).repeat(20000, 1), keys, 5, 1.0, 1.0)
+    freq = torch.bincount(picks, minlength=600).double() / 20000
+    assert torch.allclose(freq[[0, 300, 599]], torch.tensor([0.4, 0.3, 0.2], dtype=torch.float64), atol=0.015)
+    assert abs(float(freq.sum() - freq[[0, 300, 599]].sum()) - 0.1) < 0.01
+    assert len(set(picks.tolist())) > 400  # the rest of the mass is spread over the other ids, in every block
+
+
+def test_hashed_noise_is_gumbel_and_stateless():
+    keys, salts = row_keys([sample_seed(0, i) for i in range(64)], "cpu"), token_salts(1000, "cpu")
+    g = gumbel(keys, 0, salts)  # [64, 1000]
+    assert g.shape == (64, 1000) and g.dtype == torch.float32
+    assert abs(float(g.mean()) - 0.5772) < 0.01  # Euler-Mascheroni: the Gumbel(0, 1) mean
+    assert abs(float(g.var()) - torch.pi**2 / 6) < 0.03
+    # A row's noise is a function of (seed, position, token) only: not of its neighbours or of the vocab size.
+    assert torch.equal(gumbel(keys[5:6], 0, salts), g[5:6])
+    assert torch.equal(gumbel(keys, 0, token_salts(10, "cpu")), g[:, :10])
+    assert not torch.equal(gumbel(keys, 1, salts), g)  # positions differ
+    # The int32 tensor hash equals murmur3's fmix32 written with Python integers (so no device can differ).
+    seed = sample_seed(7)
+    got = gumbel(row_keys([seed], "cpu"), 2, token_salts(3, "cpu"))[0].double()
+    assert torch.allclose(
+        got, torch.tensor([_reference_gumbel(seed, 2, v) for v in range(3)], dtype=torch.float64), atol=1e-5
+    )
+
+
+def _fmix32(h: int) -> int:
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def _reference_gumbel(seed: int, position: int, token: int) -> float:
+    key = _fmix32(_fmix32(((seed >> 32) & 0xFFFFFFFF) ^ 0x9E3779B1) ^ (seed & 0xFFFFFFFF))
+    step_key = _fmix32(key ^ _fmix32(position ^ 0xC2B2AE35))
+    h = _fmix32(step_key ^ ((token * 0x9E3779B1) & 0xFFFFFFFF))
+    u = ((h >> 8) + 0.5) / (1 << 24)
+    return -math.log(-math.log(u))
 
 
 def test_seed_derivation_is_stable():

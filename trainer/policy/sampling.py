@@ -1,7 +1,7 @@
 """Batched, KV-cached, batch-invariant sampling: the torch rollout's core and the evaluator's.
 
-Batch invariance: each sample's randomness comes only from its own seed (a per-sample generator draws all
-its uniforms up front), prompts are left-padded with position ids that restart at 0 on the first real
+Batch invariance: each sample's randomness comes only from its own seed (stateless Gumbel noise hashed from
+(seed, position, token id) on the device, trainer/policy/noise.py, in a two-stage draw: `choose_tokens`), prompts are left-padded with position ids that restart at 0 on the first real
 token and an attention mask hiding the padding, and the choice of a token uses only that row's logits.
 So the same (prompt, seed) gives the same completion whatever the batch size or the other prompts in the
 batch (tests/trainer/test_sampling.py checks this at batch sizes 1, 7 and 64).
@@ -10,8 +10,10 @@ batch (tests/trainer/test_sampling.py checks this at batch sizes 1, 7 and 64).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trainer.policy.noise import gumbel, id_salts, row_keys, token_salts
 from trainer.policy.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -50,39 +52,45 @@ def generate_ids(
     top_p: float,
     max_new_tokens: int,
     seeds: list[int],
+    check_every: int = 8,
 ) -> list[list[int]]:
-    """Completion token ids per prompt, ending with <eos> when the model emitted it within the budget."""
+    """Completion token ids per prompt, ending with <eos> when the model emitted it within the budget.
+
+    Everything stays on the model's device: the host looks at the batch every `check_every` tokens (to stop
+    once every row is done) and once at the end."""
     import torch
 
     if len(prompts) != len(seeds):
         raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds: one seed per prompt")
     if not prompts:
         return []
+    device = model_device(model)
     prompt_ids = [[tokenizer.bos_id, *tokenizer.encode(p)] for p in prompts]
     input_ids, attention = _left_pad(prompt_ids, tokenizer.pad_id)
-    noise = _exponential_noise(seeds, max_new_tokens, _vocab(model))  # [B, T, V]
+    plan = _Plan(temperature, top_p, max_new_tokens, tokenizer.eos_id, tokenizer.pad_id, max(1, check_every))
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
-            out_ids = _decode_loop(
-                model,
-                input_ids,
-                attention,
-                noise,
-                temperature,
-                top_p,
-                max_new_tokens,
-                tokenizer.eos_id,
-                tokenizer.pad_id,
-            )
+            out = _decode_loop(model, input_ids.to(device), attention.to(device), row_keys(seeds, device), plan)
     finally:
         model.train(was_training)
-    return out_ids
+    return [_until_eos(row, tokenizer.eos_id) for row in out.tolist()]
 
 
-def _vocab(model: Any) -> int:
-    return int(model.get_output_embeddings().weight.shape[0])
+@dataclass(frozen=True)
+class _Plan:
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    eos_id: int
+    pad_id: int
+    check_every: int
+
+
+def model_device(model: Any) -> torch.device:
+    """Where the model's weights live (its inputs and the sampler's tensors go there)."""
+    return next(model.parameters()).device  # type: ignore[no-any-return]
 
 
 def _left_pad(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -97,30 +105,36 @@ def _left_pad(seqs: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.T
     return ids, mask
 
 
-def _exponential_noise(seeds: list[int], steps: int, vocab: int) -> torch.Tensor:
-    """Exp(1) noise [B, T, V], row b drawn only from seed b (so it cannot depend on the batch)."""
+BLOCK = 256  # vocabulary block of the two-stage draw: ~sqrt(V) at V = 49152, so both stages are small
+
+
+def choose_tokens(
+    logits: torch.Tensor, keys: torch.Tensor, position: int, temperature: float, top_p: float
+) -> torch.Tensor:
+    """Next token per row from logits [B, V], for new-token `position` of rows with noise keys [B]; temperature
+    0 is greedy. Row-wise only, on the logits' device. -> [B].
+
+    The Gumbel-max trick (argmax(log p + G) samples from p exactly) in two stages, so that hashed noise is
+    drawn for 2 * sqrt(V) numbers per row instead of V: a block of BLOCK tokens from the blocks' masses
+    (logsumexp), then a token within that block. p(block) * p(token | block) = p(token)."""
     import torch
 
-    rows = []
-    for seed in seeds:
-        g = torch.Generator().manual_seed(seed)
-        u = torch.rand((steps, vocab), generator=g, dtype=torch.float64)
-        rows.append(-torch.log1p(-u))  # u in [0, 1): -log(1-u) is Exp(1), finite
-    return torch.stack(rows)
-
-
-def choose_tokens(logits: torch.Tensor, noise: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
-    """Next token per row from logits [B, V] and Exp(1) noise [B, V]: the exponential race
-    argmax(p_i / E_i) samples from p exactly; temperature 0 is greedy. Row-wise only. -> [B]."""
-    import torch
-
-    logits = logits.double()
     if temperature == 0.0:
         return logits.argmax(dim=-1)
-    logp = torch.log_softmax(logits / temperature, dim=-1)
+    scores = logits.float() / temperature  # [B, V]: log p up to a per-row constant, which argmax ignores
     if top_p < 1.0:
-        logp = _top_p_filter(logp, top_p)
-    return (logp - torch.log(noise)).argmax(dim=-1)
+        scores = _top_p_filter(torch.log_softmax(scores, dim=-1), top_p)
+    batch, vocab = scores.shape
+    blocks = -(-vocab // BLOCK)
+    if blocks * BLOCK != vocab:
+        scores = torch.nn.functional.pad(scores, (0, blocks * BLOCK - vocab), value=float("-inf"))
+    by_block = scores.view(batch, blocks, BLOCK)  # [B, nb, S]
+    block_salts = token_salts(blocks, scores.device, domain=1)  # [nb]
+    block = (torch.logsumexp(by_block, dim=-1) + gumbel(keys, position, block_salts)).argmax(dim=-1)  # [B]
+    within = by_block.gather(1, block[:, None, None].expand(batch, 1, BLOCK)).squeeze(1)  # [B, S]
+    first = block * BLOCK  # [B]
+    ids = first[:, None] + torch.arange(BLOCK, device=scores.device)  # [B, S]: the block's token ids
+    return first + (within + gumbel(keys, position, id_salts(ids))).argmax(dim=-1)
 
 
 def _top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -136,47 +150,53 @@ def _top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
 
 
 def _decode_loop(
-    model: Any,
-    input_ids: torch.Tensor,
-    attention: torch.Tensor,
-    noise: torch.Tensor,
-    temperature: float,
-    top_p: float,
-    max_new_tokens: int,
-    eos_id: int,
-    pad_id: int,
-) -> list[list[int]]:
+    model: Any, input_ids: torch.Tensor, attention: torch.Tensor, keys: torch.Tensor, plan: _Plan
+) -> torch.Tensor:
+    """Prefill, then one token per step into a preallocated [B, T] buffer (pad after a row's <eos>), with a
+    static KV cache and a preallocated mask. -> the buffer, on the device."""
     import torch
 
-    batch = input_ids.shape[0]
-    positions = (attention.cumsum(-1) - 1).clamp(min=0)
-    out: list[list[int]] = [[] for _ in range(batch)]
-    done = torch.zeros(batch, dtype=torch.bool)
-    past = None
-    cache_arg = _cache_arg(model)
-    step_ids, step_pos = input_ids, positions
-    for t in range(max_new_tokens):
+    batch, width = input_ids.shape
+    device = input_ids.device
+    steps = plan.max_new_tokens
+    out = torch.full((batch, steps), plan.pad_id, dtype=torch.long, device=device)
+    mask = torch.cat([attention, torch.ones((batch, steps), dtype=attention.dtype, device=device)], dim=1)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    cache, cache_arg = _static_cache(model, width + steps), _cache_arg(model)
+    step_ids, step_pos = input_ids, (attention.cumsum(-1) - 1).clamp(min=0)
+    for t in range(steps):
         res = model(
             input_ids=step_ids,
-            attention_mask=attention,
+            attention_mask=mask[:, : width + t],
             position_ids=step_pos,
             use_cache=True,
             logits_to_keep=1,
-            **{cache_arg: past},
+            **{cache_arg: cache},
         )
-        past = getattr(res, cache_arg)
-        tokens = choose_tokens(res.logits[:, -1, :], noise[:, t, :], temperature, top_p)
-        tokens = torch.where(done, torch.full_like(tokens, pad_id), tokens)
-        for i in range(batch):
-            if not done[i]:
-                out[i].append(int(tokens[i]))
-        done |= tokens == eos_id
-        if bool(done.all()):
+        tokens = choose_tokens(res.logits[:, -1, :], keys, t, plan.temperature, plan.top_p)
+        tokens = tokens.masked_fill(done, plan.pad_id)
+        out[:, t] = tokens
+        done |= tokens == plan.eos_id
+        if (t + 1) % plan.check_every == 0 and bool(done.all()):  # the only host sync inside the loop
             break
         step_ids = tokens[:, None]
         step_pos = step_pos[:, -1:] + 1
-        attention = torch.cat([attention, torch.ones((batch, 1), dtype=attention.dtype)], dim=1)
     return out
+
+
+def _until_eos(row: list[int], eos_id: int) -> list[int]:
+    return row[: row.index(eos_id) + 1] if eos_id in row else row
+
+
+def _static_cache(model: Any, length: int) -> Any:
+    """A KV cache allocated once for `length` positions (no per-token growth), or None for a model that is
+    not a transformers model (the forward then makes its own)."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return None
+    from transformers import StaticCache
+
+    return StaticCache(config=config, max_cache_len=length)
 
 
 def _cache_arg(model: Any) -> str:

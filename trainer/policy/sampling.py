@@ -1,8 +1,9 @@
 """Batched, KV-cached, batch-invariant sampling: the torch rollout's core and the evaluator's.
 
 Batch invariance: each sample's randomness comes only from its own seed (stateless Gumbel noise hashed from
-(seed, position, token id) on the device, trainer/policy/noise.py, in a two-stage draw: `choose_tokens`), prompts are left-padded with position ids that restart at 0 on the first real
-token and an attention mask hiding the padding, and the choice of a token uses only that row's logits.
+(seed, position, token id) on the device, trainer/policy/noise.py, in a two-stage draw: `choose_tokens`),
+prompts are left-padded with position ids that restart at 0 on the first real token and an attention mask
+hiding the padding, and the choice of a token uses only that row's logits.
 So the same (prompt, seed) gives the same completion whatever the batch size or the other prompts in the
 batch (tests/trainer/test_sampling.py checks this at batch sizes 1, 7 and 64).
 """

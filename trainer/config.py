@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import tomllib
 import types
 import typing
@@ -19,6 +20,9 @@ from typing import Any, Literal
 
 from recorder.rules import TARGET, validation_start_step
 from trainer.errors import ConfigError
+
+BUILTIN_MODELS = ("tiny", "smollm2-135m")
+BUILTIN_TASK = "addition"
 
 
 @dataclass(frozen=True)
@@ -59,8 +63,11 @@ class TrainConfig:
     """Every setting of `recorder train`. Build with `load_config`, which validates and resolves."""
 
     seed: int = 0
-    model: Literal["tiny", "smollm2-135m"] = "tiny"
-    rollout: Literal["torch", "vllm"] = "torch"
+    model: str = "tiny"  # tiny | smollm2-135m | a Hugging Face model directory (config.json + weights)
+    task: str = "addition"  # the built-in addition task, or a task spec file (trainer/policy/taskspec.py)
+    device: str = "auto"  # auto (cuda when present) | cpu | cuda | cuda:N
+    dtype: Literal["fp32", "bf16"] = "fp32"  # weights and compute; the optimizer state follows the weights
+    rollout: Literal["auto", "torch", "vllm"] = "auto"  # auto: vllm for a pretrained model on a GPU, else torch
     division: Literal["open", "closed"] = "open"
     ruleset: Literal["6.1.0"] = "6.1.0"
     num_prompts_per_step: int = 16
@@ -96,6 +103,11 @@ class TrainConfig:
     @property
     def validation_start(self) -> int:
         return validation_start_step(self.global_batch_size)
+
+    @property
+    def pretrained(self) -> bool:
+        """A model that arrives with weights (not the tiny model built from a seed)."""
+        return self.model != "tiny"
 
     @property
     def gradient_accumulation_steps(self) -> int:
@@ -271,6 +283,19 @@ def validate(cfg: TrainConfig) -> list[str]:
     need(cfg.eval.k >= 1, f"eval.k: {cfg.eval.k} must be >= 1")
     need(0 < cfg.eval.target < 1, f"eval.target: {cfg.eval.target} must be in (0, 1)")
     need(1 <= cfg.eval.samples <= 251, f"eval.samples: {cfg.eval.samples} must be in 1..251 (the validation set)")
+    need(
+        cfg.model in BUILTIN_MODELS or (Path(cfg.model).expanduser() / "config.json").is_file(),
+        f"model: {cfg.model!r} is neither {' nor '.join(BUILTIN_MODELS)} nor a Hugging Face model directory "
+        "(a folder with config.json and the weights)",
+    )
+    need(
+        cfg.task == BUILTIN_TASK or Path(cfg.task).expanduser().is_file(),
+        f"task: {cfg.task!r} is neither {BUILTIN_TASK!r} nor a task spec file (e.g. trainer/policy/tasks/*.toml)",
+    )
+    need(
+        re.fullmatch(r"auto|cpu|cuda(:\d+)?", cfg.device) is not None,
+        f"device: {cfg.device!r} is not auto, cpu, cuda or cuda:N",
+    )
     need(cfg.threads >= 1, f"threads: {cfg.threads} must be >= 1")
     need(cfg.ray_workers >= 1, f"ray_workers: {cfg.ray_workers} must be >= 1")
     need(

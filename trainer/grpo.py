@@ -21,12 +21,18 @@ def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) 
     return ((groups - mean) / (std + eps)).reshape(-1)  # [B*G]
 
 
-def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """logits [N, T, V], targets [N, T] -> log p(target) [N, T] (float32 log-softmax)."""
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor, chunk: int = 8) -> torch.Tensor:
+    """logits [N, T, V], targets [N, T] -> log p(target) [N, T] in float32: the target's logit minus the
+    row's logsumexp, `chunk` sequences at a time, so no [N, T, V] log-softmax (nor float32 copy of bf16
+    logits) is ever materialised."""
     import torch
 
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    parts = []
+    for start in range(0, logits.shape[0], chunk):
+        rows = logits[start : start + chunk].float()  # [c, T, V]
+        picked = rows.gather(-1, targets[start : start + chunk].unsqueeze(-1)).squeeze(-1)  # [c, T]
+        parts.append(picked - torch.logsumexp(rows, dim=-1))
+    return torch.cat(parts)
 
 
 def clipped_policy_loss(
@@ -59,6 +65,10 @@ class Batch:
     inputs: torch.Tensor
     targets: torch.Tensor
     mask: torch.Tensor
+
+    def to(self, device: torch.device) -> Batch:
+        """The same batch on `device`."""
+        return Batch(self.inputs.to(device), self.targets.to(device), self.mask.to(device))
 
 
 def build_batch(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int) -> Batch:

@@ -7,6 +7,7 @@ step_metrics; block_stop, train_stop. Checkpoints exactly from the validation st
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,12 +34,14 @@ from recorder.rules import BENCHMARK
 from recorder.run import RunDir
 from trainer.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_payload
 from trainer.config import TrainConfig
+from trainer.device import resolve_device, resolve_dtype, synchronize
 from trainer.errors import CheckpointError, TrainingFailed
 from trainer.mllog_keys import mllog_config_items
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import sample_seed
-from trainer.policy.task import reward, training_tasks
+from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
+from trainer.training_task import TrainingTask, training_task
 from trainer.warmup import WarmupResult, warm_start
 
 WRITER = "trainer"
@@ -80,9 +83,15 @@ class GRPOTrainer:
         use_ray: bool = False,
         on_step: Callable[[StepResult, int], None] | None = None,
         model_cfg: ModelConfig | None = None,
+        model: Any = None,
+        tokenizer: Tokenizer | None = None,
+        task: TrainingTask | None = None,
     ) -> None:
+        """`model`, `tokenizer` and `task` replace what `cfg` names (a bench or a test bringing its own);
+        an injected model gets no warm-up."""
         self.cfg = cfg
         self.model_cfg = model_cfg or ModelConfig(name=cfg.model, init_seed=cfg.seed)
+        self._given_model, self._given_tokenizer, self._given_task = model, tokenizer, task
         self.root, self.run_id = Path(root), run_id
         self.use_ray, self.ray_address = use_ray, ray_address
         self.on_step = on_step
@@ -117,10 +126,14 @@ class GRPOTrainer:
         for key, value in mllog_config_items(cfg):
             self.log.append(MllogConfig(), key=key, value=value)
         torch.manual_seed(cfg.seed)
-        self.tokenizer = build_tokenizer(self.model_cfg)
-        self.model = build_model(self.model_cfg)
-        if cfg.warmup.enabled and cfg.model == "tiny":
+        self.device, self.dtype = resolve_device(cfg.device), resolve_dtype(cfg.dtype)
+        self.tokenizer = self._given_tokenizer or build_tokenizer(self.model_cfg)
+        self.model: Any = self._given_model if self._given_model is not None else build_model(self.model_cfg)
+        self.task = self._given_task or training_task(cfg.task, self.tokenizer)
+        warm = cfg.warmup.enabled and cfg.model == "tiny" and cfg.task == "addition" and self._given_model is None
+        if warm:
             self.summary.warmup = warm_start(self.model, self.tokenizer, cfg, self.model_cfg)
+        _to_device(self.model, self.device, self.dtype)
         w = self.summary.warmup
         warmup = (
             NULL
@@ -152,17 +165,31 @@ class GRPOTrainer:
             weight_decay=cfg.weight_decay,
         )
         self.rollout = self._make_rollout()
+        # The writer fingerprints each snapshot on a shadow model in its thread, with host tensors: on a GPU
+        # the shadow is a host copy.
+        on_host = self.device.type == "cpu"
         self.ckpt = CheckpointWriter(
             self.run_dir.checkpoints,
-            self.model,
+            self.model if on_host else copy.deepcopy(self.model).to("cpu", torch.float32),
             self.tokenizer,
             sync=cfg.checkpoint.sync,
             on_commit=self._committed,
             max_pending=cfg.checkpoint.max_pending,
         )
 
+    def _rollout_kind(self) -> str:
+        """`auto`: vLLM for a pretrained model on a GPU (the torch sampler is the batch-invariant reference)."""
+        if self.cfg.rollout != "auto":
+            return self.cfg.rollout
+        if self.cfg.pretrained and self.device.type == "cuda" and not self.use_ray:
+            import importlib.util
+
+            if importlib.util.find_spec("vllm") is not None:
+                return "vllm"
+        return "torch"
+
     def _make_rollout(self) -> Rollout:
-        if self.cfg.rollout == "vllm":
+        if self._rollout_kind() == "vllm":
             from trainer.vllm_rollout import VllmRollout
 
             return VllmRollout(self.model, self.tokenizer, gpu_memory_utilization=self.cfg.vllm_gpu_memory_utilization)
@@ -195,12 +222,13 @@ class GRPOTrainer:
         from trainer.grpo import build_batch, clipped_policy_loss, group_advantages, slice_batch, token_logprobs
 
         assert self.log is not None and self.rollout is not None
-        cfg, tok = self.cfg, self.tokenizer
+        cfg, tok, device = self.cfg, self.tokenizer, self.device
+        synchronize(device)
         t0 = time.perf_counter()
-        tasks = training_tasks(cfg.seed, step, cfg.num_prompts_per_step)
+        problems = self.task.problems(cfg.seed, step, cfg.num_prompts_per_step)
         group = cfg.num_generations_per_prompt
-        prompts = [t.prompt for t in tasks for _ in range(group)]
-        seeds = [sample_seed(cfg.seed, step, p, g) for p in range(len(tasks)) for g in range(group)]
+        prompts = [t.prompt for t in problems for _ in range(group)]
+        seeds = [sample_seed(cfg.seed, step, p, g) for p in range(len(problems)) for g in range(group)]
         completions = self.rollout.generate(
             prompts,
             seeds,
@@ -209,14 +237,15 @@ class GRPOTrainer:
             max_new_tokens=cfg.max_new_tokens,
         )
         t1 = time.perf_counter()
-        rewards = torch.tensor([reward(tasks[i // group], tok.decode(c)) for i, c in enumerate(completions)])
-        advantages = group_advantages(rewards, group)  # [B*G]
+        scores = [self.task.reward(problems[i // group], tok.decode(c)) for i, c in enumerate(completions)]
+        rewards = torch.tensor(scores)
+        advantages = group_advantages(rewards, group).to(device)  # [B*G]
         prompt_ids = [[tok.bos_id, *tok.encode(p)] for p in prompts]
-        batch = build_batch(prompt_ids, completions, tok.pad_id)
-        total_tokens = int(batch.mask.sum())
+        batch = build_batch(prompt_ids, completions, tok.pad_id).to(device)
+        total_tokens = int(sum(len(c) for c in completions))
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        loss_sum = 0.0
+        loss_sum: Any = 0.0
         for start in range(0, len(prompts), cfg.micro_batch_size):
             mb = slice_batch(batch, start, start + cfg.micro_batch_size)
             logp = token_logprobs(self.model(input_ids=mb.inputs).logits, mb.targets)  # [M, T]
@@ -225,19 +254,21 @@ class GRPOTrainer:
                 logp, logp.detach(), advantages[start : start + len(mb.inputs)], mb.mask, cfg.clip_epsilon, total_tokens
             )
             loss.backward()
-            loss_sum += float(loss.detach())
+            loss_sum += loss.detach()  # summed on the device: no host sync per micro-batch
         grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip_norm))
         self.optimizer.step()
+        synchronize(device)  # the update is done when the device says so, not when the call returns
         update_ns = time.time_ns()  # THE weight-update timestamp: right after the optimizer step returns
         self.log.append(WeightUpdate(), step=step, samples_count=step * cfg.global_batch_size, time_ns=update_ns)
         t2 = time.perf_counter()
         self.rollout.refit(self.model)
         t3 = time.perf_counter()
         blocked_s = self.save_checkpoint(step, update_ns) if step >= cfg.validation_start else 0.0
+        synchronize(device)
         t4 = time.perf_counter()
         return StepResult(
             step=step,
-            loss=loss_sum,
+            loss=float(loss_sum),
             reward=float(rewards.mean()),
             grad_norm=grad_norm,
             tokens=total_tokens,
@@ -300,6 +331,11 @@ class GRPOTrainer:
             raise TrainingFailed(f"training failed ({reason}); see {self.run_dir.path}/events (train_stop)") from e
         self.cleanup("completed", "")
         return self.summary
+
+
+def _to_device(model: Any, device: Any, dtype: Any) -> None:
+    """Move (in place) the weights of a torch module."""
+    model.to(device=device, dtype=dtype)
 
 
 def _metrics(r: StepResult) -> StepMetrics:

@@ -70,6 +70,9 @@ def test_hashed_noise_is_gumbel_and_stateless():
     assert torch.equal(gumbel(keys[5:6], 0, salts), g[5:6])
     assert torch.equal(gumbel(keys, 0, token_salts(10, "cpu")), g[:, :10])
     assert not torch.equal(gumbel(keys, 1, salts), g)  # positions differ
+    # The extreme hashes give finite noise (float32 rounds 2**24 - 0.5 up to 2**24: u = 1, an infinite draw).
+    many = gumbel(row_keys(list(range(512)), "cpu"), 0, token_salts(1 << 15, "cpu"))  # 2**24 draws
+    assert bool(torch.isfinite(many).all())
     # The int32 tensor hash equals murmur3's fmix32 written with Python integers (so no device can differ).
     seed = sample_seed(7)
     got = gumbel(row_keys([seed], "cpu"), 2, token_salts(3, "cpu"))[0].double()
@@ -90,7 +93,7 @@ def _reference_gumbel(seed: int, position: int, token: int) -> float:
     key = _fmix32(_fmix32(((seed >> 32) & 0xFFFFFFFF) ^ 0x9E3779B1) ^ (seed & 0xFFFFFFFF))
     step_key = _fmix32(key ^ _fmix32(position ^ 0xC2B2AE35))
     h = _fmix32(step_key ^ ((token * 0x9E3779B1) & 0xFFFFFFFF))
-    u = ((h >> 8) + 0.5) / (1 << 24)
+    u = ((h >> 9) + 0.5) / (1 << 23)
     return -math.log(-math.log(u))
 
 

@@ -1,4 +1,5 @@
-"""The policy model: a tiny Llama-shaped causal LM (default) or pretrained SmolLM2-135M-Instruct.
+"""The policy model: a tiny Llama-shaped causal LM (default), pretrained SmolLM2-135M-Instruct, or any
+Hugging Face causal LM directory (config.json, weights, tokenizer files).
 
 transformers model classes are used so that checkpoints (config.json + model.safetensors) load in
 transformers and vLLM alike.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, cast
 
 from trainer.errors import TrainerError
 from trainer.policy.tokenizer import CharTokenizer, HFTokenizer, Tokenizer
@@ -17,7 +18,7 @@ from trainer.policy.tokenizer import CharTokenizer, HFTokenizer, Tokenizer
 if TYPE_CHECKING:
     from transformers import LlamaForCausalLM
 
-ModelName = Literal["tiny", "smollm2-135m"]
+ModelName = str  # "tiny", "smollm2-135m", or the path of a Hugging Face model directory
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,9 @@ def build_tokenizer(cfg: ModelConfig) -> Tokenizer:
     """The tokenizer that goes with `cfg`."""
     if cfg.name == "tiny":
         return CharTokenizer()
-    return _smollm2_tokenizer()
+    if cfg.name == "smollm2-135m":
+        return _smollm2_tokenizer()
+    return _hf_dir_tokenizer(str(Path(cfg.name).expanduser()))
 
 
 def build_model(cfg: ModelConfig) -> LlamaForCausalLM:
@@ -47,6 +50,8 @@ def build_model(cfg: ModelConfig) -> LlamaForCausalLM:
 
     if cfg.name == "smollm2-135m":
         return _smollm2_model()
+    if cfg.name != "tiny":
+        return _hf_dir_model(Path(cfg.name).expanduser())
     tok = CharTokenizer()
     hf_cfg = LlamaConfig(
         vocab_size=tok.vocab_size,
@@ -111,3 +116,25 @@ def _smollm2_model() -> LlamaForCausalLM:
     model = cast("LlamaForCausalLM", LlamaForCausalLM(config).float())
     model.load_state_dict(loaded.state_dict(), strict=True)
     return model
+
+
+@functools.cache
+def _hf_dir_tokenizer(path: str) -> HFTokenizer:
+    from transformers import AutoTokenizer
+
+    try:
+        return HFTokenizer(AutoTokenizer.from_pretrained(path))
+    except (OSError, ValueError) as e:
+        raise TrainerError(f"model {path}: no usable tokenizer in the directory ({e})") from e
+
+
+def _hf_dir_model(path: Path) -> LlamaForCausalLM:
+    """A Hugging Face causal LM directory, loaded in float32 (the trainer casts to its dtype)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+    except (OSError, ValueError) as e:
+        raise TrainerError(f"model {path}: not a loadable Hugging Face causal LM ({e})") from e
+    return cast("LlamaForCausalLM", model)

@@ -5,8 +5,9 @@ logits are, one token at a time: nothing is drawn up front, no generator state i
 sees another row's numbers, so a completion cannot depend on the batch it was sampled in.
 
 The hash is murmur3's 32-bit finaliser over int32 tensors: multiplications wrap and right shifts are masked
-to act as logical shifts, so CPU and GPU give the same integers. Its top 24 bits make a uniform u in (0, 1)
-(exactly representable in float32), and -log(-log u) is Gumbel(0, 1): argmax(log p + G) samples from p.
+to act as logical shifts, so CPU and GPU give the same integers. 23 of its bits make a uniform u in (0, 1)
+(2^-24 .. 1 - 2^-24, exactly representable in float32: never 0 or 1, so the noise is always finite), and
+-log(-log u) is Gumbel(0, 1): argmax(log p + G) samples from p.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
 _M1 = 0x85EBCA6B - (1 << 32)  # murmur3 fmix32 constants as signed int32
 _M2 = 0xC2B2AE35 - (1 << 32)
 _GOLDEN = 0x9E3779B1 - (1 << 32)
-_U24 = 1.0 / (1 << 24)
+_U23 = 1.0 / (1 << 23)
 
 
 def row_keys(seeds: list[int], device: torch.device | str) -> torch.Tensor:
@@ -55,7 +56,7 @@ def gumbel(keys: torch.Tensor, position: int, salts: torch.Tensor) -> torch.Tens
 
     step_key = _fmix(keys ^ _fmix(torch.full_like(keys, position) ^ _M2))  # [B]
     h = _fmix(step_key.unsqueeze(-1) ^ salts)  # [B, V] int32
-    u = (((h >> 8) & 0xFFFFFF).float() + 0.5) * _U24  # (0, 1), never 0 or 1
+    u = (((h >> 9) & 0x7FFFFF).float() + 0.5) * _U23  # (0, 1): with 24 bits, 2^24 - 0.5 rounds to 1
     return -torch.log(-torch.log(u))
 
 

@@ -1,128 +1,94 @@
-"""Our trainer's GRPO step at the bench's shapes, driven through its public functions.
+"""Our trainer's GRPO step at the bench's shapes: `trainer.loop.GRPOTrainer.train_step`, called as is.
 
-`trainer.loop.GRPOTrainer.train_step` cannot be called as is: it hardwires the built-in addition task and
-its exact-answer reward (a random 49152-word model never scores, so nothing would train) and builds every
-tensor on the CPU. So `step` below makes the same calls in the same order as train_step (rollout,
-group_advantages, build_batch, micro-batched token_logprobs + clipped_policy_loss, clip, AdamW, checkpoint
-save) with the bench's prompts and reward, and moves the update batch to the model's device.
-
-Generation is trainer.rollout.TorchRollout -> trainer.policy.sampling.generate_ids, unchanged. That sampler builds
-its inputs and its Exp(1) noise [B, T, V] (float64) on the CPU and picks tokens there, so the model is
-wrapped in `OnDevice` (on the CPU too, so the CPU test covers that path), which moves each call's inputs to
-the model's device and the last-position logits back: that cost is part of what the bench measures.
-
-The checkpoint writer fingerprints each snapshot on its shadow model with CPU tensors (a CUDA shadow raises
-in its background thread, which then dies and leaves the loop blocked on the next save), so it is given a
-float32 CPU copy of the model as its template: its shadow runs on the CPU, in its background thread.
+The bench brings its own model (bench/gpu_workload.py), tokenizer and task (its word-parity reward: a random
+49152-word model never solves the addition task, so nothing would train); the trainer takes them in place of
+what its config names and runs on the config's `device` and `dtype`. `checkpoint_due` is widened to every
+step for the async and sync modes (the trainer itself saves from the validation start on).
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from pathlib import Path
 from typing import Any
 
-from gpu_workload import Shapes, reward_text
+from gpu_workload import Shapes, prompt_texts, reward_text
+
+from trainer.loop import GRPOTrainer
+from trainer.training_task import Problem
 
 
-class OnDevice:
-    """Lets the CPU-side sampler drive a model on another device (inputs there, logits back)."""
+class WordParityTask:
+    """The bench's prompts, step by step, rewarded by `reward_text`."""
 
-    def __init__(self, model: Any) -> None:
-        import inspect
+    def __init__(self, shapes: Shapes, steps: int, seed: int) -> None:
+        self.texts = prompt_texts(shapes, steps, seed)
 
-        self.model = model
-        self.device = next(model.parameters()).device
-        params = inspect.signature(model.forward).parameters
-        self._inner_cache = "cache" if "cache" in params else "past_key_values"
-        self.training = model.training
+    def problems(self, seed: int, step: int, n: int) -> list[Problem]:
+        return [Problem(t, "") for t in self.texts[(step - 1) * n : step * n]]
 
-    def eval(self) -> OnDevice:
-        self.model.eval()
-        self.training = False
-        return self
-
-    def train(self, mode: bool = True) -> OnDevice:
-        self.model.train(mode)
-        self.training = mode
-        return self
-
-    def get_output_embeddings(self) -> Any:
-        return self.model.get_output_embeddings()
-
-    def forward(self, *, cache: Any = None, **kwargs: Any) -> Any:
-        """Named `cache` so the sampler passes transformers 5's argument name; forwarded under the model's."""
-        from types import SimpleNamespace
-
-        moved = {k: v.to(self.device) if hasattr(v, "to") and hasattr(v, "device") else v for k, v in kwargs.items()}
-        res = self.model(**moved, **{self._inner_cache: cache})
-        return SimpleNamespace(logits=res.logits.float().cpu(), cache=getattr(res, self._inner_cache))
-
-    __call__ = forward
+    def reward(self, problem: Problem, completion: str) -> float:
+        return reward_text(completion)
 
 
-def synchronize(device: str) -> None:
+class BenchTrainer(GRPOTrainer):
+    """Our trainer, checkpointing at every step unless the mode is `none`."""
+
+    def __init__(self, *args: Any, save_every_step: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.save_every_step = save_every_step
+
+    def checkpoint_due(self, step: int) -> bool:
+        return self.save_every_step
+
+
+def bench_trainer(
+    shapes: Shapes, *, model: Any, tok: Any, steps: int, device: str, dtype: Any, workdir: Path, seed: int, mode: str
+) -> BenchTrainer:
+    """A set-up trainer (run directory under `workdir`) for `steps` steps of the bench's work."""
     import torch
 
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
+    from trainer.config import load_config
+    from trainer.policy.tokenizer import HFTokenizer
+
+    sets = [
+        f"seed={seed}",
+        f"num_prompts_per_step={shapes.prompts}",
+        f"num_generations_per_prompt={shapes.generations}",
+        f"micro_batch_size={shapes.micro_batch}",
+        f"max_new_tokens={shapes.completion_tokens}",
+        f"learning_rate={5e-5 if shapes.vocab > 1000 else 1e-3}",
+        f"device={device}",
+        f"dtype={'bf16' if dtype == torch.bfloat16 else 'fp32'}",
+        f"threads={torch.get_num_threads()}",
+        "rollout=torch",
+        "warmup.enabled=false",
+        f"checkpoint.sync={'true' if mode == 'sync' else 'false'}",
+    ]
+    trainer = BenchTrainer(
+        load_config(sets=sets),
+        root=workdir,
+        run_id=f"ours-{mode}",
+        model=model,
+        tokenizer=HFTokenizer(tok),
+        task=WordParityTask(shapes, steps, seed),
+        save_every_step=mode != "none",
+    )
+    trainer.setup()
+    return trainer
 
 
-def step(
-    model: Any,
-    optimizer: Any,
-    rollout: Any,
-    tok: Any,
-    prompts: list[str],
-    seeds: list[int],
-    shapes: Shapes,
-    device: str,
-    ckpt: Any,
-    step_no: int,
-) -> dict[str, Any]:
-    """One GRPO step (generation, update, optional checkpoint). -> timings and training facts."""
-    import torch
-
-    from trainer.grpo import build_batch, clipped_policy_loss, group_advantages, token_logprobs
-
-    synchronize(device)
-    t0 = time.perf_counter()
-    completions = rollout.generate(prompts, seeds, temperature=1.0, top_p=1.0, max_new_tokens=shapes.completion_tokens)
-    t1 = time.perf_counter()
-    rewards = torch.tensor([reward_text(tok.decode(c)) for c in completions])
-    advantages = group_advantages(rewards, shapes.generations).to(device)  # [B*G]
-    batch = build_batch([[tok.bos_id, *tok.encode(p)] for p in prompts], completions, tok.pad_id)
-    inputs, targets, mask = (x.to(device) for x in (batch.inputs, batch.targets, batch.mask))
-    total_tokens = int(batch.mask.sum())
-    model.train()
-    optimizer.zero_grad(set_to_none=True)
-    loss_sum = 0.0
-    for start in range(0, len(prompts), shapes.micro_batch):
-        stop = start + shapes.micro_batch
-        logp = token_logprobs(model(input_ids=inputs[start:stop]).logits, targets[start:stop])
-        loss = clipped_policy_loss(logp, logp.detach(), advantages[start:stop], mask[start:stop], 0.2, total_tokens)
-        loss.backward()
-        loss_sum += float(loss.detach())
-    grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
-    optimizer.step()
-    synchronize(device)
-    update_ns = time.time_ns()
-    t2 = time.perf_counter()
-    blocked_s = ckpt.save(model, step=step_no, weight_update_ns=update_ns) / 1e9 if ckpt is not None else 0.0
-    synchronize(device)
-    t3 = time.perf_counter()
-    completion_tokens = sum(len(c) for c in completions)
+def step_record(r: Any) -> dict[str, Any]:
+    """A StepResult in the bench's terms."""
     return {
-        "step_s": t3 - t0,
-        "generation_s": t1 - t0,
-        "update_s": t2 - t1,
-        "checkpoint_block_s": blocked_s,
-        "loss": loss_sum,
-        "reward": float(rewards.mean()),
-        "grad_norm": grad_norm,
-        "completion_tokens": completion_tokens,
-        "train_tokens": total_tokens,
+        "step_s": r.step_s,
+        "generation_s": r.generation_s,
+        "update_s": r.train_s + r.refit_s,
+        "checkpoint_block_s": r.checkpoint_block_s,
+        "loss": r.loss,
+        "reward": r.reward,
+        "grad_norm": r.grad_norm,
+        "completion_tokens": r.tokens,
     }
 
 
@@ -142,46 +108,35 @@ def run(
     timed steps (at least one) once time.perf_counter() passes `deadline`. -> one result record (means over
     the timed steps)."""
     import torch
-    from gpu_workload import build_hf_tokenizer, build_model, prompt_texts
+    from gpu_workload import build_hf_tokenizer, build_model
 
-    from trainer.checkpoint import CheckpointWriter
-    from trainer.policy.sampling import sample_seed
-    from trainer.policy.tokenizer import HFTokenizer
-    from trainer.rollout import TorchRollout
-
-    hf_tok = build_hf_tokenizer(shapes)
-    tok = HFTokenizer(hf_tok)
     model = build_model(shapes, dtype=dtype, device=device, seed=seed)
     before = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5 if shapes.vocab > 1000 else 1e-3)
-    rollout = TorchRollout(OnDevice(model), tok)  # wrapped on the CPU too, so the CPU test runs the GPU path
-    ckpt = None
-    committed: list[Any] = []
-    if mode != "none":
-        # The writer's shadow fingerprints with CPU tensors, so it must live on the CPU; float32 there, since
-        # CPU bf16 matmuls can be many times slower and the fingerprint's value is not what is measured.
-        template = copy.deepcopy(model).to("cpu", torch.float32)
-        ckpt = CheckpointWriter(
-            workdir / f"ours-{mode}", template, tok, sync=(mode == "sync"), on_commit=committed.append, max_pending=2
-        )
-        del template
-    texts = prompt_texts(shapes, warmup + steps, seed)
+    trainer = bench_trainer(
+        shapes,
+        model=model,
+        tok=build_hf_tokenizer(shapes),
+        steps=warmup + steps,
+        device=device,
+        dtype=dtype,
+        workdir=workdir,
+        seed=seed,
+        mode=mode,
+    )
     records = []
     for i in range(warmup + steps):
         if deadline is not None and i > warmup and time.perf_counter() > deadline:
             break  # at least one timed step is in; the rest would overrun the bench's budget
-        prompts = [p for p in texts[i * shapes.prompts : (i + 1) * shapes.prompts] for _ in range(shapes.generations)]
-        seeds = [sample_seed(seed, i + 1, p, g) for p in range(shapes.prompts) for g in range(shapes.generations)]
-        records.append(step(model, optimizer, rollout, tok, prompts, seeds, shapes, device, ckpt, i + 1))
-    drain_s = 0.0
-    if ckpt is not None:
-        t = time.perf_counter()
-        ckpt.close()  # every write durable before the numbers are trusted
-        drain_s = time.perf_counter() - t
+        records.append(step_record(trainer.train_step(i + 1)))
+    assert trainer.ckpt is not None
+    t = time.perf_counter()
+    trainer.ckpt.close()  # every write durable (and committed) before the numbers are trusted
+    drain_s = time.perf_counter() - t if mode != "none" else 0.0
+    trainer.cleanup("completed", "")
+    committed = trainer.summary.checkpoints
     changed = any(not torch.equal(before[k], v.detach().float().cpu()) for k, v in model.state_dict().items())
-    timed = records[warmup:]
     return _summary(
-        timed,
+        records[warmup:],
         mode=mode,
         changed=changed,
         steps_planned=steps,

@@ -23,10 +23,9 @@ def run(
     import math
 
     import torch
-    from datasets import Dataset
-    from gpu_workload import BOS, build_hf_tokenizer, build_model, prompt_texts
+    from gpu_workload import build_hf_tokenizer, build_model
     from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     def sync() -> None:
         if device.startswith("cuda"):
@@ -54,10 +53,49 @@ def run(
     tok = build_hf_tokenizer(shapes)
     model = build_model(shapes, dtype=dtype, device=device, seed=seed)
     before = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
-    # TRL adds no <bos> to plain-text prompts: give it as the first word, so both sides see prompt_tokens.
-    data = Dataset.from_dict({"prompt": [f"{BOS} {t}" for t in prompt_texts(shapes, total, seed)]})
+    data = prompt_dataset(shapes, total, seed)
+    args = grpo_config(shapes, steps=total, device=device, dtype=dtype, workdir=workdir, seed=seed)
+    timer = Timer()
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=trl_reward, args=args, train_dataset=data, processing_class=tok, callbacks=[timer]
+    )
+    trainer.train()
+    after = trainer.model.state_dict()  # TRL 1.16: the policy is `model` again
+    changed = any(not torch.equal(before[k], after[k].detach().float().cpu()) for k in before)
+    timed = timer.step_s[warmup:]
+    logs = timer.logs[warmup:] if len(timer.logs) == len(timer.step_s) else timer.logs
+    tokens = [log.get("completions/mean_length", float("nan")) * shapes.global_batch for log in logs]
+    losses = [float(log["loss"]) for log in logs]
+    mean_step = sum(timed) / len(timed)
+    return {
+        "step_s": mean_step,
+        "steps": len(timed),
+        "completion_tokens_per_step": sum(tokens) / len(tokens),
+        "completion_tokens_per_s": sum(tokens) / len(tokens) / mean_step,
+        "loss": losses,
+        "loss_finite": all(map(math.isfinite, losses)),
+        "reward": [log.get("reward") for log in logs],
+        "step_s_all": timed,
+        "weights_changed": changed,
+    }
+
+
+def prompt_dataset(shapes: Shapes, steps: int, seed: int) -> Any:
+    """The bench's prompts as TRL's dataset (TRL adds no <bos> to plain text: it is the first word)."""
+    from datasets import Dataset
+    from gpu_workload import BOS, prompt_texts
+
+    return Dataset.from_dict({"prompt": [f"{BOS} {t}" for t in prompt_texts(shapes, steps, seed)]})
+
+
+def grpo_config(shapes: Shapes, *, steps: int, device: str, dtype: Any, workdir: Path, seed: int) -> Any:
+    """TRL's settings for the same work as our step (see the module docstring)."""
+    import torch
+    from trl import GRPOConfig
+
+    total = steps
     accumulation = shapes.global_batch // shapes.micro_batch
-    args = GRPOConfig(
+    return GRPOConfig(
         output_dir=str(workdir / "trl"),
         max_steps=total,
         per_device_train_batch_size=shapes.micro_batch,
@@ -86,26 +124,3 @@ def run(
         disable_dropout=True,
         gradient_checkpointing=False,
     )  # TRL 1.16 defaults to True; ours keeps activations, so the same work
-    timer = Timer()
-    trainer = GRPOTrainer(
-        model=model, reward_funcs=trl_reward, args=args, train_dataset=data, processing_class=tok, callbacks=[timer]
-    )
-    trainer.train()
-    after = trainer.policy.model.state_dict()
-    changed = any(not torch.equal(before[k], after[k].detach().float().cpu()) for k in before)
-    timed = timer.step_s[warmup:]
-    logs = timer.logs[warmup:] if len(timer.logs) == len(timer.step_s) else timer.logs
-    tokens = [log.get("completions/mean_length", float("nan")) * shapes.global_batch for log in logs]
-    losses = [float(log["loss"]) for log in logs]
-    mean_step = sum(timed) / len(timed)
-    return {
-        "step_s": mean_step,
-        "steps": len(timed),
-        "completion_tokens_per_step": sum(tokens) / len(tokens),
-        "completion_tokens_per_s": sum(tokens) / len(tokens) / mean_step,
-        "loss": losses,
-        "loss_finite": all(map(math.isfinite, losses)),
-        "reward": [log.get("reward") for log in logs],
-        "step_s_all": timed,
-        "weights_changed": changed,
-    }

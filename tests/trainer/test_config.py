@@ -67,3 +67,36 @@ def test_bad_file(tmp_path):
         load_config(f)
     with pytest.raises(ConfigError, match="no such file"):
         load_config(tmp_path / "missing.toml")
+
+
+def test_device_dtype_model_and_task_settings(tmp_path):
+    cfg = load_config()
+    assert (cfg.device, cfg.dtype, cfg.model, cfg.task, cfg.rollout) == ("auto", "fp32", "tiny", "addition", "auto")
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text("{}")
+    spec = tmp_path / "t.toml"
+    spec.write_text("")
+    cfg = load_config(sets=["device=cuda:1", "dtype=bf16", f"model={hf}", f"task={spec}"])
+    assert (cfg.device, cfg.dtype, cfg.model, cfg.task) == ("cuda:1", "bf16", str(hf), str(spec)) and cfg.pretrained
+    with pytest.raises(ConfigError) as info:
+        load_config(sets=["device=tpu", "dtype=fp16", f"model={tmp_path}", f"task={tmp_path / 'none.toml'}"])
+    errs = info.value.errors
+    assert len(errs) == 4
+    assert any(e.startswith("device: 'tpu' is not auto, cpu, cuda or cuda:N") for e in errs)
+    assert any(e.startswith("dtype: 'fp16' is not one of fp32, bf16") for e in errs)
+    assert any(e.startswith("model:") and "Hugging Face model directory" in e for e in errs)
+    assert any(e.startswith("task:") and "task spec file" in e for e in errs)
+
+
+def test_resolve_device_and_dtype():
+    import torch
+
+    from trainer.device import resolve_device, resolve_dtype
+
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_dtype("bf16") is torch.bfloat16 and resolve_dtype("fp32") is torch.float32
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="sees no GPU"):
+            resolve_device("cuda:0")

@@ -1,0 +1,244 @@
+"""Our GRPO trainer against TRL's GRPOTrainer in one process, taking turns, on the same work.
+
+    python bench/trainer_vs_trl.py --device cpu [--steps 2 --warmup 1]
+
+Both sides get a SmolLM2-135M-shaped Llama with the same random weights, the same word-level tokenizer,
+prompts, reward (bench/gpu_workload.py) and optimizer settings (bench/gpu_trl.py): 8 prompts x 8
+generations, 64 new tokens, vocabulary 49152. TRL trains in `trainer.train()`; after each of its steps a
+callback runs one of ours, so the two alternate and share whatever else loads the machine.
+
+Measured per side: completion tokens per second (completion tokens of the timed steps over their time),
+seconds per step, and peak RSS (the process's resident set sampled every 5 ms during that side's steps,
+after handing freed memory back with malloc_trim, so neither side inherits the other's transient peak).
+Both models and optimizers are resident throughout, so the peaks share that base; the transient (peak minus
+the RSS when the step began) is printed too. `sampler_overhead`: the share of our decode steps spent in
+`choose_tokens` (the hashed noise plus the token choice): its time over its time plus the one-token model
+calls' (CPU timings: on a GPU the calls are asynchronous and these would need a sync).
+
+The last line is one JSON object: ours_tokens_per_s, trl_tokens_per_s, ratio, ours_peak_rss_mb,
+trl_peak_rss_mb, sampler_overhead, steps (and a few more keys).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpu_workload import FULL, TINY, Shapes
+
+SHAPES = replace(FULL, prompts=8, generations=8, prompt_tokens=16, completion_tokens=64, micro_batch=16)
+
+
+class RssPeak:
+    """The process's peak resident set while active, sampled from /proc/self/statm by a thread."""
+
+    def __init__(self, every_s: float = 0.005) -> None:
+        import os
+
+        self.page = os.sysconf("SC_PAGE_SIZE")
+        self.every_s = every_s
+        self.peak = 0
+        self.start = 0
+        self._active = threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def rss(self) -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * self.page
+
+    def begin(self) -> None:
+        _trim()
+        self.start = self.rss()
+        self.peak = max(self.peak, self.start)
+        self._active.set()
+
+    def end(self) -> None:
+        self._active.clear()
+        self.peak = max(self.peak, self.rss())
+
+    def _sample(self) -> None:
+        while True:
+            self._active.wait()
+            self.peak = max(self.peak, self.rss())
+            time.sleep(self.every_s)
+
+
+class SamplerTimer:
+    """Times our decode steps' two parts: the one-token model call (forward hooks) and `choose_tokens`."""
+
+    def __init__(self, model: Any) -> None:
+        import trainer.policy.sampling as sampling
+
+        self.choose_s = self.forward_s = 0.0
+        self.active = False
+        self._t = 0.0
+        inner = sampling.choose_tokens
+
+        def before(module: Any, args: Any, kwargs: Any) -> None:
+            self._t = time.perf_counter()
+
+        def after(module: Any, args: Any, kwargs: Any, out: Any) -> None:
+            if self.active and kwargs.get("input_ids") is not None and kwargs["input_ids"].shape[1] == 1:
+                self.forward_s += time.perf_counter() - self._t  # decode steps only, not the prefill
+
+        model.register_forward_pre_hook(before, with_kwargs=True)
+        model.register_forward_hook(after, with_kwargs=True)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            out = inner(*args, **kwargs)
+            if self.active:
+                self.choose_s += time.perf_counter() - t
+            return out
+
+        sampling.choose_tokens = timed  # _decode_loop looks it up at each call
+
+
+def _trim() -> None:
+    """Give freed heap back to the OS (glibc keeps it otherwise, and RSS would carry one side's peak)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--steps", type=int, default=2, help="timed steps per side")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed steps per side first")
+    ap.add_argument("--tiny", action="store_true", help="tiny shapes (a smoke test, not a measurement)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    args = ap.parse_args()
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    shapes = replace(TINY, completion_tokens=8) if args.tiny else SHAPES
+    with tempfile.TemporaryDirectory(prefix="trainer-vs-trl-") as tmp:
+        result = compare(shapes, steps=args.steps, warmup=args.warmup, device=args.device, workdir=Path(tmp))
+    print(json.dumps(result))
+
+
+def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Path) -> dict[str, Any]:
+    """TRL's steps with one of ours after each. -> the summary (also printed as a table)."""
+    import torch
+    from gpu_ours import bench_trainer
+    from gpu_trl import grpo_config, prompt_dataset
+    from gpu_workload import build_hf_tokenizer, build_model, trl_reward
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    total = warmup + steps
+    rss = RssPeak()
+    tok = build_hf_tokenizer(shapes)
+    ours = bench_trainer(
+        shapes,
+        model=build_model(shapes, dtype=torch.float32, device=device, seed=0),
+        tok=tok,
+        steps=total,
+        device=device,
+        dtype=torch.float32,
+        workdir=workdir,
+        seed=0,
+        mode="none",
+    )
+    sampler = SamplerTimer(ours.model)
+    ours_steps: list[Any] = []
+    trl_s: list[float] = []
+    trl_logs: list[dict[str, float]] = []
+    peaks: dict[str, list[tuple[int, int]]] = {"ours": [], "trl": []}
+
+    class Turns(TrainerCallback):  # type: ignore[misc]
+        def on_step_begin(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
+            rss.peak = 0
+            rss.begin()
+            self.t = time.perf_counter()
+
+        def on_step_end(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
+            trl_s.append(time.perf_counter() - self.t)
+            rss.end()
+            peaks["trl"].append((rss.peak, rss.peak - rss.start))
+            rss.peak = 0
+            rss.begin()
+            sampler.active = len(ours_steps) >= warmup
+            ours_steps.append(ours.train_step(len(ours_steps) + 1))
+            sampler.active = False
+            rss.end()
+            peaks["ours"].append((rss.peak, rss.peak - rss.start))
+
+        def on_log(self, a: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                trl_logs.append(dict(logs))
+
+    peer = GRPOTrainer(
+        model=build_model(shapes, dtype=torch.float32, device=device, seed=0),
+        reward_funcs=trl_reward,
+        args=grpo_config(shapes, steps=total, device=device, dtype=torch.float32, workdir=workdir, seed=0),
+        train_dataset=prompt_dataset(shapes, total, 0),
+        processing_class=tok,
+        callbacks=[Turns()],
+    )
+    peer.train()
+    ours.cleanup("completed", "")
+    return summarize(shapes, ours_steps[warmup:], trl_s[warmup:], trl_logs[warmup:], peaks, sampler, warmup)
+
+
+def summarize(
+    shapes: Shapes,
+    ours: list[Any],
+    trl_s: list[float],
+    trl_logs: list[dict[str, float]],
+    peaks: dict[str, list[tuple[int, int]]],
+    sampler: SamplerTimer,
+    warmup: int,
+) -> dict[str, Any]:
+    """The table and the JSON summary from the timed steps."""
+    mb = 1 << 20
+    ours_tokens = sum(r.tokens for r in ours)
+    ours_s = sum(r.step_s for r in ours)
+    trl_tokens = sum(log["completions/mean_length"] * shapes.global_batch for log in trl_logs)
+    ours_tps, trl_tps = ours_tokens / ours_s, trl_tokens / sum(trl_s)
+    gen_s = sum(r.generation_s for r in ours)
+    choose_s = sampler.choose_s
+    peak = {side: max(p for p, _ in peaks[side][warmup:]) / mb for side in peaks}
+    transient = {side: max(t for _, t in peaks[side][warmup:]) / mb for side in peaks}
+    print(f"{'':6} {'tokens/s':>10} {'s/step':>8} {'peak RSS MB':>12} {'transient MB':>13}")
+    for side, tps, sps in (("ours", ours_tps, ours_s / len(ours)), ("TRL", trl_tps, sum(trl_s) / len(trl_s))):
+        key = side.lower()
+        print(f"{side:6} {tps:10.1f} {sps:8.2f} {peak[key]:12.0f} {transient[key]:13.0f}")
+    print(
+        f"ratio ours/TRL tokens/s: {ours_tps / trl_tps:.2f}; our generation {gen_s / len(ours):.2f} s/step, "
+        f"of which token choice {choose_s / len(ours):.2f} s"
+    )
+    return {
+        "ours_tokens_per_s": ours_tps,
+        "trl_tokens_per_s": trl_tps,
+        "ratio": ours_tps / trl_tps,
+        "ours_peak_rss_mb": peak["ours"],
+        "trl_peak_rss_mb": peak["trl"],
+        "ours_transient_rss_mb": transient["ours"],
+        "trl_transient_rss_mb": transient["trl"],
+        "ours_s_per_step": ours_s / len(ours),
+        "trl_s_per_step": sum(trl_s) / len(trl_s),
+        "ours_generation_s_per_step": gen_s / len(ours),
+        "sampler_overhead": choose_s / (choose_s + sampler.forward_s),
+        "decode_forward_s_per_step": sampler.forward_s / len(ours),
+        "token_choice_s_per_step": choose_s / len(ours),
+        "steps": len(ours),
+    }
+
+
+if __name__ == "__main__":
+    main()

@@ -120,12 +120,15 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps per side first")
     ap.add_argument("--tiny", action="store_true", help="tiny shapes (a smoke test, not a measurement)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--layers", type=int, default=0, help="fewer decoder layers (0: SmolLM2-135M's 30): not the spec")
     args = ap.parse_args()
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
     shapes = replace(TINY, completion_tokens=8) if args.tiny else SHAPES
+    if args.layers:
+        shapes = replace(shapes, layers=args.layers)
     with tempfile.TemporaryDirectory(prefix="trainer-vs-trl-") as tmp:
         result = compare(shapes, steps=args.steps, warmup=args.warmup, device=args.device, workdir=Path(tmp))
     print(json.dumps(result))

@@ -123,3 +123,11 @@ def test_perturbed_files_give_the_summarizers_minutes(name: str, corpus: Path, t
         assert not ours.scored and not any(r.compliant for r in ours.runs)
     else:
         assert ours.scored and all(r.compliant for r in ours.runs)
+
+
+def test_a_folder_with_power_results_says_they_are_out_of_scope(corpus: Path) -> None:
+    folder = corpus / "mlperf-results/training_results_v4.1/Dell/results/8xXE9680x8H100-SXM-80GB-POWER/llama2_70b_lora"
+    found = read_result_folder(folder)
+    assert [f.name for f in found.files] == ["result_0.txt"]
+    assert found.notes == (f"{folder}/power: power results are out of scope; only the time-to-train score is imported",)
+    assert found.result_set.scaling_factor == 1.0 and found.result_set.system == "8xXE9680x8H100-SXM-80GB-POWER"

@@ -1,4 +1,6 @@
-"""Synthetic runs for demos and tests, recorded through the real LogWriter with explicit times.
+"""Synthetic runs for demos and tests, recorded through the real LogWriter with explicit times: the one
+run builder of the project (replay's golden cases, docs/design.md's worked example, the history's and the
+evaluator's test runs all come from `record_run`).
 
 Timeline (seconds after run_start): step k's weight update at 60 k plus 2 s for every earlier checkpoint
 (each save blocks the loop 2 s, from the weight update); its step_metrics 2 s after the update; its
@@ -9,9 +11,11 @@ checkpoint (steps from the validation start) commits 30 s after the update. Eval
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from recorder.kinds import (
     BlockStart,
@@ -79,14 +83,30 @@ CLOSED_256: dict[str, object] = {
 }
 
 
-def eval_settings(target: float) -> dict[str, object]:
+# (run, step, weight update ns) -> checkpoint_committed fields replacing the defaults' sha256, bytes,
+# fingerprint, format and dtype: the evaluator's tests write real tiny checkpoints through it.
+CheckpointData = Callable[[RunDir, int, int], Mapping[str, Any]]
+
+
+def eval_settings(target: float, samples: int = 251, max_new_tokens: int = 5) -> dict[str, object]:
     """The evaluation settings a run records (trainer/config.py EvalSettings' defaults), with its target."""
-    return {"k": 4, "temperature": 0.1, "top_p": 0.95, "target": target, "max_new_tokens": 5, "samples": 251}
+    return {
+        "k": 4,
+        "temperature": 0.1,
+        "top_p": 0.95,
+        "target": target,
+        "max_new_tokens": max_new_tokens,
+        "samples": samples,
+    }
+
+
+def _default_metrics(step: int) -> StepMetrics:
+    return StepMetrics(loss=0.5, reward=0.25)
 
 
 def record_run(
     root: Path,
-    run_id: str,
+    run_id: str | None = None,
     *,
     gbs: int = 3840,
     steps: int = 6,
@@ -100,41 +120,57 @@ def record_run(
     evaluator_segments: int = 1,
     reverse_configs: bool = False,
     target: float | None = None,
+    eval_samples: int = 251,
+    eval_max_new_tokens: int = 5,
+    t0_ns: int = T0,
+    opened_at_start: bool = False,
+    step_metrics: Callable[[int], StepMetrics] = _default_metrics,
+    checkpoint_steps: Sequence[int] | None = None,
+    checkpoint_paths: Mapping[int, str] | None = None,
+    checkpoint_data: CheckpointData | None = None,
+    stopped: bool = True,
 ) -> RunDir:
-    """Record a run; `evals` are (step, accuracy) in the order they were performed. `target`: a pass target
-    recorded in run_opened (and judged by in the evaluation results), as `recorder train --set eval.target`
-    records it; None records none (the ruleset's applies)."""
+    """Record a run; `evals` are (step, accuracy) in the order they were performed.
+
+    `target`: a pass target recorded in run_opened with the evaluation settings (`eval_samples` tasks,
+    `eval_max_new_tokens`), as `recorder train --set eval.target` records it; None records none (the
+    ruleset's applies). `t0_ns`: the run_start time; `opened_at_start`: run_opened stamped then, not 10 s
+    before. `checkpoint_steps`: the committed steps (default: from the validation start on), at
+    `checkpoint_paths` (default checkpoints/step_NNNNNNN). `stopped=False`: training never stopped (no
+    block_stop, no train_stop).
+    """
     run = RunDir.create(root, run_id)
     vs = validation_start(gbs)
+    saved = set(checkpoint_steps) if checkpoint_steps is not None else set(range(vs, steps + 1))
     division = "closed" if closed else "open"
-    with LogWriter(run, "trainer", clock=lambda: T0) as w:
+    with LogWriter(run, "trainer", clock=lambda: t0_ns) as w:
         opened = RunOpened(
             benchmark="qwen35_397b_grpo",
             ruleset="6.1.0",
             division=division,
             global_batch_size=gbs,
             target=target,
-            config={} if target is None else {"eval": eval_settings(target)},
+            config={} if target is None else {"eval": eval_settings(target, eval_samples, eval_max_new_tokens)},
             provenance={},
             resumed_from=None,
         )
-        w.append(opened, time_ns=T0 - 10 * S)
-        w.append(InitStart(), time_ns=T0 - 10 * S)
+        w.append(opened, time_ns=t0_ns if opened_at_start else t0_ns - 10 * S)
+        w.append(InitStart(), time_ns=t0_ns - 10 * S)
         if closed:
             items = list(CLOSED_256.items())
             for key, value in reversed(items) if reverse_configs else items:
-                w.append(MllogConfig(), key=key, value=value, time_ns=T0 - 5 * S)
-        w.append(InitStop(), time_ns=T0)
-        w.append(RunStart(), time_ns=T0)
-        w.append(BlockStart(), step=1, samples_count=0, time_ns=T0)
+                w.append(MllogConfig(), key=key, value=value, time_ns=t0_ns - 5 * S)
+        w.append(InitStop(), time_ns=t0_ns)
+        w.append(RunStart(), time_ns=t0_ns)
+        w.append(BlockStart(), step=1, samples_count=0, time_ns=t0_ns)
         blocked = 0
         for step in range(1, steps + 1):
-            update = T0 + (60 * step + blocked) * S
+            update = t0_ns + (60 * step + blocked) * S
             if step not in skip_weight_update:
                 w.append(WeightUpdate(), step=step, samples_count=step * gbs, time_ns=update)
-            if step >= vs:
+            if step in saved:
                 committed = CheckpointCommitted(
-                    path=f"checkpoints/step_{step:07d}",
+                    path=(checkpoint_paths or {}).get(step, f"checkpoints/step_{step:07d}"),
                     sha256="",
                     bytes=0,
                     weight_update_ns=update,
@@ -145,13 +181,16 @@ def record_run(
                     format="safetensors",
                     dtype="bfloat16",
                 )
+                if checkpoint_data is not None:
+                    committed = dataclasses.replace(committed, **checkpoint_data(run, step, update))
                 w.append(committed, step=step, samples_count=step * gbs, time_ns=update + 30 * S)
                 blocked += 2
-            metrics_at = T0 + last_metrics_s * S if (step == steps and last_metrics_s) else update + 2 * S
-            w.append(StepMetrics(loss=0.5, reward=0.25), step=step, samples_count=step * gbs, time_ns=metrics_at)
-        end = T0 + (60 * steps + blocked) * S
-        w.append(BlockStop(), step=steps, samples_count=steps * gbs, time_ns=end)
-        w.append(TrainStop(status="completed", reason=""), step=steps, samples_count=steps * gbs, time_ns=end)
+            metrics_at = t0_ns + last_metrics_s * S if (step == steps and last_metrics_s) else update + 2 * S
+            w.append(step_metrics(step), step=step, samples_count=step * gbs, time_ns=metrics_at)
+        end = t0_ns + (60 * steps + blocked) * S
+        if stopped:
+            w.append(BlockStop(), step=steps, samples_count=steps * gbs, time_ns=end)
+            w.append(TrainStop(status="completed", reason=""), step=steps, samples_count=steps * gbs, time_ns=end)
     record_evals(run, evals, gbs, eval_start_s, eval_s, segments=evaluator_segments, target=target)
     if extra_results:
         with LogWriter(run, "evaluator", clock=lambda: T0) as w:
@@ -159,6 +198,24 @@ def record_run(
                 at = T0 + (eval_start_s + 1000 + 60 * i) * S
                 w.append(EvalResult(), step=step, samples_count=step * gbs, key="accuracy", value=acc, time_ns=at)
     return run
+
+
+def _worked_example_metrics(step: int) -> StepMetrics:
+    return StepMetrics(loss=0.0, reward=0.5, checkpoint_block_s=2.0 if step >= 18 else 0.0)
+
+
+def record_worked_example(root: Path, run_id: str | None = None, t0_ns: int = T0) -> RunDir:
+    """docs/design.md section 5's run without its evaluations: GBS 256 (validation start 18), 20 steps of
+    60 s, saves blocking 2 s and committing 30 s after their weight update."""
+    return record_run(
+        root,
+        run_id,
+        gbs=256,
+        steps=20,
+        t0_ns=t0_ns,
+        opened_at_start=True,
+        step_metrics=_worked_example_metrics,
+    )
 
 
 def record_evals(

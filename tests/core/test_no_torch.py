@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.worked_example import record_worked_example
+from replay.synthetic import record_worked_example
 from tests.helpers import REPO
 
 # Make `import torch` (and friends) fail in the child, as on a machine without the `train` extra.

@@ -1,5 +1,5 @@
-"""Small synthetic runs for evaluator tests: real tiny-model checkpoints written with the trainer's own
-functions, and the training events that commit them, recorded with recorder.log.LogWriter.
+"""Small synthetic runs for evaluator tests: replay.synthetic's run builder, with real tiny-model
+checkpoints written with the trainer's own functions behind its commits.
 
 The models are random (untrained), so pass@k is 0: the tests choose the run's `eval.target` to decide
 what passes (-1: everything, 1: nothing), which exercises the evaluator's logic without a training run.
@@ -11,23 +11,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from recorder.kinds import CheckpointCommitted, RunOpened, RunStart, TrainStop, WeightUpdate
-from recorder.log import LogWriter
 from recorder.run import RunDir
-
-S = 1_000_000_000
-T0 = 1_780_000_000 * S
-
-
-def eval_config(target: float = 0.69, samples: int = 8, k: int = 4, max_new_tokens: int = 3) -> dict[str, Any]:
-    return {
-        "k": k,
-        "temperature": 0.1,
-        "top_p": 0.95,
-        "target": target,
-        "max_new_tokens": max_new_tokens,
-        "samples": samples,
-    }
+from replay import synthetic
 
 
 @functools.cache
@@ -79,41 +64,25 @@ def record_run(
     paths: dict[int, str] | None = None,
     sharpen: float = 40.0,
 ) -> RunDir:
-    """A run trained for `steps` steps of 60 s, committing checkpoints at `checkpoint_steps`
-    (default: from the validation start on). `files=False` records the events only."""
-    from recorder.rules import validation_start_step as validation_start
+    """replay.synthetic's run (steps of 60 s, checkpoints from the validation start unless `checkpoint_steps`)
+    with the evaluator's settings (`target`, `samples` tasks) and, unless `files=False`, a real tiny
+    checkpoint behind every commit."""
 
-    run = RunDir.create(root, run_id)
-    start = validation_start(gbs)
-    cps = checkpoint_steps if checkpoint_steps is not None else list(range(start, steps + 1))
-    with LogWriter(run, "trainer", clock=lambda: T0) as w:
-        opened = RunOpened(
-            benchmark="qwen35_397b_grpo",
-            ruleset="6.1.0",
-            division="open",
-            global_batch_size=gbs,
-            resumed_from=None,
-            provenance={},
-            config={"eval": eval_config(target, samples)},
-        )
-        w.append(opened)
-        w.append(RunStart(), time_ns=T0)
-        for step in range(1, steps + 1):
-            update = T0 + 60 * step * S
-            w.append(WeightUpdate(), step=step, samples_count=step * gbs, time_ns=update)
-            if step in cps:
-                rel = (paths or {}).get(step, f"checkpoints/step_{step:07d}")
-                data: dict[str, Any] = {"sha256": "0" * 64, "bytes": 0, "fingerprint": {}}
-                data.update(format="safetensors", dtype="float32")
-                if files:
-                    data = write_tiny_checkpoint(
-                        run.path / f"checkpoints/step_{step:07d}", step, update, step % 2, sharpen
-                    )
-                data.update(
-                    path=rel, weight_update_ns=update, save_begin_ns=update, save_end_ns=update + S, blocked_ns=S // 10
-                )
-                w.append(CheckpointCommitted(**data), step=step, samples_count=step * gbs, time_ns=update + S)
-        if stopped:
-            stop = TrainStop(status="completed", reason="")
-            w.append(stop, step=steps, samples_count=steps * gbs, time_ns=T0 + (60 * steps + 5) * S)
-    return run
+    def tiny_checkpoint(run: RunDir, step: int, update: int) -> dict[str, Any]:
+        if not files:
+            return {"sha256": "0" * 64, "bytes": 0, "fingerprint": {}, "dtype": "float32"}
+        return write_tiny_checkpoint(run.path / f"checkpoints/step_{step:07d}", step, update, step % 2, sharpen)
+
+    return synthetic.record_run(
+        root,
+        run_id,
+        gbs=gbs,
+        steps=steps,
+        target=target,
+        eval_samples=samples,
+        eval_max_new_tokens=3,
+        checkpoint_steps=checkpoint_steps,
+        checkpoint_paths=paths,
+        checkpoint_data=tiny_checkpoint,
+        stopped=stopped,
+    )

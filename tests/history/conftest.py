@@ -12,7 +12,7 @@ import pytest
 
 from recorder.log import LogWriter
 from recorder.run import RunDir
-from replay.worked_example import S, record_worked_example
+from replay.synthetic import S, record_worked_example
 
 T0 = 1_780_000_000 * S
 RCP_LOG = "qwen35_397b_grpo_rcp/GBS256/seed_1.out"

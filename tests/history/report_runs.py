@@ -7,7 +7,7 @@ from pathlib import Path
 
 from recorder.log import LogWriter
 from recorder.run import RunDir
-from replay.worked_example import S, record_worked_example
+from replay.synthetic import S, record_worked_example
 from tests.history.conftest import T0, record_evaluation
 
 GBS = 256

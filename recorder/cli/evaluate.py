@@ -155,8 +155,8 @@ def _harness_eval(
 ) -> None:
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
-    from evaluator.harness.run import HarnessOptions, evaluate_harness
     from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
+    from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
     from evaluator.order import parse_order
     from evaluator.settings import Options
 

@@ -27,7 +27,7 @@ def _scores(model: Any, tokenizer: Any) -> dict[str, float]:
     import lm_eval
 
     from evaluator.harness.adapter import CheckpointLM
-    from evaluator.harness.run import HarnessOptions, _quiet, _simple_evaluate
+    from evaluator.harness.zero_shot import HarnessOptions, _quiet, _simple_evaluate
 
     tasks = resolve_tasks(["easy_qa"], SHIPPED_DATA)
     with _quiet():

@@ -1,5 +1,5 @@
-"""A root holding the runs the history must answer for: trained and evaluated (the DESIGN worked
-example), trained but still live, imported (a real reference log), and a damaged one."""
+"""A root holding the runs the history must answer for: trained and evaluated (docs/design.md section 5's
+worked example), trained but still live, imported (a real reference log), and a damaged one."""
 
 from __future__ import annotations
 

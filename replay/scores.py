@@ -2,9 +2,9 @@
 
 One JSON object a line: run_id, ruleset, interpretation, status (success | aborted | none), passing_step,
 run_start_ns, run_stop_ns, minutes, checker (the compliance checker's verdict, or null), mlperf_logging_version,
-why (the interpretation's reason, or why nothing was derived), target (the pass target the evaluations were
-judged by: the run's recorded one, else the ruleset's) and comparable (false when that target is not the
-ruleset's or the run was resumed: not comparable to MLPerf results).
+why (the interpretation's reason, or why nothing was derived), target (the pass target the run recorded and
+its evaluations were judged by; null: it recorded none, the ruleset's applies) and comparable (false when
+that target is not the ruleset's or the run was resumed: not comparable to MLPerf results).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from recorder.events import Event
 from recorder.reader import read_run
-from recorder.rules import BENCHMARK, is_standard_target, pass_target
+from recorder.rules import BENCHMARK, is_standard_target
 from recorder.run import RunDir
 from replay.check import CheckResult, compliance, mlperf_logging_version
 from replay.derive import Derivation, derive_run
@@ -45,7 +45,7 @@ def score_row(
     `done`: the derivation (and verdict) the caller already has, so that nothing is derived or checked twice."""
     target = run_target(events)
     judged = {
-        "target": pass_target(target),
+        "target": target,
         "comparable": is_standard_target(target) and not resumes(events),
     }
     try:

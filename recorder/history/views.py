@@ -338,7 +338,7 @@ def lock_down(con: duckdb.DuckDBPyConnection, files: list[str]) -> None:
 # `steps` is the final step trained (train_stop, else block_stop); only a run that has neither (still
 # training, or crashed) is counted from its weight updates, so the view reads no per-step rows for the rest.
 # `target` is the pass target the run recorded (recorder.rules.recorded_target: run_opened's `target`, else
-# its config's eval.target; imported logs: their target_accuracy line).
+# its config's eval.target); an imported log records none (its target_accuracy line is its benchmark's own).
 _RUN_FACTS = """
 CREATE OR REPLACE VIEW _run_facts AS
 WITH f AS (
@@ -357,14 +357,13 @@ WITH f AS (
       AS run_start_ns,
     bool_or(writer = 'import') AS imported,
     coalesce(any_value(TRY_CAST(data->>'target' AS DOUBLE)) FILTER (kind = 'run_opened'),
-             any_value(TRY_CAST(data->>'$.config.eval.target' AS DOUBLE)) FILTER (kind = 'run_opened'),
-             any_value(TRY_CAST(value AS DOUBLE)) FILTER (kind = 'mllog_line' AND key = 'target_accuracy'))
+             any_value(TRY_CAST(data->>'$.config.eval.target' AS DOUBLE)) FILTER (kind = 'run_opened'))
       AS target,
     coalesce(bool_or(data->>'resumed_from' IS NOT NULL) FILTER (kind = 'run_opened'), false) AS resumed
   FROM events
   WHERE kind IN ('run_opened', 'run_start', 'block_stop', 'train_stop')
      OR (kind = 'mllog_line' AND key IN ('submission_benchmark', 'submission_division', 'global_batch_size',
-                                        'run_start', 'target_accuracy'))
+                                        'run_start'))
   GROUP BY run_id
 ),
 unfinished AS (

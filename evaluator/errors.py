@@ -77,3 +77,7 @@ class NothingPassedError(EvalError, DataError):
 
 class RunNotWritableError(EvalError, DataError):
     """The run directory cannot be written (read-only filesystem, no permission): nothing is recorded."""
+
+
+class UnverifiedRunError(EvalError, DataError):
+    """The run fails `recorder verify`: its checkpoints are not evaluated unless forced."""

@@ -242,7 +242,7 @@ def _document(
     tasks_passed = sum(any(s.correct for s in samples[t * cfg.k : (t + 1) * cfg.k]) for t in range(len(pairs)))
     return {
         "schema": SCHEMA,
-        "run_id": ctx.facts.run.run_id,
+        "run_id": ctx.writer.run_id,
         "step": cp.step,
         "samples_count": cp.samples_count,
         "metric": cfg.metric,
@@ -274,6 +274,7 @@ def _document(
         "task": ctx.spec.describe(),
         "backend": {"name": ctx.options.backend, "dtype": ctx.options.dtype, "device": ctx.options.device},
         "provenance": provenance(),
+        "unverified": ctx.facts.unverified,
         "timings": {"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},
         "evaluator_segment": ctx.writer.segment,
         "samples": sample_rows(samples, pairs),

@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
-from evaluator.errors import NotEvaluableError
+from evaluator.errors import NotEvaluableError, UnverifiedRunError
 from evaluator.settings import RunEvalConfig, run_eval_config
 from recorder.events import Event
+from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
 from recorder.reader import read_run
 from recorder.run import RunDir
+
+UNVERIFIED = "UNVERIFIED"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,6 +30,7 @@ class RunFacts:
     candidates: dict[int, CommittedCheckpoint]
     problems: list[str]
     task: Path  # the task spec scored: --task, else the run's recorded eval.task, else the shipped addition
+    unverified: list[str]  # what verify found, when evaluated with --force; empty for an intact run
 
 
 def task_path(config: dict[str, Any], override: Path | None) -> Path:
@@ -39,11 +43,26 @@ def task_path(config: dict[str, Any], override: Path | None) -> Path:
     return Path(recorded) if isinstance(recorded, str) and recorded else shipped("addition")
 
 
-def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool, task: Path | None = None) -> RunFacts:
-    """Read and check the run: opened, training stopped, checkpoints committed in a valid series.
+def require_verified(run: RunDir, force: bool) -> list[str]:
+    """The run's verification problems (empty when intact); UnverifiedRunError unless `force`."""
+    problems = [str(p) for p in verify_with_cache(run).problems]
+    if problems and not force:
+        shown = "; ".join(problems[:3]) + (f"; ... and {len(problems) - 3} more" if len(problems) > 3 else "")
+        raise UnverifiedRunError(
+            f"{run.path} fails verification ({shown}); only intact runs are evaluated. Run `recorder verify "
+            f"{run.path}` for the details, or pass --force to evaluate anyway (results are marked {UNVERIFIED})."
+        )
+    return problems
+
+
+def read_facts(
+    run_dir: Path | str | RunDir, *, allow_gaps: bool, task: Path | None = None, force: bool = False
+) -> RunFacts:
+    """Verify and read the run: intact, opened, training stopped, checkpoints committed in a valid series.
 
     With `task` (a spec file), its settings replace the ones the run recorded."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    unverified = require_verified(run, force)
     events = read_run(run).events
     opened_event = next((e for e in events if e.kind == "run_opened"), None)
     if opened_event is None:
@@ -78,4 +97,5 @@ def read_facts(run_dir: Path | str | RunDir, *, allow_gaps: bool, task: Path | N
         candidates={c.step: c for c in candidates},
         problems=problems,
         task=task_path(config, task),
+        unverified=unverified,
     )

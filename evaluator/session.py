@@ -58,6 +58,7 @@ class Summary:
     outcomes: list[Outcome]
     closed: list[str] = field(default_factory=list)  # interrupted attempts closed now
     remaining: list[int] = field(default_factory=list)  # planned steps left unevaluated (--limit)
+    unverified: list[str] = field(default_factory=list)  # verify's problems, when evaluated with --force
 
     @property
     def passing_step(self) -> int | None:
@@ -130,7 +131,7 @@ def _evaluate_locked(
     clock: Callable[[], int],
     on_outcome: Callable[[Outcome], None] | None,
 ) -> Summary:
-    facts = read_facts(run, allow_gaps=options.allow_gaps, task=options.task)
+    facts = read_facts(run, allow_gaps=options.allow_gaps, task=options.task, force=options.force)
     target = facts.eval_cfg.target
     steps = arrange(sorted(facts.candidates), options.order)
     prior = attempts(facts.events)
@@ -183,6 +184,7 @@ def _evaluate_locked(
             outcomes=outcomes,
             closed=closed,
             remaining=remaining,
+            unverified=facts.unverified,
         )
 
 

@@ -73,6 +73,7 @@ class Options:
     dtype: Dtype = "fp32"  # Hugging Face checkpoints; the policy's own load in float32 always
     device: str = "cpu"
     trust_remote_code: bool = False
+    force: bool = False  # evaluate a run that fails verify; its results are marked UNVERIFIED
 
     def __post_init__(self) -> None:
         errors = []

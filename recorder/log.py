@@ -24,6 +24,7 @@ from recorder.catalogue import check_kind, critical_kinds
 from recorder.errors import EncodeError, InputError, LogWriteError, WriterClosedError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.kinds import Payload, SegmentClosed
+from recorder.reader import recorded_run_id
 from recorder.run import RunDir, fsync_dir
 from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row_encoder, schema_message, segment_name
 
@@ -61,7 +62,7 @@ class LogWriter:
         if not WRITER_NAME.match(writer):
             raise InputError(f"invalid writer name {writer!r}: letters, digits, '_', '.' and inner '-'")
         self.writer = writer
-        self.run_id = self.run.run_id
+        self.run_id = recorded_run_id(self.run)  # a copied run keeps its own id, not the folder's
         self._clock = clock
         self._lock = threading.Lock()
         self._seq = 0

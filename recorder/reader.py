@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -13,7 +15,7 @@ from recorder.events import SCHEMA_VERSION, SCHEMA_VERSION_KEY, Event, arrow_sch
 from recorder.run import RunDir
 from recorder.segment import CONTINUATION, END_OF_STREAM, list_segments, parse_segment_name, schema_message
 
-_ARROW_ERRORS = (
+ARROW_ERRORS = (
     pa.ArrowInvalid,
     pa.ArrowIOError,
     pa.ArrowNotImplementedError,
@@ -97,7 +99,7 @@ def _has_later_message(data: bytes, start: int, schema: pa.Schema) -> bool:
             message = pa.ipc.read_message(pa.py_buffer(data[pos:]))
             pa.ipc.read_record_batch(message, schema)
             return True
-        except _ARROW_ERRORS:
+        except ARROW_ERRORS:
             pos = data.find(CONTINUATION, pos + 1)
     return False
 
@@ -106,7 +108,7 @@ def _valid(batch: pa.RecordBatch) -> bool:
     try:
         batch.validate(full=True)
         return True
-    except _ARROW_ERRORS:
+    except ARROW_ERRORS:
         return False
 
 
@@ -124,7 +126,7 @@ def read_segment(path: Path) -> Segment:
     source = pa.BufferReader(pa.py_buffer(data))
     try:
         reader = pa.ipc.open_stream(source)
-    except _ARROW_ERRORS as e:
+    except ARROW_ERRORS as e:
         raise SegmentError(
             f"{path}: not an Arrow event segment ({e}); move it out of events/", segment=path.name, seq=0
         ) from e
@@ -147,7 +149,7 @@ def read_segment(path: Path) -> Segment:
             batch = reader.read_next_batch()
         except StopIteration:
             break
-        except _ARROW_ERRORS as e:
+        except ARROW_ERRORS as e:
             failure = e
             break
         batches.append(batch)
@@ -156,7 +158,7 @@ def read_segment(path: Path) -> Segment:
     table = pa.Table.from_batches(batches, schema=expected_schema)
     try:
         table.validate(full=True)  # e.g. UTF-8: decoding a message does not check it
-    except _ARROW_ERRORS:
+    except ARROW_ERRORS:
         bad = next(i for i, b in enumerate(batches) if not _valid(b))
         error = SegmentError(
             f"{path}: event at byte {offsets[bad]} is not valid (seq {bad} is the first bad "
@@ -235,3 +237,56 @@ def read_run(path: Path | str | RunDir) -> RunLog:
     run = path if isinstance(path, RunDir) else RunDir.open(path)
     segments = [read_segment(p) for p in list_segments(run.events)]
     return RunLog(run, segments, merge([s.events() for s in segments]))
+
+
+def stream_events(path: Path) -> Iterator[Event]:
+    """The events of one segment, read one message at a time (memory: one event). Stops quietly at the
+    first message it cannot read: `read_segment` and `verify` are the judges of damage."""
+    parsed = parse_segment_name(path.name)
+    if parsed is None or not path.is_file():
+        return
+    try:
+        with pa.OSFile(str(path)) as source:
+            reader = pa.ipc.open_stream(source)
+            names = reader.schema.names
+            while True:
+                batch = reader.read_next_batch()
+                for row in zip(*(batch.column(i).to_pylist() for i in range(len(names))), strict=True):
+                    yield event_from_row(row, path.name)
+    except (StopIteration, *ARROW_ERRORS):
+        return
+
+
+def event_from_row(row: tuple[Any, ...], segment: str) -> Event:
+    r, w, s, t, m, k, st, sc, ky, v, d, dg = row
+    return Event(
+        run_id=r,
+        writer=w,
+        seq=s,
+        time_ns=t,
+        mono_ns=m,
+        kind=k,
+        step=st,
+        samples_count=sc,
+        key=ky,
+        value_json=v,
+        data_json=d,
+        digest=dg,
+        segment=segment,
+    )
+
+
+def recorded_run_id(run: RunDir) -> str:
+    """The run id the run's own `run_opened` carries, never the folder name (a copied run keeps its id).
+
+    Falls back to the first recorded event's run id, then to the folder name for a run with no events.
+    """
+    fallback: str | None = None
+    for path in list_segments(run.events):
+        first = next(stream_events(path), None)
+        if first is None:
+            continue
+        if first.kind == "run_opened":
+            return first.run_id
+        fallback = fallback or first.run_id
+    return fallback or run.path.name

@@ -117,7 +117,7 @@ def evaluate_harness(
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     how = options.evaluation
     with session_lock(run):
-        facts = read_facts(run, allow_gaps=how.allow_gaps)
+        facts = read_facts(run, allow_gaps=how.allow_gaps, force=how.force)
         steps = arrange(sorted(facts.candidates), how.order)
         done = scored_tasks(facts.events)
         stale = [a for a in attempts(facts.events, writer=HARNESS_WRITER) if a.open]
@@ -214,7 +214,7 @@ def _score(
     timings["total_s"] = time.monotonic() - t0
     doc = {
         "schema": SCHEMA,
-        "run_id": ctx.facts.run.run_id,
+        "run_id": ctx.writer.run_id,
         "step": cp.step,
         "samples_count": cp.samples_count,
         "harness": {

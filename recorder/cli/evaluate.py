@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from recorder.cli.output import console
@@ -68,6 +69,9 @@ def eval_command(
     trust_remote_code: Annotated[
         bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
     ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Evaluate a run that fails verify; its results are marked UNVERIFIED.")
+    ] = False,
 ) -> None:
     """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
 
@@ -97,6 +101,7 @@ def eval_command(
             allow_gaps=allow_gaps,
             fingerprint=fingerprint,
             fingerprint_tolerance=fingerprint_tolerance,
+            force=force,
         )
         return
     if tasks is not None or steps is not None or data_dir is not None:
@@ -121,6 +126,7 @@ def eval_command(
         dtype=dtype,
         device=device,
         trust_remote_code=trust_remote_code,
+        force=force,
     )
     summary = evaluate_run(run_dir, options, on_outcome=_print_outcome)
     _print_summary(summary)
@@ -152,6 +158,7 @@ def _harness_eval(
     allow_gaps: bool,
     fingerprint: str,
     fingerprint_tolerance: float,
+    force: bool,
 ) -> None:
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
@@ -179,6 +186,7 @@ def _harness_eval(
             allow_gaps=allow_gaps,
             fingerprint=fingerprint == "on",
             fingerprint_tolerance=fingerprint_tolerance,
+            force=force,
         ),
     )
     summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)
@@ -218,6 +226,11 @@ def _print_outcome(o: Outcome) -> None:
 
 
 def _print_summary(s: Summary) -> None:
+    if s.unverified:
+        console.print(
+            f"[bold red]UNVERIFIED[/]: evaluated with --force from a run that fails verify ({escape(s.unverified[0])})",
+            highlight=False,
+        )
     for p in s.problems:
         console.print(f"[yellow]warning:[/] {p} (--allow-gaps)", highlight=False)
     for c in s.closed:

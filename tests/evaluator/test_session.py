@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.errors import NotEvaluableError, SeriesError
+from evaluator.errors import NotEvaluableError, SeriesError, UnverifiedRunError
 from evaluator.order import parse_order
 from evaluator.results import sha256_text
 from evaluator.session import evaluate_run
@@ -126,7 +126,9 @@ def _tamper(path: Path) -> None:
 def test_a_tampered_weights_file_is_refused_by_its_hash_and_not_scored(tmp_path: Path) -> None:
     run = record_run(tmp_path, steps=19, target=PASS_ALL, samples=2)
     _tamper(run.checkpoints / "step_0000018" / "model.safetensors")
-    s = evaluate_run(run.path, Options())
+    with pytest.raises(UnverifiedRunError, match="rule commit-sha"):  # verify refuses the run first
+        evaluate_run(run.path, Options())
+    s = evaluate_run(run.path, Options(force=True))  # forced, each checkpoint is still checked
     assert [(o.step, o.status, o.error) for o in s.outcomes] == [
         (18, "failed", "HashMismatchError"),
         (19, "scored", ""),
@@ -165,7 +167,9 @@ def test_another_tokenizer_or_model_config_is_refused_by_the_fingerprint(tmp_pat
 
 def test_a_path_outside_the_run_is_refused(tmp_path: Path) -> None:
     run = record_run(tmp_path, steps=18, target=PASS_ALL, samples=2, paths={18: "../evil/step_0000018"})
-    s = evaluate_run(run.path, Options())
+    with pytest.raises(UnverifiedRunError, match="rule commit-inside-run"):
+        evaluate_run(run.path, Options())
+    s = evaluate_run(run.path, Options(force=True))
     assert [(o.status, o.error) for o in s.outcomes] == [("failed", "UnsafePathError")]
 
 

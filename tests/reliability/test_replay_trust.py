@@ -100,6 +100,6 @@ def test_score_refuses_a_tampered_run_unless_forced(tmp_path):
     _tamper_a_value(bad)
     r = run_cli("score", str(good), str(bad))
     assert r.returncode == 1 and "fails verification" in r.stderr and "Traceback" not in r.stderr
-    assert not (good / "derived").exists()  # refused before anything was written
+    assert not (good / "derived" / "scores.jsonl").exists()  # refused before anything was written
     r = run_cli("score", str(good), str(bad), "--force")
     assert "bad (UNVERIFIED)" in " ".join(r.stdout.split()) and "Traceback" not in r.stderr, r.stdout + r.stderr

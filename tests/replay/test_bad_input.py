@@ -49,7 +49,10 @@ def test_unevaluated_checkpoints_and_none_passing_fabricate_nothing(tmp_path: Pa
 def test_duplicate_results_for_one_step(tmp_path: Path) -> None:
     run = record_run(tmp_path, "dup", evals=[(4, 0.70)], extra_results=[(4, 0.71)])
     _assert_clean_error(
-        run_cli("replay", str(run.path)),
+        run_cli("replay", str(run.path)), 1, "evaluator-0002.arrows seq 0", "eval-result-inside-evaluation"
+    )  # a result outside any evaluation fails verify; forced, replay still refuses to pick one
+    _assert_clean_error(
+        run_cli("replay", str(run.path), "--force"),
         1,
         "duplicate 'accuracy' results for step 4",
         "evaluator-0001.arrows seq 1: 0.7",

@@ -73,7 +73,7 @@ def test_write_scores_is_atomic_and_complete(tmp_path: Path) -> None:
     run = record_run(tmp_path, "ws", **CASES["later_pass"])  # type: ignore[arg-type]
     path = write_scores(run.path)
     assert path == run.derived / "scores.jsonl"
-    assert [p.name for p in run.derived.iterdir()] == ["scores.jsonl"]
+    assert sorted(p.name for p in run.derived.iterdir()) == ["evals", "scores.jsonl"]  # evals: the evidence
     assert len(path.read_text().splitlines()) == len(INTERPRETATIONS)
 
 

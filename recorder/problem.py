@@ -1,0 +1,23 @@
+"""A problem verify found: where (segment, seq) and which rule the run breaks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something altered, missing or impossible, located by segment and, where known, the first bad seq.
+
+    `rule` names the semantic rule broken (empty for byte-level damage, which is its own rule).
+    """
+
+    segment: str
+    seq: int | None
+    message: str
+    rule: str = ""
+
+    def __str__(self) -> str:
+        where = self.segment + (f" seq {self.seq}" if self.seq is not None else "")
+        rule = f" [rule {self.rule}]" if self.rule else ""
+        return f"{where}: {self.message}{rule}"

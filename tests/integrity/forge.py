@@ -1,0 +1,98 @@
+"""What a motivated party can do without a key: rewrite a segment's events and recompute its digest chain.
+
+The forgeries are byte-perfect (the writer's own encoding), so only the semantic checks can catch them.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from recorder import canonical
+from recorder.events import COLUMNS, GENESIS_DIGEST, arrow_schema, canonical_bytes, chain_digest
+from recorder.reader import read_segment
+from recorder.segment import END_OF_STREAM, row_encoder, schema_message
+
+Row = dict[str, Any]
+
+
+def rows(segment: Path) -> list[Row]:
+    """The segment's events as dicts of their columns, `data` and `value` parsed."""
+    out = []
+    for e in read_segment(segment).events():
+        row = {c: getattr(e, c) for c in COLUMNS if c not in ("value", "data")}
+        row.update(data=e.data, value=e.value)
+        out.append(row)
+    return out
+
+
+def write(segment: Path, events: list[Row], *, run_id: str | None = None, writer: str | None = None) -> None:
+    """Write `events` as a closed segment, renumbered and rechained (a segment_closed is added if missing)."""
+    events = [e for e in events if e["kind"] != "segment_closed"]
+    events.append(
+        {
+            **events[-1],
+            "kind": "segment_closed",
+            "step": None,
+            "samples_count": None,
+            "key": None,
+            "value": None,
+            "data": {"events": len(events)},
+        }
+    )
+    previous, body = GENESIS_DIGEST, [schema_message(arrow_schema())]
+    for seq, e in enumerate(events):
+        cols = (
+            run_id or e["run_id"],
+            writer or e["writer"],
+            seq,
+            e["time_ns"],
+            e["mono_ns"],
+            e["kind"],
+            e["step"],
+            e["samples_count"],
+            e["key"],
+            None if e["value"] is None else canonical.dumps(e["value"]),
+            canonical.dumps(e["data"]),
+        )
+        previous = chain_digest(previous, canonical_bytes(*cols))
+        body.append(row_encoder().encode((*cols, previous.hex())))
+    body.append(END_OF_STREAM)
+    segment.write_bytes(b"".join(body))
+
+
+def rewrite(segment: Path, edit: Callable[[list[Row]], list[Row]]) -> None:
+    """Apply `edit` to a segment's events and write them back, rechained."""
+    write(segment, edit(rows(segment)))
+
+
+def copy_run(source: Path, where: Path, *, evaluations: bool = True) -> Path:
+    """A copy of a run (symlinks kept, as `cp -a`), optionally without its evaluations."""
+    run = where / source.name
+    ignore = None if evaluations else shutil.ignore_patterns("evaluator-*", "evals", "scores.jsonl", "result_*")
+    shutil.copytree(source, run, symlinks=True, ignore=ignore)
+    return run
+
+
+def event(kind: str, time_ns: int, template: Row, **fields: Any) -> Row:
+    """A new event like `template` (run id, writer, mono_ns) with this kind, time and fields."""
+    return {
+        **template,
+        "kind": kind,
+        "time_ns": time_ns,
+        "step": None,
+        "samples_count": None,
+        "key": None,
+        "value": None,
+        "data": {},
+        **fields,
+    }
+
+
+def edit_json(path: Path, **changes: Any) -> None:
+    doc = json.loads(path.read_text())
+    doc.update(changes)
+    path.write_text(json.dumps(doc))

@@ -210,7 +210,7 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
     score = pass_at_k(_outcomes(samples, n, cfg.k), cfg.k)
     timings["total_s"] = time.monotonic() - t0
     doc = _document(ctx, cp, digest, fp, gen, samples, pairs[:n], len(pairs), score, timings, start_ns)
-    path = results_dir(ctx.facts.run.derived, cp.step) / "results.json"
+    path = results_dir(ctx.facts.run, cp.step) / "results.json"
     sha = write_results(path, doc)
     accuracy = (
         "accuracy",

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recorder import canonical
+from recorder.run import RunDir, derived_dir, write_derived
 
 SCHEMA = "recorder.eval.results/1"
 
@@ -44,8 +44,9 @@ def task_set_sha256(pairs: Sequence[tuple[str, str]]) -> str:
     return sha256_text(canonical.dumps([list(p) for p in pairs]))
 
 
-def results_dir(derived: Path, step: int) -> Path:
-    return derived / "evals" / f"step_{step:07d}"
+def results_dir(run: RunDir, step: int, *more: str) -> Path:
+    """`derived/evals/step_NNNNNNN/<more...>`, created inside the run (never through a symlink)."""
+    return derived_dir(run, "evals", f"step_{step:07d}", *more)
 
 
 def sample_rows(samples: Sequence[Sample], pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -67,14 +68,8 @@ def sample_rows(samples: Sequence[Sample], pairs: Sequence[tuple[str, str]]) -> 
 
 def write_results(path: Path, doc: dict[str, Any]) -> str:
     """Write `doc` atomically (temporary file, fsync, rename); returns the file's sha256."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     body = (json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n").encode()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(body)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_derived(path, body)
     return hashlib.sha256(body).hexdigest()
 
 

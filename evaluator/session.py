@@ -27,7 +27,7 @@ from evaluator.workers import Workers, start_workers
 from recorder.kinds import EvalFailed
 from recorder.log import LogWriter
 from recorder.rules import passes
-from recorder.run import RunDir
+from recorder.run import RunDir, derived_dir
 
 WRITER = "evaluator"
 
@@ -75,8 +75,8 @@ def session_lock(run: RunDir) -> Iterator[None]:
     """Hold the run's evaluator lock (flock: the kernel drops it when its process dies, even by SIGKILL)."""
     path = run.derived / "evals" / ".lock"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        derived_dir(run, "evals")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     except OSError as e:  # before any event: a read-only run directory records nothing and loses nothing
         raise RunNotWritableError(
             f"{path}: cannot take the evaluator's lock ({e.strerror}); the run directory "

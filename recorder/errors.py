@@ -63,3 +63,7 @@ class LogWriteError(RecorderError):
 
 class WriterClosedError(RecorderError):
     """An append to a writer that was closed."""
+
+
+class UnsafeWriteError(InputError):
+    """A write that would follow a symlink (or a non-directory) out of the run directory."""

@@ -39,7 +39,11 @@ def _write_all(fd: int, payload: bytes) -> None:
 
 
 def _int_or_none(name: str, kind: str, value: Any) -> int | None:
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not -(2**63) <= value < 2**63:
+            raise EncodeError(f"{kind}: {name} {value} does not fit the event schema's int64")
         return value
     raise EncodeError(f"{kind}: {name} must be an int or None, got {type(value).__name__} {value!r}")
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from recorder.errors import InputError, LogWriteError, NotARunError, RunExistsError
+from recorder.errors import InputError, LogWriteError, NotARunError, RunExistsError, UnsafeWriteError
 
 DEFAULT_ROOT = Path("runs")
 
@@ -92,3 +92,42 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def derived_dir(run: RunDir, *parts: str) -> Path:
+    """`<run>/derived/<parts...>`, created: refused (UnsafeWriteError) if any part is a symlink or not a
+    directory, so that no write under derived/ can land outside the run."""
+    directory = run.path
+    for part in ("derived", *parts):
+        directory = directory / part
+        if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+            raise UnsafeWriteError(
+                f"{directory}: a symlink or not a directory; nothing is written through it (writes under "
+                "derived/ stay inside the run). Remove it and run again"
+            )
+        try:
+            directory.mkdir(exist_ok=True)
+        except OSError as e:
+            raise LogWriteError(f"{directory}: cannot create it ({e.strerror})") from e
+    return directory
+
+
+def write_derived(path: Path, data: bytes) -> None:
+    """Write a file under a `derived_dir` atomically: a new temporary file (O_EXCL | O_NOFOLLOW), fsync,
+    rename over `path` (a symlink there is replaced, never followed)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        fd = os.open(tmp, flags, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise LogWriteError(f"{path}: cannot write it ({e.strerror})") from e

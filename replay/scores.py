@@ -10,7 +10,6 @@ that target is not the ruleset's or the run was resumed: not comparable to MLPer
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from recorder.events import Event
 from recorder.reader import read_run
 from recorder.rules import BENCHMARK, is_standard_target
-from recorder.run import RunDir
+from recorder.run import RunDir, derived_dir, write_derived
 from replay.check import CheckResult, compliance, mlperf_logging_version
 from replay.derive import Derivation, derive_run
 from replay.errors import ReplayError
@@ -105,16 +104,9 @@ def compute_scores(
 
 
 def write_rows(run: RunDir, rows: list[dict[str, Any]]) -> Path:
-    """Rewrite derived/scores.jsonl atomically (temporary file, fsync, rename)."""
-    run.derived.mkdir(exist_ok=True)
-    path = run.derived / SCORES_FILE
-    tmp = path.with_name(f".{SCORES_FILE}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for row in rows:
-            f.write(json.dumps(row, sort_keys=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Rewrite derived/scores.jsonl atomically (temporary file, fsync, rename; never through a symlink)."""
+    path = derived_dir(run) / SCORES_FILE
+    write_derived(path, "".join(json.dumps(row, sort_keys=False) + "\n" for row in rows).encode())
     return path
 
 

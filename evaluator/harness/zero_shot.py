@@ -246,7 +246,7 @@ def _score(
         "tasks": per_task,
     }
     segment = ctx.writer.segment.removesuffix(".arrows")
-    path = results_dir(ctx.facts.run.derived, cp.step) / "harness" / segment / "results.json"
+    path = results_dir(ctx.facts.run, cp.step, "harness", segment) / "results.json"
     sha = write_results(path, doc)
     return WrittenResults(doc, path, sha, results)
 

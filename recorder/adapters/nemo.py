@@ -39,6 +39,7 @@ SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
 HF_FORMAT: Final = "nemo-rl-hf"
 NS_PER_MS = 1_000_000
+INT64_MAX = 2**63 - 1  # events store steps, samples and times as int64
 
 
 class NemoImportError(InputError):
@@ -101,8 +102,10 @@ def _load_json(path: Path) -> dict[str, Any]:
 def _load_yaml(path: Path) -> dict[str, Any]:
     import yaml
 
+    from recorder.adapters.safe_yaml import load_plain_yaml
+
     try:
-        loaded = yaml.safe_load(path.read_text())
+        loaded = load_plain_yaml(path)
     except FileNotFoundError as e:
         raise CheckpointLayoutError(f"{path}: missing (NeMo-RL writes it with every checkpoint)") from e
     except yaml.YAMLError as e:
@@ -112,12 +115,14 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return loaded
 
 
-def _positive_int(info: dict[str, Any], key: str, path: Path) -> int:
+def _positive_int(info: dict[str, Any], key: str, path: Path, limit: int = INT64_MAX) -> int:
     value = info.get(key)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise CheckpointLayoutError(f"{path}: {key} must be a positive integer, got {value!r}")
+    if value > limit:
+        raise CheckpointLayoutError(f"{path}: {key} {value} is larger than the recorder can store (at most {limit})")
     return value
 
 
@@ -131,10 +136,10 @@ def read_checkpoint(path: Path) -> NemoCheckpoint:
             f"{info_path}: current_step {info['current_step']} differs from the directory's step {step}"
         )
     prompts = _positive_int(info, "consumed_samples", info_path)
-    update_ms = _positive_int(info, "training_step_end_time_ms", info_path)
+    update_ms = _positive_int(info, "training_step_end_time_ms", info_path, INT64_MAX // NS_PER_MS)
     config = _load_yaml(path / "config.yaml")
     generations = (config.get("grpo") or {}).get("num_generations_per_prompt")
-    if not isinstance(generations, int) or generations <= 0:
+    if not isinstance(generations, int) or isinstance(generations, bool) or not 0 < generations <= INT64_MAX // prompts:
         raise CheckpointLayoutError(
             f"{path / 'config.yaml'}: grpo.num_generations_per_prompt must be a positive integer, got {generations!r}"
         )

@@ -12,6 +12,7 @@ from rich.table import Table
 from recorder.cli.output import console, err
 from recorder.errors import RecorderError
 from recorder.rules import not_comparable
+from recorder.run import derived_dir, write_derived
 
 if TYPE_CHECKING:
     from recorder.events import Event
@@ -114,9 +115,13 @@ def replay(
     get_interpretation(name)
     d = derive_run(log.events, known.name, name)
     marked = f".{UNVERIFIED}" if unverified else ""
-    path = output or log.run.derived / f"result_{name}{marked}.txt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(d.text(), encoding="utf-8")
+    if output is None:  # under derived/: never through a symlink out of the run
+        path = derived_dir(log.run) / f"result_{name}{marked}.txt"
+        write_derived(path, d.text().encode())
+    else:
+        path = output
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(d.text(), encoding="utf-8")
     if unverified and output is not None:  # a chosen -o name gets a sidecar, so the mark sits next to the file
         path.with_name(path.name + f".{UNVERIFIED}").write_text(
             "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from recorder.errors import DataError, RecorderError
 from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.run import RunDir, derived_dir
 from recorder.segment import list_segments
 
 PARQUET_NAME = "events.parquet"
@@ -84,6 +84,7 @@ def fresh_parquet(run: RunDir) -> tuple[Path, int] | None:
 
 def _atomic_write(path: Path, write: object) -> None:
     tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)  # a symlink planted there is removed, never written through
     write(tmp)  # type: ignore[operator]
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
@@ -107,7 +108,7 @@ def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult
             run.run_id, "live", sum(s.events for s in report.segments), f"segment {open_segments[0]} is still open"
         )
     table = read_run(run).table()
-    run.derived.mkdir(exist_ok=True)
+    derived_dir(run)  # refuses a derived/ that is a symlink out of the run
     _atomic_write(parquet_path(run), lambda p: pq.write_table(table, p, compression="zstd"))
     manifest = {"version": MANIFEST_VERSION, "events": table.num_rows, "segments": sizes}
     _atomic_write(manifest_path(run), lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))

@@ -12,7 +12,7 @@ import pytest
 
 from recorder.log import LogWriter
 from recorder.run import RunDir
-from replay.synthetic import S, record_worked_example
+from replay.synthetic import S, record_worked_example, write_evidence
 
 T0 = 1_780_000_000 * S
 RCP_LOG = "qwen35_397b_grpo_rcp/GBS256/seed_1.out"
@@ -32,7 +32,8 @@ def record_evaluation(run: RunDir, order: list[tuple[int, float]], start_s: int 
     """An evaluator session: each checkpoint for 60 s from `start_s` after run_start, in the given order."""
     t = T0 + start_s * S
     with LogWriter(run, "evaluator", clock=lambda: t) as w:
-        for step, accuracy in order:
+        for i, (step, accuracy) in enumerate(order):
+            rel, sha = write_evidence(run, w.run_id, step, accuracy, f"{w.segment}-{i}")
             w.append(
                 "eval_start",
                 step=step,
@@ -47,7 +48,7 @@ def record_evaluation(run: RunDir, order: list[tuple[int, float]], start_s: int 
                 key="accuracy",
                 value=accuracy,
                 time_ns=t + 60 * S,
-                data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": ""},
+                data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": rel, "results_sha256": sha},
             )
             w.append("eval_stop", step=step, samples_count=step * 256, time_ns=t + 60 * S)
             t += 60 * S

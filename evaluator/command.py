@@ -98,8 +98,7 @@ def score_with_command(
     fingerprint report, timings). -> (results.json's document, its path, its sha256, the eval_result)."""
     digest, fp, timings = checked
     directory = resolve(facts.run.path, cp)
-    folder = results_dir(facts.run.derived, cp.step)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = results_dir(facts.run, cp.step)
     out = folder / OUTPUT
     out.unlink(missing_ok=True)  # a file left by an earlier attempt must not pass for this one's
     t = time.monotonic()

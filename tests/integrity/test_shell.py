@@ -70,3 +70,16 @@ def test_7_writes_under_derived_refuse_symlinks_out_of_the_run(evaluated_run: Pa
             done = run_cli(*args)
             assert done.returncode in (1, 2) and "Traceback" not in done.stderr, (args, done.stderr)
         assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"] and victim.read_text() == "precious\n"
+
+
+def test_9_an_absurd_config_json_is_refused_before_any_allocation(attacked: Path) -> None:
+    from tests.integrity.forge import edit_json
+
+    edit_json(attacked / "checkpoints" / "step_0000018" / "config.json", num_hidden_layers=100000)
+    done = run_cli("eval", str(attacked), "--order", "18", "--all")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "implies 26,240,004,992 parameters" in done.stdout and "stores 792,192" in done.stdout
+    from recorder.verify import verify_run
+
+    report = verify_run(attacked)  # the evaluator's segment was closed: nothing left open
+    assert report.ok and all(s.closed for s in report.segments), report.problems

@@ -16,6 +16,7 @@ from typing import Any
 
 from recorder.run import fsync_dir
 from trainer.errors import CheckpointError
+from trainer.policy.config_check import check_config_matches_weights
 from trainer.policy.tokenizer import Tokenizer, from_json
 
 WEIGHTS = "model.safetensors"
@@ -91,6 +92,7 @@ def load_checkpoint(path: Path | str) -> tuple[Any, Tokenizer]:
             raise CheckpointError(f"{path / name}: missing; a checkpoint holds {WEIGHTS}, config.json, tokenizer.json")
     try:
         config = AutoConfig.from_pretrained(str(path))
+        check_config_matches_weights(config, path / WEIGHTS)  # before any allocation
         model = AutoModelForCausalLM.from_config(config).float()
         state = load_file(str(path / WEIGHTS))
         model.load_state_dict(state, strict=True)

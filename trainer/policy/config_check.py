@@ -1,0 +1,53 @@
+"""A checkpoint's config.json checked against its weights before any allocation.
+
+`num_hidden_layers: 100000` in a config.json next to a 3-layer model once made eval allocate until it hung.
+The parameter count a config implies is computed on PyTorch's meta device (no memory), from one- and
+two-layer copies (layers are uniform, so the count is linear in the layer count), and must equal the
+number of values the safetensors header declares.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from recorder.errors import DataError
+from recorder.safetensors_header import read_header
+from trainer.errors import CheckpointError
+
+
+def _meta_parameters(config: Any) -> int:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def implied_parameters(config: Any) -> int:
+    """The number of parameters a model built from `config` would have (nothing allocated)."""
+    layers = getattr(config, "num_hidden_layers", None)
+    if not isinstance(layers, int) or layers < 2:
+        return _meta_parameters(config)
+    one, two = copy.deepcopy(config), copy.deepcopy(config)
+    one.num_hidden_layers, two.num_hidden_layers = 1, 2
+    p1, p2 = _meta_parameters(one), _meta_parameters(two)
+    return p1 + (layers - 1) * (p2 - p1)
+
+
+def check_config_matches_weights(config: Any, weights: Path) -> None:
+    """CheckpointError unless the config implies as many parameters as `weights` stores (tied weights are
+    counted once on both sides: `parameters()` yields a shared tensor once, safetensors stores it once)."""
+    try:
+        stored = read_header(weights).parameters
+    except DataError as e:
+        raise CheckpointError(str(e)) from e
+    implied = implied_parameters(config)
+    if implied == stored:
+        return
+    raise CheckpointError(
+        f"{weights.parent / 'config.json'} implies {implied:,} parameters, {weights.name} stores {stored:,}: "
+        "the config does not describe these weights; refused before building the model"
+    )

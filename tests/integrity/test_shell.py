@@ -72,9 +72,10 @@ def test_7_writes_under_derived_refuse_symlinks_out_of_the_run(evaluated_run: Pa
         assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"] and victim.read_text() == "precious\n"
 
 
-def test_9_an_absurd_config_json_is_refused_before_any_allocation(attacked: Path) -> None:
-    from tests.integrity.forge import edit_json
+def test_9_an_absurd_config_json_is_refused_before_any_allocation(evaluated_run: Path, tmp_path: Path) -> None:
+    from tests.integrity.forge import copy_run, edit_json
 
+    attacked = copy_run(evaluated_run, tmp_path, evaluations=False)
     edit_json(attacked / "checkpoints" / "step_0000018" / "config.json", num_hidden_layers=100000)
     done = run_cli("eval", str(attacked), "--order", "18", "--all")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr

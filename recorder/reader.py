@@ -12,8 +12,16 @@ import pyarrow as pa
 
 from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import SCHEMA_VERSION, SCHEMA_VERSION_KEY, Event, arrow_schema
+from recorder.regular import read_regular
 from recorder.run import RunDir
-from recorder.segment import CONTINUATION, END_OF_STREAM, list_segments, parse_segment_name, schema_message
+from recorder.segment import (
+    CONTINUATION,
+    END_OF_STREAM,
+    list_segments,
+    parse_segment_name,
+    schema_message,
+    skipped_entries,
+)
 
 ARROW_ERRORS = (
     pa.ArrowInvalid,
@@ -117,7 +125,7 @@ def read_segment(path: Path) -> Segment:
     parsed = parse_segment_name(path.name)
     if parsed is None:
         raise SegmentError(f"{path}: not a segment name (expected <writer>-<NNNN>.arrows)", segment=path.name)
-    data = path.read_bytes()
+    data = read_regular(path)
     expected_schema = arrow_schema()
     if schema_message(expected_schema).startswith(data):  # crashed while creating: nothing recorded yet
         empty = expected_schema.empty_table()
@@ -204,6 +212,7 @@ class RunLog:
     run: RunDir
     segments: list[Segment]
     events: list[Event] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # entries of events/ that are not regular files
 
     @property
     def torn(self) -> list[TornTail]:
@@ -236,7 +245,7 @@ def read_run(path: Path | str | RunDir) -> RunLog:
     """Read every segment of a run. Torn tails are reported in `.torn`; damage raises SegmentError."""
     run = path if isinstance(path, RunDir) else RunDir.open(path)
     segments = [read_segment(p) for p in list_segments(run.events)]
-    return RunLog(run, segments, merge([s.events() for s in segments]))
+    return RunLog(run, segments, merge([s.events() for s in segments]), skipped_entries(run.events))
 
 
 def stream_events(path: Path) -> Iterator[Event]:

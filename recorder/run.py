@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
@@ -11,6 +12,20 @@ from pathlib import Path
 from recorder.errors import InputError, LogWriteError, NotARunError, RunExistsError, UnsafeWriteError
 
 DEFAULT_ROOT = Path("runs")
+
+# One rule for every run id, wherever it comes from (--run-id, --into, an imported file's name): a folder name
+# that is safe in any shell and file system, and short enough for any path length limit.
+RUN_ID_MAX = 128
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+RUN_ID_RULE = f"1 to {RUN_ID_MAX} letters, digits, '-', '_' or '.', starting with a letter or digit"
+
+
+def check_run_id(run_id: str) -> str:
+    """`run_id` if it follows the rule, else an InputError that states the rule."""
+    if len(run_id) > RUN_ID_MAX or not _RUN_ID.fullmatch(run_id):
+        shown = run_id if len(run_id) <= 60 else f"{run_id[:60]}... ({len(run_id)} characters)"
+        raise InputError(f"invalid run id {shown!r}: a run id is {RUN_ID_RULE}")
+    return run_id
 
 
 def new_run_id(now_ns: int | None = None) -> str:
@@ -44,9 +59,7 @@ class RunDir:
     @classmethod
     def create(cls, root: Path | str, run_id: str | None = None) -> RunDir:
         """Make `<root>/<run_id>/events/`; an existing run id is refused."""
-        run_id = run_id or new_run_id()
-        if not run_id or "/" in run_id or run_id.startswith("."):
-            raise InputError(f"invalid run id {run_id!r}: use letters, digits, '-', '_' and '.'")
+        run_id = check_run_id(new_run_id() if run_id is None else run_id)
         path = Path(root) / run_id
         if path.exists():
             raise RunExistsError(f"run {run_id!r} already exists at {path}: pick another --run-id")

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from recorder.events import arrow_schema
+from recorder.regular import irregular, is_regular
 
 CONTINUATION = b"\xff\xff\xff\xff"
 END_OF_STREAM = CONTINUATION + b"\x00\x00\x00\x00"
@@ -40,8 +41,16 @@ def parse_segment_name(name: str) -> tuple[str, int] | None:
 
 
 def list_segments(events_dir: Path) -> list[Path]:
-    """Every file in `events/` that is named like a segment, sorted by name."""
-    return sorted(p for p in events_dir.iterdir() if p.name.endswith(SEGMENT_SUFFIX))
+    """Every regular file in `events/` that is named like a segment, sorted by name (`skipped_entries` names
+    the rest: a directory, FIFO or symlink is never opened)."""
+    return sorted(p for p in events_dir.iterdir() if p.name.endswith(SEGMENT_SUFFIX) and is_regular(p))
+
+
+def skipped_entries(events_dir: Path) -> list[str]:
+    """Why each entry named like a segment but not a regular file is skipped, sorted by name."""
+    return sorted(
+        why for p in events_dir.iterdir() if p.name.endswith(SEGMENT_SUFFIX) and (why := irregular(p)) is not None
+    )
 
 
 def _pad8(n: int) -> int:

@@ -21,6 +21,7 @@ from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.problem import Problem
 from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, read_segment, stream_events
+from recorder.regular import read_regular
 from recorder.run import RunDir
 from recorder.segment import (
     END_OF_STREAM,
@@ -29,6 +30,7 @@ from recorder.segment import (
     parse_segment_name,
     row_encoder,
     schema_message,
+    skipped_entries,
 )
 from recorder.semantics import KINDS, check_facts
 
@@ -103,7 +105,7 @@ def check_segment(segment: Segment, run_id: str | None) -> list[Problem]:
     """Problems in one segment read whole (the path for damaged or torn segments); empty when intact."""
     cols = segment.table.to_pydict()
     name = segment.name
-    raw = segment.path.read_bytes()
+    raw = read_regular(segment.path)
     schema = schema_message(arrow_schema())
     if not (raw.startswith(schema) or schema.startswith(raw)):  # a crash at creation leaves a prefix
         return [Problem(name, 0, "the schema message differs from the event schema's encoding")]
@@ -189,6 +191,9 @@ def verify_run(path: Path | str | RunDir, *, facts: bool = True) -> VerifyReport
     others = sorted(p.name for p in run.events.iterdir() if not p.name.endswith(SEGMENT_SUFFIX))
     for other in others:
         report.problems.append(Problem(other, None, "unexpected file in events/ (not a segment)"))
+    for skipped in skipped_entries(run.events):
+        name, why = skipped.split(": ", 1)
+        report.problems.append(Problem(name, None, f"unexpected entry in events/: {why}"))
     paths = list_segments(run.events)
     if not paths:
         report.problems.append(Problem("events/", None, "no segments: the run has no recorded events"))

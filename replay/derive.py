@@ -19,7 +19,7 @@ from mlperf_logging.mllog import constants as C
 
 from recorder.events import Event
 from recorder.rules import BENCHMARK
-from replay.errors import InterpretationNotApplicableError, MissingFactError, NothingToEmitError
+from replay.errors import InterpretationNotApplicableError, MissingFactError, NoCheckpointError, NothingToEmitError
 from replay.interpretations import AS_RECORDED, Plan, get_interpretation, inline_at
 from replay.mllog_format import (
     INTERVAL_END,
@@ -254,6 +254,11 @@ def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> De
         return _as_recorded(tl, ruleset)
     require_offline_rule(tl, ruleset, interpretation)
     tl.require_consistent()
+    if tl.weight_updates and not tl.checkpoints:  # killed (or still training) before the validation start
+        raise NoCheckpointError(
+            f"run {tl.run_id}: no checkpoint: training stopped at step {tl.final_step}, before its first "
+            f"checkpoint (step {rules.validation_start_step(tl.gbs())}), so no run_stop and no minutes exist"
+        )
     plan = interp.policy(tl, rules)
     lines = render(tl, rules, plan)
     run_start = tl.require("run_start", tl.run_start).time_ns

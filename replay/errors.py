@@ -55,3 +55,9 @@ class ImportFileError(ReplayError, InputError):
 
 class UnverifiedRunError(ReplayError, DataError):
     """The run fails `recorder verify`: nothing is derived from it unless forced."""
+
+
+class NoCheckpointError(ReplayError, DataError):
+    """A recorded run that stopped before its first checkpoint: nothing can be evaluated, no minutes exist."""
+
+    status = "no checkpoint"

@@ -74,7 +74,7 @@ def _not_passed(tl: Timeline, rules: Ruleset, emitted: Sequence[Evaluation], nam
             f"run {tl.run_id}: no evaluated checkpoint passes ({name}: accuracy "
             f"{'>=' if name == 'ge-threshold' else '>'} {pass_target(tl, rules)}) and steps "
             f"{', '.join(map(str, missing))} "
-            f"are not evaluated yet{note}: no run_stop is derived; run `recorder eval {tl.run_id}` on them"
+            f"are not evaluated yet{note}: no run_stop is derived"
         )
     final = tl.final_step
     return Plan(

@@ -20,7 +20,7 @@ from recorder.rules import BENCHMARK, is_standard_target
 from recorder.run import RunDir, derived_dir, write_derived
 from replay.check import CheckResult, compliance, mlperf_logging_version
 from replay.derive import Derivation, derive_run
-from replay.errors import ReplayError
+from replay.errors import NoCheckpointError, ReplayError
 from replay.interpretations import INTERPRETATIONS
 from replay.rulesets import ruleset_for_run
 from replay.timeline import build_timeline
@@ -54,7 +54,7 @@ def score_row(
             "run_id": run_id,
             "ruleset": ruleset,
             "interpretation": interpretation,
-            "status": "none",
+            "status": NoCheckpointError.status if isinstance(e, NoCheckpointError) else "none",
             "passing_step": None,
             "run_start_ns": None,
             "run_stop_ns": None,

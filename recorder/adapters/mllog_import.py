@@ -101,7 +101,7 @@ def read_lines(path: Path) -> list[tuple[int, str]]:
 
 def default_run_id(path: Path) -> str:
     """A readable id that differs for files of the same name: stem and a hash of the absolute path."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("._-") or "mllog"
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("._-")[:100] or "mllog"
     return f"{stem}-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]}"
 
 

@@ -7,12 +7,13 @@ checkers) stay inside the commands, so `recorder --help` starts fast.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
-from rich.markup import escape
 
+from recorder import __version__
 from recorder.cli import adapters, evaluate, history, log, replay, report, train
-from recorder.cli.output import err
+from recorder.cli.output import console, err, label, line
 from recorder.errors import RecorderError
 
 app = typer.Typer(
@@ -27,10 +28,29 @@ for _group in (log, train, evaluate, history, adapters, replay, report):
     _group.register(app)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        console.print(f"recorder {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Event-sourced run recorder with replayable MLPerf scoring (qwen35_397b_grpo, MLPerf Training v6.1)."""
+
+
 def main() -> None:
     """Entry point. Typer handles usage errors (exit 2); our errors become a message and their exit code."""
     try:
         app()
     except RecorderError as e:
-        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
+        if e.exit_code == 130:  # Ctrl-C: what was stopped, not an error
+            err.print(str(e))
+        else:
+            err.print(line(label("error:", "bold red"), str(e)))
         sys.exit(e.exit_code)

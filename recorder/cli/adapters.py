@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console
+from recorder.cli.output import console, label, line
 
 
 def _utc_ms(ms: int) -> str:
@@ -27,7 +28,10 @@ def import_checkpoints(
 ) -> None:
     """Record a NeMo-RL deferred-evaluation series as weight_update and checkpoint_committed events."""
     from recorder.adapters.nemo import import_checkpoints as run_import
+    from recorder.run import check_run_id
 
+    if not os.path.lexists(into):
+        check_run_id(into.name)  # a new run: its folder name is its id, checked before anything is read
     report = run_import(checkpoint_root, into, task=task)
     table = Table(title=f"{report.run.run_id}: {len(report.checkpoints)} checkpoints (GBS {report.global_batch_size})")
     for col in ("step", "samples", "weight update (UTC)", "path"):
@@ -36,7 +40,7 @@ def import_checkpoints(
         table.add_row(str(c.step), str(c.samples), _utc_ms(c.weight_update_ms), str(c.path))
     console.print(table)
     for problem in report.problems:
-        console.print(f"[yellow]rule:[/] {problem}", highlight=False)
+        console.print(line(label("rule:", "yellow"), problem))
     step = (
         f"recorder replay {report.run.path}"
         if report.evaluated

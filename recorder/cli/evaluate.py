@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from recorder.cli.output import console
+from recorder.cli.output import console, label, line, warning
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import not_comparable, passes, recorded_target
+
+LOCAL_RAY = "local"
 
 if TYPE_CHECKING:
     from evaluator.attempts import Attempt
@@ -26,7 +27,12 @@ def eval_command(
         bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")
     ] = False,
     workers: Annotated[int, typer.Option(help="Evaluation workers; more than 1 runs Ray actors.")] = 1,
-    ray: Annotated[str | None, typer.Option("--ray", help="Ray cluster address (default: a local cluster).")] = None,
+    ray: Annotated[
+        bool, typer.Option("--ray", help="Workers as Ray actors (a local cluster), even with one worker.")
+    ] = False,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="Evaluate at most N checkpoints in this session.")] = None,
     batch_size: Annotated[
         int, typer.Option(help="Samples generated per batch (the score does not depend on it).")
@@ -82,6 +88,8 @@ def eval_command(
     from evaluator.order import parse_order
     from evaluator.settings import Options
 
+    # As in `recorder train`: --ray is a flag, --ray-address a cluster. Ray's own "local" starts a new cluster.
+    address = ray_address or (LOCAL_RAY if ray else None)
     if harness is not None:
         if task is not None or backend != "torch" or command is not None:
             from evaluator.harness.errors import HarnessOptionsError
@@ -95,7 +103,7 @@ def eval_command(
             order=order,
             all_=all_,
             workers=workers,
-            ray=ray,
+            ray=address,
             limit=limit,
             batch_size=batch_size,
             allow_gaps=allow_gaps,
@@ -114,7 +122,7 @@ def eval_command(
         order=parse_order(order),
         all=all_,
         workers=workers,
-        ray_address=ray,
+        ray_address=address,
         limit=limit,
         batch_size=batch_size,
         allow_gaps=allow_gaps,
@@ -129,7 +137,7 @@ def eval_command(
         force=force,
     )
     summary = evaluate_run(run_dir, options, on_outcome=_print_outcome)
-    _print_summary(summary)
+    _print_summary(summary, all_=all_)
     if summary.failures:
         steps = ", ".join(str(o.step) for o in summary.failures)
         raise EvaluationsFailed(
@@ -208,7 +216,7 @@ def _harness_eval(
 
 def _print_harness_outcome(o: Any) -> None:
     if o.status == "failed":
-        console.print(f"step {o.step}: [bold red]FAILED[/] {o.error}: {o.reason}", highlight=False)
+        console.print(line(f"step {o.step}:", label("FAILED", "bold red"), f"{o.error}: {o.reason}"))
     elif o.status == "skipped":
         console.print(f"step {o.step}: {o.reason}", highlight=False)
     else:
@@ -218,27 +226,29 @@ def _print_harness_outcome(o: Any) -> None:
 
 def _print_outcome(o: Outcome) -> None:
     if o.status == "failed":
-        console.print(f"step {o.step}: [bold red]FAILED[/] {o.error}: {o.reason}", highlight=False)
+        console.print(line(f"step {o.step}:", label("FAILED", "bold red"), f"{o.error}: {o.reason}"))
         return
-    mark = "[green]pass[/]" if o.passed else "below target"
+    mark = label("pass", "green") if o.passed else "below target"
     where = f"({o.reason})" if o.status == "skipped" else f"in {o.seconds:.1f} s -> {o.results}"
-    console.print(f"step {o.step}: accuracy {o.accuracy:.4f} {mark} {where}", highlight=False)
+    console.print(line(f"step {o.step}: accuracy {o.accuracy:.4f}", mark, where))
 
 
-def _print_summary(s: Summary) -> None:
+def _print_summary(s: Summary, *, all_: bool) -> None:
     if s.unverified:
         console.print(
-            f"[bold red]UNVERIFIED[/]: evaluated with --force from a run that fails verify ({escape(s.unverified[0])})",
-            highlight=False,
+            line(
+                label("UNVERIFIED:", "bold red"),
+                f"evaluated with --force from a run that fails verify ({s.unverified[0]})",
+            )
         )
     for p in s.problems:
-        console.print(f"[yellow]warning:[/] {p} (--allow-gaps)", highlight=False)
+        console.print(warning(f"{p} (--allow-gaps)"))
     for c in s.closed:
         console.print(f"closed an interrupted evaluation: {c}", highlight=False)
     if s.segment is None:
         why = (
             f"step {s.passing_step} already passed; --all evaluates the others"
-            if s.passing_step is not None
+            if s.passing_step is not None and not all_
             else "every checkpoint asked for was already scored"
         )
         console.print(f"nothing to evaluate: {why}", highlight=False)
@@ -260,9 +270,11 @@ def _print_not_comparable(target: float | None) -> None:
     why = not_comparable(target)
     if why is not None:
         console.print(
-            f"[yellow]NOT COMPARABLE:[/] {why}; eval, the history and replay judge passing by the run's own "
-            "target, and the 6.1.0 checker by the ruleset's",
-            highlight=False,
+            line(
+                label("NOT COMPARABLE:", "yellow"),
+                f"{why}; eval, the history and replay judge passing by the run's own target, and the 6.1.0 "
+                "checker by the ruleset's",
+            )
         )
 
 

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from recorder.cli.output import PIPE_WIDTH, console, err
+from recorder.cli.output import console, cut, err, label, line, make_console, warning
+from recorder.cli.paths import check_output, write_failed
 from recorder.rules import not_comparable
+from recorder.run import RunDir
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -20,16 +21,17 @@ if TYPE_CHECKING:
     from recorder.history.views import History
 
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 RootOption = Annotated[Path, typer.Option("--root", help="The folder holding the runs.")]
 DEFAULT_ROOT = Path("runs")
 
 
-def _open(root: Path) -> History:
+def _open(root: Path, memory_limit: str | None = None) -> History:
     from recorder.history.views import open_history
 
-    history = open_history(root)
+    history = open_history(root, memory_limit=memory_limit)
     for problem in history.problems:
-        err.print(f"[yellow]warning:[/] {problem}", highlight=False)
+        err.print(warning(str(problem)))
     return history
 
 
@@ -38,7 +40,7 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, float):
         return "nan" if math.isnan(value) else f"{value:.6g}"
-    return str(value)
+    return cut(str(value))
 
 
 def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
@@ -48,9 +50,14 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
             view.add_column(name, overflow="fold")
         for row in table.to_pylist():
             view.add_row(*(_cell(v) for v in row.values()))
-        target = Console(file=out.open("w"), width=PIPE_WIDTH, soft_wrap=True) if out else console
-        target.print(view)
-        target.print(f"{table.num_rows} rows")
+        if out is None:
+            console.print(view)
+            console.print(f"{table.num_rows} rows")
+            return
+        with out.open("w", encoding="utf-8") as f:
+            target = make_console(file=f)
+            target.print(view)
+            target.print(f"{table.num_rows} rows")
         return
     if fmt == "csv":
         import pyarrow.csv as pacsv
@@ -84,10 +91,25 @@ def query(
         Literal["table", "csv", "json"], typer.Option("--format", help="table, csv or json (one object a line).")
     ] = "table",
     out: Annotated[Path | None, typer.Option("-o", "--output", help="Write the result here.")] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Stop the query after this many seconds (0: no limit).", min=0)
+    ] = 60.0,
+    memory_limit: Annotated[
+        str | None,
+        typer.Option("--memory-limit", help="DuckDB's memory limit, e.g. 2GB (default: half the machine's memory)."),
+    ] = None,
 ) -> None:
-    """Read-only SQL (DuckDB) over every run under the root. Writes are refused."""
-    with _open(root) as history:
-        _write_table(history.query(sql), fmt, out)
+    """Read-only SQL (DuckDB) over every run under the root. Writes are refused; Ctrl-C stops a query."""
+    if out is not None:
+        check_output(out)
+    with _open(root, memory_limit) as history:
+        result = history.query(sql, timeout_s=timeout)
+    try:
+        _write_table(result, fmt, out)
+    except OSError as e:
+        if out is None:
+            raise
+        raise write_failed(out, e) from e
 
 
 def runs(root: RootOption = DEFAULT_ROOT) -> None:
@@ -95,7 +117,7 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
     with _open(root) as history:
         table = history.query(
             "SELECT run_id, origin, benchmark, division, global_batch_size AS gbs, steps, status, "
-            "passing_step, minutes, scored_as, source, events FROM runs ORDER BY run_id"
+            "passing_step, minutes, flags, scored_as, source, events FROM runs ORDER BY run_id"
         )
         apart = history.query("SELECT run_id, target FROM runs WHERE NOT comparable ORDER BY run_id").to_pylist()
     view = Table(title=f"{table.num_rows} runs under {root}")
@@ -108,7 +130,7 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
         row["minutes"] = None if minutes is None else f"{minutes:.3f}"
         view.add_row(*(_cell(v) for v in row.values()))
     console.print(view)
-    unscored = [r["run_id"] for r in table.to_pylist() if r["scored_as"] is None]
+    unscored = [r["run_id"] for r in table.to_pylist() if r["scored_as"] is None and r["status"] != "no checkpoint"]
     if unscored:  # scores are files replay writes; a fresh import or evaluation has none yet
         console.print(
             f"{len(unscored)} run(s) not scored yet ({', '.join(unscored[:3])}"
@@ -121,8 +143,6 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
         console.print(
             "NOT COMPARABLE to MLPerf results: "
             + "; ".join(f"{r['run_id']} ({_apart_reason(r['target'])})" for r in apart),
-            highlight=False,
-            soft_wrap=True,
         )
 
 
@@ -136,6 +156,22 @@ def compact(
     scores: Annotated[bool, typer.Option(help="Also write derived/scores.jsonl (needs replay).")] = True,
 ) -> None:
     """Closed runs get derived/events.parquet (a cache; the segments stay the truth), packed per root."""
+    from recorder.history.lock import compaction_lock
+    from recorder.run import list_runs
+
+    list_runs(root)  # a missing root is refused before the lock file is created
+
+    def waiting(lock: Path) -> None:
+        err.print(f"waiting for another `recorder compact` of {root} to finish (it holds {lock})")
+
+    with compaction_lock(root, waiting):
+        failed = _compact_runs(root, force=force, scores=scores)  # listed again: a waiter sees the holder's work
+    if failed:
+        raise typer.Exit(1)
+
+
+def _compact_runs(root: Path, *, force: bool, scores: bool) -> int:
+    """Compact each run, then pack the root; how many runs failed."""
     from recorder.errors import RecorderError
     from recorder.history.compact import compact_run, pack_root
     from recorder.run import list_runs
@@ -147,7 +183,7 @@ def compact(
             result = compact_run(run, force=force)
         except RecorderError as e:
             failed += 1
-            err.print(f"[bold red]not compacted:[/] {e}", highlight=False)
+            err.print(line(label("not compacted:", "bold red"), str(e)))
             continue
         note = f" ({result.reason})" if result.reason else ""
         console.print(f"{result.run_id}: {result.status}, {result.events} events{note}", highlight=False)
@@ -157,16 +193,22 @@ def compact(
             except Exception as e:  # one run's scores (any ruleset, any log) never stop the others
                 failed += 1
                 why = str(e) if isinstance(e, RecorderError) else f"{type(e).__name__}: {e}"
-                err.print(f"[bold red]scores not written:[/] {run.path}: {why}", highlight=False)
+                err.print(line(label("scores not written:", "bold red"), f"{run.path}: {why}"))
     packed, packs = pack_root(root)
     console.print(f"packs: {packed} runs newly packed, {packs} pack files under {root}/.history")
-    if failed:
-        raise typer.Exit(1)
+    return failed
 
 
 def plot(
     run_dir: Annotated[Path | None, typer.Argument(help="The run to draw as a timeline.")] = None,
-    out: Annotated[Path, typer.Option("-o", "--output", help="The PNG (or SVG/PDF) to write.")] = Path("run.png"),
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="The PNG, SVG or PDF to write (default: RUN_DIR/derived/timeline.png, or ROOT/plot-METRIC.png).",
+        ),
+    ] = None,
     root: Annotated[Path | None, typer.Option("--root", help="Draw a metric across every run here instead.")] = None,
     metric: Annotated[
         str,
@@ -181,12 +223,19 @@ def plot(
 
     if (run_dir is None) == (root is None):
         raise typer.BadParameter("give either RUN_DIR (a timeline) or --root DIR (curves across runs)")
-    if run_dir is not None:
-        plots.plot_timeline(run_dir, out)
-    else:
-        assert root is not None
-        with _open(root) as history:
-            plots.plot_metric(history, metric, out)
+    if out is not None:
+        check_output(out, suffixes=PLOT_SUFFIXES)
+    try:
+        if run_dir is not None:
+            out = out or RunDir.open(run_dir).derived / "timeline.png"
+            plots.plot_timeline(run_dir, out)
+        else:
+            assert root is not None
+            out = out or root / f"plot-{metric}.png"
+            with _open(root) as history:
+                plots.plot_metric(history, metric, out)
+    except OSError as e:
+        raise write_failed(out or Path("."), e) from e
     console.print(f"wrote {out}")
 
 

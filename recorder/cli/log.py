@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
-from recorder.cli.output import console
+from recorder.cli.output import console, cut, err, label, line, warning
 
 
 def _utc(time_ns: int) -> str:
@@ -30,11 +29,11 @@ def verify(run_dir: Annotated[Path, typer.Argument(help="The run directory (hold
         console.print(f"  {s.name}  {s.events} events  {state}", highlight=False, markup=False)
     for torn in report.torn:
         if torn.bytes_lost:
-            console.print(f"[yellow]warning:[/] {escape(str(torn))}", highlight=False)
-    for warning in report.warnings:
-        console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
+            console.print(warning(str(torn)))
+    for note in report.warnings:
+        console.print(warning(note))
     for problem in report.problems:
-        console.print(f"[bold red]ALTERED:[/] {escape(str(problem))}", highlight=False)
+        console.print(line(label("ALTERED:", "bold red"), str(problem)))
     if not report.ok:
         console.print(f"verify: FAILED ({len(report.problems)} problems)")
         raise typer.Exit(1)
@@ -55,6 +54,8 @@ def events(
     for k in kind or []:
         check_kind(k)
     log = read_run(run_dir)
+    for skipped in log.skipped:
+        err.print(warning(f"{log.run.events}/{skipped}"))
     selected = [e for e in log.events if not kind or e.kind in kind]
     if fmt == "json":
         for e in selected:
@@ -78,13 +79,13 @@ def events(
             e.kind,
             _str(e.step),
             _str(e.samples_count),
-            e.key or "",
-            e.value_json or "",
-            e.data_json if e.data_json != "{}" else "",
+            cut(e.key or ""),
+            cut(e.value_json or ""),
+            cut(e.data_json) if e.data_json != "{}" else "",
         )
     console.print(table)
     for torn in log.torn:
-        console.print(f"[yellow]warning:[/] {escape(str(torn))}", highlight=False)
+        console.print(warning(str(torn)))
 
 
 def _str(x: int | None) -> str:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, err
+from recorder.cli.output import console, err, label, line, warning
+from recorder.cli.paths import check_output, write_failed
 from recorder.errors import RecorderError
 from recorder.rules import not_comparable
 from recorder.run import derived_dir, write_derived
@@ -69,14 +70,25 @@ def replay(
     ] = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
+    from recorder.errors import InputError
     from recorder.reader import read_run
     from replay.derive import derive_run
+    from replay.errors import NoCheckpointError, NotEvaluatedError
     from replay.interpretations import AS_RECORDED, get_interpretation
-    from replay.rulesets import ruleset_for_run
+    from replay.rulesets import get_known, ruleset_for_run
     from replay.scores import compute_scores, write_rows
     from replay.timeline import build_timeline
     from replay.trust import NOT_COMPARABLE, UNVERIFIED, clock_steps, mark_rows, require_verified, resumes, run_target
 
+    # Every option is checked before the run is read or anything written.
+    if compare and (interpretation or output):
+        raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
+    if ruleset is not None:
+        get_known(ruleset)
+    if interpretation is not None:
+        get_interpretation(interpretation)
+    if output is not None:
+        check_output(output)
     unverified = require_verified(run_dir, force)  # refuses (exit 1) unless --force
     log = read_run(run_dir)
     tl = build_timeline(log.events)
@@ -85,43 +97,64 @@ def replay(
     # own ruleset does not know (the data says no: exit 1 after the checkers, with why)
     known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=as_recorded and ruleset is None)
     mismatch = known.benchmark_problem(tl.benchmark, tl.division)
+    for skipped in log.skipped:
+        console.print(warning(f"{log.run.events}/{skipped}"))
+    if interpretation == AS_RECORDED and _default_interpretation(log.events) != AS_RECORDED:
+        raise InputError(
+            f"{run_dir}: as-recorded replays imported logs, and this run was recorded (it has weight updates): "
+            "use --interpretation official, or --compare"
+        )
     for problem in unverified:
-        console.print(f"[bold red]{UNVERIFIED}:[/] {problem}")
+        console.print(line(label(f"{UNVERIFIED}:", "bold red"), str(problem)))
     for torn in log.torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
-        console.print(f"[yellow]warning:[/] {torn}")
+        console.print(warning(str(torn)))
     for jump in clock_steps(log.events):
-        console.print(f"[yellow]warning:[/] {jump}")
+        console.print(warning(str(jump)))
     resumed = resumes(log.events)
     for r in resumed:
         console.print(
-            f"[yellow]resumed:[/] {r}: its history is kept, but a resumed run is not a valid timed MLPerf run"
+            line(
+                label("resumed:", "yellow"),
+                f"{r}: its history is kept, but a resumed run is not a valid timed MLPerf run",
+            )
         )
     target = run_target(log.events)
     why_not = not_comparable(target)
     if why_not is not None:
         console.print(
-            f"[yellow]{NOT_COMPARABLE}:[/] {why_not}; eval, the history and replay judge passing by the run's "
-            f"own target, and the {known.name} checker by the ruleset's",
-            highlight=False,
+            line(
+                label(f"{NOT_COMPARABLE}:", "yellow"),
+                f"{why_not}; eval, the history and replay judge passing by the run's own target, and the "
+                f"{known.name} checker by the ruleset's",
+            )
         )
     if compare:
-        if interpretation or output:
-            raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
         rows = mark_rows(compute_scores(log.run, known.name), unverified=unverified, resumed=resumed, target=target)
         write_rows(log.run, rows)
         _compare_table(rows)
         return
     name = interpretation or _default_interpretation(log.events)
     get_interpretation(name)
-    d = derive_run(log.events, known.name, name)
+    try:
+        d = derive_run(log.events, known.name, name)
+    except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
+        raise NotEvaluatedError(f"{e}; evaluate them: recorder eval {run_dir}") from None
+    except NoCheckpointError:  # the history shows `no checkpoint` too, without waiting for `compact`
+        write_rows(
+            log.run, mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed, target=target)
+        )
+        raise
     marked = f".{UNVERIFIED}" if unverified else ""
     if output is None:  # under derived/: never through a symlink out of the run
         path = derived_dir(log.run) / f"result_{name}{marked}.txt"
         write_derived(path, d.text().encode())
     else:
         path = output
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(d.text(), encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(d.text(), encoding="utf-8")
+        except OSError as e:
+            raise write_failed(path, e) from e
     if unverified and output is not None:  # a chosen -o name gets a sidecar, so the mark sits next to the file
         path.with_name(path.name + f".{UNVERIFIED}").write_text(
             "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
@@ -132,23 +165,27 @@ def replay(
     write_rows(log.run, rows)
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     tags = (
-        ([f"[bold red]{UNVERIFIED}[/]"] if unverified else [])
-        + (["[yellow]resumed[/]"] if resumed else [])
-        + ([f"[yellow]{NOT_COMPARABLE.lower()}[/]"] if why_not is not None else [])
+        ([label(UNVERIFIED, "bold red")] if unverified else [])
+        + ([label("resumed", "yellow")] if resumed else [])
+        + ([label(NOT_COMPARABLE.lower(), "yellow")] if why_not is not None else [])
     )
     console.print(
-        f"{' '.join(tags) + ' ' if tags else ''}{name}: {d.status}, {passing}, {_minutes(d.minutes)} "
-        f"minutes ({d.why}); {len(d.lines)} lines -> {path}"
+        line(
+            *tags,
+            f"{name}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); {len(d.lines)} lines -> {path}",
+        )
     )
     if d.missing_keys:
         console.print(
-            f"[yellow]warning:[/] the run recorded no {', '.join(d.missing_keys)} (mllog_config): "
-            f"the {known.name} checker requires them"
+            warning(
+                f"the run recorded no {', '.join(d.missing_keys)} (mllog_config): "
+                f"the {known.name} checker requires them"
+            )
         )
     for c in checks:
         console.print(c.summary(), highlight=False)
     if mismatch is not None:
-        err.print(f"[bold red]error:[/] {mismatch}", highlight=False)
+        err.print(line(label("error:", "bold red"), str(mismatch)))
     if mismatch is not None or not all(c.ok and c.error is None for c in checks):
         raise typer.Exit(1)
 
@@ -185,13 +222,18 @@ def _compare_table(rows: list[dict[str, Any]]) -> None:
         console.print(f"  {note}")
     if t.unverified:
         console.print(
-            "[bold red]UNVERIFIED[/]: every row above is derived (--force) from a run that fails "
-            "`recorder verify`; no score of it is evidence"
+            line(
+                label("UNVERIFIED:", "bold red"),
+                "every row above is derived (--force) from a run that fails `recorder verify`; "
+                "no score of it is evidence",
+            )
         )
     if t.resumed:
         console.print(
-            "[yellow]RESUMED[/]: the run was resumed from a checkpoint; its history is kept, but it is "
-            "not a valid timed MLPerf run"
+            line(
+                label("RESUMED:", "yellow"),
+                "the run was resumed from a checkpoint; its history is kept, but it is not a valid timed MLPerf run",
+            )
         )
 
 
@@ -221,7 +263,7 @@ def import_(
             folder = read_result_folder(path)
             jobs += [(f, folder.result_set) for f in folder.files]
             for note in folder.notes:
-                console.print(f"[yellow]note:[/] {note}", highlight=False)
+                console.print(line(label("note:", "yellow"), note))
             if folder.result_set.scaling_file:
                 console.print(
                     f"{path}: scaling factor {folder.result_set.scaling_factor!r} ({folder.result_set.scaling_file})",
@@ -235,12 +277,10 @@ def import_(
         report = import_file(path, root, run_id, ruleset, result_set)
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
         console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}", highlight=False)
-        for warning in report.warnings:
-            console.print(f"[yellow]warning:[/] {path}: {warning}", highlight=False)
+        for note in report.warnings:
+            console.print(warning(f"{path}: {note}"))
         for line_no, why in report.malformed:
-            console.print(
-                f"[yellow]warning:[/] {path}:{line_no}: {why} (kept verbatim as an mllog_line event)", highlight=False
-            )
+            console.print(warning(f"{path}:{line_no}: {why} (kept verbatim as an mllog_line event)"))
 
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
@@ -291,19 +331,22 @@ def _score_table(result: SetScore) -> None:
     console.print(table)
     scaling = f" x scaling factor {result.scaling_factor!r}" if result.scaling_factor != 1.0 else ""
     console.print(
-        f"olympic score (mlperf-logging {result.to_json()['mlperf_logging']} result summarizer's "
-        f"_compute_strong_score_standalone): {_minutes(result.olympic_minutes)} minutes{scaling} = "
-        f"{_minutes(result.score_minutes)} minutes over {len(result.runs)} runs"
-        + ("" if result.scored else " [bold red](not scored)[/]"),
-        highlight=False,
+        line(
+            f"olympic score (mlperf-logging {result.to_json()['mlperf_logging']} result summarizer's "
+            f"_compute_strong_score_standalone): {_minutes(result.olympic_minutes)} minutes{scaling} = "
+            f"{_minutes(result.score_minutes)} minutes over {len(result.runs)} runs",
+            *([] if result.scored else [label("(not scored)", "bold red")]),
+        )
     )
     for reason in result.reasons:
         console.print(f"  {reason}", highlight=False)
     failing = [r for r in result.runs if not r.compliant]
     if failing:
         console.print(
-            f"[bold red]{len(failing)} of {len(result.runs)} runs fail the compliance checker[/], so "
-            "mlperf-logging's result summarizer would not count them. Reasons:"
+            line(
+                label(f"{len(failing)} of {len(result.runs)} runs fail the compliance checker,", "bold red"),
+                "so mlperf-logging's result summarizer would not count them. Reasons:",
+            )
         )
         for reasons in sorted({"; ".join(r.reasons()) for r in failing}):
             console.print(f"  - {reasons}", highlight=False)
@@ -346,7 +389,7 @@ def check_submission(
             checked = read_result_folder(bench)
             result_set = dataclasses.replace(checked.result_set, folder=str(original))
             for note in checked.notes:
-                console.print(f"[yellow]note:[/] {note.replace(str(package.copy), str(folder))}", highlight=False)
+                console.print(line(label("note:", "yellow"), note.replace(str(package.copy), str(folder))))
             runs = [import_file(original / f.name, root, None, ruleset, result_set).run.path for f in checked.files]
             try:
                 [result] = score_runs(runs, None, None, False)

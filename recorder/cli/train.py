@@ -6,9 +6,23 @@ Only typer at module level: torch and the trainer load inside the command.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from recorder.cli.heartbeat import Heartbeat
+from recorder.cli.output import err
+from recorder.errors import RecorderError
+
+if TYPE_CHECKING:
+    from trainer.loop import GRPOTrainer, StepResult, TrainSummary
+    from trainer.progress import Progress
+
+
+class TrainInterrupted(RecorderError):
+    """Ctrl-C during `recorder train`: the run is stopped and recorded; exit 130."""
+
+    exit_code = 130
 
 
 def train(
@@ -34,7 +48,15 @@ def train(
         ),
     ] = None,
 ) -> None:
-    """Train with GRPO; checkpoints from the validation start step to the final step; prints the run dir."""
+    """Train with GRPO; checkpoints from the validation start step to the final step; prints the run dir.
+
+    Ctrl-C stops the run (its train_stop is recorded) and exits 130; `--resume RUN` continues it.
+    """
+    from recorder.run import check_run_id
+
+    if run_id is not None:
+        check_run_id(run_id)  # before torch loads
+    err.print("train: starting (loading torch and the model; a new seed's warm-up takes about a minute)")
     from trainer.config import load_config
     from trainer.loop import GRPOTrainer
     from trainer.progress import Progress
@@ -51,15 +73,11 @@ def train(
             f"resuming {plan.run.path} after step {plan.step} from {plan.checkpoint.name} "
             "(weights restored; optimizer re-initialised)"
         )
-        with Progress(cfg.max_steps, cfg.validation_start) as progress:
-            summary = ResumedTrainer(plan, use_ray=use_ray, ray_address=ray_address, on_step=progress).run()
+        trainer: GRPOTrainer = ResumedTrainer(plan, use_ray=use_ray, ray_address=ray_address)
     else:
         cfg = load_config(config, sets)
-        with Progress(cfg.max_steps, cfg.validation_start) as progress:
-            trainer = GRPOTrainer(
-                cfg, root=root, run_id=run_id, use_ray=use_ray, ray_address=ray_address, on_step=progress
-            )
-            summary = trainer.run()
+        trainer = GRPOTrainer(cfg, root=root, run_id=run_id, use_ray=use_ray, ray_address=ray_address)
+    summary = _run(trainer, Progress(cfg.max_steps, cfg.validation_start))
     w = summary.warmup
     if w is not None:
         typer.echo(
@@ -74,6 +92,37 @@ def train(
     )
     typer.echo(f"run: {summary.run.path}")
     typer.echo(f"next: recorder eval {summary.run.path}")
+
+
+def _run(trainer: GRPOTrainer, progress: Progress) -> TrainSummary:
+    """Run the trainer with progress lines (and a heartbeat until step 1); Ctrl-C becomes TrainInterrupted."""
+    with Heartbeat(err) as heartbeat, progress:
+
+        def on_step(result: StepResult, checkpoints: int) -> None:
+            heartbeat.stop()
+            progress(result, checkpoints)
+
+        trainer.on_step = on_step
+        try:
+            return trainer.run()
+        except KeyboardInterrupt:
+            pass
+    raise _interrupted(trainer)
+
+
+def _interrupted(trainer: GRPOTrainer) -> TrainInterrupted:
+    run_dir = getattr(trainer, "run_dir", None)
+    if run_dir is None:
+        return TrainInterrupted("interrupted before the run was created; nothing was recorded")
+    step = (trainer.last_step or 0) + 1
+    summary = getattr(trainer, "summary", None)
+    committed = bool(summary and summary.checkpoints) or hasattr(trainer, "plan")
+    if not committed:
+        return TrainInterrupted(
+            f"interrupted at step {step}, before the first checkpoint: {run_dir.path} cannot be resumed "
+            "(it is kept, with train_stop status interrupted); start again with `recorder train`"
+        )
+    return TrainInterrupted(f"interrupted at step {step}; resume with: recorder train --resume {run_dir.path}")
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recorder.errors import InputError
+from recorder.rules import TARGET
 from recorder.run import RunDir
 
 if TYPE_CHECKING:
@@ -25,6 +26,10 @@ _STEP_COLORS = ("#c6dbef", "#9ecae1")
 _BLOCK, _BACKGROUND = "#cb181d", "#fcbba1"
 _PASS, _FAIL = "#31a354", "#969696"
 _LANES = ("steps", "weight updates", "checkpoint saves", "evaluations")
+ZOOM_MARGIN = 0.08  # of the scored region's width, each side
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_DASHES = ("-", "--", "-.", ":")
+MIN_SPAN = 0.05  # the narrowest y-range drawn: nearly equal scores must not look like a cliff
 
 
 class PlotError(InputError):
@@ -40,6 +45,7 @@ class PlotTimeline:
     saves: list[tuple[int, float, float, float]]  # (step, save begin, end of blocking, save end)
     evals: list[tuple[int, float, float, float | None, bool | None]]  # (step, start, stop, accuracy, passed)
     stops: list[tuple[str, float, int | None, str]]  # (interpretation, minutes, passing step, status)
+    stopped: tuple[str, str] | None = None  # train_stop's (status, reason) when training did not complete
 
 
 def _matplotlib() -> Any:
@@ -91,7 +97,12 @@ def load_timeline(history: History, run_id: str) -> PlotTimeline:
         ).to_pylist()
         if r["minutes"] is not None or r["run_stop_ns"] is not None
     ]
-    return PlotTimeline(run_id, steps, saves, evals, stops)  # type: ignore[arg-type]
+    ended = q(
+        f"SELECT data->>'status' AS status, data->>'reason' AS reason FROM events {where} AND kind = 'train_stop' "
+        "ORDER BY time_ns DESC LIMIT 1"
+    ).to_pylist()
+    stopped = (ended[0]["status"], ended[0]["reason"] or "") if ended and ended[0]["status"] != "completed" else None
+    return PlotTimeline(run_id, steps, saves, evals, stops, stopped)  # type: ignore[arg-type]
 
 
 def _quote(text: str) -> str:
@@ -166,17 +177,19 @@ def _label(ax: Axes, t: PlotTimeline, lanes: list[str], lo: float, hi: float) ->
             )
 
 
-def _zoom(t: PlotTimeline) -> tuple[float, float] | None:
-    """The scored region: from the first save (or evaluated step) to the last evaluation or run_stop."""
+def zoom_range(t: PlotTimeline) -> tuple[float, float] | None:
+    """The scored region plus a margin: from the first save (or evaluated step) to the last run_stop. The
+    offline evaluations that come later are not scored, so they do not stretch it (the whole-run panel shows
+    them); without any run_stop, the saves' ends bound it."""
     starts = [b for _, b, _, _ in t.saves]
-    ends = [stop for _, _, stop, _, _ in t.evals] + [m for _, m, _, _ in t.stops] + [e for _, _, _, e in t.saves]
     if not starts and t.evals:
         steps = {s: u for s, u, _ in t.steps if u is not None}
         starts = [steps[s] for s, *_ in t.evals if s in steps]
+    ends = [m for _, m, _, _ in t.stops] or [e for _, _, _, e in t.saves]
     if not starts or not ends:
         return None
-    lo, hi = min(starts), max(ends)
-    pad = (hi - lo) * 0.05 + 0.2
+    lo, hi = min(starts), max(max(ends), min(starts))
+    pad = max((hi - lo) * ZOOM_MARGIN, 1e-3)
     return lo - pad, hi + pad
 
 
@@ -198,7 +211,7 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
         "evaluations": t.evals,
     }
     lanes = [*(lane for lane in _LANES if present[lane]), *(f"run_stop: {name}" for name, *_ in t.stops)]
-    zoom = _zoom(t)
+    zoom = zoom_range(t)
     panels = 2 if zoom else 1
     fig, axes = plt.subplots(panels, 1, figsize=(13, (2.2 + 0.42 * len(lanes)) * panels), squeeze=False)
     full_hi = (
@@ -224,7 +237,11 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
         ax.set_title(title, fontsize=9, loc="left")
         ax.set_xlabel("minutes after run_start")
     _legend(fig)
-    fig.suptitle(f"run {t.run_id}: where run_stop lands under each reading of the rule", fontsize=11)
+    title = f"run {t.run_id}: where run_stop lands under each reading of the rule"
+    if t.stopped is not None:  # a failed or interrupted run says why, on the picture itself
+        status, reason = t.stopped
+        title += f"\ntraining {status}: {reason[:160] + ('...' if len(reason) > 160 else '')}"
+    fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
@@ -247,9 +264,36 @@ def _legend(fig: Any) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7.5, frameon=False)
 
 
+def _targets(history: History, key: str) -> list[float]:
+    """The targets recorded for an evaluation key; the benchmark's for its accuracy when none is recorded."""
+    rows = history.query(
+        "SELECT DISTINCT target FROM evals WHERE key = '" + _quote(key) + "' AND target IS NOT NULL ORDER BY target"
+    ).to_pylist()
+    found = [float(r["target"]) for r in rows]
+    return found or ([TARGET] if key == "accuracy" else [])
+
+
+def _at_least(ax: Axes, ys: list[float]) -> None:
+    """A y-range of at least MIN_SPAN around the values (zero-shot scores of one model differ by 0.001s)."""
+    lo, hi = min(ys), max(ys)
+    if hi - lo < MIN_SPAN:
+        mid = (lo + hi) / 2
+        ax.set_ylim(mid - MIN_SPAN / 2, mid + MIN_SPAN / 2)
+
+
 def plot_metric(history: History, metric: str, out: Path) -> Path:
     """One curve per run against the step: a `steps` column (e.g. reward), or an evaluation score by its key
     in the `evals` view ('accuracy' for the benchmark's pass@k, a task name for zero-shot scores)."""
+    plt = _matplotlib()
+    fig = metric_figure(history, metric)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def metric_figure(history: History, metric: str) -> Any:
+    """The figure `plot_metric` saves: integer step ticks, the target on evaluation scores."""
     plt = _matplotlib()
     columns = history.query("SELECT * FROM steps LIMIT 0").column_names
     numeric = [c for c in columns if c not in ("run_id", "step")]
@@ -280,17 +324,23 @@ def plot_metric(history: History, metric: str, out: Path) -> Path:
         xs, ys = curves.setdefault(r["run_id"], ([], []))
         xs.append(r["step"])
         ys.append(r["y"])
+    from matplotlib.ticker import MaxNLocator
+
     fig, ax = plt.subplots(figsize=(10, 5.5))
-    for run_id, (xs, ys) in curves.items():
-        ax.plot(xs, ys, marker="." if len(xs) < 60 else None, lw=1.2, label=run_id)
+    for i, (run_id, (xs, ys)) in enumerate(curves.items()):
+        # runs that coincide stay distinguishable: each has its own marker and dash, drawn see-through
+        marker = _MARKERS[i % len(_MARKERS)] if len(xs) < 60 else None
+        ax.plot(xs, ys, marker=marker, ls=_DASHES[i % len(_DASHES)], lw=1.2, alpha=0.8, markersize=5, label=run_id)
+    targets = _targets(history, metric) if metric in scores else []
+    for target in targets:
+        ax.axhline(target, color="#cb181d", lw=1, ls="--", label=f"target ({metric} > {target:g})")
+    _at_least(ax, [y for _, ys in curves.values() for y in ys] + targets)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel(metric)
-    ax.set_title(f"{metric} by step, {len(curves)} runs under {history.root.name}/")
+    ax.set_title(f"{metric} by step, {len(curves)} run{'' if len(curves) == 1 else 's'} under {history.root.name}/")
     ax.grid(color="#eeeeee")
     if len(curves) <= 20:
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return fig

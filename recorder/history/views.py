@@ -23,6 +23,7 @@ import pyarrow as pa
 from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
 from recorder.history.compact import Pack, fresh_manifest, parquet_path, read_packs
+from recorder.history.limits import SpillFolder, connection_config, run_limited
 from recorder.reader import read_run
 from recorder.rules import is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
@@ -48,6 +49,7 @@ SCORE_COLUMNS = pa.schema(
         ("why", pa.string()),
         ("target", pa.float64()),
         ("comparable", pa.bool_()),
+        ("verified", pa.bool_()),  # false: derived with --force from a run that fails verify
     ]
 )
 # Statements a query may be; everything else (INSERT, CREATE, COPY, ATTACH, SET, INSTALL, ...) is refused.
@@ -87,14 +89,16 @@ class History:
     con: duckdb.DuckDBPyConnection
     runs: list[RunSource] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    spill: SpillFolder | None = None
 
-    def query(self, sql: str) -> pa.Table:
-        """Run one read-only statement; the result as an Arrow table."""
+    def query(self, sql: str, *, timeout_s: float | None = None) -> pa.Table:
+        """Run one read-only statement; the result as an Arrow table. Interrupted after `timeout_s`, or on
+        Ctrl-C (QueryTimeoutError, QueryInterrupted)."""
         import duckdb
 
         statement = _single_read_only(self.con, sql)
         try:
-            return self.con.sql(statement).to_arrow_table()
+            return run_limited(self.con, lambda: self.con.sql(statement).to_arrow_table(), timeout_s)
         except duckdb.CatalogException as e:
             raise QueryError(f"{_first_line(e)}\n  the views are: {', '.join(VIEWS)}") from e
         except duckdb.PermissionException as e:
@@ -104,6 +108,8 @@ class History:
 
     def close(self) -> None:
         self.con.close()
+        if self.spill is not None:
+            self.spill.remove()
 
     def __enter__(self) -> History:
         return self
@@ -126,9 +132,25 @@ def _single_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     if len(statements) != 1:
         raise QueryError(f"give exactly one SQL statement (got {len(statements)})")
     kind = statements[0].type.name
+    if kind == "MULTI" and _first_word(sql) == "PIVOT":  # a PIVOT expands to an enum of its ON values plus a SELECT
+        return sql
     if kind not in _READ_ONLY:
         raise QueryRefusedError(f"refused: {kind} statement; `recorder query` is read-only (SELECT only)")
     return sql
+
+
+def _first_word(sql: str) -> str:
+    """The statement's first keyword, past whitespace, comments and opening parentheses."""
+    text = sql
+    while True:
+        text = text.lstrip().lstrip("(")
+        if text.startswith("--"):
+            text = text.partition("\n")[2]
+        elif text.startswith("/*"):
+            text = text.partition("*/")[2]
+        else:
+            break
+    return text.split(None, 1)[0].upper() if text.split() else ""
 
 
 def _empty_events() -> pa.Table:
@@ -248,6 +270,7 @@ def _load_segments(run: RunDir, out: _Sources) -> None:
         )
     )
     out.problems.extend(f"{run.path}: {t} (its complete events are included)" for t in log.torn)
+    out.problems.extend(f"{run.events}/{why}" for why in log.skipped)
 
 
 def _runs_table(sources: list[RunSource]) -> pa.Table:
@@ -276,22 +299,33 @@ def _runs_table(sources: list[RunSource]) -> pa.Table:
     )
 
 
-def open_history(root: Path | str, *, threads: int | None = None) -> History:
+def open_history(root: Path | str, *, threads: int | None = None, memory_limit: str | None = None) -> History:
     """Build the views over every run under `root`. Damaged runs are left out and named in `.problems`."""
     root = Path(root)
     if not root.is_dir():
         raise HistoryError(f"{root}: no such root directory (give --root DIR, the folder holding the runs)")
-    return open_runs(root, list_runs(root), threads=threads, packs=read_packs(root))
+    return open_runs(root, list_runs(root), threads=threads, packs=read_packs(root), memory_limit=memory_limit)
 
 
 def open_runs(
-    root: Path, runs: list[RunDir], *, threads: int | None = None, packs: list[Pack] | None = None
+    root: Path,
+    runs: list[RunDir],
+    *,
+    threads: int | None = None,
+    packs: list[Pack] | None = None,
+    memory_limit: str | None = None,
 ) -> History:
-    """The views over the given runs only (`recorder plot` draws one run through them)."""
+    """The views over the given runs only (`recorder plot` draws one run through them). DuckDB spills to a
+    private temporary folder (removed on close), never to the current one, within `memory_limit`."""
     import duckdb
 
     src = _load(runs, packs or [])
-    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    spill = SpillFolder()
+    try:
+        con = duckdb.connect(config=connection_config(spill, memory_limit))
+    except duckdb.Error as e:
+        spill.remove()
+        raise HistoryError(f"cannot open the history: {_first_line(e)} (check --memory-limit)") from e
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     con.execute("SET parquet_metadata_cache = true")  # keeps Parquet footers between queries
@@ -300,7 +334,7 @@ def open_runs(
     con.register("_run_sources", _runs_table(src.runs))
     create_views(con, events_source_sql(src.packs, src.not_from_packs, src.parquet))
     lock_down(con, src.files())
-    return History(root, con, src.runs, src.problems)
+    return History(root, con, src.runs, src.problems, spill)
 
 
 def _sql_list(items: list[str]) -> str:
@@ -359,9 +393,10 @@ WITH f AS (
     coalesce(any_value(TRY_CAST(data->>'target' AS DOUBLE)) FILTER (kind = 'run_opened'),
              any_value(TRY_CAST(data->>'$.config.eval.target' AS DOUBLE)) FILTER (kind = 'run_opened'))
       AS target,
-    coalesce(bool_or(data->>'resumed_from' IS NOT NULL) FILTER (kind = 'run_opened'), false) AS resumed
+    coalesce(bool_or(data->>'resumed_from' IS NOT NULL) FILTER (kind = 'run_opened'), false) AS resumed,
+    bool_or(kind = 'checkpoint_committed') AS checkpointed
   FROM events
-  WHERE kind IN ('run_opened', 'run_start', 'block_stop', 'train_stop')
+  WHERE kind IN ('run_opened', 'run_start', 'block_stop', 'train_stop', 'checkpoint_committed')
      OR (kind = 'mllog_line' AND key IN ('submission_benchmark', 'submission_division', 'global_batch_size',
                                         'run_start'))
   GROUP BY run_id
@@ -388,7 +423,14 @@ WITH score AS (
                              ORDER BY status = 'none', interpretation <> 'official') = 1
 )
 SELECT r.run_id, f.benchmark, f.division, f.global_batch_size, f.steps, f.train_status,
-  s.status, s.passing_step, s.minutes, s.interpretation AS scored_as, f.run_start_ns,
+  CASE WHEN NOT f.imported AND NOT f.checkpointed THEN 'no checkpoint' ELSE s.status END AS status,
+  s.passing_step, CASE WHEN NOT f.imported AND NOT f.checkpointed THEN NULL ELSE s.minutes END AS minutes,
+  s.interpretation AS scored_as, f.run_start_ns,
+  -- why the run's minutes are not a valid timed MLPerf result, space-separated; NULL when there is none
+  nullif(concat_ws(' ',
+    CASE WHEN coalesce(f.resumed, false) THEN 'resumed' END,
+    CASE WHEN s.verified = false THEN 'unverified' END,
+    CASE WHEN NOT ({is_standard_target_sql("f.target")}) THEN 'other-target' END), '') AS flags,
   CASE WHEN f.imported THEN 'imported' ELSE 'recorded' END AS origin,
   r.source, r.events, r.segments, r.open_segments, r.path, f.target,
   {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AS comparable

@@ -65,3 +65,34 @@ def test_plot_bad_input(history_root: Path, tmp_path: Path) -> None:
     done = run_cli("plot", "-o", str(tmp_path / "n.png"))
     assert done.returncode == 2 and "RUN_DIR" in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_zoomed_panel_is_the_scored_region_plus_a_margin(history_root: Path) -> None:
+    from recorder.history.plot import ZOOM_MARGIN, zoom_range
+
+    with open_history(history_root) as history:
+        t = load_timeline(history, "worked")
+    lo, hi = zoom_range(t)
+    first_save, last_stop = 1080 / 60, 1172 / 60  # step 18's save; include-final-save's run_stop
+    margin = (last_stop - first_save) * ZOOM_MARGIN
+    assert (lo, hi) == pytest.approx((first_save - margin, last_stop + margin))
+    assert hi < 1300 / 60  # the offline evaluations that follow are not scored: they do not stretch it
+
+
+def test_accuracy_across_runs_draws_the_target_and_integer_steps(history_root: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from recorder.history.plot import metric_figure
+    from recorder.rules import TARGET
+
+    with open_history(history_root) as history:
+        for metric in ("accuracy", "reward"):
+            fig = metric_figure(history, metric)
+            ax = fig.axes[0]
+            flat = [line for line in ax.lines if len(set(line.get_ydata())) == 1 and line.get_ydata()[0] == TARGET]
+            assert bool(flat) == (metric == "accuracy"), metric
+            fig.canvas.draw()
+            assert all(float(x).is_integer() for x in ax.get_xticks()), ax.get_xticks()
+            styles = [(line.get_marker(), line.get_linestyle()) for line in ax.lines if line not in flat]
+            assert len(set(styles)) == len(styles)  # overlapping runs stay distinguishable
+            plt.close(fig)

@@ -1,0 +1,46 @@
+"""Output paths are checked before any work, so a bad `-o` costs nothing and writes nothing.
+
+A directory, a missing or non-directory parent, a place the user cannot write, or an extension the writer
+cannot produce: one `error:` line (exit 2), raised before a run is read or a figure drawn.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from recorder.errors import InputError
+
+
+class OutputPathError(InputError):
+    """An output path that cannot be written as asked."""
+
+
+def check_output(path: Path, *, suffixes: tuple[str, ...] = ()) -> Path:
+    """`path` if a file can be written there (with one of `suffixes`, when given); else OutputPathError."""
+    if path.is_dir():
+        raise OutputPathError(
+            f"-o {path}: is a directory; give a file name inside it, e.g. {path / _example(suffixes)}"
+        )
+    if suffixes and path.suffix.lower() not in suffixes:
+        got = f"extension {path.suffix!r}" if path.suffix else "no extension"
+        raise OutputPathError(f"-o {path}: {got} is not supported; use {', '.join(suffixes)}")
+    parent = path.parent
+    if not parent.exists():
+        raise OutputPathError(f"-o {path}: the folder {parent} does not exist; create it first")
+    if not parent.is_dir():
+        raise OutputPathError(f"-o {path}: {parent} is not a folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OutputPathError(f"-o {path}: the file is not writable")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputPathError(f"-o {path}: cannot create files in {parent} (permission denied)")
+    return path
+
+
+def write_failed(path: Path, e: OSError) -> OutputPathError:
+    """The error for a write the checks could not foresee (a read-only mount, a full disk, /proc)."""
+    return OutputPathError(f"-o {path}: cannot write ({e.strerror or e})")
+
+
+def _example(suffixes: tuple[str, ...]) -> str:
+    return "out" + (suffixes[0] if suffixes else ".txt")

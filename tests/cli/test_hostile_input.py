@@ -1,0 +1,193 @@
+"""Issue 19's shell findings, each reproduced: markup in user data (11), long values (14), entries of events/
+that are not files (12), queries without limits (10), concurrent compaction and run ids (14)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from recorder.history.lock import LOCK_NAME
+from recorder.log import LogWriter
+from recorder.run import RUN_ID_RULE, RunDir
+from replay.worked_example import record_worked_example
+from tests.cli.shell import make_root, run_main, run_process
+
+
+def _hostile_log(corpus: Path, tmp_path: Path) -> Path:
+    """A real mllog whose benchmark name is rich markup (a closing tag with no opening one, then a style)."""
+    text = (corpus / "qwen35_397b_grpo_rcp/GBS256/seed_1.out").read_text()
+    hostile = text.replace('"value": "qwen35_397b_grpo"', '"value": "[/x][red]x"', 1)
+    assert hostile != text
+    log = tmp_path / "hostile.out"
+    log.write_text(hostile)
+    return log
+
+
+def test_markup_in_user_data_prints_literally(tmp_path: Path, corpus: Path) -> None:
+    root = tmp_path / "runs"
+    assert run_main("import", str(_hostile_log(corpus, tmp_path)), "--root", str(root), "--run-id", "m").code == 0
+    for args in (
+        ["runs", "--root", str(root)],
+        ["query", "--root", str(root), "SELECT benchmark FROM runs"],
+        ["events", str(root / "m"), "--kind", "run_opened"],
+    ):
+        r = run_main(*args)
+        assert r.code == 0, (args, r.err)
+        assert "[/x][red]x" in r.out, (args, r.out)
+
+
+def test_a_long_value_is_cut_in_the_table_and_whole_in_json(tmp_path: Path) -> None:
+    run = RunDir.create(tmp_path, "long")
+    with LogWriter(run, "trainer") as w:
+        w.append("mllog_config", key="submission_platform", value="x" * 5_000_000)
+    r = run_main("events", str(run.path))
+    assert r.code == 0, r.err
+    assert "more characters" in r.out
+    assert max(len(line) for line in r.out.splitlines()) < 20_000
+    r = run_main("events", str(run.path), "--format", "json")
+    assert "x" * 5_000_000 in r.out
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_entries_of_events_that_are_not_files_are_named_and_skipped(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    run = record_worked_example(root, "w")
+    (run.events / "x.arrows").mkdir()
+    os.mkfifo(run.events / "fifo-0001.arrows")  # opening it for reading would block forever
+    (run.events / "zero-0001.arrows").symlink_to("/dev/zero")  # reading it would never end
+    for args, code in (
+        (["verify", str(run.path)], 1),
+        (["replay", str(run.path)], 1),  # refused: the run fails verify
+        (["compact", "--root", str(root)], 1),
+        (["runs", "--root", str(root)], 0),
+        (["query", "--root", str(root), "SELECT count(*) FROM events"], 0),
+        (["events", str(run.path), "--kind", "run_start"], 0),
+    ):
+        r = run_process(*args, timeout=120)  # a FIFO opened blocking would hang here
+        assert r.code == code, (args, r.out, r.err)
+        assert "Traceback" not in r.out + r.err
+        said = r.out + r.err
+        for name in ("x.arrows", "fifo-0001.arrows", "zero-0001.arrows"):
+            assert name in said or args[0] in ("replay", "compact"), (args, said)
+    verify = run_process("verify", str(run.path))
+    assert "a FIFO" in verify.out and "a directory" in verify.out and "a symlink" in verify.out
+
+
+def test_query_timeout_interrupts_duckdb_and_spills_nowhere_visible(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "runs")
+    cwd = tmp_path / "here"
+    cwd.mkdir()
+    start = time.monotonic()
+    r = run_process(
+        "query",
+        "--root",
+        str(root),
+        "--timeout",
+        "2",
+        "SELECT count(DISTINCT range) FROM range(1000000000000)",
+        cwd=cwd,
+    )
+    assert r.code == 2, r.err
+    assert "stopped after 2 s (--timeout)" in r.err and "Traceback" not in r.err
+    assert time.monotonic() - start < 120  # the query alone would run for hours
+    assert list(cwd.iterdir()) == []  # DuckDB's spill files go to a private temporary folder
+
+
+def test_ctrl_c_stops_a_query(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "runs")
+    exe = Path(sys.executable).parent / "recorder"
+    p = subprocess.Popen(
+        [
+            str(exe),
+            "query",
+            "--root",
+            str(root),
+            "--timeout",
+            "0",
+            "SELECT count(DISTINCT range) FROM range(1000000000000)",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's Ctrl-C finds it
+    )
+    time.sleep(5)  # wherever it is by then (still starting, or in DuckDB), Ctrl-C must end it
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "Traceback" not in out + err
+
+
+def test_pivot_is_a_read(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "runs")
+    r = run_main("query", "--root", str(root), "PIVOT steps ON run_id USING first(reward)", "--format", "csv")
+    assert r.code == 0, r.err
+    assert [c.strip('"') for c in r.out.splitlines()[0].split(",")[-2:]] == ["killed", "worked"]
+    refused = run_main("query", "--root", str(root), "PIVOT steps ON run_id USING first(reward); DROP VIEW steps")
+    assert refused.code == 2
+
+
+def test_a_second_compact_waits_for_the_first(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "runs")
+    lock = os.open(root / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # a first compaction in progress
+    exe = Path(sys.executable).parent / "recorder"
+    said = tmp_path / "stderr.txt"
+    with said.open("w") as stderr:
+        p = subprocess.Popen(
+            [str(exe), "compact", "--root", str(root), "--no-scores"], stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while "waiting for another" not in said.read_text() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "waiting for another `recorder compact`" in said.read_text()
+        assert p.poll() is None, "compact ran while another held the lock"
+        assert not (root / "worked" / "derived" / "events.parquet").exists()
+    finally:
+        os.close(lock)  # the first one finishes
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 0, said.read_text()
+    assert "worked: compacted" in out
+
+
+@pytest.mark.parametrize("run_id", ["a\nb", "a b", "$(id)", "r" * 300, "../x", ".hidden", "-x"])
+def test_run_ids_follow_one_rule_everywhere(tmp_path: Path, corpus: Path, run_id: str) -> None:
+    log = corpus / "qwen35_397b_grpo_rcp/GBS256/seed_1.out"
+    for args in (
+        ["import", str(log), "--root", str(tmp_path), "--run-id", run_id],
+        ["train", "--root", str(tmp_path), "--run-id", run_id],
+        ["import-checkpoints", str(tmp_path), "--into", f"{tmp_path}/{run_id}"],
+    ):
+        if args[0] == "import-checkpoints" and "/" in run_id:
+            continue  # --into is a path: its last part is the id
+        r = run_main(*args)
+        assert r.code == 2, (args, r.err)
+        assert RUN_ID_RULE in r.err, r.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_run_killed_before_its_first_checkpoint_has_no_minutes(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "runs")
+    r = run_main("replay", str(root / "killed"))
+    assert r.code == 1
+    assert "no checkpoint" in r.err and "minutes" not in r.out
+    rows = run_main(
+        "query", "--root", str(root), "SELECT run_id, status, minutes FROM runs ORDER BY run_id", "--format", "json"
+    )
+    assert rows.out.splitlines()[0] == '{"run_id": "killed", "status": "no checkpoint", "minutes": null}'
+    table = run_main("runs", "--root", str(root))
+    killed = next(line for line in table.out.splitlines() if " killed " in line)
+    assert "no checkpoint" in killed
+
+
+def test_version() -> None:
+    r = run_main("--version")
+    assert r.code == 0 and r.out.startswith("recorder 0.")

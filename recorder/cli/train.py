@@ -39,6 +39,9 @@ def train(
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
     ] = None,
+    list_settings: Annotated[
+        bool, typer.Option("--list-settings", help="Print every --set option (key, type, default, meaning) and exit.")
+    ] = False,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -54,6 +57,11 @@ def train(
     """
     from recorder.run import check_run_id
 
+    if list_settings:
+        from recorder.cli.settings import settings_markdown
+
+        typer.echo(settings_markdown(), nl=False)
+        return
     if run_id is not None:
         check_run_id(run_id)  # before torch loads
     err.print("train: starting (loading torch and the model; a new seed's warm-up takes about a minute)")

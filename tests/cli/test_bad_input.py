@@ -42,7 +42,9 @@ CASES: list[tuple[str, list[str], str]] = [
     ("plot -o dir", ["plot", "{run}", "-o", "{cwd}"], "is a directory"),
     ("plot --root -o missing", ["plot", "--root", "{root}", "-o", "/nonexist/x.png"], "does not exist"),
     # bad ruleset or interpretation: refused before anything is read or written
-    ("replay --ruleset", ["replay", "{run}", "--ruleset", "5.1.0"], "unknown ruleset"),
+    ("replay --ruleset", ["replay", "{run}", "--ruleset", "9.9.9"], "unknown ruleset"),
+    ("score --ruleset", ["score", "{run}", "--ruleset", "9.9.9"], "unknown ruleset"),
+    ("import --ruleset", ["import", "{log}", "--root", "{root}", "--ruleset", "9.9.9"], "unknown ruleset"),
     ("replay -i", ["replay", "{run}", "-i", "nope"], "unknown interpretation"),
     ("replay -i as-recorded on a recorded run", ["replay", "{run}", "-i", "as-recorded"], "as-recorded replays"),
     # bad run ids: one rule everywhere

@@ -12,8 +12,11 @@ from typing import Any
 
 MEANINGS: dict[str, str] = {
     "seed": "Seed of the model init, the warm-up and every rollout sample",
-    "model": "The policy: a tiny from-scratch transformer, or SmolLM2-135M (offline package)",
-    "rollout": "Rollout backend: torch generation in process, or vLLM (its own environment)",
+    "model": "The policy: tiny (from scratch), smollm2-135m (offline package), or a Hugging Face model directory",
+    "task": "The built-in addition task, or a task spec file (trainer/policy/taskspec.py)",
+    "device": "auto (cuda when present), cpu, cuda or cuda:N",
+    "dtype": "Weights and compute (the optimizer state follows the weights)",
+    "rollout": "Rollout backend; auto: vLLM for a pretrained model on a GPU, else the torch sampler",
     "division": "MLPerf division recorded in the mllog",
     "ruleset": "MLPerf Training ruleset the run follows",
     "num_prompts_per_step": "Prompts per step; times the generations, the global batch size",
@@ -63,7 +66,7 @@ def setting_fields() -> list[tuple[str, str, Any]]:
 
     def walk(cls: type, prefix: str) -> None:
         hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        for f in dataclasses.fields(cls):
             hint = hints[f.name]
             if dataclasses.is_dataclass(hint):
                 walk(hint, f"{prefix}{f.name}.")  # type: ignore[arg-type]

@@ -1,0 +1,66 @@
+"""`recorder train` talks at once, and Ctrl-C says where it stopped and how to go on (exit 130)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+QUICK = ["--set", "warmup.enabled=false"]  # the default run, GBS 256: checkpoints from step 18
+
+
+def _train(root: Path, *extra: str) -> subprocess.Popen[str]:
+    exe = Path(sys.executable).parent / "recorder"
+    return subprocess.Popen(
+        [str(exe), "train", "--root", str(root), "--run-id", "sig", *QUICK, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's Ctrl-C finds it
+    )
+
+
+def _interrupt_after(p: subprocess.Popen[str], line_start: str) -> tuple[str, str]:
+    assert p.stderr is not None and p.stdout is not None
+    first = p.stderr.readline()
+    assert first.startswith("train: starting"), first  # before torch loads, so within moments of the start
+    seen = []
+    for line in p.stdout:
+        seen.append(line)
+        if line.startswith(line_start):
+            break
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=300)
+    return "".join(seen) + out, err
+
+
+@pytest.mark.slow  # torch, a model and a first step: minutes on a loaded 2-core machine
+def test_ctrl_c_before_the_first_checkpoint(tmp_path: Path) -> None:
+    small = ["--set", "num_prompts_per_step=4", "--set", "num_generations_per_prompt=4", "--set", "micro_batch_size=16"]
+    p = _train(tmp_path, *small)  # GBS 16: the first checkpoint would be step 243, far away
+    out, err = _interrupt_after(p, "step 1/")
+    assert p.returncode == 130, err
+    assert "interrupted at step" in err and "before the first checkpoint" in err
+    assert "Traceback" not in out + err
+    stops = _train_stops(tmp_path / "sig")
+    assert stops == ["interrupted"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_after_a_checkpoint_says_how_to_resume(tmp_path: Path) -> None:
+    p = _train(tmp_path, "--set", "checkpoint.sync=true")
+    out, err = _interrupt_after(p, "step 18/")  # step 18's checkpoint is committed (sync)
+    assert p.returncode == 130, err
+    assert f"resume with: recorder train --resume {tmp_path / 'sig'}" in err
+
+
+def _train_stops(run: Path) -> list[str]:
+    from recorder.reader import read_run
+
+    return [json.loads(e.data_json)["status"] for e in read_run(run).events if e.kind == "train_stop"]

@@ -95,6 +95,8 @@ def list_runs(root: Path | str) -> list[RunDir]:
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{root}: no such root directory")
+    if (root / "events").is_dir():  # nothing may be written into a run taken for a root (a lock, packs)
+        raise InputError(f"{root} is a run directory; --root takes the folder holding runs: --root {root.parent}")
     return [RunDir(p) for p in sorted(root.iterdir()) if (p / "events").is_dir()]
 
 

@@ -318,9 +318,9 @@ def score(
 
 
 def _score_table(result: SetScore) -> None:
-    label = result.extra.get("set", "")
+    set_name = result.extra.get("set", "")
     table = Table(
-        title=f"{label}: {result.benchmark}, training {result.ruleset}, {result.division or '-'} division, "
+        title=f"{set_name}: {result.benchmark}, training {result.ruleset}, {result.division or '-'} division, "
         f"{len(result.runs)} runs"
     )
     for col in ("run", "interpretation", "status", "minutes", "compliance checker"):

@@ -62,6 +62,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("runs missing root", ["runs", "--root", "{root}/nope"], "no such root directory"),
     ("query missing root", ["query", "--root", "{root}/nope", "SELECT 1"], "no such root directory"),
     ("compact missing root", ["compact", "--root", "{root}/nope"], "no such root directory"),
+    ("compact --root a run", ["compact", "--root", "{run}"], "is a run directory"),
     ("import missing file", ["import", "{cwd}/nope.out", "--root", "{root}"], "nope.out"),
     ("verify a file", ["verify", "{log}"], "not a directory"),
 ]

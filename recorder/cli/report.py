@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from recorder.cli.output import console
+from recorder.cli.paths import check_output, write_failed
 
 
 def report(
@@ -21,7 +22,11 @@ def report(
     from recorder.history.report import build_report
     from recorder.history.report_story import what_happened
 
-    runs = build_report(run_dirs, output, ruleset)
+    check_output(output, suffixes=(".html", ".htm"))  # before any run is read
+    try:
+        runs = build_report(run_dirs, output, ruleset)
+    except OSError as e:  # a write the checks could not foresee (read-only mount, full disk)
+        raise write_failed(output, e) from e
     for f in runs:
         console.print(f"{f.run_id}: {what_happened(f)[0]}", highlight=False)
     console.print(f"wrote {output} ({output.stat().st_size / 1e6:.2f} MB)", highlight=False)

@@ -41,6 +41,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("plot -o txt", ["plot", "{run}", "-o", "{cwd}/x.txt"], "'.txt' is not supported"),
     ("plot -o dir", ["plot", "{run}", "-o", "{cwd}"], "is a directory"),
     ("plot --root -o missing", ["plot", "--root", "{root}", "-o", "/nonexist/x.png"], "does not exist"),
+    ("report -o dir", ["report", "{run}", "-o", "{cwd}"], "is a directory"),
+    ("report -o txt", ["report", "{run}", "-o", "{cwd}/r.txt"], "'.txt' is not supported"),
     # bad ruleset or interpretation: refused before anything is read or written
     ("replay --ruleset", ["replay", "{run}", "--ruleset", "9.9.9"], "unknown ruleset"),
     ("score --ruleset", ["score", "{run}", "--ruleset", "9.9.9"], "unknown ruleset"),

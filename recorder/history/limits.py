@@ -88,17 +88,23 @@ def run_limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], timeout_s
             worker.join(_POLL_S)
             waited += _POLL_S
             if timeout_s and waited >= timeout_s and worker.is_alive():
-                con.interrupt()
-                worker.join()
+                _stop(con, worker)
                 raise QueryTimeoutError(
                     f"query stopped after {timeout_s:g} s (--timeout); narrow it, or raise --timeout (0: no limit)"
                 )
     except KeyboardInterrupt:
-        con.interrupt()
-        worker.join()
+        _stop(con, worker)
         raise QueryInterrupted("query interrupted (Ctrl-C)") from None
     if failure:
         if isinstance(failure[0], duckdb.InterruptException) and timeout_s:
             raise QueryTimeoutError(f"query stopped after {timeout_s:g} s (--timeout)") from failure[0]
         raise failure[0]
     return result[0]
+
+
+def _stop(con: duckdb.DuckDBPyConnection, worker: threading.Thread) -> None:
+    """Interrupt until the worker has returned: an interrupt that lands before DuckDB starts executing is
+    lost, so it is repeated."""
+    while worker.is_alive():
+        con.interrupt()
+        worker.join(_POLL_S)

@@ -107,9 +107,15 @@ class History:
             raise QueryError(f"query failed: {_first_line(e)}") from e
 
     def close(self) -> None:
-        self.con.close()
-        if self.spill is not None:
-            self.spill.remove()
+        import duckdb
+
+        try:
+            self.con.close()
+        except duckdb.Error:  # an interrupted query can leave it busy for a moment; the process ends it anyway
+            pass
+        finally:
+            if self.spill is not None:
+                self.spill.remove()
 
     def __enter__(self) -> History:
         return self

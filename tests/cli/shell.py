@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recorder.run import RunDir
-from replay.synthetic import record_run
-from replay.worked_example import record_worked_example
+from replay.synthetic import record_run, record_worked_example
 from tests.history.conftest import record_evaluation
 
 

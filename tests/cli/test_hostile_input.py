@@ -16,7 +16,7 @@ import pytest
 from recorder.history.lock import LOCK_NAME
 from recorder.log import LogWriter
 from recorder.run import RUN_ID_RULE, RunDir
-from replay.worked_example import record_worked_example
+from replay.synthetic import record_worked_example
 from tests.cli.shell import make_root, run_main, run_process
 
 

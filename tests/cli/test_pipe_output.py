@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.worked_example import record_worked_example
+from replay.synthetic import record_worked_example
 from tests.cli.shell import run_process
 from tests.history.conftest import record_evaluation
 

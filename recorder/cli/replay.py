@@ -99,9 +99,10 @@ def replay(
     mismatch = known.benchmark_problem(tl.benchmark, tl.division)
     for skipped in log.skipped:
         console.print(warning(f"{log.run.events}/{skipped}"))
-    if interpretation == AS_RECORDED and _default_interpretation(log.events) != AS_RECORDED:
+    # as-recorded needs the imported lines; a run with both (an imported mllog plus its checkpoints) has them.
+    if interpretation == AS_RECORDED and not any(e.kind == "mllog_line" for e in log.events):
         raise InputError(
-            f"{run_dir}: as-recorded replays imported logs, and this run was recorded (it has weight updates): "
+            f"{run_dir}: as-recorded replays imported logs, and this run has no imported mllog lines: "
             "use --interpretation official, or --compare"
         )
     for problem in unverified:

@@ -21,6 +21,7 @@ from recorder.reader import read_run
 from recorder.rules import validation_start_step as validation_start
 from recorder.run import RunDir
 from recorder.verify import verify_run
+from replay.synthetic import write_evidence
 from tests.adoption import nemo_layout
 from tests.helpers import run_cli
 
@@ -180,25 +181,30 @@ def _append_nemo_evaluations(path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def _record_evaluations(run: RunDir) -> None:
-    """An evaluator's results, order 19, 18, 20 (19 scores 0.72, 18 0.70, 20 0.71), 60 s each from 1300 s."""
+    """An evaluator's results, order 19, 18, 20 (19 scores 0.72, 18 0.70, 20 0.71), 60 s each from 1300 s.
+
+    Each names its step's commit and leaves its results file, as verify requires of any evaluator."""
+    commits = {e.step: e.data for e in read_run(run).events if e.kind == "checkpoint_committed"}
     t = T0_MS + 1_300_000
     with LogWriter(run, "evaluator") as log:
         for step, accuracy in ((19, 0.72), (18, 0.70), (20, 0.71)):
             common = {"step": step, "samples_count": step * 256}
+            commit = commits[step]
             log.append(
                 "eval_start",
                 **common,
                 time_ns=t * MS,
-                data={"checkpoint": f"step_{step}", "sha256": "", "worker": "nemo-rl"},
+                data={"checkpoint": commit["path"], "sha256": commit["sha256"], "worker": "nemo-rl"},
             )
             t += 60_000
+            results, sha = write_evidence(run, run.run_id, step, accuracy, "nemo-rl")
             log.append(
                 "eval_result",
                 **common,
                 key="accuracy",
                 value=accuracy,
                 time_ns=t * MS,
-                data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": None},
+                data={"metric": "pass@4", "n": 251, "k": 4, "target": 0.69, "results": results, "results_sha256": sha},
             )
             log.append("eval_stop", **common, time_ns=t * MS)
 

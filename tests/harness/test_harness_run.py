@@ -183,9 +183,12 @@ def test_an_interrupted_harness_session_is_closed_by_the_next_one_not_by_the_ben
     trained_run: Path, tmp_path: Path
 ) -> None:
     run = _copy(trained_run, tmp_path)
+    [commit] = [e for e in read_run(run).events if e.kind == "checkpoint_committed" and e.step == 18]
     with LogWriter(RunDir.open(run), "harness") as w:  # a harness session killed inside step 18
         w.append(
-            "eval_start", step=18, data={"checkpoint": "checkpoints/step_0000018", "sha256": "", "worker": "local"}
+            "eval_start",
+            step=18,
+            data={"checkpoint": commit.data["path"], "sha256": commit.data["sha256"], "worker": "local"},
         )
     from evaluator.attempts import attempts
 
@@ -202,7 +205,12 @@ def test_a_tampered_checkpoint_is_refused_and_recorded(trained_run: Path, tmp_pa
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0x01
     weights.write_bytes(bytes(data))
+    # The run fails verify (its commit names other weights): refused before anything is recorded.
     rc, out = _harness(run, "--tasks", "arc_easy")
+    assert rc == 1 and "[rule commit-sha]" in out and "--force" in out, out
+    assert not [e for e in read_run(run).events if e.writer == "harness"]
+    # Forced, each checkpoint's own hash check still refuses step 19 and records why.
+    rc, out = _harness(run, "--tasks", "arc_easy", "--force")
     assert rc == 1 and "1 evaluation(s) failed (steps 19)" in out, out
     events = [e for e in read_run(run).events if e.writer == "harness" and e.kind.startswith("eval_")]
     assert [(e.kind, e.step) for e in events] == [

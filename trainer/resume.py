@@ -30,9 +30,11 @@ from recorder.rules import BENCHMARK
 from recorder.run import RunDir
 from recorder.verify import verify_run
 from trainer.config import TrainConfig, config_from_dict
+from trainer.device import resolve_device, resolve_dtype
 from trainer.errors import TrainerError
-from trainer.loop import WRITER, GRPOTrainer, TrainSummary
+from trainer.loop import WRITER, GRPOTrainer, TrainSummary, _to_device
 from trainer.policy.checkpoint_files import file_sha256, load_checkpoint
+from trainer.training_task import training_task
 
 
 class ResumeError(TrainerError):
@@ -150,6 +152,10 @@ class ResumedTrainer(GRPOTrainer):
         )
         self.log.append(InitStart(warmup=NULL))
         self.model, self.tokenizer = load_checkpoint(plan.checkpoint)
+        # As GRPOTrainer.setup does for a new run: the device, dtype and task the recorded config names.
+        self.device, self.dtype = resolve_device(cfg.device), resolve_dtype(cfg.dtype)
+        self.task = training_task(cfg.task, self.tokenizer)
+        _to_device(self.model, self.device, self.dtype)
         self.first_step = plan.step + 1
         self.last_step = plan.step
         self._start_engines()

@@ -80,7 +80,9 @@ def test_a_pickle_in_place_of_the_weights_is_refused(tmp_path: Path, trained: Pa
 
     with pytest.raises(CheckpointError):
         load_checkpoint(weights.parent)
-    r = run_cli("eval", str(run), "--order", "18")
+    r = run_cli("eval", str(run), "--order", "18")  # verify refuses the run: the commit names other bytes
+    assert r.returncode == 1 and "[rule commit-sha]" in r.stderr, r.stdout + r.stderr
+    r = run_cli("eval", str(run), "--order", "18", "--force")  # forced, the checkpoint's own hash check refuses
     assert r.returncode == 1 and "HashMismatchError" in r.stdout and "not scored" in r.stdout, r.stdout + r.stderr
     assert not marker.exists()
 

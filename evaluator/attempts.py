@@ -14,6 +14,7 @@ from typing import Literal
 
 from recorder.events import Event
 from recorder.kinds import EvalFailed
+from recorder.rules import passes
 
 EVAL_KINDS = ("eval_start", "eval_result", "eval_stop", "eval_failed")
 # Zero-shot sessions (evaluator/harness) write eval events under their own writer: they are not attempts at
@@ -93,6 +94,18 @@ def scored(all_attempts: list[Attempt]) -> dict[int, Attempt]:
     for a in all_attempts:
         if a.status == "scored" and a.step is not None:
             out.setdefault(a.step, a)
+    return out
+
+
+def deciding(all_attempts: list[Attempt], target: float) -> list[Attempt]:
+    """The scored attempts that decide the score, in recorded order: each step's first scored attempt up to
+    and including the first that passes `target` (every one when none passes: together they decide that none
+    did)."""
+    out: list[Attempt] = []
+    for a in scored(all_attempts).values():
+        out.append(a)
+        if passes(a.accuracy, target):
+            break
     return out
 
 

@@ -81,3 +81,15 @@ class RunNotWritableError(EvalError, DataError):
 
 class UnverifiedRunError(EvalError, DataError):
     """The run fails `recorder verify`: its checkpoints are not evaluated unless forced."""
+
+
+class NothingToAuditError(EvalError, InputError):
+    """A run with no scored evaluation, or --steps naming a step that was never scored: nothing to re-check."""
+
+
+class MissingEvidenceError(EvalError, DataError):
+    """A recorded evaluation whose results.json or checkpoint cannot be re-checked (absent, or not the recorded one)."""
+
+
+class AuditFailed(EvalError, DataError):
+    """At least one audited evaluation was not reproduced bit for bit."""

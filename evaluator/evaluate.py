@@ -17,7 +17,7 @@ from evaluator.integrity import check_fingerprint, check_hash, fingerprint_texts
 from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
 from evaluator.results import SCHEMA, Sample, results_dir, sample_rows, task_set_sha256, write_results
 from evaluator.scoring import Generation, Loading
-from evaluator.settings import Options
+from evaluator.settings import Options, RunEvalConfig
 from evaluator.workers import Workers
 from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
 from recorder.log import LogWriter
@@ -194,30 +194,53 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
             )
         )
     digest, fp, timings = integrity(ctx, cp)
-    cfg, opts = ctx.facts.eval_cfg, ctx.options
-    tasks = ctx.spec.items
-    n = min(cfg.samples if opts.tasks is None else opts.tasks, len(tasks))
-    gen = Generation(
-        temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, batch_size=opts.batch_size
-    )
-    plan = sample_plan(range(n), cfg.k)
     t = time.monotonic()
-    samples = ctx.workers.score(plan, gen)
+    s = sample_and_score(
+        ctx.workers, ctx.spec, ctx.facts.eval_cfg, tasks=ctx.options.tasks, batch_size=ctx.options.batch_size
+    )
     timings["score_s"] = time.monotonic() - t
-    if [(s.task, s.sample) for s in samples] != plan:
-        raise RuntimeError(f"workers returned {len(samples)} samples not matching the plan of {len(plan)}")
-    pairs = [(x.prompt, x.answer) for x in tasks]
-    score = pass_at_k(_outcomes(samples, n, cfg.k), cfg.k)
     timings["total_s"] = time.monotonic() - t0
-    doc = _document(ctx, cp, digest, fp, gen, samples, pairs[:n], len(pairs), score, timings, start_ns)
+    doc = _document(ctx, cp, digest, fp, s.gen, s.samples, s.pairs, s.full, s.score, timings, start_ns)
     path = results_dir(ctx.facts.run, cp.step) / "results.json"
     sha = write_results(path, doc)
     accuracy = (
         "accuracy",
-        score,
+        s.score,
         EvalResult(metric=doc["metric"], n=doc["n_tasks"], k=doc["k"], target=doc["target"]),
     )
     return WrittenResults(doc, path, sha, [accuracy])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sampled:
+    """The completions of one loaded checkpoint and the score they give."""
+
+    gen: Generation
+    samples: list[Sample]  # task-major, in plan order
+    pairs: list[tuple[str, str]]  # (prompt, answer) of the tasks scored
+    full: int  # tasks in the spec's validation set
+    score: float
+
+
+def sample_and_score(
+    workers: Workers, spec: TaskSpec, cfg: RunEvalConfig, *, tasks: int | None, batch_size: int
+) -> Sampled:
+    """Sample the loaded checkpoint on the first `cfg.samples` tasks (or `tasks`), k each, and score pass@k.
+
+    The one path from loaded weights to a score: `recorder eval` records it, `recorder audit` repeats it.
+    """
+    items = spec.items
+    n = min(cfg.samples if tasks is None else tasks, len(items))
+    gen = Generation(
+        temperature=cfg.temperature, top_p=cfg.top_p, max_new_tokens=cfg.max_new_tokens, batch_size=batch_size
+    )
+    plan = sample_plan(range(n), cfg.k)
+    samples = workers.score(plan, gen)
+    if [(s.task, s.sample) for s in samples] != plan:
+        raise RuntimeError(f"workers returned {len(samples)} samples not matching the plan of {len(plan)}")
+    pairs = [(x.prompt, x.answer) for x in items]
+    score = pass_at_k(_outcomes(samples, n, cfg.k), cfg.k)
+    return Sampled(gen=gen, samples=samples, pairs=pairs[:n], full=len(pairs), score=score)
 
 
 def _outcomes(samples: list[Sample], n_tasks: int, k: int) -> list[list[bool]]:

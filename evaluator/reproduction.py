@@ -1,0 +1,130 @@
+"""Whether a recorded evaluation is reproduced: its evidence (results.json) against a re-evaluation's samples.
+
+The evaluator is batch- and worker-invariant (per-sample seeds), so an honest evaluation of the same weights
+with the same settings gives the same completions bit for bit. Comparing every sample's hashes and the
+accuracy therefore separates a reproduced evaluation from a forged or pasted one, and names the first
+sample where they part.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from evaluator.attempts import Attempt
+from evaluator.errors import MissingEvidenceError
+from recorder.kinds import EvalResult
+from recorder.run import RunDir
+from recorder.semantics import RESULTS_LIMIT, inside, sha256_file
+
+Status = Literal["reproduced", "differs", "missing evidence"]
+
+# What a results.json records per sample, in the order a difference is reported.
+SAMPLE_FIELDS = (
+    "task",
+    "sample",
+    "seed",
+    "prompt_sha256",
+    "target_sha256",
+    "completion_sha256",
+    "reward",
+    "correct",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedEvaluation:
+    """One scored evaluation as the run recorded it: the eval_result's accuracy and its results.json."""
+
+    step: int
+    accuracy: float | None  # the eval_result event's value: the score the run claims
+    results: str  # results.json, relative to the run
+    results_sha256: str
+    doc: dict[str, Any]
+
+    @property
+    def samples(self) -> list[Any]:
+        rows = self.doc.get("samples")
+        return rows if isinstance(rows, list) else []
+
+    @property
+    def spec_sha256(self) -> str | None:
+        task = self.doc.get("task")
+        value = task.get("spec_sha256") if isinstance(task, dict) else None
+        return value if isinstance(value, str) else None
+
+    @property
+    def dtype(self) -> str | None:
+        backend = self.doc.get("backend")
+        value = backend.get("dtype") if isinstance(backend, dict) else None
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Difference:
+    """The first place a re-evaluation parts from the record: `what` (a sample or the accuracy), both values."""
+
+    what: str  # "task 3 sample 1: completion_sha256", "samples", "accuracy", "results.json score", "task spec"
+    recorded: Any
+    recomputed: Any
+
+    def __str__(self) -> str:
+        return f"{self.what}: {_short(self.recorded)} recorded, {_short(self.recomputed)} recomputed"
+
+
+def recorded_evaluation(run: RunDir, attempt: Attempt) -> RecordedEvaluation:
+    """The evidence behind a scored attempt; MissingEvidenceError when results.json is absent, outside the run,
+    not the recorded file (sha256), not JSON, or without per-sample hashes."""
+    assert attempt.result is not None and attempt.step is not None  # a scored attempt
+    result = EvalResult.from_event(attempt.result)
+    where = f"step {attempt.step} ({attempt.segment} seq {attempt.result.seq})"
+    path = inside(run, result.results)
+    if path is None or not path.is_file():
+        raise MissingEvidenceError(f"{where}: its results.json ({result.results!r}) is absent")
+    if path.stat().st_size > RESULTS_LIMIT or (found := sha256_file(path)) != result.results_sha256:
+        raise MissingEvidenceError(
+            f"{where}: {result.results} is not the recorded file (sha256 {str(result.results_sha256)[:16]}... recorded)"
+        )
+    try:
+        doc = json.loads(path.read_bytes())
+    except ValueError:
+        raise MissingEvidenceError(f"{where}: {result.results} is not JSON") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("samples"), list):
+        raise MissingEvidenceError(
+            f"{where}: {result.results} has no per-sample completion hashes (an evaluation by --backend command "
+            "records only its score): nothing to reproduce bit for bit"
+        )
+    assert result.results is not None  # inside() accepted it
+    return RecordedEvaluation(
+        step=attempt.step, accuracy=attempt.accuracy, results=result.results, results_sha256=found, doc=doc
+    )
+
+
+def first_difference(recorded: RecordedEvaluation, samples: list[dict[str, Any]], accuracy: float) -> Difference | None:
+    """Where the re-evaluation (`samples` as results.json rows, `accuracy`) first parts from the record, or
+    None when every sample's hashes and outcome, and the accuracy, are the same bits."""
+    for i, (old, new) in enumerate(zip(recorded.samples, samples, strict=False)):
+        old = old if isinstance(old, dict) else {}
+        for name in SAMPLE_FIELDS:
+            if old.get(name) != new[name] or type(old.get(name)) is not type(new[name]):
+                return Difference(
+                    what=f"sample {i} (task {new['task']} sample {new['sample']}): {name}",
+                    recorded=old.get(name),
+                    recomputed=new[name],
+                )
+    if len(recorded.samples) != len(samples):
+        return Difference(what="samples", recorded=len(recorded.samples), recomputed=len(samples))
+    if recorded.accuracy is None or recorded.accuracy != accuracy:
+        return Difference(what="accuracy", recorded=recorded.accuracy, recomputed=accuracy)
+    score = recorded.doc.get("score")
+    if not isinstance(score, float) or score != accuracy:
+        return Difference(what="results.json score", recorded=score, recomputed=accuracy)
+    return None
+
+
+def _short(value: Any) -> str:
+    """A hash cut to 16 characters for a line; numbers in full (bit for bit means every digit)."""
+    if isinstance(value, str) and len(value) == 64:
+        return value[:16] + "..."
+    return repr(value)

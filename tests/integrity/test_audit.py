@@ -1,0 +1,179 @@
+"""Issue 19, acceptance 2: `recorder audit` re-evaluates the deciding checkpoints of a real trained run.
+
+An honest run reproduces bit for bit with one worker and with two (Ray); a forged accuracy and a pasted
+foreign evaluation, each with the digest chain recomputed so that the bytes verify, are reported as
+"differs" with the first difference, exit 1. Audit writes no event and touches no recorded file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from evaluator.audit import AuditOptions, audit_run
+from evaluator.errors import NothingToAuditError, UnverifiedRunError
+from recorder.verify import verify_run
+from tests.helpers import run_cli
+from tests.integrity.forge import Row, copy_run, rows, write
+
+
+def _evaluator(run: Path) -> Path:
+    return run / "events" / "evaluator-0001.arrows"
+
+
+def _results(run: Path, step: int) -> Path:
+    return run / "derived" / "evals" / f"step_{step:07d}" / "results.json"
+
+
+def _snapshot(run: Path) -> dict[str, str]:
+    """Every file of the run but audit's own report, by content."""
+    return {
+        str(p.relative_to(run)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(run.rglob("*"))
+        if p.is_file() and p.name != "audit.json"
+    }
+
+
+def _rehash(run: Path, step: int, doc: dict[str, object], events: list[Row]) -> None:
+    """Write results.json for `step` and point its eval_result at the new file's sha256 (as a forger would)."""
+    body = json.dumps(doc).encode()
+    _results(run, step).write_bytes(body)
+    result = next(e for e in events if e["kind"] == "eval_result" and e["step"] == step)
+    result["data"] = {**result["data"], "results_sha256": hashlib.sha256(body).hexdigest()}
+
+
+def test_the_default_run_is_reproduced_bit_for_bit_with_one_worker(attacked: Path) -> None:
+    before = _snapshot(attacked)
+    done = run_cli("audit", str(attacked))
+    assert done.returncode == 0, done.stdout + done.stderr
+    recorded = json.loads(_results(attacked, 18).read_text())
+    assert f"step 18: reproduced bit for bit ({len(recorded['samples'])} samples, accuracy {recorded['score']!r})" in (
+        done.stdout
+    )
+    assert "run trained: 1 of 1 evaluation(s) reproduced, with local; report in derived/audit.json" in done.stdout
+    assert _snapshot(attacked) == before  # no event, no results.json, nothing else written
+    report = json.loads((attacked / "derived" / "audit.json").read_text())
+    assert report["reproduced"] and [(s["step"], s["status"]) for s in report["steps"]] == [(18, "reproduced")]
+
+
+@pytest.mark.slow  # two Ray actors each import torch and transformers: about 40 s on 2 shared cores
+def test_two_ray_workers_reproduce_it_too(attacked: Path, ray_cluster: None) -> None:
+    report = audit_run(attacked, AuditOptions(workers=2, steps=(19, 18)))
+    assert report.workers.startswith("ray:2")
+    assert [(s.step, s.status) for s in report.steps] == [(19, "reproduced"), (18, "reproduced")], report.steps
+    assert all(s.samples == 1004 for s in report.steps)
+
+
+def test_a_forged_accuracy_differs(attacked: Path) -> None:
+    events = rows(_evaluator(attacked))
+    doc = json.loads(_results(attacked, 18).read_text())
+    honest = doc["score"]
+    doc["score"] = 0.99  # the file and the event agree, and the chain is recomputed: the bytes verify
+    _rehash(attacked, 18, doc, events)
+    next(e for e in events if e["kind"] == "eval_result" and e["step"] == 18)["value"] = 0.99
+    write(_evaluator(attacked), events)
+    assert verify_run(attacked).ok, verify_run(attacked).problems
+    done = run_cli("audit", str(attacked))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"step 18: DIFFERS accuracy: 0.99 recorded, {honest!r} recomputed" in done.stdout
+    assert "error: 1 of 1 audited evaluation(s) not reproduced (step 18: differs)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_forged_sample_outcomes_differ_at_the_first_forged_sample(attacked: Path) -> None:
+    events = rows(_evaluator(attacked))
+    doc = json.loads(_results(attacked, 18).read_text())
+    wrong = next(i for i, s in enumerate(doc["samples"]) if not s["correct"])
+    doc["samples"][wrong].update(correct=True, reward=1.0)  # a failed sample claimed as correct
+    _rehash(attacked, 18, doc, events)
+    write(_evaluator(attacked), events)
+    assert verify_run(attacked).ok, verify_run(attacked).problems
+    (step,) = audit_run(attacked, AuditOptions()).steps
+    assert step.status == "differs" and step.difference is not None
+    assert step.difference.what.startswith(f"sample {wrong} (task ") and step.difference.what.endswith(": reward")
+    assert (step.difference.recorded, step.difference.recomputed) == (1.0, 0.0)
+
+
+@pytest.fixture(scope="module")
+def foreign_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Another run (a tiny untrained model) whose step 18 was evaluated: the evaluation to paste."""
+    from evaluator.order import parse_order
+    from evaluator.session import evaluate_run
+    from evaluator.settings import Options
+    from tests.evaluator.synth import record_run
+
+    run = record_run(tmp_path_factory.mktemp("foreign"), run_id="foreign").path
+    summary = evaluate_run(run, Options(order=parse_order("18")))
+    assert [o.status for o in summary.outcomes] == ["scored"]
+    return run
+
+
+def _paste(foreign: Path, run: Path, *, consistent: bool) -> None:
+    """Replace `run`'s evaluation with the foreign one: its segment (run id rewritten, chain recomputed) and
+    its results.json. `consistent`: also make it name this run's step-18 commit, as a careful forger would."""
+    shutil.rmtree(run / "derived" / "evals")
+    _results(run, 18).parent.mkdir(parents=True)
+    shutil.copy(_results(foreign, 18), _results(run, 18))
+    events = rows(_evaluator(foreign))
+    if consistent:
+        trainer = rows(run / "events" / "trainer-0001.arrows")
+        commit = next(e for e in trainer if e["kind"] == "checkpoint_committed" and e["step"] == 18)["data"]
+        start = next(e for e in events if e["kind"] == "eval_start")
+        start["data"] = {**start["data"], "checkpoint": commit["path"], "sha256": commit["sha256"]}
+        doc = json.loads(_results(run, 18).read_text())
+        doc["run_id"] = "trained"
+        doc["checkpoint"] = {**doc["checkpoint"], "path": commit["path"], "sha256": commit["sha256"]}
+        _rehash(run, 18, doc, events)
+    write(_evaluator(run), events, run_id="trained")
+
+
+def test_a_pasted_foreign_evaluation_that_verifies_differs(attacked: Path, foreign_run: Path) -> None:
+    _paste(foreign_run, attacked, consistent=True)
+    assert verify_run(attacked).ok, verify_run(attacked).problems
+    (step,) = audit_run(attacked, AuditOptions()).steps
+    assert step.status == "differs" and step.difference is not None, step
+    assert step.difference.what.startswith("sample 0 (task 0 sample 0): completion_sha256"), step.detail
+
+
+def test_a_pasted_foreign_evaluation_is_refused_by_verify_and_differs_under_force(
+    attacked: Path, foreign_run: Path
+) -> None:
+    _paste(foreign_run, attacked, consistent=False)
+    assert "eval-names-commit" in {p.rule for p in verify_run(attacked).problems}
+    with pytest.raises(UnverifiedRunError, match="eval-names-commit") as refused:
+        audit_run(attacked, AuditOptions())
+    assert refused.value.exit_code == 1
+    report = audit_run(attacked, AuditOptions(force=True))
+    assert report.unverified and [s.status for s in report.steps] == ["differs"], report.steps
+
+
+def test_missing_evidence_is_reported_without_re_evaluating(attacked: Path) -> None:
+    _results(attacked, 18).unlink()
+    report = audit_run(attacked, AuditOptions(force=True), workers_factory=_no_workers)
+    (step,) = report.steps
+    assert step.status == "missing evidence" and "results.json" in step.detail and "is absent" in step.detail
+    assert report.workers == "none" and not report.reproduced
+
+
+def _no_workers(n: int, address: str | None) -> NoReturn:
+    raise AssertionError("no checkpoint needed re-evaluating")
+
+
+def test_a_run_never_evaluated_is_a_usage_error(trained_run: Path, tmp_path: Path) -> None:
+    run = copy_run(trained_run, tmp_path, evaluations=False)
+    done = run_cli("audit", str(run))
+    assert done.returncode == 2 and "no scored evaluation to audit" in done.stderr, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and not (run / "derived" / "audit.json").exists()
+
+
+def test_steps_never_scored_or_malformed_are_usage_errors(evaluated_run: Path) -> None:
+    with pytest.raises(NothingToAuditError, match="step 20 has no scored evaluation") as e:
+        audit_run(evaluated_run, AuditOptions(steps=(20,)))
+    assert e.value.exit_code == 2
+    done = run_cli("audit", str(evaluated_run), "--steps", "18,x")
+    assert done.returncode == 2 and "--steps '18,x'" in done.stderr and "Traceback" not in done.stderr

@@ -346,6 +346,30 @@ class StepMetrics(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RankStep(Payload):
+    """One data-parallel rank's own step, in its own segment (`trainer-rank<R>`); rank 0 records the run's.
+
+    `optimizer_done_ns` is when this rank's optimizer step finished (the run's weight_update is the last
+    rank's, taken after a barrier). `gather_s` is its part in gathering the full weights from every shard
+    (the rollout copy and, on checkpoint steps, the consolidated checkpoint rank 0 writes)."""
+
+    KIND: ClassVar[str] = "rank_step"
+    rank: int
+    world_size: int
+    prompts: int
+    samples: int
+    tokens: int
+    generation_s: float
+    train_s: float
+    optimizer_done_ns: int
+    gather_s: float
+    checkpoint_block_s: float
+    step_s: float
+    shard_bytes: int
+    checkpoint: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class WeightUpdate(Payload):
     """The optimizer step returned: the event's time_ns is the weight-update time. Adapters add source."""
 
@@ -474,6 +498,7 @@ PAYLOADS: dict[str, type[Payload]] = {
         BlockStart,
         BlockStop,
         StepMetrics,
+        RankStep,
         WeightUpdate,
         CheckpointCommitted,
         TrainStop,

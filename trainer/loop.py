@@ -21,6 +21,7 @@ from recorder.kinds import (
     InitStart,
     InitStop,
     MllogConfig,
+    Payload,
     RunOpened,
     RunStart,
     StepMetrics,
@@ -36,6 +37,7 @@ from recorder.run import RunDir
 from trainer.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_payload
 from trainer.config import TrainConfig
 from trainer.device import resolve_device, resolve_dtype, synchronize
+from trainer.distributed import Ranks
 from trainer.errors import CheckpointError, TrainingFailed
 from trainer.mllog_keys import mllog_config_items
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
@@ -61,6 +63,7 @@ class StepResult:
     refit_s: float
     checkpoint_block_s: float
     step_s: float
+    optimizer_done_ns: int  # this process's optimizer step (data parallel: the weight update is the last rank's)
 
 
 @dataclass
@@ -98,7 +101,8 @@ class GRPOTrainer:
         self.on_step = on_step
         self.first_step = 1  # a resumed session starts after its checkpoint's step (trainer/resume.py)
         self.last_step: int | None = None
-        self.log: LogWriter | None = None
+        self.ranks = Ranks()  # one process; trainer/data_parallel.py sets this rank's place under torchrun
+        self.log: LogWriter | None = None  # data parallel: rank 0's only (the other ranks record no run events)
         self.ckpt: CheckpointWriter | None = None
         self.rollout: Rollout | None = None
 
@@ -166,16 +170,22 @@ class GRPOTrainer:
             weight_decay=cfg.weight_decay,
         )
         self.rollout = self._make_rollout()
+        self.ckpt = self._make_checkpoint_writer(self.model)
+
+    def _make_checkpoint_writer(self, model: Any) -> CheckpointWriter | None:
+        """The writer of this run's checkpoints of `model` (data parallel: rank 0's only)."""
+        import torch
+
         # The writer fingerprints each snapshot on a shadow model in its thread, with host tensors: on a GPU
         # the shadow is a host copy.
         on_host = self.device.type == "cpu"
-        self.ckpt = CheckpointWriter(
+        return CheckpointWriter(
             self.run_dir.checkpoints,
-            self.model if on_host else copy.deepcopy(self.model).to("cpu", torch.float32),
+            model if on_host else copy.deepcopy(model).to("cpu", torch.float32),
             self.tokenizer,
-            sync=cfg.checkpoint.sync,
+            sync=self.cfg.checkpoint.sync,
             on_commit=self._committed,
-            max_pending=cfg.checkpoint.max_pending,
+            max_pending=self.cfg.checkpoint.max_pending,
         )
 
     def _rollout_kind(self) -> str:
@@ -203,33 +213,39 @@ class GRPOTrainer:
     # -- train ---------------------------------------------------------------------------------------------
     def train(self) -> None:
         """Steps 1..max_steps, a full global batch each; checkpoints from the validation start on."""
-        assert self.log is not None and self.ckpt is not None
         cfg = self.cfg
         gbs = cfg.global_batch_size
-        self.log.append(BlockStart(), step=self.first_step, samples_count=(self.first_step - 1) * gbs)
+        self._record(BlockStart(), step=self.first_step, samples_count=(self.first_step - 1) * gbs)
         for step in range(self.first_step, cfg.max_steps + 1):
             result = self.train_step(step)
             self.last_step = step
             self.summary.steps.append(result)
-            self.log.append(_metrics(result), step=step, samples_count=step * gbs)
+            self._record(_metrics(result), step=step, samples_count=step * gbs)
             if self.on_step is not None:
                 self.on_step(result, len(self.summary.checkpoints))
-        self.ckpt.close()  # every pending checkpoint is durable (and committed) before the block ends
-        self.log.append(BlockStop(), step=cfg.max_steps, samples_count=cfg.max_steps * gbs)
+        if self.ckpt is not None:
+            self.ckpt.close()  # every pending checkpoint is durable (and committed) before the block ends
+        self._record(BlockStop(), step=cfg.max_steps, samples_count=cfg.max_steps * gbs)
+
+    def _record(self, payload: Payload, *, step: int, samples_count: int, time_ns: int | None = None) -> None:
+        """Append a run event; a data-parallel rank other than 0 has no run log and records none."""
+        if self.log is not None:
+            self.log.append(payload, step=step, samples_count=samples_count, time_ns=time_ns)
 
     def train_step(self, step: int) -> StepResult:
         import torch
 
         from trainer.grpo import build_batch, clipped_policy_loss, group_advantages, slice_batch, token_logprobs
 
-        assert self.log is not None and self.rollout is not None
+        assert self.rollout is not None
         cfg, tok, device = self.cfg, self.tokenizer, self.device
         synchronize(device)
         t0 = time.perf_counter()
         problems = self.task.problems(cfg.seed, step, cfg.num_prompts_per_step)
+        mine = self.ranks.share(len(problems))  # this process's prompts: all of them in one process
         group = cfg.num_generations_per_prompt
-        prompts = [t.prompt for t in problems for _ in range(group)]
-        seeds = [sample_seed(cfg.seed, step, p, g) for p in range(len(problems)) for g in range(group)]
+        prompts = [problems[p].prompt for p in mine for _ in range(group)]
+        seeds = [sample_seed(cfg.seed, step, p, g) for p in mine for g in range(group)]
         completions = self.rollout.generate(
             prompts,
             seeds,
@@ -238,12 +254,14 @@ class GRPOTrainer:
             max_new_tokens=cfg.max_new_tokens,
         )
         t1 = time.perf_counter()
-        scores = [self.task.reward(problems[i // group], tok.decode(c)) for i, c in enumerate(completions)]
+        scores = [self.task.reward(problems[mine[i // group]], tok.decode(c)) for i, c in enumerate(completions)]
         rewards = torch.tensor(scores)
         advantages = group_advantages(rewards, group).to(device)  # [B*G]
         prompt_ids = [[tok.bos_id, *tok.encode(p)] for p in prompts]
         batch = build_batch(prompt_ids, completions, tok.pad_id).to(device)
-        total_tokens = int(sum(len(c) for c in completions))
+        my_tokens = sum(len(c) for c in completions)
+        # The loss is normalised by the global batch's tokens, so the ranks' gradients sum to one process's.
+        total_tokens = int(self.ranks.sum([my_tokens])[0])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         loss_sum: Any = 0.0
@@ -254,31 +272,38 @@ class GRPOTrainer:
             loss = clipped_policy_loss(
                 logp, logp.detach(), advantages[start : start + len(mb.inputs)], mb.mask, cfg.clip_epsilon, total_tokens
             )
-            loss.backward()
+            # FSDP averages the ranks' gradients; each rank's loss is its part of the global loss: undo the mean.
+            (loss * self.ranks.world_size).backward()
             loss_sum += loss.detach()  # summed on the device: no host sync per micro-batch
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip_norm))
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip_norm)
+        grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # sharded: a DTensor
         self.optimizer.step()
         synchronize(device)  # the update is done when the device says so, not when the call returns
-        update_ns = time.time_ns()  # THE weight-update timestamp: right after the optimizer step returns
-        self.log.append(WeightUpdate(), step=step, samples_count=step * cfg.global_batch_size, time_ns=update_ns)
+        done_ns = time.time_ns()
+        self.ranks.barrier()  # data parallel: the weights are updated once the last rank's step is done
+        # THE weight-update timestamp: right after the optimizer step returns (the last rank's)
+        update_ns = time.time_ns() if self.ranks.distributed else done_ns
+        self._record(WeightUpdate(), step=step, samples_count=step * cfg.global_batch_size, time_ns=update_ns)
         t2 = time.perf_counter()
         self.rollout.refit(self.model)
         t3 = time.perf_counter()
         blocked_s = self.save_checkpoint(step, update_ns) if self.checkpoint_due(step) else 0.0
         synchronize(device)
         t4 = time.perf_counter()
+        loss_total, reward_total, samples = self.ranks.sum([float(loss_sum), float(rewards.sum()), len(prompts)])
         return StepResult(
             step=step,
-            loss=float(loss_sum),
-            reward=float(rewards.mean()),
+            loss=loss_total,
+            reward=reward_total / samples,
             grad_norm=grad_norm,
             tokens=total_tokens,
-            samples=len(prompts),
+            samples=int(samples),
             generation_s=t1 - t0,
             train_s=t2 - t1,
             refit_s=t3 - t2,
             checkpoint_block_s=blocked_s,
             step_s=t4 - t0,
+            optimizer_done_ns=done_ns,
         )
 
     def checkpoint_due(self, step: int) -> bool:

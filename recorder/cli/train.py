@@ -15,6 +15,7 @@ from recorder.cli.output import err
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
+    from trainer.distributed import Ranks
     from trainer.loop import GRPOTrainer, StepResult, TrainSummary
     from trainer.progress import Progress
 
@@ -54,8 +55,10 @@ def train(
     """Train with GRPO; checkpoints from the validation start step to the final step; prints the run dir.
 
     Ctrl-C stops the run (its train_stop is recorded) and exits 130; `--resume RUN` continues it.
+    Under `torchrun --nproc-per-node N -m recorder train ...` it trains data-parallel (rank 0 prints).
     """
     from recorder.run import check_run_id
+    from trainer.distributed import DistributedError, launched_ranks
 
     if list_settings:
         from recorder.cli.settings import settings_markdown
@@ -64,6 +67,12 @@ def train(
         return
     if run_id is not None:
         check_run_id(run_id)  # before torch loads
+    ranks = launched_ranks()
+    if ranks.distributed and (resume is not None or ray or ray_address is not None):
+        raise DistributedError("data-parallel training (torchrun) takes neither --resume nor --ray")
+    if not ranks.is_main:  # rank 0 speaks for the run; the others only train and record their own segment
+        _train_rank(ranks, config, sets, root, run_id)
+        return
     err.print("train: starting (loading torch and the model; a new seed's warm-up takes about a minute)")
     from trainer.config import load_config
     from trainer.loop import GRPOTrainer
@@ -82,6 +91,12 @@ def train(
             "(weights restored; optimizer re-initialised)"
         )
         trainer: GRPOTrainer = ResumedTrainer(plan, use_ray=use_ray, ray_address=ray_address)
+    elif ranks.distributed:
+        from trainer.data_parallel import DataParallelTrainer
+
+        cfg = load_config(config, sets)
+        trainer = DataParallelTrainer(cfg, ranks=ranks, root=root, run_id=run_id)
+        err.print(f"train: data parallel over {ranks.world_size} processes (FSDP2); rank 0 records the run")
     else:
         cfg = load_config(config, sets)
         trainer = GRPOTrainer(cfg, root=root, run_id=run_id, use_ray=use_ray, ray_address=ray_address)
@@ -100,6 +115,18 @@ def train(
     )
     typer.echo(f"run: {summary.run.path}")
     typer.echo(f"next: recorder eval {summary.run.path}")
+
+
+def _train_rank(ranks: Ranks, config: Path | None, sets: list[str] | None, root: Path, run_id: str | None) -> None:
+    """A data-parallel rank other than 0: trains its share silently (rank 0 reports errors and progress)."""
+    from trainer.config import load_config
+    from trainer.data_parallel import DataParallelTrainer
+
+    trainer = DataParallelTrainer(load_config(config, sets), ranks=ranks, root=root, run_id=run_id)
+    try:
+        trainer.run()
+    except KeyboardInterrupt:
+        raise TrainInterrupted(f"rank {ranks.rank}: interrupted") from None
 
 
 def _run(trainer: GRPOTrainer, progress: Progress) -> TrainSummary:

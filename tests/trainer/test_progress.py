@@ -15,6 +15,7 @@ def _r(step):
         refit_s=0.0,
         checkpoint_block_s=0.0,
         step_s=0.25,
+        optimizer_done_ns=0,
     )
 
 

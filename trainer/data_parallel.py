@@ -1,0 +1,174 @@
+"""Data-parallel GRPO under `torchrun`: FSDP2 `fully_shard` over the policy, one share of each batch per rank.
+
+- The global batch is the single process's: rank R samples a contiguous block of the step's prompts
+  (`Ranks.share`), with the per-sample seeds of (step, global prompt index, sample), so the ranks' samples
+  together are exactly one process's. The loss is normalised by the global batch's tokens and the ranks'
+  gradients are summed by FSDP's reduce-scatter, so one step is one process's step up to float rounding.
+- The init (the cached warm-up included) is rank 0's, broadcast before sharding; then every rank holds one
+  shard of the weights, of the gradients and of AdamW's state.
+- Rollouts sample with an unsharded copy of the policy, refit after every optimizer step from the full
+  weights gathered from the shards (as verl and NeMo-RL refit their rollout engines). Those gathered
+  weights are also what rank 0 saves: the checkpoint is consolidated, with one process's names and dtypes.
+- Rank 0 records the run's events as one process does (`trainer-NNNN`); every rank records its own step in
+  its own segment, `trainer-rank<R>-NNNN` (kind `rank_step`). `weight_update` is taken by rank 0 after a
+  barrier that every rank enters once its optimizer step is done: the last rank's update.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+from recorder.kinds import RankStep
+from recorder.log import LogWriter
+from recorder.run import RunDir
+from trainer.checkpoint import CheckpointWriter
+from trainer.config import TrainConfig
+from trainer.device import resolve_device, resolve_dtype
+from trainer.distributed import DistributedError, Ranks, join_process_group, leave_process_group
+from trainer.loop import WRITER, GRPOTrainer, StepResult, TrainSummary, _to_device
+from trainer.policy.model import build_model, build_tokenizer
+from trainer.policy.tokenizer import Tokenizer
+from trainer.rollout import Rollout, TorchRollout
+from trainer.training_task import training_task
+
+
+def rank_writer(rank: int) -> str:
+    """The writer name of a rank's own segment: `trainer-rank<R>`."""
+    return f"{WRITER}-rank{rank}"
+
+
+class GatheredRollout(TorchRollout):
+    """Samples with an unsharded copy of the policy; `refit` gathers the full weights from every shard."""
+
+    def __init__(self, plain: Any, tokenizer: Tokenizer) -> None:
+        super().__init__(plain, tokenizer)
+        self.tokens = 0  # completion tokens of the last generate: this rank's share
+
+    def generate(
+        self, prompts: list[str], seeds: list[int], *, temperature: float, top_p: float, max_new_tokens: int
+    ) -> list[list[int]]:
+        out = super().generate(prompts, seeds, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
+        self.tokens = sum(len(ids) for ids in out)
+        return out
+
+    def refit(self, model: Any) -> None:
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))  # every rank: all of it
+        self.model.load_state_dict(full, strict=True)
+
+
+class DataParallelTrainer(GRPOTrainer):
+    """One rank of a data-parallel run; `run()` as GRPOTrainer's, on every rank torchrun started."""
+
+    def __init__(self, cfg: TrainConfig, *, ranks: Ranks, root: Path, run_id: str | None = None) -> None:
+        problems = check_data_parallel(cfg, ranks)
+        if problems:
+            raise DistributedError("; ".join(problems))
+        super().__init__(cfg, root=root, run_id=run_id)
+        self.ranks = ranks
+        self.rank_log: LogWriter | None = None
+        self.shard_bytes = 0
+
+    def setup(self) -> RunDir:
+        """Rank 0 sets the run up as one process does; the others build the same model and wait for its init."""
+        join_process_group(self.ranks)
+        if self.ranks.is_main:
+            return super().setup()
+        import torch
+
+        cfg = self.cfg
+        torch.set_num_threads(cfg.threads)
+        torch.manual_seed(cfg.seed)
+        self.device, self.dtype = self._rank_device(), resolve_dtype(cfg.dtype)
+        self.tokenizer = build_tokenizer(self.model_cfg)
+        self.model = build_model(self.model_cfg)
+        self.task = training_task(cfg.task, self.tokenizer)
+        _to_device(self.model, self.device, self.dtype)
+        self._start_engines()
+        self.summary = TrainSummary(self.run_dir)
+        return self.run_dir
+
+    def _rank_device(self) -> Any:
+        """The config's device; a GPU without an index is this rank's local one."""
+        import torch
+
+        device = resolve_device(self.cfg.device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", self.ranks.local_rank)
+            torch.cuda.set_device(device)
+        return device
+
+    def _start_engines(self) -> None:
+        """Rank 0's run and init to every rank, the rollout copy, then the shards (the optimizer holds them)."""
+        from torch.distributed.fsdp import fully_shard
+
+        self.run_dir = self.ranks.broadcast(self.run_dir if self.ranks.is_main else None)
+        self.rank_log = LogWriter(self.run_dir, rank_writer(self.ranks.rank))
+        self.ranks.broadcast_weights(self.model)
+        self.plain = copy.deepcopy(self.model).eval()  # unsharded: samples, and is saved
+        for layer in getattr(getattr(self.model, "model", None), "layers", []):
+            fully_shard(layer)  # a block's weights are gathered only while it computes
+        fully_shard(self.model)
+        self.shard_bytes = sum(p.to_local().numel() * p.element_size() for p in self.model.parameters())
+        super()._start_engines()
+
+    def _make_rollout(self) -> Rollout:
+        return GatheredRollout(self.plain, self.tokenizer)
+
+    def _make_checkpoint_writer(self, model: Any) -> CheckpointWriter | None:
+        """Rank 0 writes the consolidated checkpoint from the unsharded copy; the others write none."""
+        return super()._make_checkpoint_writer(self.plain) if self.ranks.is_main else None
+
+    def save_checkpoint(self, step: int, weight_update_ns: int) -> float:
+        """Rank 0 saves the full weights the refit just gathered (the same step's); the others save nothing."""
+        if self.ckpt is None:
+            return 0.0
+        return self.ckpt.save(self.plain, step=step, weight_update_ns=weight_update_ns) / 1e9
+
+    def train_step(self, step: int) -> StepResult:
+        result = super().train_step(step)
+        assert self.rank_log is not None and isinstance(self.rollout, GatheredRollout)
+        share = self.ranks.share(self.cfg.num_prompts_per_step)
+        self.rank_log.append(
+            RankStep(
+                rank=self.ranks.rank,
+                world_size=self.ranks.world_size,
+                prompts=len(share),
+                samples=len(share) * self.cfg.num_generations_per_prompt,
+                tokens=self.rollout.tokens,
+                generation_s=result.generation_s,
+                train_s=result.train_s,
+                optimizer_done_ns=result.optimizer_done_ns,
+                gather_s=result.refit_s,
+                checkpoint_block_s=result.checkpoint_block_s,
+                step_s=result.step_s,
+                shard_bytes=self.shard_bytes,
+                checkpoint=self.checkpoint_due(step),
+            ),
+            step=step,
+        )
+        return result
+
+    def cleanup(self, status: Any, reason: str) -> None:
+        try:
+            super().cleanup(status, reason)
+        finally:
+            if self.rank_log is not None:
+                self.rank_log.close()
+            leave_process_group()
+
+
+def check_data_parallel(cfg: TrainConfig, ranks: Ranks) -> list[str]:
+    """What in `cfg` a data-parallel run of `ranks.world_size` processes cannot do, each with its fix."""
+    problems = []
+    if cfg.num_prompts_per_step < ranks.world_size:
+        problems.append(
+            f"num_prompts_per_step: {cfg.num_prompts_per_step} prompts cannot be shared by {ranks.world_size} "
+            f"ranks (each samples whole prompts); use at most {cfg.num_prompts_per_step} processes"
+        )
+    if cfg.rollout == "vllm":
+        problems.append("rollout: vllm is one process's engine; data parallel samples with rollout=torch")
+    return problems

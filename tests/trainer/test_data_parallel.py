@@ -110,7 +110,7 @@ def test_the_checkpoint_is_consolidated_as_one_process_saves_it(dp_run: Path, tr
 
     def layout(run: Path) -> tuple[dict[str, tuple[str, tuple[int, ...]]], list[str]]:
         with safe_open(str(run / "checkpoints" / "step_0000018" / "model.safetensors"), "pt") as f:
-            tensors = {k: (f.get_slice(k).get_dtype(), tuple(f.get_slice(k).get_shape())) for k in f.keys()}  # noqa: SIM118
+            tensors = {k: (f.get_slice(k).get_dtype(), tuple(f.get_slice(k).get_shape())) for k in f.keys()}
             return tensors, sorted(f.metadata())
 
     assert layout(dp_run) == layout(trained_run)

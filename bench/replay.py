@@ -71,7 +71,15 @@ def synthetic_events(target: int) -> list[Event]:
     add(
         "run_opened",
         T0 - 10 * S,
-        data={"benchmark": "qwen35_397b_grpo", "ruleset": "6.1.0", "division": "closed", "global_batch_size": GBS},
+        data={
+            "benchmark": "qwen35_397b_grpo",
+            "ruleset": "6.1.0",
+            "division": "closed",
+            "global_batch_size": GBS,
+            "config": {},
+            "provenance": {},
+            "resumed_from": None,
+        },
     )
     add("init_start", T0 - 10 * S)
     for k, v in CLOSED_256.items():
@@ -118,7 +126,19 @@ def synthetic_events(target: int) -> list[Event]:
             )
         )
         if step >= 18:
-            add("checkpoint_committed", update + 30 * S, step, data={"save_begin_ns": update, "blocked_ns": 0})
+            saved = {
+                "path": f"checkpoints/step_{step:07d}",
+                "sha256": f"{step:064x}",
+                "bytes": 1_000_000,
+                "weight_update_ns": update,
+                "save_begin_ns": update,
+                "save_end_ns": update + 30 * S,
+                "blocked_ns": 0,
+                "fingerprint": {},
+                "format": "safetensors",
+                "dtype": "bfloat16",
+            }
+            add("checkpoint_committed", update + 30 * S, step, data=saved)
     end = T0 + (steps * 60 + 100) * S
     add("eval_start", end, 18, writer="evaluator")
     add("eval_result", end + 50 * S, 18, key="accuracy", value=0.72, writer="evaluator")

@@ -13,7 +13,7 @@ from recorder.cli.output import console, err, label, line, warning
 from recorder.cli.paths import check_output, write_failed
 from recorder.errors import RecorderError
 from recorder.rules import not_comparable
-from recorder.run import derived_dir, write_derived
+from recorder.run import RunDir, derived_dir, write_derived
 
 if TYPE_CHECKING:
     from recorder.events import Event
@@ -160,7 +160,8 @@ def replay(
         path.with_name(path.name + f".{UNVERIFIED}").write_text(
             "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
         )
-    checks = _checks(d.text(), known, tl.benchmark, tl.division) if check else []
+    kept = (log.run, path) if output is None else None  # a log under derived/: its RCP verdict is kept there
+    checks = _checks(d.text(), known, tl.benchmark, tl.division, kept) if check else []
     done = {name: (d, checks[0] if checks else None)}
     rows = mark_rows(compute_scores(log.run, ruleset, done=done), unverified=unverified, resumed=resumed, target=target)
     write_rows(log.run, rows)
@@ -191,9 +192,12 @@ def replay(
         raise typer.Exit(1)
 
 
-def _checks(text: str, known: KnownRuleset, benchmark: str | None, division: str | None) -> list[CheckResult]:
+def _checks(
+    text: str, known: KnownRuleset, benchmark: str | None, division: str | None, kept: tuple[RunDir, Path] | None
+) -> list[CheckResult]:
     """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
-    RCPs for the benchmark and the division is not open (RCPs bind the closed division only)."""
+    RCPs for the benchmark and the division is not open (RCPs bind the closed division only). `kept`: the run
+    and the derived file holding `text`, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it)."""
     from recorder.rules import BENCHMARK
     from replay.check import compliance, rcp, rcp_not_run
 
@@ -203,6 +207,10 @@ def _checks(text: str, known: KnownRuleset, benchmark: str | None, division: str
         checks.append(rcp_not_run(known.name, f"training {known.name} has no RCPs for {benchmark}"))
     elif division == "open":
         checks.append(rcp_not_run(known.name, "open division: RCPs bind the closed division only"))
+    elif kept is not None:
+        from replay.rcp_cache import cached_rcp
+
+        checks.append(cached_rcp(*kept, known.name)[0])
     else:
         checks.append(rcp([text], known.name))
     return checks

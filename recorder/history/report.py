@@ -18,14 +18,15 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+import pyarrow.compute as pc
+
 from recorder.errors import InputError
-from recorder.history.report_charts import MIN_NS, accuracy_by_step, reward_by_step, timeline
+from recorder.history.report_charts import accuracy_by_step, reward_by_step, timeline
 from recorder.history.report_facts import VERIFIED_AT_COMPACTION, RunFacts, attach_rcp, gather, read_views
+from recorder.history.report_mllog import HEAD, TAIL
+from recorder.history.report_series import MAX_ROWS, MIN_NS, capped, end_ns
 from recorder.history.report_sets import set_section
 from recorder.history.report_story import what_happened
-
-MLLOG_EMBED_BYTES = 1_000_000  # larger logs are shown as head and tail; the file stays under derived/
-MLLOG_HEAD, MLLOG_TAIL = 1000, 200
 
 
 class ReportError(InputError):
@@ -64,8 +65,8 @@ def _min(ns: int | None, t0: int) -> str:
 
 def _t0(f: RunFacts) -> int:
     start = f.facts.get("run_start_ns") or next((r["run_start_ns"] for r in f.scores if r["run_start_ns"]), None)
-    first = [s["weight_update_ns"] or s["metrics_ns"] for s in f.steps]
-    return int(start or min((t for t in first if t is not None), default=0))
+    first = pc.min(end_ns(f.steps)).as_py()
+    return int(start or first or 0)
 
 
 def badges(f: RunFacts) -> str:
@@ -146,25 +147,17 @@ def interpretations(f: RunFacts) -> str:
     return "".join(out)
 
 
-def _capped(rows: list[dict[str, Any]], keep: list[int], limit: int = 200) -> tuple[list[dict[str, Any]], str]:
-    """At most `limit` rows: the ones named in `keep` (evaluated steps) and the first ones."""
-    if len(rows) <= limit:
-        return rows, ""
-    wanted = set(keep)
-    chosen = [r for r in rows if r["step"] in wanted][:limit]
-    chosen += [r for r in rows if r["step"] not in wanted][: limit - len(chosen)]
-    chosen.sort(key=lambda r: r["step"])
-    return (
-        chosen,
-        f'<p class="note">{len(chosen):,} of {len(rows):,} shown (the evaluated ones first); '
-        "`recorder query` has all</p>",
-    )
+def _shown(count: int, total: int) -> str:
+    if count == total:
+        return ""
+    return f'<p class="note">{count:,} of {total:,} shown (the evaluated ones first); `recorder query` has all</p>'
 
 
 def checkpoints(f: RunFacts, t0: int) -> str:
-    if not f.checkpoints:
+    if not f.checkpoints.num_rows:
         return '<p class="note">no checkpoint committed</p>'
-    rows, note = _capped(f.checkpoints, [e["step"] for e in f.evals])
+    rows, total = capped(f.checkpoints, [e["step"] for e in f.evals])
+    note = _shown(len(rows), total)
     cols = [
         "step",
         "sha256",
@@ -213,7 +206,7 @@ def _num(x: float | None, digits: int = 3) -> str:
 def evaluations(f: RunFacts, t0: int) -> str:
     if not f.evals:
         return '<p class="note">no evaluation recorded</p>'
-    rows, note = _capped(f.evals, [])
+    rows, note = f.evals[:MAX_ROWS], _shown(min(len(f.evals), MAX_ROWS), len(f.evals))
     cols = [
         "order",
         "step",
@@ -247,25 +240,17 @@ def evaluations(f: RunFacts, t0: int) -> str:
 
 
 def mllog(f: RunFacts, i: int) -> str:
-    if f.mllog_text is None:
+    if f.mllog is None:
         return f'<p class="note">no {e(f.mllog_name)} mllog: {e(f.mllog_why)}</p>'
-    text, lines = f.mllog_text, f.mllog_text.count("\n")
-    size = len(text.encode("utf-8"))
-    what = f"{lines:,} lines, {size / 1e6:.2f} MB"
-    if size > MLLOG_EMBED_BYTES:
-        all_lines = text.splitlines(keepends=True)
-        skipped = len(all_lines) - MLLOG_HEAD - MLLOG_TAIL
-        text = (
-            "".join(all_lines[:MLLOG_HEAD])
-            + f"... {skipped:,} lines not embedded ...\n"
-            + "".join(all_lines[-MLLOG_TAIL:])
-        )
-        what += f"; too large to embed whole: the first {MLLOG_HEAD:,} and last {MLLOG_TAIL:,} lines"
+    what = f"{f.mllog.lines:,} lines, {f.mllog.size / 1e6:.2f} MB"
+    if not f.mllog.whole:
+        what += f"; too large to embed whole: the first {HEAD:,} and last {TAIL:,} lines"
     name = f.mllog_path.name if f.mllog_path else "result.txt"
     return (
         f"<details><summary>Derived mllog ({e(f.mllog_name)}): {e(what)}</summary>"
         f'<p><a download="{e(f.run_id)}_{e(name)}" data-mllog="mllog-{i}">download</a> '
-        f'<span class="note">written to {e(f.mllog_path)}</span></p><pre id="mllog-{i}">{e(text)}</pre></details>'
+        f'<span class="note">written to {e(f.mllog_path)}</span></p>'
+        f'<pre id="mllog-{i}">{e(f.mllog.text)}</pre></details>'
     )
 
 

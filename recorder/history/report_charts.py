@@ -1,22 +1,22 @@
 """Plotly figure specs (plain JSON) for `recorder report`: a run's timeline, accuracy and reward by step.
 
 The specs are data; plotly.js, inlined in the page, draws them. Long runs are thinned so the page stays
-small: a lane of the timeline keeps at most MAX_ITEMS items (those in the scored region first, then an
-even sample, and the page says so), and a curve keeps the lowest and highest point of each of
-MAX_POINTS/2 buckets, so its envelope survives.
+small (report_series: a timeline lane keeps the scored region's items first, a curve each bucket's low and
+high), and the page says so.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from recorder.history.report_facts import RunFacts
+from recorder.history.report_series import MIN_NS, bounds, end_ns, minutes, pick, rows, thin
 from recorder.rules import TARGET
 
-MIN_NS = 60e9
-MAX_ITEMS = 1500
-MAX_POINTS = 4000
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "triangle-down")
@@ -30,31 +30,6 @@ def style(i: int) -> dict[str, Any]:
     return {"color": PALETTE[i % len(PALETTE)], "dash": DASHES[i % len(DASHES)], "symbol": SYMBOLS[i % len(SYMBOLS)]}
 
 
-def _pick(items: list[Any], minutes: list[float], lo: float, hi: float) -> list[int]:
-    """Indices to draw: all when few; else those in [lo, hi] first, then an even sample, MAX_ITEMS in all."""
-    if len(items) <= MAX_ITEMS:
-        return list(range(len(items)))
-    inside = [i for i, m in enumerate(minutes) if lo <= m <= hi][:MAX_ITEMS]
-    room = MAX_ITEMS - len(inside)
-    stride = max(1, len(items) // max(room, 1))
-    rest = [i for i in range(0, len(items), stride) if not lo <= minutes[i] <= hi][:room]
-    return sorted(set(inside) | set(rest))
-
-
-def thin(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
-    """At most MAX_POINTS points: each bucket's lowest and highest, in x order."""
-    if len(xs) <= MAX_POINTS:
-        return xs, ys
-    size = -(-len(xs) // (MAX_POINTS // 2))
-    keep: set[int] = set()
-    for start in range(0, len(xs), size):
-        bucket = range(start, min(start + size, len(xs)))
-        keep.add(min(bucket, key=lambda i: ys[i]))
-        keep.add(max(bucket, key=lambda i: ys[i]))
-    order = sorted(keep)
-    return [xs[i] for i in order], [ys[i] for i in order]
-
-
 def _t(ns: int, t0: int) -> str:
     return f"{(ns - t0) / MIN_NS:.3f} min ({(ns - t0) / 1e9:.3f} s after run_start)"
 
@@ -65,12 +40,15 @@ def scored_region(f: RunFacts, t0: int) -> tuple[float, float] | None:
     def m(ns: int) -> float:
         return (ns - t0) / MIN_NS
 
-    starts = [m(c["save_begin_ns"]) for c in f.checkpoints if c["save_begin_ns"] is not None]
-    updates = {s["step"]: s["weight_update_ns"] for s in f.steps if s["weight_update_ns"] is not None}
-    starts += [m(updates[e["step"]]) for e in f.evals if e["step"] in updates]
+    saves = bounds(minutes(f.checkpoints["save_begin_ns"], t0))
+    starts = [saves[0]] if saves else []
+    evaluated = pc.is_in(f.steps["step"], value_set=pa.array([e["step"] for e in f.evals], pa.int64()))
+    updates = bounds(minutes(f.steps.filter(evaluated)["weight_update_ns"], t0))
+    starts += [updates[0]] if updates else []
     ends = [m(e["stop_ns"] or e["result_ns"]) for e in f.evals if (e["stop_ns"] or e["result_ns"]) is not None]
     ends += [m(r["run_stop_ns"]) for r in f.scores if r["run_stop_ns"] is not None]
-    ends += [m(c["save_end_ns"]) for c in f.checkpoints if c["save_end_ns"] is not None]
+    saved = bounds(minutes(f.checkpoints["save_end_ns"], t0))
+    ends += [saved[1]] if saved else []
     if not starts or not ends:
         return None
     lo, hi = min(starts), max(ends)
@@ -119,52 +97,52 @@ def timeline(f: RunFacts, t0: int) -> tuple[dict[str, Any], list[str]]:
     notes: list[str] = []
     lanes: list[str] = []
 
-    steps = [s for s in f.steps if (s["weight_update_ns"] or s["metrics_ns"]) is not None]
-    ends = [m(s["weight_update_ns"] or s["metrics_ns"]) for s in steps]
-    starts = [0.0, *ends[:-1]]
-    keep = _pick(steps, ends, *zoom)
-    if len(keep) < len(steps):
-        notes.append(f"steps and weight updates: {len(keep):,} of {len(steps):,} drawn (the scored region's first)")
-    if steps:
+    steps = f.steps.filter(pc.is_valid(end_ns(f.steps)))
+    ends = minutes(end_ns(steps), t0)
+    starts = np.concatenate([[0.0], ends[:-1]])
+    keep = pick(ends, *zoom)
+    if len(keep) < len(ends):
+        notes.append(f"steps and weight updates: {len(keep):,} of {len(ends):,} drawn (the scored region's first)")
+    if len(keep):
         lanes += ["steps"]
-        hover = [f"step {steps[i]['step']}<br>{_step_text(steps[i], t0)}" for i in keep]
+        picked = rows(steps, keep)
+        hover = [f"step {s['step']}<br>{_step_text(s, t0)}" for s in picked]
+        shade = [_STEPS[i % 2] for i in keep.tolist()]
         traces.append(
-            _bars(
-                "training step",
-                "steps",
-                [starts[i] for i in keep],
-                [ends[i] - starts[i] for i in keep],
-                [_STEPS[i % 2] for i in keep],
-                hover,
-            )
+            _bars("training step", "steps", starts[keep].tolist(), (ends - starts)[keep].tolist(), shade, hover)
         )
-        updates = [i for i in keep if steps[i]["weight_update_ns"] is not None]
+        updates = [
+            (s, x) for s, x in zip(picked, ends[keep].tolist(), strict=True) if s["weight_update_ns"] is not None
+        ]
         if updates:
             lanes += ["weight updates"]
-            hover = [
-                f"step {steps[i]['step']}: weight update at {_t(steps[i]['weight_update_ns'], t0)}" for i in updates
-            ]
-            traces.append(
-                _marks("weight update", "weight updates", [ends[i] for i in updates], "line-ns", _UPDATE, hover, 12)
-            )
+            hover = [f"step {s['step']}: weight update at {_t(s['weight_update_ns'], t0)}" for s, _ in updates]
+            xs = [x for _, x in updates]
+            traces.append(_marks("weight update", "weight updates", xs, "line-ns", _UPDATE, hover, 12))
 
-    saves = [c for c in f.checkpoints if c["save_begin_ns"] is not None]
-    keep = _pick(saves, [m(c["save_begin_ns"]) for c in saves], *zoom)
-    if len(keep) < len(saves):
-        notes.append(f"checkpoints: {len(keep):,} of {len(saves):,} drawn (the scored region's first)")
-    if saves:
+    saves = f.checkpoints.filter(pc.is_valid(f.checkpoints["save_begin_ns"]))
+    keep = pick(minutes(saves["save_begin_ns"], t0), *zoom)
+    if len(keep) < saves.num_rows:
+        notes.append(f"checkpoints: {len(keep):,} of {saves.num_rows:,} drawn (the scored region's first)")
+    if len(keep):
         lanes += ["checkpoint saves"]
-        picked = [saves[i] for i in keep]
+        picked = rows(saves, keep)
         begin = [m(c["save_begin_ns"]) for c in picked]
         blocked = [(c["blocked_s"] or 0.0) / 60 for c in picked]
         end = [m(c["save_end_ns"] or c["committed_ns"]) for c in picked]
+        # every fact on the commit marker; the two bars say only their part (three copies of the facts
+        # would triple the page's largest item)
         hover = [_checkpoint_text(c, t0) for c in picked]
+        spent = [f"checkpoint step {c['step']}: blocked the loop {c['blocked_s'] or 0:.3f} s" for c in picked]
         traces.append(
-            _bars("save: blocked the loop", "checkpoint saves", begin, [max(b, 1e-6) for b in blocked], _BLOCK, hover)
+            _bars("save: blocked the loop", "checkpoint saves", begin, [max(b, 1e-6) for b in blocked], _BLOCK, spent)
         )
         unblocked = [b + k for b, k in zip(begin, blocked, strict=True)]
         widths = [max(e - u, 1e-6) for e, u in zip(end, unblocked, strict=True)]
-        traces.append(_bars("save: background", "checkpoint saves", unblocked, widths, _BACKGROUND, hover))
+        written = [
+            f"checkpoint step {c['step']}: written in the background {c['background_s'] or 0:.3f} s" for c in picked
+        ]
+        traces.append(_bars("save: background", "checkpoint saves", unblocked, widths, _BACKGROUND, written))
         traces.append(_marks("checkpoint committed", "checkpoint saves", end, "diamond", _CHECKPOINT, hover, 9))
 
     evals = [e for e in f.evals if (e["stop_ns"] or e["result_ns"]) is not None]
@@ -202,7 +180,8 @@ def timeline(f: RunFacts, t0: int) -> tuple[dict[str, Any], list[str]]:
                 "hoverinfo": "text",
             }
         )
-    everything = [0.0, *ends, *(x for t in traces for x in _ends(t))]
+    span = [float(ends.min()), float(ends.max())] if len(ends) else []
+    everything = [0.0, *span, *(x for t in traces for x in _ends(t))]
     full = (min(everything) - 0.2, max(everything) * 1.02 + 0.2)
     shown = zoom if scored_region(f, t0) else full
     layout = {
@@ -330,10 +309,14 @@ def reward_by_step(runs: list[RunFacts]) -> tuple[dict[str, Any], list[str]]:
     """Each run's reward against its step (thinned to MAX_POINTS per run)."""
     traces, notes = [], []
     for i, f in enumerate(runs):
-        rows = [s for s in f.steps if s["reward"] is not None and math.isfinite(s["reward"])]
-        xs, ys = thin([float(s["step"]) for s in rows], [float(s["reward"]) for s in rows])
-        if len(xs) < len(rows):
-            notes.append(f"{f.run_id}: {len(rows):,} steps drawn as {len(xs):,} points (each bucket's low and high)")
+        reward = np.asarray(f.steps["reward"].to_numpy(zero_copy_only=False), np.float64)
+        drawn = np.isfinite(reward)
+        step = np.asarray(f.steps["step"].to_numpy(zero_copy_only=False), np.float64)
+        xs, ys = thin(step[drawn], reward[drawn])
+        if len(xs) < int(drawn.sum()):
+            notes.append(
+                f"{f.run_id}: {int(drawn.sum()):,} steps drawn as {len(xs):,} points (each bucket's low and high)"
+            )
         st = style(i)
         traces.append(
             {

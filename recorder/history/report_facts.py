@@ -3,19 +3,25 @@
 Nothing here computes a score. Scores and the derived mllog are the files `recorder replay` writes under
 `derived/`; when one is missing or older than the run's segments, replay's own functions write it, exactly
 as `recorder replay --compare` and `recorder replay` would. The RCP checker's verdict on the derived mllog
-is kept in `derived/rcp.json`, keyed by the mllog's SHA-256, since the checker reads the whole log.
+is kept in `derived/rcp.json` (replay.rcp_cache), since the checker reads the whole log.
+
+The long series (steps, checkpoints) stay Arrow tables, with only the columns the page uses; the page
+thins them (report_series) before any becomes Python rows.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
+from recorder.history.report_mllog import MllogExcerpt, read_excerpt
+from recorder.history.report_series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.rules import is_standard_target, validation_start_step
 from recorder.run import RunDir
 
@@ -23,7 +29,6 @@ if TYPE_CHECKING:
     from recorder.history.views import History
 
 SCORES_FILE = "scores.jsonl"
-RCP_FILE = "rcp.json"
 VERIFIED_AT_COMPACTION = (
     "verified by `recorder compact` (every segment's digest chain) and unchanged in size since; "
     "`recorder verify` re-reads every event"
@@ -40,13 +45,13 @@ class RunFacts:
     scores: list[dict[str, Any]]
     mllog_name: str
     mllog_path: Path | None
-    mllog_text: str | None
+    mllog: MllogExcerpt | None
     mllog_why: str  # why there is no mllog, when there is none
     rcp_ok: bool | None = None
     rcp_summary: str = ""
     facts: dict[str, Any] = field(default_factory=dict)  # the `runs` view's row
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    steps: pa.Table = field(default_factory=STEP_COLUMNS.empty_table)  # one row per step, in step order
+    checkpoints: pa.Table = field(default_factory=CHECKPOINT_COLUMNS.empty_table)  # one per commit, in step order
     evals: list[dict[str, Any]] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
     train_stop: dict[str, Any] | None = None
@@ -125,22 +130,6 @@ def ensure_derived(
     return rows, name, mllog_path, ""
 
 
-def rcp_verdict(run: RunDir, mllog: Path, ruleset: str) -> tuple[bool, str]:
-    """mlperf-logging's RCP checker on one derived mllog (replay.check.rcp), cached by the log's SHA-256."""
-    from replay.check import mlperf_logging_version, rcp
-
-    data = mllog.read_bytes()
-    key = {"sha256": hashlib.sha256(data).hexdigest(), "ruleset": ruleset, "mlperf_logging": mlperf_logging_version()}
-    cache = run.derived / RCP_FILE
-    if _fresh(cache, run):
-        kept = json.loads(cache.read_text())
-        if all(kept.get(k) == v for k, v in key.items()):
-            return bool(kept["ok"]), str(kept["summary"])
-    result = rcp([data.decode("utf-8")], ruleset)
-    cache.write_text(json.dumps(key | {"ok": result.ok, "summary": result.summary()}) + "\n")
-    return result.ok, result.summary()
-
-
 def gather(run_dir: Path, ruleset: str | None) -> RunFacts:
     """Verify the run, make sure replay's derived files are there, and read the mllog and the RCP verdict."""
     run = RunDir.open(run_dir)
@@ -157,7 +146,7 @@ def gather(run_dir: Path, ruleset: str | None) -> RunFacts:
     facts = RunFacts(run, problems, warnings, rows, name, mllog, None, why)
     facts.open_segments = open_segments
     if mllog is not None:
-        facts.mllog_text = mllog.read_text(encoding="utf-8")
+        facts.mllog = read_excerpt(mllog)
     return facts
 
 
@@ -174,7 +163,10 @@ def attach_rcp(facts: RunFacts) -> None:
             f"RCP checker: not run ({division} division, {benchmark}: the checker applies to closed runs)"
         )
         return
-    facts.rcp_ok, facts.rcp_summary = rcp_verdict(facts.run, facts.mllog_path, ruleset)
+    from replay.rcp_cache import cached_rcp
+
+    result, _ = cached_rcp(facts.run, facts.mllog_path, ruleset)
+    facts.rcp_ok, facts.rcp_summary = result.ok, result.summary()
 
 
 def _quote(text: str) -> str:
@@ -187,8 +179,10 @@ def read_views(history: History, facts: RunFacts) -> None:
     q = history.query
     found = q(f"SELECT * FROM runs {where}").to_pylist()
     facts.facts = found[0] if found else {}
-    facts.steps = q(f"SELECT step, weight_update_ns, metrics_ns, reward FROM steps {where} ORDER BY step").to_pylist()
-    facts.checkpoints = q(f"SELECT * FROM checkpoints {where} ORDER BY step").to_pylist()
+    facts.steps = q(f"SELECT {', '.join(STEP_COLUMNS.names)} FROM steps {where} ORDER BY step").cast(STEP_COLUMNS)
+    facts.checkpoints = q(f"SELECT {', '.join(CHECKPOINT_COLUMNS.names)} FROM checkpoints {where} ORDER BY step").cast(
+        CHECKPOINT_COLUMNS
+    )
     facts.evals = q(
         f"SELECT * FROM evals {where} AND (key = 'accuracy' OR status = 'failed') AND writer <> 'harness' "
         "ORDER BY eval_order, result_ns"

@@ -9,11 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from recorder.history.report_facts import RunFacts
+from recorder.history.report_series import first_steps
 from recorder.rules import TARGET
 
 
-def _steps(steps: list[int]) -> str:
-    return ", ".join(str(s) for s in steps[:8]) + (f", ... ({len(steps)} in all)" if len(steps) > 8 else "")
+def _steps(steps: list[int], count: int | None = None) -> str:
+    """The first eight steps, and how many there are (`count`, when `steps` holds only the first ones)."""
+    count = len(steps) if count is None else count
+    return ", ".join(str(s) for s in steps[:8]) + (f", ... ({count} in all)" if count > 8 else "")
 
 
 def _evaluated(f: RunFacts) -> str:
@@ -30,8 +33,10 @@ def _evaluated(f: RunFacts) -> str:
 def _training(f: RunFacts) -> str:
     stop = f.train_stop
     steps = f.facts.get("steps")
-    saved = [c["step"] for c in f.checkpoints]
-    saves = f"checkpoints saved at steps {_steps(saved)}" if saved else "no checkpoint saved"
+    saved = f.checkpoints.num_rows
+    saves = (
+        f"checkpoints saved at steps {_steps(first_steps(f.checkpoints), saved)}" if saved else "no checkpoint saved"
+    )
     if stop is None:
         if f.open_segments:
             return (

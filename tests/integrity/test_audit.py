@@ -48,6 +48,7 @@ def _rehash(run: Path, step: int, doc: dict[str, object], events: list[Row]) -> 
 
 
 def test_the_default_run_is_reproduced_bit_for_bit_with_one_worker(attacked: Path) -> None:
+    attacked = attacked.rename(attacked.with_name("a-copy"))  # `cp -a`: the run keeps its recorded id
     before = _snapshot(attacked)
     done = run_cli("audit", str(attacked))
     assert done.returncode == 0, done.stdout + done.stderr
@@ -158,6 +159,16 @@ def test_missing_evidence_is_reported_without_re_evaluating(attacked: Path) -> N
     (step,) = report.steps
     assert step.status == "missing evidence" and "results.json" in step.detail and "is absent" in step.detail
     assert report.workers == "none" and not report.reproduced
+
+
+def test_a_derived_folder_linked_out_of_the_run_is_neither_read_nor_written(attacked: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    (attacked / "derived").rename(outside)
+    (attacked / "derived").symlink_to(outside)
+    report = audit_run(attacked, AuditOptions(force=True), workers_factory=_no_workers)
+    assert [s.status for s in report.steps] == ["missing evidence"]  # its results.json lies outside the run
+    assert report.written is None and "symlink" in report.not_written
+    assert not (outside / "audit.json").exists()
 
 
 def _no_workers(n: int, address: str | None) -> NoReturn:

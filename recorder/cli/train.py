@@ -43,6 +43,14 @@ def train(
     list_settings: Annotated[
         bool, typer.Option("--list-settings", help="Print every --set option (key, type, default, meaning) and exit.")
     ] = False,
+    nproc: Annotated[
+        int,
+        typer.Option(
+            "--nproc",
+            min=1,
+            help="Train data-parallel in N processes on this machine (torchrun --standalone; FSDP2, gloo on the CPU).",
+        ),
+    ] = 1,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -68,8 +76,12 @@ def train(
     if run_id is not None:
         check_run_id(run_id)  # before torch loads
     ranks = launched_ranks()
-    if ranks.distributed and (resume is not None or ray or ray_address is not None):
+    if (ranks.distributed or nproc > 1) and (resume is not None or ray or ray_address is not None):
         raise DistributedError("data-parallel training (torchrun) takes neither --resume nor --ray")
+    if nproc > 1 and not ranks.distributed:
+        from recorder.cli.launch import launch_data_parallel
+
+        raise typer.Exit(launch_data_parallel(nproc, config, sets, root, run_id))
     if not ranks.is_main:  # rank 0 speaks for the run; the others only train and record their own segment
         _train_rank(ranks, config, sets, root, run_id)
         return

@@ -51,6 +51,16 @@ def test_resume_under_torchrun_is_a_usage_error(tmp_path: Path) -> None:
     assert done.stderr.strip() == "error: data-parallel training (torchrun) takes neither --resume nor --ray"
 
 
+def test_nproc_refuses_before_launching_what_torchrun_would_report_per_rank(tmp_path: Path) -> None:
+    too_many = run_cli("train", "--nproc", "17", "--root", str(tmp_path))
+    assert too_many.returncode == 2
+    assert too_many.stderr.startswith("error: num_prompts_per_step: 16 prompts cannot be shared by 17 ranks")
+    (tmp_path / "taken").mkdir()
+    taken = run_cli("train", "--nproc", "2", "--root", str(tmp_path), "--run-id", "taken")
+    assert taken.returncode == 2 and "run 'taken' already exists" in taken.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing launched, nothing written
+
+
 @pytest.fixture(scope="module")
 def dp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default config trained by 2 processes to the validation start (18 steps), as a user launches it."""

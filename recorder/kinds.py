@@ -470,11 +470,22 @@ class MllogLine(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SegmentOpened(Payload):
+    """First event (seq 0) of a signed segment: the public key its closing record is signed with."""
+
+    KIND: ClassVar[str] = "segment_opened"
+    public_key: str
+    algorithm: Literal["ed25519"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SegmentClosed(Payload):
-    """Last event of a segment; `events` counts the events before it."""
+    """Last event of a segment; `events` counts the events before it. `signature` (signed segments only):
+    segment_opened's key over this record's digest without the signature (recorder.signing)."""
 
     KIND: ClassVar[str] = "segment_closed"
     events: int
+    signature: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -507,6 +518,7 @@ PAYLOADS: dict[str, type[Payload]] = {
         EvalStop,
         EvalFailed,
         MllogLine,
+        SegmentOpened,
         SegmentClosed,
         RunStop,
     )

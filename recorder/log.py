@@ -17,16 +17,17 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, overload
+from typing import Any, Literal, overload
 
 from recorder import canonical
 from recorder.catalogue import check_kind, critical_kinds
 from recorder.errors import EncodeError, InputError, LogWriteError, WriterClosedError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
-from recorder.kinds import Payload, SegmentClosed
+from recorder.kinds import Payload, SegmentClosed, SegmentOpened
 from recorder.reader import recorded_run_id
 from recorder.run import RunDir, fsync_dir
 from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row_encoder, schema_message, segment_name
+from recorder.signing import ALGORITHM, Signer, signer_from_environment
 
 GROUP_COMMIT_S = 0.1
 
@@ -52,6 +53,10 @@ class LogWriter:
     """Appends events of one writer session to a new segment `events/<writer>-<NNNN>.arrows`.
 
     Usable as a context manager; `close` writes a `segment_closed` event and the end-of-stream marker.
+
+    `signer`: the key that signs the segment (recorder.signing); by default the one RECORDER_SIGNING_KEY
+    names, if any. A signed segment starts with `segment_opened` (its public key) and its closing record
+    carries the signature.
     """
 
     def __init__(
@@ -61,11 +66,14 @@ class LogWriter:
         *,
         clock: Callable[[], int] = time.time_ns,
         group_commit_s: float = GROUP_COMMIT_S,
+        signer: Signer | Literal["environment"] | None = "environment",
     ) -> None:
         self.run = run if isinstance(run, RunDir) else RunDir.open(run)
         if not WRITER_NAME.match(writer):
             raise InputError(f"invalid writer name {writer!r}: letters, digits, '_', '.' and inner '-'")
         self.writer = writer
+        # Loaded before the segment exists: a bad key file leaves nothing behind.
+        self._signer = signer_from_environment() if signer == "environment" else signer
         self.run_id = recorded_run_id(self.run)  # a copied run keeps its own id, not the folder's
         self._clock = clock
         self._lock = threading.Lock()
@@ -82,6 +90,8 @@ class LogWriter:
         self._group_commit_s = group_commit_s
         self._flusher = threading.Thread(target=self._flush_loop, name=f"recorder-fsync-{writer}", daemon=True)
         self._flusher.start()
+        if self._signer is not None:
+            self.append(SegmentOpened(public_key=self._signer.public_key_hex, algorithm=ALGORITHM))
 
     def _open_new_segment(self) -> tuple[int, Path]:
         events = self.run.events
@@ -181,10 +191,11 @@ class LogWriter:
         value_json: str | None,
         data_json: str,
         time_ns: int | None,
+        mono_ns: int | None = None,
     ) -> Event:
         t = self._clock() if time_ns is None else _int_or_none("time_ns", kind, time_ns)
         assert t is not None
-        mono = time.monotonic_ns()
+        mono = time.monotonic_ns() if mono_ns is None else mono_ns
         seq = self._seq
         digest = chain_digest(
             self._previous,
@@ -263,8 +274,7 @@ class LogWriter:
             self._closed = True
             self._stop.set()
             try:
-                closed = SegmentClosed(events=self._seq)
-                self._write(closed.KIND, None, None, None, None, canonical.dumps(closed.to_data()), None)
+                self._write_closing_record()
                 _write_all(self._fd, END_OF_STREAM)
                 os.fsync(self._fd)
             except OSError as e:
@@ -275,6 +285,30 @@ class LogWriter:
             finally:
                 self._flusher.join()
                 os.close(self._fd)
+
+    def _write_closing_record(self) -> None:
+        """`segment_closed`; when signing, with the signature of the digest the record has unsigned."""
+        closed = SegmentClosed(events=self._seq)
+        t, mono = self._clock(), time.monotonic_ns()
+        if self._signer is not None:
+            unsigned = chain_digest(
+                self._previous,
+                canonical_bytes(
+                    self.run_id,
+                    self.writer,
+                    self._seq,
+                    t,
+                    mono,
+                    closed.KIND,
+                    None,
+                    None,
+                    None,
+                    None,
+                    canonical.dumps(closed.to_data()),
+                ),
+            )
+            closed = SegmentClosed(events=self._seq, signature=self._signer.sign(unsigned))
+        self._write(closed.KIND, None, None, None, None, canonical.dumps(closed.to_data()), t, mono)
 
     def __enter__(self) -> LogWriter:
         return self

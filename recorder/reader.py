@@ -257,12 +257,15 @@ def stream_events(path: Path) -> Iterator[Event]:
     try:
         with pa.OSFile(str(path)) as source:
             reader = pa.ipc.open_stream(source)
+            if not reader.schema.equals(arrow_schema(), check_metadata=False):
+                return
             names = reader.schema.names
             while True:
                 batch = reader.read_next_batch()
+                batch.validate(full=True)  # a damaged offset must stop here, not crash the decoding below
                 for row in zip(*(batch.column(i).to_pylist() for i in range(len(names))), strict=True):
                     yield event_from_row(row, path.name)
-    except (StopIteration, *ARROW_ERRORS):
+    except (StopIteration, *ARROW_ERRORS, pa.ArrowMemoryError):  # a damaged length can ask for any allocation
         return
 
 
@@ -292,7 +295,8 @@ def recorded_run_id(run: RunDir) -> str:
     """
     fallback: str | None = None
     for path in list_segments(run.events):
-        first = next(stream_events(path), None)
+        # a signed segment opens with segment_opened; the run's first fact follows it
+        first = next((e for e in stream_events(path) if e.kind != "segment_opened"), None)
         if first is None:
             continue
         if first.kind == "run_opened":

@@ -8,7 +8,6 @@ the timeline is possible and the evidence matches.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +15,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from recorder import canonical
 from recorder.catalogue import catalogue
 from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
+from recorder.kinds import PayloadError, SegmentClosed, SegmentOpened
 from recorder.problem import Problem
-from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, read_segment, stream_events
+from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, read_segment, recorded_run_id
 from recorder.regular import read_regular
 from recorder.run import RunDir
 from recorder.segment import (
@@ -33,16 +34,25 @@ from recorder.segment import (
     skipped_entries,
 )
 from recorder.semantics import KINDS, check_facts
+from recorder.signing import fingerprint, signature_valid
 
 __all__ = ["Problem", "SegmentSummary", "VerifyReport", "check_segment", "verify_run"]
 
 
+SIGNATURE_RULE = "signature"
+
+
 @dataclass
 class SegmentSummary:
+    """One segment as verify saw it. `signed_by`: the public key (hex) whose signature of the closing record
+    verified; `opened_with`: the key its segment_opened recorded (also when the writer did not close)."""
+
     name: str
     events: int
     closed: bool
     torn: TornTail | None
+    signed_by: str | None = None
+    opened_with: str | None = None
 
 
 @dataclass
@@ -70,6 +80,13 @@ class _Chain:
         self.kinds = catalogue()
         self.encoder = row_encoder()
         self.closing: int | None = None  # seq of a segment_closed seen
+        self.opened_with: str | None = None  # segment_opened's public key
+        self.signed_by: str | None = None  # that key, once the closing record's signature verified
+        # A signature problem leaves the bytes readable: the segment is read to its end, then reported.
+        self.signature_problem: Problem | None = None
+
+    def summary(self, events: int, closed: bool, torn: TornTail | None = None) -> SegmentSummary:
+        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with)
 
     def row(self, i: int, row: tuple[Any, ...], raw: bytes) -> Problem | None:
         name = self.name
@@ -84,32 +101,95 @@ class _Chain:
             return Problem(name, i, f"unknown kind {kind!r}")
         if self.closing is not None:
             return Problem(name, self.closing, "segment_closed is not the last event: events were added after close")
-        digest = chain_digest(self.previous, canonical_bytes(*row[:-1]))
+        previous = self.previous
+        digest = chain_digest(previous, canonical_bytes(*row[:-1]))
         if digest.hex() != row[-1]:
             return Problem(name, i, "digest mismatch: the event was altered (or an earlier one was removed)")
         self.previous = digest
         if raw != self.encoder.encode(row):
             return Problem(name, i, "the event's bytes differ from its encoding: the segment was altered")
+        if kind == "segment_opened":
+            self.signature_problem = self.signature_problem or self._opened(i, row)
         if kind == "segment_closed":
             self.closing = i
+            self.signature_problem = self.signature_problem or self._signature(i, row, previous)
+        return None
+
+    def signature_problems(self) -> list[Problem]:
+        return [self.signature_problem] if self.signature_problem is not None else []
+
+    def _opened(self, i: int, row: tuple[Any, ...]) -> Problem | None:
+        if i != 0:
+            return Problem(self.name, i, "segment_opened is not the segment's first event", SIGNATURE_RULE)
+        try:
+            opened = SegmentOpened.from_data(canonical.loads(row[10]), where=f"{self.name} seq {i}")
+        except (PayloadError, ValueError, AttributeError) as e:
+            return Problem(self.name, i, f"segment_opened does not record a public key ({e})", SIGNATURE_RULE)
+        self.opened_with = opened.public_key
+        return None
+
+    def _signature(self, i: int, row: tuple[Any, ...], previous: bytes) -> Problem | None:
+        """A signed segment's closing record must carry segment_opened's key's signature of its own digest as
+        it is without the signature: the events as they are now must be the ones the key holder closed."""
+        try:
+            closed = SegmentClosed.from_data(canonical.loads(row[10]), where=f"{self.name} seq {i}")
+        except (PayloadError, ValueError, AttributeError) as e:
+            return Problem(self.name, i, f"bad signature: the closing record does not parse ({e})", SIGNATURE_RULE)
+        key, signature = self.opened_with, closed.signature
+        if key is None and signature is None:
+            return None
+        if key is None:
+            return Problem(
+                self.name, i, "bad signature: a signature, but no segment_opened names its key", SIGNATURE_RULE
+            )
+        if signature is None:
+            return Problem(
+                self.name,
+                i,
+                f"bad signature: segment_opened names key {fingerprint(key)}, but the closing record is not "
+                "signed (the signature was removed)",
+                SIGNATURE_RULE,
+            )
+        unsigned = (*row[:10], canonical.dumps(SegmentClosed(events=closed.events).to_data()))
+        digest = chain_digest(previous, canonical_bytes(*unsigned))
+        if not signature_valid(key, signature, digest):
+            return Problem(
+                self.name,
+                i,
+                f"bad signature: key {fingerprint(key)} did not sign these events (the segment was rewritten "
+                "after it was signed)",
+                SIGNATURE_RULE,
+            )
+        self.signed_by = key
         return None
 
     def closed(self, n: int, last: tuple[Any, ...] | None) -> Problem | None:
         """A closed segment must end with its segment_closed record, counting the events before it."""
-        if last is None or last[5] != "segment_closed" or json.loads(last[10]).get("events") != n - 1:
+        if last is None or last[5] != "segment_closed" or _events_counted(last) != n - 1:
             return Problem(self.name, n, "closed segment without its segment_closed record: its last event was removed")
         return None
 
 
+def _events_counted(closing: tuple[Any, ...]) -> object:
+    try:
+        data = canonical.loads(closing[10])
+    except ValueError:
+        return None
+    return data.get("events") if isinstance(data, dict) else None
+
+
 def check_segment(segment: Segment, run_id: str | None) -> list[Problem]:
     """Problems in one segment read whole (the path for damaged or torn segments); empty when intact."""
+    return _check_whole(segment, _Chain(segment.name, segment.writer, run_id))
+
+
+def _check_whole(segment: Segment, chain: _Chain) -> list[Problem]:
     cols = segment.table.to_pydict()
     name = segment.name
     raw = read_regular(segment.path)
     schema = schema_message(arrow_schema())
     if not (raw.startswith(schema) or schema.startswith(raw)):  # a crash at creation leaves a prefix
         return [Problem(name, 0, "the schema message differs from the event schema's encoding")]
-    chain = _Chain(name, segment.writer, run_id)
     n = segment.table.num_rows
     rows = list(zip(*(cols[c] for c in cols), strict=True)) if n else []
     for i, row in enumerate(rows):
@@ -123,7 +203,7 @@ def check_segment(segment: Segment, run_id: str | None) -> list[Problem]:
         problem = chain.closed(n, rows[-1] if rows else None)
         if problem is not None:
             return [problem]
-    return []
+    return chain.signature_problems()
 
 
 @dataclass
@@ -166,7 +246,7 @@ def _stream_segment(path: Path, run_id: str | None) -> _Streamed | None:
                 row = tuple(batch.column(i)[0].as_py() for i in range(batch.num_columns))
                 problem = chain.row(n, row, os.pread(fd, end - start, start))
                 if problem is not None:
-                    return _Streamed(SegmentSummary(path.name, n, False, None), [problem], kept)
+                    return _Streamed(chain.summary(n, False), [problem], kept)
                 if row[5] in KINDS:
                     kept.append(event_from_row(row, path.name))
                 last, start, n = row, end, n + 1
@@ -175,9 +255,9 @@ def _stream_segment(path: Path, run_id: str | None) -> _Streamed | None:
         tail = os.pread(fd, 16, start)
     if tail == END_OF_STREAM and size == start + len(END_OF_STREAM):
         problem = chain.closed(n, last)
-        return _Streamed(SegmentSummary(path.name, n, True, None), [problem] if problem else [], kept)
+        return _Streamed(chain.summary(n, True), [problem] if problem else chain.signature_problems(), kept)
     if size == start and (last is None or last[5] != "segment_closed"):
-        return _Streamed(SegmentSummary(path.name, n, False, None), [], kept)
+        return _Streamed(chain.summary(n, False), chain.signature_problems(), kept)
     return None
 
 
@@ -197,7 +277,8 @@ def verify_run(path: Path | str | RunDir, *, facts: bool = True) -> VerifyReport
     paths = list_segments(run.events)
     if not paths:
         report.problems.append(Problem("events/", None, "no segments: the run has no recorded events"))
-    run_id: str | None = None
+    # the id the run's own run_opened carries: a segment pasted from another run is the one that differs
+    run_id: str | None = recorded_run_id(run) if paths else None
     kept: list[Event] = []
     for p in paths:
         streamed = _stream_segment(p, run_id)
@@ -205,8 +286,6 @@ def verify_run(path: Path | str | RunDir, *, facts: bool = True) -> VerifyReport
             streamed = _read_whole(p, run_id, report)
             if streamed is None:
                 continue
-        if run_id is None and streamed.summary.events:
-            run_id = _first_run_id(p)
         report.problems.extend(streamed.problems)
         report.segments.append(streamed.summary)
         kept.extend(streamed.kept)
@@ -215,11 +294,6 @@ def verify_run(path: Path | str | RunDir, *, facts: bool = True) -> VerifyReport
         report.problems.extend(found.problems)
         report.warnings.extend(found.warnings)
     return report
-
-
-def _first_run_id(path: Path) -> str | None:
-    first = next(stream_events(path), None)
-    return first.run_id if first is not None else None
 
 
 def _read_whole(p: Path, run_id: str | None, report: VerifyReport) -> _Streamed | None:
@@ -233,6 +307,7 @@ def _read_whole(p: Path, run_id: str | None, report: VerifyReport) -> _Streamed 
         earlier = check_segment(e.partial, run_id) if e.partial is not None else []
         report.problems.append(earlier[0] if earlier else problem)
         return None
-    problems = check_segment(segment, run_id)
+    chain = _Chain(segment.name, segment.writer, run_id)
+    problems = _check_whole(segment, chain)
     kept = [e for e in segment.events() if e.kind in KINDS]
-    return _Streamed(SegmentSummary(p.name, segment.table.num_rows, segment.closed, segment.torn), problems, kept)
+    return _Streamed(chain.summary(segment.table.num_rows, segment.closed, segment.torn), problems, kept)

@@ -11,6 +11,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # RECORDER_CORPUS: where a worktree that is not next to ../shared finds it.
 CORPUS = Path(os.environ.get("RECORDER_CORPUS", REPO.parent / "shared" / "corpus"))
+# A developer's signing key must not sign the tests' runs (a signed segment has one more event, and session
+# fixtures are recorded before any function fixture could unset it); the signature tests set it themselves.
+os.environ.pop("RECORDER_SIGNING_KEY", None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

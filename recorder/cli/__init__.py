@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from recorder import __version__
-from recorder.cli import adapters, audit, evaluate, history, log, replay, report, train
+from recorder.cli import adapters, audit, evaluate, history, log, replay, report, signing, train
 from recorder.cli.output import console, err, label, line
 from recorder.errors import RecorderError
 
@@ -24,7 +24,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _group in (log, train, evaluate, audit, history, adapters, replay, report):
+for _group in (log, signing, train, evaluate, audit, history, adapters, replay, report):
     _group.register(app)
 
 

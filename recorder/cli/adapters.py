@@ -11,6 +11,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, label, line
+from recorder.cli.signing import SigningKeyOption, apply_signing_key
 
 
 def _utc_ms(ms: int) -> str:
@@ -25,6 +26,7 @@ def import_checkpoints(
         Path | None,
         typer.Option(help="Hugging Face weights: fingerprint over this task spec's dev split (default: fixed texts)."),
     ] = None,
+    signing_key: SigningKeyOption = None,
 ) -> None:
     """Record a NeMo-RL deferred-evaluation series as weight_update and checkpoint_committed events."""
     from recorder.adapters.nemo import import_checkpoints as run_import
@@ -32,6 +34,7 @@ def import_checkpoints(
 
     if not os.path.lexists(into):
         check_run_id(into.name)  # a new run: its folder name is its id, checked before anything is read
+    apply_signing_key(signing_key)
     report = run_import(checkpoint_root, into, task=task)
     table = Table(title=f"{report.run.run_id}: {len(report.checkpoints)} checkpoints (GBS {report.global_batch_size})")
     for col in ("step", "samples", "weight update (UTC)", "path"):

@@ -5,28 +5,53 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.table import Table
 
 from recorder.cli.output import console, cut, err, label, line, warning
 
+if TYPE_CHECKING:
+    from recorder.signing import SignatureState
+    from recorder.verify import SegmentSummary, VerifyReport
+
 
 def _utc(time_ns: int) -> str:
     return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def verify(run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")]) -> None:
-    """Check a run's log: schema, seq contiguity, digest chains, closing records. Torn tails are warnings."""
-    from recorder.history.cache import verify_with_cache
+def verify(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")],
+    trust: Annotated[
+        list[Path] | None,
+        typer.Option("--trust", help="A public key (KEY.pub) whose signatures you trust. Repeatable."),
+    ] = None,
+    require_signed: Annotated[
+        bool, typer.Option("--require-signed", help="Exit 1 unless every segment is signed by a --trust key.")
+    ] = False,
+) -> None:
+    """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts.
 
+    Torn tails are warnings. With --trust, each segment is reported signed by a trusted key (by its file
+    name), signed by an untrusted key, or unsigned; a bad signature always fails (exit 1).
+    """
+    from recorder.history.cache import verify_with_cache
+    from recorder.signing import load_trusted
+
+    if require_signed and not trust:
+        raise typer.BadParameter("--require-signed needs the keys to trust: --trust KEY.pub", param_hint="--trust")
+    trusted = load_trusted(trust) if trust else None
     report = verify_with_cache(run_dir)
     total = sum(s.events for s in report.segments)
     console.print(f"run {report.run.run_id}: {len(report.segments)} segments, {total} events")
+    untrusted = 0
     for s in report.segments:
         state = "closed" if s.closed else "open (writer did not close)"
-        console.print(f"  {s.name}  {s.events} events  {state}", highlight=False, markup=False)
+        signature = _signature(report, s, trusted)
+        shown = trust or s.opened_with is not None or signature.text == "bad signature"
+        untrusted += not signature.trusted
+        console.print(f"  {s.name}  {s.events} events  {state}" + (f"  {signature.text}" if shown else ""))
     for torn in report.torn:
         if torn.bytes_lost:
             console.print(warning(str(torn)))
@@ -37,7 +62,18 @@ def verify(run_dir: Annotated[Path, typer.Argument(help="The run directory (hold
     if not report.ok:
         console.print(f"verify: FAILED ({len(report.problems)} problems)")
         raise typer.Exit(1)
+    if require_signed and untrusted:
+        console.print(f"verify: FAILED ({untrusted} of {len(report.segments)} segments not signed by a trusted key)")
+        raise typer.Exit(1)
     console.print("verify: intact")
+
+
+def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] | None) -> SignatureState:
+    from recorder.signing import signature_state
+    from recorder.verify import SIGNATURE_RULE
+
+    bad = any(p.segment == s.name and p.rule == SIGNATURE_RULE for p in report.problems)
+    return signature_state(s.signed_by, s.opened_with, bad, trusted)
 
 
 def events(

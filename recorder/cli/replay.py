@@ -11,6 +11,7 @@ from rich.table import Table
 
 from recorder.cli.output import console, err, label, line, warning
 from recorder.cli.paths import check_output, write_failed
+from recorder.cli.signing import SigningKeyOption, apply_signing_key
 from recorder.errors import RecorderError
 from recorder.rules import not_comparable
 from recorder.run import RunDir, derived_dir, write_derived
@@ -256,6 +257,7 @@ def import_(
         str | None,
         typer.Option("--ruleset", help="The logs' MLPerf Training ruleset: recorded, and the default of replay/score."),
     ] = None,
+    signing_key: SigningKeyOption = None,
 ) -> None:
     """Import mllogs as runs: every ':::MLLOG' line kept verbatim, plus the kinds replay and history read.
     A result folder brings its scaling.json and its system description (../../systems/<system>.json)."""
@@ -266,6 +268,7 @@ def import_(
 
     if ruleset is not None:
         get_known(ruleset)  # an unknown name is refused before anything is imported
+    apply_signing_key(signing_key)
     jobs: list[tuple[Path, ResultSet | None]] = []
     for path in paths:
         if path.is_dir():

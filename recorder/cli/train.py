@@ -12,6 +12,7 @@ import typer
 
 from recorder.cli.heartbeat import Heartbeat
 from recorder.cli.output import err
+from recorder.cli.signing import SigningKeyOption, apply_signing_key
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ def train(
             "the optimizer starts fresh), in a new segment, with its recorded config.",
         ),
     ] = None,
+    signing_key: SigningKeyOption = None,
 ) -> None:
     """Train with GRPO; checkpoints from the validation start step to the final step; prints the run dir.
 
@@ -75,6 +77,7 @@ def train(
         return
     if run_id is not None:
         check_run_id(run_id)  # before torch loads
+    apply_signing_key(signing_key)  # every rank signs its own segment
     ranks = launched_ranks()
     if (ranks.distributed or nproc > 1) and (resume is not None or ray or ray_address is not None):
         raise DistributedError("data-parallel training (torchrun) takes neither --resume nor --ray")

@@ -87,3 +87,22 @@ class TestMllogDropIn(WriterContract):
         logger.end(key="run_stop", metadata={"status": "success"})
         logger.close()
         return run
+
+
+# The same contract, each writer given a signing key.
+
+
+class TestSignedEvaluator(TestEvaluator):
+    signed = True
+
+
+class TestSignedMllogImporter(TestMllogImporter):
+    signed = True
+
+
+class TestSignedNemoImporter(TestNemoImporter):
+    signed = True
+
+
+class TestSignedMllogDropIn(TestMllogDropIn):
+    signed = True

@@ -7,7 +7,9 @@ segments are its own (`writer`); the class checks, on those segments:
 - every critical kind (catalogue.toml) was fsynced before its append returned: `os.fsync` is observed (it
   still runs: nothing is faked), and the file's size at some fsync equals the end of the critical event;
 - every payload parses through recorder/kinds.py and gives back the bytes recorded;
-- every segment ends with `segment_closed` counting the events before it.
+- every segment ends with `segment_closed` counting the events before it;
+- given a signing key (`signed = True`: RECORDER_SIGNING_KEY set while it records), every segment is signed
+  by that key; without one, none is.
 
 A producer whose run is shared with other tests names that fixture in `shared_run` instead of giving
 `record`: its fsyncs happened before this class ran and cannot be seen, and that one check says so by
@@ -24,7 +26,7 @@ from typing import ClassVar
 
 import pytest
 
-from recorder import canonical, kinds
+from recorder import canonical, kinds, signing
 from recorder.catalogue import critical_kinds
 from recorder.reader import Segment, read_segment
 from recorder.run import RunDir
@@ -34,10 +36,12 @@ from recorder.verify import verify_run
 
 @dataclass
 class Recorded:
-    """A run a producer recorded, and the (segment path, file size) of every fsync made meanwhile."""
+    """A run a producer recorded, the (segment path, file size) of every fsync made meanwhile, and the public
+    key (hex) it was recorded with, if any."""
 
     run: RunDir
     fsyncs: list[tuple[str, int]] | None = field(default=None)
+    public_key: str | None = None
 
 
 class _FsyncObserver:
@@ -58,10 +62,14 @@ class _FsyncObserver:
 def record_observed(contract: WriterContract, root: Path) -> Recorded:
     """Run the producer with os.fsync observed."""
     observer = _FsyncObserver()
+    public_key = None
     with pytest.MonkeyPatch.context() as mp:
+        if contract.signed:
+            (public_key,) = signing.load_trusted([signing.generate(root / "signing-key")])
+            mp.setenv(signing.SIGNING_KEY_ENV, str(root / "signing-key"))
         mp.setattr(os, "fsync", observer)
         run = contract.record(root)
-    return Recorded(run, observer.calls)
+    return Recorded(run, observer.calls, public_key)
 
 
 def own_segments(run: RunDir, writer: str) -> list[Segment]:
@@ -75,6 +83,7 @@ class WriterContract:
 
     writer: ClassVar[str]
     shared_run: ClassVar[str | None] = None
+    signed: ClassVar[bool] = False
 
     def record(self, root: Path) -> RunDir:
         raise NotImplementedError
@@ -82,6 +91,11 @@ class WriterContract:
     def test_the_digest_chain_verifies(self, recorded: Recorded) -> None:
         report = verify_run(recorded.run.path)
         assert report.ok, report.problems
+
+    def test_segments_are_signed_by_the_key_given_and_only_then(self, recorded: Recorded) -> None:
+        report = verify_run(recorded.run.path)
+        own = [s for s in report.segments if (parse_segment_name(s.name) or ("",))[0] == self.writer]
+        assert own and [s.signed_by for s in own] == [recorded.public_key] * len(own)
 
     def test_seq_is_contiguous_from_zero(self, segments: list[Segment]) -> None:
         for s in segments:

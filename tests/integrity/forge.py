@@ -30,7 +30,9 @@ def rows(segment: Path) -> list[Row]:
 
 
 def write(segment: Path, events: list[Row], *, run_id: str | None = None, writer: str | None = None) -> None:
-    """Write `events` as a closed segment, renumbered and rechained (a segment_closed is added if missing)."""
+    """Write `events` as a closed segment, renumbered and rechained (a segment_closed is added if missing;
+    one that was there keeps its data, such as a signature, with its count of events corrected)."""
+    closing = next((e["data"] for e in events if e["kind"] == "segment_closed"), {})
     events = [e for e in events if e["kind"] != "segment_closed"]
     events.append(
         {
@@ -40,7 +42,7 @@ def write(segment: Path, events: list[Row], *, run_id: str | None = None, writer
             "samples_count": None,
             "key": None,
             "value": None,
-            "data": {"events": len(events)},
+            "data": {**closing, "events": len(events)},
         }
     )
     previous, body = GENESIS_DIGEST, [schema_message(arrow_schema())]

@@ -1,0 +1,51 @@
+"""`recorder keygen`, and the `--signing-key` option of the commands that write events (train, eval, import,
+import-checkpoints). Signing itself is recorder.signing's; `verify --trust` is in cli/log.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from recorder.cli.output import console
+
+SigningKeyOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--signing-key",
+        help="Sign each segment this command writes with this Ed25519 private key (`recorder keygen`). "
+        "Default: the key $RECORDER_SIGNING_KEY names, if set.",
+    ),
+]
+
+
+def apply_signing_key(path: Path | None) -> None:
+    """Load the key now, so a bad key file is an error (exit 2) before anything is recorded; every writer
+    this process and its workers open then signs with it."""
+    from recorder.signing import signer_from_environment, use_signing_key
+
+    if path is not None:
+        use_signing_key(path)
+    else:
+        signer_from_environment()
+
+
+def keygen(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where the private key goes; KEY.pub beside it.")],
+) -> None:
+    """Make an Ed25519 key pair for signing segments: KEY (private, mode 0600) and KEY.pub (OpenSSH format).
+
+    Sign with `--signing-key KEY` (or RECORDER_SIGNING_KEY=KEY); check with `recorder verify RUN --trust KEY.pub`.
+    Never overwrites a file.
+    """
+    from recorder.signing import fingerprint, generate, load_trusted
+
+    public = generate(output)
+    (key,) = load_trusted([public])
+    console.print(f"private key: {output} (keep it secret; mode 0600)")
+    console.print(f"public key:  {public} ({fingerprint(key)})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(keygen)

@@ -135,6 +135,7 @@ def audit_run(
     facts = read_facts(run, allow_gaps=True, task=options.task, force=options.force)
     todo = chosen(attempts(facts.events), facts.eval_cfg.target, options.steps, str(run.path))
     commits = {c.step: c for c in committed(facts.events)}
+    spec = _load_spec(facts.task)
     verdicts: list[StepAudit] = []
     with ExitStack() as stack:
         workers: list[Workers] = []
@@ -146,7 +147,7 @@ def audit_run(
             return workers[0]
 
         for attempt in todo:
-            verdict = _audit_step(facts, attempt, commits, options, started)
+            verdict = _audit_step(facts, attempt, commits, spec, options, started)
             verdicts.append(verdict)
             if on_step is not None:
                 on_step(verdict)
@@ -161,6 +162,7 @@ def _audit_step(
     facts: RunFacts,
     attempt: Attempt,
     commits: dict[int, CommittedCheckpoint],
+    spec: TaskSpec,
     options: AuditOptions,
     workers: Callable[[], Workers],
 ) -> StepAudit:
@@ -169,24 +171,25 @@ def _audit_step(
     assert step is not None  # scored attempts have a step
     try:
         recorded = recorded_evaluation(facts.run, attempt)
-        cp = commits.get(step)
-        if cp is None:
-            raise MissingEvidenceError(f"step {step}: no checkpoint_committed for it: nothing to re-evaluate")
-        spec = _load_spec(facts.task)
         if recorded.spec_sha256 != spec.sha256:
             other = Difference(what="task spec sha256", recorded=recorded.spec_sha256, recomputed=spec.sha256)
             why = f"{other} ({facts.task}; an evaluation with another spec is audited with --task SPEC.toml)"
             return _verdict(recorded, "differs", why, other, t0=t0)
-        pool = workers()
+        directory = _checked_checkpoint(facts, commits.get(step), step)
+        pool = workers()  # started only once a checkpoint is there to re-evaluate
         t0 = time.monotonic()  # the re-evaluation, not the workers' start
-        _load(facts, cp, pool, options, recorded)
+        _load(pool, directory, facts, options, recorded, step)
         sampled = sample_and_score(pool, spec, facts.eval_cfg, tasks=None, batch_size=options.batch_size)
     except MissingEvidenceError as e:
         return StepAudit(step=step, status="missing evidence", detail=str(e), recorded_accuracy=attempt.accuracy)
     rows = sample_rows(sampled.samples, sampled.pairs)
     diff = first_difference(recorded, rows, sampled.score)
-    status: Status = "reproduced" if diff is None else "differs"
-    return _verdict(recorded, status, "" if diff is None else str(diff), diff, t0=t0, rows=rows, score=sampled.score)
+    if diff is None:
+        return _verdict(recorded, "reproduced", "", None, t0=t0, rows=rows, score=sampled.score)
+    detail = str(diff)
+    if recorded.device not in (None, options.device):
+        detail += f" (evaluated on {recorded.device}, audited on {options.device}: bit for bit needs the same --device)"
+    return _verdict(recorded, "differs", detail, diff, t0=t0, rows=rows, score=sampled.score)
 
 
 def _verdict(
@@ -212,18 +215,28 @@ def _verdict(
     )
 
 
-def _load(
-    facts: RunFacts, cp: CommittedCheckpoint, pool: Workers, options: AuditOptions, recorded: RecordedEvaluation
-) -> None:
-    """Load the committed weights into every worker, after checking their hash; MissingEvidenceError when the
-    checkpoint is gone, altered, outside the run or unloadable."""
+def _checked_checkpoint(facts: RunFacts, cp: CommittedCheckpoint | None, step: int) -> Path:
+    """The committed checkpoint's directory, its weights' hash checked; MissingEvidenceError when there is no
+    commit, or its checkpoint is gone, altered or outside the run."""
+    if cp is None:
+        raise MissingEvidenceError(f"step {step}: no checkpoint_committed for it: nothing to re-evaluate")
     try:
         directory = resolve(facts.run.path, cp)
         check_hash(cp, weights_path(directory, cp))
-        dtype: Dtype = recorded.dtype if recorded.dtype in get_args(Dtype) else "fp32"  # type: ignore[assignment]
+    except CheckpointRefused as e:
+        raise MissingEvidenceError(f"step {step}: its checkpoint cannot be re-evaluated: {e}") from e
+    return directory
+
+
+def _load(
+    pool: Workers, directory: Path, facts: RunFacts, options: AuditOptions, recorded: RecordedEvaluation, step: int
+) -> None:
+    """Load the weights into every worker, in the dtype the evaluation recorded (Hugging Face checkpoints)."""
+    dtype: Dtype = recorded.dtype if recorded.dtype in get_args(Dtype) else "fp32"  # type: ignore[assignment]
+    try:
         pool.load(str(directory), None, Loading(task=str(facts.task), dtype=dtype, device=options.device))
-    except (CheckpointRefused, CheckpointError) as e:
-        raise MissingEvidenceError(f"step {cp.step}: its checkpoint cannot be re-evaluated: {e}") from e
+    except CheckpointError as e:
+        raise MissingEvidenceError(f"step {step}: its checkpoint cannot be loaded: {e}") from e
 
 
 def _load_spec(path: Path) -> TaskSpec:

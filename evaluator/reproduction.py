@@ -56,8 +56,15 @@ class RecordedEvaluation:
 
     @property
     def dtype(self) -> str | None:
+        return self._backend("dtype")
+
+    @property
+    def device(self) -> str | None:
+        return self._backend("device")
+
+    def _backend(self, key: str) -> str | None:
         backend = self.doc.get("backend")
-        value = backend.get("dtype") if isinstance(backend, dict) else None
+        value = backend.get(key) if isinstance(backend, dict) else None
         return value if isinstance(value, str) else None
 
 

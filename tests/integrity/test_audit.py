@@ -62,11 +62,11 @@ def test_the_default_run_is_reproduced_bit_for_bit_with_one_worker(attacked: Pat
     assert report["reproduced"] and [(s["step"], s["status"]) for s in report["steps"]] == [(18, "reproduced")]
 
 
-@pytest.mark.slow  # two Ray actors each import torch and transformers: about 40 s on 2 shared cores
+@pytest.mark.slow  # two Ray actors each import torch and transformers first: 50 s on 2 loaded cores
 def test_two_ray_workers_reproduce_it_too(attacked: Path, ray_cluster: None) -> None:
-    report = audit_run(attacked, AuditOptions(workers=2, steps=(19, 18)))
+    report = audit_run(attacked, AuditOptions(workers=2))
     assert report.workers.startswith("ray:2")
-    assert [(s.step, s.status) for s in report.steps] == [(19, "reproduced"), (18, "reproduced")], report.steps
+    assert [(s.step, s.status) for s in report.steps] == [(18, "reproduced")], report.steps
     assert all(s.samples == 1004 for s in report.steps)
 
 
@@ -153,11 +153,18 @@ def test_a_pasted_foreign_evaluation_is_refused_by_verify_and_differs_under_forc
     assert report.unverified and [s.status for s in report.steps] == ["differs"], report.steps
 
 
-def test_missing_evidence_is_reported_without_re_evaluating(attacked: Path) -> None:
-    _results(attacked, 18).unlink()
+@pytest.mark.parametrize(
+    ("remove", "says"),
+    [
+        ("derived/evals/step_0000018/results.json", "its results.json ('derived/evals/step_0000018/results.json') is"),
+        ("checkpoints/step_0000018/model.safetensors", "its checkpoint cannot be re-evaluated"),
+    ],
+)
+def test_missing_evidence_is_reported_without_re_evaluating(attacked: Path, remove: str, says: str) -> None:
+    (attacked / remove).unlink()
     report = audit_run(attacked, AuditOptions(force=True), workers_factory=_no_workers)
     (step,) = report.steps
-    assert step.status == "missing evidence" and "results.json" in step.detail and "is absent" in step.detail
+    assert step.status == "missing evidence" and says in step.detail, step.detail
     assert report.workers == "none" and not report.reproduced
 
 

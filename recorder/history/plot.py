@@ -46,6 +46,7 @@ class PlotTimeline:
     evals: list[tuple[int, float, float, float | None, bool | None]]  # (step, start, stop, accuracy, passed)
     stops: list[tuple[str, float, int | None, str]]  # (interpretation, minutes, passing step, status)
     stopped: tuple[str, str] | None = None  # train_stop's (status, reason) when training did not complete
+    outcome: str = ""  # what the score says, in words: why a run that failed failed
 
 
 def _matplotlib() -> Any:
@@ -102,7 +103,25 @@ def load_timeline(history: History, run_id: str) -> PlotTimeline:
         "ORDER BY time_ns DESC LIMIT 1"
     ).to_pylist()
     stopped = (ended[0]["status"], ended[0]["reason"] or "") if ended and ended[0]["status"] != "completed" else None
-    return PlotTimeline(run_id, steps, saves, evals, stops, stopped)  # type: ignore[arg-type]
+    return PlotTimeline(run_id, steps, saves, evals, stops, stopped, _outcome(history, run_id, evals))  # type: ignore[arg-type]
+
+
+def _outcome(history: History, run_id: str, evals: list[tuple[int, float, float, float | None, bool | None]]) -> str:
+    """The run's score in words, from the `runs` view (what replay wrote) and its evaluations."""
+    where = f"WHERE run_id = '{_quote(run_id)}'"
+    row = history.query(f"SELECT status, passing_step, minutes, scored_as FROM runs {where}").to_pylist()
+    status, how = (row[0]["status"], row[0]["scored_as"]) if row else (None, None)
+    scored = [(accuracy, step) for step, _, _, accuracy, _ in evals if accuracy is not None]
+    best = f"; the best scored {max(scored)[0]:.4f} at step {max(scored)[1]}" if scored else ""
+    if status == "success":
+        return f"converged ({how}): step {row[0]['passing_step']} passes; run_stop at {row[0]['minutes']:.3f} min"
+    if status == "aborted":
+        return f"did not converge ({how}): no evaluated checkpoint passes the target (> {TARGET}){best}"
+    if status == "no checkpoint":
+        return "no checkpoint was saved, so nothing could be evaluated or scored"
+    why = history.query(f"SELECT why FROM scores {where} AND interpretation = 'official'").to_pylist()
+    reason = why[0]["why"] if why and why[0]["why"] else "replay wrote no score (`recorder replay RUN_DIR`)"
+    return f"not scored: {reason}{best}"
 
 
 def _quote(text: str) -> str:
@@ -204,6 +223,21 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
         if history.problems and not history.runs:
             raise PlotError(f"cannot draw {run.path}: {history.problems[0]}")
         t = load_timeline(history, history.runs[0].run_id if history.runs else run.run_id)
+    fig = timeline_figure(t)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    return text[:limit] + ("..." if len(text) > limit else "")
+
+
+def timeline_figure(t: PlotTimeline) -> Any:
+    """The figure `plot_timeline` saves: the whole run, then the scored region zoomed; the title says how
+    the run ended and, when training did not complete or the run did not converge, why."""
+    plt = _matplotlib()
     present = {
         "steps": t.steps,
         "weight updates": [u for _, u, _ in t.steps if u is not None],
@@ -213,7 +247,7 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
     lanes = [*(lane for lane in _LANES if present[lane]), *(f"run_stop: {name}" for name, *_ in t.stops)]
     zoom = zoom_range(t)
     panels = 2 if zoom else 1
-    fig, axes = plt.subplots(panels, 1, figsize=(13, (2.2 + 0.42 * len(lanes)) * panels), squeeze=False)
+    fig, axes = plt.subplots(panels, 1, figsize=(13, (2.4 + 0.42 * len(lanes)) * panels), squeeze=False)
     full_hi = (
         max(
             [0.0]
@@ -238,15 +272,14 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
         ax.set_xlabel("minutes after run_start")
     _legend(fig)
     title = f"run {t.run_id}: where run_stop lands under each reading of the rule"
+    if t.outcome:
+        title += f"\n{_clip(t.outcome)}"
     if t.stopped is not None:  # a failed or interrupted run says why, on the picture itself
         status, reason = t.stopped
-        title += f"\ntraining {status}: {reason[:160] + ('...' if len(reason) > 160 else '')}"
+        title += f"\ntraining {status}: {_clip(reason)}"
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return fig
 
 
 def _legend(fig: Any) -> None:

@@ -96,3 +96,39 @@ def test_accuracy_across_runs_draws_the_target_and_integer_steps(history_root: P
             styles = [(line.get_marker(), line.get_linestyle()) for line in ax.lines if line not in flat]
             assert len(set(styles)) == len(styles)  # overlapping runs stay distinguishable
             plt.close(fig)
+
+
+def test_the_zoomed_panel_is_drawn_at_the_scored_region(history_root: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from recorder.history.plot import timeline_figure, zoom_range
+
+    with open_history(history_root) as history:
+        t = load_timeline(history, "worked")
+    fig = timeline_figure(t)
+    whole, zoomed = fig.axes[:2]
+    assert zoomed.get_xlim() == pytest.approx(zoom_range(t))
+    assert zoomed.get_xlim()[1] - zoomed.get_xlim()[0] < (whole.get_xlim()[1] - whole.get_xlim()[0]) / 10
+    plt.close(fig)
+
+
+def test_a_failed_runs_picture_says_why(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    from recorder.history.plot import timeline_figure
+    from replay.scores import write_scores
+    from tests.history import report_runs
+
+    for run in (report_runs.failed(tmp_path), report_runs.aborted(tmp_path), report_runs.converged(tmp_path)):
+        write_scores(run, check=False)
+    said = {}
+    with open_history(tmp_path) as history:
+        for run_id in ("failed", "aborted", "converged"):
+            fig = timeline_figure(load_timeline(history, run_id))
+            said[run_id] = fig._suptitle.get_text()
+            plt.close(fig)
+    assert "did not converge (official): no evaluated checkpoint passes the target (> 0.69); " in said["failed"]
+    assert "the best scored 0.6800 at step 20" in said["failed"]
+    assert "no checkpoint was saved" in said["aborted"]
+    assert "training interrupted: interrupted by the user (SIGINT)" in said["aborted"]
+    assert "converged (official): step 19 passes; run_stop at 19.033 min" in said["converged"]

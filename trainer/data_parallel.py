@@ -17,9 +17,11 @@
 from __future__ import annotations
 
 import copy
+import signal
 from pathlib import Path
 from typing import Any
 
+from recorder.errors import DataError
 from recorder.kinds import RankStep
 from recorder.log import LogWriter
 from recorder.run import RunDir
@@ -27,11 +29,21 @@ from trainer.checkpoint import CheckpointWriter
 from trainer.config import TrainConfig
 from trainer.device import resolve_device, resolve_dtype
 from trainer.distributed import DistributedError, Ranks, join_process_group, leave_process_group
+from trainer.errors import TrainerError
 from trainer.loop import WRITER, GRPOTrainer, StepResult, TrainSummary, _to_device
 from trainer.policy.model import build_model, build_tokenizer
 from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
 from trainer.training_task import training_task
+
+
+class StoppedByLauncher(TrainerError, DataError):
+    """torchrun sent SIGTERM: another rank failed, or the job was stopped. Rank 0 records it in train_stop."""
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup that follows must not be cut short
+    raise StoppedByLauncher("stopped by SIGTERM from torchrun: another rank failed, or the job was stopped")
 
 
 def rank_writer(rank: int) -> str:
@@ -71,10 +83,13 @@ class DataParallelTrainer(GRPOTrainer):
         self.ranks = ranks
         self.rank_log: LogWriter | None = None
         self.shard_bytes = 0
+        self.cleaned_up = False
 
     def setup(self) -> RunDir:
         """Rank 0 sets the run up as one process does; the others build the same model and wait for its init."""
         join_process_group(self.ranks)
+        # torchrun stops every rank with SIGTERM when one fails: rank 0 then records train_stop, not nothing.
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
         if self.ranks.is_main:
             return super().setup()
         import torch
@@ -153,8 +168,21 @@ class DataParallelTrainer(GRPOTrainer):
         return result
 
     def cleanup(self, status: Any, reason: str) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a SIGTERM now would cut train_stop short
+        self.cleaned_up = True
+        super().cleanup(status, reason)
+
+    def run(self) -> TrainSummary:
+        """GRPOTrainer.run; every rank closes its own segment and leaves the group, whatever happened."""
         try:
-            super().cleanup(status, reason)
+            return super().run()
+        except StoppedByLauncher as e:
+            # The SIGTERM came while another failure (a peer gone: a gloo error) was being handled, before its
+            # cleanup began: record that failure now.
+            if self.log is not None and not self.cleaned_up:
+                cause = e.__context__ or e
+                self.cleanup("failed", f"step {(self.last_step or 0) + 1}: {type(cause).__name__}: {cause}")
+            raise
         finally:
             if self.rank_log is not None:
                 self.rank_log.close()

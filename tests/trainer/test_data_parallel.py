@@ -61,13 +61,17 @@ def test_nproc_refuses_before_launching_what_torchrun_would_report_per_rank(tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # nothing launched, nothing written
 
 
+def _launch(root: Path, run_id: str) -> list[str]:
+    """torchrun on a free port (--standalone), 2 ranks of `recorder train`, as a user launches it."""
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={WORLD}"]
+    return [*torchrun, "-m", "recorder.cli", "train", "--root", str(root), "--run-id", run_id]
+
+
 @pytest.fixture(scope="module")
 def dp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default config trained by 2 processes to the validation start (18 steps), as a user launches it."""
     root = tmp_path_factory.mktemp("dp")
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={WORLD}"]
-    command += ["-m", "recorder.cli", "train", "--root", str(root), "--run-id", "dp"]
-    command += ["--set", f"max_steps={VALIDATION_START}"]
+    command = [*_launch(root, "dp"), "--set", f"max_steps={VALIDATION_START}"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per rank on a small machine
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -136,3 +140,28 @@ def test_its_checkpoint_evaluates_and_its_run_replays_through_the_checkers(dp_ru
     replayed = run_cli("replay", str(dp_run), "--check")
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert re.search(r"^compliance checker \(mlperf-logging .*\): PASSED$", replayed.stdout, re.MULTILINE)
+
+
+@pytest.mark.slow
+def test_a_stopped_job_records_why_and_closes_every_segment(tmp_path: Path) -> None:
+    """torchrun stops every rank with SIGTERM when one fails or the job is cancelled: rank 0 records train_stop."""
+    import signal
+    import time
+
+    job = subprocess.Popen(
+        [*_launch(tmp_path, "stopped"), "--set", f"max_steps={VALIDATION_START}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    run = tmp_path / "stopped"
+    deadline = time.monotonic() + 600
+    while not (run.exists() and _of(run, "step_metrics")):  # stop it once it is training
+        assert job.poll() is None and time.monotonic() < deadline, "training never reached step 1"
+        time.sleep(1)
+    job.send_signal(signal.SIGTERM)
+    assert job.wait(timeout=300) != 0
+    (stop,) = _of(run, "train_stop")
+    assert stop.data["status"] == "failed" and "SIGTERM from torchrun" in stop.data["reason"]
+    verified = run_cli("verify", str(run))
+    assert verified.returncode == 0 and verified.stdout.count(" closed\n") == 3, verified.stdout

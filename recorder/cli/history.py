@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -110,6 +111,15 @@ def query(
         if out is None:
             raise
         raise write_failed(out, e) from e
+    if _READS_SCORES.search(sql):
+        err.print(
+            "note: scores (the runs and scores views) are each run's derived/scores.jsonl as written, not "
+            "re-derived here: `recorder runs` and `recorder verify RUN_DIR` check them against the events",
+            soft_wrap=True,
+        )
+
+
+_READS_SCORES = re.compile(r"\b(runs|scores)\b", re.IGNORECASE)
 
 
 def runs(root: RootOption = DEFAULT_ROOT) -> None:
@@ -117,15 +127,18 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
     with _open(root) as history:
         table = history.query(
             "SELECT run_id, origin, benchmark, division, global_batch_size AS gbs, steps, status, "
-            "passing_step, minutes, flags, scored_as, source, events FROM runs ORDER BY run_id"
+            "passing_step, minutes, flags, scored_as, source, events, path FROM runs ORDER BY run_id"
         )
         apart = history.query("SELECT run_id, target FROM runs WHERE NOT comparable ORDER BY run_id").to_pylist()
+    rows = table.to_pylist()
+    differ, unchecked = _recheck_scores(rows)
     view = Table(title=f"{table.num_rows} runs under {root}")
-    for name in table.column_names:
+    for name in table.column_names[:-1]:
         view.add_column(
             name, justify="right" if name in ("gbs", "steps", "passing_step", "minutes", "events") else "left"
         )
-    for row in table.to_pylist():
+    for row in rows:
+        del row["path"]
         minutes = row["minutes"]
         row["minutes"] = None if minutes is None else f"{minutes:.3f}"
         view.add_row(*(_cell(v) for v in row.values()))
@@ -139,11 +152,60 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    for run_id, why in differ:
+        console.print(
+            line(label("UNVERIFIED:", "bold red"), f"{run_id}: {why}; shown as the events derive it"),
+            "(`recorder replay` rewrites the file)",
+        )
+    if unchecked:
+        console.print(
+            f"{len(unchecked)} run(s) shown from derived/scores.jsonl without re-deriving it (flag unchecked; "
+            f"more than {RECHECK_EVENTS:,} events in all): `recorder verify RUN_DIR` checks a run's scores file",
+            highlight=False,
+        )
     if apart:  # judged by another target, or resumed: kept in the history, never an MLPerf result
         console.print(
             "NOT COMPARABLE to MLPerf results: "
             + "; ".join(f"{r['run_id']} ({_apart_reason(r['target'])})" for r in apart),
         )
+
+
+# `runs` re-derives the score it shows from each run's events, up to this many events in all (runs in
+# run-id order); a root larger than that shows the rest from their scores files, flagged unchecked.
+RECHECK_EVENTS = 5_000_000
+
+
+def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The score each row shows, re-derived from its run's events (derived/scores.jsonl is a file anyone who
+    can write the run can edit). A row that disagrees is shown as the events derive it, flagged unverified;
+    rows past the budget are flagged unchecked. Returns (run id, disagreement) pairs and unchecked run ids."""
+    from recorder.errors import RecorderError
+    from recorder.reader import read_run
+    from replay.scores_check import ScoreMismatch, recheck_shown
+
+    differ: list[tuple[str, str]] = []
+    unchecked: list[str] = []
+    budget = RECHECK_EVENTS
+    for row in rows:
+        if row["scored_as"] is None:
+            continue
+        budget -= row["events"] or 0
+        found: tuple[ScoreMismatch, dict[str, Any]] | None | Literal["unchecked"] = "unchecked"
+        if budget >= 0:
+            try:
+                run = RunDir.open(row["path"])
+                found = recheck_shown(run, read_run(run).events, row["scored_as"])
+            except RecorderError:  # a damaged run: the views already warned about it
+                pass
+        if found == "unchecked":
+            unchecked.append(row["run_id"])
+            row["flags"] = " ".join(filter(None, [row["flags"], "unchecked"]))
+        elif found is not None:
+            mismatch, fresh = found
+            differ.append((row["run_id"], str(mismatch.problem())))
+            row.update({k: fresh.get(k) for k in ("status", "passing_step", "minutes")})
+            row["flags"] = " ".join(filter(None, [row["flags"], "unverified"]))
+    return differ, unchecked
 
 
 def _apart_reason(target: float | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -13,6 +14,8 @@ from rich.table import Table
 from recorder.cli.output import console, cut, err, label, line, warning
 
 if TYPE_CHECKING:
+    from recorder.problem import Problem
+    from recorder.run import RunDir
     from recorder.signing import SignatureState
     from recorder.verify import SegmentSummary, VerifyReport
 
@@ -43,6 +46,8 @@ def verify(
         raise typer.BadParameter("--require-signed needs the keys to trust: --trust KEY.pub", param_hint="--trust")
     trusted = load_trusted(trust) if trust else None
     report = verify_with_cache(run_dir)
+    if report.ok:
+        report.problems.extend(_derived_scores(report.run))
     total = sum(s.events for s in report.segments)
     console.print(f"run {report.run.run_id}: {len(report.segments)} segments, {total} events")
     untrusted = 0
@@ -66,6 +71,17 @@ def verify(
         console.print(f"verify: FAILED ({untrusted} of {len(report.segments)} segments not signed by a trusted key)")
         raise typer.Exit(1)
     console.print("verify: intact")
+
+
+def _derived_scores(run: RunDir) -> list[Problem]:
+    """derived/scores.jsonl against what the events derive (replay.scores_check): a forged cache fails verify."""
+    from recorder.reader import read_run
+    from replay.scores import SCORES_FILE
+    from replay.scores_check import check_scores
+
+    if not os.path.lexists(run.derived / SCORES_FILE):
+        return []
+    return [m.problem() for m in check_scores(run, read_run(run).events)]
 
 
 def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] | None) -> SignatureState:

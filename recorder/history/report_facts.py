@@ -107,20 +107,17 @@ def ensure_derived(
     name = "as-recorded" if _is_imported(run) else "official"
     scores_path = run.derived / SCORES_FILE
     mllog_path = run.derived / f"result_{name}{'.' + UNVERIFIED if unverified else ''}.txt"
-    events = None
-    if not _fresh(scores_path, run):
-        from recorder.reader import read_run
+    from recorder.reader import read_run
+    from replay.scores_check import check_scores
 
-        events = read_run(run).events
+    events = read_run(run).events
+    # a scores file newer than the segments is still a file anyone can edit: re-derived when it disagrees
+    if not _fresh(scores_path, run) or check_scores(run, events):
         rows = mark_rows(compute_scores(run, ruleset), unverified=unverified, resumed=resumes(events))
         write_rows(run, rows)
     rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
     if _fresh(mllog_path, run):
         return rows, name, mllog_path, ""
-    if events is None:
-        from recorder.reader import read_run
-
-        events = read_run(run).events
     try:
         d = derive_run(events, applicable(events, ruleset)[0], name)
     except ReplayError as e:

@@ -1,0 +1,144 @@
+"""`derived/scores.jsonl` checked against what the events derive: a cache is shown only when it agrees.
+
+Anything under `derived/` can be edited by whoever can write the run, and the history's views show
+`scores.jsonl` as it is. So `recorder verify` re-derives every row of it (rule `derived-scores`), and
+`recorder runs` re-derives the score it shows. The compared columns are the facts a derivation fixes:
+status, passing step, run_start and run_stop times, minutes, target and comparability. The compliance
+checker's verdict (`checker`) is not re-run here (`recorder replay --check` does), nor are the texts
+(`why`) that name the reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from recorder.events import Event
+from recorder.problem import Problem
+from recorder.regular import is_regular
+from recorder.run import RunDir
+from replay.errors import ReplayError
+from replay.rulesets import get_known
+from replay.scores import SCORES_FILE, score_row
+
+RULE = "derived-scores"
+FACTS = ("run_id", "ruleset", "interpretation", "status", "passing_step", "run_start_ns", "run_stop_ns")
+FACTS_NUMBERS = ("minutes", "target")
+SCORES_LIMIT = 16 * 1024 * 1024  # a scores file is a few hundred bytes per interpretation
+
+
+@dataclass(frozen=True)
+class ScoreMismatch:
+    """A row of scores.jsonl that is not what the events derive."""
+
+    line_no: int
+    interpretation: str
+    message: str
+
+    def problem(self) -> Problem:
+        return Problem(
+            f"derived/{SCORES_FILE}", None, f"line {self.line_no} ({self.interpretation}): {self.message}", RULE
+        )
+
+
+def recorded_rows(run: RunDir) -> list[tuple[int, Any]] | ScoreMismatch:
+    """(line number, parsed JSON) of each non-empty line, or why the file cannot be read as scores."""
+    path = run.derived / SCORES_FILE
+    if not is_regular(path) or path.stat().st_size > SCORES_LIMIT:
+        return ScoreMismatch(0, "-", f"not a regular file of at most {SCORES_LIMIT} bytes")
+    out = []
+    for line_no, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append((line_no, json.loads(line)))
+            except ValueError:
+                return ScoreMismatch(line_no, "-", "not JSON")
+    return out
+
+
+def check_scores(
+    run: RunDir, events: Sequence[Event], interpretations: Sequence[str] | None = None
+) -> list[ScoreMismatch]:
+    """Every row of the run's scores.jsonl (or those of `interpretations`) against a fresh derivation from
+    `events`; empty when the file is absent or agrees."""
+    if not (run.derived / SCORES_FILE).exists():
+        return []
+    rows = recorded_rows(run)
+    if isinstance(rows, ScoreMismatch):
+        return [rows]
+    out = []
+    for line_no, row in rows:
+        if not isinstance(row, dict):
+            out.append(ScoreMismatch(line_no, "-", "not a JSON object"))
+            continue
+        interpretation = str(row.get("interpretation"))
+        if interpretations is not None and interpretation not in interpretations:
+            continue
+        message = _disagreement(row, events, run)
+        if message is not None:
+            out.append(ScoreMismatch(line_no, interpretation, message))
+    return out
+
+
+def derived_row(row: dict[str, Any], events: Sequence[Event], run: RunDir) -> dict[str, Any] | str:
+    """What the events derive for a recorded row's ruleset and interpretation (no checker), or why not."""
+    ruleset, interpretation = row.get("ruleset"), row.get("interpretation")
+    if not isinstance(ruleset, str) or not isinstance(interpretation, str):
+        return "names no ruleset or interpretation"
+    try:
+        get_known(ruleset)
+        return score_row(list(events), _run_id(events, run), ruleset, interpretation, check=False)
+    except ReplayError as e:
+        return f"cannot be derived ({e})"
+
+
+def _run_id(events: Sequence[Event], run: RunDir) -> str:
+    opened = next((e for e in events if e.kind == "run_opened"), None)
+    return opened.run_id if opened is not None else (events[0].run_id if events else run.run_id)
+
+
+def _disagreement(row: dict[str, Any], events: Sequence[Event], run: RunDir) -> str | None:
+    fresh = derived_row(row, events, run)
+    if isinstance(fresh, str):
+        return fresh
+    for key in FACTS:
+        if row.get(key) != fresh.get(key):
+            return f"{key} {row.get(key)!r}, the events derive {fresh.get(key)!r}"
+    for key in FACTS_NUMBERS:
+        if not _same(row.get(key), fresh.get(key)):
+            return f"{key} {row.get(key)!r}, the events derive {fresh.get(key)!r}"
+    if row.get("comparable") != fresh.get("comparable"):
+        return f"comparable {row.get('comparable')!r}, the events derive {fresh.get('comparable')!r}"
+    return None
+
+
+def _same(a: object, b: object) -> bool:
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+        return False
+    return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=1e-12)
+
+
+def recheck_shown(
+    run: RunDir, events: Sequence[Event], interpretation: str
+) -> tuple[ScoreMismatch, dict[str, Any]] | None:
+    """The row of `interpretation` that a history shows, re-derived: None when it agrees (or there is none),
+    else the disagreement and the row the events derive (its facts None where nothing can be derived)."""
+    mismatches = check_scores(run, events, [interpretation])
+    if not mismatches:
+        return None
+    rows = recorded_rows(run)
+    recorded = (
+        next(
+            (r for _, r in rows if isinstance(r, dict) and r.get("interpretation") == interpretation),
+            None,
+        )
+        if not isinstance(rows, ScoreMismatch)
+        else None
+    )
+    fresh = derived_row(recorded, events, run) if recorded is not None else "unreadable"
+    return mismatches[0], fresh if isinstance(fresh, dict) else {}

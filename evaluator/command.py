@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,13 +39,33 @@ def command_line(template: str, checkpoint: Path, out: Path) -> list[str]:
     return [a.replace("{checkpoint}", str(checkpoint)).replace("{out}", str(out)) for a in shlex.split(template)]
 
 
-def run_command(argv: list[str], where: str) -> dict[str, Any]:
-    """Run the command; -> what provenance records of it. CommandFailed when it cannot start or exits non-zero."""
-    details: dict[str, Any] = {"command": shlex.join(argv)}
+@dataclass(frozen=True, slots=True)
+class CommandRun:
+    """What running the command gave: its exit status and output, or why it could not start."""
+
+    returncode: int | None  # None: it never started (`error` says why)
+    stdout: bytes = b""
+    stderr: bytes = b""
+    error: str = ""
+
+
+def execute(argv: list[str]) -> CommandRun:
+    """Run `argv` here, without a shell. A worker calls this, so that the command gets the worker's
+    accelerator (a Ray actor with `num_gpus=1` sees only its own GPU)."""
     try:
         done = subprocess.run(argv, capture_output=True, check=False)
     except OSError as e:
-        raise CommandFailed(f"{where}: the evaluation command could not start: {e}", details) from e
+        return CommandRun(None, error=str(e))
+    return CommandRun(done.returncode, done.stdout, done.stderr)
+
+
+def run_command(argv: list[str], where: str, runner: Callable[[list[str]], CommandRun] = execute) -> dict[str, Any]:
+    """Run the command (through `runner`: a worker's); -> what provenance records of it. CommandFailed when
+    it cannot start or exits non-zero."""
+    details: dict[str, Any] = {"command": shlex.join(argv)}
+    done = runner(argv)
+    if done.returncode is None:
+        raise CommandFailed(f"{where}: the evaluation command could not start: {done.error}", details)
     details |= {
         "exit_status": done.returncode,
         "stdout_sha256": hashlib.sha256(done.stdout).hexdigest(),
@@ -90,6 +111,7 @@ def score_with_command(
     checked: tuple[str, dict[str, Any], dict[str, float]],
     *,
     segment: str,
+    runner: Callable[[list[str]], CommandRun],
     clock: Callable[[], int],
     start_ns: int,
     t0: float,
@@ -102,7 +124,7 @@ def score_with_command(
     out = folder / OUTPUT
     out.unlink(missing_ok=True)  # a file left by an earlier attempt must not pass for this one's
     t = time.monotonic()
-    command = run_command(command_line(template, directory, out), f"step {cp.step}")
+    command = run_command(command_line(template, directory, out), f"step {cp.step}", runner)
     timings["command_s"] = time.monotonic() - t
     accuracy, samples, records = read_output(out, f"step {cp.step}", command)
     timings["total_s"] = time.monotonic() - t0

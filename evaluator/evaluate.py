@@ -94,31 +94,58 @@ def evaluate_checkpoint(
     `score` replaces the benchmark's pass@k (the lm-eval harness passes its own); `start` gives eval_start's
     harness and tasks (this adds checkpoint, sha256 and worker).
     """
+    t0 = begin_evaluation(ctx, cp, start)
+    try:
+        written = compute(ctx, cp, t0, score)
+    except CheckpointRefused as e:
+        return record_refusal(ctx, cp, e, t0)
+    except BaseException as e:  # Ctrl-C or SystemExit: close the interval, then let it propagate
+        record_interruption(ctx, cp, e)
+        raise
+    return record_written(ctx, cp, written, t0)
+
+
+def begin_evaluation(ctx: Context, cp: CommittedCheckpoint, start: EvalStart | None = None) -> float:
+    """Append `cp`'s eval_start; -> the monotonic time it began (the evaluation's seconds count from it)."""
     t0 = time.monotonic()
-    w = ctx.writer
-    w.append(
+    ctx.writer.append(
         replace(start or EvalStart(), checkpoint=cp.path, sha256=cp.sha256, worker=ctx.workers.name),
         step=cp.step,
         samples_count=cp.samples_count,
     )
+    return t0
+
+
+def compute(ctx: Context, cp: CommittedCheckpoint, t0: float, score: Scoring | None = None) -> WrittenResults:
+    """Check and score `cp` and write its results.json; appends no event, so it may run off the driver's
+    thread. Every failure comes out as a CheckpointRefused (interruptions propagate as they are)."""
     try:
-        try:
-            written = (score or _score)(ctx, cp, t0)
-        except CheckpointRefused:
-            raise
-        except CheckpointError as e:  # the policy's loader refused it (pickled weights, missing files)
-            raise UnloadableCheckpointError(f"step {cp.step}: {e}") from e
-        except Exception as e:  # recorded as eval_failed and reported; the session exits non-zero
-            raise EvaluationCrashed(f"step {cp.step}: evaluation crashed: {type(e).__name__}: {e}") from e
-    except CheckpointRefused as e:
-        w.append(
-            EvalFailed(reason=str(e), error=type(e).__name__, **e.details), step=cp.step, samples_count=cp.samples_count
-        )
-        return CheckpointEvaluation(reason=str(e), error=type(e).__name__, seconds=time.monotonic() - t0)
-    except BaseException as e:  # Ctrl-C or SystemExit: close the interval, then let it propagate
-        failed = EvalFailed(reason=f"interrupted ({type(e).__name__})", error=type(e).__name__)
-        w.append(failed, step=cp.step, samples_count=cp.samples_count)
+        return (score or _score)(ctx, cp, t0)
+    except CheckpointRefused:
         raise
+    except CheckpointError as e:  # the policy's loader refused it (pickled weights, missing files)
+        raise UnloadableCheckpointError(f"step {cp.step}: {e}") from e
+    except Exception as e:  # recorded as eval_failed and reported; the session exits non-zero
+        raise EvaluationCrashed(f"step {cp.step}: evaluation crashed: {type(e).__name__}: {e}") from e
+
+
+def record_refusal(ctx: Context, cp: CommittedCheckpoint, e: CheckpointRefused, t0: float) -> CheckpointEvaluation:
+    """Append the eval_failed that ends `cp`'s evaluation, with the refusal's reason and details."""
+    ctx.writer.append(
+        EvalFailed(reason=str(e), error=type(e).__name__, **e.details), step=cp.step, samples_count=cp.samples_count
+    )
+    return CheckpointEvaluation(reason=str(e), error=type(e).__name__, seconds=time.monotonic() - t0)
+
+
+def record_interruption(ctx: Context, cp: CommittedCheckpoint, e: BaseException) -> None:
+    """Close `cp`'s evaluation with an eval_failed: the session is being interrupted (Ctrl-C, exit)."""
+    failed = EvalFailed(reason=f"interrupted ({type(e).__name__})", error=type(e).__name__)
+    ctx.writer.append(failed, step=cp.step, samples_count=cp.samples_count)
+
+
+def record_written(ctx: Context, cp: CommittedCheckpoint, written: WrittenResults, t0: float) -> CheckpointEvaluation:
+    """Append `cp`'s eval_result per score, naming results.json and its sha256, then eval_stop."""
+    w = ctx.writer
     rel = str(written.path.relative_to(ctx.facts.run.path))
     for key, value, result in written.results:
         w.append(
@@ -188,6 +215,7 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
                 ctx.options.command,
                 checked,
                 segment=ctx.writer.segment,
+                runner=ctx.workers.command,
                 clock=ctx.clock,
                 start_ns=start_ns,
                 t0=t0,

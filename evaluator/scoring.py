@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluator.command import CommandRun, execute
 from evaluator.passk import sample_seed
 from evaluator.results import Sample
 from evaluator.settings import Dtype
@@ -89,6 +90,10 @@ class Scorer:
         from trainer.policy.fingerprint import fingerprint
 
         return float(fingerprint(self.model, self.tokenizer, texts))
+
+    def command(self, argv: list[str]) -> CommandRun:
+        """The submitter's evaluation command, run in this worker (with its accelerator)."""
+        return execute(argv)
 
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
         """lm-eval requests on the loaded checkpoint (evaluator/harness/loglik.py METHODS), in order."""

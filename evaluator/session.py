@@ -19,10 +19,11 @@ from typing import Literal
 
 from evaluator.attempts import Attempt, attempts, open_attempts, scored
 from evaluator.errors import EvaluatorBusyError, RunNotWritableError
-from evaluator.evaluate import CheckpointEvaluation, Context, evaluate_checkpoint
+from evaluator.evaluate import CheckpointEvaluation, Context
 from evaluator.facts import RunFacts, read_facts
 from evaluator.order import arrange
 from evaluator.settings import Options, RunEvalConfig
+from evaluator.sweep import HandOut, sweep
 from evaluator.workers import Workers, start_workers
 from recorder.kinds import EvalFailed
 from recorder.log import LogWriter
@@ -152,40 +153,55 @@ def _evaluate_locked(
             workers="none",
             outcomes=_skipped_until_pass(steps, done, target, options.all),
         )
-    outcomes: list[Outcome] = []
-    remaining: list[int] = []
     with ExitStack() as stack:
         writer = stack.enter_context(LogWriter(facts.run, WRITER, clock=clock))
         closed = [close_interrupted(writer, a, facts) for a in stale]
-        ctx: Context | None = None
+        handout = HandOut(steps, everything=options.all, limit=options.limit)
+        ended: dict[int, Outcome] = {}
         for step in steps:
             if step in done:
-                outcome = _skipped(done[step], target)
-            elif options.limit is not None and sum(o.status != "skipped" for o in outcomes) >= options.limit:
-                remaining.append(step)
-                continue
-            else:
-                if ctx is None:
-                    workers = workers_factory(options.workers, options.ray_address)
-                    stack.callback(workers.close)
-                    ctx = Context(facts=facts, options=options, writer=writer, workers=workers, clock=clock)
-                outcome = _from_result(evaluate_checkpoint(ctx, facts.candidates[step]), step, target)
-            outcomes.append(outcome)
-            if on_outcome is not None:
-                on_outcome(outcome)
-            if outcome.passed and not options.all:
-                break
+                handout.end(step, passes(done[step].accuracy, target))
+                ended[step] = _skipped(done[step], target)
+                if on_outcome is not None:
+                    on_outcome(ended[step])
+        todo = _todo(steps, done, target, options.all)[: options.limit]
+        workers_name = "none"
+        if todo:
+            workers = workers_factory(options.workers, options.ray_address)
+            stack.callback(workers.close)
+            workers_name = workers.name
+            ctx = Context(facts=facts, options=options, writer=writer, workers=workers, clock=clock)
+
+            def record(step: int, result: CheckpointEvaluation) -> None:
+                ended[step] = _from_result(result, step, target)
+                if on_outcome is not None:
+                    on_outcome(ended[step])
+
+            # One checkpoint per worker when there are several to do; one checkpoint's samples shared otherwise.
+            sweep(ctx, handout, facts.candidates, workers.slots() if len(todo) > 1 else [workers], record)
         return Summary(
             run_id=facts.run.run_id,
             eval_cfg=facts.eval_cfg,
             problems=facts.problems,
             segment=writer.segment,
-            workers=ctx.workers.name if ctx else "none",
-            outcomes=outcomes,
+            workers=workers_name,
+            outcomes=_in_order(steps, ended, options.all),
             closed=closed,
-            remaining=remaining,
+            remaining=handout.remaining(),
             unverified=facts.unverified,
         )
+
+
+def _in_order(steps: list[int], ended: dict[int, Outcome], everything: bool) -> list[Outcome]:
+    """Outcomes in the chosen order: up to the first pass, then only what this session evaluated (a later
+    checkpoint that finished while an earlier one ran: recorded, but it did not decide)."""
+    out: list[Outcome] = []
+    for step in steps:
+        o = ended.get(step)
+        if o is None or (o.status == "skipped" and any(x.passed for x in out) and not everything):
+            continue
+        out.append(o)
+    return out
 
 
 def _skipped(a: Attempt, target: float) -> Outcome:

@@ -1,14 +1,16 @@
 """Evaluation workers: one in-process `Scorer`, or N Ray actors (one accelerator each where there are any).
 
-Both split the same sample plan and return samples in plan order, so the driver cannot tell them apart:
-with per-sample seeds the score is the same bits whichever is used (tests/evaluator/test_invariance.py).
-A plan is split by task in contiguous shards, one per worker.
+Ray actors are used two ways. With several checkpoints to evaluate, each actor takes a whole checkpoint
+(`slots()`: the sweep of one GPU per checkpoint, evaluator/sweep.py). With one, they split its sample plan
+by task in contiguous shards and return samples in plan order. Either way the driver cannot tell: with
+per-sample seeds every completion is the same bits (tests/evaluator/test_invariance.py).
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from evaluator.command import CommandRun, execute
 from evaluator.results import Sample
 from evaluator.scoring import Generation, Loading, Scorer
 
@@ -21,6 +23,8 @@ class Workers(Protocol):
     def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]: ...
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]: ...
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]: ...
+    def command(self, argv: list[str]) -> CommandRun: ...
+    def slots(self) -> list[Workers]: ...
     def close(self) -> None: ...
 
 
@@ -54,6 +58,13 @@ class LocalWorkers:
 
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
         return self._scorer.harness(name, requests, batch_size)
+
+    def command(self, argv: list[str]) -> CommandRun:
+        return execute(argv)
+
+    def slots(self) -> list[Workers]:
+        """One: this process evaluates one checkpoint at a time."""
+        return [self]
 
     def close(self) -> None:
         import torch
@@ -102,12 +113,48 @@ class RayWorkers:
         results = self._ray.get(pending)
         return [r for part in results for r in part]
 
+    def command(self, argv: list[str]) -> CommandRun:
+        result: CommandRun = self._ray.get(self._actors[0].command.remote(argv))
+        return result
+
+    def slots(self) -> list[Workers]:
+        """One single-actor view per actor: each evaluates a whole checkpoint on its own accelerator."""
+        return [ActorSlot(self._ray, a, f"{self.name} #{i}") for i, a in enumerate(self._actors)]
+
     def close(self) -> None:
         for a in self._actors:
             self._ray.kill(a)
         self._actors = []
         if self._started:
             self._ray.shutdown()
+
+
+class ActorSlot:
+    """One actor of a `RayWorkers`, evaluating whole checkpoints; closing it leaves the actor to its pool."""
+
+    def __init__(self, ray: Any, actor: Any, name: str) -> None:
+        self._ray, self._actor, self.name = ray, actor, name
+
+    def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]:
+        return [self._ray.get(self._actor.load.remote(checkpoint_dir, texts, loading))]
+
+    def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
+        samples: list[Sample] = self._ray.get(self._actor.score.remote(plan, gen))
+        return samples
+
+    def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
+        results: list[Any] = self._ray.get(self._actor.harness.remote(name, requests, batch_size))
+        return results
+
+    def command(self, argv: list[str]) -> CommandRun:
+        result: CommandRun = self._ray.get(self._actor.command.remote(argv))
+        return result
+
+    def slots(self) -> list[Workers]:
+        return [self]
+
+    def close(self) -> None:
+        pass
 
 
 def start_workers(n: int, address: str | None = None) -> Workers:

@@ -238,16 +238,17 @@ def _check_evaluations(
 ) -> None:
     imported = _imported(events)
     stops = [e.time_ns for e in events if e.kind == "train_stop"]
-    open_eval: dict[str, Event] = {}  # segment -> its eval_start not yet ended
+    # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
+    # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.
+    open_eval: dict[tuple[str, int | None], Event] = {}
     for e in events:
         if e.kind == "eval_start":
-            open_eval[e.segment] = e
+            open_eval[(e.segment, e.step)] = e
             _check_eval_start(e, commits.get(e.step) if e.step is not None else None, run_start, stops, imported, found)
         elif e.kind in ("eval_stop", "eval_failed"):
-            open_eval.pop(e.segment, None)
+            open_eval.pop((e.segment, e.step), None)
         elif e.kind == "eval_result":
-            start = open_eval.get(e.segment)
-            if not imported and (start is None or start.step != e.step):
+            if not imported and (e.segment, e.step) not in open_eval:
                 found.fail(
                     e, "eval-result-inside-evaluation", f"eval_result of step {e.step} outside an evaluation of it"
                 )

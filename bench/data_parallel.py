@@ -1,7 +1,7 @@
 """Seconds per training step of the default config in 1 process and in N data-parallel processes (torchrun).
 
     python bench/data_parallel.py                # 1 process, then 2 (torchrun --standalone), default steps
-    python bench/data_parallel.py --nproc 2 --steps 18
+    python bench/data_parallel.py --nproc 2 --steps 19
 
 Both runs train the same global batch (the default 16 prompts x 16 samples) from the same cached warm-up,
 one after the other on this machine, each as its own `recorder train` (OMP_NUM_THREADS=1 per process). Step
@@ -28,6 +28,7 @@ from typing import Any
 
 from recorder.reader import read_run
 from recorder.run import RunDir
+from trainer.config import load_config
 
 
 def train(root: Path, run_id: str, nproc: int, steps: int) -> float:
@@ -59,8 +60,9 @@ def facts(run: Path) -> tuple[dict[int, dict[str, Any]], dict[str, list[float]]]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nproc", type=int, default=2, help="data-parallel processes (default 2)")
-    parser.add_argument("--steps", type=int, default=18, help="steps per run (the default config's minimum: 18)")
+    parser.add_argument("--steps", type=int, default=0, help="steps per run (0: the validation start, the least)")
     a = parser.parse_args()
+    a.steps = a.steps or load_config().validation_start
     with tempfile.TemporaryDirectory(prefix="bench-dp-") as tmp:
         root = Path(tmp)
         wall = {n: train(root, f"p{n}", n, a.steps) for n in (1, a.nproc)}

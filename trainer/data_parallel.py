@@ -143,6 +143,10 @@ class DataParallelTrainer(GRPOTrainer):
             return 0.0
         return self.ckpt.save(self.plain, step=step, weight_update_ns=weight_update_ns) / 1e9
 
+    def sync_gradients(self, *, last: bool) -> None:
+        """Accumulate unreduced gradients over a step's micro-batches: one reduce-scatter per step."""
+        self.model.set_requires_gradient_sync(last)
+
     def train_step(self, step: int) -> StepResult:
         result = super().train_step(step)
         assert self.rank_log is not None and isinstance(self.rollout, GatheredRollout)

@@ -272,6 +272,7 @@ class GRPOTrainer:
             loss = clipped_policy_loss(
                 logp, logp.detach(), advantages[start : start + len(mb.inputs)], mb.mask, cfg.clip_epsilon, total_tokens
             )
+            self.sync_gradients(last=start + cfg.micro_batch_size >= len(prompts))
             # FSDP averages the ranks' gradients; each rank's loss is its part of the global loss: undo the mean.
             (loss * self.ranks.world_size).backward()
             loss_sum += loss.detach()  # summed on the device: no host sync per micro-batch
@@ -305,6 +306,9 @@ class GRPOTrainer:
             step_s=t4 - t0,
             optimizer_done_ns=done_ns,
         )
+
+    def sync_gradients(self, *, last: bool) -> None:
+        """Before a micro-batch's backward: data parallel reduces gradients over the ranks on the last one only."""
 
     def checkpoint_due(self, step: int) -> bool:
         """Checkpoints exactly from the validation start on (a bench may save at every step)."""

@@ -20,7 +20,9 @@ from trainer.config import load_config
 from trainer.data_parallel import check_data_parallel
 from trainer.distributed import Ranks
 
-GBS, VALIDATION_START = 256, 18  # the default config: 16 prompts x 16 samples; CEIL(2.5 + 3840/256) = 18
+DEFAULT = load_config()
+# The default config decides both: 16 prompts x 16 samples = 256, CEIL(2.5 + 3840/256) = 18 when written.
+GBS, VALIDATION_START = DEFAULT.global_batch_size, DEFAULT.validation_start
 WORLD = 2
 
 
@@ -38,7 +40,7 @@ def test_settings_data_parallel_cannot_run_are_named() -> None:
     assert len(problems) == 2
     assert problems[0].startswith("num_prompts_per_step: 3 prompts cannot be shared by 4 ranks")
     assert problems[1].startswith("rollout: vllm")
-    assert check_data_parallel(load_config(), Ranks(0, WORLD)) == []
+    assert check_data_parallel(DEFAULT, Ranks(0, WORLD)) == []
 
 
 def test_resume_under_torchrun_is_a_usage_error(tmp_path: Path) -> None:
@@ -52,9 +54,10 @@ def test_resume_under_torchrun_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_nproc_refuses_before_launching_what_torchrun_would_report_per_rank(tmp_path: Path) -> None:
-    too_many = run_cli("train", "--nproc", "17", "--root", str(tmp_path))
+    n = DEFAULT.num_prompts_per_step
+    too_many = run_cli("train", "--nproc", str(n + 1), "--root", str(tmp_path))
     assert too_many.returncode == 2
-    assert too_many.stderr.startswith("error: num_prompts_per_step: 16 prompts cannot be shared by 17 ranks")
+    assert too_many.stderr.startswith(f"error: num_prompts_per_step: {n} prompts cannot be shared by {n + 1} ranks")
     (tmp_path / "taken").mkdir()
     taken = run_cli("train", "--nproc", "2", "--root", str(tmp_path), "--run-id", "taken")
     assert taken.returncode == 2 and "run 'taken' already exists" in taken.stderr
@@ -69,13 +72,13 @@ def _launch(root: Path, run_id: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def dp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The default config trained by 2 processes to the validation start (18 steps), as a user launches it."""
+    """The default config trained by 2 processes to the validation start, as a user launches it."""
     root = tmp_path_factory.mktemp("dp")
     command = [*_launch(root, "dp"), "--set", f"max_steps={VALIDATION_START}"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per rank on a small machine
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "trained 18 steps (256 samples each)" in done.stdout
+    assert f"trained {VALIDATION_START} steps ({GBS} samples each)" in done.stdout
     assert done.stdout.count("run: ") == 1  # rank 0 speaks for the run
     return root / "dp"
 
@@ -123,7 +126,8 @@ def test_the_checkpoint_is_consolidated_as_one_process_saves_it(dp_run: Path, tr
     from safetensors import safe_open
 
     def layout(run: Path) -> tuple[dict[str, tuple[str, tuple[int, ...]]], list[str]]:
-        with safe_open(str(run / "checkpoints" / "step_0000018" / "model.safetensors"), "pt") as f:
+        weights = run / "checkpoints" / f"step_{VALIDATION_START:07d}" / "model.safetensors"
+        with safe_open(str(weights), "pt") as f:
             tensors = {k: (f.get_slice(k).get_dtype(), tuple(f.get_slice(k).get_shape())) for k in f.keys()}
             return tensors, sorted(f.metadata())
 

@@ -399,22 +399,23 @@ WITH f AS (
     coalesce(any_value(TRY_CAST(data->>'target' AS DOUBLE)) FILTER (kind = 'run_opened'),
              any_value(TRY_CAST(data->>'$.config.eval.target' AS DOUBLE)) FILTER (kind = 'run_opened'))
       AS target,
-    coalesce(bool_or(data->>'resumed_from' IS NOT NULL) FILTER (kind = 'run_opened'), false) AS resumed,
-    bool_or(kind = 'checkpoint_committed') AS checkpointed
+    coalesce(bool_or(data->>'resumed_from' IS NOT NULL) FILTER (kind = 'run_opened'), false) AS resumed
   FROM events
-  WHERE kind IN ('run_opened', 'run_start', 'block_stop', 'train_stop', 'checkpoint_committed')
+  WHERE kind IN ('run_opened', 'run_start', 'block_stop', 'train_stop')
      OR (kind = 'mllog_line' AND key IN ('submission_benchmark', 'submission_division', 'global_batch_size',
                                         'run_start'))
   GROUP BY run_id
 ),
+-- apart from f: DuckDB computes f's JSON extractions for every row f reads, and a long run has a commit per step
+checkpointed AS (SELECT DISTINCT run_id FROM events WHERE kind = 'checkpoint_committed'),
 unfinished AS (
   SELECT run_id, max(step) AS last_step FROM events
   WHERE kind IN ('weight_update', 'step_metrics')
     AND run_id IN (SELECT run_id FROM _run_sources EXCEPT SELECT run_id FROM f WHERE final_step IS NOT NULL)
   GROUP BY run_id
 )
-SELECT f.* EXCLUDE (final_step), coalesce(f.final_step, u.last_step) AS steps
-FROM f LEFT JOIN unfinished u USING (run_id)
+SELECT f.* EXCLUDE (final_step), c.run_id IS NOT NULL AS checkpointed, coalesce(f.final_step, u.last_step) AS steps
+FROM f LEFT JOIN unfinished u USING (run_id) LEFT JOIN checkpointed c USING (run_id)
 """
 
 # One row per run. Status, passing step and minutes come from the score replay wrote for the `official`
@@ -473,16 +474,22 @@ FROM m GROUP BY run_id, step
 
 _CHECKPOINTS = """
 CREATE OR REPLACE VIEW checkpoints AS
-SELECT run_id, step, samples_count, time_ns AS committed_ns,
-  TRY_CAST(data->>'weight_update_ns' AS BIGINT) AS weight_update_ns,
-  TRY_CAST(data->>'save_begin_ns' AS BIGINT) AS save_begin_ns,
-  TRY_CAST(data->>'save_end_ns' AS BIGINT) AS save_end_ns,
-  TRY_CAST(data->>'blocked_ns' AS BIGINT) / 1e9 AS blocked_s,
-  (TRY_CAST(data->>'save_end_ns' AS BIGINT) - TRY_CAST(data->>'save_begin_ns' AS BIGINT)) / 1e9 AS save_s,
-  (TRY_CAST(data->>'save_end_ns' AS BIGINT) - TRY_CAST(data->>'save_begin_ns' AS BIGINT)
-   - TRY_CAST(data->>'blocked_ns' AS BIGINT)) / 1e9 AS background_s,
-  data->>'path' AS path, data->>'sha256' AS sha256, TRY_CAST(data->>'bytes' AS BIGINT) AS bytes
-FROM events WHERE kind = 'checkpoint_committed'
+WITH c AS (  -- each commit's JSON parsed once (see steps)
+  SELECT run_id, step, samples_count, time_ns,
+    json_extract_string(data, ['$.weight_update_ns', '$.save_begin_ns', '$.save_end_ns', '$.blocked_ns', '$.path',
+                               '$.sha256', '$.bytes']) AS x
+  FROM events WHERE kind = 'checkpoint_committed'
+),
+t AS (
+  SELECT run_id, step, samples_count, time_ns, TRY_CAST(x[1] AS BIGINT) AS weight_update_ns,
+    TRY_CAST(x[2] AS BIGINT) AS save_begin_ns, TRY_CAST(x[3] AS BIGINT) AS save_end_ns,
+    TRY_CAST(x[4] AS BIGINT) AS blocked_ns, x[5] AS path, x[6] AS sha256, TRY_CAST(x[7] AS BIGINT) AS bytes
+  FROM c
+)
+SELECT run_id, step, samples_count, time_ns AS committed_ns, weight_update_ns, save_begin_ns, save_end_ns,
+  blocked_ns / 1e9 AS blocked_s, (save_end_ns - save_begin_ns) / 1e9 AS save_s,
+  (save_end_ns - save_begin_ns - blocked_ns) / 1e9 AS background_s, path, sha256, bytes
+FROM t
 """
 
 # One row per evaluation result or failure, with the interval around it (the same segment's nearest

@@ -7,8 +7,6 @@ Scores, checker verdicts and the mllog come from the files replay derives; this 
 
 from __future__ import annotations
 
-import base64
-import gzip
 import html
 import importlib.util
 import json
@@ -24,6 +22,7 @@ from recorder.errors import InputError
 from recorder.history.report_charts import accuracy_by_step, reward_by_step, timeline
 from recorder.history.report_facts import VERIFIED_AT_COMPACTION, RunFacts, attach_rcp, gather, read_views
 from recorder.history.report_mllog import HEAD, TAIL
+from recorder.history.report_plotly import encoded
 from recorder.history.report_series import MAX_ROWS, MIN_NS, capped, end_ns
 from recorder.history.report_sets import set_section
 from recorder.history.report_story import what_happened
@@ -39,8 +38,7 @@ def plotly_gz() -> str:
     spec = importlib.util.find_spec("plotly")
     if spec is None or not spec.submodule_search_locations:
         raise ReportError("recorder report needs plotly (its JavaScript is inlined): pip install 'recorder[report]'")
-    js = Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js"
-    return base64.b64encode(gzip.compress(js.read_bytes(), compresslevel=6, mtime=0)).decode("ascii")
+    return encoded(Path(next(iter(spec.submodule_search_locations))) / "package_data" / "plotly.min.js")
 
 
 def e(value: object) -> str:

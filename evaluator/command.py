@@ -149,4 +149,9 @@ def score_with_command(
     }
     path = folder / "results.json"
     sha = write_results(path, doc)
-    return doc, path, sha, [("accuracy", accuracy, EvalResult(metric="command", n=samples, target=target))]
+    return (
+        doc,
+        path,
+        sha,
+        [("accuracy", accuracy, EvalResult(metric="command", n=samples, target=target, backend="command"))],
+    )

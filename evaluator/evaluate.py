@@ -18,6 +18,7 @@ from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
 from evaluator.results import SCHEMA, Sample, results_dir, sample_rows, task_set_sha256, write_results
 from evaluator.scoring import Generation, Loading
 from evaluator.settings import Options, RunEvalConfig
+from evaluator.vllm_backend import VllmWorkers
 from evaluator.workers import Workers
 from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
 from recorder.log import LogWriter
@@ -109,7 +110,7 @@ def begin_evaluation(ctx: Context, cp: CommittedCheckpoint, start: EvalStart | N
     """Append `cp`'s eval_start; -> the monotonic time it began (the evaluation's seconds count from it)."""
     t0 = time.monotonic()
     ctx.writer.append(
-        replace(start or EvalStart(), checkpoint=cp.path, sha256=cp.sha256, worker=ctx.workers.name),
+        replace(start or _benchmark_start(ctx), checkpoint=cp.path, sha256=cp.sha256, worker=ctx.workers.name),
         step=cp.step,
         samples_count=cp.samples_count,
     )
@@ -162,6 +163,15 @@ def record_written(ctx: Context, cp: CommittedCheckpoint, written: WrittenResult
         results=rel,
         seconds=time.monotonic() - t0,
     )
+
+
+def _benchmark_start(ctx: Context) -> EvalStart:
+    """eval_start of the benchmark's score: which backend, and which task spec scores (the command's own
+    evaluation scores with --backend command, so no spec is named there)."""
+    backend = ctx.options.backend
+    if backend == "command":
+        return EvalStart(backend=backend)
+    return EvalStart(backend=backend, task=ctx.spec.name, task_sha256=ctx.spec.sha256)
 
 
 def integrity(
@@ -234,7 +244,16 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
     accuracy = (
         "accuracy",
         s.score,
-        EvalResult(metric=doc["metric"], n=doc["n_tasks"], k=doc["k"], target=doc["target"]),
+        EvalResult(
+            metric=doc["metric"],
+            n=doc["n_tasks"],
+            k=doc["k"],
+            target=doc["target"],
+            task=ctx.spec.name,
+            task_sha256=ctx.spec.sha256,
+            backend=ctx.options.backend,
+            batch_invariant=doc["backend"]["batch_invariant"],
+        ),
     )
     return WrittenResults(doc, path, sha, [accuracy])
 
@@ -269,6 +288,16 @@ def sample_and_score(
     pairs = [(x.prompt, x.answer) for x in items]
     score = pass_at_k(_outcomes(samples, n, cfg.k), cfg.k)
     return Sampled(gen=gen, samples=samples, pairs=pairs[:n], full=len(pairs), score=score)
+
+
+def _backend(ctx: Context) -> dict[str, Any]:
+    """results.json's `backend`: name, dtype, device, and whether completions depend on the batch size."""
+    o = ctx.options
+    out: dict[str, Any] = {"name": o.backend, "dtype": o.dtype, "device": o.device}
+    if isinstance(ctx.workers, VllmWorkers):
+        return out | ctx.workers.describe()
+    # trainer.policy.sampling: hashed per-sample noise, row-wise choice (tests/trainer/test_sampling.py)
+    return out | {"batch_invariant": True}
 
 
 def _outcomes(samples: list[Sample], n_tasks: int, k: int) -> list[list[bool]]:
@@ -323,7 +352,7 @@ def _document(
         "fingerprint": fp,
         "task_set": {"name": "validation", "n": len(pairs), "of": full, "sha256": task_set_sha256(pairs)},
         "task": ctx.spec.describe(),
-        "backend": {"name": ctx.options.backend, "dtype": ctx.options.dtype, "device": ctx.options.device},
+        "backend": _backend(ctx),
         "provenance": provenance(),
         "unverified": ctx.facts.unverified,
         "timings": {"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},

@@ -112,17 +112,29 @@ def evaluate_run(
     run_dir: Path | str | RunDir,
     options: Options,
     *,
-    workers_factory: Callable[[int, str | None], Workers] = start_workers,
+    workers_factory: Callable[[int, str | None], Workers] | None = None,
     clock: Callable[[], int] = time.time_ns,
     on_outcome: Callable[[Outcome], None] | None = None,
 ) -> Summary:
     """Evaluate a run's checkpoints per `options`; returns what happened (also when evaluations failed).
 
     One session at a time per run (a lock): the log is read, and the plan made, while holding it.
+    `workers_factory` defaults to the backend's: in-process or Ray torch workers, or the vLLM engine.
     """
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    if workers_factory is None:
+        workers_factory = _backend_workers(options)
     with session_lock(run):
         return _evaluate_locked(run, options, workers_factory, clock, on_outcome)
+
+
+def _backend_workers(options: Options) -> Callable[[int, str | None], Workers]:
+    if options.backend != "vllm":
+        return start_workers
+    from evaluator.vllm_backend import require_vllm, start_vllm_workers
+
+    require_vllm()  # before the lock and any event: exit 2 with how to install it
+    return start_vllm_workers
 
 
 def _evaluate_locked(

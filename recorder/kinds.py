@@ -415,6 +415,10 @@ class EvalStart(Payload):
     worker: str | int | None = None
     harness: Literal["lm-eval"] | None = None
     tasks: tuple[str, ...] | None = None
+    # benchmark sessions: the task spec that scores this attempt, and how completions are generated
+    task: str | None = None
+    task_sha256: str | None = None
+    backend: Literal["torch", "vllm", "command"] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -431,6 +435,12 @@ class EvalResult(Payload):
     harness: Literal["lm-eval"] | None = None
     num_fewshot: int | None = None
     line_no: int | None = None
+    task: str | None = None
+    task_sha256: str | None = None
+    backend: Literal["torch", "vllm", "command"] | None = None
+    # whether completions are the same whatever the batch size: torch by construction, vllm as measured on
+    # this checkpoint (evaluator/vllm_backend.py); left out where unknown (the submitter's command)
+    batch_invariant: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

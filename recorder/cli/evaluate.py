@@ -140,7 +140,9 @@ def eval_command(
         force=force,
     )
     summary = evaluate_run(run_dir, options, on_outcome=_print_outcome)
-    _print_summary(summary, all_=all_)
+    # what decided: the spec's pass@k, or with --backend command the command's own accuracy
+    compared = "the command's accuracy" if backend == "command" else summary.eval_cfg.metric
+    _print_summary(summary, all_=all_, compared=compared)
     if summary.failures:
         steps = ", ".join(str(o.step) for o in summary.failures)
         raise EvaluationsFailed(
@@ -149,8 +151,7 @@ def eval_command(
         )
     if summary.passing_step is None and not summary.remaining:
         raise NothingPassedError(
-            f"no evaluated checkpoint reached {summary.eval_cfg.metric} > "
-            f"{summary.eval_cfg.target}: no run_stop can claim success"
+            f"no evaluated checkpoint reached {compared} > {summary.eval_cfg.target}: no run_stop can claim success"
         )
 
 
@@ -236,7 +237,7 @@ def _print_outcome(o: Outcome) -> None:
     console.print(line(f"step {o.step}: accuracy {o.accuracy:.4f}", mark, where))
 
 
-def _print_summary(s: Summary, *, all_: bool) -> None:
+def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
     if s.unverified:
         console.print(
             line(
@@ -263,7 +264,7 @@ def _print_summary(s: Summary, *, all_: bool) -> None:
     console.print(head, highlight=False)
     if s.passing_step is not None:
         console.print(
-            f"first passing checkpoint: step {s.passing_step} ({s.eval_cfg.metric} > {s.eval_cfg.target})",
+            f"first passing checkpoint: step {s.passing_step} ({compared} > {s.eval_cfg.target})",
             highlight=False,
         )
     _print_not_comparable(s.eval_cfg.target)

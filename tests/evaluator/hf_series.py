@@ -47,18 +47,19 @@ def tokenizer(vocab_size: int = 300, corpus: list[str] | None = None) -> Any:
     return tok
 
 
-def model(vocab_size: int, step: int, seed: int = 0) -> Any:
-    """A random 2-layer Llama (seeded), its weights nudged by `step` so each step's checkpoint differs."""
+def model(vocab_size: int, step: int, seed: int = 0, hidden_size: int = 32, nudge: float = 1e-3) -> Any:
+    """A random 2-layer Llama (seeded), its weights nudged by `step` so each step's checkpoint differs. Two
+    heads: head size hidden_size / 2 (vLLM's CPU attention needs at least 32, so hidden_size 64 there)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     cfg = LlamaConfig(
         vocab_size=vocab_size,
-        hidden_size=32,
+        hidden_size=hidden_size,
         num_hidden_layers=2,
         num_attention_heads=2,
         num_key_value_heads=2,
-        intermediate_size=64,
+        intermediate_size=2 * hidden_size,
         max_position_embeddings=256,
         bos_token_id=1,
         eos_token_id=2,
@@ -72,7 +73,7 @@ def model(vocab_size: int, step: int, seed: int = 0) -> Any:
         torch.manual_seed(seed)
         m = LlamaForCausalLM(cfg)
         with torch.no_grad():
-            m.lm_head.weight.add_(1e-3 * step * torch.randn_like(m.lm_head.weight))
+            m.lm_head.weight.add_(nudge * step * torch.randn_like(m.lm_head.weight))
     return m.eval()
 
 
@@ -95,9 +96,11 @@ def write_step(root: Path, step: int, update_ms: int, tok: Any, m: Any, *, shard
     return path
 
 
-def write_series(root: Path, steps: dict[int, int], tok: Any | None = None) -> Path:
+def write_series(
+    root: Path, steps: dict[int, int], tok: Any | None = None, hidden_size: int = 32, nudge: float = 1e-3
+) -> Path:
     """A series `root/step_N` for each {step: weight update ms}, from one tiny random Llama."""
     tok = tok if tok is not None else tokenizer()
     for step, ms in steps.items():
-        write_step(root, step, ms, tok, model(len(tok), step))
+        write_step(root, step, ms, tok, model(len(tok), step, hidden_size=hidden_size, nudge=nudge))
     return root

@@ -16,12 +16,17 @@ from replay import synthetic
 
 
 @functools.cache
-def _tiny_checkpoint_parts(init_seed: int, sharpen: float) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
+def _tiny_checkpoint_parts(
+    init_seed: int, sharpen: float, hidden_size: int = 32
+) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
     from trainer.policy.fingerprint import fingerprint_record
     from trainer.policy.model import ModelConfig, build_model
     from trainer.policy.tokenizer import CharTokenizer
 
-    cfg = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64, init_seed=init_seed)
+    # Two heads: head size hidden_size / 2 (vLLM's CPU attention needs at least 32, so hidden_size 64 there).
+    cfg = ModelConfig(
+        hidden_size=hidden_size, num_layers=1, num_heads=2, intermediate_size=2 * hidden_size, init_seed=init_seed
+    )
     model = build_model(cfg)
     # Sharpen the random model's predictions, so that which id means which character (the tokenizer) and
     # the config change its fingerprint by far more than the tolerance, as they do for a trained model.
@@ -32,12 +37,17 @@ def _tiny_checkpoint_parts(init_seed: int, sharpen: float) -> tuple[dict[str, An
 
 
 def write_tiny_checkpoint(
-    directory: Path, step: int, weight_update_ns: int, init_seed: int = 0, sharpen: float = 40.0
+    directory: Path,
+    step: int,
+    weight_update_ns: int,
+    init_seed: int = 0,
+    sharpen: float = 40.0,
+    hidden_size: int = 32,
 ) -> dict[str, Any]:
     """A real checkpoint directory (trainer format); returns its checkpoint_committed data (path unset)."""
     from trainer.policy.checkpoint_files import write_checkpoint
 
-    tensors, config_json, tok_json, fp = _tiny_checkpoint_parts(init_seed, sharpen)
+    tensors, config_json, tok_json, fp = _tiny_checkpoint_parts(init_seed, sharpen, hidden_size)
     directory.parent.mkdir(parents=True, exist_ok=True)
     sha, size = write_checkpoint(
         directory,
@@ -63,6 +73,7 @@ def record_run(
     stopped: bool = True,
     paths: dict[int, str] | None = None,
     sharpen: float = 40.0,
+    hidden_size: int = 32,
 ) -> RunDir:
     """replay.synthetic's run (steps of 60 s, checkpoints from the validation start unless `checkpoint_steps`)
     with the evaluator's settings (`target`, `samples` tasks) and, unless `files=False`, a real tiny
@@ -71,7 +82,8 @@ def record_run(
     def tiny_checkpoint(run: RunDir, step: int, update: int) -> dict[str, Any]:
         if not files:
             return {"sha256": "0" * 64, "bytes": 0, "fingerprint": {}, "dtype": "float32"}
-        return write_tiny_checkpoint(run.path / f"checkpoints/step_{step:07d}", step, update, step % 2, sharpen)
+        directory = run.path / f"checkpoints/step_{step:07d}"
+        return write_tiny_checkpoint(directory, step, update, step % 2, sharpen, hidden_size)
 
     return synthetic.record_run(
         root,

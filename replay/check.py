@@ -94,7 +94,9 @@ def compliance_file(path: Path, ruleset: str, usage: str = "training") -> CheckR
     """The compliance checker on a file as it is: its verdict, or the exception it raised as a verdict."""
     from mlperf_logging.compliance_checker import mlp_compliance
 
-    with _quiet():
+    from replay.checker_configs import parsed_once
+
+    with _quiet(), parsed_once(mlp_compliance):
         del mlp_compliance.enqueued_configs[:]  # a module-level queue: left over by an earlier failure
         checker = mlp_compliance.make_checker(usage, ruleset, False, False)
         try:
@@ -116,6 +118,8 @@ def rcp(texts: Sequence[str], ruleset: str = "6.1.0", usage: str = "training") -
     """
     from mlperf_logging.rcp_checker import rcp_checker
 
+    from replay.rcp_data import prepared_once
+
     notes: list[str] = []
     files = list(texts)
     if len(files) == 1:
@@ -124,7 +128,7 @@ def rcp(texts: Sequence[str], ruleset: str = "6.1.0", usage: str = "training") -
         if copies > 1:
             files = files * copies
             notes.append(f"one run checked as {copies} identical copies (the RCP checker averages a set of runs)")
-    with tempfile.TemporaryDirectory(prefix="replay-rcp-") as tmp, _quiet():
+    with tempfile.TemporaryDirectory(prefix="replay-rcp-") as tmp, _quiet(), prepared_once(rcp_checker):
         for i, text in enumerate(files):
             (Path(tmp) / f"result_{i}.txt").write_text(text, encoding="utf-8")
         try:

@@ -134,6 +134,16 @@ def known_rulesets() -> dict[str, KnownRuleset]:
     return {name: _load(folder, name) for _, name, folder in sorted(found)}
 
 
+@cache
+def hpc_benchmarks() -> frozenset[str]:
+    """MLPerf HPC's benchmarks as the installed mlperf-logging names them (its result-file counts), less any
+    name a Training ruleset also uses: HPC usage is not covered yet (it has weak scaling and other rules)."""
+    from mlperf_logging.benchmark_meta import get_result_file_counts
+
+    training = {b for known in known_rulesets().values() for b in known.benchmarks}
+    return frozenset(get_result_file_counts("hpc")) - training
+
+
 def get_known(name: str) -> KnownRuleset:
     """The ruleset called `name`, or a clear error listing the installed ones (exit 2)."""
     known = known_rulesets()

@@ -110,11 +110,12 @@ def _outcome_and_text(run: _Run) -> tuple[RunOutcome, str | None]:
     try:
         d = derive_run(run.log.events, run.known.name, run.interpretation)
     except ReplayError as e:
-        write_rows(run.log.run, mark_rows(compute_scores(run.log.run, run.known.name), **_marks(run)))
+        write_rows(run.log.run, mark_rows(compute_scores(run.log.run, run.known.name, log=run.log), **_marks(run)))
         return RunOutcome(run.label, None, "none", None, str(e), run.interpretation), None
     check = compliance(d.text(), run.known.name)
     done: dict[str, Outcome] = {run.interpretation: (d, check)}
-    write_rows(run.log.run, mark_rows(compute_scores(run.log.run, run.known.name, done=done), **_marks(run)))
+    rows = compute_scores(run.log.run, run.known.name, done=done, log=run.log)
+    write_rows(run.log.run, mark_rows(rows, **_marks(run)))
     return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation), d.text()
 
 

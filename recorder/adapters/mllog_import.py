@@ -42,7 +42,7 @@ from recorder.run import RunDir
 from replay.errors import ImportFileError
 from replay.mllog_format import TOKEN, ParsedLine, parse_line
 from replay.rules import TRACKED_STATS
-from replay.rulesets import get_known
+from replay.rulesets import get_known, hpc_benchmarks
 
 WRITER = "import"
 _BOUNDARIES: dict[str, type[InitStart | InitStop | RunStart]] = {
@@ -82,21 +82,46 @@ def _decode(line: bytes) -> str:
         return line.decode("latin-1")
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
 def read_lines(path: Path) -> list[tuple[int, str]]:
-    """(line_no, text) of every line holding ':::MLLOG', text without its line ending."""
+    """(line_no, text) of every line holding ':::MLLOG', text without its line ending. A file that is not
+    an mllog is refused here, before anything is recorded: empty, compressed, or without one record."""
     if path.is_dir():
         raise ImportFileError(f"{path}: a folder with no result_*.txt; give an mllog file or a result folder")
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise ImportFileError(f"{path}: cannot read ({e.strerror}); give the path of an mllog file") from e
+    if not raw:
+        raise ImportFileError(f"{path}: empty file: no :::MLLOG line found; nothing to import")
+    if raw.startswith(_GZIP_MAGIC):
+        raise ImportFileError(
+            f"{path}: gzip-compressed; mlperf-logging's checker and result summarizer read plain text only: "
+            f"`gunzip` it and import the text"
+        )
     out = []
     for number, line in enumerate(_LINE_END.split(raw), start=1):
         if _TOKEN_BYTES in line:
             out.append((number, _decode(line)))
     if not out:
-        raise ImportFileError(f"{path}: no line holds ':::MLLOG'; is this an mllog (result_N.txt, *.out)?")
+        raise ImportFileError(
+            f"{path}: not an mllog: no :::MLLOG line found (no line holds ':::MLLOG'); give a result_N.txt "
+            "or a training job's output"
+        )
     return out
+
+
+def _require_a_record(path: Path, parsed: list[tuple[int, ParsedLine]]) -> None:
+    """A file whose ':::MLLOG' mentions are all prose (a README, a chat log) is not an mllog."""
+    if any(p.record is not None for _, p in parsed):
+        return
+    shown = ", ".join(str(n) for n, _ in parsed[:5]) + (", ..." if len(parsed) > 5 else "")
+    raise ImportFileError(
+        f"{path}: not an mllog: no :::MLLOG line found: {len(parsed)} line(s) mention ':::MLLOG' (line {shown}) "
+        "but none is followed by a JSON record"
+    )
 
 
 def default_run_id(path: Path) -> str:
@@ -229,7 +254,14 @@ def import_file(
     checker ships (the caller checks the name); one that does not know the log's benchmark is a warning."""
     numbered = read_lines(path)
     parsed = [(n, p) for n, line in numbered if (p := parse_line(line)) is not None]
+    _require_a_record(path, parsed)
     firsts = _first_values([p for _, p in parsed])
+    stated = firsts.get(C.SUBMISSION_BENCHMARK)
+    if isinstance(stated, str) and stated in hpc_benchmarks():
+        raise ImportFileError(
+            f"{path}: HPC not supported: {stated!r} is an MLPerf HPC benchmark; this recorder imports, replays and "
+            "scores MLPerf Training logs only"
+        )
     problem = None
     if ruleset is not None:  # the log is evidence: kept even where the ruleset does not know its benchmark
         benchmark, division = firsts.get(C.SUBMISSION_BENCHMARK), firsts.get(C.SUBMISSION_DIVISION)
@@ -243,7 +275,8 @@ def import_file(
     report = MllogImportReport(path, run)
     if problem is not None:
         report.warnings.append(f"{problem}: replay --check reports the checker's verdict; score refuses the run")
-    with LogWriter(run, WRITER, clock=lambda: last_ns) as w:
+    # The file is the record and stays where it is: one fsync at close (recorder/log.py's durability policy).
+    with LogWriter(run, WRITER, clock=lambda: last_ns, durability="at-close") as w:
         opened = RunOpened(
             benchmark=_text(firsts.get(C.SUBMISSION_BENCHMARK)),
             ruleset=ruleset,

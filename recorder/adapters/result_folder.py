@@ -13,6 +13,7 @@ from typing import Any
 
 from recorder.adapters.mllog_import import ResultSet
 from replay.errors import ImportFileError
+from replay.mllog_format import parse_line
 
 SCALING_FILE = "scaling.json"
 
@@ -45,11 +46,50 @@ def scaling_factor(folder: Path) -> tuple[float, str | None]:
     return float(factor), str(path)
 
 
+_BENCHMARK_KEY = b'"submission_benchmark"'
+
+
+def _stated_benchmark(path: Path) -> str | None:
+    """The benchmark the first `submission_benchmark` line of a log states (a byte search, not a parse)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None  # the import itself says why it cannot read the file
+    at = raw.find(_BENCHMARK_KEY)
+    if at < 0:
+        return None
+    start = max(raw.rfind(b"\n", 0, at), raw.rfind(b"\r", 0, at)) + 1
+    ends = [e for e in (raw.find(b"\n", at), raw.find(b"\r", at)) if e >= 0]
+    parsed = parse_line(raw[start : min(ends, default=len(raw))].decode("latin-1"))
+    value = parsed.get("value") if parsed is not None and parsed.key == "submission_benchmark" else None
+    return value if isinstance(value, str) else None
+
+
+def _require_one_benchmark(folder: Path, files: tuple[Path, ...]) -> None:
+    """A result folder holds the runs of one benchmark; the summarizer would score a mixed one as the folder's
+    name, whatever each log states."""
+    stated = {f.name: _stated_benchmark(f) for f in files}
+    if len({b for b in stated.values() if b is not None}) > 1:
+        listing = ", ".join(f"{name}: {b or '-'}" for name, b in stated.items())
+        raise ImportFileError(
+            f"{folder}: its result files state different benchmarks ({listing}); a result folder holds the runs "
+            "of one benchmark: import the files one by one, or fix the folder"
+        )
+
+
 def read_result_folder(folder: Path) -> ResultFolder:
     """The result files of `folder` in name order, its scaling factor and its system description."""
     files = tuple(sorted(p for p in folder.glob("result_*.txt") if p.is_file()))
     if not files:
+        compressed = sorted(p.name for p in folder.glob("result_*.gz"))
+        if compressed:
+            raise ImportFileError(
+                f"{folder}: no result_*.txt, only compressed files ({', '.join(compressed[:3])}"
+                f"{', ...' if len(compressed) > 3 else ''}): mlperf-logging's result summarizer reads result_*.txt "
+                "only; `gunzip` them first"
+            )
         raise ImportFileError(f"{folder}: no result_*.txt in this folder; give a result folder or mllog files")
+    _require_one_benchmark(folder, files)
     factor, scaling_file = scaling_factor(folder)
     system = folder.resolve().parent.name
     system_file = folder.resolve().parent.parent.parent / "systems" / f"{system}.json"

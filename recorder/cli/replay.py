@@ -398,7 +398,13 @@ def check_submission(
             if not bench.is_dir() or not any(bench.glob("result_*.txt")):
                 continue
             original = folder / bench.relative_to(package.copy)
-            checked = read_result_folder(bench)
+            try:
+                checked = read_result_folder(bench)
+            except ImportFileError as e:  # e.g. logs of two benchmarks: this set is not scored, the others are
+                all_scored = False
+                reason = str(e).replace(str(package.copy), str(folder))
+                table.add_row(bench.parent.name, bench.name, "-", "-", "-", "not imported", reason)
+                continue
             result_set = dataclasses.replace(checked.result_set, folder=str(original))
             for note in checked.notes:
                 console.print(line(label("note:", "yellow"), note.replace(str(package.copy), str(folder))))

@@ -34,6 +34,7 @@ class TestEvaluator(WriterContract):
 
 class TestMllogImporter(WriterContract):
     writer = "import"
+    durability = "at-close"  # the imported file is the record: one fsync at close
 
     def record(self, root: Path) -> RunDir:
         from recorder.adapters.mllog_import import import_file

@@ -5,7 +5,9 @@ segments are its own (`writer`); the class checks, on those segments:
 - the digest chain verifies (`recorder verify`'s check);
 - seq is contiguous from 0 in every segment;
 - every critical kind (catalogue.toml) was fsynced before its append returned: `os.fsync` is observed (it
-  still runs: nothing is faked), and the file's size at some fsync equals the end of the critical event;
+  still runs: nothing is faked), and the file's size at some fsync equals the end of the critical event; a
+  writer that copies a record kept elsewhere (`durability = "at-close"`, recorder/log.py) instead fsyncs
+  each segment whole, at close, and its folder after that;
 - every payload parses through recorder/kinds.py and gives back the bytes recorded;
 - every segment ends with `segment_closed` counting the events before it;
 - given a signing key (`signed = True`: RECORDER_SIGNING_KEY set while it records), every segment is signed
@@ -84,6 +86,7 @@ class WriterContract:
     writer: ClassVar[str]
     shared_run: ClassVar[str | None] = None
     signed: ClassVar[bool] = False
+    durability: ClassVar[str] = "critical"
 
     def record(self, root: Path) -> RunDir:
         raise NotImplementedError
@@ -115,6 +118,9 @@ class WriterContract:
     def test_critical_kinds_are_fsynced_when_appended(self, recorded: Recorded, segments: list[Segment]) -> None:
         if recorded.fsyncs is None:
             pytest.skip(f"the {self.writer} run is a shared fixture recorded before this class: fsyncs unseen")
+        if self.durability == "at-close":
+            self._check_synced_at_close(recorded.fsyncs, segments)
+            return
         critical = critical_kinds()
         checked = 0
         for s in segments:
@@ -124,3 +130,13 @@ class WriterContract:
                     assert end in synced, f"{s.name} seq {e.seq} ({e.kind}) was not fsynced at byte {end}"
                     checked += 1
         assert checked > 0, "no critical event to check"
+
+    @staticmethod
+    def _check_synced_at_close(fsyncs: list[tuple[str, int]], segments: list[Segment]) -> None:
+        for s in segments:
+            path = str(s.path.resolve())
+            mine = [i for i, (p, _) in enumerate(fsyncs) if p == path]
+            assert mine, f"{s.name} was never fsynced"
+            assert fsyncs[mine[-1]][1] == s.path.stat().st_size, f"{s.name}: the last fsync did not cover the file"
+            folder = str(s.path.parent.resolve())
+            assert any(p == folder for p, _ in fsyncs[mine[-1] + 1 :]), f"{s.name}: events/ not fsynced after close"

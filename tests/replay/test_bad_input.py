@@ -104,7 +104,9 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     _assert_clean_error(run_cli("import", str(tmp_path / "missing.txt"), "--root", str(tmp_path)), 2, "cannot read")
     empty = tmp_path / "empty.txt"
     empty.write_text("hello\n")
-    _assert_clean_error(run_cli("import", str(empty), "--root", str(tmp_path)), 2, "no line holds ':::MLLOG'")
+    _assert_clean_error(
+        run_cli("import", str(empty), "--root", str(tmp_path)), 2, f"{empty}: not an mllog: no :::MLLOG line found"
+    )
     _assert_clean_error(
         run_cli("import", str(empty), str(empty), "--root", str(tmp_path), "--run-id", "x"), 2, "--run-id names one run"
     )

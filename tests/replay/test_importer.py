@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from recorder.adapters.mllog_import import import_file
 from recorder.reader import read_run
 from replay.derive import derive_run
+from replay.mllog_format import parse_line
 
 NO_NEWLINE = st.text(alphabet=st.characters(blacklist_characters="\n\r", blacklist_categories=("Cs",)), max_size=20)
 PREFIX = st.sampled_from(["", "0: ", "[1,0]<stdout>:", ":::SYSJSON ", "junk "])
@@ -46,7 +47,8 @@ def mllog_line(draw: st.DrawFn) -> str:
 
 
 LINES = st.lists(st.one_of(mllog_line(), NO_NEWLINE), min_size=1, max_size=25).filter(
-    lambda lines: any(":::MLLOG" in line for line in lines)
+    # an mllog holds at least one record (a file of malformed mentions only is refused: test_real_world_logs)
+    lambda lines: any((p := parse_line(line)) is not None and p.record is not None for line in lines)
 )
 
 

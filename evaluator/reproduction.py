@@ -95,7 +95,7 @@ def recorded_evaluation(run: RunDir, attempt: Attempt) -> RecordedEvaluation:
         )
     try:
         doc = json.loads(path.read_bytes())
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
         raise MissingEvidenceError(f"{where}: {result.results} is not JSON") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("samples"), list):
         raise MissingEvidenceError(

@@ -81,7 +81,7 @@ class Event:
         # (reading does not check digests; `verify` does).
         try:
             return json.loads(text)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # RecursionError: nested deeper than Python parses
             raise EventDecodeError(
                 f"{self.segment} seq {self.seq}: {column} is not JSON ({e}): the segment was "
                 "altered; run `recorder verify`"

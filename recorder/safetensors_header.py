@@ -50,7 +50,7 @@ def read_header(path: Path) -> Header:
         raise HeaderError(f"{path}: cannot read ({e.strerror})") from e
     try:
         doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError; RecursionError: too deep
         raise HeaderError(f"{path}: the safetensors header is not JSON ({e})") from e
     if not isinstance(doc, dict):
         raise HeaderError(f"{path}: the safetensors header is not a JSON object")

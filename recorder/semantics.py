@@ -293,7 +293,7 @@ def _check_evidence(run: RunDir, e: Event, run_id: str | None, commit: Event | N
         return
     try:
         doc = json.loads(path.read_bytes())
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.get('results')} is not JSON")
         return
     for message in _evidence_disagrees(doc if isinstance(doc, dict) else {}, e, run_id, commit):

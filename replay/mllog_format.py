@@ -95,6 +95,8 @@ def parse_line(text: str) -> ParsedLine | None:
         record = json.loads(body)
     except json.JSONDecodeError as e:
         return ParsedLine(text, text[:at], None, f"malformed JSON: {e.msg} at column {e.colno}")
+    except RecursionError:
+        return ParsedLine(text, text[:at], None, "malformed JSON: nested deeper than Python parses")
     if not isinstance(record, dict):
         return ParsedLine(text, text[:at], None, f"malformed record: a JSON {type(record).__name__}, not an object")
     return ParsedLine(text, text[:at], record, None)

@@ -61,7 +61,7 @@ def audit_command(
         raise AuditFailed(
             f"{len(failed)} of {len(report.steps)} audited evaluation(s) not reproduced ("
             + ", ".join(f"step {s.step}: {s.status}" for s in failed)
-            + "): the recorded score is not what its checkpoint gives"
+            + "): re-evaluating the recorded checkpoint does not confirm the record"
         )
 
 

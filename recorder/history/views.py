@@ -174,7 +174,7 @@ def read_scores(run: RunDir) -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # RecursionError: nested deeper than Python parses
             raise HistoryError(f"{path} line {line_no}: not JSON ({e}); rerun `recorder score {run.path}`") from e
         if not isinstance(row, dict):
             raise HistoryError(f"{path} line {line_no}: not a JSON object")

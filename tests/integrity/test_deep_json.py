@@ -1,0 +1,71 @@
+"""JSON nested deeper than Python parses (`[[[[...]]]]`, 100,000 deep: a RecursionError, not a ValueError) in
+every file a forger controls: an event's data with the chain recomputed, a results.json with its sha256
+recomputed, a safetensors header, an mllog line. Each ends in a clean error or a named problem, never a
+traceback."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from pathlib import Path
+
+import pytest
+
+from evaluator.audit import AuditOptions, audit_run
+from recorder import canonical
+from recorder.events import GENESIS_DIGEST, arrow_schema, canonical_bytes, chain_digest
+from recorder.safetensors_header import HeaderError, read_header
+from recorder.segment import END_OF_STREAM, row_encoder, schema_message
+from recorder.verify import verify_run
+from replay.mllog_format import parse_line
+from tests.helpers import run_cli
+from tests.integrity.forge import rows
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _evaluator(run: Path) -> Path:
+    return run / "events" / "evaluator-0001.arrows"
+
+
+def test_an_event_whose_data_nests_too_deep_is_a_clean_error(attacked: Path) -> None:
+    previous, body = GENESIS_DIGEST, [schema_message(arrow_schema())]
+    for seq, e in enumerate(rows(_evaluator(attacked))):  # the writer's encoding, chain recomputed
+        data = '{"checkpoint":' + DEEP + "}" if e["kind"] == "eval_start" else canonical.dumps(e["data"])
+        value = None if e["value"] is None else canonical.dumps(e["value"])
+        cols = (e["run_id"], e["writer"], seq, e["time_ns"], e["mono_ns"], e["kind"], e["step"])
+        cols += (e["samples_count"], e["key"], value, data)
+        previous = chain_digest(previous, canonical_bytes(*cols))
+        body.append(row_encoder().encode((*cols, previous.hex())))
+    _evaluator(attacked).write_bytes(b"".join([*body, END_OF_STREAM]))
+    for command in ("verify", "replay"):
+        done = run_cli(command, str(attacked))
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "evaluator-0001.arrows seq 0: data is not JSON" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_results_json_nesting_too_deep_is_named_by_verify_and_missing_evidence_to_audit(attacked: Path) -> None:
+    from tests.integrity.forge import write
+
+    events = rows(_evaluator(attacked))
+    body = DEEP.encode()
+    (attacked / "derived" / "evals" / "step_0000018" / "results.json").write_bytes(body)
+    result = next(e for e in events if e["kind"] == "eval_result" and e["step"] == 18)
+    result["data"] = {**result["data"], "results_sha256": hashlib.sha256(body).hexdigest()}
+    write(_evaluator(attacked), events)
+    assert [(p.rule, p.seq) for p in verify_run(attacked).problems] == [("eval-evidence", result["seq"])]
+    (step,) = audit_run(attacked, AuditOptions(force=True)).steps
+    assert step.status == "missing evidence" and "is not JSON" in step.detail
+
+
+def test_a_safetensors_header_nesting_too_deep_is_a_header_error(tmp_path: Path) -> None:
+    header = ('{"__metadata__":' + DEEP + "}").encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    with pytest.raises(HeaderError, match="not JSON"):
+        read_header(path)
+
+
+def test_an_mllog_line_nesting_too_deep_is_malformed() -> None:
+    parsed = parse_line(":::MLLOG " + DEEP)
+    assert parsed is not None and parsed.error == "malformed JSON: nested deeper than Python parses"

@@ -187,6 +187,8 @@ def _audit_step(
     if diff is None:
         return _verdict(recorded, "reproduced", "", None, t0=t0, rows=rows, score=sampled.score)
     detail = str(diff)
+    if recorded.backend not in (None, "torch"):  # vLLM's kernels give other bits than ours: not a forgery sign
+        detail += f" (evaluated with --backend {recorded.backend}; audit re-evaluates with torch)"
     if recorded.device not in (None, options.device):
         detail += f" (evaluated on {recorded.device}, audited on {options.device}: bit for bit needs the same --device)"
     return _verdict(recorded, "differs", detail, diff, t0=t0, rows=rows, score=sampled.score)

@@ -62,6 +62,10 @@ class RecordedEvaluation:
     def device(self) -> str | None:
         return self._backend("device")
 
+    @property
+    def backend(self) -> str | None:
+        return self._backend("name")
+
     def _backend(self, key: str) -> str | None:
         backend = self.doc.get("backend")
         value = backend.get(key) if isinstance(backend, dict) else None

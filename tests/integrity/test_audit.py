@@ -91,6 +91,7 @@ def test_forged_sample_outcomes_differ_at_the_first_forged_sample(attacked: Path
     doc = json.loads(_results(attacked, 18).read_text())
     wrong = next(i for i, s in enumerate(doc["samples"]) if not s["correct"])
     doc["samples"][wrong].update(correct=True, reward=1.0)  # a failed sample claimed as correct
+    doc["backend"].update(name="vllm", device="cuda")  # and claimed to come from another backend and device
     _rehash(attacked, 18, doc, events)
     write(_evaluator(attacked), events)
     assert verify_run(attacked).ok, verify_run(attacked).problems
@@ -98,6 +99,8 @@ def test_forged_sample_outcomes_differ_at_the_first_forged_sample(attacked: Path
     assert step.status == "differs" and step.difference is not None
     assert step.difference.what.startswith(f"sample {wrong} (task ") and step.difference.what.endswith(": reward")
     assert (step.difference.recorded, step.difference.recomputed) == (1.0, 0.0)
+    assert "(evaluated with --backend vllm; audit re-evaluates with torch)" in step.detail
+    assert "(evaluated on cuda, audited on cpu: bit for bit needs the same --device)" in step.detail
 
 
 @pytest.fixture(scope="module")

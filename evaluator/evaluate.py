@@ -150,7 +150,7 @@ def record_written(ctx: Context, cp: CommittedCheckpoint, written: WrittenResult
     rel = str(written.path.relative_to(ctx.facts.run.path))
     for key, value, result in written.results:
         w.append(
-            replace(result, results=rel, results_sha256=written.sha256),
+            replace(result, results=rel, results_sha256=written.sha256, unverified=_unverified(ctx)),
             step=cp.step,
             samples_count=cp.samples_count,
             key=key,
@@ -256,6 +256,15 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
         ),
     )
     return WrittenResults(doc, path, sha, [accuracy])
+
+
+def _unverified(ctx: Context) -> str | None:
+    """What eval_result records of a run evaluated with --force although it fails verify (cut: one line)."""
+    problems = ctx.facts.unverified
+    if not problems:
+        return None
+    first = problems[0] if len(problems[0]) <= 300 else problems[0][:297] + "..."
+    return first + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

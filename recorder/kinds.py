@@ -394,6 +394,7 @@ class CheckpointCommitted(Payload):
     dtype: str | None
     source: Source | None = None
     prompts: int | None = None
+    files: Mapping[str, str] | None = None  # the trainer's config.json and tokenizer.json: name -> sha256
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -441,6 +442,7 @@ class EvalResult(Payload):
     # whether completions are the same whatever the batch size: torch by construction, vllm as measured on
     # this checkpoint (evaluator/vllm_backend.py); left out where unknown (the submitter's command)
     batch_invariant: bool | None = None
+    unverified: str | None = None  # eval --force on a run that fails verify: the first problem verify found
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

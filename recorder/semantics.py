@@ -20,6 +20,7 @@ the events mean. Each rule below has a name that every failure carries, with the
   states the same step, checkpoint, run and score.
 
 A checkpoint file that is missing is a warning (it cannot be checked; nothing can be evaluated from it).
+Payloads are read through recorder/kinds.py: one that does not parse fails with rule `payload`.
 Imported runs (`provenance.imported_from`) carry the original log as their evidence, not results.json.
 """
 
@@ -31,9 +32,11 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
+from recorder.errors import EventDecodeError
 from recorder.events import Event
+from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, Payload, PayloadError, RunOpened
 from recorder.problem import Problem
 from recorder.run import RunDir
 from recorder.safetensors_header import HeaderError, read_header
@@ -57,6 +60,18 @@ class Findings:
 
     def fail(self, e: Event, rule: str, message: str) -> None:
         self.problems.append(Problem(e.segment, e.seq, message, rule))
+
+
+P = TypeVar("P", bound=Payload)
+
+
+def _parsed(cls: type[P], e: Event, found: Findings) -> P | None:
+    """`e`'s payload, or None after failing rule `payload` (a rechained segment can hold any data)."""
+    try:
+        return cls.from_event(e)
+    except (PayloadError, EventDecodeError) as err:
+        found.fail(e, "payload", str(err).split(": ", 1)[-1])
+        return None
 
 
 def sha256_file(path: Path) -> str:
@@ -137,6 +152,14 @@ def _ago(reference: int, e: Event) -> str:
     return f"{(reference - e.time_ns) / 1e9:.3f} s before"
 
 
+@dataclass(frozen=True)
+class Commit:
+    """A checkpoint_committed event and its parsed payload."""
+
+    event: Event
+    data: CheckpointCommitted
+
+
 def _check_commits(
     run: RunDir,
     events: list[Event],
@@ -144,77 +167,79 @@ def _check_commits(
     run_start: int | None,
     updates: dict[tuple[str, int], Event],
     found: Findings,
-) -> dict[int, Event]:
+) -> dict[int, Commit]:
     """step -> its (first) commit; checks each commit's timeline and files."""
-    commits: dict[int, Event] = {}
+    commits: dict[int, Commit] = {}
     for e in events:
         if e.kind != "checkpoint_committed" or e.step is None:
             continue
-        d = e.data
+        d = _parsed(CheckpointCommitted, e, found)
+        if d is None:
+            continue
         seen = commits.get(e.step)
-        if seen is not None and (seen.data.get("sha256"), seen.data.get("path")) != (d.get("sha256"), d.get("path")):
+        if seen is not None and (seen.data.sha256, seen.data.path) != (d.sha256, d.path):
             found.fail(
                 e,
                 "one-commit-per-step",
-                f"step {e.step} committed again with other weights (first at {seen.segment} seq {seen.seq})",
+                f"step {e.step} committed again with other weights "
+                f"(first at {seen.event.segment} seq {seen.event.seq})",
             )
-        commits.setdefault(e.step, e)
+        commits.setdefault(e.step, Commit(e, d))
         if run_start is not None and e.time_ns < run_start:
             found.fail(
                 e, "update-after-run-start", f"checkpoint_committed of step {e.step} is {_ago(run_start, e)} run_start"
             )
         update = updates.get((e.segment, e.step))
         if update is not None:
-            if d.get("weight_update_ns") != update.time_ns:
+            if d.weight_update_ns != update.time_ns:
                 found.fail(
                     e,
                     "update-before-commit",
-                    f"weight_update_ns {d.get('weight_update_ns')} is not the time of step "
+                    f"weight_update_ns {d.weight_update_ns} is not the time of step "
                     f"{e.step}'s weight_update (seq {update.seq}, {update.time_ns})",
                 )
             elif e.time_ns < update.time_ns:
                 found.fail(e, "update-before-commit", f"committed {_ago(update.time_ns, e)} its weight update")
-        _check_commit_files(run, e, run_id, found)
+        _check_commit_files(run, Commit(e, d), run_id, found)
     return commits
 
 
-def _check_commit_files(run: RunDir, e: Event, run_id: str | None, found: Findings) -> None:
-    d = e.data
-    if d.get("format") != TRAINER_FORMAT:
+def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: Findings) -> None:
+    e, d = commit.event, commit.data
+    if d.format != TRAINER_FORMAT:
         return  # adapters' formats (directories, indexes) are checked when evaluated
-    directory = inside(run, d.get("path"))
+    directory = inside(run, d.path)
     if directory is None:
-        found.fail(e, "commit-inside-run", f"checkpoint path {d.get('path')!r} leaves the run directory")
+        found.fail(e, "commit-inside-run", f"checkpoint path {d.path!r} leaves the run directory")
         return
     weights = directory / WEIGHTS_FILE
     if not weights.is_file():
         found.warnings.append(
-            f"{e.segment} seq {e.seq}: step {e.step}'s {d.get('path')}/{WEIGHTS_FILE} is missing: not checked"
+            f"{e.segment} seq {e.seq}: step {e.step}'s {d.path}/{WEIGHTS_FILE} is missing: not checked"
         )
         return
     size = weights.stat().st_size
-    if d.get("bytes") is not None and size != d.get("bytes"):
-        found.fail(
-            e, "commit-sha", f"{weights.name} of step {e.step} has {size} bytes, the commit says {d.get('bytes')}"
-        )
+    if size != d.bytes:
+        found.fail(e, "commit-sha", f"{weights.name} of step {e.step} has {size} bytes, the commit says {d.bytes}")
         return
-    if sha256_file(weights) != d.get("sha256"):
+    if sha256_file(weights) != d.sha256:
         found.fail(e, "commit-sha", f"sha256 of step {e.step}'s {weights.name} is not the committed one")
         return
-    _check_metadata(weights, e, run_id, found)
-    for name, sha in sorted((d.get("files") or {}).items()):
-        path = inside(run, f"{d.get('path')}/{name}")
+    _check_metadata(weights, commit, run_id, found)
+    for name, sha in sorted((d.files or {}).items()):
+        path = inside(run, f"{d.path}/{name}")
         if path is None or not path.is_file() or sha256_file(path) != sha:
             found.fail(e, "commit-files", f"step {e.step}'s {name} is missing or not the committed one")
 
 
-def _check_metadata(weights: Path, e: Event, run_id: str | None, found: Findings) -> None:
+def _check_metadata(weights: Path, commit: Commit, run_id: str | None, found: Findings) -> None:
+    e = commit.event
     try:
         meta = read_header(weights).metadata
     except HeaderError as err:
         found.fail(e, "commit-metadata", str(err))
         return
-    expect = {"step": str(e.step), "weight_update_ns": str(e.data.get("weight_update_ns"))}
+    expect = {"step": str(e.step), "weight_update_ns": str(commit.data.weight_update_ns)}
     if run_id is not None and "run_id" in meta:
         expect["run_id"] = run_id
     for key, value in expect.items():
@@ -223,9 +248,10 @@ def _check_metadata(weights: Path, e: Event, run_id: str | None, found: Findings
             return
 
 
-def _imported(events: list[Event]) -> bool:
-    opened = next((e for e in events if e.kind == "run_opened"), None)
-    return opened is not None and bool((opened.data.get("provenance") or {}).get("imported_from"))
+def _imported(events: list[Event], found: Findings) -> bool:
+    e = next((e for e in events if e.kind == "run_opened"), None)
+    opened = _parsed(RunOpened, e, found) if e is not None else None
+    return opened is not None and bool(opened.provenance.get("imported_from"))
 
 
 def _check_evaluations(
@@ -233,85 +259,88 @@ def _check_evaluations(
     events: list[Event],
     run_id: str | None,
     run_start: int | None,
-    commits: dict[int, Event],
+    commits: dict[int, Commit],
     found: Findings,
 ) -> None:
-    imported = _imported(events)
+    imported = _imported(events, found)
     stops = [e.time_ns for e in events if e.kind == "train_stop"]
     # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
     # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.
     open_eval: dict[tuple[str, int | None], Event] = {}
     for e in events:
+        commit = commits.get(e.step) if e.step is not None else None
         if e.kind == "eval_start":
             open_eval[(e.segment, e.step)] = e
-            _check_eval_start(e, commits.get(e.step) if e.step is not None else None, run_start, stops, imported, found)
+            if not imported and (start := _parsed(EvalStart, e, found)) is not None:
+                _check_eval_start(e, start, commit, run_start, stops, found)
         elif e.kind in ("eval_stop", "eval_failed"):
             open_eval.pop((e.segment, e.step), None)
-        elif e.kind == "eval_result":
-            if not imported and (e.segment, e.step) not in open_eval:
+        elif e.kind == "eval_result" and not imported:
+            if (e.segment, e.step) not in open_eval:
                 found.fail(
                     e, "eval-result-inside-evaluation", f"eval_result of step {e.step} outside an evaluation of it"
                 )
-            if not imported:
-                _check_evidence(run, e, run_id, commits.get(e.step) if e.step is not None else None, found)
+            if (result := _parsed(EvalResult, e, found)) is not None:
+                _check_evidence(run, e, result, run_id, commit, found)
 
 
 def _check_eval_start(
-    e: Event, commit: Event | None, run_start: int | None, stops: list[int], imported: bool, found: Findings
+    e: Event, d: EvalStart, commit: Commit | None, run_start: int | None, stops: list[int], found: Findings
 ) -> None:
-    if imported:
-        return
     if commit is None:
         found.fail(e, "eval-names-commit", f"evaluation of step {e.step}, which has no checkpoint_committed")
         return
-    d, c = e.data, commit.data
-    if (d.get("sha256"), d.get("checkpoint")) != (c.get("sha256"), c.get("path")):
+    c = commit.data
+    if (d.sha256, d.checkpoint) != (c.sha256, c.path):
         found.fail(
             e,
             "eval-names-commit",
-            f"evaluation of step {e.step} names checkpoint {d.get('checkpoint')!r} sha256 "
-            f"{str(d.get('sha256'))[:16]}..., the run committed {c.get('path')!r} {str(c.get('sha256'))[:16]}...",
+            f"evaluation of step {e.step} names checkpoint {d.checkpoint!r} sha256 "
+            f"{str(d.sha256)[:16]}..., the run committed {c.path!r} {c.sha256[:16]}...",
         )
-    if e.time_ns < commit.time_ns:
-        found.fail(e, "eval-after-commit", f"evaluation of step {e.step} starts {_ago(commit.time_ns, e)} its commit")
+    committed_at = commit.event.time_ns
+    if e.time_ns < committed_at:
+        found.fail(e, "eval-after-commit", f"evaluation of step {e.step} starts {_ago(committed_at, e)} its commit")
     if run_start is not None and e.time_ns < run_start:
         found.fail(e, "update-after-run-start", f"evaluation of step {e.step} starts {_ago(run_start, e)} run_start")
     if stops and e.time_ns < min(stops):
         found.fail(e, "eval-after-train-stop", f"evaluation of step {e.step} starts {_ago(min(stops), e)} train_stop")
 
 
-def _check_evidence(run: RunDir, e: Event, run_id: str | None, commit: Event | None, found: Findings) -> None:
-    d = e.data
-    path = inside(run, d.get("results"))
+def _check_evidence(
+    run: RunDir, e: Event, d: EvalResult, run_id: str | None, commit: Commit | None, found: Findings
+) -> None:
+    path = inside(run, d.results)
     if path is None or not path.is_file():
-        found.fail(
-            e, "eval-evidence", f"eval_result of step {e.step}: its results.json ({d.get('results')!r}) is missing"
-        )
+        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: its results.json ({d.results!r}) is missing")
         return
-    if path.stat().st_size > RESULTS_LIMIT or sha256_file(path) != d.get("results_sha256"):
-        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.get('results')} is not the recorded file")
+    if path.stat().st_size > RESULTS_LIMIT or sha256_file(path) != d.results_sha256:
+        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} is not the recorded file")
         return
     try:
         doc = json.loads(path.read_bytes())
     except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
-        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.get('results')} is not JSON")
+        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} is not JSON")
         return
     for message in _evidence_disagrees(doc if isinstance(doc, dict) else {}, e, run_id, commit):
-        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.get('results')} {message}")
+        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} {message}")
         return
 
 
-def _evidence_disagrees(doc: dict[str, Any], e: Event, run_id: str | None, commit: Event | None) -> list[str]:
+def _evidence_disagrees(doc: dict[str, Any], e: Event, run_id: str | None, commit: Commit | None) -> list[str]:
     out = []
     if doc.get("step") != e.step:
         out.append(f"is about step {doc.get('step')!r}")
     checkpoint = doc.get("checkpoint")
     checkpoint = checkpoint if isinstance(checkpoint, dict) else {}
-    if commit is not None and checkpoint.get("sha256") not in (None, commit.data.get("sha256")):
+    if commit is not None and checkpoint.get("sha256") not in (None, commit.data.sha256):
         out.append("scored other weights than the commit's")
     if run_id is not None and doc.get("run_id") not in (None, run_id):
         out.append(f"belongs to run {doc.get('run_id')!r}")
-    value = e.value
+    try:
+        value = e.value
+    except EventDecodeError:
+        value = None
     if e.key == "accuracy" and "score" in doc and not _same_number(doc.get("score"), value):
         out.append(f"states score {doc.get('score')!r}, the event {value!r}")
     return out

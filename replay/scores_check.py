@@ -54,7 +54,7 @@ def recorded_rows(run: RunDir) -> list[tuple[int, Any]] | ScoreMismatch:
         if line.strip():
             try:
                 out.append((line_no, json.loads(line)))
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
                 return ScoreMismatch(line_no, "-", "not JSON")
     return out
 

@@ -11,11 +11,12 @@ A failed write is never committed: the error is kept and raised by `check()` / `
 from __future__ import annotations
 
 import copy
+import hashlib
 import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ class SavedCheckpoint:
     blocked_ns: int
     fingerprint: dict[str, Any]
     dtype: str
+    files: dict[str, str] = field(default_factory=dict)  # config.json, tokenizer.json -> sha256
 
 
 def snapshot(model: Any) -> dict[str, Any]:
@@ -78,6 +80,11 @@ class CheckpointWriter:
         self.tokenizer = tokenizer
         self.config_json = model.config.to_json_string()
         self.tokenizer_json = tokenizer.to_json()
+        # hashed into every commit like the weights: an edited config.json or tokenizer fails verify
+        self.files = {
+            "config.json": hashlib.sha256(self.config_json.encode()).hexdigest(),
+            "tokenizer.json": hashlib.sha256(self.tokenizer_json.encode()).hexdigest(),
+        }
         self.sync = sync
         self.on_commit = on_commit
         self.clock = clock
@@ -170,6 +177,7 @@ class CheckpointWriter:
             blocked_ns=end - begin if self.sync else job.blocked_ns,
             fingerprint=fp,
             dtype=dtype,
+            files=dict(self.files),
         )
         self.committed.append(saved)
         self.on_commit(saved)
@@ -197,4 +205,5 @@ def checkpoint_payload(saved: SavedCheckpoint, run_path: Path) -> CheckpointComm
         fingerprint=saved.fingerprint,
         format="safetensors",
         dtype=saved.dtype,
+        files=saved.files or None,
     )

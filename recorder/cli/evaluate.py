@@ -361,7 +361,10 @@ def _evals_row(a: Attempt, target: float | None) -> list[str]:
     acc = a.accuracy
     passed = "" if acc is None or target is None else ("yes" if passes(acc, target) else "no")
     if a.result is not None:
-        detail = (EvalResult.from_event(a.result).results or "").removeprefix("derived/evals/")
+        result = EvalResult.from_event(a.result)
+        detail = (result.results or "").removeprefix("derived/evals/")
+        if result.unverified is not None:  # evaluated with --force from a run that fails verify
+            detail = f"UNVERIFIED ({result.unverified}) {detail}"
     elif a.failed is not None or a.closed_by is not None:
         ev = a.failed or a.closed_by
         assert ev is not None

@@ -519,7 +519,9 @@ lines AS (
 r AS (
   SELECT e.run_id, e.writer, e.segment, e.seq, e.step, e.samples_count, e.key, TRY_CAST(e.value AS DOUBLE) AS value,
     e.time_ns, e.data->>'metric' AS metric,
-    coalesce(TRY_CAST(e.data->>'target' AS DOUBLE), imp.target) AS target, 'ok' AS status, NULL AS reason
+    coalesce(TRY_CAST(e.data->>'target' AS DOUBLE), imp.target) AS target, 'ok' AS status,
+    -- evaluated with --force from a run that fails verify
+    CASE WHEN e.data->>'unverified' IS NOT NULL THEN 'UNVERIFIED: ' || (e.data->>'unverified') END AS reason
   FROM ev e LEFT JOIN imp USING (run_id) WHERE e.kind = 'eval_result'
   UNION ALL
   SELECT run_id, writer, segment, seq, step, samples_count, NULL, NULL, time_ns, NULL, NULL, 'failed',

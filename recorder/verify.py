@@ -123,7 +123,7 @@ class _Chain:
             return Problem(self.name, i, "segment_opened is not the segment's first event", SIGNATURE_RULE)
         try:
             opened = SegmentOpened.from_data(canonical.loads(row[10]), where=f"{self.name} seq {i}")
-        except (PayloadError, ValueError, AttributeError) as e:
+        except (PayloadError, ValueError, AttributeError, RecursionError) as e:
             return Problem(self.name, i, f"segment_opened does not record a public key ({e})", SIGNATURE_RULE)
         self.opened_with = opened.public_key
         return None
@@ -133,7 +133,7 @@ class _Chain:
         it is without the signature: the events as they are now must be the ones the key holder closed."""
         try:
             closed = SegmentClosed.from_data(canonical.loads(row[10]), where=f"{self.name} seq {i}")
-        except (PayloadError, ValueError, AttributeError) as e:
+        except (PayloadError, ValueError, AttributeError, RecursionError) as e:
             return Problem(self.name, i, f"bad signature: the closing record does not parse ({e})", SIGNATURE_RULE)
         key, signature = self.opened_with, closed.signature
         if key is None and signature is None:
@@ -173,7 +173,7 @@ class _Chain:
 def _events_counted(closing: tuple[Any, ...]) -> object:
     try:
         data = canonical.loads(closing[10])
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
         return None
     return data.get("events") if isinstance(data, dict) else None
 

@@ -90,7 +90,7 @@ def read_output(out: Path, where: str, details: dict[str, Any]) -> tuple[float, 
         doc = json.loads(out.read_text())
     except FileNotFoundError:
         raise fail("was not written") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
         raise fail(f"is not JSON ({e})") from e
     if not isinstance(doc, dict):
         raise fail("is not a JSON object")

@@ -36,7 +36,7 @@ def _entries(run: RunDir) -> list[dict[str, Any]]:
     path = run.derived / CACHE_FILE
     try:
         kept = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return []
     entries = kept.get("verdicts") if isinstance(kept, dict) else None
     return [e for e in entries if isinstance(e, dict)] if isinstance(entries, list) else []

@@ -94,6 +94,8 @@ def _load_json(path: Path) -> dict[str, Any]:
         raise CheckpointLayoutError(f"{path}: missing (NeMo-RL writes it with every checkpoint)") from e
     except json.JSONDecodeError as e:
         raise CheckpointLayoutError(f"{path}: not JSON (line {e.lineno}: {e.msg})") from e
+    except RecursionError as e:
+        raise CheckpointLayoutError(f"{path}: not JSON (nested deeper than Python parses)") from e
     if not isinstance(loaded, dict):
         raise CheckpointLayoutError(f"{path}: expected a JSON object")
     return loaded

@@ -30,7 +30,7 @@ class ResultFolder:
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: JSONDecodeError and UnicodeDecodeError
         raise ImportFileError(f"{path}: not readable JSON ({e}); fix or remove it before importing") from e
 
 

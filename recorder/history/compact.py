@@ -59,7 +59,7 @@ def read_manifest(run: RunDir) -> dict[str, Any] | None:
     """The manifest of the run's compacted file, or None if there is none (or it is unreadable)."""
     try:
         manifest = json.loads(manifest_path(run).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return manifest if isinstance(manifest, dict) and manifest.get("version") == MANIFEST_VERSION else None
 
@@ -197,7 +197,7 @@ def read_packs(root: Path) -> list[Pack]:
             for p in index["packs"]
             if (root / PACK_DIR / p["folder"]).is_dir()
         ]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return []
 
 

@@ -69,3 +69,21 @@ def test_a_safetensors_header_nesting_too_deep_is_a_header_error(tmp_path: Path)
 def test_an_mllog_line_nesting_too_deep_is_malformed() -> None:
     parsed = parse_line(":::MLLOG " + DEEP)
     assert parsed is not None and parsed.error == "malformed JSON: nested deeper than Python parses"
+
+
+def test_import_and_cache_files_nesting_too_deep_are_refused_or_ignored(tmp_path: Path) -> None:
+    from recorder.adapters import nemo, result_folder
+    from recorder.history import compact
+    from recorder.run import RunDir
+    from replay.errors import ImportFileError
+
+    deep = tmp_path / "deep.json"
+    deep.write_text(DEEP)
+    with pytest.raises(ImportFileError, match="not readable JSON"):
+        result_folder._read_json(deep)  # a result folder's JSON files
+    with pytest.raises(nemo.CheckpointLayoutError, match="nested deeper than Python parses"):
+        nemo._load_json(deep)  # a NeMo-RL checkpoint's config
+    run = RunDir.create(tmp_path, "r")
+    compact.manifest_path(run).parent.mkdir(parents=True, exist_ok=True)
+    compact.manifest_path(run).write_text(DEEP)
+    assert compact.read_manifest(run) is None  # only a cache: unreadable means absent

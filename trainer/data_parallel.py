@@ -30,7 +30,7 @@ from trainer.config import TrainConfig
 from trainer.device import resolve_device, resolve_dtype
 from trainer.distributed import DistributedError, Ranks, join_process_group, leave_process_group
 from trainer.errors import TrainerError
-from trainer.loop import WRITER, GRPOTrainer, StepResult, TrainSummary, _to_device
+from trainer.loop import WRITER, GRPOTrainer, StepResult, TrainSummary
 from trainer.policy.model import build_model, build_tokenizer
 from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
@@ -101,7 +101,7 @@ class DataParallelTrainer(GRPOTrainer):
         self.tokenizer = build_tokenizer(self.model_cfg)
         self.model = build_model(self.model_cfg)
         self.task = training_task(cfg.task, self.tokenizer)
-        _to_device(self.model, self.device, self.dtype)
+        self.model.to(device=self.device, dtype=self.dtype)
         self._start_engines()
         self.summary = TrainSummary(self.run_dir)
         return self.run_dir

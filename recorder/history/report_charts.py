@@ -23,6 +23,7 @@ SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "
 _STEPS = ("#c6dbef", "#9ecae1")  # alternate, so neighbouring steps stay apart
 _UPDATE, _BLOCK, _BACKGROUND = "#08519c", "#cb181d", "#fcbba1"
 _PASS, _FAIL, _STOP, _CHECKPOINT = "#31a354", "#969696", "#6a51a3", "#000000"
+ZOOM_MARGIN = 0.08  # of the scored region's width, each side (as recorder plot's)
 
 
 def style(i: int) -> dict[str, Any]:
@@ -35,25 +36,22 @@ def _t(ns: int, t0: int) -> str:
 
 
 def scored_region(f: RunFacts, t0: int) -> tuple[float, float] | None:
-    """From the first save (or evaluated step's update) to the last evaluation or run_stop, padded."""
-
-    def m(ns: int) -> float:
-        return (ns - t0) / MIN_NS
-
+    """What the score counts, padded: from the first save (the validation start's; with none, the first
+    evaluated step's weight update) to the latest run_stop under any interpretation, or with no run_stop the
+    last save's end. The offline evaluations come later and are not scored ("whole run" shows them); this is
+    `recorder plot`'s zoomed panel too."""
     saves = bounds(minutes(f.checkpoints["save_begin_ns"], t0))
-    starts = [saves[0]] if saves else []
     evaluated = pc.is_in(f.steps["step"], value_set=pa.array([e["step"] for e in f.evals], pa.int64()))
     updates = bounds(minutes(f.steps.filter(evaluated)["weight_update_ns"], t0))
-    starts += [updates[0]] if updates else []
-    ends = [m(e["stop_ns"] or e["result_ns"]) for e in f.evals if (e["stop_ns"] or e["result_ns"]) is not None]
-    ends += [m(r["run_stop_ns"]) for r in f.scores if r["run_stop_ns"] is not None]
+    start = saves[0] if saves else (updates[0] if updates else None)
+    stops = [(r["run_stop_ns"] - t0) / MIN_NS for r in f.scores if r["run_stop_ns"] is not None]
     saved = bounds(minutes(f.checkpoints["save_end_ns"], t0))
-    ends += [saved[1]] if saved else []
-    if not starts or not ends:
+    ends = stops or ([saved[1]] if saved else [])
+    if start is None or not ends:
         return None
-    lo, hi = min(starts), max(ends)
-    pad = (hi - lo) * 0.06 + 1e-3
-    return lo - pad, hi + pad
+    hi = max(max(ends), start)
+    pad = max((hi - start) * ZOOM_MARGIN, 1e-3)
+    return start - pad, hi + pad
 
 
 def _bars(name: str, lane: str, base: list[float], width: list[float], color: Any, hover: list[str]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ mlperf-logging's olympic score; the page is one file that names nothing outside 
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
@@ -135,3 +136,16 @@ def test_a_missing_run_is_a_one_line_error(tmp_path: Path) -> None:
     r = run_cli("report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_the_timeline_opens_on_the_scored_region(root: Path, tmp_path: Path) -> None:
+    """From the first save (18 min) to the latest run_stop (include-final-save, 19.533 min), as `recorder plot`
+    zooms; the evaluations after it (21.667 to 24.667 min) are under "whole run"."""
+    page = report(root / "converged", tmp_path / "r.html")
+    data = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    assert data is not None
+    layout = json.loads(data.group(1))["charts"]["timeline-0"]["layout"]
+    lo, hi = layout["xaxis"]["range"]
+    assert 17.8 < lo < 18 and 19.533 < hi < 19.7
+    whole = next(b for b in layout["updatemenus"][0]["buttons"] if b["label"] == "whole run")
+    assert whole["args"][0]["xaxis.range"][1] > 24.667

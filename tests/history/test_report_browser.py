@@ -103,9 +103,10 @@ def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
     assert timeline["width"] > 0 and timeline["height"] > 0
     assert timeline["bars"] >= 20 + 3 * 2 + 3  # steps, both parts of each save, evaluations
     assert _drawn(page, "accuracy-0")["points"] == 3 and _drawn(page, "reward-0")["lines"] == 1
-    # the zoom is onto the scored region: from the first save (18 min) to the last evaluation (24.667 min)
+    # the zoom is onto the scored region: from the first save (18 min) to the latest run_stop (include-final-save,
+    # 19.533 min); the offline evaluations that follow (21.667 to 24.667 min) are not scored
     lo, hi = page.evaluate("document.getElementById('timeline-0')._fullLayout.xaxis.range")
-    assert 17 < lo < 18 and 24.667 < hi < 26
+    assert 17.8 < lo < 18 and 19.533 < hi < 19.7
     label = _hover_checkpoint(page, 19)
     assert "checkpoint step 19" in label and "weight update: 19.033 min (1142.000 s after run_start)" in label
     shown = page.evaluate(

@@ -117,9 +117,9 @@ def sweep(
                 running[future] = _Running(step, begin_evaluation(slot_ctx, cp), slot_ctx)
                 handout.start(step)
                 if pool is not None:
-                    pool.submit(_fill, future, slot_ctx, cp, running[future].t0, everything=True)
+                    pool.submit(_fill, future, slot_ctx, cp, running[future].t0, in_thread=True)
                 else:
-                    _fill(future, slot_ctx, cp, running[future].t0, everything=False)
+                    _fill(future, slot_ctx, cp, running[future].t0, in_thread=False)
             if not running:
                 return
             ended, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -143,16 +143,14 @@ def sweep(
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _fill(
-    future: Future[WrittenResults], ctx: Context, cp: CommittedCheckpoint, t0: float, *, everything: bool
-) -> None:
-    """Compute into `future`. In a thread (`everything`) even an interruption goes into it, for the driver
+def _fill(future: Future[WrittenResults], ctx: Context, cp: CommittedCheckpoint, t0: float, *, in_thread: bool) -> None:
+    """Compute into `future`. In a thread (`in_thread`) even an interruption goes into it, for the driver
     to re-raise; inline, Ctrl-C propagates at once."""
     try:
         future.set_result(compute(ctx, cp, t0))
     except Exception as e:
         future.set_exception(e)
     except BaseException as e:
-        if not everything:
+        if not in_thread:
             raise
         future.set_exception(e)

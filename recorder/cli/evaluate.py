@@ -27,7 +27,13 @@ def eval_command(
     all_: Annotated[
         bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")
     ] = False,
-    workers: Annotated[int, typer.Option(help="Evaluation workers; more than 1 runs Ray actors.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Evaluation workers; more than 1 runs Ray actors, each evaluating whole checkpoints in --order "
+            "(one GPU each where the cluster has one per worker)."
+        ),
+    ] = 1,
     ray: Annotated[
         bool, typer.Option("--ray", help="Workers as Ray actors (a local cluster), even with one worker.")
     ] = False,

@@ -132,13 +132,8 @@ def recheck_shown(
     if not mismatches:
         return None
     rows = recorded_rows(run)
-    recorded = (
-        next(
-            (r for _, r in rows if isinstance(r, dict) and r.get("interpretation") == interpretation),
-            None,
-        )
-        if not isinstance(rows, ScoreMismatch)
-        else None
-    )
-    fresh = derived_row(recorded, events, run) if recorded is not None else "unreadable"
+    if isinstance(rows, ScoreMismatch):  # the file as a whole is unreadable: nothing to re-derive from
+        return mismatches[0], {}
+    recorded = next((r for _, r in rows if isinstance(r, dict) and r.get("interpretation") == interpretation), None)
+    fresh = derived_row(recorded, events, run) if recorded is not None else "no row"
     return mismatches[0], fresh if isinstance(fresh, dict) else {}

@@ -90,11 +90,8 @@ class TestMllogDropIn(WriterContract):
         return run
 
 
-# The same contract, each writer given a signing key.
-
-
-class TestSignedEvaluator(TestEvaluator):
-    signed = True
+# The same contract, each writer given a signing key (the evaluator's signed session is in
+# tests/integrity/test_commit_files.py, which runs it anyway).
 
 
 class TestSignedMllogImporter(TestMllogImporter):

@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from recorder import signing
 from recorder.kinds import CheckpointCommitted, EvalResult
 from recorder.reader import read_run
 from recorder.verify import verify_run
@@ -62,8 +65,13 @@ def test_a_commit_payload_that_does_not_parse_is_a_rule_not_a_traceback(attacked
     assert "files is list" in _caught(attacked, "payload")
 
 
-def test_eval_force_on_a_run_that_fails_verify_records_and_shows_unverified(trained_run: Path, tmp_path: Path) -> None:
+def test_eval_force_on_a_run_that_fails_verify_records_and_shows_unverified(
+    trained_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Signed, too: the real evaluator session signs its segment with the key RECORDER_SIGNING_KEY names."""
     run = copy_run(trained_run, tmp_path, evaluations=False)
+    signing.generate(tmp_path / "key")
+    monkeypatch.setenv(signing.SIGNING_KEY_ENV, str(tmp_path / "key"))
     (run / "events" / "notes.txt").write_text("a file that is not a segment: verify fails\n")
     refused = run_cli("eval", str(run), "--order", "18")
     assert refused.returncode == 1 and "--force" in refused.stderr
@@ -77,3 +85,7 @@ def test_eval_force_on_a_run_that_fails_verify_records_and_shows_unverified(trai
         "query", "--root", str(tmp_path), "SELECT reason FROM evals WHERE status = 'ok'", "--format", "json"
     )
     assert json.loads(shown.stdout)["reason"].startswith("UNVERIFIED: notes.txt"), shown.stdout + shown.stderr
+    (evaluator,) = [s for s in verify_run(run).segments if s.name.startswith("evaluator-")]
+    assert evaluator.signed_by is not None and [evaluator.signed_by] == list(
+        signing.load_trusted([tmp_path / "key.pub"])
+    )

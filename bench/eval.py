@@ -2,6 +2,8 @@
 
     python bench/eval.py                 # trains the default run first (`recorder train`), then evaluates
     python bench/eval.py --run RUN_DIR   # an existing trained run
+    python bench/eval.py --backends ...  # backends instead: ours against lm-eval's hf, vLLM against ours
+                                         # (bench/eval_backends.py)
 
 Each measurement evaluates every checkpoint of its own copy of the run (`--all`, the run's full eval
 settings) and times the session; worker start-up (Ray actors, model import) is reported apart, since a long
@@ -70,7 +72,21 @@ def main() -> None:
         help="torch threads of the in-process worker (default 1, as `recorder eval --workers 1` and "
         "each Ray worker; 0: torch's default)",
     )
+    backends = parser.add_argument_group("--backends (bench/eval_backends.py)")
+    backends.add_argument("--backends", action="store_true", help="compare backends instead of worker counts")
+    backends.add_argument("--model", choices=("smollm2", "tiny"), default="smollm2")
+    backends.add_argument("--task", default="math-word", help="a shipped spec's name or a spec file")
+    backends.add_argument("--tasks", type=int, default=None, help="the spec's first N tasks only (default: all)")
+    backends.add_argument(
+        "--vllm-python", default=None, help="the python of a vLLM environment (e.g. .venv-vllm/bin/python)"
+    )
     args = parser.parse_args()
+    if args.backends:
+        import eval_backends  # beside this file
+
+        with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
+            eval_backends.report(args, eval_backends.measure(args, Path(tmp) / "base"))
+        return
     args.threads = args.threads or None
     with tempfile.TemporaryDirectory(prefix="bench-eval-") as tmp:
         base = args.run or train_default(Path(tmp) / "train")

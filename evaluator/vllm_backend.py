@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,7 @@ class BatchCheck:
 
     requests: int
     differing: int
+    seconds: float = 0.0  # generating them again, alone (part of score_s)
 
     @property
     def invariant(self) -> bool | None:
@@ -130,7 +132,10 @@ class VllmWorkers:
 
     def __init__(self, *, gpu_memory_utilization: float = 0.2) -> None:
         require_vllm()
+        # Imported when the workers start, as the torch Scorer does, so that start-up is not billed to the
+        # first checkpoint (the fingerprint loads the model through transformers).
         import vllm
+        from transformers import AutoModelForCausalLM  # noqa: F401
 
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)
         self.version = vllm.__version__
@@ -141,6 +146,7 @@ class VllmWorkers:
         self.tokenizer: Any = None
         self.llm: Any = None
         self._engine_key: tuple[str, str] | None = None  # (config.json text, dtype) the engine was built for
+        self.engine_start_s = 0.0  # seconds the last engine start took (bench/eval_backends.py reports it apart)
         self.last_check = BatchCheck(requests=0, differing=0)
 
     def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]:
@@ -172,6 +178,7 @@ class VllmWorkers:
         check_head_size(model_dir, config)
         self.close()
         positions = int(config.get("max_position_embeddings") or MAX_MODEL_LEN)
+        started = time.monotonic()
         self.llm = LLM(
             model=str(model_dir),
             skip_tokenizer_init=True,
@@ -188,6 +195,7 @@ class VllmWorkers:
             enable_chunked_prefill=False,
         )
         self._engine_key = key
+        self.engine_start_s = time.monotonic() - started
 
     def generate_ids(self, prompts: list[list[int]], seeds: list[int], gen: Generation) -> list[list[int]]:
         """Completion token ids per (prompt ids, seed), submitted together (vLLM batches them itself)."""
@@ -227,8 +235,10 @@ class VllmWorkers:
     ) -> BatchCheck:
         """The first PROBE_REQUESTS requests again, each alone (batch size 1), against the batched run."""
         n = min(PROBE_REQUESTS, len(prompts)) if len(prompts) > 1 else 0
+        started = time.monotonic()
         alone = [self.generate_ids([prompts[i]], [seeds[i]], gen)[0] for i in range(n)]
-        return BatchCheck(requests=n, differing=sum(a != b for a, b in zip(alone, batched, strict=False)))
+        differing = sum(a != b for a, b in zip(alone, batched, strict=False))
+        return BatchCheck(requests=n, differing=differing, seconds=time.monotonic() - started)
 
     def describe(self) -> dict[str, Any]:
         """What results.json records about the backend beyond its name, dtype and device."""
@@ -236,7 +246,12 @@ class VllmWorkers:
             "vllm": self.version,
             "batch_invariant_mode": self.mode,
             "batch_invariant": self.last_check.invariant,
-            "batch_check": {"requests": self.last_check.requests, "differing": self.last_check.differing},
+            "batch_check": {
+                "requests": self.last_check.requests,
+                "differing": self.last_check.differing,
+                "seconds": round(self.last_check.seconds, 6),
+            },
+            "engine_start_s": round(self.engine_start_s, 6),
         }
 
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:

@@ -56,6 +56,7 @@ def bench_trainer(
         f"num_prompts_per_step={shapes.prompts}",
         f"num_generations_per_prompt={shapes.generations}",
         f"micro_batch_size={shapes.micro_batch}",
+        "updates_per_rollout=1",  # TRL's GRPOTrainer (num_iterations=1): one optimizer step per rollout batch
         f"max_new_tokens={shapes.completion_tokens}",
         f"learning_rate={5e-5 if shapes.vocab > 1000 else 1e-3}",
         f"device={device}",

@@ -1,6 +1,6 @@
 """Our GRPO trainer against TRL's GRPOTrainer in one process, taking turns, on the same work.
 
-    python bench/trainer_vs_trl.py --device cpu [--steps 2 --warmup 1]
+    python bench/trainer_vs_trl.py --device cpu [--steps 1 --warmup 0]
 
 Both sides get a SmolLM2-135M-shaped Llama with the same random weights, the same word-level tokenizer,
 prompts, reward (bench/gpu_workload.py) and optimizer settings (bench/gpu_trl.py): 8 prompts x 8
@@ -14,6 +14,13 @@ Both models and optimizers are resident throughout, so the peaks share that base
 the RSS when the step began) is printed too. `sampler_overhead`: the share of our decode steps spent in
 `choose_tokens` (the hashed noise plus the token choice): its time over its time plus the one-token model
 calls' (CPU timings: on a GPU the calls are asynchronous and these would need a sync).
+
+CPU seconds per step are printed beside wall seconds: on a loaded machine wall time is mostly waiting, and
+with one thread a side's CPU seconds are close to its wall time on a quiet core.
+
+Defaults: one timed step per side and no untimed one. At the issue's shapes a step is minutes long on 2 CPU
+cores, so one-time costs are a small part of it, and a warm-up step per side would double the run (the
+issue's budget is 10 minutes for the whole bench).
 
 The last line is one JSON object: ours_tokens_per_s, trl_tokens_per_s, ratio, ours_peak_rss_mb,
 trl_peak_rss_mb, sampler_overhead, steps (and a few more keys).
@@ -116,8 +123,8 @@ def _trim() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--steps", type=int, default=2, help="timed steps per side")
-    ap.add_argument("--warmup", type=int, default=1, help="untimed steps per side first")
+    ap.add_argument("--steps", type=int, default=1, help="timed steps per side")
+    ap.add_argument("--warmup", type=int, default=0, help="untimed steps per side first")
     ap.add_argument("--tiny", action="store_true", help="tiny shapes (a smoke test, not a measurement)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--layers", type=int, default=0, help="fewer decoder layers (0: SmolLM2-135M's 30): not the spec")
@@ -160,6 +167,7 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
     sampler = SamplerTimer(ours.model)
     ours_steps: list[Any] = []
     trl_s: list[float] = []
+    cpu_s: dict[str, list[float]] = {"ours": [], "trl": []}
     trl_logs: list[dict[str, float]] = []
     peaks: dict[str, list[tuple[int, int]]] = {"ours": [], "trl": []}
 
@@ -167,16 +175,19 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
         def on_step_begin(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
             rss.peak = 0
             rss.begin()
-            self.t = time.perf_counter()
+            self.t, self.cpu = time.perf_counter(), time.process_time()
 
         def on_step_end(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
             trl_s.append(time.perf_counter() - self.t)
+            cpu_s["trl"].append(time.process_time() - self.cpu)
             rss.end()
             peaks["trl"].append((rss.peak, rss.peak - rss.start))
             rss.peak = 0
             rss.begin()
             sampler.active = len(ours_steps) >= warmup
+            cpu = time.process_time()
             ours_steps.append(ours.train_step(len(ours_steps) + 1))
+            cpu_s["ours"].append(time.process_time() - cpu)
             sampler.active = False
             rss.end()
             peaks["ours"].append((rss.peak, rss.peak - rss.start))
@@ -195,7 +206,8 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
     )
     peer.train()
     ours.cleanup("completed", "")
-    return summarize(shapes, ours_steps[warmup:], trl_s[warmup:], trl_logs[warmup:], peaks, sampler, warmup)
+    cpu = {side: sum(v[warmup:]) / len(v[warmup:]) for side, v in cpu_s.items()}
+    return summarize(shapes, ours_steps[warmup:], trl_s[warmup:], trl_logs[warmup:], peaks, sampler, warmup, cpu)
 
 
 def summarize(
@@ -206,6 +218,7 @@ def summarize(
     peaks: dict[str, list[tuple[int, int]]],
     sampler: SamplerTimer,
     warmup: int,
+    cpu_s_per_step: dict[str, float],
 ) -> dict[str, Any]:
     """The table and the JSON summary from the timed steps."""
     mb = 1 << 20
@@ -217,10 +230,11 @@ def summarize(
     choose_s = sampler.choose_s
     peak = {side: max(p for p, _ in peaks[side][warmup:]) / mb for side in peaks}
     transient = {side: max(t for _, t in peaks[side][warmup:]) / mb for side in peaks}
-    print(f"{'':6} {'tokens/s':>10} {'s/step':>8} {'peak RSS MB':>12} {'transient MB':>13}")
+    print(f"{'':6} {'tokens/s':>10} {'s/step':>8} {'CPU s/step':>11} {'peak RSS MB':>12} {'transient MB':>13}")
     for side, tps, sps in (("ours", ours_tps, ours_s / len(ours)), ("TRL", trl_tps, sum(trl_s) / len(trl_s))):
         key = side.lower()
-        print(f"{side:6} {tps:10.1f} {sps:8.2f} {peak[key]:12.0f} {transient[key]:13.0f}")
+        cpu = cpu_s_per_step[key]
+        print(f"{side:6} {tps:10.1f} {sps:8.2f} {cpu:11.2f} {peak[key]:12.0f} {transient[key]:13.0f}")
     print(
         f"ratio ours/TRL tokens/s: {ours_tps / trl_tps:.2f}; our generation {gen_s / len(ours):.2f} s/step, "
         f"of which token choice {choose_s / len(ours):.2f} s"
@@ -235,6 +249,8 @@ def summarize(
         "trl_transient_rss_mb": transient["trl"],
         "ours_s_per_step": ours_s / len(ours),
         "trl_s_per_step": sum(trl_s) / len(trl_s),
+        "ours_cpu_s_per_step": cpu_s_per_step["ours"],
+        "trl_cpu_s_per_step": cpu_s_per_step["trl"],
         "ours_generation_s_per_step": gen_s / len(ours),
         "sampler_overhead": choose_s / (choose_s + sampler.forward_s),
         "decode_forward_s_per_step": sampler.forward_s / len(ours),

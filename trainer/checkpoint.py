@@ -4,7 +4,9 @@ committed (the caller's `on_commit` appends the checkpoint_committed event). Nev
 
 `CheckpointWriter` saves asynchronously by default: the loop is blocked only while the weights are copied
 to host memory (and while waiting for a free slot when two writes are already pending); a background
-thread serializes, hashes, fsyncs, renames, fingerprints and commits. `sync=True` does all of it inline.
+thread serializes, hashes, fsyncs, renames, fingerprints and commits. The copies go into one host buffer
+made at the first save and reused after (trainer/snapshot_buffer.py; pinned, with non-blocking copies, when
+the weights are on a GPU). `sync=True` does all of it inline.
 A failed write is never committed: the error is kept and raised by `check()` / `close()`.
 """
 
@@ -26,6 +28,7 @@ from trainer.errors import CheckpointError
 from trainer.policy.checkpoint_files import step_dirname, write_checkpoint
 from trainer.policy.fingerprint import fingerprint_record
 from trainer.policy.tokenizer import Tokenizer
+from trainer.snapshot_buffer import Snapshot, SnapshotBuffer
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,8 @@ _DONE = object()
 class _Job:
     """One pending save; `blocked_ns` is filled in by the caller once its put() returned."""
 
-    def __init__(self, step: int, tensors: dict[str, Any], weight_update_ns: int, begin_ns: int) -> None:
-        self.step, self.tensors, self.weight_update_ns, self.begin_ns = step, tensors, weight_update_ns, begin_ns
+    def __init__(self, step: int, snapshot: Snapshot, weight_update_ns: int, begin_ns: int) -> None:
+        self.step, self.snapshot, self.weight_update_ns, self.begin_ns = step, snapshot, weight_update_ns, begin_ns
         self.blocked_ns = 0
         self.released = threading.Event()
 
@@ -93,6 +96,9 @@ class CheckpointWriter:
         # A second model instance: the background thread loads each snapshot into it to fingerprint.
         self._shadow = copy.deepcopy(model).eval()
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_pending)
+        # Snapshots alive at once: the queued writes and the one being written (one when synchronous).
+        self._slots = 1 if sync else max_pending + 1
+        self._buffer: SnapshotBuffer | None = None  # laid out at the first save, from the model saved
         self._thread: threading.Thread | None = None
         if not sync:
             self._thread = threading.Thread(target=self._worker, name="checkpoint-writer", daemon=True)
@@ -102,10 +108,14 @@ class CheckpointWriter:
         """Save the model's current weights as step `step`. Returns the ns the caller was blocked."""
         self.check()
         begin = self.clock()
-        tensors = snapshot(model)
-        job = _Job(step, tensors, weight_update_ns, begin)
+        if self._buffer is None:
+            self._buffer = SnapshotBuffer(model, self._slots)
+        job = _Job(step, self._buffer.take(model), weight_update_ns, begin)
         if self.sync:
-            self._write(job)
+            try:
+                self._write(job)
+            finally:
+                self._buffer.release(job.snapshot)
             return self.clock() - begin
         self._queue.put(job)  # blocks while max_pending writes are in flight
         job.blocked_ns = self.clock() - begin
@@ -138,11 +148,13 @@ class CheckpointWriter:
             except Exception as e:
                 self.error = _as_checkpoint_error(e, job.step)
             finally:
+                assert self._buffer is not None
+                self._buffer.release(job.snapshot)
                 self._queue.task_done()
         self._queue.task_done()
 
     def _write(self, job: _Job) -> None:
-        step, tensors, weight_update_ns, begin = job.step, job.tensors, job.weight_update_ns, job.begin_ns
+        step, tensors, weight_update_ns, begin = job.step, job.snapshot.tensors, job.weight_update_ns, job.begin_ns
         try:
             sha, size = write_checkpoint(
                 self.dir / step_dirname(step),

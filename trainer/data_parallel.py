@@ -201,6 +201,14 @@ def check_data_parallel(cfg: TrainConfig, ranks: Ranks) -> list[str]:
             f"num_prompts_per_step: {cfg.num_prompts_per_step} prompts cannot be shared by {ranks.world_size} "
             f"ranks (each samples whole prompts); use at most {cfg.num_prompts_per_step} processes"
         )
+    elif cfg.num_prompts_per_step % (ranks.world_size * cfg.updates_per_rollout) != 0:
+        # Every rank must take the same optimizer steps on whole prompts (FSDP's collectives pair up), and
+        # mini-batch u must be the single process's: rank blocks aligned to the strided split (trainer/update.py).
+        problems.append(
+            f"updates_per_rollout: {cfg.updates_per_rollout} mini-batches of whole prompts on each of "
+            f"{ranks.world_size} ranks need num_prompts_per_step to be a multiple of "
+            f"{ranks.world_size * cfg.updates_per_rollout}, or updates_per_rollout=1"
+        )
     if cfg.rollout == "vllm":
         problems.append("rollout: vllm is one process's engine; data parallel samples with rollout=torch")
     return problems

@@ -235,7 +235,8 @@ class GRPOTrainer:
     def train_step(self, step: int) -> StepResult:
         import torch
 
-        from trainer.grpo import build_batch, clipped_policy_loss, group_advantages, slice_batch, token_logprobs
+        from trainer.grpo import build_batch, group_advantages
+        from trainer.update import policy_update
 
         assert self.rollout is not None
         cfg, tok, device = self.cfg, self.tokenizer, self.device
@@ -259,26 +260,19 @@ class GRPOTrainer:
         advantages = group_advantages(rewards, group).to(device)  # [B*G]
         prompt_ids = [[tok.bos_id, *tok.encode(p)] for p in prompts]
         batch = build_batch(prompt_ids, completions, tok.pad_id).to(device)
-        my_tokens = sum(len(c) for c in completions)
-        # The loss is normalised by the global batch's tokens, so the ranks' gradients sum to one process's.
-        total_tokens = int(self.ranks.sum([my_tokens])[0])
-        self.model.train()
-        self.optimizer.zero_grad(set_to_none=True)
-        loss_sum: Any = 0.0
-        for start in range(0, len(prompts), cfg.micro_batch_size):
-            mb = slice_batch(batch, start, start + cfg.micro_batch_size)
-            logp = token_logprobs(self.model(input_ids=mb.inputs).logits, mb.targets)  # [M, T]
-            # One update per rollout batch: the sampling policy is these very weights (ratio 1 at the start).
-            loss = clipped_policy_loss(
-                logp, logp.detach(), advantages[start : start + len(mb.inputs)], mb.mask, cfg.clip_epsilon, total_tokens
-            )
-            self.sync_gradients(last=start + cfg.micro_batch_size >= len(prompts))
-            # FSDP averages the ranks' gradients; each rank's loss is its part of the global loss: undo the mean.
-            (loss * self.ranks.world_size).backward()
-            loss_sum += loss.detach()  # summed on the device: no host sync per micro-batch
-        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip_norm)
-        grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # sharded: a DTensor
-        self.optimizer.step()
+        stats = policy_update(
+            self.model,
+            self.optimizer,
+            batch,
+            advantages,
+            group_size=group,
+            updates=cfg.updates_per_rollout,
+            micro_batch_size=cfg.micro_batch_size,
+            clip_epsilon=cfg.clip_epsilon,
+            grad_clip_norm=cfg.grad_clip_norm,
+            ranks=self.ranks,
+            sync_gradients=self.sync_gradients,
+        )
         synchronize(device)  # the update is done when the device says so, not when the call returns
         done_ns = time.time_ns()
         self.ranks.barrier()  # data parallel: the weights are updated once the last rank's step is done
@@ -291,13 +285,13 @@ class GRPOTrainer:
         blocked_s = self.save_checkpoint(step, update_ns) if self.checkpoint_due(step) else 0.0
         synchronize(device)
         t4 = time.perf_counter()
-        loss_total, reward_total, samples = self.ranks.sum([float(loss_sum), float(rewards.sum()), len(prompts)])
+        loss_total, reward_total, samples = self.ranks.sum([stats.loss, float(rewards.sum()), len(prompts)])
         return StepResult(
             step=step,
             loss=loss_total,
             reward=reward_total / samples,
-            grad_norm=grad_norm,
-            tokens=total_tokens,
+            grad_norm=stats.grad_norm,
+            tokens=stats.tokens,
             samples=int(samples),
             generation_s=t1 - t0,
             train_s=t2 - t1,

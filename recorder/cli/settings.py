@@ -22,6 +22,7 @@ MEANINGS: dict[str, str] = {
     "num_prompts_per_step": "Prompts per step; times the generations, the global batch size",
     "num_generations_per_prompt": "Completions sampled per prompt (the GRPO group)",
     "micro_batch_size": "Sequences per forward/backward pass (gradient accumulation splits the batch)",
+    "updates_per_rollout": "Optimizer steps per rollout batch, each on an equal share of it (the ratio clip then acts)",
     "max_steps": "Steps to train; 0: validation start + 1, the rule's recommendation",
     "learning_rate": "AdamW learning rate",
     "adam_beta1": "AdamW beta 1",

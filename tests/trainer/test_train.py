@@ -88,7 +88,8 @@ def test_run_opened_and_mllog_config(events):
     required = set(get_ruleset("6.1.0").required_keys("open")) | set(get_ruleset("6.1.0").required_keys("closed"))
     assert required - {"cache_clear"} <= set(keys), required - set(keys)
     values = {e.key: e.value for e in of(events, "mllog_config")}
-    assert values["gradient_accumulation_steps"] * values["micro_batch_size"] == GBS
+    updates = opened["config"]["updates_per_rollout"]  # optimizer steps per rollout batch, on equal shares
+    assert values["gradient_accumulation_steps"] * values["micro_batch_size"] * updates == GBS
     assert values["num_prompts_per_step"] * values["num_generations_per_prompt"] == GBS
 
 

@@ -34,7 +34,8 @@ def verify(
         bool, typer.Option("--require-signed", help="Exit 1 unless every segment is signed by a --trust key.")
     ] = False,
 ) -> None:
-    """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts.
+    """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts
+    and derived/scores.jsonl (re-derived from the events).
 
     Torn tails are warnings. With --trust, each segment is reported signed by a trusted key (by its file
     name), signed by an untrusted key, or unsigned; a bad signature always fails (exit 1).

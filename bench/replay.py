@@ -6,9 +6,10 @@ log, and the ratio. Target: deriving is faster than the checker reading its outp
 
 Then (issue 15): `recorder import` and `recorder score` (in process) of N imported runs, sets of 10 copies of
 a real result file from ../shared/corpus, against mlperf-logging's result summarizer
-(`_compute_strong_score_standalone`) over the same folders, as a ratio; every set's score must agree.
+(`_compute_strong_score_standalone`) over the same folders, as a ratio of CPU seconds; every set's score
+must agree. Each side runs in `--workers` processes (default: one per CPU), so 10,000 runs take minutes.
 
-    python bench/replay.py [--events 1000000] [--imported-runs 10000]
+    python bench/replay.py [--events 1000000] [--imported-runs 10000] [--workers N]
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sys
 import tempfile
 import time
@@ -161,17 +163,67 @@ SAMPLE = "mlperf-results/training_results_v5.1/AMD/results/MI355X_EPYC_9575F_pyt
 SET_SIZE = 10
 
 
-def bench_import_score(runs: int, corpus: Path) -> None:
-    """Import and score `runs` runs against the summarizer over the same result folders."""
+def _ours(folders: list[Path], root: Path) -> tuple[list[float | None], float]:
+    """`recorder import` of every result folder, then `recorder score` of its runs (in process); the scores
+    and this worker's CPU seconds for them."""
+    from recorder.adapters.mllog_import import import_file
+    from recorder.adapters.result_folder import read_result_folder
+    from replay.score_runs import score_runs
+
+    cpu = time.process_time()
+    scores = []
+    for folder in folders:
+        found = read_result_folder(folder)
+        made = [import_file(f, root, None, "5.1.0", found.result_set).run.path for f in found.files]
+        [result] = score_runs(made, None, None, False)
+        scores.append(result.score_minutes)
+    return scores, time.process_time() - cpu
+
+
+def _theirs(folders: list[Path], root: Path) -> tuple[list[float | None], float]:
+    """mlperf-logging's result summarizer over the same folders; the scores and this worker's CPU seconds."""
     import contextlib
     import io
 
     from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_score_standalone
 
-    from recorder.adapters.mllog_import import import_file
-    from recorder.adapters.result_folder import read_result_folder
-    from replay.score_runs import score_runs
+    cpu = time.process_time()
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints a line per dropped run
+        scores = [
+            _compute_strong_score_standalone("llama2_70b_lora", "system", False, str(f), "training", "5.1.0")[0]
+            for f in folders
+        ]
+    return scores, time.process_time() - cpu
 
+
+def _in_workers(fn, folders: list[Path], root: Path, workers: int):  # type: ignore[no-untyped-def]
+    """`fn` over interleaved shares of `folders` in `workers` fresh processes: (scores in folder order, the
+    workers' CPU seconds summed, wall seconds). Each worker's start-up (imports) is outside both numbers."""
+    import multiprocessing
+
+    shares = [folders[i::workers] for i in range(workers)]
+    wall = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        pool.map(_warm, range(workers))  # imports done before the clock that counts
+        wall = time.perf_counter()
+        done = pool.starmap(fn, [(share, root) for share in shares])
+        wall = time.perf_counter() - wall
+    by_folder = {
+        f: score
+        for share, (scores, _) in zip(shares, done, strict=True)
+        for f, score in zip(share, scores, strict=True)
+    }
+    return [by_folder[f] for f in folders], sum(cpu for _, cpu in done), wall
+
+
+def _warm(_: int) -> None:
+    import mlperf_logging.result_summarizer.result_summarizer  # noqa: F401
+
+    import replay.score_runs  # noqa: F401
+
+
+def bench_import_score(runs: int, corpus: Path, workers: int) -> None:
+    """Import and score `runs` runs against the summarizer over the same result folders."""
     raw = (corpus / SAMPLE).read_bytes()
     with tempfile.TemporaryDirectory() as tmp:
         folders = []
@@ -182,27 +234,11 @@ def bench_import_score(runs: int, corpus: Path) -> None:
                 (folder / f"result_{i}.txt").write_bytes(raw)
             folders.append(folder)
         root = Path(tmp) / "runs"
-
-        def ours() -> list[float | None]:
-            scores = []
-            for folder in folders:
-                found = read_result_folder(folder)
-                made = [import_file(f, root, None, "5.1.0", found.result_set).run.path for f in found.files]
-                [result] = score_runs(made, None, None, False)
-                scores.append(result.score_minutes)
-            return scores
-
-        def theirs() -> list[float | None]:
-            with contextlib.redirect_stdout(io.StringIO()):  # it prints a line per dropped run
-                return [
-                    _compute_strong_score_standalone("llama2_70b_lora", "system", False, str(f), "training", "5.1.0")[0]
-                    for f in folders
-                ]
-
-        their_scores, their_wall, their_s = timed(theirs)
-        our_scores, our_wall, our_s = timed(ours)
+        their_scores, their_s, their_wall = _in_workers(_theirs, folders, root, workers)
+        our_scores, our_s, our_wall = _in_workers(_ours, folders, root, workers)
     assert our_scores == their_scores, (our_scores[:3], their_scores[:3])
     print(f"\n{runs:,} imported runs in {len(folders):,} result folders of {SET_SIZE} copies of {SAMPLE}")
+    print(f"{workers} worker processes per side; CPU s: the workers' CPU time summed")
     print("                                                      CPU s   wall s")
     print(
         f"recorder import + score (checker, RCP, scores.jsonl) {our_s:7.2f}  {our_wall:7.2f}   {runs / our_s:,.1f} runs/s"
@@ -218,11 +254,14 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000, help="0: skip the derive bench")
     parser.add_argument("--imported-runs", type=int, default=10_000, help="0: skip the import+score bench")
     parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument(
+        "--workers", type=int, default=os.cpu_count() or 1, help="processes per side of the import+score bench"
+    )
     args = parser.parse_args()
     if args.events:
         bench_derive(args.events)
     if args.imported_runs:
-        bench_import_score(args.imported_runs, args.corpus)
+        bench_import_score(args.imported_runs, args.corpus, args.workers)
 
 
 def bench_derive(count: int) -> None:

@@ -1,9 +1,9 @@
 """`recorder verify`: schema, seq contiguity, digest chains, closing records, torn tails; then the facts.
 
-Segments are streamed one message at a time, so memory stays bounded by the largest event, not the
-segment. A segment the stream cannot read cleanly to its end (torn, damaged) is read whole by
-`read_segment`, which locates the damage. When every segment is intact, `recorder.semantics` checks that
-the timeline is possible and the evidence matches.
+Segments are streamed: messages are read one at a time and checked in chunks (512 events or 1 MB), so
+memory stays bounded by the chunk or the largest event, not the segment. A segment the stream cannot read
+cleanly to its end (torn, damaged) is read whole by `read_segment`, which locates the damage. When every
+segment is intact, `recorder.semantics` checks that the timeline is possible and the evidence matches.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.kinds import PayloadError, SegmentClosed, SegmentOpened
 from recorder.problem import Problem
-from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, read_segment, recorded_run_id
+from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, merge, read_segment, recorded_run_id
 from recorder.regular import read_regular
 from recorder.run import RunDir
 from recorder.segment import (
@@ -61,6 +61,8 @@ class VerifyReport:
     segments: list[SegmentSummary] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # every event, merged as `read_run` merges them, when `verify_run(keep_events=True)` found the run intact
+    events: list[Event] | None = None
 
     @property
     def ok(self) -> bool:
@@ -210,7 +212,8 @@ def _check_whole(segment: Segment, chain: _Chain) -> list[Problem]:
 class _Streamed:
     summary: SegmentSummary
     problems: list[Problem]
-    kept: list[Event]
+    kept: list[Event]  # the kinds the facts layer reads
+    every: list[Event] = field(default_factory=list)  # all of them, when asked
 
 
 # Messages are read one at a time, but become Python rows a chunk at a time: one columnar conversion per
@@ -219,7 +222,7 @@ _CHUNK_EVENTS = 512
 _CHUNK_BYTES = 1 << 20
 
 
-def _stream_segment(path: Path, run_id: str | None) -> _Streamed | None:
+def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _Streamed | None:
     """Check a segment a chunk of messages at a time; None when it does not read cleanly to its end (then
     the whole-file path locates the damage or the torn tail)."""
     parsed = parse_segment_name(path.name)
@@ -228,6 +231,7 @@ def _stream_segment(path: Path, run_id: str | None) -> _Streamed | None:
     schema = schema_message(arrow_schema())
     chain = _Chain(path.name, parsed[0], run_id)
     kept: list[Event] = []
+    every: list[Event] = []
     last: tuple[Any, ...] | None = None
     n = 0
     with open(path, "rb") as raw, pa.OSFile(str(path)) as source:
@@ -261,8 +265,12 @@ def _stream_segment(path: Path, run_id: str | None) -> _Streamed | None:
                         problem = chain.row(n, row, data[start - first : end - first])
                         if problem is not None:
                             return _Streamed(chain.summary(n, False), [problem], kept)
-                        if row[5] in KINDS:
-                            kept.append(event_from_row(row, path.name))
+                        if keep_all or row[5] in KINDS:
+                            event = event_from_row(row, path.name)
+                            if row[5] in KINDS:
+                                kept.append(event)
+                            if keep_all:
+                                every.append(event)
                         last, start, n = row, end, n + 1
                     chunk, ends = [], []
                 if batch is None:
@@ -272,14 +280,16 @@ def _stream_segment(path: Path, run_id: str | None) -> _Streamed | None:
         tail = os.pread(fd, 16, start)
     if tail == END_OF_STREAM and size == start + len(END_OF_STREAM):
         problem = chain.closed(n, last)
-        return _Streamed(chain.summary(n, True), [problem] if problem else chain.signature_problems(), kept)
+        return _Streamed(chain.summary(n, True), [problem] if problem else chain.signature_problems(), kept, every)
     if size == start and (last is None or last[5] != "segment_closed"):
-        return _Streamed(chain.summary(n, False), chain.signature_problems(), kept)
+        return _Streamed(chain.summary(n, False), chain.signature_problems(), kept, every)
     return None
 
 
-def verify_run(path: Path | str | RunDir, *, facts: bool = True) -> VerifyReport:
+def verify_run(path: Path | str | RunDir, *, facts: bool = True, keep_events: bool = False) -> VerifyReport:
     """Check every segment of a run, then (when `facts` and the bytes are intact) what the events mean.
+    `keep_events`: an intact run's events come back in `report.events`, so that a caller about to read the
+    run (replay, score) does not read it a second time.
 
     Raises NotARunError/NewerSchemaError for input it cannot judge.
     """
@@ -297,23 +307,27 @@ def verify_run(path: Path | str | RunDir, *, facts: bool = True) -> VerifyReport
     # the id the run's own run_opened carries: a segment pasted from another run is the one that differs
     run_id: str | None = recorded_run_id(run) if paths else None
     kept: list[Event] = []
+    every: list[list[Event]] = []
     for p in paths:
-        streamed = _stream_segment(p, run_id)
+        streamed = _stream_segment(p, run_id, keep_events)
         if streamed is None:
-            streamed = _read_whole(p, run_id, report)
+            streamed = _read_whole(p, run_id, report, keep_events)
             if streamed is None:
                 continue
         report.problems.extend(streamed.problems)
         report.segments.append(streamed.summary)
         kept.extend(streamed.kept)
+        every.append(streamed.every)
     if facts and report.ok:
         found = check_facts(run, kept)
         report.problems.extend(found.problems)
         report.warnings.extend(found.warnings)
+    if keep_events and report.ok:
+        report.events = merge(every)
     return report
 
 
-def _read_whole(p: Path, run_id: str | None, report: VerifyReport) -> _Streamed | None:
+def _read_whole(p: Path, run_id: str | None, report: VerifyReport, keep_all: bool = False) -> _Streamed | None:
     try:
         segment = read_segment(p)
     except NewerSchemaError:
@@ -326,5 +340,7 @@ def _read_whole(p: Path, run_id: str | None, report: VerifyReport) -> _Streamed 
         return None
     chain = _Chain(segment.name, segment.writer, run_id)
     problems = _check_whole(segment, chain)
-    kept = [e for e in segment.events() if e.kind in KINDS]
-    return _Streamed(chain.summary(segment.table.num_rows, segment.closed, segment.torn), problems, kept)
+    events = segment.events()
+    kept = [e for e in events if e.kind in KINDS]
+    summary = chain.summary(segment.table.num_rows, segment.closed, segment.torn)
+    return _Streamed(summary, problems, kept, events if keep_all else [])

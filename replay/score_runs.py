@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recorder.reader import RunLog, read_run
+from recorder.events import Event
+from recorder.reader import read_run
 from recorder.rules import not_comparable
+from recorder.run import RunDir
 from replay.check import CheckResult, compliance, rcp
 from replay.derive import derive_run
 from replay.errors import ReplayError, ScoreInputError
@@ -23,12 +25,13 @@ from replay.rulesets import KnownRuleset, ruleset_for_run
 from replay.scores import Outcome, compute_scores, write_rows
 from replay.set_score import RunOutcome, SetScore, score_set
 from replay.timeline import Timeline, build_timeline
-from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, require_verified, resumes, run_target
+from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, resumes, run_target, verified_events
 
 
 @dataclass
 class _Run:
-    log: RunLog
+    run: RunDir
+    events: list[Event]  # as verify read them (an intact run is read once), else as read_run reads them
     tl: Timeline
     known: KnownRuleset
     unverified: list[str]
@@ -37,7 +40,7 @@ class _Run:
 
     @property
     def opened(self) -> dict[str, Any]:
-        return next((e.data for e in self.log.events if e.kind == "run_opened"), {})
+        return next((e.data for e in self.events if e.kind == "run_opened"), {})
 
     @property
     def set_key(self) -> tuple[str | None, int | None]:
@@ -50,35 +53,35 @@ class _Run:
         return float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) else 1.0
 
 
-def _default_interpretation(log: RunLog) -> str:
-    imported = any(e.kind == "mllog_line" for e in log.events) and not any(
-        e.kind == "weight_update" for e in log.events
-    )
+def _default_interpretation(events: list[Event]) -> str:
+    imported = any(e.kind == "mllog_line" for e in events) and not any(e.kind == "weight_update" for e in events)
     return AS_RECORDED if imported else "official"
 
 
 def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force: bool) -> _Run:
-    unverified = require_verified(run_dir, force)  # refuses (exit 1) unless --force
-    log = read_run(run_dir)
-    tl = build_timeline(log.events)
+    unverified, events = verified_events(run_dir, force)  # refuses (exit 1) unless --force
+    run = RunDir.open(run_dir)
+    if events is None:  # forced past a failed verification: read what can be read
+        events = read_run(run).events
+    tl = build_timeline(events)
     known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)
     marks = (
         ([UNVERIFIED] if unverified else [])
-        + (["RESUMED"] if resumes(log.events) else [])
-        + ([NOT_COMPARABLE] if not_comparable(run_target(log.events)) else [])
+        + (["RESUMED"] if resumes(events) else [])
+        + ([NOT_COMPARABLE] if not_comparable(run_target(events)) else [])
     )
-    label = log.run.run_id + (f" ({', '.join(marks)})" if marks else "")
-    return _Run(log, tl, known, unverified, label, interpretation or _default_interpretation(log))
+    label = run.run_id + (f" ({', '.join(marks)})" if marks else "")
+    return _Run(run, events, tl, known, unverified, label, interpretation or _default_interpretation(events))
 
 
 def _marks(run: _Run) -> dict[str, Any]:
-    return {"unverified": run.unverified, "resumed": resumes(run.log.events), "target": run_target(run.log.events)}
+    return {"unverified": run.unverified, "resumed": resumes(run.events), "target": run_target(run.events)}
 
 
 def _one(values: set[Any], what: str, runs: Sequence[_Run]) -> Any:
     if len(values) > 1:
         raise ScoreInputError(
-            f"runs {', '.join(r.log.run.run_id for r in runs)} differ in {what} "
+            f"runs {', '.join(r.run.run_id for r in runs)} differ in {what} "
             f"({', '.join(map(repr, sorted(values, key=repr)))}): score one result set at a time"
         )
     return next(iter(values))
@@ -108,14 +111,15 @@ def _score_group(runs: list[_Run]) -> SetScore:
 
 def _outcome_and_text(run: _Run) -> tuple[RunOutcome, str | None]:
     try:
-        d = derive_run(run.log.events, run.known.name, run.interpretation)
+        d = derive_run(run.events, run.known.name, run.interpretation)
     except ReplayError as e:
-        write_rows(run.log.run, mark_rows(compute_scores(run.log.run, run.known.name, log=run.log), **_marks(run)))
+        rows = compute_scores(run.run, run.known.name, events=run.events)
+        write_rows(run.run, mark_rows(rows, **_marks(run)))
         return RunOutcome(run.label, None, "none", None, str(e), run.interpretation), None
     check = compliance(d.text(), run.known.name)
     done: dict[str, Outcome] = {run.interpretation: (d, check)}
-    rows = compute_scores(run.log.run, run.known.name, done=done, log=run.log)
-    write_rows(run.log.run, mark_rows(rows, **_marks(run)))
+    rows = compute_scores(run.run, run.known.name, done=done, events=run.events)
+    write_rows(run.run, mark_rows(rows, **_marks(run)))
     return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation), d.text()
 
 

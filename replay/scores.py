@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.events import Event
-from recorder.reader import RunLog, read_run
+from recorder.reader import read_run
 from recorder.rules import BENCHMARK, is_standard_target
 from recorder.run import RunDir, derived_dir, write_derived
 from replay.check import CheckResult, compliance, mlperf_logging_version
@@ -95,14 +95,15 @@ def compute_scores(
     ruleset: str | None = None,
     check: bool = True,
     done: Mapping[str, Outcome] | None = None,
-    log: RunLog | None = None,
+    events: list[Event] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every applicable interpretation's row. `ruleset`: as typed by the user (None: the run's own). `log`: the
-    run as the caller already read it, so that it is not read twice."""
-    log = log if log is not None else read_run(run_dir)
-    name, interpretations = applicable(log.events, ruleset)
+    """Every applicable interpretation's row. `ruleset`: as typed by the user (None: the run's own). `events`:
+    the run's events as the caller already read them, so that the run is not read twice."""
+    run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
+    events = events if events is not None else read_run(run).events
+    name, interpretations = applicable(events, ruleset)
     done = done or {}
-    return [score_row(log.events, log.run.run_id, name, i, check, done.get(i)) for i in interpretations]
+    return [score_row(events, run.run_id, name, i, check, done.get(i)) for i in interpretations]
 
 
 def write_rows(run: RunDir, rows: list[dict[str, Any]]) -> Path:

@@ -53,7 +53,14 @@ class ClockStep:
 
 def require_verified(run_dir: Path | str | RunDir, force: bool) -> list[str]:
     """The run's verification problems: empty when intact; raises UnverifiedRunError unless `force`."""
-    report = verify_with_cache(run_dir)
+    return verified_events(run_dir, force, keep_events=False)[0]
+
+
+def verified_events(
+    run_dir: Path | str | RunDir, force: bool, *, keep_events: bool = True
+) -> tuple[list[str], list[Event] | None]:
+    """`require_verified`, and the events verify read when the run is intact (None otherwise: read them)."""
+    report = verify_with_cache(run_dir, keep_events=keep_events)
     problems = [str(p) for p in report.problems]
     if problems and not force:
         shown = "; ".join(problems[:3]) + (f"; ... and {len(problems) - 3} more" if len(problems) > 3 else "")
@@ -62,7 +69,7 @@ def require_verified(run_dir: Path | str | RunDir, force: bool) -> list[str]:
             f"`recorder verify {report.run.path}` for the details, or pass --force to derive anyway (the output "
             f"is then marked {UNVERIFIED})."
         )
-    return problems
+    return problems, report.events
 
 
 def resumes(events: list[Event]) -> list[Resume]:

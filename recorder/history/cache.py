@@ -29,9 +29,11 @@ def check_cache(report: VerifyReport) -> None:
         report.problems.append(Problem(str(cache.relative_to(run.path)), None, message.split(": ", 1)[-1]))
 
 
-def verify_with_cache(path: Path | str | RunDir) -> VerifyReport:
+def verify_with_cache(path: Path | str | RunDir, *, keep_events: bool = False) -> VerifyReport:
     """`verify_run`, then the compacted cache when the segments themselves are intact."""
-    report = verify_run(path)
+    report = verify_run(path, keep_events=keep_events)
     if not report.problems:
         check_cache(report)
+    if report.problems:
+        report.events = None  # kept for intact runs only
     return report

@@ -34,13 +34,14 @@ def mllog(path: Path) -> list[dict]:
     return [json.loads(t.split(":::MLLOG ", 1)[1]) for t in path.read_text().splitlines() if ":::MLLOG " in t]
 
 
-def import_nemo_run(tmp_path: Path, series: Path, spec: Path) -> Path:
-    """`recorder import` the training mllog, then `recorder import-checkpoints` the series into that run."""
+def import_nemo_run(tmp_path: Path, series: Path, spec: Path, timeout: float = 600) -> Path:
+    """`recorder import` the training mllog, then `recorder import-checkpoints` the series into that run
+    (`timeout`: seconds the import may take; it fingerprints every checkpoint)."""
     log = nemo_run.write_training_mllog(tmp_path / "mlperf_training.log", final_step=STEPS[-1])
     done = run_cli("import", str(log), "--root", str(tmp_path / "runs"), "--run-id", "nemo")
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "nemo"
-    done = run_cli("import-checkpoints", str(series), "--into", str(run), "--task", str(spec))
+    done = run_cli("import-checkpoints", str(series), "--into", str(run), "--task", str(spec), timeout=timeout)
     assert done.returncode == 0, done.stdout + done.stderr
     return run
 

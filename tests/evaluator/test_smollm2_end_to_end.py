@@ -22,6 +22,7 @@ from tests.helpers import run_cli
 from trainer.policy.taskspec import shipped
 
 pytestmark = pytest.mark.slow
+TIMEOUT = 3600  # seconds a command may take before the test gives up on it (not a measure: a hang guard)
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +36,9 @@ def smollm2_series(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_smollm2_series_end_to_end_passes_both_checkers(smollm2_series: Path, tmp_path: Path) -> None:
     spec = shipped("next-number")
-    run = import_nemo_run(tmp_path, smollm2_series, spec)
-    done = run_cli("eval", str(run), "--task", str(spec))
+    # A 135M model on a shared CPU: the import fingerprints three checkpoints, eval scores 251 tasks.
+    run = import_nemo_run(tmp_path, smollm2_series, spec, timeout=TIMEOUT)
+    done = run_cli("eval", str(run), "--task", str(spec), timeout=TIMEOUT)
     assert done.returncode == 0, done.stdout + done.stderr  # a step passed (> 0.69): exit 1 otherwise
     found = re.search(r"first passing checkpoint: step (\d+)", done.stdout)
     assert found is not None, done.stdout

@@ -7,7 +7,8 @@ log, and the ratio. Target: deriving is faster than the checker reading its outp
 Then (issue 15): `recorder import` and `recorder score` (in process) of N imported runs, sets of 10 copies of
 a real result file from ../shared/corpus, against mlperf-logging's result summarizer
 (`_compute_strong_score_standalone`) over the same folders, as a ratio of CPU seconds; every set's score
-must agree. Each side runs in `--workers` processes (default: one per CPU), so 10,000 runs take minutes.
+must agree. `--workers` processes (default: one per CPU) each run both sides on their folders in turn, so
+both see the same load and 10,000 runs take minutes.
 
     python bench/replay.py [--events 1000000] [--imported-runs 10000] [--workers N]
 """
@@ -163,67 +164,57 @@ SAMPLE = "mlperf-results/training_results_v5.1/AMD/results/MI355X_EPYC_9575F_pyt
 SET_SIZE = 10
 
 
-def _ours(folders: list[Path], root: Path) -> tuple[list[float | None], float]:
-    """`recorder import` of every result folder, then `recorder score` of its runs (in process); the scores
-    and this worker's CPU seconds for them."""
+def _ours(folder: Path, root: Path) -> float | None:
+    """`recorder import` of a result folder, then `recorder score` of its runs (in process)."""
     from recorder.adapters.mllog_import import import_file
     from recorder.adapters.result_folder import read_result_folder
     from replay.score_runs import score_runs
 
-    cpu = time.process_time()
-    scores = []
-    for folder in folders:
-        found = read_result_folder(folder)
-        made = [import_file(f, root, None, "5.1.0", found.result_set).run.path for f in found.files]
-        [result] = score_runs(made, None, None, False)
-        scores.append(result.score_minutes)
-    return scores, time.process_time() - cpu
+    found = read_result_folder(folder)
+    made = [import_file(f, root, None, "5.1.0", found.result_set).run.path for f in found.files]
+    [result] = score_runs(made, None, None, False)
+    return result.score_minutes
 
 
-def _theirs(folders: list[Path], root: Path) -> tuple[list[float | None], float]:
-    """mlperf-logging's result summarizer over the same folders; the scores and this worker's CPU seconds."""
+def _theirs(folder: Path) -> float | None:
+    """mlperf-logging's result summarizer on the same folder."""
     import contextlib
     import io
 
     from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_score_standalone
 
-    cpu = time.process_time()
     with contextlib.redirect_stdout(io.StringIO()):  # it prints a line per dropped run
-        scores = [
-            _compute_strong_score_standalone("llama2_70b_lora", "system", False, str(f), "training", "5.1.0")[0]
-            for f in folders
-        ]
-    return scores, time.process_time() - cpu
+        score = _compute_strong_score_standalone("llama2_70b_lora", "system", False, str(folder), "training", "5.1.0")
+    return score[0]  # type: ignore[no-any-return]
 
 
-def _in_workers(fn, folders: list[Path], root: Path, workers: int):  # type: ignore[no-untyped-def]
-    """`fn` over interleaved shares of `folders` in `workers` fresh processes: (scores in folder order, the
-    workers' CPU seconds summed, wall seconds). Each worker's start-up (imports) is outside both numbers."""
-    import multiprocessing
-
-    shares = [folders[i::workers] for i in range(workers)]
-    wall = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        pool.map(_warm, range(workers))  # imports done before the clock that counts
-        wall = time.perf_counter()
-        done = pool.starmap(fn, [(share, root) for share in shares])
-        wall = time.perf_counter() - wall
-    by_folder = {
-        f: score
-        for share, (scores, _) in zip(shares, done, strict=True)
-        for f, score in zip(share, scores, strict=True)
-    }
-    return [by_folder[f] for f in folders], sum(cpu for _, cpu in done), wall
+def _both(folders: list[Path], root: Path) -> tuple[list[tuple[float | None, float | None]], float, float]:
+    """Both sides on each folder in turn, so that both see the same load: (score pairs, our CPU seconds,
+    their CPU seconds). Which side goes first alternates from folder to folder."""
+    pairs: list[tuple[float | None, float | None]] = []
+    cpu = {"ours": 0.0, "theirs": 0.0}
+    for i, folder in enumerate(folders):
+        got: dict[str, float | None] = {}
+        for side in ("ours", "theirs") if i % 2 else ("theirs", "ours"):
+            t = time.process_time()
+            got[side] = _ours(folder, root) if side == "ours" else _theirs(folder)
+            cpu[side] += time.process_time() - t
+        pairs.append((got["ours"], got["theirs"]))
+    return pairs, cpu["ours"], cpu["theirs"]
 
 
 def _warm(_: int) -> None:
     import mlperf_logging.result_summarizer.result_summarizer  # noqa: F401
 
+    import recorder.adapters.result_folder  # noqa: F401
     import replay.score_runs  # noqa: F401
 
 
 def bench_import_score(runs: int, corpus: Path, workers: int) -> None:
-    """Import and score `runs` runs against the summarizer over the same result folders."""
+    """Import and score `runs` runs against the summarizer over the same result folders, in `workers`
+    processes that each take every workers-th folder; CPU seconds are the workers' own, summed."""
+    import multiprocessing
+
     raw = (corpus / SAMPLE).read_bytes()
     with tempfile.TemporaryDirectory() as tmp:
         folders = []
@@ -234,19 +225,20 @@ def bench_import_score(runs: int, corpus: Path, workers: int) -> None:
                 (folder / f"result_{i}.txt").write_bytes(raw)
             folders.append(folder)
         root = Path(tmp) / "runs"
-        their_scores, their_s, their_wall = _in_workers(_theirs, folders, root, workers)
-        our_scores, our_s, our_wall = _in_workers(_ours, folders, root, workers)
-    assert our_scores == their_scores, (our_scores[:3], their_scores[:3])
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            pool.map(_warm, range(workers))  # start-up and imports, outside the wall clock that counts
+            wall = time.perf_counter()
+            done = pool.starmap(_both, [(folders[i::workers], root) for i in range(workers)])
+            wall = time.perf_counter() - wall
+    pairs = [pair for share, _, _ in done for pair in share]
+    our_s, their_s = sum(d[1] for d in done), sum(d[2] for d in done)
+    assert all(ours == theirs for ours, theirs in pairs), pairs[:3]
     print(f"\n{runs:,} imported runs in {len(folders):,} result folders of {SET_SIZE} copies of {SAMPLE}")
-    print(f"{workers} worker processes per side; CPU s: the workers' CPU time summed")
-    print("                                                      CPU s   wall s")
-    print(
-        f"recorder import + score (checker, RCP, scores.jsonl) {our_s:7.2f}  {our_wall:7.2f}   {runs / our_s:,.1f} runs/s"
-    )
-    print(
-        f"result summarizer (_compute_strong_score_standalone) {their_s:7.2f}  {their_wall:7.2f}   {runs / their_s:,.1f} runs/s"
-    )
-    print(f"ratio ours / summarizer: {our_s / their_s:.2f}x (CPU); every set's score equal: {len(our_scores)} sets")
+    print(f"{workers} worker processes, each running both sides on its folders in turn; {wall:.1f} s wall in all")
+    print("                                                      CPU s   runs/s (CPU)")
+    print(f"recorder import + score (checker, RCP, scores.jsonl) {our_s:7.2f}   {runs / our_s:,.1f}")
+    print(f"result summarizer (_compute_strong_score_standalone) {their_s:7.2f}   {runs / their_s:,.1f}")
+    print(f"ratio ours / summarizer: {our_s / their_s:.2f}x (CPU); every set's score equal: {len(pairs)} sets")
 
 
 def main() -> None:
@@ -254,9 +246,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000, help="0: skip the derive bench")
     parser.add_argument("--imported-runs", type=int, default=10_000, help="0: skip the import+score bench")
     parser.add_argument("--corpus", type=Path, default=CORPUS)
-    parser.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 1, help="processes per side of the import+score bench"
-    )
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes of the import+score bench")
     args = parser.parse_args()
     if args.events:
         bench_derive(args.events)

@@ -152,24 +152,14 @@ def run_vllm_side(run: Path, spec: Path, tasks: int) -> None:
     """In the vLLM environment: evaluate every checkpoint with --backend vllm; print one JSON line."""
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
-    from evaluator.vllm_backend import VllmWorkers
-    from evaluator.workers import Workers
 
-    made: list[VllmWorkers] = []
-
-    def factory(n: int, address: str | None) -> Workers:
-        made.append(VllmWorkers())
-        return made[-1]
-
-    summary = evaluate_run(
-        run, Options(task=spec, all=True, backend="vllm", tasks=tasks or None), workers_factory=factory
-    )
+    summary = evaluate_run(run, Options(task=spec, all=True, backend="vllm", tasks=tasks or None))
     docs = _results(run, summary)
     report = {
         "total_s": [d["timings"]["total_s"] for d in docs],
         "score_s": [d["timings"]["score_s"] for d in docs],
         "scores": [d["score"] for d in docs],
-        "engine_start_s": made[0].engine_start_s,
+        "engine_start_s": docs[0]["backend"]["engine_start_s"],
         "batch_invariant": [d["backend"]["batch_invariant"] for d in docs],
         "probe_s": [d["backend"]["batch_check"]["seconds"] for d in docs],
     }

@@ -134,6 +134,7 @@ class VllmWorkers:
         require_vllm()
         # Imported when the workers start, as the torch Scorer does, so that start-up is not billed to the
         # first checkpoint (the fingerprint loads the model through transformers).
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM logs INFO lines to stdout, amid ours
         import vllm
         from transformers import AutoModelForCausalLM  # noqa: F401
 
@@ -146,7 +147,7 @@ class VllmWorkers:
         self.tokenizer: Any = None
         self.llm: Any = None
         self._engine_key: tuple[str, str] | None = None  # (config.json text, dtype) the engine was built for
-        self.engine_start_s = 0.0  # seconds the last engine start took (bench/eval_backends.py reports it apart)
+        self.engine_start_s = 0.0  # seconds the engine took to start for the checkpoint loaded last (0: reloaded)
         self.last_check = BatchCheck(requests=0, differing=0)
 
     def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]:
@@ -169,6 +170,7 @@ class VllmWorkers:
         key = ((model_dir / "config.json").read_text(), loading.dtype)
         if self.llm is not None and key == self._engine_key:
             self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(model_dir)})
+            self.engine_start_s = 0.0  # this checkpoint's weights went into the running engine
             return
         import json
 

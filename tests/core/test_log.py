@@ -14,12 +14,23 @@ from recorder.reader import merge, read_run
 from recorder.run import RunDir
 from recorder.verify import verify_run
 
+# A whole run_opened payload: verify also checks that each kind's data is what the catalogue says.
+OPENED = {
+    "benchmark": "qwen35_397b_grpo",
+    "ruleset": "6.1.0",
+    "division": "open",
+    "global_batch_size": 256,
+    "config": {},
+    "provenance": {},
+    "resumed_from": None,
+}
+
 
 def test_round_trip_and_digest_chain(tmp_path: Path) -> None:
     run = RunDir.create(tmp_path, "r1")
     with LogWriter(run, "trainer") as w:
         appended = [
-            w.append("run_opened", data={"benchmark": "qwen35_397b_grpo", "division": "open"}),
+            w.append("run_opened", data=OPENED),
             w.append("mllog_config", key="global_batch_size", value=256),
             w.append("step_metrics", step=1, samples_count=256, data={"loss": float("nan"), "reward": 0.25}),
             w.append("weight_update", step=1, samples_count=256, time_ns=123),

@@ -77,6 +77,7 @@ def test_trained_model_scores_the_same_bits_for_any_batch_size_and_workers(
 def test_trained_checkpoint_with_another_tokenizer_or_config_is_refused(
     trained_run: Path, tmp_path: Path, change: str
 ) -> None:
+    from evaluator.errors import UnverifiedRunError
     from evaluator.order import parse_order
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
@@ -90,8 +91,12 @@ def test_trained_checkpoint_with_another_tokenizer_or_config_is_refused(
     doc[key] = doc[key][1] + doc[key][0] + doc[key][2:] if change == "tokenizer" else doc[key] * 1000
     (cp / name).write_text(json.dumps(doc))
     only = parse_order(str(step))
-    refused = evaluate_run(run, Options(order=only, tasks=8))
+    # The commit hashes config.json and the tokenizer, so verify refuses the run before any model loads ...
+    with pytest.raises(UnverifiedRunError, match=rf"{name} is missing or not the committed one \[rule commit-files\]"):
+        evaluate_run(run, Options(order=only, tasks=8))
+    # ... and under --force the fingerprint still catches what the swap changes.
+    refused = evaluate_run(run, Options(order=only, tasks=8, force=True))
     assert [(o.step, o.status, o.error) for o in refused.outcomes] == [(step, "failed", "FingerprintMismatchError")]
     assert "the weights, tokenizer or code differ" in refused.outcomes[0].reason
-    lenient = evaluate_run(run, Options(order=only, tasks=8, fingerprint_tolerance=1e9))
+    lenient = evaluate_run(run, Options(order=only, tasks=8, force=True, fingerprint_tolerance=1e9))
     assert [o.status for o in lenient.outcomes] == ["scored"]  # --fingerprint-tolerance is what decides

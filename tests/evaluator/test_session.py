@@ -49,7 +49,14 @@ def test_all_and_the_events_it_records(tmp_path: Path) -> None:
     assert results[0].data["metric"] == "pass@4" and results[0].data["n"] == 3 and results[0].data["k"] == 4
     start = next(e for e in evs if e.kind == "eval_start")
     cp = next(e for e in log.events if e.kind == "checkpoint_committed" and e.step == 20)
-    assert start.data == {"checkpoint": cp.data["path"], "sha256": cp.data["sha256"], "worker": "local"}
+    assert {k: start.data[k] for k in ("checkpoint", "sha256", "worker", "backend", "task")} == {
+        "checkpoint": cp.data["path"],
+        "sha256": cp.data["sha256"],
+        "worker": "local",
+        "backend": "torch",
+        "task": "addition",
+    }
+    assert set(start.data) == {"checkpoint", "sha256", "worker", "backend", "task", "task_sha256"}
     assert verify_run(run.path).ok
 
 

@@ -77,10 +77,16 @@ def test_9_an_absurd_config_json_is_refused_before_any_allocation(evaluated_run:
 
     attacked = copy_run(evaluated_run, tmp_path, evaluations=False)
     edit_json(attacked / "checkpoints" / "step_0000018" / "config.json", num_hidden_layers=100000)
-    done = run_cli("eval", str(attacked), "--order", "18", "--all")
+    # The commit hashes config.json, so verify refuses the run before anything is loaded ...
+    refused = run_cli("eval", str(attacked), "--order", "18", "--all")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stdout + refused.stderr
+    assert "config.json is missing or not the committed one [rule commit-files]" in refused.stderr
+    # ... and under --force the weights' own header still refuses it before any allocation.
+    done = run_cli("eval", str(attacked), "--order", "18", "--all", "--force")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
     assert "implies 26,240,004,992 parameters" in done.stdout and "stores 792,192" in done.stdout
     from recorder.verify import verify_run
 
     report = verify_run(attacked)  # the evaluator's segment was closed: nothing left open
-    assert report.ok and all(s.closed for s in report.segments), report.problems
+    assert [p.rule for p in report.problems] == ["commit-files"], report.problems
+    assert all(s.closed for s in report.segments)

@@ -8,7 +8,7 @@ checker's module sees a `yaml` whose `load` returns a fresh copy of the tree par
 the file's path, size and modification time, so an edited rule file is parsed again). Every rule still runs
 on every line: only the parsing of an unchanged file is shared.
 
-Why a copy: the rules' own CODE blocks run with the parsed tree in reach (`exec(..., locals())`); none of
+Why a copy: the checker runs the rules' own CODE blocks with the parsed tree among their locals; none of
 the shipped files changes it, and a copy keeps a future one that does from leaking into the next log.
 """
 

@@ -22,7 +22,7 @@ from replay.check import compliance, compliance_file
 from replay.derive import derive_run
 from replay.rulesets import known_rulesets
 from replay.score_runs import score_runs
-from tests.helpers import REPO, run_cli
+from tests.helpers import run_cli
 from tests.replay.corpus_index import corpus_logs
 
 RESULTS = "mlperf-results/training_results_v"
@@ -107,8 +107,9 @@ def _clean_error(result, code: int, *needles: str) -> None:  # type: ignore[no-u
 
 def test_files_that_are_not_mllogs_are_refused_before_anything_is_recorded(corpus: Path, tmp_path: Path) -> None:
     root = tmp_path / "runs"
-    readme = REPO / "README.md"  # mentions ':::MLLOG' in prose and examples, holds no record
-    assert ":::MLLOG" in readme.read_text(encoding="utf-8")
+    # Prose that mentions ':::MLLOG' and shows it without a record, as a README does.
+    readme = tmp_path / "README.md"
+    readme.write_text("# Notes\n\nEach line of a log starts with `:::MLLOG` and a JSON record:\n\n    :::MLLOG ...\n")
     _clean_error(run_cli("import", str(readme), "--root", str(root)), 2, f"{readme}: not an mllog", "no :::MLLOG line")
     empty = tmp_path / "result_0.txt"
     empty.write_bytes(b"")

@@ -69,24 +69,8 @@ class Segment:
 
     def events(self) -> list[Event]:
         cols = self.table.to_pydict()
-        return [
-            Event(
-                run_id=r,
-                writer=w,
-                seq=s,
-                time_ns=t,
-                mono_ns=m,
-                kind=k,
-                step=st,
-                samples_count=sc,
-                key=ky,
-                value_json=v,
-                data_json=d,
-                digest=dg,
-                segment=self.name,
-            )
-            for r, w, s, t, m, k, st, sc, ky, v, d, dg in zip(*(cols[c] for c in self.table.column_names), strict=False)
-        ]
+        rows = zip(*(cols[c] for c in self.table.column_names), strict=False)
+        return [event_from_row(row, self.name) for row in rows]
 
 
 def _schema_version(schema: pa.Schema) -> int:

@@ -10,24 +10,16 @@ before with the same name, size and modification time is not recomputed (what `g
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from recorder.run import RunDir, derived_dir, write_derived
+from recorder.semantics import sha256_file
 from replay.check import CheckResult, mlperf_logging_version, rcp
 
 CACHE_FILE = "rcp.json"
 KEEP = 8  # verdicts kept per run: official, as-recorded, an UNVERIFIED log, other rulesets
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 22):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _entries(run: RunDir) -> list[dict[str, Any]]:
@@ -58,7 +50,7 @@ def _input_sha256(entries: list[dict[str, Any]], mllog: Path) -> str:
     for e in entries:
         if (e.get("file"), e.get("size"), e.get("mtime_ns")) == (mllog.name, stat.st_size, stat.st_mtime_ns):
             return str(e["sha256"])
-    return _sha256(mllog)
+    return sha256_file(mllog)
 
 
 def cached_rcp(run: RunDir, mllog: Path, ruleset: str) -> tuple[CheckResult, bool]:

@@ -122,6 +122,7 @@ def _completions(run_path: Path) -> dict[int, list[str]]:
     return out
 
 
+@pytest.mark.slow  # the default tier's test_invariance.py compares one worker with two Ray workers
 def test_one_worker_and_two_ray_workers_give_the_same_completions(tmp_path: Path, ray_cluster: None) -> None:
     runs = {n: record_run(tmp_path / f"w{n}", steps=19, target=PASS_NONE, samples=4, sharpen=1.0) for n in (1, 2)}
     for n, run in runs.items():

@@ -14,6 +14,7 @@ from trainer.rollout import RayRollout, TorchRollout
 SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 
 
+@pytest.mark.slow  # three actors each import torch; the default tier's GRPO-step test below refits over Ray too
 def test_ray_workers_match_torch_and_follow_refits(ray_cluster):
     model, tok = build_model(SMALL), build_tokenizer(SMALL)
     prompts = [t.prompt for t in validation_tasks()[:24]]

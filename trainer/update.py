@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trainer.grpo import Batch, clipped_policy_loss, slice_batch, token_logprobs
+from trainer.grpo import Batch, clipped_policy_loss, slice_batch
+from trainer.shared_prompt import completion_logprobs
 
 if TYPE_CHECKING:
     from trainer.distributed import Ranks
@@ -73,7 +74,7 @@ def policy_update(
         loss_sum: Any = 0.0
         for start in range(0, len(mini.inputs), micro_batch_size):
             mb = slice_batch(mini, start, start + micro_batch_size)
-            logp = token_logprobs(model(input_ids=mb.inputs).logits, mb.targets)  # [M, T]
+            logp = completion_logprobs(model, mb)  # [M, T]
             # The first mini-batch is scored by the very weights that sampled it: its old log-probs are logp.
             old_logp = logp.detach() if old_mini is None else old_mini[start : start + len(mb.inputs)]
             n = len(mb.inputs)
@@ -101,9 +102,7 @@ def _sampling_logprobs(model: Any, batch: Batch, micro_batch_size: int) -> Any:
 
     with torch.no_grad():
         parts = [
-            token_logprobs(model(input_ids=mb.inputs).logits, mb.targets)
-            for mb in (
-                slice_batch(batch, s, s + micro_batch_size) for s in range(0, len(batch.inputs), micro_batch_size)
-            )
+            completion_logprobs(model, slice_batch(batch, s, s + micro_batch_size))
+            for s in range(0, len(batch.inputs), micro_batch_size)
         ]
     return torch.cat(parts)

@@ -66,14 +66,17 @@ def generate_ids(
     if not prompts:
         return []
     device = model_device(model)
-    prompt_ids = [[tokenizer.bos_id, *tokenizer.encode(p)] for p in prompts]
+    distinct = list(dict.fromkeys(prompts))  # a GRPO group's G rows share one prompt: prefill it once
+    rows = torch.tensor([distinct.index(p) for p in prompts] if len(distinct) < len(prompts) else [], device=device)
+    prompt_ids = [[tokenizer.bos_id, *tokenizer.encode(p)] for p in distinct]
     input_ids, attention = _left_pad(prompt_ids, tokenizer.pad_id)
     plan = _Plan(temperature, top_p, max_new_tokens, tokenizer.eos_id, tokenizer.pad_id, max(1, check_every))
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
-            out = _decode_loop(model, input_ids.to(device), attention.to(device), row_keys(seeds, device), plan)
+            keys = row_keys(seeds, device)
+            out = _decode_loop(model, input_ids.to(device), attention.to(device), keys, plan, rows)
     finally:
         model.train(was_training)
     return [_until_eos(row, tokenizer.eos_id) for row in out.tolist()]
@@ -151,30 +154,39 @@ def _top_p_filter(logp: torch.Tensor, top_p: float) -> torch.Tensor:
 
 
 def _decode_loop(
-    model: Any, input_ids: torch.Tensor, attention: torch.Tensor, keys: torch.Tensor, plan: _Plan
+    model: Any, input_ids: torch.Tensor, attention: torch.Tensor, keys: torch.Tensor, plan: _Plan, rows: torch.Tensor
 ) -> torch.Tensor:
-    """Prefill, then one token per step into a preallocated [B, T] buffer (pad after a row's <eos>), with a
-    static KV cache and a preallocated mask. -> the buffer, on the device."""
+    """Prefill the distinct prompts [U, W], then one token per step for each of the B rows (row r continues
+    prompt rows[r]; no `rows`: row r is prompt r) into a preallocated [B, T] buffer (pad after a row's <eos>),
+    with a static KV cache and a preallocated mask. -> the buffer, on the device."""
     import torch
 
-    batch, width = input_ids.shape
+    _, width = input_ids.shape
     device = input_ids.device
+    cache, cache_arg = _static_cache(model, width + plan.max_new_tokens), _cache_arg(model)
+    if len(rows) and (cache is None or not hasattr(cache, "reorder_cache")):
+        input_ids, attention, rows = input_ids[rows], attention[rows], rows[:0]  # no cache to share: prefill all
+    batch = len(rows) or len(input_ids)
     steps = plan.max_new_tokens
     out = torch.full((batch, steps), plan.pad_id, dtype=torch.long, device=device)
-    mask = torch.cat([attention, torch.ones((batch, steps), dtype=attention.dtype, device=device)], dim=1)
     done = torch.zeros(batch, dtype=torch.bool, device=device)
-    cache, cache_arg = _static_cache(model, width + steps), _cache_arg(model)
     step_ids, step_pos = input_ids, (attention.cumsum(-1) - 1).clamp(min=0)
     for t in range(steps):
         res = model(
             input_ids=step_ids,
-            attention_mask=mask[:, : width + t],
+            attention_mask=attention if t == 0 else mask[:, : width + t],
             position_ids=step_pos,
             use_cache=True,
             logits_to_keep=1,
             **{cache_arg: cache},
         )
-        tokens = choose_tokens(res.logits[:, -1, :], keys, t, plan.temperature, plan.top_p)
+        logits = res.logits[:, -1, :]
+        if t == 0:
+            if len(rows):  # the prompts' keys and values, and their next-token logits, out to their rows
+                cache.reorder_cache(rows)
+                logits, attention, step_pos = logits[rows], attention[rows], step_pos[rows]
+            mask = torch.cat([attention, torch.ones((batch, steps), dtype=attention.dtype, device=device)], dim=1)
+        tokens = choose_tokens(logits, keys, t, plan.temperature, plan.top_p)
         tokens = tokens.masked_fill(done, plan.pad_id)
         out[:, t] = tokens
         done |= tokens == plan.eos_id

@@ -6,6 +6,7 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,18 +128,21 @@ def derived_dir(run: RunDir, *parts: str) -> Path:
     return directory
 
 
-def write_derived(path: Path, data: bytes) -> None:
+def write_derived(path: Path, data: bytes | Iterable[bytes]) -> None:
     """Write a file under a `derived_dir` atomically: a new temporary file (O_EXCL | O_NOFOLLOW), fsync,
-    rename over `path` (a symlink there is replaced, never followed)."""
+    rename over `path` (a symlink there is replaced, never followed). `data`: the bytes, or chunks of them
+    written as they are produced (a long run's mllog is never held whole)."""
+    chunks = [data] if isinstance(data, bytes) else data
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
     try:
         fd = os.open(tmp, flags, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -146,3 +150,6 @@ def write_derived(path: Path, data: bytes) -> None:
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise LogWriteError(f"{path}: cannot write it ({e.strerror})") from e
+    except BaseException:  # the chunks' producer failed (or Ctrl-C): nothing half-written is left behind
+        tmp.unlink(missing_ok=True)
+        raise

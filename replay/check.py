@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
+from typing import TextIO
 
 
 @cache
@@ -83,10 +84,20 @@ def _reason(message: str) -> str:
 
 def compliance(text: str, ruleset: str = "6.1.0", usage: str = "training") -> CheckResult:
     """`python -m mlperf_logging.compliance_checker --usage training --ruleset RULESET`, in process."""
+    return _compliance_written(lambda f: f.write(text), ruleset, usage)
 
+
+def compliance_lines(lines: Iterable[str], ruleset: str = "6.1.0", usage: str = "training") -> CheckResult:
+    """`compliance` on a log given line by line (without line endings): written to the checker's file as the
+    lines are produced, never held whole (the checker's own reading is mlperf-logging's memory)."""
+    return _compliance_written(lambda f: f.writelines(line + "\n" for line in lines), ruleset, usage)
+
+
+def _compliance_written(write: Callable[[TextIO], object], ruleset: str, usage: str) -> CheckResult:
     with tempfile.TemporaryDirectory(prefix="replay-check-") as tmp, _quiet():
         path = Path(tmp) / "result_0.txt"
-        path.write_text(text, encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as f:
+            write(f)
         return compliance_file(path, ruleset, usage)
 
 

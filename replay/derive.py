@@ -10,13 +10,15 @@ line's own number in the derived file (there is no call site to report).
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from mlperf_logging.mllog import constants as C
 
+from recorder import kinds
 from recorder.events import Event
 from recorder.rules import BENCHMARK
 from replay.errors import InterpretationNotApplicableError, MissingFactError, NoCheckpointError, NothingToEmitError
@@ -32,7 +34,8 @@ from replay.mllog_format import (
 )
 from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
 from replay.rulesets import get_known
-from replay.timeline import Config, Evaluation, Point, Timeline, build_timeline
+from replay.source import EventSource, InMemory, StepData
+from replay.timeline import Config, Evaluation, Point, StepMetrics, Timeline, build_timeline
 
 # `none`: the interpretation derives no run_stop (the as-recorded log has no run_stop line).
 DerivedStatus = Literal["success", "aborted", "none"]
@@ -45,7 +48,7 @@ class Derivation:
     run_id: str
     ruleset: str
     interpretation: str
-    lines: tuple[str, ...]
+    lines: Collection[str]  # a tuple, or RenderedLines: written again from the events each time it is read
     status: DerivedStatus
     passing_step: int | None
     run_start_ns: int | None
@@ -64,24 +67,63 @@ class Derivation:
         return (self.run_stop_ms - self.run_start_ms) / 60 / 1000
 
     def text(self) -> str:
+        """The whole log as one string (small logs: a long run's is written with `chunks`)."""
         return "".join(line + "\n" for line in self.lines)
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[bytes]:
+        """The log as UTF-8, about `size` bytes at a time, produced as it is written."""
+        batch: list[str] = []
+        held = 0
+        for line in self.lines:
+            batch.append(line + "\n")
+            held += len(line) + 1
+            if held >= size:
+                yield "".join(batch).encode()
+                batch, held = [], 0
+        if batch:
+            yield "".join(batch).encode()
+
+
+class RenderedLines(Collection[str]):
+    """A derived log's lines, rendered from the run's facts (and re-read events) each time they are iterated:
+    a long run's log is written as it is produced, never held. Its length is counted by the first pass."""
+
+    def __init__(self, render: Callable[[], Iterator[str]]) -> None:
+        self._render = render
+        self._count: int | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        count = 0
+        for line in self._render():
+            count += 1
+            yield line
+        self._count = count
+
+    def __len__(self) -> int:
+        if self._count is None:
+            self._count = sum(1 for _ in self._render())
+        return self._count
+
+    def __contains__(self, item: object) -> bool:
+        return any(line == item for line in self)
 
 
 class _Writer:
-    """Accumulates lines, numbering them for metadata.lineno."""
+    """Numbers lines for metadata.lineno, as they are produced."""
 
     def __init__(self) -> None:
-        self.lines: list[str] = []
+        self.count = 0
 
     def add(
         self, at: Point | int, source: str | None, event_type: str, key: str, value: Any = None, **meta: Any
-    ) -> None:
+    ) -> str:
         time_ns, src = (at.time_ns, at.source) if isinstance(at, Point) else (at, source or "")
-        metadata = {"file": src, "lineno": len(self.lines) + 1, **meta}
-        self.lines.append(encode_line(ns_to_ms(time_ns), event_type, key, value, metadata))
+        self.count += 1
+        metadata = {"file": src, "lineno": self.count, **meta}
+        return encode_line(ns_to_ms(time_ns), event_type, key, value, metadata)
 
 
-def _configs(tl: Timeline, rules: Ruleset, out: _Writer) -> None:
+def _configs(tl: Timeline, rules: Ruleset, out: _Writer) -> Iterator[str]:
     """Recorded configuration keys, plus those run_opened states that were not recorded, in the checker's
     own key order (its checks read earlier keys: opt_base_learning_rate needs global_batch_size first),
     then any other keys in recorded order."""
@@ -97,36 +139,67 @@ def _configs(tl: Timeline, rules: Ruleset, out: _Writer) -> None:
                 configs.append(Config(key, value, tl.opened))
     rank = {key: i for i, key in enumerate(rules.required_keys(tl.division or C.OPEN))}
     for c in sorted(configs, key=lambda c: rank.get(c.key, len(rank))):
-        out.add(c.at, None, POINT_IN_TIME, c.key, c.value)
+        yield out.add(c.at, None, POINT_IN_TIME, c.key, c.value)
 
 
-def _evaluation(ev: Evaluation, gbs: int, rules: Ruleset, out: _Writer, shift: int = 0) -> None:
+def _evaluation(ev: Evaluation, gbs: int, rules: Ruleset, out: _Writer, shift: int = 0) -> Iterator[str]:
     samples = ev.samples_count if ev.samples_count >= 0 else rules.samples_after(ev.step, gbs)
     start = ev.start.time_ns + shift
-    out.add(start, ev.start.source, INTERVAL_START, C.EVAL_START, None, samples_count=samples, step=ev.step)
-    out.add(
+    yield out.add(start, ev.start.source, INTERVAL_START, C.EVAL_START, None, samples_count=samples, step=ev.step)
+    yield out.add(
         ev.result.time_ns + shift, ev.result.source, POINT_IN_TIME, C.EVAL_ACCURACY, ev.accuracy, samples_count=samples
     )
-    out.add(
+    yield out.add(
         ev.stop.time_ns + shift, ev.stop.source, INTERVAL_END, C.EVAL_STOP, None, samples_count=samples, step=ev.step
     )
 
 
-def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
-    """The mllog lines of a plan, in the 6.1.0 order."""
+def render(
+    tl: Timeline, rules: Ruleset, plan: Plan, step_data: Callable[[StepMetrics], Any] | None = None
+) -> list[str]:
+    """The mllog lines of a plan, in the 6.1.0 order (a timeline built from a list of events)."""
+    return list(render_lines(tl, rules, plan, step_data or _kept_data))
+
+
+def _kept_data(m: StepMetrics) -> dict[str, Any]:
+    if m.event is None:
+        raise MissingFactError(f"step {m.step}: its metrics were not kept; render from the run's events")
+    return m.event.data
+
+
+def render_lines(tl: Timeline, rules: Ruleset, plan: Plan, step_data: Callable[[StepMetrics], Any]) -> Iterator[str]:
+    """The mllog lines of a plan, in the 6.1.0 order, one at a time: each step's metrics are read back
+    through `step_data` when their line is written. Facts that are missing raise before the first line."""
     gbs = tl.gbs()
     run_start = tl.require("run_start", tl.run_start)
     init_start = tl.require("init_start", tl.init_start)
-    out = _Writer()
-    out.add(init_start, None, POINT_IN_TIME, C.CACHE_CLEAR, True)
-    out.add(init_start, None, INTERVAL_START, C.INIT_START)
-    _configs(tl, rules, out)
-    out.add(tl.require("init_stop", tl.init_stop), None, INTERVAL_END, C.INIT_STOP)
-    out.add(run_start, None, INTERVAL_START, C.RUN_START)
+    init_stop = tl.require("init_stop", tl.init_stop)
     if tl.block_start is None:
         raise MissingFactError(f"run {tl.run_id}: no block_start event; record it before replaying")
-    bs_at, bs_step, bs_samples = tl.block_start
-    out.add(
+    last = None if plan.inline else tl.weight_update(plan.last_step, "the final step")
+    return _lines(tl, rules, plan, step_data, gbs, run_start, init_start, init_stop, tl.block_start, last)
+
+
+def _lines(
+    tl: Timeline,
+    rules: Ruleset,
+    plan: Plan,
+    step_data: Callable[[StepMetrics], Any],
+    gbs: int,
+    run_start: Point,
+    init_start: Point,
+    init_stop: Point,
+    block_start: tuple[Point, int | None, int | None],
+    last: Point | None,
+) -> Iterator[str]:
+    out = _Writer()
+    yield out.add(init_start, None, POINT_IN_TIME, C.CACHE_CLEAR, True)
+    yield out.add(init_start, None, INTERVAL_START, C.INIT_START)
+    yield from _configs(tl, rules, out)
+    yield out.add(init_stop, None, INTERVAL_END, C.INIT_STOP)
+    yield out.add(run_start, None, INTERVAL_START, C.RUN_START)
+    bs_at, bs_step, bs_samples = block_start
+    yield out.add(
         plan.shift(bs_at.time_ns),
         bs_at.source,
         INTERVAL_START,
@@ -139,22 +212,22 @@ def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
         if m.step > plan.last_step:
             break
         samples = m.samples_count if m.samples_count is not None else rules.samples_after(m.step, gbs)
-        out.add(
+        yield out.add(
             plan.shift(m.at.time_ns),
             m.at.source,
             POINT_IN_TIME,
             TRACKED_STATS,
-            m.data,
+            step_data(m),
             samples_count=samples,
             step=m.step,
         )
         if m.step in inline:  # the pre-6.1 shape: each evaluation closes a block; training resumes after it
             ev = inline[m.step]
             at = plan.shift(inline_at(tl, m.step))
-            out.add(at, m.at.source, INTERVAL_END, C.BLOCK_STOP, samples_count=samples, step=m.step)
-            _evaluation(ev, gbs, rules, out, shift=at - ev.start.time_ns)
+            yield out.add(at, m.at.source, INTERVAL_END, C.BLOCK_STOP, samples_count=samples, step=m.step)
+            yield from _evaluation(ev, gbs, rules, out, shift=at - ev.start.time_ns)
             if m.step < plan.last_step:
-                out.add(
+                yield out.add(
                     at + ev.duration_ns,
                     ev.stop.source,
                     INTERVAL_START,
@@ -162,9 +235,8 @@ def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
                     samples_count=samples,
                     step=m.step + 1,
                 )
-    if not plan.inline:
-        last = tl.weight_update(plan.last_step, "the final step")
-        out.add(
+    if last is not None:
+        yield out.add(
             plan.shift(last.time_ns),
             last.source,
             INTERVAL_END,
@@ -173,8 +245,8 @@ def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
             step=plan.last_step,
         )
         for ev in plan.evaluations:
-            _evaluation(ev, gbs, rules, out)
-    out.add(
+            yield from _evaluation(ev, gbs, rules, out)
+    yield out.add(
         plan.run_stop,
         None,
         INTERVAL_END,
@@ -183,7 +255,6 @@ def render(tl: Timeline, rules: Ruleset, plan: Plan) -> list[str]:
         status=plan.status,
         samples_count=rules.samples_after(plan.stop_step, gbs),
     )
-    return out.lines
 
 
 def summarizer_start_stop(lines: Iterable[str]) -> tuple[ParsedLine | None, ParsedLine | None]:
@@ -203,14 +274,22 @@ def summarizer_start_stop(lines: Iterable[str]) -> tuple[ParsedLine | None, Pars
     return start, stop
 
 
-def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
+def recorded_lines(tl: Timeline, source: EventSource) -> Iterator[str]:
+    """An imported log's verbatim lines, segment by segment (segments by their first line's time), each in seq
+    order, read back from the source as they are written."""
+    for segment in tl.mllog_segments:
+        for e in source.segment_events(segment, "mllog_line"):
+            yield kinds.MllogLine.from_event(e).line
+
+
+def _as_recorded(tl: Timeline, source: EventSource, ruleset: str) -> Derivation:
     """The original lines; minutes from the run_start and run_stop the result summarizer would read."""
-    if not tl.mllog_lines:
+    if not tl.mllog_segments:
         raise NothingToEmitError(
             f"run {tl.run_id}: as-recorded replays imported logs, and this run has no "
             "mllog_line events: use --interpretation official"
         )
-    start, stop = summarizer_start_stop(tl.mllog_lines)
+    start, stop = summarizer_start_stop(recorded_lines(tl, source))
     why = "the original lines"
     if start is None or stop is None:
         why = f"no minutes: the log has no {'run_start' if start is None else 'run_stop'} line"
@@ -230,7 +309,7 @@ def _as_recorded(tl: Timeline, ruleset: str) -> Derivation:
         tl.run_id,
         ruleset,
         AS_RECORDED,
-        tl.mllog_lines,
+        RenderedLines(lambda: recorded_lines(tl, source)),
         status,
         passing,
         _ms_to_ns(start_ms),
@@ -246,12 +325,21 @@ def _ms_to_ns(ms: float | None) -> int | None:
 
 
 def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> Derivation:
-    """Derive the mllog of a run under an interpretation, with what it scores."""
+    """Derive the mllog of a run under an interpretation, with what it scores (events in memory; the lines
+    as a tuple)."""
+    kept = events if isinstance(events, Sequence) else list(events)
+    d = derive_from(build_timeline(kept), InMemory(kept), ruleset, interpretation)
+    return dataclasses.replace(d, lines=tuple(d.lines))
+
+
+def derive_from(tl: Timeline, source: EventSource, ruleset: str, interpretation: str) -> Derivation:
+    """Derive the mllog of a run from its facts under an interpretation, with what it scores. The lines are
+    RenderedLines: produced from the facts, and from the events `source` reads back, each time they are
+    iterated (a long run's log is written as it is produced). Every refusal is raised here, before any line."""
     rules = get_ruleset(ruleset)
     interp = get_interpretation(interpretation)
-    tl = build_timeline(events)
     if interp.policy is None:
-        return _as_recorded(tl, ruleset)
+        return _as_recorded(tl, source, ruleset)
     require_offline_rule(tl, ruleset, interpretation)
     tl.require_consistent()
     if tl.weight_updates and not tl.checkpoints:  # killed (or still training) before the validation start
@@ -260,14 +348,14 @@ def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> De
             f"checkpoint (step {rules.validation_start_step(tl.gbs())}), so no run_stop and no minutes exist"
         )
     plan = interp.policy(tl, rules)
-    lines = render(tl, rules, plan)
+    render_lines(tl, rules, plan, _kept_data)  # its checks raise now, not when the lines are first read
     run_start = tl.require("run_start", tl.run_start).time_ns
     stop = plan.run_stop.time_ns
     return Derivation(
         tl.run_id,
         ruleset,
         interpretation,
-        tuple(lines),
+        RenderedLines(lambda: render_lines(tl, rules, plan, StepData(source))),
         plan.status,
         plan.passing.step if plan.passing else None,
         run_start,

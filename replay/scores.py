@@ -10,7 +10,8 @@ that target is not the ruleset's or the run was resumed: not comparable to MLPer
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,14 @@ from recorder.events import Event
 from recorder.reader import read_run
 from recorder.rules import BENCHMARK, is_standard_target
 from recorder.run import RunDir, derived_dir, write_derived
-from replay.check import CheckResult, compliance, mlperf_logging_version
-from replay.derive import Derivation, derive_run
+from replay.check import CheckResult, compliance_lines, mlperf_logging_version
+from replay.derive import Derivation, derive_from, derive_run
 from replay.errors import NoCheckpointError, ReplayError
 from replay.interpretations import INTERPRETATIONS
 from replay.rulesets import ruleset_for_run
-from replay.timeline import build_timeline
+from replay.run_scan import RunScan, scan_run
+from replay.source import InMemory
+from replay.timeline import Timeline, build_timeline
 from replay.trust import resumes, run_target
 
 SCORES_FILE = "scores.jsonl"
@@ -42,13 +45,27 @@ def score_row(
 ) -> dict[str, Any]:
     """One interpretation's row; an interpretation that derives nothing gives status 'none' and says why.
     `done`: the derivation (and verdict) the caller already has, so that nothing is derived or checked twice."""
-    target = run_target(events)
-    judged = {
-        "target": target,
-        "comparable": is_standard_target(target) and not resumes(events),
-    }
+    judged = _judged(run_target(events), bool(resumes(events)))
+    return _row(
+        run_id, ruleset, interpretation, lambda: derive_run(events, ruleset, interpretation), judged, check, done
+    )
+
+
+def _judged(target: float | None, resumed: bool) -> dict[str, Any]:
+    return {"target": target, "comparable": is_standard_target(target) and not resumed}
+
+
+def _row(
+    run_id: str,
+    ruleset: str,
+    interpretation: str,
+    derive: Callable[[], Derivation],
+    judged: dict[str, Any],
+    check: bool,
+    done: Outcome | None,
+) -> dict[str, Any]:
     try:
-        d: Derivation = done[0] if done is not None else derive_run(events, ruleset, interpretation)
+        d: Derivation = done[0] if done is not None else derive()
     except ReplayError as e:
         return {
             "run_id": run_id,
@@ -64,7 +81,7 @@ def score_row(
             "why": str(e),
         } | judged
     verdict = (
-        done[1] if done is not None and done[1] is not None else (compliance(d.text(), ruleset) if check else None)
+        done[1] if done is not None and done[1] is not None else (compliance_lines(d.lines, ruleset) if check else None)
     )
     return {
         "run_id": run_id,
@@ -84,7 +101,11 @@ def score_row(
 def applicable(events: list[Event], ruleset: str | None) -> tuple[str, list[str]]:
     """The ruleset a run is scored under (`ruleset_for_run`: refuses before anything is written) and the
     interpretations that apply to it: all of them where the offline rule applies, else as-recorded only."""
-    tl = build_timeline(events)
+    return applicable_to(build_timeline(events), ruleset)
+
+
+def applicable_to(tl: Timeline, ruleset: str | None) -> tuple[str, list[str]]:
+    """`applicable` from a run's facts."""
     known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=ruleset is None)
     offline = known.offline_evaluation(tl.benchmark or BENCHMARK)
     return known.name, [n for n, i in INTERPRETATIONS.items() if offline or i.policy is None]
@@ -96,14 +117,23 @@ def compute_scores(
     check: bool = True,
     done: Mapping[str, Outcome] | None = None,
     events: list[Event] | None = None,
+    scan: RunScan | None = None,
 ) -> list[dict[str, Any]]:
-    """Every applicable interpretation's row. `ruleset`: as typed by the user (None: the run's own). `events`:
-    the run's events as the caller already read them, so that the run is not read twice."""
+    """Every applicable interpretation's row. `ruleset`: as typed by the user (None: the run's own). `events`
+    (in memory) or `scan` (one pass over a streamed run): what the caller already read, so that the run is
+    not read twice. Each interpretation's log is checked as it is written to the checker's file."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
-    events = events if events is not None else read_run(run).events
-    name, interpretations = applicable(events, ruleset)
+    if scan is None:
+        events = events if events is not None else read_run(run).events
+        scan = scan_run(InMemory(events), keep_events=True)
+    tl, source = scan.timeline, scan.source
+    name, interpretations = applicable_to(tl, ruleset)
+    judged = _judged(scan.target, bool(scan.resumed))
     done = done or {}
-    return [score_row(events, run.run_id, name, i, check, done.get(i)) for i in interpretations]
+    return [
+        _row(run.run_id, name, i, partial(derive_from, tl, source, name, i), judged, check, done.get(i))
+        for i in interpretations
+    ]
 
 
 def write_rows(run: RunDir, rows: list[dict[str, Any]]) -> Path:

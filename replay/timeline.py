@@ -1,7 +1,8 @@
 """The facts of a run, extracted from its events: what every interpretation reads.
 
-Reads events only. Events are first put in a canonical order that does not depend on segment names,
-segment order or the order the list arrives in: (time, writer, kind, step, seq), so a writer's own
+Reads events only, folded one at a time (a run is streamed from its segments: memory holds small facts per
+step, not the events). Every choice follows a canonical order that does not depend on segment names,
+segment order or the order events arrive in: (time, writer, kind, step, seq), so a writer's own
 order stands for events it stamped with the same time (mllog_config keys: the checker reads them in order).
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from recorder import kinds
 from recorder.events import Event
@@ -23,23 +24,7 @@ BENCHMARK_METRIC = "accuracy"  # eval_result key of the benchmark's pass@k; othe
 ZERO_SHOT_WRITER = "harness"
 
 
-def canonical_order(events: Iterable[Event]) -> list[Event]:
-    """Events sorted by content, so the result never depends on how segments were listed or merged."""
-    return sorted(
-        events,
-        key=lambda e: (
-            e.time_ns,
-            e.writer,
-            e.kind,
-            e.step if e.step is not None else -1,
-            e.seq,
-            e.key or "",
-            e.segment,
-        ),
-    )
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Point:
     """When something happened and which recorded event says so."""
 
@@ -108,12 +93,17 @@ class Config:
     at: Point
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StepMetrics:
+    """A step's metrics as a small fact: where its event is, not its data (a long run has many steps). The
+    data is read back when its tracked_stats line is written (`replay.source.StepData`)."""
+
     step: int
     samples_count: int | None
-    data: dict[str, Any]
     at: Point
+    segment: str
+    seq: int
+    event: Event | None = None  # kept when the events are in memory anyway (a list given to build_timeline)
 
 
 @dataclass(frozen=True)
@@ -138,7 +128,7 @@ class Timeline:
     checkpoints: dict[int, CheckpointSave]
     evaluations: tuple[Evaluation, ...]  # in the order performed
     failed_steps: tuple[int, ...]
-    mllog_lines: tuple[str, ...]  # verbatim, per segment in seq order
+    mllog_segments: tuple[str, ...]  # segments holding mllog_line events, by their first event's time
     problems: tuple[str, ...] = field(default=())
 
     @property
@@ -225,70 +215,115 @@ def _evaluations(run_id: str, ordered: list[Event]) -> tuple[list[Evaluation], l
     return evaluations, problems, sorted(set(failed) - set(results))
 
 
-def _mllog_lines(events: Iterable[Event]) -> tuple[str, ...]:
-    """Verbatim lines, segment by segment (segments by their first event's time), each in seq order."""
-    by_segment: dict[str, list[Event]] = {}
+def build_timeline(events: Iterable[Event], *, keep_events: bool = True) -> Timeline:
+    """Extract the facts of a run from its events (any order). `keep_events`: step metrics keep their event
+    (a list in memory anyway); False keeps only where each is, for a run streamed from its segments."""
+    builder = TimelineBuilder(keep_events=keep_events)
     for e in events:
-        if e.kind == "mllog_line":
-            by_segment.setdefault(e.segment, []).append(e)
-    groups = sorted(by_segment.values(), key=lambda evs: (min(x.time_ns for x in evs), evs[0].segment))
-    return tuple(kinds.MllogLine.from_event(x).line for evs in groups for x in sorted(evs, key=lambda x: x.seq))
+        builder.add(e)
+    return builder.build()
 
 
-def build_timeline(events: Iterable[Event]) -> Timeline:
-    """Extract the facts of a run from its events (any order)."""
-    ordered = canonical_order(events)
-    first: dict[str, Event] = {}
-    for e in ordered:
-        first.setdefault(e.kind, e)
-    opened_event = first.get("run_opened")
-    opened = kinds.RunOpened.from_event(opened_event) if opened_event else None
-    configs = tuple(Config(e.key, e.value, _point(e)) for e in ordered if e.kind == "mllog_config" and e.key)
-    gbs: Any = opened.global_batch_size if opened else None
-    if gbs is None:
-        gbs = next((c.value for c in configs if c.key == "global_batch_size"), None)
-    if gbs is None:  # a run recorded by the mllog drop-in holds only its lines
-        gbs = next((e.value for e in ordered if e.kind == "mllog_line" and e.key == "global_batch_size"), None)
-    run_id = ordered[0].run_id if ordered else ""
-    metrics: dict[int, StepMetrics] = {}
-    updates: dict[int, Point] = {}
-    checkpoints: dict[int, CheckpointSave] = {}
-    evaluation_events: list[Event] = []
-    for e in ordered:
+Key = tuple[int, str, str, int, int, str, str]
+F = TypeVar("F")
+
+
+def _by_key(facts: dict[int, tuple[Key, F]]) -> list[tuple[int, tuple[Key, F]]]:
+    """Per-step facts in the canonical order of their events, the order a sorted list of events gives."""
+    return sorted(facts.items(), key=lambda item: item[1][0])
+
+
+def _key(e: Event) -> Key:
+    """The canonical order's key: the facts never depend on the order events arrive in."""
+    return (e.time_ns, e.writer, e.kind, e.step if e.step is not None else -1, e.seq, e.key or "", e.segment)
+
+
+_FIRST_KINDS = frozenset({"run_opened", "init_start", "init_stop", "run_start", "block_start"})
+
+
+class TimelineBuilder:
+    """Folds events, one at a time and in any order, into what derivation needs: the first of each boundary
+    kind, the configuration keys, per step the first weight update, metrics and commit (by canonical order),
+    the evaluations. Memory: small facts per step, never every event."""
+
+    def __init__(self, *, keep_events: bool = True) -> None:
+        self.keep_events = keep_events
+        self.first: dict[str, tuple[Key, Event]] = {}
+        self.earliest: tuple[Key, str] | None = None  # the first event's key and run id
+        self.configs: list[tuple[Key, Config]] = []
+        self.gbs_line: tuple[Key, Any] | None = None  # the first mllog_line global_batch_size
+        self.metrics: dict[int, tuple[Key, StepMetrics]] = {}
+        self.updates: dict[int, tuple[Key, Point]] = {}
+        self.checkpoints: dict[int, tuple[Key, CheckpointSave]] = {}
+        self.evaluation_events: list[tuple[Key, Event]] = []
+        self.mllog_first: dict[str, int] = {}  # segment -> time of its first mllog_line
+
+    def add(self, e: Event) -> None:
         kind, step = e.kind, e.step
+        key = _key(e)
+        if self.earliest is None or key < self.earliest[0]:
+            self.earliest = (key, e.run_id)
+        if kind in _FIRST_KINDS:
+            held = self.first.get(kind)
+            if held is None or key < held[0]:
+                self.first[kind] = (key, e)
+        if kind == "mllog_config" and e.key:
+            self.configs.append((key, Config(e.key, e.value, _point(e))))
+        elif kind == "mllog_line":
+            t = self.mllog_first.get(e.segment)
+            self.mllog_first[e.segment] = e.time_ns if t is None else min(t, e.time_ns)
+            if e.key == "global_batch_size" and (self.gbs_line is None or key < self.gbs_line[0]):
+                self.gbs_line = (key, e.value)
         if step is None:
-            continue
+            return
         if kind == "step_metrics":
-            if step not in metrics:
-                metrics[step] = StepMetrics(step, e.samples_count, e.data, _point(e))
+            held_m = self.metrics.get(step)
+            if held_m is None or key < held_m[0]:
+                kept = e if self.keep_events else None
+                self.metrics[step] = (key, StepMetrics(step, e.samples_count, _point(e), e.segment, e.seq, kept))
         elif kind == "weight_update":
-            if step not in updates:
-                updates[step] = _point(e)
+            held_u = self.updates.get(step)
+            if held_u is None or key < held_u[0]:
+                self.updates[step] = (key, _point(e))
         elif kind == "checkpoint_committed":
-            if step not in checkpoints:
-                checkpoints[step] = CheckpointSave(step, _point(e), e)
+            held_c = self.checkpoints.get(step)
+            if held_c is None or key < held_c[0]:
+                self.checkpoints[step] = (key, CheckpointSave(step, _point(e), e))
         elif kind.startswith("eval_"):
-            evaluation_events.append(e)
-    evaluations, problems, failed = _evaluations(run_id, evaluation_events)
-    bs = first.get("block_start")
-    return Timeline(
-        run_id=run_id,
-        benchmark=opened.benchmark if opened else None,
-        ruleset=opened.ruleset if opened else None,
-        division=opened.division if opened else None,
-        global_batch_size=int(gbs) if isinstance(gbs, int) else None,
-        target=recorded_target(opened_event.data if opened_event else None),
-        opened=_point(opened_event) if opened_event else None,
-        configs=configs,
-        init_start=_point(first["init_start"]) if "init_start" in first else None,
-        init_stop=_point(first["init_stop"]) if "init_stop" in first else None,
-        run_start=_point(first["run_start"]) if "run_start" in first else None,
-        block_start=(_point(bs), bs.step, bs.samples_count) if bs else None,
-        metrics=tuple(metrics[s] for s in sorted(metrics)),
-        weight_updates=updates,
-        checkpoints=checkpoints,
-        evaluations=tuple(evaluations),
-        failed_steps=tuple(failed),
-        mllog_lines=_mllog_lines(ordered),
-        problems=tuple(problems),
-    )
+            self.evaluation_events.append((key, e))
+
+    def build(self) -> Timeline:
+        first = {kind: e for kind, (_, e) in self.first.items()}
+        opened_event = first.get("run_opened")
+        opened = kinds.RunOpened.from_event(opened_event) if opened_event else None
+        configs = tuple(c for _, c in sorted(self.configs, key=lambda kc: kc[0]))
+        gbs: Any = opened.global_batch_size if opened else None
+        if gbs is None:
+            gbs = next((c.value for c in configs if c.key == "global_batch_size"), None)
+        if gbs is None and self.gbs_line is not None:  # a run recorded by the mllog drop-in holds only its lines
+            gbs = self.gbs_line[1]
+        run_id = self.earliest[1] if self.earliest else ""
+        ordered_evaluations = [e for _, e in sorted(self.evaluation_events, key=lambda ke: ke[0])]
+        evaluations, problems, failed = _evaluations(run_id, ordered_evaluations)
+        bs = first.get("block_start")
+        return Timeline(
+            run_id=run_id,
+            benchmark=opened.benchmark if opened else None,
+            ruleset=opened.ruleset if opened else None,
+            division=opened.division if opened else None,
+            global_batch_size=int(gbs) if isinstance(gbs, int) else None,
+            target=recorded_target(opened_event.data if opened_event else None),
+            opened=_point(opened_event) if opened_event else None,
+            configs=configs,
+            init_start=_point(first["init_start"]) if "init_start" in first else None,
+            init_stop=_point(first["init_stop"]) if "init_stop" in first else None,
+            run_start=_point(first["run_start"]) if "run_start" in first else None,
+            block_start=(_point(bs), bs.step, bs.samples_count) if bs else None,
+            metrics=tuple(self.metrics[s][1] for s in sorted(self.metrics)),
+            weight_updates={s: p for s, (_, p) in _by_key(self.updates)},
+            checkpoints={s: c for s, (_, c) in _by_key(self.checkpoints)},
+            evaluations=tuple(evaluations),
+            failed_steps=tuple(failed),
+            mllog_segments=tuple(sorted(self.mllog_first, key=lambda seg: (self.mllog_first[seg], seg))),
+            problems=tuple(problems),
+        )

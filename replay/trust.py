@@ -9,6 +9,8 @@ steps backwards is reported with the seq and the size of the step (mono_ns gives
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
 from recorder.rules import not_comparable, recorded_target
 from recorder.run import RunDir
+from recorder.verify import VerifyReport
 from replay.errors import UnverifiedRunError
 
 UNVERIFIED = "UNVERIFIED"
@@ -60,6 +63,12 @@ def verified_events(
     run_dir: Path | str | RunDir, force: bool, *, keep_events: bool = True
 ) -> tuple[list[str], list[Event] | None]:
     """`require_verified`, and the events verify read when the run is intact (None otherwise: read them)."""
+    problems, report = verified(run_dir, force, keep_events=keep_events)
+    return problems, report.events
+
+
+def verified(run_dir: Path | str | RunDir, force: bool, *, keep_events: bool = False) -> tuple[list[str], VerifyReport]:
+    """`require_verified`, and verify's report (its segments' torn tails; intact: `report.ok`)."""
     report = verify_with_cache(run_dir, keep_events=keep_events)
     problems = [str(p) for p in report.problems]
     if problems and not force:
@@ -69,7 +78,7 @@ def verified_events(
             f"`recorder verify {report.run.path}` for the details, or pass --force to derive anyway (the output "
             f"is then marked {UNVERIFIED})."
         )
-    return problems, report.events
+    return problems, report
 
 
 def resumes(events: list[Event]) -> list[Resume]:
@@ -86,28 +95,38 @@ def run_target(events: list[Event]) -> float | None:
     return recorded_target(next((e.data for e in events if e.kind == "run_opened"), None))
 
 
-def clock_steps(events: list[Event]) -> list[ClockStep]:
-    """Backward steps of the wall clock within each segment (events in seq order).
+def clock_steps(events: Iterable[Event]) -> list[ClockStep]:
+    """Backward steps of the wall clock within each segment (each segment's events in seq order, as
+    `read_run` and `stream_run` give them).
 
     A writer may stamp an event with an earlier, explicit time (a weight update taken before its append),
     and an asynchronous commit may land between two loop events: one out-of-order stamp is not a step. The
     clock stepped back when an event is earlier than the two before it and the next event is still earlier
     than the one before it (the clock stayed behind).
     """
-    by_segment: dict[str, list[Event]] = {}
+    watch = ClockWatch()
     for e in events:
-        by_segment.setdefault(e.segment, []).append(e)
-    out = []
-    for name, evs in sorted(by_segment.items()):
-        evs.sort(key=lambda x: x.seq)
-        for before, prev, cur, nxt in zip(evs, evs[1:], evs[2:], evs[3:], strict=False):
-            if (
-                cur.time_ns < min(prev.time_ns, before.time_ns)
-                and nxt.time_ns < prev.time_ns
-                and cur.mono_ns >= prev.mono_ns
-            ):
-                out.append(ClockStep(name, cur.seq, prev.time_ns - cur.time_ns))
-    return out
+        watch.add(e)
+    return watch.steps()
+
+
+class ClockWatch:
+    """`clock_steps` one event at a time: per segment, the last three events' times (memory: a window)."""
+
+    def __init__(self) -> None:
+        self._windows: dict[str, deque[tuple[int, int, int]]] = {}  # segment -> (seq, time_ns, mono_ns)
+        self._found: list[ClockStep] = []
+
+    def add(self, e: Event) -> None:
+        window = self._windows.setdefault(e.segment, deque(maxlen=3))
+        if len(window) == 3:  # window: before, prev, cur; e is the next
+            (_, before_t, _), (_, prev_t, prev_m), (cur_seq, cur_t, cur_m) = window
+            if cur_t < min(prev_t, before_t) and e.time_ns < prev_t and cur_m >= prev_m:
+                self._found.append(ClockStep(e.segment, cur_seq, prev_t - cur_t))
+        window.append((e.seq, e.time_ns, e.mono_ns))
+
+    def steps(self) -> list[ClockStep]:
+        return sorted(self._found, key=lambda c: c.segment)  # stable: each segment's in seq order
 
 
 def mark_rows(

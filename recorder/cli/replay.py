@@ -17,9 +17,12 @@ from recorder.rules import not_comparable
 from recorder.run import RunDir, derived_dir, write_derived
 
 if TYPE_CHECKING:
-    from recorder.events import Event
+    from recorder.reader import TornTail
+    from recorder.verify import VerifyReport
     from replay.check import CheckResult
+    from replay.derive import Derivation
     from replay.rulesets import KnownRuleset
+    from replay.run_scan import RunScan
     from replay.set_score import SetScore
 
 RulesetOpt = Annotated[
@@ -39,11 +42,6 @@ InterpOpt = Annotated[
         "ge-threshold, as-recorded. Default: as-recorded for imported logs, official otherwise.",
     ),
 ]
-
-
-def _default_interpretation(events: list[Event]) -> str:
-    imported = any(e.kind == "mllog_line" for e in events) and not any(e.kind == "weight_update" for e in events)
-    return "as-recorded" if imported else "official"
 
 
 def _minutes(m: float | None) -> str:
@@ -72,14 +70,12 @@ def replay(
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from recorder.errors import InputError
-    from recorder.reader import read_run
-    from replay.derive import derive_run
+    from replay.derive import derive_from
     from replay.errors import NoCheckpointError, NotEvaluatedError
     from replay.interpretations import AS_RECORDED, get_interpretation
     from replay.rulesets import get_known, ruleset_for_run
     from replay.scores import compute_scores, write_rows
-    from replay.timeline import build_timeline
-    from replay.trust import NOT_COMPARABLE, UNVERIFIED, clock_steps, mark_rows, require_verified, resumes, run_target
+    from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, verified
 
     # Every option is checked before the run is read or anything written.
     if compare and (interpretation or output):
@@ -90,29 +86,31 @@ def replay(
         get_interpretation(interpretation)
     if output is not None:
         check_output(output)
-    unverified = require_verified(run_dir, force)  # refuses (exit 1) unless --force
-    log = read_run(run_dir)
-    tl = build_timeline(log.events)
-    as_recorded = (interpretation or _default_interpretation(log.events)) == AS_RECORDED and not compare
+    unverified, report = verified(run_dir, force)  # refuses (exit 1) unless --force
+    scan, torn, skipped = _scan(run_dir, report)
+    tl = scan.timeline
+    run = RunDir.open(run_dir)
+    default = "as-recorded" if scan.imported else "official"
+    as_recorded = (interpretation or default) == AS_RECORDED and not compare
     # refuses before anything is written; as recorded, the checker may judge a log whose benchmark the run's
     # own ruleset does not know (the data says no: exit 1 after the checkers, with why)
     known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=as_recorded and ruleset is None)
     mismatch = known.benchmark_problem(tl.benchmark, tl.division)
-    for skipped in log.skipped:
-        console.print(warning(f"{log.run.events}/{skipped}"))
+    for entry in skipped:
+        console.print(warning(f"{run.events}/{entry}"))
     # as-recorded needs the imported lines; a run with both (an imported mllog plus its checkpoints) has them.
-    if interpretation == AS_RECORDED and not any(e.kind == "mllog_line" for e in log.events):
+    if interpretation == AS_RECORDED and not tl.mllog_segments:
         raise InputError(
             f"{run_dir}: as-recorded replays imported logs, and this run has no imported mllog lines: "
             "use --interpretation official, or --compare"
         )
     for problem in unverified:
         console.print(line(label(f"{UNVERIFIED}:", "bold red"), str(problem)))
-    for torn in log.torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
-        console.print(warning(str(torn)))
-    for jump in clock_steps(log.events):
+    for tail in torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
+        console.print(warning(str(tail)))
+    for jump in scan.clock_steps:
         console.print(warning(str(jump)))
-    resumed = resumes(log.events)
+    resumed = scan.resumed
     for r in resumed:
         console.print(
             line(
@@ -120,7 +118,7 @@ def replay(
                 f"{r}: its history is kept, but a resumed run is not a valid timed MLPerf run",
             )
         )
-    target = run_target(log.events)
+    target = scan.target
     why_not = not_comparable(target)
     if why_not is not None:
         console.print(
@@ -130,42 +128,45 @@ def replay(
                 f"{known.name} checker by the ruleset's",
             )
         )
+
+    def with_marks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return mark_rows(rows, unverified=unverified, resumed=resumed, target=target)
+
     if compare:
-        rows = mark_rows(compute_scores(log.run, known.name), unverified=unverified, resumed=resumed, target=target)
-        write_rows(log.run, rows)
+        rows = with_marks(compute_scores(run, known.name, scan=scan))
+        write_rows(run, rows)
         _compare_table(rows)
         return
-    name = interpretation or _default_interpretation(log.events)
+    name = interpretation or default
     get_interpretation(name)
     try:
-        d = derive_run(log.events, known.name, name)
+        d = derive_from(tl, scan.source, known.name, name)
     except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
         raise NotEvaluatedError(f"{e}; evaluate them: recorder eval {run_dir}") from None
     except NoCheckpointError:  # the history shows `no checkpoint` too, without waiting for `compact`
-        write_rows(
-            log.run, mark_rows(compute_scores(log.run, ruleset), unverified=unverified, resumed=resumed, target=target)
-        )
+        write_rows(run, with_marks(compute_scores(run, ruleset, scan=scan)))
         raise
     marked = f".{UNVERIFIED}" if unverified else ""
     if output is None:  # under derived/: never through a symlink out of the run
-        path = derived_dir(log.run) / f"result_{name}{marked}.txt"
-        write_derived(path, d.text().encode())
+        path = derived_dir(run) / f"result_{name}{marked}.txt"
+        write_derived(path, d.chunks())
     else:
         path = output
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(d.text(), encoding="utf-8")
+            with open(path, "wb") as f:
+                f.writelines(d.chunks())
         except OSError as e:
             raise write_failed(path, e) from e
     if unverified and output is not None:  # a chosen -o name gets a sidecar, so the mark sits next to the file
         path.with_name(path.name + f".{UNVERIFIED}").write_text(
             "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
         )
-    kept = (log.run, path) if output is None else None  # a log under derived/: its RCP verdict is kept there
-    checks = _checks(d.text(), known, tl.benchmark, tl.division, kept) if check else []
+    kept = (run, path) if output is None else None  # a log under derived/: its RCP verdict is kept there
+    checks = _checks(d, known, tl.benchmark, tl.division, kept) if check else []
     done = {name: (d, checks[0] if checks else None)}
-    rows = mark_rows(compute_scores(log.run, ruleset, done=done), unverified=unverified, resumed=resumed, target=target)
-    write_rows(log.run, rows)
+    rows = with_marks(compute_scores(run, ruleset, done=done, scan=scan))
+    write_rows(run, rows)
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     tags = (
         ([label(UNVERIFIED, "bold red")] if unverified else [])
@@ -193,17 +194,32 @@ def replay(
         raise typer.Exit(1)
 
 
+def _scan(run_dir: Path, report: VerifyReport) -> tuple[RunScan, list[TornTail], list[str]]:
+    """One pass over the run's events. An intact run is streamed from its segments (memory: the facts, not the
+    events); one forced past a failed verification is read whole, as far as it can be read."""
+    from recorder.reader import read_run
+    from recorder.segment import skipped_entries
+    from replay.run_scan import scan_run
+    from replay.source import InMemory, Streamed
+
+    if report.ok:
+        torn = [s.torn for s in report.segments if s.torn is not None and s.torn.bytes_lost > 0]
+        return scan_run(Streamed(report.run)), torn, skipped_entries(report.run.events)
+    log = read_run(run_dir)
+    return scan_run(InMemory(log.events), keep_events=True), log.torn, log.skipped
+
+
 def _checks(
-    text: str, known: KnownRuleset, benchmark: str | None, division: str | None, kept: tuple[RunDir, Path] | None
+    d: Derivation, known: KnownRuleset, benchmark: str | None, division: str | None, kept: tuple[RunDir, Path] | None
 ) -> list[CheckResult]:
     """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
     RCPs for the benchmark and the division is not open (RCPs bind the closed division only). `kept`: the run
-    and the derived file holding `text`, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it)."""
+    and the derived file holding `d`'s lines, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it)."""
     from recorder.rules import BENCHMARK
-    from replay.check import compliance, rcp, rcp_not_run
+    from replay.check import compliance_lines, rcp, rcp_not_run
 
     benchmark = benchmark or BENCHMARK  # a run that states no benchmark is the recorder's own
-    checks = [compliance(text, known.name)]
+    checks = [compliance_lines(d.lines, known.name)]
     if not known.has_rcps(benchmark):
         checks.append(rcp_not_run(known.name, f"training {known.name} has no RCPs for {benchmark}"))
     elif division == "open":
@@ -213,7 +229,7 @@ def _checks(
 
         checks.append(cached_rcp(*kept, known.name)[0])
     else:
-        checks.append(rcp([text], known.name))
+        checks.append(rcp([d.text()], known.name))  # -o: a log outside the run, read whole
     return checks
 
 

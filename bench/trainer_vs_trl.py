@@ -10,8 +10,12 @@ callback runs one of ours, so the two alternate and share whatever else loads th
 Measured per side: completion tokens per second (completion tokens of the timed steps over their time),
 seconds per step, and peak RSS (the process's resident set sampled every 5 ms during that side's steps,
 after handing freed memory back with malloc_trim, so neither side inherits the other's transient peak).
-Both models and optimizers are resident throughout, so the peaks share that base; the transient (peak minus
-the RSS when the step began) is printed too. `sampler_overhead`: the share of our decode steps spent in
+Both models are built before either side steps, so every peak holds both sets of weights. What one side
+keeps between its steps (its AdamW moments, gradients, caches: the RSS it leaves behind, after a trim) is not
+the other side's, so each side's peak is its raw peak minus what the other side held at that moment, as if
+it ran alone in a process that also holds the other's weights. Without this the side that steps second
+pays for the first side's optimizer state (about 1 GB at this size). Raw peaks are printed too, and the
+transient (peak minus the RSS when the step began). `sampler_overhead`: the share of our decode steps spent in
 `choose_tokens` (the hashed noise plus the token choice): its time over its time plus the one-token model
 calls' (CPU timings: on a GPU the calls are asynchronous and these would need a sync).
 
@@ -169,7 +173,14 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
     trl_s: list[float] = []
     cpu_s: dict[str, list[float]] = {"ours": [], "trl": []}
     trl_logs: list[dict[str, float]] = []
-    peaks: dict[str, list[tuple[int, int]]] = {"ours": [], "trl": []}
+    peaks: dict[str, list[tuple[int, int, int]]] = {"ours": [], "trl": []}  # (raw peak, transient, other's held)
+    held = {"ours": 0, "trl": 0}  # RSS each side has left behind after its steps so far
+
+    def step_done(side: str, other: str) -> None:
+        rss.end()
+        peaks[side].append((rss.peak, rss.peak - rss.start, held[other]))
+        _trim()
+        held[side] += rss.rss() - rss.start
 
     class Turns(TrainerCallback):  # type: ignore[misc]
         def on_step_begin(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
@@ -180,8 +191,7 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
         def on_step_end(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
             trl_s.append(time.perf_counter() - self.t)
             cpu_s["trl"].append(time.process_time() - self.cpu)
-            rss.end()
-            peaks["trl"].append((rss.peak, rss.peak - rss.start))
+            step_done("trl", "ours")
             rss.peak = 0
             rss.begin()
             sampler.active = len(ours_steps) >= warmup
@@ -189,8 +199,7 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
             ours_steps.append(ours.train_step(len(ours_steps) + 1))
             cpu_s["ours"].append(time.process_time() - cpu)
             sampler.active = False
-            rss.end()
-            peaks["ours"].append((rss.peak, rss.peak - rss.start))
+            step_done("ours", "trl")
 
         def on_log(self, a: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if logs and "loss" in logs:
@@ -215,7 +224,7 @@ def summarize(
     ours: list[Any],
     trl_s: list[float],
     trl_logs: list[dict[str, float]],
-    peaks: dict[str, list[tuple[int, int]]],
+    peaks: dict[str, list[tuple[int, int, int]]],
     sampler: SamplerTimer,
     warmup: int,
     cpu_s_per_step: dict[str, float],
@@ -228,13 +237,17 @@ def summarize(
     ours_tps, trl_tps = ours_tokens / ours_s, trl_tokens / sum(trl_s)
     gen_s = sum(r.generation_s for r in ours)
     choose_s = sampler.choose_s
-    peak = {side: max(p for p, _ in peaks[side][warmup:]) / mb for side in peaks}
-    transient = {side: max(t for _, t in peaks[side][warmup:]) / mb for side in peaks}
-    print(f"{'':6} {'tokens/s':>10} {'s/step':>8} {'CPU s/step':>11} {'peak RSS MB':>12} {'transient MB':>13}")
+    peak = {side: max(p - other for p, _, other in peaks[side][warmup:]) / mb for side in peaks}
+    raw = {side: max(p for p, _, _ in peaks[side][warmup:]) / mb for side in peaks}
+    transient = {side: max(t for _, t, _ in peaks[side][warmup:]) / mb for side in peaks}
+    print(
+        f"{'':6} {'tokens/s':>10} {'s/step':>8} {'CPU s/step':>11} {'peak RSS MB':>12} {'raw peak MB':>12} "
+        f"{'transient MB':>13}"
+    )
     for side, tps, sps in (("ours", ours_tps, ours_s / len(ours)), ("TRL", trl_tps, sum(trl_s) / len(trl_s))):
         key = side.lower()
         cpu = cpu_s_per_step[key]
-        print(f"{side:6} {tps:10.1f} {sps:8.2f} {cpu:11.2f} {peak[key]:12.0f} {transient[key]:13.0f}")
+        print(f"{side:6} {tps:10.1f} {sps:8.2f} {cpu:11.2f} {peak[key]:12.0f} {raw[key]:12.0f} {transient[key]:13.0f}")
     print(
         f"ratio ours/TRL tokens/s: {ours_tps / trl_tps:.2f}; our generation {gen_s / len(ours):.2f} s/step, "
         f"of which token choice {choose_s / len(ours):.2f} s"
@@ -245,6 +258,8 @@ def summarize(
         "ratio": ours_tps / trl_tps,
         "ours_peak_rss_mb": peak["ours"],
         "trl_peak_rss_mb": peak["trl"],
+        "ours_raw_peak_rss_mb": raw["ours"],
+        "trl_raw_peak_rss_mb": raw["trl"],
         "ours_transient_rss_mb": transient["ours"],
         "trl_transient_rss_mb": transient["trl"],
         "ours_s_per_step": ours_s / len(ours),

@@ -45,7 +45,8 @@ def _prompt_lengths(batch: Batch) -> list[int]:
 def _distinct_prompts(inputs: torch.Tensor, prompt_len: list[int]) -> tuple[list[int], list[int]]:
     """-> (for each row the index of its distinct prompt, the first row holding each distinct prompt)."""
     seen: dict[tuple[int, ...], int] = {}
-    rows, firsts = [], []
+    rows: list[int] = []
+    firsts: list[int] = []
     for i, row in enumerate(inputs.tolist()):
         key = tuple(row[: prompt_len[i]])
         if key not in seen:
@@ -113,8 +114,5 @@ def _shared(
         n = prompt_len[0]
         return torch.cat([first.new_zeros((len(rows), n - 1)), first, rest[:, : width - n]], dim=1)
     return torch.stack(
-        [
-            torch.cat([first.new_zeros(n - 1), first[i], rest[i, : width - n]])
-            for i, n in enumerate(prompt_len)
-        ]
+        [torch.cat([first.new_zeros(n - 1), first[i], rest[i, : width - n]]) for i, n in enumerate(prompt_len)]
     )

@@ -45,8 +45,9 @@ def test_same_logprobs_and_gradient_as_whole_sequences(model, prompt_lengths):
     shared_grads = _loss_and_grads(model, shared, batch)
     assert shared.shape == whole.shape
     torch.testing.assert_close(shared * batch.mask, whole.detach() * batch.mask, rtol=0, atol=1e-5)
-    for name, grad in whole_grads.items():
-        torch.testing.assert_close(shared_grads[name], grad, rtol=1e-4, atol=1e-6, msg=name)
+    for name, grad in whole_grads.items():  # equal up to float rounding: another order of the same sums
+        scale = float(grad.abs().max())
+        torch.testing.assert_close(shared_grads[name], grad, rtol=0, atol=1e-5 * scale + 1e-9, msg=name)
     assert any(g.abs().sum() > 0 for g in whole_grads.values())  # the comparison is not of zeros
 
 

@@ -166,34 +166,34 @@ def _decode_loop(
     cache, cache_arg = _static_cache(model, width + plan.max_new_tokens), _cache_arg(model)
     if len(rows) and (cache is None or not hasattr(cache, "reorder_cache")):
         input_ids, attention, rows = input_ids[rows], attention[rows], rows[:0]  # no cache to share: prefill all
-    batch = len(rows) or len(input_ids)
     steps = plan.max_new_tokens
+
+    def forward(ids: torch.Tensor, mask: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        res = model(
+            input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True, logits_to_keep=1, **{cache_arg: cache}
+        )
+        return res.logits[:, -1, :]  # type: ignore[no-any-return]
+
+    step_pos = (attention.cumsum(-1) - 1).clamp(min=0)
+    logits = forward(input_ids, attention, step_pos)  # the prefill
+    if len(rows):  # each distinct prompt's keys, values and next-token logits, out to its rows
+        cache.reorder_cache(rows)
+        logits, attention, step_pos = logits[rows], attention[rows], step_pos[rows]
+    batch = len(attention)
+    mask = torch.cat([attention, torch.ones((batch, steps), dtype=attention.dtype, device=device)], dim=1)
     out = torch.full((batch, steps), plan.pad_id, dtype=torch.long, device=device)
     done = torch.zeros(batch, dtype=torch.bool, device=device)
-    step_ids, step_pos = input_ids, (attention.cumsum(-1) - 1).clamp(min=0)
+    step_pos = step_pos[:, -1:]
     for t in range(steps):
-        res = model(
-            input_ids=step_ids,
-            attention_mask=attention if t == 0 else mask[:, : width + t],
-            position_ids=step_pos,
-            use_cache=True,
-            logits_to_keep=1,
-            **{cache_arg: cache},
-        )
-        logits = res.logits[:, -1, :]
-        if t == 0:
-            if len(rows):  # the prompts' keys and values, and their next-token logits, out to their rows
-                cache.reorder_cache(rows)
-                logits, attention, step_pos = logits[rows], attention[rows], step_pos[rows]
-            mask = torch.cat([attention, torch.ones((batch, steps), dtype=attention.dtype, device=device)], dim=1)
+        if t:
+            step_pos = step_pos + 1
+            logits = forward(out[:, t - 1 : t], mask[:, : width + t], step_pos)
         tokens = choose_tokens(logits, keys, t, plan.temperature, plan.top_p)
         tokens = tokens.masked_fill(done, plan.pad_id)
         out[:, t] = tokens
         done |= tokens == plan.eos_id
         if (t + 1) % plan.check_every == 0 and bool(done.all()):  # the only host sync inside the loop
             break
-        step_ids = tokens[:, None]
-        step_pos = step_pos[:, -1:] + 1
     return out
 
 

@@ -4,10 +4,14 @@ the run before deriving (resumes, its pass target, steps of the wall clock), wit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from recorder.kinds import RunOpened
+from recorder.reader import TornTail, read_run
 from recorder.rules import recorded_target
-from replay.source import EventSource
+from recorder.segment import skipped_entries
+from recorder.verify import VerifyReport
+from replay.source import EventSource, InMemory, Streamed
 from replay.timeline import Timeline, TimelineBuilder
 from replay.trust import ClockStep, ClockWatch, Resume
 
@@ -22,6 +26,8 @@ class RunScan:
     target: float | None  # the pass target its first run_opened recorded (replay.trust.run_target)
     clock_steps: list[ClockStep]
     imported: bool  # mllog lines and no weight update: as-recorded is its default interpretation
+    opened: dict[str, Any]  # its first run_opened's data ({} when none)
+    run_id: str | None  # its first run_opened's run id, else its first event's; None when it has no events
 
 
 def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
@@ -29,18 +35,42 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
     builder = TimelineBuilder(keep_events=keep_events)
     clock = ClockWatch()
     resumed: list[Resume] = []
-    first_opened: dict[str, object] | None = None
+    first_opened: dict[str, Any] | None = None
+    opened_id: str | None = None
+    first_id: str | None = None
     lines = updates = False
     for e in source.events():
+        if first_id is None:
+            first_id = e.run_id
         builder.add(e)
         clock.add(e)
         kind = e.kind
         if kind == "run_opened":
             if first_opened is None:
-                first_opened = e.data
+                first_opened, opened_id = e.data, e.run_id
             if (opened := RunOpened.from_event(e)).resumed_from:
                 resumed.append(Resume(e.segment, opened.resumed_at_step))
         lines = lines or kind == "mllog_line"
         updates = updates or kind == "weight_update"
     target = recorded_target(first_opened)
-    return RunScan(source, builder.build(), resumed, target, clock.steps(), lines and not updates)
+    return RunScan(
+        source,
+        builder.build(),
+        resumed,
+        target,
+        clock.steps(),
+        lines and not updates,
+        first_opened or {},
+        opened_id or first_id,
+    )
+
+
+def scan_verified(report: VerifyReport) -> tuple[RunScan, list[TornTail], list[str]]:
+    """One pass over a run that verify has judged: streamed from its segments when intact (memory: the facts,
+    not the events), else (forced past a failed verification) read whole, as far as it can be read. Also its
+    torn tails and the entries of events/ that are not segment files."""
+    if report.ok:
+        torn = [s.torn for s in report.segments if s.torn is not None and s.torn.bytes_lost > 0]
+        return scan_run(Streamed(report.run)), torn, skipped_entries(report.run.events)
+    log = read_run(report.run)
+    return scan_run(InMemory(log.events), keep_events=True), log.torn, log.skipped

@@ -13,34 +13,36 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recorder.events import Event
-from recorder.reader import read_run
 from recorder.rules import not_comparable
 from recorder.run import RunDir
-from replay.check import CheckResult, compliance, rcp
-from replay.derive import derive_run
+from replay.check import CheckResult, compliance_lines, rcp
+from replay.derive import Derivation, derive_from
 from replay.errors import ReplayError, ScoreInputError
 from replay.interpretations import AS_RECORDED
 from replay.rulesets import KnownRuleset, ruleset_for_run
+from replay.run_scan import RunScan, scan_verified
 from replay.scores import Outcome, compute_scores, write_rows
 from replay.set_score import RunOutcome, SetScore, score_set
-from replay.timeline import Timeline, build_timeline
-from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, resumes, run_target, verified_events
+from replay.timeline import Timeline
+from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, verified
 
 
 @dataclass
 class _Run:
     run: RunDir
-    events: list[Event]  # as verify read them (an intact run is read once), else as read_run reads them
-    tl: Timeline
+    scan: RunScan  # one pass over its events: streamed when intact, else read whole (replay.run_scan)
     known: KnownRuleset
     unverified: list[str]
     label: str
     interpretation: str
 
     @property
+    def tl(self) -> Timeline:
+        return self.scan.timeline
+
+    @property
     def opened(self) -> dict[str, Any]:
-        return next((e.data for e in self.events if e.kind == "run_opened"), {})
+        return self.scan.opened
 
     @property
     def set_key(self) -> tuple[str | None, int | None]:
@@ -53,29 +55,24 @@ class _Run:
         return float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) else 1.0
 
 
-def _default_interpretation(events: list[Event]) -> str:
-    imported = any(e.kind == "mllog_line" for e in events) and not any(e.kind == "weight_update" for e in events)
-    return AS_RECORDED if imported else "official"
-
-
 def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force: bool) -> _Run:
-    unverified, events = verified_events(run_dir, force)  # refuses (exit 1) unless --force
+    unverified, report = verified(run_dir, force)  # refuses (exit 1) unless --force
     run = RunDir.open(run_dir)
-    if events is None:  # forced past a failed verification: read what can be read
-        events = read_run(run).events
-    tl = build_timeline(events)
+    scan = scan_verified(report)[0]
+    tl = scan.timeline
     known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)
     marks = (
         ([UNVERIFIED] if unverified else [])
-        + (["RESUMED"] if resumes(events) else [])
-        + ([NOT_COMPARABLE] if not_comparable(run_target(events)) else [])
+        + (["RESUMED"] if scan.resumed else [])
+        + ([NOT_COMPARABLE] if not_comparable(scan.target) else [])
     )
     label = run.run_id + (f" ({', '.join(marks)})" if marks else "")
-    return _Run(run, events, tl, known, unverified, label, interpretation or _default_interpretation(events))
+    default = AS_RECORDED if scan.imported else "official"
+    return _Run(run, scan, known, unverified, label, interpretation or default)
 
 
 def _marks(run: _Run) -> dict[str, Any]:
-    return {"unverified": run.unverified, "resumed": resumes(run.events), "target": run_target(run.events)}
+    return {"unverified": run.unverified, "resumed": run.scan.resumed, "target": run.scan.target}
 
 
 def _one(values: set[Any], what: str, runs: Sequence[_Run]) -> Any:
@@ -93,34 +90,34 @@ def _score_group(runs: list[_Run]) -> SetScore:
     division = _one({r.tl.division for r in runs}, "division", runs)
     factor = _one({r.scaling_factor for r in runs}, "scaling factor", runs)
     outcomes: list[RunOutcome] = []
-    texts: list[str] = []
+    derived: list[Derivation] = []
     for run in runs:
-        outcome, text = _outcome_and_text(run)
+        outcome, d = _outcome(run)
         outcomes.append(outcome)
-        if text is not None:
-            texts.append(text)
+        if d is not None:
+            derived.append(d)
     known = runs[0].known
     rcp_result: CheckResult | None = None
-    if texts and known.has_rcps(benchmark) and division != "open":
-        rcp_result = rcp(texts, known_name)
+    if derived and known.has_rcps(benchmark) and division != "open":
+        rcp_result = rcp([d.text() for d in derived], known_name)  # the RCP checker reads every log of the set
     result = score_set(outcomes, benchmark, known_name, division, factor, rcp_result)
     folder, gbs = runs[0].set_key
     result.extra["set"] = folder or f"GBS {gbs}"
     return result
 
 
-def _outcome_and_text(run: _Run) -> tuple[RunOutcome, str | None]:
+def _outcome(run: _Run) -> tuple[RunOutcome, Derivation | None]:
     try:
-        d = derive_run(run.events, run.known.name, run.interpretation)
+        d = derive_from(run.tl, run.scan.source, run.known.name, run.interpretation)
     except ReplayError as e:
-        rows = compute_scores(run.run, run.known.name, events=run.events)
+        rows = compute_scores(run.run, run.known.name, scan=run.scan)
         write_rows(run.run, mark_rows(rows, **_marks(run)))
         return RunOutcome(run.label, None, "none", None, str(e), run.interpretation), None
-    check = compliance(d.text(), run.known.name)
+    check = compliance_lines(d.lines, run.known.name)
     done: dict[str, Outcome] = {run.interpretation: (d, check)}
-    rows = compute_scores(run.run, run.known.name, done=done, events=run.events)
+    rows = compute_scores(run.run, run.known.name, done=done, scan=run.scan)
     write_rows(run.run, mark_rows(rows, **_marks(run)))
-    return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation), d.text()
+    return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation), d
 
 
 def score_runs(

@@ -20,14 +20,13 @@ from recorder.reader import read_run
 from recorder.rules import BENCHMARK, is_standard_target
 from recorder.run import RunDir, derived_dir, write_derived
 from replay.check import CheckResult, compliance_lines, mlperf_logging_version
-from replay.derive import Derivation, derive_from, derive_run
+from replay.derive import Derivation, derive_from
 from replay.errors import NoCheckpointError, ReplayError
 from replay.interpretations import INTERPRETATIONS
 from replay.rulesets import ruleset_for_run
 from replay.run_scan import RunScan, scan_run
 from replay.source import InMemory
 from replay.timeline import Timeline, build_timeline
-from replay.trust import resumes, run_target
 
 SCORES_FILE = "scores.jsonl"
 
@@ -45,10 +44,16 @@ def score_row(
 ) -> dict[str, Any]:
     """One interpretation's row; an interpretation that derives nothing gives status 'none' and says why.
     `done`: the derivation (and verdict) the caller already has, so that nothing is derived or checked twice."""
-    judged = _judged(run_target(events), bool(resumes(events)))
-    return _row(
-        run_id, ruleset, interpretation, lambda: derive_run(events, ruleset, interpretation), judged, check, done
-    )
+    return scan_row(scan_run(InMemory(events), keep_events=True), run_id, ruleset, interpretation, check, done)
+
+
+def scan_row(
+    scan: RunScan, run_id: str, ruleset: str, interpretation: str, check: bool = True, done: Outcome | None = None
+) -> dict[str, Any]:
+    """`score_row` from one pass over a run (replay.run_scan): its events are not held."""
+    judged = _judged(scan.target, bool(scan.resumed))
+    derive = partial(derive_from, scan.timeline, scan.source, ruleset, interpretation)
+    return _row(run_id, ruleset, interpretation, derive, judged, check, done)
 
 
 def _judged(target: float | None, resumed: bool) -> dict[str, Any]:
@@ -126,14 +131,9 @@ def compute_scores(
     if scan is None:
         events = events if events is not None else read_run(run).events
         scan = scan_run(InMemory(events), keep_events=True)
-    tl, source = scan.timeline, scan.source
-    name, interpretations = applicable_to(tl, ruleset)
-    judged = _judged(scan.target, bool(scan.resumed))
+    name, interpretations = applicable_to(scan.timeline, ruleset)
     done = done or {}
-    return [
-        _row(run.run_id, name, i, partial(derive_from, tl, source, name, i), judged, check, done.get(i))
-        for i in interpretations
-    ]
+    return [scan_row(scan, run.run_id, name, i, check, done.get(i)) for i in interpretations]
 
 
 def write_rows(run: RunDir, rows: list[dict[str, Any]]) -> Path:

@@ -22,7 +22,9 @@ from recorder.regular import is_regular
 from recorder.run import RunDir
 from replay.errors import ReplayError
 from replay.rulesets import get_known
-from replay.scores import SCORES_FILE, score_row
+from replay.run_scan import RunScan, scan_run
+from replay.scores import SCORES_FILE, scan_row
+from replay.source import InMemory
 
 RULE = "derived-scores"
 FACTS = ("run_id", "ruleset", "interpretation", "status", "passing_step", "run_start_ns", "run_stop_ns")
@@ -59,16 +61,24 @@ def recorded_rows(run: RunDir) -> list[tuple[int, Any]] | ScoreMismatch:
     return out
 
 
-def check_scores(
-    run: RunDir, events: Sequence[Event], interpretations: Sequence[str] | None = None
-) -> list[ScoreMismatch]:
+Facts = Sequence[Event] | RunScan  # the events in memory, or one pass over a streamed run
+
+
+def _scanned(facts: Facts) -> RunScan:
+    return facts if isinstance(facts, RunScan) else scan_run(InMemory(facts), keep_events=True)
+
+
+def check_scores(run: RunDir, events: Facts, interpretations: Sequence[str] | None = None) -> list[ScoreMismatch]:
     """Every row of the run's scores.jsonl (or those of `interpretations`) against a fresh derivation from
-    `events`; empty when the file is absent or agrees."""
+    `events` (a list, or a RunScan of a streamed run); empty when the file is absent or agrees."""
     if not (run.derived / SCORES_FILE).exists():
         return []
     rows = recorded_rows(run)
     if isinstance(rows, ScoreMismatch):
         return [rows]
+    if not rows:
+        return []
+    scan = _scanned(events)  # one pass over the run for every row
     out = []
     for line_no, row in rows:
         if not isinstance(row, dict):
@@ -77,30 +87,26 @@ def check_scores(
         interpretation = str(row.get("interpretation"))
         if interpretations is not None and interpretation not in interpretations:
             continue
-        message = _disagreement(row, events, run)
+        message = _disagreement(row, scan, run)
         if message is not None:
             out.append(ScoreMismatch(line_no, interpretation, message))
     return out
 
 
-def derived_row(row: dict[str, Any], events: Sequence[Event], run: RunDir) -> dict[str, Any] | str:
+def derived_row(row: dict[str, Any], events: Facts, run: RunDir) -> dict[str, Any] | str:
     """What the events derive for a recorded row's ruleset and interpretation (no checker), or why not."""
     ruleset, interpretation = row.get("ruleset"), row.get("interpretation")
     if not isinstance(ruleset, str) or not isinstance(interpretation, str):
         return "names no ruleset or interpretation"
     try:
         get_known(ruleset)
-        return score_row(list(events), _run_id(events, run), ruleset, interpretation, check=False)
+        scan = _scanned(events)
+        return scan_row(scan, scan.run_id or run.run_id, ruleset, interpretation, check=False)
     except ReplayError as e:
         return f"cannot be derived ({e})"
 
 
-def _run_id(events: Sequence[Event], run: RunDir) -> str:
-    opened = next((e for e in events if e.kind == "run_opened"), None)
-    return opened.run_id if opened is not None else (events[0].run_id if events else run.run_id)
-
-
-def _disagreement(row: dict[str, Any], events: Sequence[Event], run: RunDir) -> str | None:
+def _disagreement(row: dict[str, Any], events: RunScan, run: RunDir) -> str | None:
     fresh = derived_row(row, events, run)
     if isinstance(fresh, str):
         return fresh
@@ -123,11 +129,10 @@ def _same(a: object, b: object) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=1e-12)
 
 
-def recheck_shown(
-    run: RunDir, events: Sequence[Event], interpretation: str
-) -> tuple[ScoreMismatch, dict[str, Any]] | None:
+def recheck_shown(run: RunDir, events: Facts, interpretation: str) -> tuple[ScoreMismatch, dict[str, Any]] | None:
     """The row of `interpretation` that a history shows, re-derived: None when it agrees (or there is none),
     else the disagreement and the row the events derive (its facts None where nothing can be derived)."""
+    events = _scanned(events)
     mismatches = check_scores(run, events, [interpretation])
     if not mismatches:
         return None

@@ -76,13 +76,14 @@ def verify(
 
 def _derived_scores(run: RunDir) -> list[Problem]:
     """derived/scores.jsonl against what the events derive (replay.scores_check): a forged cache fails verify."""
-    from recorder.reader import read_run
+    from replay.run_scan import scan_run
     from replay.scores import SCORES_FILE
     from replay.scores_check import check_scores
+    from replay.source import Streamed
 
     if not os.path.lexists(run.derived / SCORES_FILE):
         return []
-    return [m.problem() for m in check_scores(run, read_run(run).events)]
+    return [m.problem() for m in check_scores(run, scan_run(Streamed(run)))]  # an intact run: streamed
 
 
 def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] | None) -> SignatureState:

@@ -17,12 +17,9 @@ from recorder.rules import not_comparable
 from recorder.run import RunDir, derived_dir, write_derived
 
 if TYPE_CHECKING:
-    from recorder.reader import TornTail
-    from recorder.verify import VerifyReport
     from replay.check import CheckResult
     from replay.derive import Derivation
     from replay.rulesets import KnownRuleset
-    from replay.run_scan import RunScan
     from replay.set_score import SetScore
 
 RulesetOpt = Annotated[
@@ -74,6 +71,7 @@ def replay(
     from replay.errors import NoCheckpointError, NotEvaluatedError
     from replay.interpretations import AS_RECORDED, get_interpretation
     from replay.rulesets import get_known, ruleset_for_run
+    from replay.run_scan import scan_verified
     from replay.scores import compute_scores, write_rows
     from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, verified
 
@@ -87,9 +85,9 @@ def replay(
     if output is not None:
         check_output(output)
     unverified, report = verified(run_dir, force)  # refuses (exit 1) unless --force
-    scan, torn, skipped = _scan(run_dir, report)
+    scan, torn, skipped = scan_verified(report)  # an intact run is streamed: the facts are kept, not the events
     tl = scan.timeline
-    run = RunDir.open(run_dir)
+    run = report.run
     default = "as-recorded" if scan.imported else "official"
     as_recorded = (interpretation or default) == AS_RECORDED and not compare
     # refuses before anything is written; as recorded, the checker may judge a log whose benchmark the run's
@@ -192,21 +190,6 @@ def replay(
         err.print(line(label("error:", "bold red"), str(mismatch)))
     if mismatch is not None or not all(c.ok and c.error is None for c in checks):
         raise typer.Exit(1)
-
-
-def _scan(run_dir: Path, report: VerifyReport) -> tuple[RunScan, list[TornTail], list[str]]:
-    """One pass over the run's events. An intact run is streamed from its segments (memory: the facts, not the
-    events); one forced past a failed verification is read whole, as far as it can be read."""
-    from recorder.reader import read_run
-    from recorder.segment import skipped_entries
-    from replay.run_scan import scan_run
-    from replay.source import InMemory, Streamed
-
-    if report.ok:
-        torn = [s.torn for s in report.segments if s.torn is not None and s.torn.bytes_lost > 0]
-        return scan_run(Streamed(report.run)), torn, skipped_entries(report.run.events)
-    log = read_run(run_dir)
-    return scan_run(InMemory(log.events), keep_events=True), log.torn, log.skipped
 
 
 def _checks(

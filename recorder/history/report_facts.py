@@ -114,36 +114,40 @@ def ensure_derived(
 
     Returns (score rows, interpretation of the mllog, its path or None, why there is none)."""
     from recorder.reader import read_run
-    from replay.derive import derive_run
+    from replay.derive import derive_from
     from replay.errors import ReplayError
-    from replay.scores import applicable, compute_scores, write_rows
+    from replay.run_scan import RunScan, scan_run
+    from replay.scores import applicable_to, compute_scores, write_rows
     from replay.scores_check import check_scores
-    from replay.trust import UNVERIFIED, mark_rows, resumes
+    from replay.source import InMemory, Streamed
+    from replay.trust import UNVERIFIED, mark_rows
 
     name = "as-recorded" if _is_imported(run) else "official"
     scores_path = run.derived / SCORES_FILE
     mllog_path = run.derived / f"result_{name}{'.' + UNVERIFIED if unverified else ''}.txt"
-    read: list[Any] = []  # the events, read at most once and only when needed
+    read: list[RunScan] = []  # one pass over the events, made at most once and only when needed
 
-    def events() -> Any:
-        if not read:
-            read.append(read_run(run).events)
+    def scan() -> RunScan:
+        if not read:  # an intact run is streamed (its facts kept, not its events); a damaged one read whole
+            source = InMemory(read_run(run).events) if unverified else Streamed(run)
+            read.append(scan_run(source, keep_events=bool(unverified)))
         return read[0]
 
     recheck = compacted_events is None or compacted_events <= RECHECK_EVENTS
     # a scores file newer than the segments is still a file anyone can edit: re-derived when it disagrees
-    if not _fresh(scores_path, run) or (recheck and check_scores(run, events())):
-        rows = mark_rows(compute_scores(run, ruleset), unverified=unverified, resumed=resumes(events()))
+    if not _fresh(scores_path, run) or (recheck and check_scores(run, scan())):
+        rows = mark_rows(compute_scores(run, ruleset, scan=scan()), unverified=unverified, resumed=scan().resumed)
         write_rows(run, rows)
     rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
     if _fresh(mllog_path, run):
         return rows, name, mllog_path, ""
     try:
-        d = derive_run(events(), applicable(events(), ruleset)[0], name)
+        d = derive_from(scan().timeline, scan().source, applicable_to(scan().timeline, ruleset)[0], name)
     except ReplayError as e:
         return rows, name, None, str(e)
     mllog_path.parent.mkdir(parents=True, exist_ok=True)
-    mllog_path.write_text(d.text(), encoding="utf-8")
+    with open(mllog_path, "wb") as f:
+        f.writelines(d.chunks())
     return rows, name, mllog_path, ""
 
 

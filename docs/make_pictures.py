@@ -87,7 +87,7 @@ def main() -> None:
     only_rcp = root / "qwen35_397b_grpo_rcp-GBS256"
     only_rcp.mkdir()
     for run in seeds:
-        run.path.rename(only_rcp / run.run_id)
+        run.path.rename(only_rcp / run.path.name)
     subprocess.run(
         [
             *recorder[:1],

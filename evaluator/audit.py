@@ -152,9 +152,7 @@ def audit_run(
             if on_step is not None:
                 on_step(verdict)
         name = workers[0].name if workers else "none"
-    # The run's own id (its run_opened, which read_facts requires), never the folder's: a copy keeps its id.
-    run_id = next(e.run_id for e in facts.events if e.kind == "run_opened")
-    report = AuditReport(run_id=run_id, workers=name, steps=verdicts, unverified=facts.unverified)
+    report = AuditReport(run_id=facts.run_id, workers=name, steps=verdicts, unverified=facts.unverified)
     return _write(run, report, facts)
 
 

@@ -131,7 +131,7 @@ def score_with_command(
     target = facts.eval_cfg.target
     doc = {
         "schema": SCHEMA,
-        "run_id": facts.run.run_id,
+        "run_id": facts.run_id,
         "step": cp.step,
         "samples_count": cp.samples_count,
         "metric": "accuracy (submitter's command)",

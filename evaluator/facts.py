@@ -12,7 +12,7 @@ from evaluator.settings import RunEvalConfig, run_eval_config
 from recorder.events import Event
 from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
-from recorder.reader import read_run
+from recorder.reader import read_run, run_id_from
 from recorder.run import RunDir
 
 UNVERIFIED = "UNVERIFIED"
@@ -23,6 +23,7 @@ class RunFacts:
     """What the run's log says that evaluation needs."""
 
     run: RunDir
+    run_id: str  # as the run's own events record it (recorder.reader.run_id_from), never its folder's name
     events: list[Event]
     global_batch_size: int
     final_step: int | None
@@ -68,6 +69,8 @@ def read_facts(
     if opened_event is None:
         raise NotEvaluableError(f"{run.path}: no run_opened event: not a recorded training run")
     opened = RunOpened.from_event(opened_event)
+    run_id = run_id_from(events)
+    assert run_id is not None  # the run has a run_opened
     gbs = opened.global_batch_size
     if not isinstance(gbs, int) or gbs < 1:
         raise NotEvaluableError(f"{run.path}: run_opened has no valid global_batch_size ({gbs!r})")
@@ -90,6 +93,7 @@ def read_facts(
         eval_cfg = run_eval_config(opened_event.data)
     return RunFacts(
         run=run,
+        run_id=run_id,
         events=events,
         global_batch_size=gbs,
         final_step=stop.step,

@@ -158,7 +158,7 @@ def _evaluate_locked(
         steps = [first_pass.step]
     if not _todo(steps, done, target, options.all) and not stale:
         return Summary(
-            run_id=facts.run.run_id,
+            run_id=facts.run_id,
             eval_cfg=facts.eval_cfg,
             problems=facts.problems,
             segment=None,
@@ -192,7 +192,7 @@ def _evaluate_locked(
             # One checkpoint per worker when there are several to do; one checkpoint's samples shared otherwise.
             sweep(ctx, handout, facts.candidates, workers.slots() if len(todo) > 1 else [workers], record)
         return Summary(
-            run_id=facts.run.run_id,
+            run_id=facts.run_id,
             eval_cfg=facts.eval_cfg,
             problems=facts.problems,
             segment=writer.segment,

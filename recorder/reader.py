@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -304,18 +304,34 @@ def event_from_row(row: tuple[Any, ...], segment: str) -> Event:
     )
 
 
-def recorded_run_id(run: RunDir) -> str:
-    """The run id the run's own `run_opened` carries, never the folder name (a copied run keeps its id).
+def run_id_from(events: Iterable[Event]) -> str | None:
+    """The run id the events record for their run: the earliest `run_opened`'s, else the earliest event's;
+    None when there are none. The one rule for a run's id (`recorded_run_id` applies it to a run directory):
+    it never comes from the folder name, so a copied or renamed run keeps its id."""
+    opened: Event | None = None
+    earliest: Event | None = None
+    for e in events:
+        if earliest is None or _first(e, earliest):
+            earliest = e
+        if e.kind == "run_opened" and (opened is None or _first(e, opened)):
+            opened = e
+    chosen = opened or earliest
+    return None if chosen is None else chosen.run_id
 
-    Falls back to the first recorded event's run id, then to the folder name for a run with no events.
+
+def _first(a: Event, b: Event) -> bool:
+    return (a.time_ns, a.segment, a.seq) < (b.time_ns, b.segment, b.seq)
+
+
+def recorded_run_id(run: RunDir) -> str:
+    """The run's id as its own events record it (`run_id_from`), read from each segment's first fact: a
+    `run_opened` opens the segment of every writer that records one. Every command prints and uses this id.
+
+    Only a run with no events yet (a new run's first writer opening) takes its folder name, which
+    `RunDir.create` made from the id it was given.
     """
-    fallback: str | None = None
-    for path in list_segments(run.events):
-        # a signed segment opens with segment_opened; the run's first fact follows it
-        first = next((e for e in stream_events(path) if e.kind != "segment_opened"), None)
-        if first is None:
-            continue
-        if first.kind == "run_opened":
-            return first.run_id
-        fallback = fallback or first.run_id
-    return fallback or run.path.name
+    # a signed segment opens with segment_opened; the writer's first fact follows it
+    firsts = (
+        next((e for e in stream_events(p) if e.kind != "segment_opened"), None) for p in list_segments(run.events)
+    )
+    return run_id_from(e for e in firsts if e is not None) or run.path.name

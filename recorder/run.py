@@ -42,10 +42,6 @@ class RunDir:
     path: Path
 
     @property
-    def run_id(self) -> str:
-        return self.path.name
-
-    @property
     def events(self) -> Path:
         return self.path / "events"
 

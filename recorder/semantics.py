@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -38,6 +37,7 @@ from recorder.errors import EventDecodeError
 from recorder.events import Event
 from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, Payload, PayloadError, RunOpened
 from recorder.problem import Problem
+from recorder.reader import run_id_from
 from recorder.run import RunDir
 from recorder.safetensors_header import HeaderError, read_header
 
@@ -91,16 +91,11 @@ def inside(run: RunDir, rel: object) -> Path | None:
     return target if target == root or root in target.parents else None
 
 
-def recorded_run_id(events: Iterable[Event]) -> str | None:
-    """The run id the run's first `run_opened` carries (None when there is none)."""
-    return next((e.run_id for e in events if e.kind == "run_opened"), None)
-
-
 def check_facts(run: RunDir, events: list[Event]) -> Findings:
     """Every rule over the run's events (any order: each rule orders what it needs)."""
     found = Findings()
     by_seq = sorted(events, key=lambda e: (e.segment, e.seq))
-    run_id = recorded_run_id(sorted(by_seq, key=lambda e: e.time_ns))
+    run_id = run_id_from(by_seq) if any(e.kind == "run_opened" for e in by_seq) else None
     if run_id is None:
         if by_seq:  # not a run that replay, score or eval can use: they refuse it for want of run_opened
             found.warnings.append("no run_opened event: the timeline and evidence are not checked")

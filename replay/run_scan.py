@@ -27,7 +27,7 @@ class RunScan:
     clock_steps: list[ClockStep]
     imported: bool  # mllog lines and no weight update: as-recorded is its default interpretation
     opened: dict[str, Any]  # its first run_opened's data ({} when none)
-    run_id: str | None  # its first run_opened's run id, else its first event's; None when it has no events
+    run_id: str | None  # as its events record it (recorder.reader.run_id_from); None when it has no events
 
 
 def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
@@ -36,32 +36,29 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
     clock = ClockWatch()
     resumed: list[Resume] = []
     first_opened: dict[str, Any] | None = None
-    opened_id: str | None = None
-    first_id: str | None = None
     lines = updates = False
     for e in source.events():
-        if first_id is None:
-            first_id = e.run_id
         builder.add(e)
         clock.add(e)
         kind = e.kind
         if kind == "run_opened":
             if first_opened is None:
-                first_opened, opened_id = e.data, e.run_id
+                first_opened = e.data
             if (opened := RunOpened.from_event(e)).resumed_from:
                 resumed.append(Resume(e.segment, opened.resumed_at_step))
         lines = lines or kind == "mllog_line"
         updates = updates or kind == "weight_update"
     target = recorded_target(first_opened)
+    timeline = builder.build()
     return RunScan(
         source,
-        builder.build(),
+        timeline,
         resumed,
         target,
         clock.steps(),
         lines and not updates,
         first_opened or {},
-        opened_id or first_id,
+        timeline.run_id or None,
     )
 
 

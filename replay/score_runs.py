@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recorder.reader import recorded_run_id
 from recorder.rules import not_comparable
 from recorder.run import RunDir
 from replay.check import CheckResult, compliance_lines, rcp
@@ -66,7 +67,7 @@ def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force:
         + (["RESUMED"] if scan.resumed else [])
         + ([NOT_COMPARABLE] if not_comparable(scan.target) else [])
     )
-    label = run.run_id + (f" ({', '.join(marks)})" if marks else "")
+    label = recorded_run_id(run) + (f" ({', '.join(marks)})" if marks else "")
     default = AS_RECORDED if scan.imported else "official"
     return _Run(run, scan, known, unverified, label, interpretation or default)
 
@@ -78,7 +79,7 @@ def _marks(run: _Run) -> dict[str, Any]:
 def _one(values: set[Any], what: str, runs: Sequence[_Run]) -> Any:
     if len(values) > 1:
         raise ScoreInputError(
-            f"runs {', '.join(r.run.run_id for r in runs)} differ in {what} "
+            f"runs {', '.join(recorded_run_id(r.run) for r in runs)} differ in {what} "
             f"({', '.join(map(repr, sorted(values, key=repr)))}): score one result set at a time"
         )
     return next(iter(values))

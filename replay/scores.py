@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.events import Event
-from recorder.reader import read_run
+from recorder.reader import read_run, recorded_run_id
 from recorder.rules import BENCHMARK, is_standard_target
 from recorder.run import RunDir, derived_dir, write_derived
 from replay.check import CheckResult, compliance_lines, mlperf_logging_version
@@ -133,7 +133,8 @@ def compute_scores(
         scan = scan_run(InMemory(events), keep_events=True)
     name, interpretations = applicable_to(scan.timeline, ruleset)
     done = done or {}
-    return [scan_row(scan, run.run_id, name, i, check, done.get(i)) for i in interpretations]
+    run_id = scan.run_id or recorded_run_id(run)
+    return [scan_row(scan, run_id, name, i, check, done.get(i)) for i in interpretations]
 
 
 def write_rows(run: RunDir, rows: list[dict[str, Any]]) -> Path:

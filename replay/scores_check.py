@@ -18,6 +18,7 @@ from typing import Any
 
 from recorder.events import Event
 from recorder.problem import Problem
+from recorder.reader import recorded_run_id
 from recorder.regular import is_regular
 from recorder.run import RunDir
 from replay.errors import ReplayError
@@ -101,7 +102,7 @@ def derived_row(row: dict[str, Any], events: Facts, run: RunDir) -> dict[str, An
     try:
         get_known(ruleset)
         scan = _scanned(events)
-        return scan_row(scan, scan.run_id or run.run_id, ruleset, interpretation, check=False)
+        return scan_row(scan, scan.run_id or recorded_run_id(run), ruleset, interpretation, check=False)
     except ReplayError as e:
         return f"cannot be derived ({e})"
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from recorder import kinds
 from recorder.events import Event
+from recorder.reader import run_id_from
 from recorder.rules import recorded_target
 from replay.errors import DuplicateResultError, MissingFactError
 
@@ -249,7 +250,7 @@ class TimelineBuilder:
     def __init__(self, *, keep_events: bool = True) -> None:
         self.keep_events = keep_events
         self.first: dict[str, tuple[Key, Event]] = {}
-        self.earliest: tuple[Key, str] | None = None  # the first event's key and run id
+        self.earliest: tuple[Key, Event] | None = None  # the first event, for the run id of a run never opened
         self.configs: list[tuple[Key, Config]] = []
         self.gbs_line: tuple[Key, Any] | None = None  # the first mllog_line global_batch_size
         self.metrics: dict[int, tuple[Key, StepMetrics]] = {}
@@ -262,7 +263,7 @@ class TimelineBuilder:
         kind, step = e.kind, e.step
         key = _key(e)
         if self.earliest is None or key < self.earliest[0]:
-            self.earliest = (key, e.run_id)
+            self.earliest = (key, e)
         if kind in _FIRST_KINDS:
             held = self.first.get(kind)
             if held is None or key < held[0]:
@@ -302,7 +303,8 @@ class TimelineBuilder:
             gbs = next((c.value for c in configs if c.key == "global_batch_size"), None)
         if gbs is None and self.gbs_line is not None:  # a run recorded by the mllog drop-in holds only its lines
             gbs = self.gbs_line[1]
-        run_id = self.earliest[1] if self.earliest else ""
+        # recorder.reader's one rule for a run's id, over the two events it can pick from
+        run_id = run_id_from(e for e in (opened_event, self.earliest[1] if self.earliest else None) if e) or ""
         ordered_evaluations = [e for _, e in sorted(self.evaluation_events, key=lambda ke: ke[0])]
         evaluations, problems, failed = _evaluations(run_id, ordered_evaluations)
         bs = first.get("block_start")

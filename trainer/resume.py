@@ -122,7 +122,8 @@ class ResumedTrainer(GRPOTrainer):
     """A GRPOTrainer whose setup opens the existing run and loads the plan's checkpoint."""
 
     def __init__(self, plan: ResumePlan, **kwargs: Any) -> None:
-        super().__init__(plan.config, root=plan.run.path.parent, run_id=plan.run.run_id, **kwargs)
+        # run_id names the folder to reopen; the events appended keep the run's recorded id (LogWriter)
+        super().__init__(plan.config, root=plan.run.path.parent, run_id=plan.run.path.name, **kwargs)
         self.plan = plan
 
     def setup(self) -> RunDir:
@@ -143,7 +144,7 @@ class ResumedTrainer(GRPOTrainer):
                 target=cfg.eval.target,
                 config=cfg.to_dict(),
                 provenance=provenance(),
-                resumed_from=self.run_dir.run_id,
+                resumed_from=self.log.run_id,
                 resumed_at_step=plan.step,
                 resumed_checkpoint=str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),
                 optimizer="re-initialised (checkpoints are weights-only)",

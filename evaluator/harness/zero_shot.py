@@ -32,6 +32,7 @@ from recorder.events import Event
 from recorder.kinds import EvalResult, EvalStart
 from recorder.log import LogWriter
 from recorder.provenance import provenance
+from recorder.reader import recorded_run_id
 from recorder.run import RunDir
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def evaluate_harness(
         todo = {s: [t for t in tasks if t.name not in done.get(s, set())] for s in steps}
         if not any(todo.values()) and not stale:
             return HarnessSummary(
-                run_id=run.run_id,
+                run_id=recorded_run_id(run),
                 segment=None,
                 tasks=tasks,
                 outcomes=[StepOutcome(step=s, status="skipped", reason="all tasks scored") for s in steps],
@@ -151,7 +152,7 @@ def evaluate_harness(
                 if on_outcome is not None:
                     on_outcome(outcome)
             return HarnessSummary(
-                run_id=run.run_id,
+                run_id=recorded_run_id(run),
                 segment=writer.segment,
                 tasks=tasks,
                 outcomes=outcomes,

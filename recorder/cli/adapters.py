@@ -30,13 +30,16 @@ def import_checkpoints(
 ) -> None:
     """Record a NeMo-RL deferred-evaluation series as weight_update and checkpoint_committed events."""
     from recorder.adapters.nemo import import_checkpoints as run_import
+    from recorder.reader import recorded_run_id
     from recorder.run import check_run_id
 
     if not os.path.lexists(into):
         check_run_id(into.name)  # a new run: its folder name is its id, checked before anything is read
     apply_signing_key(signing_key)
     report = run_import(checkpoint_root, into, task=task)
-    table = Table(title=f"{report.run.run_id}: {len(report.checkpoints)} checkpoints (GBS {report.global_batch_size})")
+    table = Table(
+        title=f"{recorded_run_id(report.run)}: {len(report.checkpoints)} checkpoints (GBS {report.global_batch_size})"
+    )
     for col in ("step", "samples", "weight update (UTC)", "path"):
         table.add_column(col)
     for c in report.checkpoints:

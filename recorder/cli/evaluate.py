@@ -299,7 +299,7 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
     from rich import box
 
     from evaluator.attempts import attempts
-    from recorder.reader import read_run
+    from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
@@ -309,7 +309,9 @@ def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -
     day = next(
         (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""
     )
-    title = f"{log.run.run_id}: {len(rows)} evaluations" + (f", pass means > {target}" if target is not None else "")
+    title = f"{run_id_from(log.events) or recorded_run_id(log.run)}: {len(rows)} evaluations" + (
+        f", pass means > {target}" if target is not None else ""
+    )
     table = Table(
         title=title + (f", started {day} UTC" if day else ""), box=box.SIMPLE, pad_edge=False, collapse_padding=True
     )

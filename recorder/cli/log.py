@@ -41,6 +41,7 @@ def verify(
     name), signed by an untrusted key, or unsigned; a bad signature always fails (exit 1).
     """
     from recorder.history.cache import verify_with_cache
+    from recorder.reader import recorded_run_id
     from recorder.signing import load_trusted
 
     if require_signed and not trust:
@@ -50,7 +51,7 @@ def verify(
     if report.ok:
         report.problems.extend(_derived_scores(report.run))
     total = sum(s.events for s in report.segments)
-    console.print(f"run {report.run.run_id}: {len(report.segments)} segments, {total} events")
+    console.print(f"run {recorded_run_id(report.run)}: {len(report.segments)} segments, {total} events")
     untrusted = 0
     for s in report.segments:
         state = "closed" if s.closed else "open (writer did not close)"
@@ -103,7 +104,7 @@ def events(
 ) -> None:
     """Print a run's events in merged order (for people debugging a run)."""
     from recorder.catalogue import check_kind
-    from recorder.reader import read_run
+    from recorder.reader import read_run, recorded_run_id
 
     for k in kind or []:
         check_kind(k)
@@ -120,7 +121,7 @@ def events(
             row.update(value=e.value, data=e.data, digest=e.digest, segment=e.segment)
             typer.echo(json.dumps(row, sort_keys=False))
         return
-    table = Table(title=f"{log.run.run_id}: {len(selected)} events")
+    table = Table(title=f"{recorded_run_id(log.run)}: {len(selected)} events")
     for col in ("time (UTC)", "writer", "seq", "kind", "step", "samples"):
         table.add_column(col, no_wrap=True)
     for col in ("key", "value", "data"):

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recorder.errors import DataError, RecorderError
-from recorder.reader import read_run
+from recorder.reader import read_run, recorded_run_id
 from recorder.run import RunDir, derived_dir
 from recorder.segment import list_segments
 
@@ -76,12 +76,6 @@ def fresh_manifest(run: RunDir) -> dict[str, Any] | None:
     return manifest if manifest.get("segments") == _segment_sizes(run) else None
 
 
-def fresh_parquet(run: RunDir) -> tuple[Path, int] | None:
-    """(path, events) of the run's compacted file if it is fresh; else None."""
-    manifest = fresh_manifest(run)
-    return None if manifest is None else (parquet_path(run), manifest["events"])
-
-
 def _atomic_write(path: Path, write: object) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.unlink(missing_ok=True)  # a symlink planted there is removed, never written through
@@ -96,8 +90,9 @@ def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult
     from recorder.verify import verify_run
 
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
-    if not force and (fresh := fresh_parquet(run)) is not None:
-        return CompactResult(run.run_id, "fresh", fresh[1])
+    run_id = recorded_run_id(run)
+    if not force and (manifest := fresh_manifest(run)) is not None:
+        return CompactResult(run_id, "fresh", manifest["events"])
     sizes = _segment_sizes(run)  # before reading: a segment that grows meanwhile makes the cache stale
     report = verify_run(run, facts=False)  # the cache copies bytes; replay and eval judge the facts
     if not report.ok:
@@ -105,14 +100,14 @@ def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult
     open_segments = [s.name for s in report.segments if not s.closed]
     if open_segments:
         return CompactResult(
-            run.run_id, "live", sum(s.events for s in report.segments), f"segment {open_segments[0]} is still open"
+            run_id, "live", sum(s.events for s in report.segments), f"segment {open_segments[0]} is still open"
         )
     table = read_run(run).table()
     derived_dir(run)  # refuses a derived/ that is a symlink out of the run
     _atomic_write(parquet_path(run), lambda p: pq.write_table(table, p, compression="zstd"))
     manifest = {"version": MANIFEST_VERSION, "events": table.num_rows, "segments": sizes}
     _atomic_write(manifest_path(run), lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
-    return CompactResult(run.run_id, "compacted", table.num_rows)
+    return CompactResult(run_id, "compacted", table.num_rows)
 
 
 def check_compacted(run_dir: Path | RunDir) -> list[str]:
@@ -210,7 +205,8 @@ def pack_root(root: Path, *, threads: int | None = None) -> tuple[int, int]:
     fresh: dict[str, tuple[Path, dict[str, int]]] = {}
     for run in list_runs(root):
         if (manifest := fresh_manifest(run)) is not None:
-            fresh[run.run_id] = (parquet_path(run), manifest["segments"])
+            # keyed by the id the pack's rows carry; a second folder recording the same id is not packed
+            fresh.setdefault(recorded_run_id(run), (parquet_path(run), manifest["segments"]))
     packs = read_packs(root)
     valid = {r for p in packs for r, segs in p.runs.items() if r in fresh and fresh[r][1] == segs}
     stale = sum(len(p.runs) for p in packs) - len(valid)

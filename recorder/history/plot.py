@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recorder.errors import InputError
+from recorder.reader import recorded_run_id
 from recorder.rules import TARGET
 from recorder.run import RunDir
 
@@ -222,7 +223,7 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
     with history:
         if history.problems and not history.runs:
             raise PlotError(f"cannot draw {run.path}: {history.problems[0]}")
-        t = load_timeline(history, history.runs[0].run_id if history.runs else run.run_id)
+        t = load_timeline(history, history.runs[0].run_id if history.runs else recorded_run_id(run))
     fig = timeline_figure(t)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
 from recorder.history.report_mllog import MllogExcerpt, read_excerpt
 from recorder.history.report_series import CHECKPOINT_COLUMNS, STEP_COLUMNS
+from recorder.reader import recorded_run_id
 from recorder.rules import is_standard_target, validation_start_step
 from recorder.run import RunDir
 
@@ -59,9 +61,9 @@ class RunFacts:
     open_segments: int = 0
     provenance: dict[str, Any] = field(default_factory=dict)  # run_opened's, of the first session
 
-    @property
+    @cached_property
     def run_id(self) -> str:
-        return self.run.run_id
+        return recorded_run_id(self.run)
 
     @property
     def headline(self) -> dict[str, Any] | None:

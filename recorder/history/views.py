@@ -24,7 +24,7 @@ from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
 from recorder.history.compact import Pack, fresh_manifest, parquet_path, read_packs
 from recorder.history.limits import SpillFolder, connection_config, run_limited
-from recorder.reader import read_run
+from recorder.reader import read_run, recorded_run_id
 from recorder.rules import is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
 from recorder.verify import check_segment
@@ -163,8 +163,9 @@ def _empty_events() -> pa.Table:
     return arrow_schema().empty_table().append_column("segment", pa.array([], pa.string()))
 
 
-def read_scores(run: RunDir) -> list[dict[str, Any]]:
-    """The rows of `derived/scores.jsonl`, each checked against the contract's columns."""
+def read_scores(run: RunDir, run_id: str) -> list[dict[str, Any]]:
+    """The rows of `derived/scores.jsonl`, each checked against the contract's columns, under the run's
+    recorded id (the file is anyone's to edit; the events say whose run it is)."""
     path = run.derived / SCORES_NAME
     if not path.exists():
         return []
@@ -178,7 +179,7 @@ def read_scores(run: RunDir) -> list[dict[str, Any]]:
             raise HistoryError(f"{path} line {line_no}: not JSON ({e}); rerun `recorder score {run.path}`") from e
         if not isinstance(row, dict):
             raise HistoryError(f"{path} line {line_no}: not a JSON object")
-        rows.append({name: row.get(name) for name in SCORE_COLUMNS.names} | {"run_id": row.get("run_id") or run.run_id})
+        rows.append({name: row.get(name) for name in SCORE_COLUMNS.names} | {"run_id": run_id})
     return rows
 
 
@@ -224,29 +225,34 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
     packed = {run_id: (pack, segments) for pack in packs for run_id, segments in pack.runs.items()}
     used: set[Path] = set()
     served: set[str] = set()
+    folders: dict[str, Path] = {}  # run id -> the folder the history reads it from
     for run in runs:
         try:
+            run_id = recorded_run_id(run)
+            if run_id in folders:  # a copy beside its original: the history is keyed by run id, so one of them
+                raise HistoryError(f"it records run id {run_id!r}, as {folders[run_id]} does")
+            folders[run_id] = run.path
             manifest = fresh_manifest(run)
             if manifest is not None:
-                entry = packed.get(run.run_id)
+                entry = packed.get(run_id)
                 source: Literal["pack", "parquet"] = (
                     "pack" if entry is not None and entry[1] == manifest["segments"] else "parquet"
                 )
                 if entry is not None and source == "pack":
                     used.add(entry[0].path)
-                    served.add(run.run_id)
+                    served.add(run_id)
                 else:
                     out.parquet.append(str(parquet_path(run).resolve()))
                 out.runs.append(
-                    RunSource(run.run_id, run.path, source, manifest["events"], len(manifest["segments"]), 0, 0)
+                    RunSource(run_id, run.path, source, manifest["events"], len(manifest["segments"]), 0, 0)
                 )
             else:
-                _load_segments(run, out)
+                _load_segments(run, run_id, out)
         except RecorderError as e:
             out.problems.append(f"{run.path}: left out of the history: {e}")
             continue
         try:
-            rows = read_scores(run)
+            rows = read_scores(run, run_id)
         except HistoryError as e:  # the events still answer; only this run's scores are missing
             out.problems.append(f"scores left out: {e}")
             continue
@@ -257,7 +263,7 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
     return out
 
 
-def _load_segments(run: RunDir, out: _Sources) -> None:
+def _load_segments(run: RunDir, run_id: str, out: _Sources) -> None:
     log = read_run(run)
     altered = [p for seg in log.segments for p in check_segment(seg, None)]
     if altered:
@@ -266,7 +272,7 @@ def _load_segments(run: RunDir, out: _Sources) -> None:
     out.live.append(table)
     out.runs.append(
         RunSource(
-            run.run_id,
+            run_id,
             run.path,
             "segments",
             table.num_rows,

@@ -197,7 +197,7 @@ def _record_evaluations(run: RunDir) -> None:
                 data={"checkpoint": commit["path"], "sha256": commit["sha256"], "worker": "nemo-rl"},
             )
             t += 60_000
-            results, sha = write_evidence(run, run.run_id, step, accuracy, "nemo-rl")
+            results, sha = write_evidence(run, log.run_id, step, accuracy, "nemo-rl")
             log.append(
                 "eval_result",
                 **common,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from recorder.log import LogWriter
+from recorder.reader import recorded_run_id
 from recorder.run import RunDir
 from replay.synthetic import S, record_worked_example, write_evidence
 
@@ -62,7 +63,7 @@ def write_scores(
     lines = [
         json.dumps(
             {
-                "run_id": run.run_id,
+                "run_id": recorded_run_id(run),
                 "ruleset": "6.1.0",
                 "interpretation": name,
                 "status": status,

@@ -13,7 +13,8 @@ Timed, each as a subprocess (wall, and CPU of the child with its threads): the f
 of the run (it runs mlperf-logging's RCP checker on the 90 MB mllog once; the verdict is kept in
 derived/rcp.json, as `recorder replay --check` keeps it), the median of --repeat later ones, and the peer:
 `recorder query` counting the run's events (the same start-up, the history views, one pass over the
-events). A compacted run is not re-verified by the report (compaction verified it), nor, past 50,000 events,
+events). A compacted run is not re-verified by the report (compaction verified it), nor, past the
+re-derivation budget (replay.scores_check.RECHECK_EVENTS, 100,000 events),
 its scores file re-derived; the page says both.
 """
 

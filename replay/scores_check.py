@@ -2,10 +2,10 @@
 
 Anything under `derived/` can be edited by whoever can write the run, and the history's views show
 `scores.jsonl` as it is. So `recorder verify` re-derives every row of it (rule `derived-scores`), and
-`recorder runs` re-derives the score it shows. The compared columns are the facts a derivation fixes:
-status, passing step, run_start and run_stop times, minutes, target and comparability. The compliance
-checker's verdict (`checker`) is not re-run here (`recorder replay --check` does), nor are the texts
-(`why`) that name the reasons.
+`recorder report` and `recorder runs` re-derive what they show within one budget (`RecheckBudget`). The
+compared columns are the facts a derivation fixes: status, passing step, run_start and run_stop times,
+minutes, target and comparability. The compliance checker's verdict (`checker`) is not re-run here
+(`recorder replay --check` does), nor are the texts (`why`) that name the reasons.
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ RULE = "derived-scores"
 FACTS = ("run_id", "ruleset", "interpretation", "status", "passing_step", "run_start_ns", "run_stop_ns")
 FACTS_NUMBERS = ("minutes", "target")
 SCORES_LIMIT = 16 * 1024 * 1024  # a scores file is a few hundred bytes per interpretation
+# The one rule for what a command that shows scores.jsonl (`recorder report`, `recorder runs`) does with it:
+# re-derive it from the events while the events it reads for that stay within this many in all, one command
+# at a time; past it, show the file as written and say so (flag `unchecked`). Reading and re-deriving runs at
+# about 17,500 events per CPU second (bench/recheck.py), so this is about 6 s: a listing stays a listing, and a
+# million-event run's report keeps its 5 s target. `recorder verify` re-derives every row, whatever the size.
+RECHECK_EVENTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,28 @@ class ScoreMismatch:
         return Problem(
             f"derived/{SCORES_FILE}", None, f"line {self.line_no} ({self.interpretation}): {self.message}", RULE
         )
+
+
+class RecheckBudget:
+    """The events one command may still read to re-derive the scores files it shows (RECHECK_EVENTS in all)."""
+
+    def __init__(self) -> None:
+        self.left = RECHECK_EVENTS
+
+    def take(self, events: int) -> bool:
+        """Whether a run of `events` events is re-derived (and charged to the budget) or shown as written."""
+        if events > self.left:
+            return False
+        self.left -= events
+        return True
+
+
+def not_rechecked(events: int) -> str:
+    """Why a run's scores file is shown as written: the budget was spent (see RECHECK_EVENTS)."""
+    return (
+        f"derived/{SCORES_FILE} is shown as written, not re-derived from the run's {events:,} events (a command "
+        f"re-derives at most {RECHECK_EVENTS:,} events in all); `recorder verify` re-derives every row"
+    )
 
 
 def recorded_rows(run: RunDir) -> list[tuple[int, Any]] | ScoreMismatch:

@@ -158,9 +158,12 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
             "(`recorder replay` rewrites the file)",
         )
     if unchecked:
+        from replay.scores_check import RECHECK_EVENTS
+
         console.print(
             f"{len(unchecked)} run(s) shown from derived/scores.jsonl without re-deriving it (flag unchecked; "
-            f"more than {RECHECK_EVENTS:,} events in all): `recorder verify RUN_DIR` checks a run's scores file",
+            f"a command re-derives at most {RECHECK_EVENTS:,} events in all): `recorder verify RUN_DIR` checks "
+            "a run's scores file",
             highlight=False,
         )
     if apart:  # judged by another target, or resumed: kept in the history, never an MLPerf result
@@ -170,28 +173,23 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
         )
 
 
-# `runs` re-derives the score it shows from each run's events, up to this many events in all (runs in
-# run-id order); a root larger than that shows the rest from their scores files, flagged unchecked.
-RECHECK_EVENTS = 5_000_000
-
-
 def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[str]]:
     """The score each row shows, re-derived from its run's events (derived/scores.jsonl is a file anyone who
     can write the run can edit). A row that disagrees is shown as the events derive it, flagged unverified;
-    rows past the budget are flagged unchecked. Returns (run id, disagreement) pairs and unchecked run ids."""
+    rows past the command's budget (replay.scores_check.RecheckBudget, runs in run-id order) are flagged
+    unchecked. Returns (run id, disagreement) pairs and unchecked run ids."""
     from recorder.errors import RecorderError
     from recorder.reader import read_run
-    from replay.scores_check import ScoreMismatch, recheck_shown
+    from replay.scores_check import RecheckBudget, ScoreMismatch, recheck_shown
 
     differ: list[tuple[str, str]] = []
     unchecked: list[str] = []
-    budget = RECHECK_EVENTS
+    budget = RecheckBudget()
     for row in rows:
         if row["scored_as"] is None:
             continue
-        budget -= row["events"] or 0
         found: tuple[ScoreMismatch, dict[str, Any]] | None | Literal["unchecked"] = "unchecked"
-        if budget >= 0:
+        if budget.take(row["events"] or 0):
             try:
                 run = RunDir.open(row["path"])
                 found = recheck_shown(run, read_run(run).events, row["scored_as"])

@@ -297,10 +297,12 @@ def build_report(run_dirs: list[Path], out: Path, ruleset: str | None = None) ->
     """Write the page for `run_dirs` to `out`; returns the facts it showed."""
     from recorder.history.views import open_runs
     from recorder.run import RunDir
+    from replay.scores_check import RecheckBudget
 
     if not run_dirs:
         raise ReportError("give at least one run directory")
-    runs = [gather(Path(d), ruleset) for d in run_dirs]
+    budget = RecheckBudget()  # one budget for the page, as `recorder runs` has one for its table
+    runs = [gather(Path(d), ruleset, budget) for d in run_dirs]
     with open_runs(runs[0].run.path.parent, [f.run for f in runs]) as history:
         for f in runs:
             read_views(history, f)

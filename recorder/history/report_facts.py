@@ -29,6 +29,7 @@ from recorder.run import RunDir
 
 if TYPE_CHECKING:
     from recorder.history.views import History
+    from replay.scores_check import RecheckBudget
 
 SCORES_FILE = "scores.jsonl"
 VERIFIED_AT_COMPACTION = (
@@ -95,24 +96,12 @@ def _is_imported(run: RunDir) -> bool:
     return any(p.name.startswith("import-") for p in run.events.glob("*.arrows"))
 
 
-# A compacted run larger than this keeps its scores file as written: re-deriving a million events to check it
-# takes minutes and gigabytes, so the page says so instead and `recorder verify` re-derives every row.
-RECHECK_EVENTS = 50_000
-
-
-def scores_not_rechecked(events: int) -> str:
-    return (
-        f"derived/{SCORES_FILE} is shown as written, not re-derived from the run's {events:,} events (the report "
-        f"re-derives runs of at most {RECHECK_EVENTS:,}); `recorder verify` re-derives every row"
-    )
-
-
 def ensure_derived(
-    run: RunDir, ruleset: str | None, unverified: list[str], compacted_events: int | None = None
+    run: RunDir, ruleset: str | None, unverified: list[str], recheck: bool = True
 ) -> tuple[list[dict[str, Any]], str, Path | None, str]:
     """The run's score rows and derived mllog, written by replay's functions when missing or stale, and the
-    scores re-derived and rewritten when they disagree with the events (unless the run is compacted and
-    larger than RECHECK_EVENTS: `compacted_events`).
+    scores re-derived and rewritten when they disagree with the events (when `recheck`: the command's
+    replay.scores_check.RecheckBudget allowed it).
 
     Returns (score rows, interpretation of the mllog, its path or None, why there is none)."""
     from recorder.reader import read_run
@@ -135,7 +124,6 @@ def ensure_derived(
             read.append(scan_run(source, keep_events=bool(unverified)))
         return read[0]
 
-    recheck = compacted_events is None or compacted_events <= RECHECK_EVENTS
     # a scores file newer than the segments is still a file anyone can edit: re-derived when it disagrees
     if not _fresh(scores_path, run) or (recheck and check_scores(run, scan())):
         rows = mark_rows(compute_scores(run, ruleset, scan=scan()), unverified=unverified, resumed=scan().resumed)
@@ -153,8 +141,11 @@ def ensure_derived(
     return rows, name, mllog_path, ""
 
 
-def gather(run_dir: Path, ruleset: str | None) -> RunFacts:
-    """Verify the run, make sure replay's derived files are there, and read the mllog and the RCP verdict."""
+def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFacts:
+    """Verify the run, make sure replay's derived files are there (its scores re-derived as `budget` allows),
+    and read the mllog and the RCP verdict."""
+    from replay.scores_check import not_rechecked
+
     run = RunDir.open(run_dir)
     manifest = fresh_manifest(run)
     compacted = None if manifest is None else int(manifest["events"])
@@ -162,14 +153,16 @@ def gather(run_dir: Path, ruleset: str | None) -> RunFacts:
         # `recorder compact` verified every segment before writing the cache, and the closed segments are
         # unchanged in size since: re-reading a million events (minutes) would add nothing but in-place
         # tampering, which the header says only `recorder verify` rules out.
-        problems, warnings, open_segments = [], [VERIFIED_AT_COMPACTION], 0
-        if compacted > RECHECK_EVENTS:
-            warnings.append(scores_not_rechecked(compacted))
+        problems, warnings, open_segments, events = [], [VERIFIED_AT_COMPACTION], 0, compacted
     else:
         report = verify_with_cache(run)
         problems = [str(p) for p in report.problems]
         warnings, open_segments = list(report.warnings), sum(1 for s in report.segments if not s.closed)
-    rows, name, mllog, why = ensure_derived(run, ruleset, problems, compacted)
+        events = sum(s.events for s in report.segments)
+    recheck = budget.take(events)
+    if not recheck:
+        warnings.append(not_rechecked(events))
+    rows, name, mllog, why = ensure_derived(run, ruleset, problems, recheck)
     facts = RunFacts(run, problems, warnings, rows, name, mllog, None, why)
     facts.open_segments = open_segments
     if mllog is not None:

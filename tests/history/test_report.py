@@ -154,13 +154,13 @@ def test_the_timeline_opens_on_the_scored_region(root: Path, tmp_path: Path) -> 
 def test_a_large_compacted_run_shows_its_scores_file_and_says_it_was_not_rederived(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from recorder.history import report_facts
     from recorder.history.compact import compact_run
+    from replay import scores_check
 
     run = report_runs.converged(tmp_path)
     compact_run(run)
     report(run.path, tmp_path / "r.html")  # writes derived/scores.jsonl
-    monkeypatch.setattr(report_facts, "RECHECK_EVENTS", 10)  # as if the run were a million events
+    monkeypatch.setattr(scores_check, "RECHECK_EVENTS", 10)  # as if the run were a million events
     page = html.unescape(report(run.path, tmp_path / "r2.html"))
     assert page.count("not re-derived from the run's") == 1 and "`recorder verify` re-derives every row" in page
-    assert "(the report re-derives runs of at most 10)" in page
+    assert "(a command re-derives at most 10 events in all)" in page

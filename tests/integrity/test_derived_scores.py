@@ -78,3 +78,40 @@ def test_query_says_its_scores_are_the_file_as_written(scored: Path) -> None:
     assert done.returncode == 0 and "not re-derived here" in done.stderr
     plain = run_cli("query", "--root", str(scored.parent), "SELECT count(*) FROM events")
     assert "not re-derived" not in plain.stderr
+
+
+def test_runs_re_derives_within_the_budget_it_shares_with_the_report(
+    scored: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rule (replay.scores_check.RecheckBudget): past RECHECK_EVENTS a forged file is shown as written,
+    flagged unchecked and said so; within it, as the events derive it. tests/history/test_report.py holds the
+    report to the same limit."""
+    from typer.testing import CliRunner
+
+    from recorder.cli import app
+    from recorder.reader import read_run
+    from replay import scores_check
+
+    _edit_official(scored, minutes=0.001)
+    events = len(read_run(scored).events)
+    shown = {}
+    for limit in (events - 1, events):
+        monkeypatch.setattr(scores_check, "RECHECK_EVENTS", limit)
+        done = CliRunner().invoke(app, ["runs", "--root", str(scored.parent)])
+        assert done.exit_code == 0, done.output
+        shown[limit] = (next(x for x in done.stdout.splitlines() if " r1 " in x), done.stdout)
+    row, out = shown[events - 1]
+    assert "0.001" in row and "unchecked" in row and "unverified" not in row
+    assert f"a command re-derives at most {events - 1:,} events in all" in out
+    row, out = shown[events]
+    assert "19.033" in row and "unverified" in row and "unchecked" not in row
+
+
+def test_the_budget_charges_each_run_it_re_derives_and_skips_one_that_does_not_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from replay import scores_check
+
+    monkeypatch.setattr(scores_check, "RECHECK_EVENTS", 100)
+    budget = scores_check.RecheckBudget()
+    assert [budget.take(n) for n in (60, 50, 40, 1)] == [True, False, True, False]

@@ -14,6 +14,7 @@ import typer
 from recorder import __version__
 from recorder.cli import adapters, audit, evaluate, history, log, replay, report, signing, train
 from recorder.cli.output import console, err, label, line
+from recorder.cli.quiet import quiet_other_libraries
 from recorder.errors import RecorderError
 
 app = typer.Typer(
@@ -46,6 +47,7 @@ def _options(
 
 def main() -> None:
     """Entry point. Typer handles usage errors (exit 2); our errors become a message and their exit code."""
+    quiet_other_libraries()  # before a command imports transformers or Ray
     try:
         app()
     except RecorderError as e:

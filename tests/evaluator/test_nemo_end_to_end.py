@@ -11,6 +11,7 @@ same with SmolLM2-135M-Instruct and the torch backend, where the model's real ac
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -48,7 +49,15 @@ def import_nemo_run(
     run = tmp_path / "runs" / "nemo"
     done = run_cli("import-checkpoints", str(series), "--into", str(run), "--task", str(spec), timeout=timeout)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert_quiet(done.stderr)  # it loads every checkpoint with transformers to fingerprint it
     return run
+
+
+def assert_quiet(stderr: str) -> None:
+    """No chatter from the libraries we call (recorder/cli/quiet.py): transformers' progress bars ("Loading
+    weights: 100%|...| 21/21"), its warnings, Ray's banner."""
+    assert not re.search(r"\d+%\|", stderr), stderr
+    assert "Loading weights" not in stderr and "Token authentication" not in stderr, stderr
 
 
 def check_replay(run: Path, series: Path, passing: int) -> None:
@@ -90,4 +99,5 @@ def test_nemo_series_end_to_end_passes_both_checkers(series: Path, tmp_path: Pat
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "first passing checkpoint: step 19" in done.stdout
+    assert_quiet(done.stderr)  # the integrity check loaded each checkpoint to recompute its fingerprint
     check_replay(run, series, passing=19)

@@ -8,13 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from recorder.reader import read_run
 from recorder.run import RunDir
 from recorder.segment import list_segments
 from recorder.verify import verify_run
 from tests.helpers import REPO, run_cli
-
-TRIALS = 50
 
 
 def _spawn(run: Path, writer: str, count: int) -> subprocess.Popen[str]:
@@ -26,10 +26,12 @@ def _spawn(run: Path, writer: str, count: int) -> subprocess.Popen[str]:
     )
 
 
-def test_sigkill_at_random_instants_loses_no_returned_append(tmp_path: Path) -> None:
+# A trial spawns a Python writer (about 1 s on 2 cores): the default tier kills 10, the slow tier 50.
+@pytest.mark.parametrize("trials", [10, pytest.param(50, marks=pytest.mark.slow)])
+def test_sigkill_at_random_instants_loses_no_returned_append(tmp_path: Path, trials: int) -> None:
     rng = random.Random(1234)
     torn_seen = 0
-    for trial in range(TRIALS):
+    for trial in range(trials):
         run = RunDir.create(tmp_path, f"crash-{trial}")
         proc = _spawn(run.path, "trainer", 100_000)
         assert proc.stdout is not None
@@ -47,10 +49,13 @@ def test_sigkill_at_random_instants_loses_no_returned_append(tmp_path: Path) -> 
         report = verify_run(run)
         assert report.ok, f"trial {trial}: {report.problems}"
         torn_seen += bool(log.torn)
-    assert torn_seen <= TRIALS  # torn tails are allowed; their reporting is tested below
+    assert torn_seen <= trials  # torn tails are allowed; their reporting is tested below
 
 
-def test_torn_tail_at_every_offset_is_reported_not_fatal(tmp_path: Path) -> None:
+# Every 7th byte reaches every message and its header (slow tier); every 29th, a different byte of each
+# message in the default tier, in a quarter of the time.
+@pytest.mark.parametrize("stride", [29, pytest.param(7, marks=pytest.mark.slow)])
+def test_torn_tail_at_every_offset_is_reported_not_fatal(tmp_path: Path, stride: int) -> None:
     """A power loss can cut a segment anywhere: complete events survive, the tail is a warning."""
     run = RunDir.create(tmp_path, "full")
     proc = _spawn(run.path, "trainer", 12)
@@ -58,7 +63,7 @@ def test_torn_tail_at_every_offset_is_reported_not_fatal(tmp_path: Path) -> None
     segment = list_segments(run.events)[0]
     data = segment.read_bytes()
     complete = read_run(run.path).segments[0].offsets
-    for cut in range(0, len(data) - 8, 7):  # every 7th byte, all messages and their headers
+    for cut in range(0, len(data) - 8, stride):
         cut_run = RunDir.create(tmp_path, f"cut-{cut}")
         (cut_run.events / segment.name).write_bytes(data[:cut])
         log = read_run(cut_run.path)

@@ -87,6 +87,7 @@ def policy_update(
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip_norm)
         norms.append(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)  # sharded: a DTensor
         optimizer.step()
+        optimizer.zero_grad(set_to_none=True)  # not needed again before the next backward: free them meanwhile
         losses.append(loss_sum)
     return UpdateStats(loss=float(sum(losses)) / updates, grad_norm=float(sum(norms)) / updates, tokens=tokens[-1])
 

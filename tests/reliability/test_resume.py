@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,11 +53,18 @@ def _copy(run: Path, tmp_path: Path) -> Path:
     return dst
 
 
-def test_resume_finishes_the_run(tmp_path: Path, killed: Path) -> None:
-    run = _copy(killed, tmp_path)
+@pytest.fixture(scope="module")
+def resumed(killed: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any], Any]:
+    """A copy of the killed run, resumed once (a training session: shared by the tests that need one):
+    (the run, its events before, the finished `recorder train --resume`)."""
+    run = _copy(killed, tmp_path_factory.mktemp("resumed"))
     before = read_run(run).events
+    return run, before, run_cli("train", "--resume", str(run))
+
+
+def test_resume_finishes_the_run(resumed: tuple[Path, list[Any], Any]) -> None:
+    run, before, r = resumed
     last = max(e.step for e in before if e.kind == "checkpoint_committed")
-    r = run_cli("train", "--resume", str(run))
     assert r.returncode == 0, r.stderr
     assert f"resuming {run} after step {last}" in r.stdout and "optimizer re-initialised" in r.stdout
     log = read_run(run)
@@ -119,9 +127,9 @@ def test_refusals(tmp_path: Path, killed: Path) -> None:
     assert r.returncode == 2 and "no such run directory" in r.stderr
 
 
-def test_a_completed_run_is_not_resumed(tmp_path: Path, killed: Path) -> None:
-    run = _copy(killed, tmp_path)
-    assert run_cli("train", "--resume", str(run)).returncode == 0
+def test_a_completed_run_is_not_resumed(resumed: tuple[Path, list[Any], Any]) -> None:
+    run, _, first = resumed
+    assert first.returncode == 0, first.stderr
     r = run_cli("train", "--resume", str(run))
     assert r.returncode == 2 and "already completed" in r.stderr and "Traceback" not in r.stderr
 

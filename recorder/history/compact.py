@@ -76,6 +76,14 @@ def fresh_manifest(run: RunDir) -> dict[str, Any] | None:
     return manifest if manifest.get("segments") == _segment_sizes(run) else None
 
 
+def manifest_run_id(run: RunDir, manifest: dict[str, Any]) -> str:
+    """The run's recorded id as its compaction noted it in a fresh manifest (the compacted rows carry the
+    same id), so that a history of 10,000 compacted runs opens no segment for it; read from the segments for
+    a manifest written before the note."""
+    noted = manifest.get("run_id")
+    return noted if isinstance(noted, str) else recorded_run_id(run)
+
+
 def _atomic_write(path: Path, write: object) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.unlink(missing_ok=True)  # a symlink planted there is removed, never written through
@@ -90,9 +98,9 @@ def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult
     from recorder.verify import verify_run
 
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
-    run_id = recorded_run_id(run)
     if not force and (manifest := fresh_manifest(run)) is not None:
-        return CompactResult(run_id, "fresh", manifest["events"])
+        return CompactResult(manifest_run_id(run, manifest), "fresh", manifest["events"])
+    run_id = recorded_run_id(run)
     sizes = _segment_sizes(run)  # before reading: a segment that grows meanwhile makes the cache stale
     report = verify_run(run, facts=False)  # the cache copies bytes; replay and eval judge the facts
     if not report.ok:
@@ -105,7 +113,7 @@ def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult
     table = read_run(run).table()
     derived_dir(run)  # refuses a derived/ that is a symlink out of the run
     _atomic_write(parquet_path(run), lambda p: pq.write_table(table, p, compression="zstd"))
-    manifest = {"version": MANIFEST_VERSION, "events": table.num_rows, "segments": sizes}
+    manifest = {"version": MANIFEST_VERSION, "events": table.num_rows, "segments": sizes, "run_id": run_id}
     _atomic_write(manifest_path(run), lambda p: p.write_text(json.dumps(manifest, indent=1) + "\n"))
     return CompactResult(run_id, "compacted", table.num_rows)
 
@@ -206,7 +214,7 @@ def pack_root(root: Path, *, threads: int | None = None) -> tuple[int, int]:
     for run in list_runs(root):
         if (manifest := fresh_manifest(run)) is not None:
             # keyed by the id the pack's rows carry; a second folder recording the same id is not packed
-            fresh.setdefault(recorded_run_id(run), (parquet_path(run), manifest["segments"]))
+            fresh.setdefault(manifest_run_id(run, manifest), (parquet_path(run), manifest["segments"]))
     packs = read_packs(root)
     valid = {r for p in packs for r, segs in p.runs.items() if r in fresh and fresh[r][1] == segs}
     stale = sum(len(p.runs) for p in packs) - len(valid)

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
-from recorder.history.compact import Pack, fresh_manifest, parquet_path, read_packs
+from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
 from recorder.history.limits import SpillFolder, connection_config, run_limited
 from recorder.reader import read_run, recorded_run_id
 from recorder.rules import is_standard_target_sql, passes_sql
@@ -228,11 +228,11 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
     folders: dict[str, Path] = {}  # run id -> the folder the history reads it from
     for run in runs:
         try:
-            run_id = recorded_run_id(run)
+            manifest = fresh_manifest(run)
+            run_id = recorded_run_id(run) if manifest is None else manifest_run_id(run, manifest)
             if run_id in folders:  # a copy beside its original: the history is keyed by run id, so one of them
                 raise HistoryError(f"it records run id {run_id!r}, as {folders[run_id]} does")
             folders[run_id] = run.path
-            manifest = fresh_manifest(run)
             if manifest is not None:
                 entry = packed.get(run_id)
                 source: Literal["pack", "parquet"] = (

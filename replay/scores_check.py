@@ -34,8 +34,9 @@ SCORES_LIMIT = 16 * 1024 * 1024  # a scores file is a few hundred bytes per inte
 # The one rule for what a command that shows scores.jsonl (`recorder report`, `recorder runs`) does with it:
 # re-derive it from the events while the events it reads for that stay within this many in all, one command
 # at a time; past it, show the file as written and say so (flag `unchecked`). Reading and re-deriving runs at
-# about 20,000 events per CPU second (bench/recheck.py: 17,500 to 22,000), so this is about 5 s: a listing stays a listing, and a
-# million-event run's report keeps its 5 s target. `recorder verify` re-derives every row, whatever the size.
+# about 20,000 events per CPU second (bench/recheck.py: 17,500 to 22,000), so this is about 5 s: a listing
+# stays a listing, and a million-event run's report keeps its 5 s target. `recorder verify` re-derives every
+# row, whatever the size.
 RECHECK_EVENTS = 100_000
 
 

@@ -329,7 +329,7 @@ def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> De
     as a tuple)."""
     kept = events if isinstance(events, Sequence) else list(events)
     d = derive_from(build_timeline(kept), InMemory(kept), ruleset, interpretation)
-    return dataclasses.replace(d, lines=tuple(d.lines))
+    return dataclasses.replace(d, lines=tuple(iter(d.lines)))  # iter: tuple() would ask len() first, a pass
 
 
 def derive_from(tl: Timeline, source: EventSource, ruleset: str, interpretation: str) -> Derivation:

@@ -240,6 +240,9 @@ def _key(e: Event) -> Key:
 
 
 _FIRST_KINDS = frozenset({"run_opened", "init_start", "init_stop", "run_start", "block_start"})
+_PER_STEP = frozenset({"step_metrics", "weight_update", "checkpoint_committed"})
+_EVALUATION_KINDS = frozenset({"eval_start", "eval_result", "eval_stop", "eval_failed"})
+_RARE_KINDS = _FIRST_KINDS | _EVALUATION_KINDS | {"mllog_config"}
 
 
 class TimelineBuilder:
@@ -261,22 +264,30 @@ class TimelineBuilder:
 
     def add(self, e: Event) -> None:
         kind, step = e.kind, e.step
+        if step is not None and kind in _PER_STEP:
+            self._per_step(e, kind, step, _key(e))
+        if self.earliest is None or e.time_ns <= self.earliest[0][0]:  # a key only where it can matter
+            key = _key(e)
+            if self.earliest is None or key < self.earliest[0]:
+                self.earliest = (key, e)
+        if kind == "mllog_line":
+            t = self.mllog_first.get(e.segment)
+            self.mllog_first[e.segment] = e.time_ns if t is None else min(t, e.time_ns)
+            if e.key == "global_batch_size" and (self.gbs_line is None or _key(e) < self.gbs_line[0]):
+                self.gbs_line = (_key(e), e.value)
+        if kind not in _RARE_KINDS:
+            return  # the common case: a step's fact, or a kind derivation does not read
         key = _key(e)
-        if self.earliest is None or key < self.earliest[0]:
-            self.earliest = (key, e)
         if kind in _FIRST_KINDS:
             held = self.first.get(kind)
             if held is None or key < held[0]:
                 self.first[kind] = (key, e)
         if kind == "mllog_config" and e.key:
             self.configs.append((key, Config(e.key, e.value, _point(e))))
-        elif kind == "mllog_line":
-            t = self.mllog_first.get(e.segment)
-            self.mllog_first[e.segment] = e.time_ns if t is None else min(t, e.time_ns)
-            if e.key == "global_batch_size" and (self.gbs_line is None or key < self.gbs_line[0]):
-                self.gbs_line = (key, e.value)
-        if step is None:
-            return
+        if step is not None and kind in _EVALUATION_KINDS:
+            self.evaluation_events.append((key, e))
+
+    def _per_step(self, e: Event, kind: str, step: int, key: Key) -> None:
         if kind == "step_metrics":
             held_m = self.metrics.get(step)
             if held_m is None or key < held_m[0]:
@@ -290,8 +301,6 @@ class TimelineBuilder:
             held_c = self.checkpoints.get(step)
             if held_c is None or key < held_c[0]:
                 self.checkpoints[step] = (key, CheckpointSave(step, _point(e), e))
-        elif kind.startswith("eval_"):
-            self.evaluation_events.append((key, e))
 
     def build(self) -> Timeline:
         first = {kind: e for kind, (_, e) in self.first.items()}

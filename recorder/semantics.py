@@ -26,69 +26,40 @@ Imported runs (`provenance.imported_from`) carry the original log as their evide
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from dataclasses import dataclass, replace
+from pathlib import Path
 
-from recorder.errors import EventDecodeError
 from recorder.events import Event
-from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, Payload, PayloadError, RunOpened
-from recorder.problem import Problem
+from recorder.evidence import RESULTS_LIMIT, check_evidence
+from recorder.findings import Findings, parsed
+from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
 from recorder.reader import run_id_from
+from recorder.rules import validation_start_step
 from recorder.run import RunDir
+from recorder.run_files import inside, normalized, sha256_file
 from recorder.safetensors_header import HeaderError, read_header
+from recorder.sessions import check_clocks, check_opened, check_sessions, check_steps
 
-# Kinds the rules read; verify keeps only these in memory.
+__all__ = ["KINDS", "RESULTS_LIMIT", "Findings", "check_facts", "for_rules", "inside", "sha256_file"]
+
+# Kinds the rules read; verify keeps only these in memory (one step_metrics per step: small).
 KINDS = frozenset(
     {"run_opened", "run_start", "weight_update", "checkpoint_committed", "train_stop", "eval_start", "eval_result"}
-    | {"eval_stop", "eval_failed"}
+    | {"eval_stop", "eval_failed", "step_metrics"}
 )
+# Kinds whose step the rules read, but not their data: kept without it, so memory stays bounded by the
+# events' count, not by what a trainer logged in them.
+STEP_ONLY = frozenset({"step_metrics"})
 WEIGHTS_FILE = "model.safetensors"
 TRAINER_FORMAT = "safetensors"
-RESULTS_LIMIT = 512 * 1024 * 1024  # a results.json larger than this is not read
+BENCHMARK_METRIC = "accuracy"  # the eval_result key that scores the run (replay/timeline.py reads the same)
+ZERO_SHOT_WRITER = "harness"  # zero-shot sessions (`eval --harness`): not the benchmark's evaluations
 
 
-@dataclass
-class Findings:
-    """What the rules found: problems (the run fails verify) and warnings (something could not be checked)."""
-
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def fail(self, e: Event, rule: str, message: str) -> None:
-        self.problems.append(Problem(e.segment, e.seq, message, rule))
-
-
-P = TypeVar("P", bound=Payload)
-
-
-def _parsed(cls: type[P], e: Event, found: Findings) -> P | None:
-    """`e`'s payload, or None after failing rule `payload` (a rechained segment can hold any data)."""
-    try:
-        return cls.from_event(e)
-    except (PayloadError, EventDecodeError) as err:
-        found.fail(e, "payload", str(err).split(": ", 1)[-1])
-        return None
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
-def inside(run: RunDir, rel: object) -> Path | None:
-    """`rel` resolved inside the run directory (symlinks followed), or None if it is absolute or leaves it."""
-    if not isinstance(rel, str) or not rel or PurePosixPath(rel).is_absolute() or Path(rel).is_absolute():
-        return None
-    root = run.path.resolve()
-    target = (root / Path(*PurePosixPath(rel).parts)).resolve()
-    return target if target == root or root in target.parents else None
+def for_rules(e: Event) -> Event:
+    """`e` as the rules keep it: a kind in STEP_ONLY without its data and value."""
+    return replace(e, data_json="{}", value_json=None) if e.kind in STEP_ONLY else e
 
 
 def check_facts(run: RunDir, events: list[Event]) -> Findings:
@@ -101,10 +72,20 @@ def check_facts(run: RunDir, events: list[Event]) -> Findings:
             found.warnings.append("no run_opened event: the timeline and evidence are not checked")
         return found
     _check_run_id(by_seq, run_id, found)
+    imported = _imported(by_seq, found)
+    check_steps(by_seq, found)
+    check_opened(sorted(by_seq, key=lambda e: (e.time_ns, e.segment, e.seq)), run_id, found)
+    if not imported:  # an imported log's times and steps are the log's own, whatever they are
+        check_clocks(by_seq, found)
+        check_sessions(by_seq, found)
     run_start = min((e.time_ns for e in by_seq if e.kind == "run_start"), default=None)
+    for e in by_seq:
+        if e.kind == "train_stop" and run_start is not None and e.time_ns < run_start:
+            found.fail(e, "update-after-run-start", f"train_stop is {_ago(run_start, e)} run_start")
     updates = _check_updates(by_seq, run_start, found)
     commits = _check_commits(run, by_seq, run_id, run_start, updates, found)
-    _check_evaluations(run, by_seq, run_id, run_start, commits, found)
+    if not imported:
+        _check_evaluations(run, by_seq, run_id, run_start, commits, found)
     return found
 
 
@@ -168,7 +149,7 @@ def _check_commits(
     for e in events:
         if e.kind != "checkpoint_committed" or e.step is None:
             continue
-        d = _parsed(CheckpointCommitted, e, found)
+        d = parsed(CheckpointCommitted, e, found)
         if d is None:
             continue
         seen = commits.get(e.step)
@@ -204,8 +185,12 @@ def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: 
     if d.format != TRAINER_FORMAT:
         return  # adapters' formats (directories, indexes) are checked when evaluated
     directory = inside(run, d.path)
-    if directory is None:
-        found.fail(e, "commit-inside-run", f"checkpoint path {d.path!r} leaves the run directory")
+    if directory is None or not normalized(d.path):
+        found.fail(
+            e,
+            "commit-inside-run",
+            f"checkpoint path {d.path!r} leaves the run directory or is not a plain relative path",
+        )
         return
     weights = directory / WEIGHTS_FILE
     if not weights.is_file():
@@ -245,43 +230,117 @@ def _check_metadata(weights: Path, commit: Commit, run_id: str | None, found: Fi
 
 def _imported(events: list[Event], found: Findings) -> bool:
     e = next((e for e in events if e.kind == "run_opened"), None)
-    opened = _parsed(RunOpened, e, found) if e is not None else None
+    opened = parsed(RunOpened, e, found) if e is not None else None
     return opened is not None and bool(opened.provenance.get("imported_from"))
+
+
+def _validation_start(events: list[Event]) -> int | None:
+    e = next((e for e in events if e.kind == "run_opened"), None)
+    gbs = e.data.get("global_batch_size") if e is not None else None
+    return validation_start_step(gbs) if isinstance(gbs, int) and not isinstance(gbs, bool) and gbs > 0 else None
+
+
+@dataclass(frozen=True)
+class _RunFacts:
+    """What every evaluation is checked against."""
+
+    run: RunDir
+    run_id: str
+    run_start: int | None
+    stops: list[int]
+    commits: dict[int, Commit]
+    validation_start: int | None
 
 
 def _check_evaluations(
     run: RunDir,
     events: list[Event],
-    run_id: str | None,
+    run_id: str,
     run_start: int | None,
     commits: dict[int, Commit],
     found: Findings,
 ) -> None:
-    imported = _imported(events, found)
-    stops = [e.time_ns for e in events if e.kind == "train_stop"]
+    """Rules eval-*: each benchmark evaluation names its step's commit, after it and after training, from the
+    validation start; its result lies inside it, is a possible score, the only one of its step, and has
+    evidence; every evaluation of the run scores with one task spec."""
+    facts = _RunFacts(
+        run,
+        run_id,
+        run_start,
+        [e.time_ns for e in events if e.kind == "train_stop"],
+        commits,
+        _validation_start(events),
+    )
     # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
     # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.
     open_eval: dict[tuple[str, int | None], Event] = {}
+    results: dict[int, Event] = {}
+    spec: tuple[Event, str] | None = None
     for e in events:
-        commit = commits.get(e.step) if e.step is not None else None
+        if e.writer == ZERO_SHOT_WRITER:
+            continue
         if e.kind == "eval_start":
             open_eval[(e.segment, e.step)] = e
-            if not imported and (start := _parsed(EvalStart, e, found)) is not None:
-                _check_eval_start(e, start, commit, run_start, stops, found)
+            if (start := parsed(EvalStart, e, found)) is not None:
+                _check_eval_start(e, start, facts, found)
+                if start.task_sha256 is not None:
+                    spec = spec or (e, start.task_sha256)
+                    if start.task_sha256 != spec[1]:
+                        found.fail(
+                            e,
+                            "one-task-spec",
+                            f"evaluation of step {e.step} scores with another task spec than "
+                            f"{spec[0].segment} seq {spec[0].seq} ({start.task_sha256[:16]}..., not {spec[1][:16]}...)",
+                        )
         elif e.kind in ("eval_stop", "eval_failed"):
-            open_eval.pop((e.segment, e.step), None)
-        elif e.kind == "eval_result" and not imported:
-            if (e.segment, e.step) not in open_eval:
+            begun = open_eval.pop((e.segment, e.step), None)
+            if begun is not None and e.time_ns < begun.time_ns:
+                found.fail(
+                    e, "eval-result-inside-evaluation", f"{e.kind} of step {e.step} is dated before its eval_start"
+                )
+        elif e.kind == "eval_result":
+            begun = open_eval.get((e.segment, e.step))
+            if begun is None:
                 found.fail(
                     e, "eval-result-inside-evaluation", f"eval_result of step {e.step} outside an evaluation of it"
                 )
-            if (result := _parsed(EvalResult, e, found)) is not None:
-                _check_evidence(run, e, result, run_id, commit, found)
+            elif e.time_ns < begun.time_ns:
+                found.fail(
+                    e, "eval-result-inside-evaluation", f"eval_result of step {e.step} is dated before its eval_start"
+                )
+            if e.key == BENCHMARK_METRIC and e.step is not None:
+                _check_score(e, results, found)
+            if (result := parsed(EvalResult, e, found)) is not None:
+                commit = commits.get(e.step) if e.step is not None else None
+                check_evidence(run, e, result, run_id, commit.data.sha256 if commit else None, found)
 
 
-def _check_eval_start(
-    e: Event, d: EvalStart, commit: Commit | None, run_start: int | None, stops: list[int], found: Findings
-) -> None:
+def _check_score(e: Event, results: dict[int, Event], found: Findings) -> None:
+    """Rules eval-value (a score is a number in [0, 1]) and one-result-per-step (which of two would count?)."""
+    assert e.step is not None
+    try:
+        value = e.value
+    except ValueError:
+        value = None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and 0 <= value <= 1):
+        found.fail(e, "eval-value", f"the accuracy of step {e.step} is {value!r}: not a number in [0, 1]")
+    first = results.setdefault(e.step, e)
+    if first is not e:
+        found.fail(
+            e,
+            "one-result-per-step",
+            f"a second accuracy for step {e.step} (the first at {first.segment} seq {first.seq}): which one counts?",
+        )
+
+
+def _check_eval_start(e: Event, d: EvalStart, facts: _RunFacts, found: Findings) -> None:
+    commit = facts.commits.get(e.step) if e.step is not None else None
+    if e.step is not None and facts.validation_start is not None and e.step < facts.validation_start:
+        found.fail(
+            e,
+            "eval-from-validation-start",
+            f"evaluation of step {e.step}, before the validation start step {facts.validation_start}",
+        )
     if commit is None:
         found.fail(e, "eval-names-commit", f"evaluation of step {e.step}, which has no checkpoint_committed")
         return
@@ -296,52 +355,10 @@ def _check_eval_start(
     committed_at = commit.event.time_ns
     if e.time_ns < committed_at:
         found.fail(e, "eval-after-commit", f"evaluation of step {e.step} starts {_ago(committed_at, e)} its commit")
+    run_start = facts.run_start
     if run_start is not None and e.time_ns < run_start:
         found.fail(e, "update-after-run-start", f"evaluation of step {e.step} starts {_ago(run_start, e)} run_start")
-    if stops and e.time_ns < min(stops):
-        found.fail(e, "eval-after-train-stop", f"evaluation of step {e.step} starts {_ago(min(stops), e)} train_stop")
-
-
-def _check_evidence(
-    run: RunDir, e: Event, d: EvalResult, run_id: str | None, commit: Commit | None, found: Findings
-) -> None:
-    path = inside(run, d.results)
-    if path is None or not path.is_file():
-        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: its results.json ({d.results!r}) is missing")
-        return
-    if path.stat().st_size > RESULTS_LIMIT or sha256_file(path) != d.results_sha256:
-        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} is not the recorded file")
-        return
-    try:
-        doc = json.loads(path.read_bytes())
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
-        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} is not JSON")
-        return
-    for message in _evidence_disagrees(doc if isinstance(doc, dict) else {}, e, run_id, commit):
-        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} {message}")
-        return
-
-
-def _evidence_disagrees(doc: dict[str, Any], e: Event, run_id: str | None, commit: Commit | None) -> list[str]:
-    out = []
-    if doc.get("step") != e.step:
-        out.append(f"is about step {doc.get('step')!r}")
-    checkpoint = doc.get("checkpoint")
-    checkpoint = checkpoint if isinstance(checkpoint, dict) else {}
-    if commit is not None and checkpoint.get("sha256") not in (None, commit.data.sha256):
-        out.append("scored other weights than the commit's")
-    if run_id is not None and doc.get("run_id") not in (None, run_id):
-        out.append(f"belongs to run {doc.get('run_id')!r}")
-    try:
-        value = e.value
-    except EventDecodeError:
-        value = None
-    if e.key == "accuracy" and "score" in doc and not _same_number(doc.get("score"), value):
-        out.append(f"states score {doc.get('score')!r}, the event {value!r}")
-    return out
-
-
-def _same_number(a: object, b: object) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-        return False
-    return math.isclose(float(a), float(b), rel_tol=0, abs_tol=1e-12)
+    if facts.stops and e.time_ns < min(facts.stops):
+        found.fail(
+            e, "eval-after-train-stop", f"evaluation of step {e.step} starts {_ago(min(facts.stops), e)} train_stop"
+        )

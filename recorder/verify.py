@@ -33,7 +33,7 @@ from recorder.segment import (
     schema_message,
     skipped_entries,
 )
-from recorder.semantics import KINDS, check_facts
+from recorder.semantics import KINDS, check_facts, for_rules
 from recorder.signing import fingerprint, signature_valid
 
 __all__ = ["Problem", "SegmentSummary", "VerifyReport", "check_segment", "verify_run"]
@@ -268,7 +268,7 @@ def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _
                         if keep_all or row[5] in KINDS:
                             event = event_from_row(row, path.name)
                             if row[5] in KINDS:
-                                kept.append(event)
+                                kept.append(for_rules(event))
                             if keep_all:
                                 every.append(event)
                         last, start, n = row, end, n + 1
@@ -341,6 +341,6 @@ def _read_whole(p: Path, run_id: str | None, report: VerifyReport, keep_all: boo
     chain = _Chain(segment.name, segment.writer, run_id)
     problems = _check_whole(segment, chain)
     events = segment.events()
-    kept = [e for e in events if e.kind in KINDS]
+    kept = [for_rules(e) for e in events if e.kind in KINDS]
     summary = chain.summary(segment.table.num_rows, segment.closed, segment.torn)
     return _Streamed(summary, problems, kept, events if keep_all else [])

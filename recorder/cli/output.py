@@ -6,13 +6,21 @@ paths and run ids must reach scripts whole, whatever COLUMNS says or however lon
 Both consoles read no markup: run ids, mllog values and SQL results are user data, and a value such as
 `[/x]` must print as itself, never crash a table or vanish as a style tag. Styling is explicit, through
 `label` (a styled word) and `Text`, so no call site can forget to escape.
+
+Nor can user data drive the terminal: control characters (an ANSI escape such as `\x1b[2J` clears the
+screen), NUL and the bidirectional overrides that make text read other than it is stored (U+202E) are
+printed as visible escapes (`\x1b`, `\u202e`) by the consoles themselves, whatever the command.
 """
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Iterable
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
 from rich.text import Text
 
 # Wide enough that no table or line is ever folded for width; a pipe has no width to respect.
@@ -22,13 +30,38 @@ PIPE_WIDTH = 100_000
 DISPLAY_CHARS = 4096
 
 
+# C0 controls but tab and newline, DEL, C1 controls, and the Unicode bidirectional controls.
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with every character that could drive a terminal or reorder what it shows as an escape."""
+    return UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+class SafeConsole(Console):
+    """A rich Console whose rendered text never carries a control character from the data it shows (its
+    own styling, which rich emits as control segments and style codes, is untouched). Strings are made
+    visible before rich measures them, so tables keep their widths; `render` is the net for the rest."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(visible(text), **kwargs)
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and UNSAFE.search(segment.text):
+                yield Segment(visible(segment.text), segment.style)
+            else:
+                yield segment
+
+
 def make_console(*, stderr: bool = False, file: object = None) -> Console:
     """A console that treats every string as plain text, and never wraps unless it writes to a terminal."""
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
     isatty = getattr(stream, "isatty", None)
     if callable(isatty) and isatty():
-        return Console(stderr=stderr, file=file, highlight=False, markup=False, emoji=False)  # type: ignore[arg-type]
-    return Console(
+        return SafeConsole(stderr=stderr, file=file, highlight=False, markup=False, emoji=False)  # type: ignore[arg-type]
+    return SafeConsole(
         stderr=stderr,
         file=file,  # type: ignore[arg-type]
         highlight=False,
@@ -50,7 +83,7 @@ def line(*parts: str | Text) -> Text:
     for i, part in enumerate(parts):
         if i:
             text.append(" ")
-        text.append(part)
+        text.append(visible(part) if isinstance(part, str) else part)
     return text
 
 

@@ -11,7 +11,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -86,18 +86,28 @@ def test_two_ray_workers_reproduce_it_too(attacked: Path, ray_cluster: None) -> 
     assert all(s.samples == 1004 for s in report.steps)
 
 
+def _solve(doc: dict[str, Any], tasks: int) -> None:
+    """Claim `tasks` more tasks solved, consistently: their first sample marked correct, the tally and the
+    score recomputed, so that verify's evidence rule finds a possible results.json."""
+    solved = {s["task"] for s in doc["samples"] if s["correct"]}
+    unsolved = sorted({s["task"] for s in doc["samples"]} - solved)[:tasks]
+    for task in unsolved:
+        next(s for s in doc["samples"] if s["task"] == task).update(correct=True, reward=1.0)
+    doc["tasks_passed"] = len(solved) + len(unsolved)
+    doc["score"] = doc["tasks_passed"] / doc["n_tasks"]
+
+
 def test_a_forged_accuracy_differs(attacked: Path) -> None:
     events = rows(_evaluator(attacked))
     doc = json.loads(_results(attacked, 18).read_text())
-    honest = doc["score"]
-    doc["score"] = 0.99  # the file and the event agree, and the chain is recomputed: the bytes verify
+    _solve(doc, 40)  # the file and the event agree, its samples add up, the chain is recomputed: it verifies
     _rehash(attacked, 18, doc, events)
-    next(e for e in events if e["kind"] == "eval_result" and e["step"] == 18)["value"] = 0.99
+    next(e for e in events if e["kind"] == "eval_result" and e["step"] == 18)["value"] = doc["score"]
     write(_evaluator(attacked), events)
     assert verify_run(attacked).ok, verify_run(attacked).problems
     done = run_cli("audit", str(attacked))
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"step 18: DIFFERS accuracy: 0.99 recorded, {honest!r} recomputed" in done.stdout
+    assert "step 18: DIFFERS sample " in done.stdout and ": reward: 1.0 recorded, 0.0 recomputed" in done.stdout
     assert "error: 1 of 1 audited evaluation(s) not reproduced (step 18: differs)" in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -105,8 +115,10 @@ def test_a_forged_accuracy_differs(attacked: Path) -> None:
 def test_forged_sample_outcomes_differ_at_the_first_forged_sample(attacked: Path) -> None:
     events = rows(_evaluator(attacked))
     doc = json.loads(_results(attacked, 18).read_text())
-    wrong = next(i for i, s in enumerate(doc["samples"]) if not s["correct"])
-    doc["samples"][wrong].update(correct=True, reward=1.0)  # a failed sample claimed as correct
+    solved = {s["task"] for s in doc["samples"] if s["correct"]}
+    # a failed sample claimed as correct, in a task another sample solved: the tally still adds up
+    wrong = next(i for i, s in enumerate(doc["samples"]) if not s["correct"] and s["task"] in solved)
+    doc["samples"][wrong].update(correct=True, reward=1.0)
     doc["backend"].update(name="vllm", device="cuda")  # and claimed to come from another backend and device
     _rehash(attacked, 18, doc, events)
     write(_evaluator(attacked), events)

@@ -1,0 +1,32 @@
+"""Files a run's events name: resolved only inside the run directory, and hashed."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path, PurePosixPath
+
+from recorder.run import RunDir
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def inside(run: RunDir, rel: object) -> Path | None:
+    """`rel` resolved inside the run directory (symlinks followed), or None if it is absolute or leaves it."""
+    if not isinstance(rel, str) or not rel or PurePosixPath(rel).is_absolute() or Path(rel).is_absolute():
+        return None
+    root = run.path.resolve()
+    target = (root / Path(*PurePosixPath(rel).parts)).resolve()
+    return target if target == root or root in target.parents else None
+
+
+def normalized(rel: str) -> bool:
+    """Whether `rel` is a plain relative POSIX path: no `.` or `..` parts, no empty parts, no backslash. A
+    path the writer records is always this; another spelling of the same file is an edit."""
+    parts = rel.split("/")
+    return bool(rel) and "\\" not in rel and all(p not in ("", ".", "..") for p in parts)

@@ -236,8 +236,9 @@ def _imported(events: list[Event], found: Findings) -> bool:
 
 def _validation_start(events: list[Event]) -> int | None:
     e = next((e for e in events if e.kind == "run_opened"), None)
-    gbs = e.data.get("global_batch_size") if e is not None else None
-    return validation_start_step(gbs) if isinstance(gbs, int) and not isinstance(gbs, bool) and gbs > 0 else None
+    opened = parsed(RunOpened, e, Findings()) if e is not None else None  # a bad payload fails elsewhere
+    gbs = opened.global_batch_size if opened is not None else None
+    return validation_start_step(gbs) if gbs is not None and gbs > 0 else None
 
 
 @dataclass(frozen=True)

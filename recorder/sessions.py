@@ -1,13 +1,14 @@
 """The rules about when things happened and which steps a training session trained.
 
-- time-range: a recorded (not imported) event is dated between 2000 and 2100, and not after the moment
-  verify runs (a day of slack for clocks that disagree).
+- time-range: a recorded (not imported) event is dated after 1970 and before 2100, and not after the
+  moment verify runs (a day of slack for clocks that disagree).
 - mono-order: within a segment, the monotonic clock never goes back (one writer, one process).
 - step-range: a step is a count: 0 <= step < 2**31.
 - one-run-opened: a run has one `run_opened` that is not a resume; each resume's names this run and
   states the same benchmark, ruleset, division, global batch size and target.
 - session-steps: a trainer session's weight updates are the steps 1, 2, 3, ... (a resume: from the step
-  after `resumed_at_step`), none skipped, each with its `step_metrics`.
+  after `resumed_at_step`), none skipped, each with its `step_metrics` (but the last one of a session
+  that did not complete: a writer killed or failing between the two records only the update).
 - session-overlap: two trainer sessions of one run do not overlap in time.
 - train-stop-order: `train_stop` comes after its session's last weight update.
 """
@@ -20,10 +21,9 @@ from dataclasses import dataclass
 
 from recorder.events import Event
 from recorder.findings import Findings, parsed
-from recorder.kinds import RunOpened
+from recorder.kinds import RunOpened, TrainStop
 
 TRAINER_WRITER = "trainer"  # the writer of our own trainer's sessions (trainer/loop.py WRITER)
-EARLIEST_NS = 946_684_800 * 10**9  # 2000-01-01 UTC
 LATEST_NS = 4_102_444_800 * 10**9  # 2100-01-01 UTC
 CLOCK_SLACK_NS = 86_400 * 10**9
 MAX_STEP = 2**31
@@ -35,8 +35,8 @@ def check_clocks(events: list[Event], found: Findings, now_ns: Callable[[], int]
     latest = min(LATEST_NS, now_ns() + CLOCK_SLACK_NS)
     previous: Event | None = None
     for e in events:
-        if not EARLIEST_NS <= e.time_ns < latest:
-            found.fail(e, "time-range", f"{e.kind} is dated {_date(e.time_ns)}: before 2000, after 2100 or after now")
+        if not 0 <= e.time_ns < latest:
+            found.fail(e, "time-range", f"{e.kind} is dated {_date(e.time_ns)}: before 1970, after 2100 or after now")
         if previous is not None and previous.segment == e.segment and e.mono_ns < previous.mono_ns:
             found.fail(
                 e, "mono-order", f"{e.kind}'s monotonic clock is before that of seq {previous.seq} ({previous.kind})"
@@ -112,6 +112,10 @@ def _check_session(events: list[Event], found: Findings) -> None:
     data = parsed(RunOpened, opened, found) if opened is not None else None
     expected = (data.resumed_at_step or 0) + 1 if data is not None and data.resumed_from is not None else 1
     metrics = {e.step for e in events if e.kind == "step_metrics"}
+    updates = [e for e in events if e.kind == "weight_update"]
+    stops = [d for e in events if e.kind == "train_stop" and (d := parsed(TrainStop, e, found)) is not None]
+    if updates and not any(d.status == "completed" for d in stops):
+        metrics.add(updates[-1].step)  # killed, or failed, between the update and its metrics
     last: Event | None = None
     for e in events:
         if e.kind == "weight_update" and e.step is not None:

@@ -111,9 +111,9 @@ def negative_step(events: list[Row]) -> None:
             e["step"] = -1
 
 
-def dated_1970(events: list[Row]) -> None:
+def dated_before_1970(events: list[Row]) -> None:
     for e in events:
-        e["time_ns"] -= events[0]["time_ns"] - 5_000_000_000
+        e["time_ns"] -= events[0]["time_ns"] + 5_000_000_000
 
 
 def a_second_run_opened(run: Path) -> None:
@@ -213,7 +213,7 @@ CASES: list[tuple[Callable[[Path], None], str, str]] = [
     (_in_trainer(update_without_metrics), "session-steps", "trainer-0001.arrows"),
     (_in_trainer(update_of_a_step_never_trained), "session-steps", "trainer-0001.arrows"),
     (_in_trainer(negative_step), "step-range", "trainer-0001.arrows"),
-    (_in_trainer(dated_1970), "time-range", "trainer-0001.arrows"),
+    (_in_trainer(dated_before_1970), "time-range", "trainer-0001.arrows"),
     (a_second_run_opened, "one-run-opened", "trainer-0000.arrows"),
     (an_overlapping_session, "session-overlap", "trainer-0002.arrows"),
     (accuracy_above_one, "eval-value", "evaluator-0001.arrows"),
@@ -243,7 +243,9 @@ def test_each_attack_is_caught_by_its_rule(
 
 def test_the_cli_names_segment_seq_and_rule_and_replay_refuses(attacked: Path) -> None:
     a_second_evaluation_of_step_18(attacked)
-    (attacked / "derived" / "scores.jsonl").unlink(missing_ok=True)  # a forger drops the cache that would also give it away
+    (attacked / "derived" / "scores.jsonl").unlink(
+        missing_ok=True
+    )  # a forger drops the cache that would also give it away
     done = run_cli("verify", str(attacked))
     assert done.returncode == 1, done.stdout + done.stderr
     assert (

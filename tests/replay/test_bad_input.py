@@ -31,7 +31,10 @@ def _assert_clean_error(result, code: int, *needles: str) -> None:  # type: igno
 def test_passing_checkpoint_without_weight_update(tmp_path: Path) -> None:
     run = record_run(tmp_path, "nowu", evals=[(5, 0.72)], skip_weight_update=[5])
     _assert_clean_error(
-        run_cli("replay", str(run.path)),
+        run_cli("replay", str(run.path)), 1, "weight_update of step 6, where the session is at step 5", "session-steps"
+    )  # a skipped step fails verify; forced, replay still derives no run_stop without it
+    _assert_clean_error(
+        run_cli("replay", str(run.path), "--force"),
         1,
         "the passing checkpoint is step 5, which has no weight_update event",
         "weight_update_ns=",

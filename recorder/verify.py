@@ -31,6 +31,7 @@ from recorder.segment import (
     parse_segment_name,
     row_encoder,
     schema_message,
+    segment_name,
     skipped_entries,
 )
 from recorder.semantics import KINDS, check_facts, for_rules
@@ -286,6 +287,24 @@ def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _
     return None
 
 
+SEGMENT_NAME_RULE = "segment-name"
+
+
+def _name_problems(paths: list[Path]) -> list[Problem]:
+    """A segment's file name is the one its writer gives it (`segment_name`): `evaluator-00001.arrows` beside
+    `evaluator-0001.arrows` would be two segments of one writer and number, and a signature does not cover
+    the file name, so only one spelling of each (writer, number) is accepted."""
+    problems = []
+    for p in paths:
+        parsed = parse_segment_name(p.name)
+        if parsed is not None and segment_name(*parsed) != p.name:
+            canonical = segment_name(*parsed)
+            problems.append(
+                Problem(p.name, None, f"not a name its writer gives (that is {canonical})", SEGMENT_NAME_RULE)
+            )
+    return problems
+
+
 def verify_run(path: Path | str | RunDir, *, facts: bool = True, keep_events: bool = False) -> VerifyReport:
     """Check every segment of a run, then (when `facts` and the bytes are intact) what the events mean.
     `keep_events`: an intact run's events come back in `report.events`, so that a caller about to read the
@@ -302,6 +321,7 @@ def verify_run(path: Path | str | RunDir, *, facts: bool = True, keep_events: bo
         name, why = skipped.split(": ", 1)
         report.problems.append(Problem(name, None, f"unexpected entry in events/: {why}"))
     paths = list_segments(run.events)
+    report.problems.extend(_name_problems(paths))
     if not paths:
         report.problems.append(Problem("events/", None, "no segments: the run has no recorded events"))
     # the id the run's own run_opened carries: a segment pasted from another run is the one that differs

@@ -11,6 +11,7 @@ import html
 import importlib.util
 import json
 import math
+import re
 from functools import cache
 from pathlib import Path
 from string import Template
@@ -43,6 +44,17 @@ def plotly_gz() -> str:
 
 def e(value: object) -> str:
     return html.escape("" if value is None else str(value))
+
+
+# Characters that could end, or change the parsing of, a <script> element's text ("</script>", "<!--", a
+# "<script" that makes the real closing tag part of the data); JSON reads each escape back as itself.
+_SCRIPT_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def script_json(value: Any) -> str:
+    """`value` as JSON safe to place inside a <script> element: no character of the data can close it."""
+    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _SCRIPT_UNSAFE[m.group()], text)
 
 
 def table(columns: list[str], rows: list[list[Any]], numeric: set[str] | None = None, cls: str = "") -> str:
@@ -314,7 +326,7 @@ def build_report(run_dirs: list[Path], out: Path, ruleset: str | None = None) ->
     body = set_section(runs, charts, ruleset) if several else ""
     body += "".join(run_section(f, i, charts, several) for i, f in enumerate(runs))
     title = f"recorder report: {runs[0].run_id}" if not several else f"recorder report: {len(runs)} runs"
-    data = json.dumps({"charts": charts}, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    data = script_json({"charts": charts})
     template = Template((Path(__file__).with_name("report_template.html")).read_text(encoding="utf-8"))
     page = template.substitute(title=e(title), body=body, data=data, plotly_gz=plotly_gz())
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ high), and the page says so.
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,12 @@ _STEPS = ("#c6dbef", "#9ecae1")  # alternate, so neighbouring steps stay apart
 _UPDATE, _BLOCK, _BACKGROUND = "#08519c", "#cb181d", "#fcbba1"
 _PASS, _FAIL, _STOP, _CHECKPOINT = "#31a354", "#969696", "#6a51a3", "#000000"
 ZOOM_MARGIN = 0.08  # of the scored region's width, each side (as recorder plot's)
+
+
+def plotly_text(value: object) -> str:
+    """A value from the data, as plotly text: plotly reads `<b>`, `<a href>` and entities in hover and
+    legend text, so whatever the data holds is escaped (plotly shows the entities as the characters)."""
+    return escape(str(value), quote=True)
 
 
 def style(i: int) -> dict[str, Any]:
@@ -161,7 +168,7 @@ def timeline(f: RunFacts, t0: int) -> tuple[dict[str, Any], list[str]]:
         lanes.append(lane)
         at = (r["run_stop_ns"] - r["run_start_ns"]) / MIN_NS
         text = (
-            f"{r['interpretation']}: {r['status']}, passing step {r['passing_step']}, "
+            f"{plotly_text(r['interpretation'])}: {plotly_text(r['status'])}, passing step {r['passing_step']}, "
             f"run_stop at {at:.3f} min ({(r['run_stop_ns'] - r['run_start_ns']) / 1e9:.3f} s)"
         )
         traces.append(
@@ -233,7 +240,7 @@ def _checkpoint_text(c: dict[str, Any], t0: int) -> str:
     rows.append(f"blocked the loop: {c['blocked_s'] or 0:.3f} s")
     if c["save_end_ns"] is not None:
         rows.append(f"save end: {_t(c['save_end_ns'], t0)}")
-    rows.append(f"sha256: {(c['sha256'] or '-')[:16]}")
+    rows.append(f"sha256: {plotly_text((c['sha256'] or '-')[:16])}")
     return "<br>".join(rows)
 
 
@@ -247,9 +254,9 @@ def _eval_text(e: dict[str, Any], t0: int) -> str:
         verdict = "passed" if e["passed"] else "failed"
         rows.append(f"accuracy {e['value']:.4f} (target {e['target']}: {verdict})")
     else:
-        rows.append(f"failed: {e['reason']}")
+        rows.append(f"failed: {plotly_text(e['reason'])}")
     if e["worker"]:
-        rows.append(f"worker {e['worker']}")
+        rows.append(f"worker {plotly_text(e['worker'])}")
     return "<br>".join(rows)
 
 
@@ -263,7 +270,7 @@ def accuracy_by_step(runs: list[RunFacts]) -> dict[str, Any]:
             {
                 "type": "scatter",
                 "mode": "lines+markers",
-                "name": f.run_id,
+                "name": plotly_text(f.run_id),
                 "x": [e["step"] for e in scored],
                 "y": [e["value"] for e in scored],
                 "line": {"color": st["color"], "dash": st["dash"]},
@@ -320,7 +327,7 @@ def reward_by_step(runs: list[RunFacts]) -> tuple[dict[str, Any], list[str]]:
             {
                 "type": "scatter",
                 "mode": "lines+markers" if len(xs) <= 60 else "lines",
-                "name": f.run_id,
+                "name": plotly_text(f.run_id),
                 "x": xs,
                 "y": ys,
                 "line": {"color": st["color"], "dash": st["dash"], "width": 1.5},

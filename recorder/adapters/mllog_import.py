@@ -83,6 +83,9 @@ def _decode(line: bytes) -> str:
 
 
 _GZIP_MAGIC = b"\x1f\x8b"
+# An mllog record is a few hundred bytes (the corpus's longest: 359). A longer one is not a record a logger
+# wrote: each byte of it costs about fifteen when it is verified, replayed and queried as one event.
+MAX_LINE_BYTES = 1 << 20
 
 
 def read_lines(path: Path) -> list[tuple[int, str]]:
@@ -104,6 +107,11 @@ def read_lines(path: Path) -> list[tuple[int, str]]:
     out = []
     for number, line in enumerate(_LINE_END.split(raw), start=1):
         if _TOKEN_BYTES in line:
+            if len(line) > MAX_LINE_BYTES:
+                raise ImportFileError(
+                    f"{path} line {number}: a ':::MLLOG' line of {len(line)} bytes, over the "
+                    f"{MAX_LINE_BYTES} a record may have: not a logger's record; nothing imported"
+                )
             out.append((number, _decode(line)))
     if not out:
         raise ImportFileError(

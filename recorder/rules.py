@@ -37,6 +37,18 @@ def passes(accuracy: float | None, target: float = TARGET) -> bool:
     return accuracy is not None and accuracy > target
 
 
+def finite_score(value: Any) -> float | None:
+    """A recorded accuracy as a float, or None when it is no score at all: not a number (a string, a bool,
+    null), or not finite (NaN, an infinity, an integer too large for a float). Nothing passes without one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        score = float(value)
+    except OverflowError:
+        return None
+    return score if math.isfinite(score) else None
+
+
 def passes_sql(accuracy: str, target: str) -> str:
     """`passes` for SQL readers (the history views): the same strict comparison over two SQL expressions."""
     return f"({accuracy} > {target})"

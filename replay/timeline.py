@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from recorder import kinds
 from recorder.events import Event
 from recorder.reader import run_id_from
-from recorder.rules import recorded_target
+from recorder.rules import finite_score, recorded_target
 from replay.errors import DuplicateResultError, MissingFactError
 
 BENCHMARK_METRIC = "accuracy"  # eval_result key of the benchmark's pass@k; other keys are zero-shot tasks
@@ -191,10 +191,11 @@ def _evaluations(run_id: str, ordered: list[Event]) -> tuple[list[Evaluation], l
         elif e.kind == "eval_failed":
             failed.append(e.step)
         elif e.kind == "eval_result" and e.key == BENCHMARK_METRIC:
-            if not isinstance(e.value, (int, float)) or isinstance(e.value, bool):
+            if finite_score(e.value) is None:
+                shown = repr(e.value) if not isinstance(e.value, int) else f"an integer of {len(str(e.value))} digits"
                 problems.append(
                     f"run {run_id}: the '{BENCHMARK_METRIC}' result of step {e.step} ({e.segment} seq "
-                    f"{e.seq}) is {e.value!r}, not a number"
+                    f"{e.seq}) is {shown[:80]}, not a finite number"
                 )
                 continue
             if e.step in results:
@@ -211,7 +212,9 @@ def _evaluations(run_id: str, ordered: list[Event]) -> tuple[list[Evaluation], l
         start = max((s for s in starts.get(step, []) if s.time_ns <= r.time_ns), key=lambda s: s.time_ns, default=r)
         stop = min((s for s in stops.get(step, []) if s.time_ns >= r.time_ns), key=lambda s: s.time_ns, default=r)
         samples = r.samples_count if r.samples_count is not None else -1
-        evaluations.append(Evaluation(step, samples, float(r.value), _point(start), _point(r), _point(stop)))
+        value = finite_score(r.value)
+        assert value is not None  # results holds only finite scores
+        evaluations.append(Evaluation(step, samples, value, _point(start), _point(r), _point(stop)))
     evaluations.sort(key=lambda ev: (ev.start.time_ns, ev.result.time_ns, ev.step))
     return evaluations, problems, sorted(set(failed) - set(results))
 

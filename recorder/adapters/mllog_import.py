@@ -38,6 +38,7 @@ from recorder.kinds import (
     null_if_none,
 )
 from recorder.log import LogWriter
+from recorder.rules import finite_score
 from recorder.run import RunDir
 from replay.errors import ImportFileError
 from replay.mllog_format import TOKEN, ParsedLine, parse_line
@@ -228,8 +229,13 @@ class _Recorder:
             self.add(_BOUNDARIES[key](line_no=line_no), time_ns)
         elif key in _INTERVALS:
             self.add(_INTERVALS[key], time_ns, step=step, samples=samples)
-        elif key == C.EVAL_ACCURACY and isinstance(value, (int, float)) and not isinstance(value, bool):
+        elif key == C.EVAL_ACCURACY and finite_score(value) is not None:
             self.add(EvalResult(line_no=line_no), time_ns, step=step, samples=samples, key="accuracy", value=value)
+        elif key == C.EVAL_ACCURACY and isinstance(value, (int, float)) and not isinstance(value, bool):
+            # NaN, an infinity, 1e400, a 400-digit integer: kept as the log's line (evidence), never a score
+            self.report.warnings.append(
+                f"{self.report.source}:{line_no}: eval_accuracy is not a finite number: not recorded as a score"
+            )
         elif key == C.RUN_STOP:
             stop = RunStop(status=meta.get(C.STATUS), line_no=line_no, time_ms=p.time_ms)
             self.add(stop, time_ns, step=step, samples=samples)

@@ -51,9 +51,22 @@ def e(value: object) -> str:
 _SCRIPT_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinity as None: a chart leaves a gap, and the page stays valid JSON (a
+    forged or imported value can be anything)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def script_json(value: Any) -> str:
-    """`value` as JSON safe to place inside a <script> element: no character of the data can close it."""
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    """`value` as JSON safe to place inside a <script> element: no character of the data can close it, and
+    no number that JSON cannot hold."""
+    text = json.dumps(_finite(value), separators=(",", ":"), allow_nan=False)
     return re.sub("[<>&\u2028\u2029]", lambda m: _SCRIPT_UNSAFE[m.group()], text)
 
 

@@ -34,6 +34,7 @@ def test_json_in_a_script_element_holds_no_character_that_could_close_it() -> No
     embedded = script_json({"x": HOSTILE, "y": ["</SCRIPT >", "\u2028"]})
     assert not set("<>&") & set(embedded)
     assert json.loads(embedded) == {"x": HOSTILE, "y": ["</SCRIPT >", "\u2028"]}
+    assert json.loads(script_json({"v": [1.5, float("inf"), float("nan")]})) == {"v": [1.5, None, None]}
 
 
 def test_plotly_text_from_the_data_is_escaped() -> None:

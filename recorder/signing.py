@@ -195,8 +195,9 @@ def load_trusted(paths: Iterable[Path]) -> dict[str, str]:
 
 def _read_key_file(path: Path, what: str) -> bytes:
     try:
-        if not path.is_file():
-            raise SigningKeyError(f"{path}: no such {what} file")
+        if not path.is_file():  # a directory, FIFO or device is never opened: a FIFO would block
+            found = "not a regular file" if os.path.lexists(path) else "no such file"
+            raise SigningKeyError(f"{path}: {found}; give a {what} file")
         if path.stat().st_size > 64 * 1024:
             raise SigningKeyError(f"{path}: too large for a {what} file")
         return path.read_bytes()

@@ -232,7 +232,6 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
             run_id = recorded_run_id(run) if manifest is None else manifest_run_id(run, manifest)
             if run_id in folders:  # a copy beside its original: the history is keyed by run id, so one of them
                 raise HistoryError(f"it records run id {run_id!r}, as {folders[run_id]} does")
-            folders[run_id] = run.path
             if manifest is not None:
                 entry = packed.get(run_id)
                 source: Literal["pack", "parquet"] = (
@@ -248,6 +247,7 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
                 )
             else:
                 _load_segments(run, run_id, out)
+            folders[run_id] = run.path  # only a run that loaded claims its id: a damaged copy does not
         except RecorderError as e:
             out.problems.append(f"{run.path}: left out of the history: {e}")
             continue

@@ -100,6 +100,13 @@ def test_query_timeout_interrupts_duckdb_and_spills_nowhere_visible(tmp_path: Pa
     assert list(cwd.iterdir()) == []  # DuckDB's spill files go to a private temporary folder
 
 
+def _has_loaded(pid: int, library: str) -> bool:
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text(errors="replace")
+    except OSError:  # the process has just ended
+        return False
+
+
 def test_ctrl_c_stops_a_query(tmp_path: Path) -> None:
     root = make_root(tmp_path / "runs")
     exe = Path(sys.executable).parent / "recorder"
@@ -118,7 +125,13 @@ def test_ctrl_c_stops_a_query(tmp_path: Path) -> None:
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's Ctrl-C finds it
     )
-    time.sleep(5)  # wherever it is by then (still starting, or in DuckDB), Ctrl-C must end it
+    # Ctrl-C once the command runs (DuckDB loaded: the query is starting or running), however slow the
+    # machine is to start Python: a signal during the interpreter's own start-up is not the CLI's to handle.
+    for _ in range(1200):
+        if p.poll() is not None or _has_loaded(p.pid, "duckdb"):
+            break
+        time.sleep(0.05)
+    time.sleep(1)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err

@@ -132,3 +132,28 @@ def test_any_failure_of_a_save_ends_the_save_not_the_loop(tmp_path, model_tok, s
     [error] = outcome
     assert "step 18" in str(error) and "tokenizer exploded" in str(error)
     assert committed == []
+
+
+def test_a_tied_embedding_model_checkpoint_loads_and_a_wrong_config_is_still_refused(tmp_path, model_tok):
+    """SmolLM2 ties its output embedding to its input embedding; the trainer's checkpoint stores the state_dict
+    as is (the tied tensor under both names), and the config-against-weights check must take it."""
+    import json
+
+    from transformers import LlamaForCausalLM
+
+    untied, tok = model_tok
+    config = untied.config.to_dict()
+    config["tie_word_embeddings"] = True
+    model = LlamaForCausalLM(type(untied.config).from_dict(config)).float()
+    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    committed = []
+    w = CheckpointWriter(tmp_path, model, tok, sync=True, on_commit=committed.append)
+    w.save(model, step=18, weight_update_ns=1)
+    w.close()
+    loaded, _ = load_checkpoint(committed[0].path)
+    assert torch.equal(loaded.get_input_embeddings().weight, model.get_input_embeddings().weight)
+    cfg_file = committed[0].path / "config.json"
+    wrong = json.loads(cfg_file.read_text()) | {"num_hidden_layers": 3}
+    cfg_file.write_text(json.dumps(wrong))
+    with pytest.raises(CheckpointError, match="does not describe these weights"):
+        load_checkpoint(committed[0].path)

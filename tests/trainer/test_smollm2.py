@@ -29,6 +29,7 @@ def test_grpo_steps_on_smollm2(tmp_path):
         sets=[
             "model=smollm2-135m",
             "num_prompts_per_step=2",
+            "updates_per_rollout=2",  # the default 4 would not split 2 prompts into whole-prompt mini-batches
             "micro_batch_size=8",
             "max_new_tokens=4",
             "learning_rate=1e-6",
@@ -76,6 +77,7 @@ def test_hf_directory_and_task_spec_train_three_steps(tmp_path):
             f"task={spec}",
             "num_prompts_per_step=2",
             "num_generations_per_prompt=4",
+            "updates_per_rollout=2",  # the default 4 would not split 2 prompts into whole-prompt mini-batches
             "micro_batch_size=8",
             "max_new_tokens=8",
             "learning_rate=1e-6",

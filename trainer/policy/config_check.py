@@ -17,13 +17,28 @@ from recorder.safetensors_header import read_header
 from trainer.errors import CheckpointError
 
 
-def _meta_parameters(config: Any) -> int:
+def _meta_model(config: Any) -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config)
-    return sum(p.numel() for p in model.parameters())
+        return AutoModelForCausalLM.from_config(config)
+
+
+def _meta_parameters(config: Any) -> int:
+    return sum(p.numel() for p in _meta_model(config).parameters())
+
+
+def _tied_head_parameters(config: Any) -> int:
+    """The output embedding's size when it is tied to the input embedding (else 0): a file may store the
+    tied tensor under both names (a state_dict saved as is, as our trainer's checkpoints are) or once
+    (`save_pretrained`)."""
+    if not getattr(config, "tie_word_embeddings", False):
+        return 0
+    one = copy.deepcopy(config)
+    one.num_hidden_layers = 1
+    head = _meta_model(one).get_output_embeddings()
+    return int(head.weight.numel()) if head is not None else 0
 
 
 def implied_parameters(config: Any) -> int:
@@ -38,14 +53,14 @@ def implied_parameters(config: Any) -> int:
 
 
 def check_config_matches_weights(config: Any, weights: Path) -> None:
-    """CheckpointError unless the config implies as many parameters as `weights` stores (tied weights are
-    counted once on both sides: `parameters()` yields a shared tensor once, safetensors stores it once)."""
+    """CheckpointError unless the config implies as many parameters as `weights` stores (a tied output
+    embedding may be stored once or a second time under its own name: both are the same weights)."""
     try:
         stored = read_header(weights).parameters
     except DataError as e:
         raise CheckpointError(str(e)) from e
     implied = implied_parameters(config)
-    if implied == stored:
+    if implied == stored or (stored > implied and stored == implied + _tied_head_parameters(config)):
         return
     raise CheckpointError(
         f"{weights.parent / 'config.json'} implies {implied:,} parameters, {weights.name} stores {stored:,}: "

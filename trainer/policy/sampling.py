@@ -66,8 +66,9 @@ def generate_ids(
     if not prompts:
         return []
     device = model_device(model)
-    distinct = list(dict.fromkeys(prompts))  # a GRPO group's G rows share one prompt: prefill it once
-    rows = torch.tensor([distinct.index(p) for p in prompts] if len(distinct) < len(prompts) else [], device=device)
+    index = {p: i for i, p in enumerate(dict.fromkeys(prompts))}  # a GRPO group's rows share one prompt
+    distinct = list(index)  # prefilled once each
+    rows = torch.tensor([index[p] for p in prompts] if len(distinct) < len(prompts) else [], device=device)
     prompt_ids = [[tokenizer.bos_id, *tokenizer.encode(p)] for p in distinct]
     input_ids, attention = _left_pad(prompt_ids, tokenizer.pad_id)
     plan = _Plan(temperature, top_p, max_new_tokens, tokenizer.eos_id, tokenizer.pad_id, max(1, check_every))

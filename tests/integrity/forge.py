@@ -19,6 +19,21 @@ from recorder.segment import END_OF_STREAM, row_encoder, schema_message
 Row = dict[str, Any]
 
 
+def trainer_segment(run: Path) -> Path:
+    """The default run's one trainer segment."""
+    return run / "events" / "trainer-0001.arrows"
+
+
+def evaluator_segment(run: Path) -> Path:
+    """The first evaluator segment of a run."""
+    return run / "events" / "evaluator-0001.arrows"
+
+
+def first_event(events: list[Row], kind: str, step: int | None = None) -> Row:
+    """The first event of `kind` (at `step`, when given)."""
+    return next(e for e in events if e["kind"] == kind and (step is None or e["step"] == step))
+
+
 def rows(segment: Path) -> list[Row]:
     """The segment's events as dicts of their columns, `data` and `value` parsed."""
     out = []

@@ -21,10 +21,7 @@ from recorder.rules import passes
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.integrity.forge import Row, copy_run, rows, write
-
-
-def _evaluator(run: Path) -> Path:
-    return run / "events" / "evaluator-0001.arrows"
+from tests.integrity.forge import evaluator_segment as _evaluator
 
 
 def _results(run: Path, step: int) -> Path:

@@ -19,13 +19,10 @@ from recorder.segment import END_OF_STREAM, row_encoder, schema_message
 from recorder.verify import verify_run
 from replay.mllog_format import parse_line
 from tests.helpers import run_cli
+from tests.integrity.forge import evaluator_segment as _evaluator
 from tests.integrity.forge import rows
 
 DEEP = "[" * 100_000 + "]" * 100_000
-
-
-def _evaluator(run: Path) -> Path:
-    return run / "events" / "evaluator-0001.arrows"
 
 
 def test_an_event_whose_data_nests_too_deep_is_a_clean_error(attacked: Path) -> None:

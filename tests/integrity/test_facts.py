@@ -12,6 +12,9 @@ from recorder.reader import read_run
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.integrity.forge import Row, copy_run, rewrite, rows, write
+from tests.integrity.forge import evaluator_segment as _evaluator
+from tests.integrity.forge import first_event as _first
+from tests.integrity.forge import trainer_segment as _trainer
 
 MINUTE = 60 * 1_000_000_000
 
@@ -29,18 +32,6 @@ def _caught(run: Path, rule: str, segment: str) -> None:
     replay = run_cli("replay", str(run), "--check")
     assert replay.returncode == 1 and "fails verification" in replay.stderr, replay.stdout + replay.stderr
     assert "Traceback" not in done.stderr + replay.stderr
-
-
-def _trainer(run: Path) -> Path:
-    return run / "events" / "trainer-0001.arrows"
-
-
-def _evaluator(run: Path) -> Path:
-    return run / "events" / "evaluator-0001.arrows"
-
-
-def _first(events: list[Row], kind: str, step: int | None = None) -> Row:
-    return next(e for e in events if e["kind"] == kind and (step is None or e["step"] == step))
 
 
 def test_the_honest_run_verifies(evaluated_run: Path) -> None:

@@ -15,21 +15,12 @@ import pytest
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.integrity.forge import Row, rewrite, rows, write
+from tests.integrity.forge import evaluator_segment as _evaluator
+from tests.integrity.forge import first_event as _first
+from tests.integrity.forge import trainer_segment as _trainer
 
 MINUTE = 60 * 1_000_000_000
 YEAR = 366 * 24 * 60 * MINUTE
-
-
-def _trainer(run: Path) -> Path:
-    return run / "events" / "trainer-0001.arrows"
-
-
-def _evaluator(run: Path) -> Path:
-    return run / "events" / "evaluator-0001.arrows"
-
-
-def _first(events: list[Row], kind: str, step: int | None = None) -> Row:
-    return next(e for e in events if e["kind"] == kind and (step is None or e["step"] == step))
 
 
 def _results(run: Path, step: int = 18) -> Path:

@@ -86,22 +86,26 @@ class RssPeak:
 
 
 class SamplerTimer:
-    """Times our decode steps' two parts: the one-token model call (forward hooks) and `choose_tokens`."""
+    """Times our decode steps' two parts: the one-token model call (forward hooks) and `choose_tokens`.
+    On the CPU the sampler decodes blocks of rows in parallel threads: both sums add up every thread's time
+    (their ratio is the share of the work, as on one thread)."""
 
     def __init__(self, model: Any) -> None:
         import trainer.policy.sampling as sampling
 
         self.choose_s = self.forward_s = 0.0
         self.active = False
-        self._t = 0.0
+        self._lock = threading.Lock()
+        self._started = threading.local()  # each sampling thread's forward start
         inner = sampling.choose_tokens
 
         def before(module: Any, args: Any, kwargs: Any) -> None:
-            self._t = time.perf_counter()
+            self._started.t = time.perf_counter()
 
         def after(module: Any, args: Any, kwargs: Any, out: Any) -> None:
             if self.active and kwargs.get("input_ids") is not None and kwargs["input_ids"].shape[1] == 1:
-                self.forward_s += time.perf_counter() - self._t  # decode steps only, not the prefill
+                with self._lock:  # decode steps only, not the prefill
+                    self.forward_s += time.perf_counter() - self._started.t
 
         model.register_forward_pre_hook(before, with_kwargs=True)
         model.register_forward_hook(after, with_kwargs=True)
@@ -110,7 +114,8 @@ class SamplerTimer:
             t = time.perf_counter()
             out = inner(*args, **kwargs)
             if self.active:
-                self.choose_s += time.perf_counter() - t
+                with self._lock:
+                    self.choose_s += time.perf_counter() - t
             return out
 
         sampling.choose_tokens = timed  # _decode_loop looks it up at each call
@@ -250,7 +255,7 @@ def summarize(
         print(f"{side:6} {tps:10.1f} {sps:8.2f} {cpu:11.2f} {peak[key]:12.0f} {raw[key]:12.0f} {transient[key]:13.0f}")
     print(
         f"ratio ours/TRL tokens/s: {ours_tps / trl_tps:.2f}; our generation {gen_s / len(ours):.2f} s/step, "
-        f"of which token choice {choose_s / len(ours):.2f} s"
+        f"token choice {choose_s / len(ours):.2f} s (summed over the sampling threads)"
     )
     return {
         "ours_tokens_per_s": ours_tps,

@@ -18,6 +18,8 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from trainer.grpo import Batch, token_logprobs
+from trainer.head_logprobs import fused_head_weight, head_logprobs
+from trainer.policy.sampling import cache_keyword
 
 if TYPE_CHECKING:
     import torch
@@ -26,14 +28,30 @@ if TYPE_CHECKING:
 def completion_logprobs(model: Any, batch: Batch) -> torch.Tensor:
     """log p(target) [M, T] of a right-padded micro-batch: exact on completion positions (mask 1), and 0 or
     the plain value elsewhere (the loss masks those)."""
+    weight = fused_head_weight(model)
     cache_arg = _cache_arg(model)
     if cache_arg is None or bool((batch.mask.sum(dim=1) == 0).any()):  # no cache, or a row with no completion
-        return token_logprobs(model(input_ids=batch.inputs).logits, batch.targets)
+        return _logprobs(_states(model, weight, input_ids=batch.inputs)[0], weight, batch.targets)
     prompt_len = _prompt_lengths(batch)
     rows, firsts = _distinct_prompts(batch.inputs, prompt_len)
     if len(firsts) == len(rows):
-        return token_logprobs(model(input_ids=batch.inputs).logits, batch.targets)
-    return _shared(model, batch, prompt_len, rows, firsts, cache_arg)
+        return _logprobs(_states(model, weight, input_ids=batch.inputs)[0], weight, batch.targets)
+    return _shared(model, weight, batch, prompt_len, rows, firsts, cache_arg)
+
+
+def _states(model: Any, weight: torch.Tensor | None, **inputs: Any) -> tuple[torch.Tensor, Any]:
+    """-> (the last hidden states [.., H] when the head is fused (`weight`), else the logits [.., V]; the
+    forward's whole output, for its KV cache)."""
+    if weight is None:
+        out = model(**inputs)
+        return out.logits, out
+    out = model.base_model(**inputs)
+    return out.last_hidden_state, out
+
+
+def _logprobs(states: torch.Tensor, weight: torch.Tensor | None, targets: torch.Tensor) -> torch.Tensor:
+    """log p(target) from what `_states` returned."""
+    return token_logprobs(states, targets) if weight is None else head_logprobs(states, weight, targets)
 
 
 def _prompt_lengths(batch: Batch) -> list[int]:
@@ -57,19 +75,21 @@ def _distinct_prompts(inputs: torch.Tensor, prompt_len: list[int]) -> tuple[list
 
 
 def _cache_arg(model: Any) -> str | None:
-    """The forward's KV-cache keyword (transformers 5: `cache`, older: `past_key_values`), or None when the
-    forward takes no cache or no `logits_to_keep`."""
+    """The forward's KV-cache keyword, or None when it takes no cache or no `logits_to_keep`."""
     params = inspect.signature(model.forward).parameters
     if "logits_to_keep" not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return None
-    for name in ("cache", "past_key_values"):
-        if name in params:
-            return name
-    return None
+    return cache_keyword(model)
 
 
 def _shared(
-    model: Any, batch: Batch, prompt_len: list[int], rows: list[int], firsts: list[int], cache_arg: str
+    model: Any,
+    weight: torch.Tensor | None,
+    batch: Batch,
+    prompt_len: list[int],
+    rows: list[int],
+    firsts: list[int],
+    cache_arg: str,
 ) -> torch.Tensor:
     import torch
 
@@ -85,12 +105,9 @@ def _shared(
         prefix[u, longest - n :] = inputs[i, :n]
         prefix_mask[u, longest - n :] = 1
     prefix_pos = (prefix_mask.cumsum(-1) - 1).clamp(min=0)
-    out = model(
-        input_ids=prefix,
-        attention_mask=prefix_mask,
-        position_ids=prefix_pos,
-        use_cache=True,
-        logits_to_keep=1,
+    last = {} if weight is not None else {"logits_to_keep": 1}  # the head runs on the prompt's last position only
+    prefix_states, out = _states(
+        model, weight, input_ids=prefix, attention_mask=prefix_mask, position_ids=prefix_pos, use_cache=True, **last
     )
     index = torch.tensor(rows, device=device)
     cache = out.cache if hasattr(out, "cache") and out.cache is not None else out.past_key_values
@@ -105,11 +122,11 @@ def _shared(
     mask = torch.cat([prefix_mask[index], torch.ones_like(suffix)], dim=1)
     starts = torch.tensor(prompt_len, device=device)
     suffix_pos = starts[:, None] + torch.arange(suffix_len, device=device)
-    later = model(
-        input_ids=suffix, attention_mask=mask, position_ids=suffix_pos, use_cache=True, **{cache_arg: cache}
-    ).logits  # [M, S, V]
-    first = token_logprobs(out.logits[index], targets[torch.arange(len(rows)), starts - 1][:, None])  # [M, 1]
-    rest = token_logprobs(later, suffix_targets)  # [M, S]
+    suffix_inputs = {"input_ids": suffix, "attention_mask": mask, "position_ids": suffix_pos, cache_arg: cache}
+    later, _ = _states(model, weight, use_cache=True, **suffix_inputs)  # [M, S, H or V]
+    first_targets = targets[torch.arange(len(rows)), starts - 1][:, None]
+    first = _logprobs(prefix_states[:, -1:][index], weight, first_targets)  # [M, 1]
+    rest = _logprobs(later, weight, suffix_targets)  # [M, S]
     if len(set(prompt_len)) == 1:
         n = prompt_len[0]
         return torch.cat([first.new_zeros((len(rows), n - 1)), first, rest[:, : width - n]], dim=1)

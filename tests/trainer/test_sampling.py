@@ -100,3 +100,22 @@ def _reference_gumbel(seed: int, position: int, token: int) -> float:
 def test_seed_derivation_is_stable():
     assert sample_seed(0, 1, 2) == sample_seed(0, 1, 2) != sample_seed(0, 2, 1)
     assert 0 <= sample_seed("x") < 2**63
+
+
+def test_rows_split_over_cpu_threads_sample_what_one_thread_samples(model_tok):
+    """On the CPU each torch thread decodes its own block of rows; the completions must not depend on it."""
+    model, tok = model_tok
+    prompts = [t.prompt for t in validation_tasks()[:7]]
+    seeds = [sample_seed(1, i, 0) for i in range(7)]
+    kw = dict(temperature=1.0, top_p=1.0, max_new_tokens=6, seeds=seeds)
+    before, was_training = torch.get_num_threads(), model.training
+    try:
+        torch.set_num_threads(1)
+        alone = generate(model, tok, prompts, **kw)
+        torch.set_num_threads(3)  # blocks of 2, 2 and 3 rows
+        model.train()
+        assert generate(model, tok, prompts, **kw) == alone
+        assert torch.get_num_threads() == 3 and model.training  # the caller's settings are back
+    finally:
+        torch.set_num_threads(before)
+        model.train(was_training)

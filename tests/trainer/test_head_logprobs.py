@@ -1,0 +1,61 @@
+"""The LM head fused with the log-softmax (trainer/head_logprobs.py): the plain path's values and gradients
+without its [N, V] tensors, and only for models whose logits are hidden @ W.T."""
+
+import pytest
+import torch
+
+from trainer.grpo import token_logprobs
+from trainer.head_logprobs import CHUNK, fused_head_weight, head_logprobs
+from trainer.policy.model import ModelConfig, build_model
+
+
+def _plain_and_fused(dtype, rows, needs=(True, True)):
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(rows, 24, generator=g).to(dtype).requires_grad_(needs[0])
+    weight = (torch.randn(300, 24, generator=g) * 0.5).to(dtype).requires_grad_(needs[1])
+    targets = torch.randint(0, 300, (rows,), generator=g)
+    upstream = torch.randn(rows, generator=g)  # a different weight per position, as the GRPO loss gives
+    out = {}
+    for name in ("plain", "fused"):
+        hidden.grad = weight.grad = None
+        if name == "plain":
+            logp = token_logprobs((hidden @ weight.t())[None], targets[None])[0]
+        else:
+            logp = head_logprobs(hidden, weight, targets)
+        (logp * upstream).sum().backward()
+        grads = [t.grad.clone() if t.grad is not None else None for t in (hidden, weight)]
+        out[name] = (logp.detach(), *grads)
+    return out
+
+
+@pytest.mark.parametrize("rows", [5, 2 * CHUNK + 7], ids=["one-chunk", "ragged-chunks"])
+def test_same_logprobs_and_gradients_as_the_plain_head_in_float32(rows):
+    out = _plain_and_fused(torch.float32, rows)
+    for plain, fused in zip(out["plain"], out["fused"], strict=True):
+        assert fused.dtype == plain.dtype
+        torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-5)
+
+
+def test_bfloat16_weights_give_float32_logprobs_close_to_the_plain_head():
+    out = _plain_and_fused(torch.bfloat16, CHUNK + 3)
+    logp, grad_h, grad_w = out["fused"]
+    assert logp.dtype == torch.float32 and grad_h.dtype == grad_w.dtype == torch.bfloat16
+    torch.testing.assert_close(logp, out["plain"][0], rtol=0, atol=2e-2)
+    torch.testing.assert_close(grad_w.float(), out["plain"][2].float(), rtol=0, atol=2e-2)
+
+
+def test_a_frozen_head_or_frozen_states_get_no_gradient():
+    assert _plain_and_fused(torch.float32, 9, needs=(True, False))["fused"][2] is None
+    fused = _plain_and_fused(torch.float32, 9, needs=(False, True))["fused"]
+    assert fused[1] is None and fused[2] is not None
+
+
+def test_only_a_plain_linear_head_is_fused():
+    model = build_model(ModelConfig())
+    assert fused_head_weight(model) is model.lm_head.weight
+    model.config.final_logit_softcapping = 30.0  # Gemma-style: logits are 30 * tanh(h @ W.T / 30)
+    assert fused_head_weight(model) is None
+    model.config.final_logit_softcapping = None
+    model.lm_head.bias = torch.nn.Parameter(torch.zeros(model.lm_head.out_features))
+    assert fused_head_weight(model) is None
+    assert fused_head_weight(torch.nn.Linear(4, 4)) is None  # not a causal LM: no base model to run

@@ -1,0 +1,105 @@
+"""log p(target) straight from the last hidden states: the LM head and the log-softmax fused, in chunks.
+
+The plain path materialises the logits [N, V] (200 MB for a micro-batch of 16 x 64 tokens at V = 49152),
+then, in the backward, the softmax, the gather's zero-filled gradient and their sum, each as large. On the
+CPU every such tensor is fresh memory from the OS (page faults: ~10 GB a step at the bench's shapes). Here
+one [C, V] buffer is reused for every chunk of C positions, forward and backward, and only the per-position
+logsumexp [N] is kept for the backward, which recomputes each chunk's logits (a third more head matmul,
+for a fraction of the memory traffic), as fused linear-cross-entropy kernels do. Exact: the same
+arithmetic as `logits.log_softmax(-1).gather(...)`, up to summation order.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+CHUNK = 128  # positions per chunk: a [128, 49152] float32 buffer is 25 MB
+
+
+def head_logprobs(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """hidden [..., H], head weight [V, H], targets [...] -> log p(target) [...] in float32."""
+    shape = targets.shape
+    flat = _function().apply(hidden.reshape(-1, hidden.shape[-1]), weight, targets.reshape(-1))
+    return flat.view(shape)  # type: ignore[no-any-return]
+
+
+def _chunk_logits(hidden: torch.Tensor, weight: torch.Tensor, buf: torch.Tensor) -> torch.Tensor:
+    """hidden [c, H] @ weight.T into buf [c, V] (float32, whatever the weights' dtype)."""
+    import torch
+
+    if weight.dtype == torch.float32:
+        return torch.mm(hidden, weight.t(), out=buf)
+    return buf.copy_(torch.mm(hidden, weight.t()))
+
+
+@functools.cache
+def _function() -> Any:
+    """The autograd Function, built on first use: importing this module does not import torch."""
+    import torch
+
+    class HeadLogprobs(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+            n = hidden.shape[0]
+            buf = torch.empty((min(CHUNK, n), weight.shape[0]), dtype=torch.float32, device=hidden.device)
+            picked = torch.empty(n, dtype=torch.float32, device=hidden.device)
+            lse = torch.empty(n, dtype=torch.float32, device=hidden.device)
+            for s in range(0, n, CHUNK):
+                e = min(n, s + CHUNK)
+                logits = _chunk_logits(hidden[s:e], weight, buf[: e - s])  # [c, V]
+                picked[s:e] = logits.gather(1, targets[s:e, None]).squeeze(1)
+                top = logits.amax(dim=1, keepdim=True)  # [c, 1]
+                lse[s:e] = top.squeeze(1) + logits.sub_(top).exp_().sum(dim=1).log()  # in place: no [c, V] copies
+            ctx.save_for_backward(hidden, weight, targets, lse)
+            return picked - lse
+
+        @staticmethod
+        def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
+            hidden, weight, targets, lse = ctx.saved_tensors
+            n = hidden.shape[0]
+            grad = grad.float()
+            need_h, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+            grad_h = torch.empty_like(hidden) if need_h else None
+            grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_w else None
+            buf = torch.empty((min(CHUNK, n), weight.shape[0]), dtype=torch.float32, device=hidden.device)
+            for s in range(0, n, CHUNK):
+                e = min(n, s + CHUNK)
+                g = grad[s:e, None]  # [c, 1]
+                # d(picked - lse)/d logits = onehot(target) - softmax: scaled by the incoming gradient
+                dlogits = _chunk_logits(hidden[s:e], weight, buf[: e - s]).sub_(lse[s:e, None]).exp_().mul_(-g)
+                dlogits.scatter_add_(1, targets[s:e, None], g)
+                d = dlogits if weight.dtype == torch.float32 else dlogits.to(weight.dtype)
+                if grad_h is not None:
+                    torch.mm(d, weight, out=grad_h[s:e])
+                if grad_w is not None:
+                    grad_w.addmm_(d.t().float(), hidden[s:e].float())
+            return grad_h, None if grad_w is None else grad_w.to(weight.dtype), None
+
+    return HeadLogprobs
+
+
+# Config fields with which a transformers model changes its logits after the head (Gemma's soft-capping,
+# Cohere's and Granite's scales): such a model's logits are not hidden @ W.T, and it takes the plain path.
+_LOGIT_TRANSFORMS = {"final_logit_softcapping": None, "logit_scale": 1.0, "logits_scaling": 1.0}
+
+
+def fused_head_weight(model: Any) -> torch.Tensor | None:
+    """The LM head's weight [V, H] when the model's logits are exactly `base_model(...) @ weight.T` (a
+    transformers causal LM with a bias-free linear head), so that the head can be fused with the
+    log-softmax; None otherwise, and under FSDP, whose sharded weights are gathered only inside the modules'
+    own forwards."""
+    import torch
+
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    base = getattr(model, "base_model", model)
+    if type(head) is not torch.nn.Linear or head.bias is not None or base is model:
+        return None
+    config = getattr(model, "config", None)
+    if any(getattr(config, name, plain) not in (plain, None) for name, plain in _LOGIT_TRANSFORMS.items()):
+        return None
+    weight = head.weight
+    return None if hasattr(weight, "full_tensor") else weight  # a DTensor: sharded by FSDP

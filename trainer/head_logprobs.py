@@ -76,7 +76,7 @@ def _function() -> Any:
                 if grad_h is not None:
                     torch.mm(d, weight, out=grad_h[s:e])
                 if grad_w is not None:
-                    grad_w.addmm_(d.t().float(), hidden[s:e].float())
+                    grad_w.addmm_(dlogits.t(), hidden[s:e].float())  # float32 accumulation whatever the dtype
             return grad_h, None if grad_w is None else grad_w.to(weight.dtype), None
 
     return HeadLogprobs

@@ -41,7 +41,9 @@ def test_bfloat16_weights_give_float32_logprobs_close_to_the_plain_head():
     logp, grad_h, grad_w = out["fused"]
     assert logp.dtype == torch.float32 and grad_h.dtype == grad_w.dtype == torch.bfloat16
     torch.testing.assert_close(logp, out["plain"][0], rtol=0, atol=2e-2)
-    torch.testing.assert_close(grad_w.float(), out["plain"][2].float(), rtol=0, atol=2e-2)
+    # Within two bfloat16 steps: the fused head accumulates the weight's gradient in float32, the plain path
+    # in bfloat16.
+    torch.testing.assert_close(grad_w.float(), out["plain"][2].float(), rtol=2 * 2**-7, atol=2e-2)
 
 
 def test_a_frozen_head_or_frozen_states_get_no_gradient():

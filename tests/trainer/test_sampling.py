@@ -1,4 +1,6 @@
 import math
+import threading
+from dataclasses import replace
 
 import pytest
 import torch
@@ -119,3 +121,36 @@ def test_rows_split_over_cpu_threads_sample_what_one_thread_samples(model_tok):
     finally:
         torch.set_num_threads(before)
         model.train(was_training)
+
+
+def test_a_failing_block_stops_the_others_and_reaches_the_caller(model_tok):
+    """An error (or Ctrl-C) in one sampling thread or in the caller's: the other blocks stop at their next
+    check, the error reaches the caller, and the caller's thread count is back."""
+    from trainer.policy.sampling import _generate_block, _Plan
+
+    model, tok = model_tok
+    prompts = [t.prompt for t in validation_tasks()[:3]]
+    plan = _Plan(1.0, 1.0, 12, tok.eos_id, tok.pad_id, check_every=2, abandon=threading.Event())
+    plan.abandon.set()
+    ids = [[tok.bos_id, *tok.encode(p)] for p in prompts]
+
+    def tokens(rows):
+        return [sum(t != tok.pad_id for t in row) for row in rows]  # the buffer is pad after a stop
+
+    assert max(tokens(_generate_block(model, ids, [1, 2, 3], plan))) <= 2  # abandoned: stops at the first check
+    assert max(tokens(_generate_block(model, ids, [1, 2, 3], replace(plan, abandon=None)))) > 2
+
+    def fail_alone(module, args, kwargs):
+        if kwargs["input_ids"].shape[0] == 1:  # the block of one row (blocks of 1 and 2 rows)
+            raise RuntimeError("block failed")
+
+    hook = model.register_forward_pre_hook(fail_alone, with_kwargs=True)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with pytest.raises(RuntimeError, match="block failed"):
+            generate(model, tok, prompts, temperature=1.0, top_p=1.0, max_new_tokens=6, seeds=[1, 2, 3])
+        assert torch.get_num_threads() == 2
+    finally:
+        hook.remove()
+        torch.set_num_threads(before)

@@ -11,7 +11,8 @@ batch (tests/trainer/test_sampling.py checks this at batch sizes 1, 7 and 64).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from trainer.policy.noise import gumbel, id_salts, row_keys, token_salts
@@ -103,17 +104,30 @@ def _generate_in_threads(
     model: Any, prompt_ids: list[list[int]], seeds: list[int], plan: _Plan, blocks: list[range]
 ) -> list[list[int]]:
     """Each block of rows generated in its own thread with one intra-op thread (torch ops release the GIL),
-    concatenated in row order. The caller restores its own thread count afterwards."""
+    concatenated in row order. The caller restores its own thread count afterwards.
+
+    An interrupt (Ctrl-C, a launcher's SIGTERM turned into an exception) reaches this thread only; the
+    blocks then stop at their next check instead of finishing the rollout before the caller can clean up."""
     from concurrent.futures import ThreadPoolExecutor
 
     import torch
+
+    abandon = threading.Event()
+    plan = replace(plan, abandon=abandon)
 
     def block(rows: range) -> list[list[int]]:
         torch.set_num_threads(1)  # OpenMP's thread count is per thread: set it in the one that computes
         return _generate_block(model, prompt_ids[rows.start : rows.stop], seeds[rows.start : rows.stop], plan)
 
-    with ThreadPoolExecutor(max_workers=len(blocks)) as pool:
-        parts = list(pool.map(block, blocks))
+    pool = ThreadPoolExecutor(max_workers=len(blocks))
+    try:
+        futures = [pool.submit(block, rows) for rows in blocks]
+        parts = [f.result() for f in futures]
+    except BaseException:
+        abandon.set()
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return [ids for part in parts for ids in part]
 
 
@@ -140,6 +154,7 @@ class _Plan:
     eos_id: int
     pad_id: int
     check_every: int
+    abandon: threading.Event | None = None  # set: the caller has gone (an interrupt); stop at the next check
 
 
 def model_device(model: Any) -> torch.device:
@@ -241,9 +256,13 @@ def _decode_loop(
         tokens = tokens.masked_fill(done, plan.pad_id)
         out[:, t] = tokens
         done |= tokens == plan.eos_id
-        if (t + 1) % plan.check_every == 0 and bool(done.all()):  # the only host sync inside the loop
+        if (t + 1) % plan.check_every == 0 and (bool(done.all()) or _abandoned(plan)):  # the only host sync
             break
     return out
+
+
+def _abandoned(plan: _Plan) -> bool:
+    return plan.abandon is not None and plan.abandon.is_set()
 
 
 def _until_eos(row: list[int], eos_id: int) -> list[int]:

@@ -1,11 +1,12 @@
 """log p(target) straight from the last hidden states: the LM head and the log-softmax fused, in chunks.
 
 The plain path materialises the logits [N, V] (200 MB for a micro-batch of 16 x 64 tokens at V = 49152),
-then, in the backward, the softmax, the gather's zero-filled gradient and their sum, each as large. On the
-CPU every such tensor is fresh memory from the OS (page faults: ~10 GB a step at the bench's shapes). Here
-one [C, V] buffer is reused for every chunk of C positions, forward and backward, and only the per-position
-logsumexp [N] is kept for the backward, which recomputes each chunk's logits (a third more head matmul,
-for a fraction of the memory traffic), as fused linear-cross-entropy kernels do. Exact: the same
+then, in the backward, the softmax, the gather's zero-filled gradient and their sum, each as large: memory
+that grows with the vocabulary, and on the CPU fresh pages from the OS every micro-batch (2.2 GB of page
+faults a micro-batch at the bench's shapes, 0.5 GB fused). Here one [C, V] buffer is reused for every chunk
+of C positions, forward and backward, and only the per-position logsumexp [N] is kept for the backward,
+which recomputes each chunk's logits (a third more head matmul), as fused linear-cross-entropy kernels do.
+On the CPU the two cost the same time (bench/README.md); the memory is what this saves. Exact: the same
 arithmetic as `logits.log_softmax(-1).gather(...)`, up to summation order.
 """
 

@@ -21,10 +21,21 @@ if TYPE_CHECKING:
 CHUNK = 128  # positions per chunk: a [128, 49152] float32 buffer is 25 MB
 
 
-def head_logprobs(hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """hidden [..., H], head weight [V, H], targets [...] -> log p(target) [...] in float32."""
+def head_logprobs(
+    hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, grad_hint: torch.Tensor | None = None
+) -> torch.Tensor:
+    """hidden [..., H], head weight [V, H], targets [...] -> log p(target) [...] in float32.
+
+    `grad_hint` [...]: the gradient the backward will bring, when the caller knows it before the forward (GRPO's
+    first mini-batch, whose ratio is 1 whatever the log-probs). The forward then also computes the gradients
+    from the chunk's logits while it has them, and the backward, given exactly that gradient, returns them:
+    one head matmul fewer (three, not four) and no logits recomputed. Given another gradient, it recomputes."""
+    import torch
+
     shape = targets.shape
-    flat = _function().apply(hidden.reshape(-1, hidden.shape[-1]), weight, targets.reshape(-1))
+    # Without gradients (log-probs to compare against) the early gradients would be wasted work.
+    hint = None if grad_hint is None or not torch.is_grad_enabled() else grad_hint.reshape(-1)
+    flat = _function().apply(hidden.reshape(-1, hidden.shape[-1]), weight, targets.reshape(-1), hint)
     return flat.view(shape)  # type: ignore[no-any-return]
 
 
@@ -37,6 +48,35 @@ def _chunk_logits(hidden: torch.Tensor, weight: torch.Tensor, buf: torch.Tensor)
     return buf.copy_(torch.mm(hidden, weight.t()))
 
 
+class _Gradients:
+    """The head's input gradients accumulated chunk by chunk: the backward's arithmetic, shared by the
+    backward and by a forward that was given the gradient in advance (so both give the same bits)."""
+
+    def __init__(self, hidden: torch.Tensor, weight: torch.Tensor, need_h: bool, need_w: bool) -> None:
+        import torch
+
+        self.hidden, self.weight = hidden, weight
+        self.h = torch.empty_like(hidden) if need_h else None
+        self.w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_w else None
+
+    def add(self, s: int, e: int, logits: torch.Tensor, lse: torch.Tensor, targets: torch.Tensor, grad: torch.Tensor) -> None:
+        """Chunk s:e: its logits [c, V] (overwritten), logsumexp [c], targets [c], incoming gradient [c]."""
+        import torch
+
+        g = grad[:, None]  # [c, 1]
+        # d(picked - lse)/d logits = onehot(target) - softmax: scaled by the incoming gradient
+        dlogits = logits.sub_(lse[:, None]).exp_().mul_(-g)
+        dlogits.scatter_add_(1, targets[:, None], g)
+        d = dlogits if self.weight.dtype == torch.float32 else dlogits.to(self.weight.dtype)
+        if self.h is not None:
+            torch.mm(d, self.weight, out=self.h[s:e])
+        if self.w is not None:
+            self.w.addmm_(dlogits.t(), self.hidden[s:e].float())  # float32 accumulation whatever the dtype
+
+    def result(self) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        return self.h, None if self.w is None else self.w.to(self.weight.dtype)
+
+
 @functools.cache
 def _function() -> Any:
     """The autograd Function, built on first use: importing this module does not import torch."""
@@ -44,41 +84,45 @@ def _function() -> Any:
 
     class HeadLogprobs(torch.autograd.Function):
         @staticmethod
-        def forward(ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        def forward(
+            ctx: Any, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, hint: torch.Tensor | None
+        ) -> torch.Tensor:
             n = hidden.shape[0]
             buf = torch.empty((min(CHUNK, n), weight.shape[0]), dtype=torch.float32, device=hidden.device)
             picked = torch.empty(n, dtype=torch.float32, device=hidden.device)
             lse = torch.empty(n, dtype=torch.float32, device=hidden.device)
+            early = None if hint is None else _Gradients(hidden, weight, *ctx.needs_input_grad[:2])
+            scratch = None if early is None else torch.empty_like(buf)
             for s in range(0, n, CHUNK):
                 e = min(n, s + CHUNK)
                 logits = _chunk_logits(hidden[s:e], weight, buf[: e - s])  # [c, V]
                 picked[s:e] = logits.gather(1, targets[s:e, None]).squeeze(1)
                 top = logits.amax(dim=1, keepdim=True)  # [c, 1]
-                lse[s:e] = top.squeeze(1) + logits.sub_(top).exp_().sum(dim=1).log()  # in place: no [c, V] copies
-            ctx.save_for_backward(hidden, weight, targets, lse)
+                if early is None or scratch is None:
+                    shifted = logits.sub_(top)  # in place: no [c, V] copies
+                else:  # the logits stay for the gradients
+                    shifted = torch.sub(logits, top, out=scratch[: e - s])
+                lse[s:e] = top.squeeze(1) + shifted.exp_().sum(dim=1).log()
+                if early is not None and hint is not None:
+                    early.add(s, e, logits, lse[s:e], targets[s:e], hint[s:e].float())
+            ctx.save_for_backward(hidden, weight, targets, lse, hint)
+            ctx.early = early
             return picked - lse
 
         @staticmethod
         def backward(ctx: Any, grad: torch.Tensor) -> tuple[Any, ...]:
-            hidden, weight, targets, lse = ctx.saved_tensors
+            hidden, weight, targets, lse, hint = ctx.saved_tensors
+            early, ctx.early = ctx.early, None
+            if early is not None and torch.equal(grad, hint):
+                return *early.result(), None, None
             n = hidden.shape[0]
-            grad = grad.float()
-            need_h, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
-            grad_h = torch.empty_like(hidden) if need_h else None
-            grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_w else None
+            grads = _Gradients(hidden, weight, *ctx.needs_input_grad[:2])
             buf = torch.empty((min(CHUNK, n), weight.shape[0]), dtype=torch.float32, device=hidden.device)
+            grad = grad.float()
             for s in range(0, n, CHUNK):
                 e = min(n, s + CHUNK)
-                g = grad[s:e, None]  # [c, 1]
-                # d(picked - lse)/d logits = onehot(target) - softmax: scaled by the incoming gradient
-                dlogits = _chunk_logits(hidden[s:e], weight, buf[: e - s]).sub_(lse[s:e, None]).exp_().mul_(-g)
-                dlogits.scatter_add_(1, targets[s:e, None], g)
-                d = dlogits if weight.dtype == torch.float32 else dlogits.to(weight.dtype)
-                if grad_h is not None:
-                    torch.mm(d, weight, out=grad_h[s:e])
-                if grad_w is not None:
-                    grad_w.addmm_(dlogits.t(), hidden[s:e].float())  # float32 accumulation whatever the dtype
-            return grad_h, None if grad_w is None else grad_w.to(weight.dtype), None
+                grads.add(s, e, _chunk_logits(hidden[s:e], weight, buf[: e - s]), lse[s:e], targets[s:e], grad[s:e])
+            return *grads.result(), None, None
 
     return HeadLogprobs
 

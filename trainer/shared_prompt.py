@@ -25,18 +25,20 @@ if TYPE_CHECKING:
     import torch
 
 
-def completion_logprobs(model: Any, batch: Batch) -> torch.Tensor:
+def completion_logprobs(model: Any, batch: Batch, grad_hint: torch.Tensor | None = None) -> torch.Tensor:
     """log p(target) [M, T] of a right-padded micro-batch: exact on completion positions (mask 1), and 0 or
-    the plain value elsewhere (the loss masks those)."""
+    the plain value elsewhere (the loss masks those). `grad_hint` [M, T]: the gradient the loss will send back,
+    when known before the forward (trainer/head_logprobs.py: a fused head then does its backward's work early)."""
     weight = fused_head_weight(model)
+    hint = grad_hint if weight is not None else None
     cache_arg = _cache_arg(model)
     if cache_arg is None or bool((batch.mask.sum(dim=1) == 0).any()):  # no cache, or a row with no completion
-        return _logprobs(_states(model, weight, input_ids=batch.inputs)[0], weight, batch.targets)
+        return _logprobs(_states(model, weight, input_ids=batch.inputs)[0], weight, batch.targets, hint)
     prompt_len = _prompt_lengths(batch)
     rows, firsts = _distinct_prompts(batch.inputs, prompt_len)
     if len(firsts) == len(rows):
-        return _logprobs(_states(model, weight, input_ids=batch.inputs)[0], weight, batch.targets)
-    return _shared(model, weight, batch, prompt_len, rows, firsts, cache_arg)
+        return _logprobs(_states(model, weight, input_ids=batch.inputs)[0], weight, batch.targets, hint)
+    return _shared(model, weight, batch, prompt_len, rows, firsts, cache_arg, hint)
 
 
 def _states(model: Any, weight: torch.Tensor | None, **inputs: Any) -> tuple[torch.Tensor, Any]:
@@ -49,9 +51,11 @@ def _states(model: Any, weight: torch.Tensor | None, **inputs: Any) -> tuple[tor
     return out.last_hidden_state, out
 
 
-def _logprobs(states: torch.Tensor, weight: torch.Tensor | None, targets: torch.Tensor) -> torch.Tensor:
-    """log p(target) from what `_states` returned."""
-    return token_logprobs(states, targets) if weight is None else head_logprobs(states, weight, targets)
+def _logprobs(
+    states: torch.Tensor, weight: torch.Tensor | None, targets: torch.Tensor, hint: torch.Tensor | None = None
+) -> torch.Tensor:
+    """log p(target) from what `_states` returned (`hint`: the gradient expected back, for a fused head)."""
+    return token_logprobs(states, targets) if weight is None else head_logprobs(states, weight, targets, hint)
 
 
 def _prompt_lengths(batch: Batch) -> list[int]:
@@ -90,6 +94,7 @@ def _shared(
     rows: list[int],
     firsts: list[int],
     cache_arg: str,
+    hint: torch.Tensor | None,
 ) -> torch.Tensor:
     import torch
 
@@ -116,17 +121,23 @@ def _shared(
     suffix_len = width - min(prompt_len)
     suffix = torch.zeros((len(rows), suffix_len), dtype=inputs.dtype, device=device)
     suffix_targets = torch.zeros_like(suffix)
+    # The hint where the gradient lands: the assembly below sends each row's first completion position to
+    # `first` and the rest to the start of its `rest` row (zero past a row's end).
+    suffix_hint = None if hint is None else torch.zeros(suffix.shape, dtype=hint.dtype, device=device)
     for i, n in enumerate(prompt_len):
         suffix[i, : width - n] = inputs[i, n:]
         suffix_targets[i, : width - n] = targets[i, n:]
+        if suffix_hint is not None and hint is not None:
+            suffix_hint[i, : width - n] = hint[i, n:]
     mask = torch.cat([prefix_mask[index], torch.ones_like(suffix)], dim=1)
     starts = torch.tensor(prompt_len, device=device)
     suffix_pos = starts[:, None] + torch.arange(suffix_len, device=device)
     suffix_inputs = {"input_ids": suffix, "attention_mask": mask, "position_ids": suffix_pos, cache_arg: cache}
     later, _ = _states(model, weight, use_cache=True, **suffix_inputs)  # [M, S, H or V]
     first_targets = targets[torch.arange(len(rows)), starts - 1][:, None]
-    first = _logprobs(prefix_states[:, -1:][index], weight, first_targets)  # [M, 1]
-    rest = _logprobs(later, weight, suffix_targets)  # [M, S]
+    first_hint = None if hint is None else hint[torch.arange(len(rows)), starts - 1][:, None]
+    first = _logprobs(prefix_states[:, -1:][index], weight, first_targets, first_hint)  # [M, 1]
+    rest = _logprobs(later, weight, suffix_targets, suffix_hint)  # [M, S]
     if len(set(prompt_len)) == 1:
         n = prompt_len[0]
         return torch.cat([first.new_zeros((len(rows), n - 1)), first, rest[:, : width - n]], dim=1)

@@ -74,11 +74,14 @@ def policy_update(
         loss_sum: Any = 0.0
         for start in range(0, len(mini.inputs), micro_batch_size):
             mb = slice_batch(mini, start, start + micro_batch_size)
-            logp = completion_logprobs(model, mb)  # [M, T]
-            # The first mini-batch is scored by the very weights that sampled it: its old log-probs are logp.
-            old_logp = logp.detach() if old_mini is None else old_mini[start : start + len(mb.inputs)]
             n = len(mb.inputs)
-            loss = clipped_policy_loss(logp, old_logp, adv[start : start + n], mb.mask, clip_epsilon, mini_tokens)
+            mb_adv = adv[start : start + n]
+            # The first mini-batch is scored by the very weights that sampled it: its old log-probs are logp,
+            # so its ratio is 1 and the loss's gradient is known before the forward.
+            hint = None if old_mini is not None else _first_gradient(mb_adv, mb.mask, clip_epsilon, mini_tokens, ranks)
+            logp = completion_logprobs(model, mb, hint)  # [M, T]
+            old_logp = logp.detach() if old_mini is None else old_mini[start : start + n]
+            loss = clipped_policy_loss(logp, old_logp, mb_adv, mb.mask, clip_epsilon, mini_tokens)
             # FSDP averages the ranks' gradients; each rank's loss is its part of the global loss: undo the mean.
             if sync_gradients is not None:
                 sync_gradients(last=start + micro_batch_size >= len(mini.inputs))
@@ -90,6 +93,17 @@ def policy_update(
         optimizer.zero_grad(set_to_none=True)  # not needed again before the next backward: free them meanwhile
         losses.append(loss_sum)
     return UpdateStats(loss=float(sum(losses)) / updates, grad_norm=float(sum(norms)) / updates, tokens=tokens[-1])
+
+
+def _first_gradient(adv: Any, mask: Any, clip_epsilon: float, tokens: int, ranks: Ranks) -> Any:
+    """d(loss * world size)/d logp [M, T] for a micro-batch whose old log-probs are its log-probs: the ratio is
+    exp(0) = 1 whatever they are, so the same ops on zeros give the gradient the backward will bring."""
+    import torch
+
+    with torch.enable_grad():
+        logp = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device, requires_grad=True)
+        loss = clipped_policy_loss(logp, logp.detach(), adv, mask, clip_epsilon, tokens) * ranks.world_size
+        return torch.autograd.grad(loss, logp)[0]
 
 
 def _rows(batch: Batch, index: Any) -> Batch:

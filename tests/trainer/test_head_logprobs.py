@@ -61,3 +61,36 @@ def test_only_a_plain_linear_head_is_fused():
     model.lm_head.bias = torch.nn.Parameter(torch.zeros(model.lm_head.out_features))
     assert fused_head_weight(model) is None
     assert fused_head_weight(torch.nn.Linear(4, 4)) is None  # not a causal LM: no base model to run
+
+
+def _fused_with_hint(dtype, rows, hint_scale, needs=(True, True)):
+    """The fused head's log-probs and gradients, told in advance that `hint_scale * upstream` comes back
+    (None: told nothing), when `upstream` does."""
+    g = torch.Generator().manual_seed(1)
+    hidden = torch.randn(rows, 24, generator=g).to(dtype).requires_grad_(needs[0])
+    weight = (torch.randn(300, 24, generator=g) * 0.5).to(dtype).requires_grad_(needs[1])
+    targets = torch.randint(0, 300, (rows,), generator=g)
+    upstream = torch.randn(rows, generator=g)
+    hint = None if hint_scale is None else upstream * hint_scale
+    logp = head_logprobs(hidden, weight, targets, grad_hint=hint)
+    logp.backward(upstream)
+    return logp.detach(), hidden.grad, weight.grad
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows", [5, 2 * CHUNK + 7], ids=["one-chunk", "ragged-chunks"])
+def test_a_gradient_known_in_advance_gives_the_same_bits(rows, dtype):
+    told, untold = _fused_with_hint(dtype, rows, 1.0), _fused_with_hint(dtype, rows, None)
+    for a, b in zip(told, untold, strict=True):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+
+
+def test_a_wrong_hint_is_noticed_and_the_gradients_recomputed():
+    wrong, untold = _fused_with_hint(torch.float32, CHUNK + 3, 2.0), _fused_with_hint(torch.float32, CHUNK + 3, None)
+    for a, b in zip(wrong, untold, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_a_hint_for_a_frozen_head_gives_it_no_gradient():
+    _, grad_h, grad_w = _fused_with_hint(torch.float32, 9, 1.0, needs=(True, False))
+    assert grad_h is not None and grad_w is None

@@ -67,3 +67,25 @@ def test_prefilling_a_shared_prompt_once_samples_what_each_row_alone_samples(mod
     alone = [generate(model, tok, [p], seeds=[s], **kw)[0] for p, s in zip(prompts, seeds, strict=True)]
     assert together == alone
     assert len(set(together[:2] + together[3:4])) > 1  # one prompt, different seeds: not vacuous
+
+
+@pytest.mark.parametrize("prompt_lengths", [[6, 6, 6], [4, 9, 6]], ids=["same-length", "mixed-lengths"])
+def test_a_gradient_known_in_advance_reaches_every_position_it_belongs_to(model, prompt_lengths, monkeypatch):
+    """The hint is laid out like the gradients the assembly of first and later positions sends back: every
+    head call finds its gradient equal to its hint, and the gradients are the same bits as without one."""
+    import trainer.head_logprobs as head
+
+    batch = _groups(prompt_lengths, group=4)
+    weights = torch.linspace(-1.0, 1.0, len(batch.inputs))[:, None]
+    plain = _loss_and_grads(model, completion_logprobs(model, batch), batch)
+    recomputed = []
+    backward = head._function().backward
+
+    def counting(ctx, grad):
+        recomputed.append(ctx.early is None or not torch.equal(grad, ctx.saved_tensors[4]))
+        return backward(ctx, grad)
+
+    monkeypatch.setattr(head._function(), "backward", staticmethod(counting))
+    told = _loss_and_grads(model, completion_logprobs(model, batch, grad_hint=batch.mask * weights), batch)
+    assert recomputed == [False, False]  # the first completion position and the later ones
+    assert all(torch.equal(told[name], grad) for name, grad in plain.items())

@@ -190,7 +190,9 @@ def choose_tokens(
 
     if temperature == 0.0:
         return logits.argmax(dim=-1)
-    scores = logits.float() / temperature  # [B, V]: log p up to a per-row constant, which argmax ignores
+    scores = logits.float()  # [B, V]: log p up to a per-row constant, which argmax ignores
+    if temperature != 1.0:  # x / 1.0 is x: skip a pass over [B, V] and its fresh memory at every token
+        scores = scores / temperature
     if top_p < 1.0:
         scores = _top_p_filter(torch.log_softmax(scores, dim=-1), top_p)
     batch, vocab = scores.shape

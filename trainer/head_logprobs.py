@@ -59,7 +59,9 @@ class _Gradients:
         self.h = torch.empty_like(hidden) if need_h else None
         self.w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device) if need_w else None
 
-    def add(self, s: int, e: int, logits: torch.Tensor, lse: torch.Tensor, targets: torch.Tensor, grad: torch.Tensor) -> None:
+    def add(
+        self, s: int, e: int, logits: torch.Tensor, lse: torch.Tensor, targets: torch.Tensor, grad: torch.Tensor
+    ) -> None:
         """Chunk s:e: its logits [c, V] (overwritten), logsumexp [c], targets [c], incoming gradient [c]."""
         import torch
 

@@ -8,6 +8,12 @@ of C positions, forward and backward, and only the per-position logsumexp [N] is
 which recomputes each chunk's logits (a third more head matmul), as fused linear-cross-entropy kernels do.
 On the CPU the two cost the same time (bench/README.md); the memory is what this saves. Exact: the same
 arithmetic as `logits.log_softmax(-1).gather(...)`, up to summation order.
+
+When the caller knows the incoming gradient before the forward (GRPO's first mini-batch: its ratio is 1
+whatever the log-probs, trainer/update.py), the forward computes the input gradients too, from the logits it
+has just made, and the backward returns them once it has checked that the gradient it was given is that one
+(else it recomputes as above). Three head matmuls instead of four, with the same arithmetic, so the same bits:
+the update of a bench step is about 3.7 s (a tenth) shorter on the CPU (bench/README.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Our GRPO trainer against TRL's GRPOTrainer in one process, taking turns, on the same work.
 
-    python bench/trainer_vs_trl.py --device cpu [--steps 1 --warmup 0]
+    python bench/trainer_vs_trl.py --device cpu [--steps 1 --warmup 1]
 
 Both sides get a SmolLM2-135M-shaped Llama with the same random weights, the same word-level tokenizer,
 prompts, reward (bench/gpu_workload.py) and optimizer settings (bench/gpu_trl.py): 8 prompts x 8
@@ -22,9 +22,13 @@ calls' (CPU timings: on a GPU the calls are asynchronous and these would need a 
 CPU seconds per step are printed beside wall seconds: on a loaded machine wall time is mostly waiting, and
 with one thread a side's CPU seconds are close to its wall time on a quiet core.
 
-Defaults: one timed step per side and no untimed one. At the issue's shapes a step is minutes long on 2 CPU
-cores, so one-time costs are a small part of it, and a warm-up step per side would double the run (the
-issue's budget is 10 minutes for the whole bench).
+Defaults: one untimed step per side, then one timed step per side (about 5 minutes on 2 CPU cores; the
+issue's budget is 10). Not for one-time costs, which are small next to a step, but for the order: without
+it TRL's timed step is the process's first, while ours follows a TRL step, and a step that follows the
+other side's runs slower here: the page faults of memory the other side has just handed back cost about
+twice the system time (ours: 12 s a step after a TRL step, 5.5-8 s alone), and TRL's second step took 11%
+and 20% longer than its first in two runs. After a warm-up step, each timed step follows one of the other
+side's.
 
 The last line is one JSON object: ours_tokens_per_s, trl_tokens_per_s, ratio, ours_peak_rss_mb,
 trl_peak_rss_mb, sampler_overhead, steps (and a few more keys).
@@ -133,7 +137,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--steps", type=int, default=1, help="timed steps per side")
-    ap.add_argument("--warmup", type=int, default=0, help="untimed steps per side first")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed steps per side first")
     ap.add_argument("--tiny", action="store_true", help="tiny shapes (a smoke test, not a measurement)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--layers", type=int, default=0, help="fewer decoder layers (0: SmolLM2-135M's 30): not the spec")

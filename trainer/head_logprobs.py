@@ -99,7 +99,8 @@ def _function() -> Any:
             buf = torch.empty((min(CHUNK, n), weight.shape[0]), dtype=torch.float32, device=hidden.device)
             picked = torch.empty(n, dtype=torch.float32, device=hidden.device)
             lse = torch.empty(n, dtype=torch.float32, device=hidden.device)
-            early = None if hint is None else _Gradients(hidden, weight, *ctx.needs_input_grad[:2])
+            needs = ctx.needs_input_grad[:2]
+            early = None if hint is None or not any(needs) else _Gradients(hidden, weight, *needs)
             scratch = None if early is None else torch.empty_like(buf)
             for s in range(0, n, CHUNK):
                 e = min(n, s + CHUNK)

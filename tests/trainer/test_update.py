@@ -89,3 +89,26 @@ def test_updates_must_split_the_prompts_into_equal_mini_batches():
     for bad in ("updates_per_rollout=3", "updates_per_rollout=32", "updates_per_rollout=0"):
         with pytest.raises(ConfigError, match="updates_per_rollout: .* split the 16 prompts of a step"):
             load_config(sets=[bad])
+
+
+def test_the_first_mini_batch_knows_its_loss_gradient_before_the_forward(monkeypatch):
+    """With one update, the gradient the loss sends back is the one `_first_gradient` predicted, so the fused
+    head never recomputes its logits in the backward (trainer/head_logprobs.py); from the second mini-batch
+    on, the ratio is not 1 and nothing is predicted."""
+    import trainer.head_logprobs as head
+
+    calls = []
+    backward = head._function().backward
+
+    def spy(ctx, grad):
+        calls.append("early" if ctx.early is not None and torch.equal(grad, ctx.saved_tensors[4]) else "recomputed")
+        return backward(ctx, grad)
+
+    monkeypatch.setattr(head._function(), "backward", staticmethod(spy))
+    batch, adv = _batch()
+    model = build_model(SMALL)
+    _update(model, _optimizer(model), batch, adv, updates=1)
+    assert calls and set(calls) == {"early"}
+    calls.clear()
+    _update(model, _optimizer(model), batch, adv, updates=2)
+    assert calls.count("recomputed") == len(calls) // 2  # the second mini-batch's half

@@ -1,6 +1,6 @@
 """Our GRPO trainer against TRL's GRPOTrainer in one process, taking turns, on the same work.
 
-    python bench/trainer_vs_trl.py --device cpu [--steps 1 --warmup 1]
+    python bench/trainer_vs_trl.py --device cpu [--steps 1 --warmup 1] [--alone]
 
 Both sides get a SmolLM2-135M-shaped Llama with the same random weights, the same word-level tokenizer,
 prompts, reward (bench/gpu_workload.py) and optimizer settings (bench/gpu_trl.py): 8 prompts x 8
@@ -29,6 +29,10 @@ other side's runs slower here: the page faults of memory the other side has just
 twice the system time (ours: 12 s a step after a TRL step, 5.5-8 s alone), and TRL's second step took 11%
 and 20% longer than its first in two runs. After a warm-up step, each timed step follows one of the other
 side's.
+
+`--alone` is a cross-check, not the issue's bench: TRL's side, then ours, each in a fresh process of its own
+with the same flags (and only its own model), so that neither pays for the other's memory traffic. Over a
+few steps (`--alone --steps 3`) it gives each trainer's steady state as it would run by itself.
 
 The last line is one JSON object: ours_tokens_per_s, trl_tokens_per_s, ratio, ours_peak_rss_mb,
 trl_peak_rss_mb, sampler_overhead, steps (and a few more keys).
@@ -141,7 +145,16 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="tiny shapes (a smoke test, not a measurement)")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--layers", type=int, default=0, help="fewer decoder layers (0: SmolLM2-135M's 30): not the spec")
+    ap.add_argument(
+        "--alone",
+        action="store_true",
+        help="a cross-check, not the issue's bench: each side in its own process, one after the other",
+    )
+    ap.add_argument("--side", choices=SIDES, default="both", help=argparse.SUPPRESS)  # one side of --alone
     args = ap.parse_args()
+    if args.alone:
+        print(json.dumps(alone(sys.argv[1:])))
+        return
     import torch
 
     if args.threads:
@@ -150,12 +163,40 @@ def main() -> None:
     if args.layers:
         shapes = replace(shapes, layers=args.layers)
     with tempfile.TemporaryDirectory(prefix="trainer-vs-trl-") as tmp:
-        result = compare(shapes, steps=args.steps, warmup=args.warmup, device=args.device, workdir=Path(tmp))
+        result = compare(
+            shapes, steps=args.steps, warmup=args.warmup, device=args.device, workdir=Path(tmp), side=args.side
+        )
     print(json.dumps(result))
 
 
-def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Path) -> dict[str, Any]:
-    """TRL's steps with one of ours after each. -> the summary (also printed as a table)."""
+SIDES = ("both", "ours", "trl")
+
+
+def alone(argv: list[str]) -> dict[str, Any]:
+    """TRL's side, then ours, each in a fresh process of its own with the same flags (`--side`). -> both
+    summaries merged, with the ratio of their tokens per second."""
+    import subprocess
+
+    flags = [a for a in argv if a != "--alone"]
+    merged: dict[str, Any] = {}
+    for side in ("trl", "ours"):
+        print(f"-- {side} alone", flush=True)
+        cmd = [sys.executable, str(Path(__file__).resolve()), *flags, "--side", side]
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+        print(done.stdout, end="", flush=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{side} alone exited {done.returncode}: {' '.join(cmd)}")
+        merged |= json.loads(done.stdout.strip().splitlines()[-1])
+    merged["ratio"] = merged["ours_tokens_per_s"] / merged["trl_tokens_per_s"]
+    print(f"alone, each side in its own process: ratio ours/TRL tokens/s {merged['ratio']:.2f}")
+    return merged
+
+
+def compare(
+    shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Path, side: str = "both"
+) -> dict[str, Any]:
+    """TRL's steps with one of ours after each (`side` both), or one side's steps alone. -> the summary (also
+    printed as a table)."""
     import torch
     from gpu_ours import bench_trainer
     from gpu_trl import grpo_config, prompt_dataset
@@ -166,18 +207,21 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
     total = warmup + steps
     rss = RssPeak()
     tok = build_hf_tokenizer(shapes)
-    ours = bench_trainer(
-        shapes,
-        model=build_model(shapes, dtype=torch.float32, device=device, seed=0),
-        tok=tok,
-        steps=total,
-        device=device,
-        dtype=torch.float32,
-        workdir=workdir,
-        seed=0,
-        mode="none",
-    )
-    sampler = SamplerTimer(ours.model)
+    runs_ours, runs_trl = side in ("both", "ours"), side in ("both", "trl")
+    ours = None
+    if runs_ours:
+        ours = bench_trainer(
+            shapes,
+            model=build_model(shapes, dtype=torch.float32, device=device, seed=0),
+            tok=tok,
+            steps=total,
+            device=device,
+            dtype=torch.float32,
+            workdir=workdir,
+            seed=0,
+            mode="none",
+        )
+    sampler = SamplerTimer(ours.model) if ours is not None else None
     ours_steps: list[Any] = []
     trl_s: list[float] = []
     cpu_s: dict[str, list[float]] = {"ours": [], "trl": []}
@@ -191,6 +235,17 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
         _trim()
         held[side] += rss.rss() - rss.start
 
+    def ours_step() -> None:
+        assert ours is not None and sampler is not None
+        rss.peak = 0
+        rss.begin()
+        sampler.active = len(ours_steps) >= warmup
+        cpu = time.process_time()
+        ours_steps.append(ours.train_step(len(ours_steps) + 1))
+        cpu_s["ours"].append(time.process_time() - cpu)
+        sampler.active = False
+        step_done("ours", "trl")
+
     class Turns(TrainerCallback):  # type: ignore[misc]
         def on_step_begin(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
             rss.peak = 0
@@ -201,30 +256,29 @@ def compare(shapes: Shapes, *, steps: int, warmup: int, device: str, workdir: Pa
             trl_s.append(time.perf_counter() - self.t)
             cpu_s["trl"].append(time.process_time() - self.cpu)
             step_done("trl", "ours")
-            rss.peak = 0
-            rss.begin()
-            sampler.active = len(ours_steps) >= warmup
-            cpu = time.process_time()
-            ours_steps.append(ours.train_step(len(ours_steps) + 1))
-            cpu_s["ours"].append(time.process_time() - cpu)
-            sampler.active = False
-            step_done("ours", "trl")
+            if runs_ours:
+                ours_step()
 
         def on_log(self, a: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if logs and "loss" in logs:
                 trl_logs.append(dict(logs))
 
-    peer = GRPOTrainer(
-        model=build_model(shapes, dtype=torch.float32, device=device, seed=0),
-        reward_funcs=trl_reward,
-        args=grpo_config(shapes, steps=total, device=device, dtype=torch.float32, workdir=workdir, seed=0),
-        train_dataset=prompt_dataset(shapes, total, 0),
-        processing_class=tok,
-        callbacks=[Turns()],
-    )
-    peer.train()
-    ours.cleanup("completed", "")
-    cpu = {side: sum(v[warmup:]) / len(v[warmup:]) for side, v in cpu_s.items()}
+    if runs_trl:
+        peer = GRPOTrainer(
+            model=build_model(shapes, dtype=torch.float32, device=device, seed=0),
+            reward_funcs=trl_reward,
+            args=grpo_config(shapes, steps=total, device=device, dtype=torch.float32, workdir=workdir, seed=0),
+            train_dataset=prompt_dataset(shapes, total, 0),
+            processing_class=tok,
+            callbacks=[Turns()],
+        )
+        peer.train()
+    else:
+        for _ in range(total):
+            ours_step()
+    if ours is not None:
+        ours.cleanup("completed", "")
+    cpu = {side: sum(v[warmup:]) / len(v[warmup:]) for side, v in cpu_s.items() if v}
     return summarize(shapes, ours_steps[warmup:], trl_s[warmup:], trl_logs[warmup:], peaks, sampler, warmup, cpu)
 
 
@@ -234,53 +288,53 @@ def summarize(
     trl_s: list[float],
     trl_logs: list[dict[str, float]],
     peaks: dict[str, list[tuple[int, int, int]]],
-    sampler: SamplerTimer,
+    sampler: SamplerTimer | None,
     warmup: int,
     cpu_s_per_step: dict[str, float],
 ) -> dict[str, Any]:
-    """The table and the JSON summary from the timed steps."""
+    """The table and the JSON summary from the timed steps of the sides that ran."""
     mb = 1 << 20
-    ours_tokens = sum(r.tokens for r in ours)
-    ours_s = sum(r.step_s for r in ours)
-    trl_tokens = sum(log["completions/mean_length"] * shapes.global_batch for log in trl_logs)
-    ours_tps, trl_tps = ours_tokens / ours_s, trl_tokens / sum(trl_s)
-    gen_s = sum(r.generation_s for r in ours)
-    choose_s = sampler.choose_s
-    peak = {side: max(p - other for p, _, other in peaks[side][warmup:]) / mb for side in peaks}
-    raw = {side: max(p for p, _, _ in peaks[side][warmup:]) / mb for side in peaks}
-    transient = {side: max(t for _, t, _ in peaks[side][warmup:]) / mb for side in peaks}
+    rows: dict[str, dict[str, float]] = {}
+    if ours:
+        tokens, seconds = sum(r.tokens for r in ours), sum(r.step_s for r in ours)
+        rows["ours"] = {"tokens_per_s": tokens / seconds, "s_per_step": seconds / len(ours)}
+    if trl_s:
+        tokens = sum(log["completions/mean_length"] * shapes.global_batch for log in trl_logs)
+        rows["trl"] = {"tokens_per_s": tokens / sum(trl_s), "s_per_step": sum(trl_s) / len(trl_s)}
+    for side, row in rows.items():
+        timed = peaks[side][warmup:]
+        row["peak_rss_mb"] = max(p - other for p, _, other in timed) / mb
+        row["raw_peak_rss_mb"] = max(p for p, _, _ in timed) / mb
+        row["transient_rss_mb"] = max(t for _, t, _ in timed) / mb
+        row["cpu_s_per_step"] = cpu_s_per_step[side]
     print(
         f"{'':6} {'tokens/s':>10} {'s/step':>8} {'CPU s/step':>11} {'peak RSS MB':>12} {'raw peak MB':>12} "
         f"{'transient MB':>13}"
     )
-    for side, tps, sps in (("ours", ours_tps, ours_s / len(ours)), ("TRL", trl_tps, sum(trl_s) / len(trl_s))):
-        key = side.lower()
-        cpu = cpu_s_per_step[key]
-        print(f"{side:6} {tps:10.1f} {sps:8.2f} {cpu:11.2f} {peak[key]:12.0f} {raw[key]:12.0f} {transient[key]:13.0f}")
-    print(
-        f"ratio ours/TRL tokens/s: {ours_tps / trl_tps:.2f}; our generation {gen_s / len(ours):.2f} s/step, "
-        f"token choice {choose_s / len(ours):.2f} s (summed over the sampling threads)"
-    )
-    return {
-        "ours_tokens_per_s": ours_tps,
-        "trl_tokens_per_s": trl_tps,
-        "ratio": ours_tps / trl_tps,
-        "ours_peak_rss_mb": peak["ours"],
-        "trl_peak_rss_mb": peak["trl"],
-        "ours_raw_peak_rss_mb": raw["ours"],
-        "trl_raw_peak_rss_mb": raw["trl"],
-        "ours_transient_rss_mb": transient["ours"],
-        "trl_transient_rss_mb": transient["trl"],
-        "ours_s_per_step": ours_s / len(ours),
-        "trl_s_per_step": sum(trl_s) / len(trl_s),
-        "ours_cpu_s_per_step": cpu_s_per_step["ours"],
-        "trl_cpu_s_per_step": cpu_s_per_step["trl"],
-        "ours_generation_s_per_step": gen_s / len(ours),
-        "sampler_overhead": choose_s / (choose_s + sampler.forward_s),
-        "decode_forward_s_per_step": sampler.forward_s / len(ours),
-        "token_choice_s_per_step": choose_s / len(ours),
-        "steps": len(ours),
-    }
+    for side, r in rows.items():
+        print(
+            f"{'TRL' if side == 'trl' else side:6} {r['tokens_per_s']:10.1f} {r['s_per_step']:8.2f} "
+            f"{r['cpu_s_per_step']:11.2f} {r['peak_rss_mb']:12.0f} {r['raw_peak_rss_mb']:12.0f} "
+            f"{r['transient_rss_mb']:13.0f}"
+        )
+    result = {f"{side}_{key}": value for side, r in rows.items() for key, value in r.items()}
+    if "ours" in rows and "trl" in rows:
+        result["ratio"] = rows["ours"]["tokens_per_s"] / rows["trl"]["tokens_per_s"]
+        print(f"ratio ours/TRL tokens/s: {result['ratio']:.2f}")
+    if ours and sampler is not None:
+        gen_s, choose_s = sum(r.generation_s for r in ours), sampler.choose_s
+        print(
+            f"our generation {gen_s / len(ours):.2f} s/step, token choice {choose_s / len(ours):.2f} s (summed over "
+            "the sampling threads)"
+        )
+        result |= {
+            "ours_generation_s_per_step": gen_s / len(ours),
+            "sampler_overhead": choose_s / (choose_s + sampler.forward_s),
+            "decode_forward_s_per_step": sampler.forward_s / len(ours),
+            "token_choice_s_per_step": choose_s / len(ours),
+        }
+    result["steps"] = len(ours) or len(trl_s)
+    return result
 
 
 if __name__ == "__main__":

@@ -278,6 +278,10 @@ def compare(
             ours_step()
     if ours is not None:
         ours.cleanup("completed", "")
+    for side, seconds in (("ours", [r.step_s for r in ours_steps]), ("TRL", trl_s)):
+        if seconds:  # every step, so that a first step unlike the later ones shows
+            shown = [f"{s:.1f}" for s in seconds]
+            print(f"{side} s per step: warm-up {', '.join(shown[:warmup]) or '-'}; timed {', '.join(shown[warmup:])}")
     cpu = {side: sum(v[warmup:]) / len(v[warmup:]) for side, v in cpu_s.items() if v}
     return summarize(shapes, ours_steps[warmup:], trl_s[warmup:], trl_logs[warmup:], peaks, sampler, warmup, cpu)
 

@@ -22,13 +22,12 @@ calls' (CPU timings: on a GPU the calls are asynchronous and these would need a 
 CPU seconds per step are printed beside wall seconds: on a loaded machine wall time is mostly waiting, and
 with one thread a side's CPU seconds are close to its wall time on a quiet core.
 
-Defaults: one untimed step per side, then one timed step per side (about 5 minutes on 2 CPU cores; the
-issue's budget is 10). Not for one-time costs, which are small next to a step, but for the order: without
-it TRL's timed step is the process's first, while ours follows a TRL step, and a step that follows the
-other side's runs slower here: the page faults of memory the other side has just handed back cost about
-twice the system time (ours: 12 s a step after a TRL step, 5.5-8 s alone), and TRL's second step took 11%
-and 20% longer than its first in two runs. After a warm-up step, each timed step follows one of the other
-side's.
+Defaults: one untimed step per side, then one timed step per side (about 6 minutes on 2 CPU cores; the
+issue's budget is 10). A trainer's speed is its steady state, and TRL's first step is not one: with TRL alone
+in its process it ran 2-14% faster than its later steps in three runs (86.7 s then 100-102 s; 103.3 s then
+109.5 and 100.8 s; 75.4 s then 85.1 and 85.3 s: bench/README.md).
+Without the warm-up, TRL's timed step would be that first one while ours follows a TRL step; with it, each
+timed step is a steady-state step that follows one of the other side's.
 
 `--alone` is a cross-check, not the issue's bench: TRL's side, then ours, each in a fresh process of its own
 with the same flags (and only its own model), so that neither pays for the other's memory traffic. Over a

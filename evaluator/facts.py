@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
-from evaluator.errors import NotEvaluableError, UnverifiedRunError
+from evaluator.errors import NotEvaluableError, SettingsError, UnverifiedRunError
 from evaluator.settings import RunEvalConfig, run_eval_config
 from recorder.events import Event
 from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
 from recorder.reader import read_run, run_id_from
+from recorder.recorded_eval import RecordedEval
 from recorder.run import RunDir
+from trainer.policy.taskspec import BUILTIN_TASK
 
 UNVERIFIED = "UNVERIFIED"
 
@@ -34,14 +37,46 @@ class RunFacts:
     unverified: list[str]  # what verify found, when evaluated with --force; empty for an intact run
 
 
-def task_path(config: dict[str, Any], override: Path | None) -> Path:
-    """The task spec to score: the command's, else the one the run recorded, else the built-in addition."""
+def task_path(config: Mapping[str, Any], override: Path | None) -> Path:
+    """The task spec to score: the command's, else the one the run trained on (`eval.task`; a run recorded
+    before that field names its spec in `task`), else the built-in addition."""
     from trainer.policy.taskspec import shipped
 
     if override is not None:
         return override
-    recorded = (config.get("eval") or {}).get("task") if isinstance(config.get("eval"), dict) else None
-    return Path(recorded) if isinstance(recorded, str) and recorded else shipped("addition")
+    section = config.get("eval")
+    for recorded in ((section or {}).get("task") if isinstance(section, Mapping) else None, config.get("task")):
+        if isinstance(recorded, str) and recorded and recorded != BUILTIN_TASK:
+            return Path(recorded)
+    return shipped(BUILTIN_TASK)
+
+
+def check_recorded_task(recorded: RecordedEval, path: Path, given: bool) -> None:
+    """A run recorded by `recorder train` is scored on the task spec it trained on, the one whose sha256 it
+    recorded: SettingsError when `path` (--task when `given`, else the recorded file) is another, or gone."""
+    from trainer.policy.taskspec import load_spec
+
+    if recorded.task_sha256 is None:  # recorded before the field: nothing to compare with
+        return
+    trained_on = recorded.task or f"the built-in {BUILTIN_TASK} task"
+    want = f"sha256 {recorded.task_sha256[:16]}..."
+    if not given and not path.is_file():
+        raise SettingsError(
+            f"the run trained on the task spec {path}, which is not there: pass --task with that spec ({want})"
+        )
+    sha = load_spec(path).sha256
+    if sha == recorded.task_sha256:
+        return
+    if given:
+        raise SettingsError(
+            f"--task {path}: not the task spec the run trained on and recorded ({trained_on}, {want}; this one's "
+            f"is {sha[:16]}...): a run is scored on its own task and settings, or its score is another "
+            "benchmark's; leave --task out, or give the spec it recorded"
+        )
+    raise SettingsError(
+        f"{path} changed since the run recorded it ({want}, now {sha[:16]}...): pass --task with the spec "
+        "the run trained on"
+    )
 
 
 def require_verified(run: RunDir, force: bool) -> list[str]:
@@ -85,12 +120,16 @@ def read_facts(
         raise NotEvaluableError(f"{run.path}: no checkpoint_committed event: nothing to evaluate")
     candidates, problems = check_series(cps, gbs, stop.step, allow_gaps=allow_gaps)
     config = dict(opened.config)
-    if task is not None:
+    recorded = RecordedEval.from_config(config)
+    if recorded is not None:  # recorded by `recorder train`: its own settings, on its own task
+        check_recorded_task(recorded, task_path(config, task), given=task is not None)
+        eval_cfg = run_eval_config(opened_event.data)
+    elif task is not None:  # an import: the spec gives the settings
         from trainer.policy.taskspec import load_spec
 
         eval_cfg = RunEvalConfig.from_spec(load_spec(task))
     else:
-        eval_cfg = run_eval_config(opened_event.data)
+        eval_cfg = run_eval_config(opened_event.data)  # says to give --task
     return RunFacts(
         run=run,
         run_id=run_id,

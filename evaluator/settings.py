@@ -2,7 +2,9 @@
 
 The sampling settings (k, temperature, top_p, max_new_tokens) and the target come from the resolved config
 training recorded, never from evaluator defaults: evaluating with other settings would score a different
-benchmark. Options only choose how (order, workers, batch size), which cannot change a score.
+benchmark. Options only choose how (order, workers, batch size), which cannot change a score. The task spec
+is the one the run trained on (evaluator/facts.py check_recorded_task); only an imported run, which recorded
+no settings of ours, takes them from `--task`.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ class Options:
     allow_gaps: bool = False
     fingerprint: bool = True
     fingerprint_tolerance: float = DEFAULT_TOLERANCE
-    task: Path | None = None  # a task spec overriding the run's recorded task and settings
+    task: Path | None = None  # an import's task spec and settings; a trained run's own spec, wherever it lies now
     backend: Backend = "torch"
     command: str | None = None  # backend "command": the submitter's evaluation, with {checkpoint} and {out}
     dtype: Dtype = "fp32"  # Hugging Face checkpoints; the policy's own load in float32 always

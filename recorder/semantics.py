@@ -18,6 +18,7 @@ the events mean. Each rule below has a name that every failure carries, with the
 - eval-result-inside-evaluation: a result lies between its evaluation's `eval_start` and its end.
 - eval-evidence: an evaluator's result has its `results.json`, with the recorded sha256, and that file
   states the same step, checkpoint, run and score.
+- eval-settings: it scored with the k, task count and task spec the run recorded (recorder/recorded_eval.py).
 
 A checkpoint file that is missing is a warning (it cannot be checked; nothing can be evaluated from it).
 Payloads are read through recorder/kinds.py: one that does not parse fails with rule `payload`.
@@ -35,6 +36,7 @@ from recorder.evidence import RESULTS_LIMIT, check_evidence
 from recorder.findings import Findings, parsed
 from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
 from recorder.reader import run_id_from
+from recorder.recorded_eval import RecordedEval, check_eval_settings
 from recorder.rules import validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import inside, normalized, sha256_file
@@ -234,9 +236,12 @@ def _imported(events: list[Event], found: Findings) -> bool:
     return opened is not None and bool(opened.provenance.get("imported_from"))
 
 
-def _validation_start(events: list[Event]) -> int | None:
+def _opened(events: list[Event]) -> RunOpened | None:
     e = next((e for e in events if e.kind == "run_opened"), None)
-    opened = parsed(RunOpened, e, Findings()) if e is not None else None  # a bad payload fails elsewhere
+    return parsed(RunOpened, e, Findings()) if e is not None else None  # a bad payload fails elsewhere
+
+
+def _validation_start(opened: RunOpened | None) -> int | None:
     gbs = opened.global_batch_size if opened is not None else None
     return validation_start_step(gbs) if gbs is not None and gbs > 0 else None
 
@@ -251,6 +256,7 @@ class _RunFacts:
     stops: list[int]
     commits: dict[int, Commit]
     validation_start: int | None
+    recorded: RecordedEval | None  # how the run said it is evaluated (None: it did not say)
 
 
 def _check_evaluations(
@@ -263,14 +269,16 @@ def _check_evaluations(
 ) -> None:
     """Rules eval-*: each benchmark evaluation names its step's commit, after it and after training, from the
     validation start; its result lies inside it, is a possible score, the only one of its step, and has
-    evidence; every evaluation of the run scores with one task spec."""
+    evidence; every evaluation of the run scores with one task spec, the one with the settings the run recorded."""
+    opened = _opened(events)
     facts = _RunFacts(
         run,
         run_id,
         run_start,
         [e.time_ns for e in events if e.kind == "train_stop"],
         commits,
-        _validation_start(events),
+        _validation_start(opened),
+        RecordedEval.from_config(opened.config) if opened is not None else None,
     )
     # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
     # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.
@@ -314,6 +322,8 @@ def _check_evaluations(
             if (result := parsed(EvalResult, e, found)) is not None:
                 commit = commits.get(e.step) if e.step is not None else None
                 check_evidence(run, e, result, run_id, commit.data.sha256 if commit else None, found)
+                if e.key == BENCHMARK_METRIC and facts.recorded is not None:
+                    check_eval_settings(e, result, facts.recorded, found)
 
 
 def _check_score(e: Event, results: dict[int, Event], found: Findings) -> None:

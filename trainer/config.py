@@ -20,9 +20,9 @@ from typing import Any, Literal
 
 from recorder.rules import TARGET, validation_start_step
 from trainer.errors import ConfigError
+from trainer.policy.taskspec import BUILTIN_TASK
 
 BUILTIN_MODELS = ("tiny", "smollm2-135m")
-BUILTIN_TASK = "addition"
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ class EvalSettings:
     target: float = TARGET
     max_new_tokens: int = 5
     samples: int = 251  # validation tasks scored (mllog eval_samples)
+    # Resolved by load_config, never typed: the task spec the evaluation scores (a run on a spec: that file,
+    # absolute; the built-in task: None, the shipped addition spec) and its sha256 (the file and its data), so
+    # that `recorder eval` scores what the run trained on and verify can tell when an evaluation did not.
+    task: str | None = field(default=None, metadata={"resolved": True})
+    task_sha256: str | None = field(default=None, metadata={"resolved": True})
 
 
 @dataclass(frozen=True)
@@ -140,9 +145,47 @@ def load_config(path: Path | None = None, sets: list[str] | None = None) -> Trai
     if errors:
         raise ConfigError(errors)
     assert cfg is not None
+    given_eval = raw.get("eval")
+    cfg, errors = resolve_task(cfg, given_eval if isinstance(given_eval, dict) else {})
+    if errors:
+        raise ConfigError(errors)
     if cfg.max_steps == 0:
         cfg = dataclasses.replace(cfg, max_steps=cfg.validation_start + 1)
     return cfg
+
+
+# The settings a task spec carries; a run on a spec takes each from it unless the config gives it.
+_SPEC_SETTINGS = ("k", "temperature", "top_p", "max_new_tokens", "samples", "target")
+
+
+def resolve_task(cfg: TrainConfig, given_eval: dict[str, Any]) -> tuple[TrainConfig, list[str]]:
+    """The task a run trains on is the task its evaluation scores: record the spec (an absolute path, so any
+    working directory finds it) and its sha256 in `eval`, and take the spec's settings for each `eval.*` the
+    config does not give. `given_eval`: the eval keys the user gave (a recorded config given back as --config
+    holds `task` and `task_sha256`: they must be what the spec resolves to)."""
+    from trainer.policy.taskspec import TaskSpecError, load_spec, shipped
+
+    builtin = cfg.task == BUILTIN_TASK
+    path = shipped(BUILTIN_TASK) if builtin else Path(cfg.task).expanduser().resolve()
+    try:
+        spec = load_spec(path)
+    except TaskSpecError as e:
+        return cfg, [f"task: {e}"]
+    if builtin:
+        resolved = dataclasses.replace(cfg.eval, task_sha256=spec.sha256)
+    else:
+        taken = {name: getattr(spec, name) for name in _SPEC_SETTINGS if name not in given_eval}
+        resolved = dataclasses.replace(cfg.eval, task=str(path), task_sha256=spec.sha256, **taken)
+    errors = [
+        f"eval.{name}: {given_eval[name]!r} is not what task {cfg.task!r} resolves to ({getattr(resolved, name)!r}); "
+        f"it is set by `task`: leave eval.{name} out"
+        for name in ("task", "task_sha256")
+        if name in given_eval and given_eval[name] != getattr(resolved, name)
+    ]
+    if not builtin and resolved.samples > len(spec.items):
+        errors.append(f"eval.samples: {resolved.samples} is more than the {len(spec.items)} tasks of {path.name}")
+    task = cfg.task if builtin else str(path)
+    return dataclasses.replace(cfg, task=task, eval=resolved), errors
 
 
 def config_from_dict(raw: dict[str, Any]) -> TrainConfig:
@@ -292,7 +335,11 @@ def validate(cfg: TrainConfig) -> list[str]:
     need(cfg.eval.max_new_tokens >= 1, f"eval.max_new_tokens: {cfg.eval.max_new_tokens} must be >= 1")
     need(cfg.eval.k >= 1, f"eval.k: {cfg.eval.k} must be >= 1")
     need(0 < cfg.eval.target < 1, f"eval.target: {cfg.eval.target} must be in (0, 1)")
-    need(1 <= cfg.eval.samples <= 251, f"eval.samples: {cfg.eval.samples} must be in 1..251 (the validation set)")
+    need(cfg.eval.samples >= 1, f"eval.samples: {cfg.eval.samples} must be >= 1")
+    need(
+        cfg.task != BUILTIN_TASK or cfg.eval.samples <= 251,
+        f"eval.samples: {cfg.eval.samples} must be in 1..251 (the addition task's validation set)",
+    )
     need(
         cfg.model in BUILTIN_MODELS or (Path(cfg.model).expanduser() / "config.json").is_file(),
         f"model: {cfg.model!r} is neither {' nor '.join(BUILTIN_MODELS)} nor a Hugging Face model directory "
@@ -318,8 +365,9 @@ def validate(cfg: TrainConfig) -> list[str]:
     need(w.learning_rate > 0, f"warmup.learning_rate: {w.learning_rate} must be > 0")
     need(w.max_batches >= 0, f"warmup.max_batches: {w.max_batches} must be >= 0")
     need(w.check_every >= 1, f"warmup.check_every: {w.check_every} must be >= 1")
+    warms_up = w.enabled and cfg.model == "tiny" and cfg.task == BUILTIN_TASK  # as the trainer decides
     need(
-        0 <= w.stop_dev_accuracy < cfg.eval.target,
+        not warms_up or 0 <= w.stop_dev_accuracy < cfg.eval.target,
         f"warmup.stop_dev_accuracy: {w.stop_dev_accuracy} must be below eval.target {cfg.eval.target} "
         "(the init must score below the target so GRPO earns the crossing)",
     )

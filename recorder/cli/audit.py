@@ -29,7 +29,7 @@ def audit_command(
     batch_size: Annotated[int, typer.Option(help="Samples generated per batch (no completion depends on it).")] = 64,
     task: Annotated[
         Path | None,
-        typer.Option(help="The task spec the evaluation used, when `recorder eval --task` replaced the run's."),
+        typer.Option(help="The task spec the evaluation used, as `recorder eval --task` was given it."),
     ] = None,
     device: Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")] = "cpu",
     force: Annotated[

@@ -66,7 +66,10 @@ def eval_command(
     ] = None,
     task: Annotated[
         Path | None,
-        typer.Option(help="A task spec (TOML): its data, prompt, verifier and settings replace the run's."),
+        typer.Option(
+            help="A task spec (TOML). An imported run: its task and settings. A run of `recorder train`: where the "
+            "spec it recorded lies now (another is refused)."
+        ),
     ] = None,
     backend: Annotated[
         Literal["torch", "vllm", "command"], typer.Option(help="torch (ours), vllm, or command (--command).")

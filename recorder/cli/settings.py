@@ -13,7 +13,7 @@ from typing import Any
 MEANINGS: dict[str, str] = {
     "seed": "Seed of the model init, the warm-up and every rollout sample",
     "model": "The policy: tiny (from scratch), smollm2-135m (offline package), or a Hugging Face model directory",
-    "task": "The built-in addition task, or a task spec file (trainer/policy/taskspec.py)",
+    "task": "The built-in addition task, or a task spec file (trainer/policy/taskspec.py): its settings are eval.*'s",
     "device": "auto (cuda when present), cpu, cuda or cuda:N",
     "dtype": "Weights and compute (the optimizer state follows the weights)",
     "rollout": "Rollout backend; auto: vLLM for a pretrained model on a GPU, else the torch sampler",
@@ -60,7 +60,8 @@ MEANINGS: dict[str, str] = {
 
 
 def setting_fields() -> list[tuple[str, str, Any]]:
-    """(dotted key, type, default) of every `--set` option, in the config's order."""
+    """(dotted key, type, default) of every `--set` option, in the config's order; fields the config resolves
+    itself (metadata `resolved`: the evaluation's task spec and its sha256) are recorded, never given."""
     from trainer.config import TrainConfig
 
     out: list[tuple[str, str, Any]] = []
@@ -69,6 +70,8 @@ def setting_fields() -> list[tuple[str, str, Any]]:
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             hint = hints[f.name]
+            if f.metadata.get("resolved"):
+                continue
             if dataclasses.is_dataclass(hint):
                 walk(hint, f"{prefix}{f.name}.")  # type: ignore[arg-type]
             else:

@@ -183,6 +183,39 @@ def another_task_spec(events: list[Row]) -> None:
             e["data"] = {**e["data"], "task": "easier", "task_sha256": "cd" * 32}
 
 
+def pass_at_eight(events: list[Row]) -> None:
+    result = _first(events, "eval_result", 18)
+    result["data"] = {**result["data"], "k": 8}
+
+
+def sixty_four_tasks(events: list[Row]) -> None:
+    result = _first(events, "eval_result", 18)
+    result["data"] = {**result["data"], "n": 64}
+
+
+EASIER = "cd" * 32
+
+
+def every_evaluation_with_an_easier_spec(run: Path) -> None:
+    """The whole job: every evaluation, its events and its results.json alike, states one other task spec."""
+    bodies = {}
+    for step in sorted({e["step"] for e in rows(_evaluator(run)) if e["kind"] == "eval_result"}):
+        doc = json.loads(_results(run, step).read_text())
+        doc["task"] = {**doc["task"], "spec_sha256": EASIER}
+        bodies[step] = json.dumps(doc).encode()
+        _results(run, step).write_bytes(bodies[step])
+
+    def restate(events: list[Row]) -> list[Row]:
+        for e in events:
+            if e["kind"] in ("eval_start", "eval_result"):
+                e["data"] = {**e["data"], "task_sha256": EASIER}
+            if e["kind"] == "eval_result":
+                e["data"] = {**e["data"], "results_sha256": hashlib.sha256(bodies[e["step"]]).hexdigest()}
+        return events
+
+    rewrite(_evaluator(run), restate)
+
+
 def a_second_evaluation_of_step_18(run: Path) -> None:
     again = [dict(e) for e in rows(_evaluator(run)) if e["step"] == 18]
     for e in again:
@@ -216,6 +249,9 @@ CASES: list[tuple[Callable[[Path], None], str, str]] = [
     (every_sample_claimed_correct, "eval-evidence", "evaluator-0001.arrows"),
     (commit_path_with_dotdot, "commit-inside-run", "trainer-0001.arrows"),
     (_in_evaluator(another_task_spec), "one-task-spec", "evaluator-0001.arrows"),
+    (_in_evaluator(pass_at_eight), "eval-settings", "evaluator-0001.arrows"),
+    (_in_evaluator(sixty_four_tasks), "eval-settings", "evaluator-0001.arrows"),
+    (every_evaluation_with_an_easier_spec, "eval-settings", "evaluator-0001.arrows"),
     (a_second_evaluation_of_step_18, "one-result-per-step", "evaluator-0002.arrows"),
     (_in_trainer(gbs_moves_the_validation_start_past_step_18), "eval-from-validation-start", "evaluator-0001.arrows"),
 ]
@@ -230,6 +266,13 @@ def test_each_attack_is_caught_by_its_rule(
     named = [p for p in problems if p.rule == rule]
     assert named, problems
     assert named[0].segment == segment and named[0].seq is not None, named
+
+
+def test_only_the_recorded_settings_tell_an_evaluation_of_another_benchmark(attacked: Path) -> None:
+    every_evaluation_with_an_easier_spec(attacked)  # consistent: one spec, evidence that matches its events
+    problems = verify_run(attacked).problems
+    assert problems and {p.rule for p in problems} == {"eval-settings"}, problems
+    assert f"task spec {EASIER[:16]}..., not the built-in addition task" in problems[0].message
 
 
 def test_the_cli_names_segment_seq_and_rule_and_replay_refuses(attacked: Path) -> None:

@@ -2,8 +2,10 @@ import json
 
 import pytest
 
+from tests.trainer.specs import write_spec
 from trainer.config import load_config, validation_start_step
 from trainer.errors import ConfigError
+from trainer.policy.taskspec import load_spec, shipped
 
 
 def test_defaults_resolve():
@@ -75,8 +77,7 @@ def test_device_dtype_model_and_task_settings(tmp_path):
     hf = tmp_path / "hf"
     hf.mkdir()
     (hf / "config.json").write_text("{}")
-    spec = tmp_path / "t.toml"
-    spec.write_text("")
+    spec = write_spec(tmp_path)
     cfg = load_config(sets=["device=cuda:1", "dtype=bf16", f"model={hf}", f"task={spec}"])
     assert (cfg.device, cfg.dtype, cfg.model, cfg.task) == ("cuda:1", "bf16", str(hf), str(spec)) and cfg.pretrained
     with pytest.raises(ConfigError) as info:
@@ -100,3 +101,42 @@ def test_resolve_device_and_dtype():
     if not torch.cuda.is_available():
         with pytest.raises(ConfigError, match="sees no GPU"):
             resolve_device("cuda:0")
+
+
+def test_a_run_on_a_task_spec_records_it_and_takes_its_settings(tmp_path, monkeypatch):
+    spec = write_spec(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(sets=["task=plus-one.toml", "eval.k=1"])
+    assert cfg.task == cfg.eval.task == str(spec.resolve())  # absolute: found from any working directory
+    assert cfg.eval.task_sha256 == load_spec(spec).sha256
+    ev = cfg.eval
+    # the spec's settings, but eval.k: given, it wins
+    assert (ev.k, ev.samples, ev.temperature, ev.top_p, ev.max_new_tokens, ev.target) == (1, 5, 0.3, 0.9, 3, 0.5)
+
+
+def test_the_builtin_task_records_the_shipped_specs_sha256():
+    cfg = load_config()
+    assert cfg.task == "addition" and cfg.eval.task is None
+    assert cfg.eval.task_sha256 == load_spec(shipped("addition")).sha256
+
+
+def test_a_recorded_config_given_back_must_still_name_its_spec(tmp_path):
+    spec = write_spec(tmp_path)
+    recorded = tmp_path / "recorded.json"
+    recorded.write_text(json.dumps(load_config(sets=[f"task={spec}"]).to_dict()))
+    assert load_config(recorded).eval == load_config(sets=[f"task={spec}"]).eval
+    write_spec(tmp_path, answers_shift=2)  # the spec's data changed since
+    with pytest.raises(ConfigError, match=r"eval\.task_sha256: .* it is set by `task`: leave eval\.task_sha256 out"):
+        load_config(recorded)
+
+
+def test_a_spec_run_scores_at_most_the_specs_tasks(tmp_path):
+    spec = write_spec(tmp_path)
+    with pytest.raises(ConfigError, match="eval.samples: 7 is more than the 6 tasks of plus-one.toml"):
+        load_config(sets=[f"task={spec}", "eval.samples=7"])
+    with pytest.raises(ConfigError, match=r"eval.samples: 252 must be in 1\.\.251"):
+        load_config(sets=["eval.samples=252"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("k = 0\n")
+    with pytest.raises(ConfigError, match=r"task: .*bad\.toml"):
+        load_config(sets=[f"task={bad}"])

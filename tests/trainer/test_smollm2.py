@@ -12,6 +12,7 @@ from trainer.config import load_config
 from trainer.loop import GRPOTrainer
 from trainer.policy.checkpoint_files import load_checkpoint
 from trainer.policy.fingerprint import fingerprint, matches
+from trainer.policy.taskspec import load_spec
 
 pytestmark = [
     pytest.mark.slow,
@@ -97,5 +98,10 @@ def test_hf_directory_and_task_spec_train_three_steps(tmp_path):
     # The reward is the spec's verifier's 0/1 verdict (its use is checked in tests/trainer/test_task.py; at 8
     # new tokens and temperature 1 the instruct model scored 0.0 on all 24 samples in the one run made).
     assert all(s.reward in (0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0) for s in steps)
-    kinds = [e.kind for e in read_run(tmp_path / "smol-hf").events]
-    assert kinds.count("weight_update") == 3
+    events = read_run(tmp_path / "smol-hf").events
+    assert [e.kind for e in events].count("weight_update") == 3
+    # the run records the spec it is to be scored on, and the spec's evaluation settings
+    recorded = next(e for e in events if e.kind == "run_opened").data["config"]
+    assert recorded["task"] == recorded["eval"]["task"] == str(spec.resolve())
+    assert recorded["eval"]["task_sha256"] == load_spec(spec).sha256
+    assert (recorded["eval"]["k"], recorded["eval"]["samples"], recorded["eval"]["max_new_tokens"]) == (1, 4, 8)

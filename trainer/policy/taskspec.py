@@ -33,6 +33,7 @@ from trainer.errors import TrainerError
 from trainer.policy.tokenizer import Tokenizer
 from trainer.policy.verifiers import Verifier, VerifierError
 
+BUILTIN_TASK = "addition"  # the built-in task (trainer/policy/task.py); its shipped spec has this name
 SHIPPED_DIR = Path(__file__).parent / "tasks"
 PROMPT_FIELD = "{prompt}"
 _KEYS = {

@@ -130,13 +130,14 @@ def test_forged_sample_outcomes_differ_at_the_first_forged_sample(attacked: Path
 
 @pytest.fixture(scope="module")
 def foreign_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Another run (a tiny untrained model) whose step 18 was evaluated: the evaluation to paste."""
+    """Another run (a tiny untrained model) whose step 18 was evaluated with the trained run's settings
+    (pass@4 over 251 tasks, rule eval-settings holds): the evaluation to paste."""
     from evaluator.order import parse_order
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
     from tests.evaluator.synth import record_run
 
-    run = record_run(tmp_path_factory.mktemp("foreign"), run_id="foreign").path
+    run = record_run(tmp_path_factory.mktemp("foreign"), run_id="foreign", samples=251).path
     summary = evaluate_run(run, Options(order=parse_order("18")))
     assert [o.status for o in summary.outcomes] == ["scored"]
     return run
@@ -167,6 +168,25 @@ def test_a_pasted_foreign_evaluation_that_verifies_differs(attacked: Path, forei
     (step,) = audit_run(attacked, AuditOptions()).steps
     assert step.status == "differs" and step.difference is not None, step
     assert step.difference.what.startswith("sample 0 (task 0 sample 0): completion_sha256"), step.detail
+
+
+def test_a_pasted_evaluation_of_fewer_tasks_is_refused_by_verify(attacked: Path, tmp_path: Path) -> None:
+    from evaluator.order import parse_order
+    from evaluator.session import evaluate_run
+    from evaluator.settings import Options
+    from tests.evaluator.synth import record_run
+
+    easier = record_run(tmp_path, run_id="easier", samples=8).path  # its own config says 8 tasks: it verifies
+    assert [o.status for o in evaluate_run(easier, Options(order=parse_order("18"))).outcomes] == ["scored"]
+    _paste(easier, attacked, consistent=True)
+    problems = verify_run(attacked).problems
+    assert [(p.rule, p.message) for p in problems if p.rule == "eval-settings"] == [
+        (
+            "eval-settings",
+            "evaluation of step 18 scores 8 tasks, not 251: not the evaluation the run recorded "
+            "(run_opened config.eval)",
+        )
+    ], problems
 
 
 def test_a_pasted_foreign_evaluation_is_refused_by_verify_and_differs_under_force(

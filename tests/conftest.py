@@ -51,7 +51,7 @@ def ray_cluster() -> Iterator[None]:
 def trained_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default `recorder train` run (GBS 256, steps 1..19, checkpoints 18 and 19), trained once per
     session, only when a test asks for it. The warm-up init is cached under ~/.cache/recorder/warmup, so
-    only the first session on a machine pays for it (about a minute on 2 cores)."""
+    only the first session on a machine pays for it (about two minutes on 2 cores)."""
     torch = pytest.importorskip("torch")
     from trainer.config import load_config
     from trainer.loop import GRPOTrainer

@@ -88,7 +88,7 @@ def train(
     if not ranks.is_main:  # rank 0 speaks for the run; the others only train and record their own segment
         _train_rank(ranks, config, sets, root, run_id)
         return
-    err.print("train: starting (loading torch and the model; a new seed's warm-up takes about a minute)")
+    err.print("train: starting (loading torch and the model; a new seed's warm-up takes about two minutes)")
     from trainer.config import load_config
     from trainer.loop import GRPOTrainer
     from trainer.progress import Progress

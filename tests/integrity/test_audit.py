@@ -132,12 +132,17 @@ def test_forged_sample_outcomes_differ_at_the_first_forged_sample(attacked: Path
 def foreign_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Another run (a tiny untrained model) whose step 18 was evaluated with the trained run's settings
     (pass@4 over 251 tasks, rule eval-settings holds): the evaluation to paste."""
+    return _evaluated_elsewhere(tmp_path_factory.mktemp("foreign"), "foreign", tasks=251)
+
+
+def _evaluated_elsewhere(root: Path, run_id: str, tasks: int) -> Path:
+    """A synthetic run of a tiny untrained model whose own config scores `tasks` tasks, its step 18 evaluated."""
     from evaluator.order import parse_order
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
     from tests.evaluator.synth import record_run
 
-    run = record_run(tmp_path_factory.mktemp("foreign"), run_id="foreign", samples=251).path
+    run = record_run(root, run_id=run_id, samples=tasks).path
     summary = evaluate_run(run, Options(order=parse_order("18")))
     assert [o.status for o in summary.outcomes] == ["scored"]
     return run
@@ -171,13 +176,7 @@ def test_a_pasted_foreign_evaluation_that_verifies_differs(attacked: Path, forei
 
 
 def test_a_pasted_evaluation_of_fewer_tasks_is_refused_by_verify(attacked: Path, tmp_path: Path) -> None:
-    from evaluator.order import parse_order
-    from evaluator.session import evaluate_run
-    from evaluator.settings import Options
-    from tests.evaluator.synth import record_run
-
-    easier = record_run(tmp_path, run_id="easier", samples=8).path  # its own config says 8 tasks: it verifies
-    assert [o.status for o in evaluate_run(easier, Options(order=parse_order("18"))).outcomes] == ["scored"]
+    easier = _evaluated_elsewhere(tmp_path, "easier", tasks=8)  # its own config says 8 tasks: there, it verifies
     _paste(easier, attacked, consistent=True)
     problems = verify_run(attacked).problems
     assert [(p.rule, p.message) for p in problems if p.rule == "eval-settings"] == [

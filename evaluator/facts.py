@@ -14,8 +14,8 @@ from recorder.events import Event
 from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
 from recorder.reader import read_run, run_id_from
-from recorder.recorded_eval import RecordedEval
 from recorder.run import RunDir
+from recorder.verify.eval_settings import RecordedEval
 from trainer.policy.taskspec import BUILTIN_TASK
 
 UNVERIFIED = "UNVERIFIED"

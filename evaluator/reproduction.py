@@ -16,7 +16,7 @@ from evaluator.attempts import Attempt
 from evaluator.errors import MissingEvidenceError
 from recorder.kinds import EvalResult
 from recorder.run import RunDir
-from recorder.semantics import RESULTS_LIMIT, inside, sha256_file
+from recorder.verify.facts import RESULTS_LIMIT, inside, sha256_file
 
 Status = Literal["reproduced", "differs", "missing evidence"]
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from recorder.events import Event
-from recorder.problem import Problem
 from recorder.reader import recorded_run_id
 from recorder.regular import is_regular
 from recorder.run import RunDir
+from recorder.verify.problem import Problem
 from replay.errors import ReplayError
 from replay.rulesets import get_known
 from replay.run_scan import RunScan, scan_run

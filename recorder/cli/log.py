@@ -14,10 +14,10 @@ from rich.table import Table
 from recorder.cli.output import console, cut, err, label, line, warning
 
 if TYPE_CHECKING:
-    from recorder.problem import Problem
     from recorder.run import RunDir
     from recorder.signing import SignatureState
     from recorder.verify import SegmentSummary, VerifyReport
+    from recorder.verify.problem import Problem
 
 
 def _utc(time_ns: int) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from evaluator.errors import SettingsError
 from evaluator.facts import check_recorded_task, read_facts, task_path
-from recorder.recorded_eval import RecordedEval
+from recorder.verify.eval_settings import RecordedEval
 from tests.helpers import run_cli
 from tests.trainer.specs import write_spec
 from trainer.config import load_config

@@ -8,7 +8,7 @@ from typing import TypeVar
 from recorder.errors import EventDecodeError
 from recorder.events import Event
 from recorder.kinds import Payload, PayloadError
-from recorder.problem import Problem
+from recorder.verify.problem import Problem
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Segments are streamed: messages are read one at a time and checked in chunks (512 events or 1 MB), so
 memory stays bounded by the chunk or the largest event, not the segment. A segment the stream cannot read
 cleanly to its end (torn, damaged) is read whole by `read_segment`, which locates the damage. When every
-segment is intact, `recorder.semantics` checks that the timeline is possible and the evidence matches.
+segment is intact, `recorder.verify.facts` checks that the timeline is possible and the evidence matches.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from recorder.catalogue import catalogue
 from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.kinds import PayloadError, SegmentClosed, SegmentOpened
-from recorder.problem import Problem
 from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, merge, read_segment, recorded_run_id
 from recorder.regular import read_regular
 from recorder.run import RunDir
@@ -34,8 +33,9 @@ from recorder.segment import (
     segment_name,
     skipped_entries,
 )
-from recorder.semantics import KINDS, check_facts, for_rules
 from recorder.signing import fingerprint, signature_valid
+from recorder.verify.facts import KINDS, check_facts, for_rules
+from recorder.verify.problem import Problem
 
 __all__ = ["Problem", "SegmentSummary", "VerifyReport", "check_segment", "verify_run"]
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from recorder.errors import EventDecodeError
 from recorder.events import Event
-from recorder.findings import Findings
 from recorder.kinds import EvalResult
 from recorder.run import RunDir
 from recorder.run_files import inside, sha256_file
+from recorder.verify.findings import Findings
 
 RESULTS_LIMIT = 512 * 1024 * 1024  # a results.json larger than this is not read
 

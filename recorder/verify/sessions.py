@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from recorder.events import Event
-from recorder.findings import Findings, parsed
 from recorder.kinds import RunOpened, TrainStop
+from recorder.verify.findings import Findings, parsed
 
 TRAINER_WRITER = "trainer"  # the writer of our own trainer's sessions (trainer/loop.py WRITER)
 LATEST_NS = 4_102_444_800 * 10**9  # 2100-01-01 UTC

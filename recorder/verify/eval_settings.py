@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from recorder.events import Event
-from recorder.findings import Findings
 from recorder.kinds import EvalResult
+from recorder.verify.findings import Findings
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ the events mean. Each rule below has a name that every failure carries, with the
 - eval-result-inside-evaluation: a result lies between its evaluation's `eval_start` and its end.
 - eval-evidence: an evaluator's result has its `results.json`, with the recorded sha256, and that file
   states the same step, checkpoint, run and score.
-- eval-settings: it scored with the k, task count and task spec the run recorded (recorder/recorded_eval.py).
+- eval-settings: it scored with the k, task count and task spec the run recorded (recorder/verify/eval_settings.py).
 
 A checkpoint file that is missing is a warning (it cannot be checked; nothing can be evaluated from it).
 Payloads are read through recorder/kinds.py: one that does not parse fails with rule `payload`.
@@ -32,16 +32,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from recorder.events import Event
-from recorder.evidence import RESULTS_LIMIT, check_evidence
-from recorder.findings import Findings, parsed
 from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
 from recorder.reader import run_id_from
-from recorder.recorded_eval import RecordedEval, check_eval_settings
 from recorder.rules import validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import inside, normalized, sha256_file
 from recorder.safetensors_header import HeaderError, read_header
-from recorder.sessions import check_clocks, check_opened, check_sessions, check_steps
+from recorder.verify.eval_settings import RecordedEval, check_eval_settings
+from recorder.verify.evidence import RESULTS_LIMIT, check_evidence
+from recorder.verify.findings import Findings, parsed
+from recorder.verify.sessions import check_clocks, check_opened, check_sessions, check_steps
 
 __all__ = ["KINDS", "RESULTS_LIMIT", "Findings", "check_facts", "for_rules", "inside", "sha256_file"]
 

@@ -19,8 +19,8 @@ def report(
     ] = None,
 ) -> None:
     """Write one HTML file (no network, nothing beside it): verdicts, timeline, tables, charts, the mllog."""
-    from recorder.history.report import build_report
-    from recorder.history.report_story import what_happened
+    from recorder.report.page import build_report
+    from recorder.report.story import what_happened
 
     check_output(output, suffixes=(".html", ".htm"))  # before any run is read
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.history.report import build_report
+from recorder.report.page import build_report
 from tests.helpers import run_cli
 from tests.history import report_runs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.history.report_plotly import encoded
+from recorder.report.plotly_bundle import encoded
 
 
 def unpacked(text: str) -> bytes:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.history.report import build_report, script_json
-from recorder.history.report_charts import plotly_text
+from recorder.report.charts import plotly_text
+from recorder.report.page import build_report, script_json
 from recorder.verify import SEGMENT_NAME_RULE, verify_run
 from replay.synthetic import record_run
 from tests.integrity.forge import rewrite, rows

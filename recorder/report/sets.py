@@ -7,8 +7,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from recorder.history.report_charts import accuracy_by_step, reward_by_step, style
-from recorder.history.report_facts import RunFacts
+from recorder.report.charts import accuracy_by_step, reward_by_step, style
+from recorder.report.facts import RunFacts
 
 if TYPE_CHECKING:
     from replay.set_score import SetScore

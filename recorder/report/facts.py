@@ -6,7 +6,7 @@ as `recorder replay --compare` and `recorder replay` would. The RCP checker's ve
 is kept in `derived/rcp.json` (replay.rcp_cache), since the checker reads the whole log.
 
 The long series (steps, checkpoints) stay Arrow tables, with only the columns the page uses; the page
-thins them (report_series) before any becomes Python rows.
+thins them (report.series) before any becomes Python rows.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import pyarrow as pa
 
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
-from recorder.history.report_mllog import MllogExcerpt, read_excerpt
-from recorder.history.report_series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.reader import recorded_run_id
+from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
+from recorder.report.series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.rules import is_standard_target, validation_start_step
 from recorder.run import RunDir
 

@@ -1,7 +1,7 @@
 """`recorder report`: one self-contained HTML page for a run or a set of runs, for a reviewer to open.
 
-The page holds everything: the facts (report_facts), the words (report_story), the chart specs
-(report_charts) and plotly.js itself, inlined. It loads nothing, so it opens offline from an attachment.
+The page holds everything: the facts (report.facts), the words (report.story), the chart specs
+(report.charts) and plotly.js itself, inlined. It loads nothing, so it opens offline from an attachment.
 Scores, checker verdicts and the mllog come from the files replay derives; this module formats them.
 """
 
@@ -20,13 +20,13 @@ from typing import Any
 import pyarrow.compute as pc
 
 from recorder.errors import InputError
-from recorder.history.report_charts import accuracy_by_step, reward_by_step, timeline
-from recorder.history.report_facts import VERIFIED_AT_COMPACTION, RunFacts, attach_rcp, gather, read_views
-from recorder.history.report_mllog import HEAD, TAIL
-from recorder.history.report_plotly import encoded
-from recorder.history.report_series import MAX_ROWS, MIN_NS, capped, end_ns
-from recorder.history.report_sets import set_section
-from recorder.history.report_story import what_happened
+from recorder.report.charts import accuracy_by_step, reward_by_step, timeline
+from recorder.report.facts import VERIFIED_AT_COMPACTION, RunFacts, attach_rcp, gather, read_views
+from recorder.report.mllog_excerpt import HEAD, TAIL
+from recorder.report.plotly_bundle import encoded
+from recorder.report.series import MAX_ROWS, MIN_NS, capped, end_ns
+from recorder.report.sets import set_section
+from recorder.report.story import what_happened
 
 
 class ReportError(InputError):
@@ -340,7 +340,7 @@ def build_report(run_dirs: list[Path], out: Path, ruleset: str | None = None) ->
     body += "".join(run_section(f, i, charts, several) for i, f in enumerate(runs))
     title = f"recorder report: {runs[0].run_id}" if not several else f"recorder report: {len(runs)} runs"
     data = script_json({"charts": charts})
-    template = Template((Path(__file__).with_name("report_template.html")).read_text(encoding="utf-8"))
+    template = Template((Path(__file__).with_name("template.html")).read_text(encoding="utf-8"))
     page = template.substitute(title=e(title), body=body, data=data, plotly_gz=plotly_gz())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page, encoding="utf-8")

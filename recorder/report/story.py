@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from recorder.history.report_facts import RunFacts
-from recorder.history.report_series import first_steps
+from recorder.report.facts import RunFacts
+from recorder.report.series import first_steps
 from recorder.rules import TARGET
 
 

@@ -1,7 +1,7 @@
 """Plotly figure specs (plain JSON) for `recorder report`: a run's timeline, accuracy and reward by step.
 
 The specs are data; plotly.js, inlined in the page, draws them. Long runs are thinned so the page stays
-small (report_series: a timeline lane keeps the scored region's items first, a curve each bucket's low and
+small (report.series: a timeline lane keeps the scored region's items first, a curve each bucket's low and
 high), and the page says so.
 """
 
@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recorder.history.report_facts import RunFacts
-from recorder.history.report_series import MIN_NS, bounds, end_ns, minutes, pick, rows, thin
+from recorder.report.facts import RunFacts
+from recorder.report.series import MIN_NS, bounds, end_ns, minutes, pick, rows, thin
 from recorder.rules import TARGET
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")

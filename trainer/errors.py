@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from recorder.errors import DataError, InputError, RecorderError
+from trainer.policy.errors import CheckpointError, TokenizerError
+
+__all__ = ["CheckpointError", "ConfigError", "TokenizerError", "TrainerError", "TrainingFailed"]
 
 
 class TrainerError(RecorderError):
@@ -15,14 +18,6 @@ class ConfigError(TrainerError, InputError):
     def __init__(self, errors: list[str]) -> None:
         self.errors = list(errors)
         super().__init__(f"{len(errors)} invalid config value(s):\n  " + "\n  ".join(errors))
-
-
-class TokenizerError(TrainerError, InputError):
-    """Text the tokenizer cannot encode, or a tokenizer.json it cannot read."""
-
-
-class CheckpointError(TrainerError, DataError):
-    """A checkpoint that could not be written or read (disk full, permission, missing or altered file)."""
 
 
 class TrainingFailed(TrainerError, DataError):

@@ -2,4 +2,4 @@
 the checkpoint's files and their fingerprint, and the task. The evaluator imports this package and nothing
 else of `trainer`."""
 
-from trainer.errors import CheckpointError as CheckpointError  # what the policy's loaders raise
+from trainer.policy.errors import CheckpointError as CheckpointError  # what the policy's loaders raise

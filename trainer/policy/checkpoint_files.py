@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from recorder.run import fsync_dir
-from trainer.errors import CheckpointError
 from trainer.policy.config_check import check_config_matches_weights
+from trainer.policy.errors import CheckpointError
 from trainer.policy.tokenizer import Tokenizer, from_json
 
 WEIGHTS = "model.safetensors"

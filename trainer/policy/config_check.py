@@ -14,7 +14,7 @@ from typing import Any
 
 from recorder.errors import DataError
 from recorder.safetensors_header import read_header
-from trainer.errors import CheckpointError
+from trainer.policy.errors import CheckpointError
 
 
 def _meta_model(config: Any) -> Any:

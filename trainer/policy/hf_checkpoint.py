@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from trainer.errors import CheckpointError
+from trainer.policy.errors import CheckpointError
 from trainer.policy.tokenizer import HFTokenizer
 
 Dtype = Literal["fp32", "bf16", "fp16"]

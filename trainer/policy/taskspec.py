@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder import canonical
-from recorder.errors import InputError
-from trainer.errors import TrainerError
+from trainer.policy.errors import TaskError
 from trainer.policy.tokenizer import Tokenizer
 from trainer.policy.verifiers import Verifier, VerifierError
 
@@ -53,7 +52,7 @@ _KEYS = {
 }
 
 
-class TaskSpecError(TrainerError, InputError):
+class TaskSpecError(TaskError):
     """A task spec or one of its data files that cannot be used; the message names the file and line."""
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from trainer.errors import TokenizerError
+from trainer.policy.errors import TokenizerError
 
 CHARS = "0123456789+-*/= "
 SPECIALS = ("<pad>", "<bos>", "<eos>")

@@ -16,8 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from recorder.errors import InputError
-from trainer.errors import TrainerError
+from trainer.policy.errors import TaskError
 
 VerifierKind = Literal["exact", "numeric", "regex", "math"]
 KINDS: tuple[str, ...] = get_args(VerifierKind)
@@ -25,7 +24,7 @@ KINDS: tuple[str, ...] = get_args(VerifierKind)
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?|[-+]?\.\d+")
 
 
-class VerifierError(TrainerError, InputError):
+class VerifierError(TaskError):
     """A verifier that cannot be built: unknown kind, bad pattern, missing package."""
 
 

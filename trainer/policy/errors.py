@@ -1,0 +1,26 @@
+"""The policy's exceptions: one base, small subclasses. The policy stands alone (the evaluator imports it
+without the trainer), so its errors live here and the trainer's build on the same core classes."""
+
+from __future__ import annotations
+
+from recorder.errors import DataError, InputError, RecorderError
+
+
+class PolicyError(RecorderError):
+    """Base of every error the policy raises on purpose: a model, tokenizer, task or checkpoint it cannot use."""
+
+
+class ModelError(PolicyError):
+    """A model that cannot be built or loaded (no usable tokenizer, not a causal LM, a missing package file)."""
+
+
+class TaskError(PolicyError, InputError):
+    """A task spec or verifier that cannot be used."""
+
+
+class TokenizerError(PolicyError, InputError):
+    """Text the tokenizer cannot encode, or a tokenizer.json it cannot read."""
+
+
+class CheckpointError(PolicyError, DataError):
+    """A checkpoint that could not be written or read (disk full, permission, missing or altered file)."""

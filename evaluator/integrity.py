@@ -51,7 +51,7 @@ def weights_path(directory: Path, cp: CommittedCheckpoint) -> Path:
 
 def _digest(weights: Path) -> tuple[str, int]:
     if weights.is_dir():
-        from recorder.adapters.nemo import tree_digest
+        from recorder.run_files import tree_digest
 
         return tree_digest(weights)
     return sha256_file(weights), weights.stat().st_size

@@ -16,6 +16,21 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def tree_digest(directory: Path) -> tuple[str, int]:
+    """(sha256 of the `sha256sum`-style manifest of every file under `directory`, total bytes)."""
+    lines, total = [], 0
+    for f in sorted(
+        (p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.relative_to(directory).as_posix()
+    ):
+        h = hashlib.sha256()
+        with open(f, "rb") as stream:
+            while block := stream.read(1 << 20):
+                h.update(block)
+        lines.append(f"{h.hexdigest()}  {f.relative_to(directory).as_posix()}\n")
+        total += f.stat().st_size
+    return hashlib.sha256("".join(lines).encode()).hexdigest(), total
+
+
 def inside(run: RunDir, rel: object) -> Path | None:
     """`rel` resolved inside the run directory (symlinks followed), or None if it is absolute or leaves it."""
     if not isinstance(rel, str) or not rel or PurePosixPath(rel).is_absolute() or Path(rel).is_absolute():

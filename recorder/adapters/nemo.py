@@ -21,7 +21,6 @@ modification time of the checkpoint (when its write finished, as the file system
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from recorder.provenance import provenance
 from recorder.reader import read_run
 from recorder.rules import BENCHMARK, RULESET, validation_start_step
 from recorder.run import RunDir
+from recorder.run_files import tree_digest
 
 SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
@@ -191,21 +191,6 @@ def series_problems(checkpoints: list[NemoCheckpoint], gbs: int) -> list[str]:
         if c.samples != c.step * gbs:
             problems.append(f"step {c.step}: {c.samples} samples consumed, expected step x GBS = {c.step * gbs}")
     return problems
-
-
-def tree_digest(directory: Path) -> tuple[str, int]:
-    """(sha256 of the `sha256sum`-style manifest of every file under `directory`, total bytes)."""
-    lines, total = [], 0
-    for f in sorted(
-        (p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.relative_to(directory).as_posix()
-    ):
-        h = hashlib.sha256()
-        with open(f, "rb") as stream:
-            while block := stream.read(1 << 20):
-                h.update(block)
-        lines.append(f"{h.hexdigest()}  {f.relative_to(directory).as_posix()}\n")
-        total += f.stat().st_size
-    return hashlib.sha256("".join(lines).encode()).hexdigest(), total
 
 
 def _written_ns(directory: Path) -> int:

@@ -14,12 +14,12 @@ from recorder.adapters.nemo import (
     CheckpointLayoutError,
     NoCheckpointsError,
     import_checkpoints,
-    tree_digest,
 )
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.rules import validation_start_step as validation_start
 from recorder.run import RunDir
+from recorder.run_files import tree_digest
 from recorder.verify import verify_run
 from replay.synthetic import write_evidence
 from tests.adoption import nemo_layout

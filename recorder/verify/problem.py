@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from recorder.verify.registry import rule
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -16,6 +18,10 @@ class Problem:
     seq: int | None
     message: str
     rule: str = ""
+
+    def __post_init__(self) -> None:
+        if self.rule:
+            rule(self.rule)  # every named rule is registered, so the docs' table lists it
 
     def __str__(self) -> str:
         where = self.segment + (f" seq {self.seq}" if self.seq is not None else "")

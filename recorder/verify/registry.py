@@ -1,0 +1,61 @@
+"""Every rule verify names, with what it refuses in one line: the one list the code, the docs and the tests
+read. A rule is named here before any check may fail with it (`rule` raises on an unknown name), and the rule
+table in docs/integrity.md is generated from this list (`python -m recorder.verify.rule_table`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A named rule: its layer (`bytes`, `facts`, `derived`), and what it refuses."""
+
+    name: str
+    layer: str
+    refuses: str
+    only_recorded: bool = False  # an imported log's own times and steps are the log's: checked on our writers only
+
+
+_RULES = (
+    Rule("signature", "bytes", "a bad signature; with `--require-signed`, an unsigned or untrusted segment"),
+    Rule("segment-name", "bytes", "a segment file named other than its writer names it"),
+    Rule("payload", "facts", "an event whose data does not parse as its kind's payload"),
+    Rule("run-id", "facts", "an event of another run id than the run's own `run_opened`"),
+    Rule("time-range", "facts", "an event dated before 1970, from 2100, or more than a day after now", True),
+    Rule("mono-order", "facts", "a segment whose monotonic clock goes back", True),
+    Rule("step-range", "facts", "a step below 0 or from 2**31"),
+    Rule("one-run-opened", "facts", "a second `run_opened` that is not a resume, or one that changes the benchmark"),
+    Rule("session-steps", "facts", "a trainer session whose updates are not 1, 2, 3, ..., or lack their metrics", True),
+    Rule("session-overlap", "facts", "two trainer sessions of one run that overlap in time", True),
+    Rule("train-stop-order", "facts", "`train_stop` before its session's last weight update", True),
+    Rule("one-update-per-step", "facts", "a second `weight_update` for one step"),
+    Rule("update-after-run-start", "facts", "a weight update, stop or evaluation dated before `run_start`"),
+    Rule("update-order", "facts", "weight updates whose times do not rise with their steps"),
+    Rule("update-before-commit", "facts", "a checkpoint committed before its weight update"),
+    Rule("one-commit-per-step", "facts", "a second `checkpoint_committed` for one step"),
+    Rule("commit-inside-run", "facts", "a checkpoint path outside the run directory, or not a plain path"),
+    Rule("commit-sha", "facts", "a weights file whose size or sha256 is not the committed one"),
+    Rule("commit-metadata", "facts", "weights whose stored step, weight-update time or run id differ from the commit"),
+    Rule("commit-files", "facts", "a committed config or tokenizer file that is missing or changed"),
+    Rule("eval-names-commit", "facts", "an evaluation of a step that has no committed checkpoint"),
+    Rule("eval-after-commit", "facts", "an evaluation that starts before its checkpoint's commit"),
+    Rule("eval-after-train-stop", "facts", "an evaluation that starts before `train_stop`"),
+    Rule("eval-result-inside-evaluation", "facts", "a result or stop outside its evaluation"),
+    Rule("eval-value", "facts", "an accuracy that is not a finite number in [0, 1]"),
+    Rule("one-result-per-step", "facts", "a second benchmark accuracy for one step"),
+    Rule("eval-from-validation-start", "facts", "an evaluation of a step before the validation start"),
+    Rule("one-task-spec", "facts", "evaluations of one run scored with different task specs"),
+    Rule("eval-settings", "facts", "an evaluation whose k, task count or task spec differ from the run's"),
+    Rule("eval-evidence", "facts", "a results.json missing, altered, or stating another step, score or setting"),
+    Rule("derived-scores", "derived", "a row of derived/scores.jsonl that the events do not derive"),
+)
+
+RULES: dict[str, Rule] = {r.name: r for r in _RULES}
+
+
+def rule(name: str) -> str:
+    """`name`, checked to be a registered rule (an unregistered name is a bug, caught by the first test)."""
+    if name not in RULES:
+        raise KeyError(f"verify rule {name!r} is not in recorder/verify/registry.py")
+    return name

@@ -1,6 +1,6 @@
 """The log writer: appends events to its own segment, durably, thread-safely, with a digest chain.
 
-Durability policy (also in the README):
+Durability policy (also in docs/design.md, section 3):
 - every event reaches the OS (one `write` per event) before `append` returns, so a killed process loses
   nothing it appended;
 - critical kinds (catalogue.toml: weight updates, checkpoint commits, eval results, run boundaries) are
@@ -11,7 +11,7 @@ A writer that copies a record kept elsewhere (`recorder import` of a finished ml
 `durability="at-close"` instead: nothing is fsynced until `close`, which fsyncs the segment and its folder
 once. A power loss mid-import leaves a torn or unclosed segment (verify says so) while the source file still
 holds every fact, so importing again loses nothing; 26 fsyncs per typical result file were most of the
-import's time (bench/README.md, issue 15).
+import's time (bench/README.md, bench/replay.py --imported-runs).
 """
 
 from __future__ import annotations

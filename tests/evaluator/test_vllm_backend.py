@@ -27,6 +27,7 @@ from evaluator.settings import Options
 from evaluator.vllm_backend import VllmWorkers
 from recorder.reader import read_run
 from recorder.rules import TARGET
+from tests.contract.workers_contract import WorkersContract
 from tests.evaluator import hf_series
 from tests.evaluator.synth import record_run
 from trainer.policy.taskspec import shipped
@@ -36,6 +37,7 @@ pytest.importorskip("vllm")
 pytest.importorskip("math_verify", reason="the shipped math-word spec's verifier: pip install 'recorder[math]'")
 
 T0_MS = 1_780_000_000_000
+GREEDY_SAMPLING = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 3}
 UPDATES_MS = {18: T0_MS + 1_080_000, 19: T0_MS + 1_142_000}
 GREEDY_SPEC = """name = "tiny-chat-greedy"
 data = "data.jsonl"
@@ -161,3 +163,12 @@ def test_a_head_size_vllm_cannot_serve_on_cpu_is_an_eval_failed(engine: SharedEn
     (outcome,) = summary.outcomes
     assert outcome.status == "failed" and outcome.error == "BackendCannotLoad"
     assert "head size 16" in outcome.reason and "--backend torch" in outcome.reason
+
+
+class TestVllmWorkers(WorkersContract):
+    """The workers contract on the vLLM engine: greedy, since vLLM samples with its own sampler."""
+
+    sampling = GREEDY_SAMPLING
+
+    def start(self) -> VllmWorkers:
+        return VllmWorkers()

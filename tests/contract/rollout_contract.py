@@ -1,7 +1,8 @@
 """The contract every rollout backend keeps (trainer/rollout.py's `Rollout`), as one abstract test class.
 
 A backend's subclass says how to start it on a model (`start`) and which sampling it reproduces (`sampling`:
-seeded sampling for the torch family, greedy for vLLM, whose sampler is its own). The class checks:
+seeded sampling for the torch family, greedy for vLLM, whose sampler is its own) and, where the backend
+needs one, its model's shape (`model_config`). The class checks:
 
 - its completions are the in-process sampler's (`TorchRollout`) on the same weights, bit for bit;
 - the same (prompt, seed) pairs give the same completions whatever the batches they are sent in;
@@ -33,6 +34,7 @@ class RolloutContract:
     """Subclass with `start(model, tokenizer)`; `sampling` is what the backend reproduces."""
 
     sampling: ClassVar[dict[str, Any]] = SEEDED
+    model_config: ClassVar[ModelConfig] = SMALL
 
     def start(self, model: Any, tokenizer: Any) -> Rollout:
         raise NotImplementedError
@@ -40,7 +42,7 @@ class RolloutContract:
     @pytest.fixture(scope="class")
     def backend(self) -> Iterator[tuple[Rollout, Any, Any]]:
         torch.manual_seed(0)
-        model, tokenizer = build_model(SMALL).eval(), build_tokenizer(SMALL)
+        model, tokenizer = build_model(self.model_config).eval(), build_tokenizer(self.model_config)
         rollout = self.start(model, tokenizer)
         try:
             yield rollout, model, tokenizer

@@ -1,5 +1,6 @@
 """The contract every pool of evaluation workers keeps (evaluator/workers.py's `Workers`), as one abstract
-test class. A pool's subclass says how to start it (`start`) and what it reproduces (`sampling`); on a real
+test class. A pool's subclass says how to start it (`start`), what it reproduces (`sampling`) and, where it
+needs one, the tiny checkpoint's width (`hidden_size`); on a real
 tiny checkpoint and the shipped addition task the class checks:
 
 - `score` returns one sample per (task, sample) of the plan, in plan order;
@@ -36,6 +37,7 @@ class WorkersContract:
     """Subclass with `start()`; `sampling` is what the pool reproduces."""
 
     sampling: ClassVar[dict[str, Any]] = SEEDED
+    hidden_size: ClassVar[int] = 32  # of the tiny checkpoint scored
 
     def start(self) -> Workers:
         raise NotImplementedError
@@ -44,7 +46,9 @@ class WorkersContract:
     def checkpoint(self, tmp_path_factory: pytest.TempPathFactory) -> str:
         from tests.evaluator.synth import record_run
 
-        run = record_run(tmp_path_factory.mktemp("workers"), steps=18, samples=TASKS, sharpen=1.0)
+        run = record_run(
+            tmp_path_factory.mktemp("workers"), steps=18, samples=TASKS, sharpen=1.0, hidden_size=self.hidden_size
+        )
         return str(run.path / "checkpoints" / "step_0000018")
 
     @pytest.fixture(scope="class")

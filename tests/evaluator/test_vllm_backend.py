@@ -169,6 +169,7 @@ class TestVllmWorkers(WorkersContract):
     """The workers contract on the vLLM engine: greedy, since vLLM samples with its own sampler."""
 
     sampling = GREEDY_SAMPLING
+    hidden_size = 64  # two heads of 32: vLLM's CPU attention has no kernel for 16
 
     def start(self) -> VllmWorkers:
         return VllmWorkers()

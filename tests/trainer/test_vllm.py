@@ -9,6 +9,7 @@ pytestmark = pytest.mark.vllm
 vllm = pytest.importorskip("vllm")
 
 from tests.contract.rollout_contract import GREEDY, RolloutContract
+from trainer.policy.model import ModelConfig
 
 
 def test_vllm_rollout_follows_refits_and_trains(tmp_path):
@@ -48,6 +49,7 @@ class TestVllmRollout(RolloutContract):
     """The rollout contract on the vLLM engine: greedy, since vLLM samples with its own sampler."""
 
     sampling = GREEDY
+    model_config = ModelConfig()  # the default tiny model: vLLM's CPU attention needs its head size
 
     def start(self, model, tokenizer):
         from trainer.vllm_rollout import VllmRollout

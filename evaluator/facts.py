@@ -11,10 +11,10 @@ from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError, SettingsError, UnverifiedRunError
 from evaluator.settings import RunEvalConfig, run_eval_config
 from recorder.events import Event
-from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
 from recorder.reader import read_run, run_id_from
 from recorder.run import RunDir
+from recorder.verify import verify_run
 from recorder.verify.eval_settings import RecordedEval
 from trainer.policy.taskspec import BUILTIN_TASK
 
@@ -81,7 +81,7 @@ def check_recorded_task(recorded: RecordedEval, path: Path, given: bool) -> None
 
 def require_verified(run: RunDir, force: bool) -> list[str]:
     """The run's verification problems (empty when intact); UnverifiedRunError unless `force`."""
-    problems = [str(p) for p in verify_with_cache(run).problems]
+    problems = [str(p) for p in verify_run(run).problems]
     if problems and not force:
         shown = "; ".join(problems[:3]) + (f"; ... and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise UnverifiedRunError(

@@ -286,15 +286,11 @@ def check_submission(
     """mlperf-logging's package checker on a submission, then every result set imported under --root and
     scored as its result summarizer scores it: one table (system, benchmark, runs, score, scaling, verdict,
     reasons). Exit 0 when the package passes and every set scores, 1 otherwise."""
-    import dataclasses
     import tempfile
 
-    from recorder.adapters.mllog_import import import_file
-    from recorder.adapters.result_folder import read_result_folder
     from replay.errors import ImportFileError
     from replay.package_check import check_package
     from replay.rulesets import get_known
-    from replay.score_runs import score_runs
 
     get_known(ruleset)
     if not (folder / "results").is_dir():
@@ -307,42 +303,52 @@ def check_submission(
             table.add_column(col, no_wrap=col != "reasons")
         all_scored = True
         for bench in sorted(package.copy.glob("results/*/*")):
-            if not bench.is_dir() or not any(bench.glob("result_*.txt")):
-                continue
-            original = folder / bench.relative_to(package.copy)
-            try:
-                checked = read_result_folder(bench)
-            except ImportFileError as e:  # e.g. logs of two benchmarks: this set is not scored, the others are
-                all_scored = False
-                reason = str(e).replace(str(package.copy), str(folder))
-                table.add_row(bench.parent.name, bench.name, "-", "-", "-", "not imported", reason)
-                continue
-            result_set = dataclasses.replace(checked.result_set, folder=str(original))
-            for note in checked.notes:
-                console.print(line(label("note:", "yellow"), note.replace(str(package.copy), str(folder))))
-            runs = [import_file(original / f.name, root, None, ruleset, result_set).run.path for f in checked.files]
-            try:
-                [result] = score_runs(runs, None, None, False)
-            except RecorderError as e:
-                all_scored = False
-                table.add_row(bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e))
-                continue
-            all_scored &= result.scored
-            verdict = "scored" if result.scored else "not scored"
-            if result.rcp is not None:
-                verdict += f", RCP {result.rcp.verdict}"
-            table.add_row(
-                bench.parent.name,
-                bench.name,
-                str(len(runs)),
-                _minutes(result.score_minutes),
-                f"{result.scaling_factor:.4f}",
-                verdict,
-                "; ".join(result.reasons),
-            )
+            if bench.is_dir() and any(bench.glob("result_*.txt")):
+                all_scored &= _score_result_set(bench, folder / bench.relative_to(package.copy), root, ruleset, table)
     console.print(table)
     if not (package.result.ok and all_scored):
         raise typer.Exit(1)
+
+
+def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, table: Table) -> bool:
+    """Import one result set of the checked copy `bench` (from its `original` folder) and score it: its row of
+    the table; False when it is not imported or not scored."""
+    import dataclasses
+
+    from recorder.adapters.mllog_import import import_file
+    from recorder.adapters.result_folder import read_result_folder
+    from replay.errors import ImportFileError
+    from replay.score_runs import score_runs
+
+    copy, folder = bench.parents[2], original.parents[2]
+    try:
+        checked = read_result_folder(bench)
+    except ImportFileError as e:  # e.g. logs of two benchmarks: this set is not scored, the others are
+        reason = str(e).replace(str(copy), str(folder))
+        table.add_row(bench.parent.name, bench.name, "-", "-", "-", "not imported", reason)
+        return False
+    result_set = dataclasses.replace(checked.result_set, folder=str(original))
+    for note in checked.notes:
+        console.print(line(label("note:", "yellow"), note.replace(str(copy), str(folder))))
+    runs = [import_file(original / f.name, root, None, ruleset, result_set).run.path for f in checked.files]
+    try:
+        [result] = score_runs(runs, None, None, False)
+    except RecorderError as e:
+        table.add_row(bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e))
+        return False
+    verdict = "scored" if result.scored else "not scored"
+    if result.rcp is not None:
+        verdict += f", RCP {result.rcp.verdict}"
+    table.add_row(
+        bench.parent.name,
+        bench.name,
+        str(len(runs)),
+        _minutes(result.score_minutes),
+        f"{result.scaling_factor:.4f}",
+        verdict,
+        "; ".join(result.reasons),
+    )
+    return result.scored
 
 
 def register(app: typer.Typer) -> None:

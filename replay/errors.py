@@ -53,6 +53,10 @@ class ImportFileError(ReplayError, InputError):
     """An mllog file that cannot be imported (missing, unreadable, no ':::MLLOG' line)."""
 
 
+class ReplayOutputError(ReplayError, InputError):
+    """An output file (`replay -o`) that cannot be written: a read-only mount, a full disk."""
+
+
 class UnverifiedRunError(ReplayError, DataError):
     """The run fails `recorder verify`: nothing is derived from it unless forced."""
 

@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from recorder.events import Event
-from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
 from recorder.rules import not_comparable, recorded_target
 from recorder.run import RunDir
-from recorder.verify import VerifyReport
+from recorder.verify import VerifyReport, verify_run
 from replay.errors import UnverifiedRunError
 
 UNVERIFIED = "UNVERIFIED"
@@ -69,7 +68,7 @@ def verified_events(
 
 def verified(run_dir: Path | str | RunDir, force: bool, *, keep_events: bool = False) -> tuple[list[str], VerifyReport]:
     """`require_verified`, and verify's report (its segments' torn tails; intact: `report.ok`)."""
-    report = verify_with_cache(run_dir, keep_events=keep_events)
+    report = verify_run(run_dir, keep_events=keep_events)
     problems = [str(p) for p in report.problems]
     if problems and not force:
         shown = "; ".join(problems[:3]) + (f"; ... and {len(problems) - 3} more" if len(problems) > 3 else "")

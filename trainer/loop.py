@@ -74,6 +74,21 @@ class TrainSummary:
     warmup: WarmupResult | None = None
 
 
+def run_opened(cfg: TrainConfig, **resumed: Any) -> RunOpened:
+    """A training session's first event: the benchmark, rule and target it trains for, its resolved config
+    and provenance. `resumed`: what a resumed session adds (resumed_from, resumed_at_step, ...; resume.py)."""
+    return RunOpened(
+        benchmark=BENCHMARK,
+        ruleset=cfg.ruleset,
+        division=cfg.division,
+        global_batch_size=cfg.global_batch_size,
+        target=cfg.eval.target,
+        config=cfg.to_dict(),
+        provenance=provenance(),
+        **({"resumed_from": None} | resumed),
+    )
+
+
 class GRPOTrainer:
     """One training run. `run()` does setup, train and cleanup, and records train_stop either way."""
 
@@ -116,18 +131,7 @@ class GRPOTrainer:
         torch.set_num_threads(cfg.threads)
         self.summary = TrainSummary(self.run_dir)
         self.log = LogWriter(self.run_dir, WRITER)
-        self.log.append(
-            RunOpened(
-                benchmark=BENCHMARK,
-                ruleset=cfg.ruleset,
-                division=cfg.division,
-                global_batch_size=cfg.global_batch_size,
-                target=cfg.eval.target,
-                config=cfg.to_dict(),
-                provenance=provenance(),
-                resumed_from=None,
-            )
-        )
+        self.log.append(run_opened(cfg))
         for key, value in mllog_config_items(cfg):
             self.log.append(MllogConfig(), key=key, value=value)
         torch.manual_seed(cfg.seed)

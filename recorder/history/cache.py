@@ -1,7 +1,8 @@
 """The compacted Parquet file checked against the segments it caches: stale is fine, different is not.
 
-Kept out of `recorder.verify`, which judges the log alone; `verify_with_cache` is what a user's `verify`
-and replay's trust check run.
+Kept out of `recorder.verify`, which judges the log alone; `verify_with_cache` is what `recorder verify` and
+`recorder report` (which read the history) run. Replay and the evaluator read the segments, never the cache,
+so they call `verify_run` itself.
 """
 
 from __future__ import annotations

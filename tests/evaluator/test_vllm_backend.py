@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
+from evaluator import sample_series
 from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
 from evaluator.vllm_backend import VllmWorkers
 from recorder.reader import read_run
 from recorder.rules import TARGET
 from tests.contract.workers_contract import WorkersContract
-from tests.evaluator import hf_series
 from tests.evaluator.synth import record_run
 from trainer.policy.taskspec import shipped
 
@@ -74,10 +74,11 @@ def engine() -> Iterator[SharedEngine]:
 def _hf_run(tmp: Path, spec: Path) -> Path:
     """The tiny Llama's series imported with `spec` (its fingerprints are of that spec's dev split)."""
     from recorder.adapters.nemo import import_checkpoints
+    from trainer.policy.hf_fingerprint import hf_fingerprinter
 
     # steps far enough apart that their greedy completions differ: the engine must follow each checkpoint
-    series = hf_series.write_series(tmp / "ckpt", UPDATES_MS, hidden_size=64, nudge=0.5)
-    import_checkpoints(series, tmp / "run", task=spec)
+    series = sample_series.write_series(tmp / "ckpt", UPDATES_MS, hidden_size=64, nudge=0.5)
+    import_checkpoints(series, tmp / "run", fingerprint=hf_fingerprinter(spec))
     return tmp / "run"
 
 

@@ -76,7 +76,13 @@ class DataParallelTrainer(GRPOTrainer):
     """One rank of a data-parallel run; `run()` as GRPOTrainer's, on every rank torchrun started."""
 
     def __init__(
-        self, cfg: TrainConfig, *, ranks: Ranks, root: Path, run_id: str | None = None, model_cfg: ModelConfig | None = None
+        self,
+        cfg: TrainConfig,
+        *,
+        ranks: Ranks,
+        root: Path,
+        run_id: str | None = None,
+        model_cfg: ModelConfig | None = None,
     ) -> None:
         problems = check_data_parallel(cfg, ranks)
         if problems:

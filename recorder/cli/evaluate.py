@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, label, line, warning
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import not_comparable, pass_target, passes, recorded_target
 
@@ -89,6 +89,7 @@ def eval_command(
         bool, typer.Option("--force", help="Evaluate a run that fails verify; its results are marked UNVERIFIED.")
     ] = False,
     signing_key: SigningKeyOption = None,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
 
@@ -100,6 +101,7 @@ def eval_command(
     from evaluator.settings import Options
 
     apply_signing_key(signing_key)
+    apply_untrusted_ok(untrusted_ok)
     # As in `recorder train`: --ray is a flag, --ray-address a cluster. Ray's own "local" starts a new cluster.
     address = ray_address or (LOCAL_RAY if ray else None)
     if harness is not None:

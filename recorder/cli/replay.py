@@ -3,6 +3,7 @@ modules (and mlperf-logging) are imported inside the commands, so `recorder --he
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,7 +12,7 @@ from rich.table import Table
 
 from recorder.cli.output import console, err, label, line, warning
 from recorder.cli.paths import check_output, write_failed
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
 from recorder.errors import RecorderError
 from recorder.rules import not_comparable
 from recorder.run import RunDir, derived_dir, write_derived
@@ -42,7 +43,7 @@ InterpOpt = Annotated[
 
 
 def _minutes(m: float | None) -> str:
-    return "-" if m is None else f"{m:.3f}"
+    return "-" if m is None or not math.isfinite(m) else f"{m:.3f}"  # a NaN run_stop is no number of minutes
 
 
 def replay(
@@ -64,17 +65,20 @@ def replay(
             help="Derive even from a run that fails `recorder verify` (the output is then marked UNVERIFIED).",
         ),
     ] = False,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from recorder.errors import InputError
+    from recorder.verify.proof import proven_by
     from replay.derive import derive_from
     from replay.errors import NoCheckpointError, NotEvaluatedError
     from replay.interpretations import AS_RECORDED, get_interpretation
     from replay.rulesets import get_known, ruleset_for_run
     from replay.run_scan import scan_verified
     from replay.scores import compute_scores, write_rows
-    from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, verified
+    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED, mark_rows, verified
 
+    apply_untrusted_ok(untrusted_ok)
     # Every option is checked before the run is read or anything written.
     if compare and (interpretation or output):
         raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
@@ -104,6 +108,9 @@ def replay(
         )
     for problem in unverified:
         console.print(line(label(f"{UNVERIFIED}:", "bold red"), str(problem)))
+    untrusted = [str(p) for p in report.untrusted]
+    for waived in untrusted:
+        console.print(line(label(f"{UNTRUSTED}:", "bold red"), f"{waived} (judged anyway: --untrusted-ok)"))
     for tail in torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
         console.print(warning(str(tail)))
     for jump in scan.clock_steps:
@@ -128,7 +135,7 @@ def replay(
         )
 
     def with_marks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return mark_rows(rows, unverified=unverified, resumed=resumed, target=target)
+        return mark_rows(rows, unverified=unverified, resumed=resumed, target=target, untrusted=untrusted)
 
     if compare:
         rows = with_marks(compute_scores(run, known.name, scan=scan))
@@ -144,7 +151,7 @@ def replay(
     except NoCheckpointError:  # the history shows `no checkpoint` too, without waiting for `compact`
         write_rows(run, with_marks(compute_scores(run, ruleset, scan=scan)))
         raise
-    marked = f".{UNVERIFIED}" if unverified else ""
+    marked = (f".{UNTRUSTED}" if untrusted else "") + (f".{UNVERIFIED}" if unverified else "")
     if output is None:  # under derived/: never through a symlink out of the run
         path = derived_dir(run) / f"result_{name}{marked}.txt"
         write_derived(path, d.chunks())
@@ -167,14 +174,16 @@ def replay(
     write_rows(run, rows)
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     tags = (
-        ([label(UNVERIFIED, "bold red")] if unverified else [])
+        ([label(UNTRUSTED, "bold red")] if untrusted else [])
+        + ([label(UNVERIFIED, "bold red")] if unverified else [])
         + ([label("resumed", "yellow")] if resumed else [])
         + ([label(NOT_COMPARABLE.lower(), "yellow")] if why_not is not None else [])
     )
     console.print(
         line(
             *tags,
-            f"{name}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); {len(d.lines)} lines -> {path}",
+            f"{name}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); {len(d.lines)} lines -> {path}"
+            f"; {proven_by(report, d.passing_step)}",
         )
     )
     if d.missing_keys:
@@ -306,6 +315,7 @@ def score(
         bool,
         typer.Option("--force", help="Score even runs that fail `recorder verify` (each is then marked UNVERIFIED)."),
     ] = False,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """The result summarizer's strong-scaling score of each set of runs (a result folder, else a global batch
     size): the olympic average of compliant runs times the scaling factor, each run's verdict and reasons.
@@ -316,6 +326,7 @@ def score(
 
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format is table or json, not {fmt!r}")
+    apply_untrusted_ok(untrusted_ok)
     sets = score_runs(run_dirs, ruleset, interpretation, force)
     if fmt == "json":
         payload = [s.to_json() for s in sets]
@@ -351,6 +362,11 @@ def _score_table(result: SetScore) -> None:
     )
     for reason in result.reasons:
         console.print(f"  {reason}", highlight=False)
+    proofs: dict[str, list[str]] = {}
+    for r in result.runs:
+        proofs.setdefault(r.proof, []).append(r.run)
+    for proof, names in proofs.items():
+        console.print(f"  {proof}: {', '.join(names)}", highlight=False)
     failing = [r for r in result.runs if not r.compliant]
     if failing:
         console.print(

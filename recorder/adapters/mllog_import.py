@@ -38,6 +38,7 @@ from recorder.kinds import (
     null_if_none,
 )
 from recorder.log import LogWriter
+from recorder.regular import IrregularFileError, read_bounded
 from recorder.rules import finite_score
 from recorder.run import RunDir
 from replay.errors import ImportFileError
@@ -87,6 +88,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # An mllog record is a few hundred bytes (the corpus's longest: 359). A longer one is not a record a logger
 # wrote: each byte of it costs about fifteen when it is verified, replayed and queried as one event.
 MAX_LINE_BYTES = 1 << 20
+MLLOG_LIMIT = 1 << 30  # the corpus's largest log is a few MB; a larger file (or a sparse one) is not read
 
 
 def read_lines(path: Path) -> list[tuple[int, str]]:
@@ -95,9 +97,9 @@ def read_lines(path: Path) -> list[tuple[int, str]]:
     if path.is_dir():
         raise ImportFileError(f"{path}: a folder with no result_*.txt; give an mllog file or a result folder")
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ImportFileError(f"{path}: cannot read ({e.strerror}); give the path of an mllog file") from e
+        raw = read_bounded(path, MLLOG_LIMIT, "mllog")  # a FIFO is never opened, /dev/zero never read
+    except IrregularFileError as e:
+        raise ImportFileError(f"{e}; give the path of an mllog file") from e
     if not raw:
         raise ImportFileError(f"{path}: empty file: no :::MLLOG line found; nothing to import")
     if raw.startswith(_GZIP_MAGIC):

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from recorder.cli.output import console, cut, err, label, line, make_console, warning
 from recorder.cli.paths import check_output, write_failed
+from recorder.output import output_file, write_output
 from recorder.rules import not_comparable
 from recorder.run import RunDir
 
@@ -56,16 +57,20 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
             console.print(view)
             console.print(f"{table.num_rows} rows")
             return
-        with out.open("w", encoding="utf-8") as f:
-            target = make_console(file=f)
-            target.print(view)
-            target.print(f"{table.num_rows} rows")
+        import io
+
+        text = io.StringIO()
+        target = make_console(file=text)
+        target.print(view)
+        target.print(f"{table.num_rows} rows")
+        write_output(out, text.getvalue())
         return
     if fmt == "csv":
         import pyarrow.csv as pacsv
 
         if out:
-            pacsv.write_csv(table, out)
+            with output_file(out) as f:
+                pacsv.write_csv(table, f)
         else:
             import io
 
@@ -76,7 +81,7 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
     lines = [json.dumps(row, default=str) for row in table.to_pylist()]
     text = "\n".join(lines) + ("\n" if lines else "")
     if out:
-        out.write_text(text)
+        write_output(out, text)
     else:
         typer.echo(text, nl=False)
 

@@ -14,6 +14,7 @@ from recorder.cli.output import console, err, label, line, warning
 from recorder.cli.paths import check_output, write_failed
 from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
 from recorder.errors import RecorderError
+from recorder.output import output_file, write_output
 from recorder.rules import not_comparable
 from recorder.run import RunDir, derived_dir, write_derived
 
@@ -159,13 +160,14 @@ def replay(
         path = output
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "wb") as f:
+            with output_file(path) as f:  # never through a symlink planted at -o
                 f.writelines(d.chunks())
         except OSError as e:
             raise write_failed(path, e) from e
     if unverified and output is not None:  # a chosen -o name gets a sidecar, so the mark sits next to the file
-        path.with_name(path.name + f".{UNVERIFIED}").write_text(
-            "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
+        write_output(
+            path.with_name(path.name + f".{UNVERIFIED}"),
+            "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n",
         )
     kept = (run, path) if output is None else None  # a log under derived/: its RCP verdict is kept there
     checks = _checks(d, known, tl.benchmark, tl.division, kept) if check else []
@@ -395,7 +397,7 @@ def check_submission(
     from recorder.adapters.mllog_import import import_file
     from recorder.adapters.result_folder import read_result_folder
     from replay.errors import ImportFileError
-    from replay.package_check import check_package
+    from replay.package_check import HostileSubmissionError, check_package
     from replay.rulesets import get_known
     from replay.score_runs import score_runs
 
@@ -403,7 +405,12 @@ def check_submission(
     if not (folder / "results").is_dir():
         raise ImportFileError(f"{folder}: no results/ folder; give a submission folder (results/<system>/<benchmark>)")
     with tempfile.TemporaryDirectory(prefix="check-submission-") as tmp:
-        package = check_package(folder, ruleset, Path(tmp))
+        try:
+            package = check_package(folder, ruleset, Path(tmp))
+        except HostileSubmissionError as e:  # every refused entry on its own error: line, then exit 2
+            for refused in e.refused:
+                err.print(line(label("error:", "bold red"), refused), highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
         console.print(package.result.summary(), highlight=False)
         table = Table(title=f"{folder}: training {ruleset}")
         for col in ("system", "benchmark", "runs", "score", "scaling", "verdict", "reasons"):

@@ -59,11 +59,11 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
             return
         import io
 
-        text = io.StringIO()
-        target = make_console(file=text)
+        buffer = io.StringIO()
+        target = make_console(file=buffer)
         target.print(view)
         target.print(f"{table.num_rows} rows")
-        write_output(out, text.getvalue())
+        write_output(out, buffer.getvalue())
         return
     if fmt == "csv":
         import pyarrow.csv as pacsv

@@ -88,7 +88,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # An mllog record is a few hundred bytes (the corpus's longest: 359). A longer one is not a record a logger
 # wrote: each byte of it costs about fifteen when it is verified, replayed and queried as one event.
 MAX_LINE_BYTES = 1 << 20
-MLLOG_LIMIT = 1 << 30  # the corpus's largest log is a few MB; a larger file (or a sparse one) is not read
+MLLOG_LIMIT = 256 << 20  # the corpus's largest log is a few MB; a larger file (or a sparse one) is not read
 
 
 def read_lines(path: Path) -> list[tuple[int, str]]:

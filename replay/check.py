@@ -101,11 +101,34 @@ def _compliance_written(write: Callable[[TextIO], object], ruleset: str, usage: 
         return compliance_file(path, ruleset, usage)
 
 
+def _first_long_line(path: Path) -> str | None:
+    """Why the checker is not run on `path`: its first line over LINE_LIMIT (read a bounded piece at a time)."""
+    from replay.mllog_format import LINE_LIMIT
+
+    with open(path, "rb") as f:
+        number, length = 1, 0
+        while chunk := f.read(1 << 20):
+            for i, piece in enumerate(chunk.split(b"\n")):
+                if i:
+                    number, length = number + 1, 0
+                length += len(piece)
+                if length > LINE_LIMIT:
+                    return (
+                        f"line {number} is longer than {LINE_LIMIT:,} bytes: not checked (the compliance "
+                        "checker's time grows with the square of a line's length)"
+                    )
+    return None
+
+
 def compliance_file(path: Path, ruleset: str, usage: str = "training") -> CheckResult:
     """The compliance checker on a file as it is: its verdict, or the exception it raised as a verdict."""
     from mlperf_logging.compliance_checker import mlp_compliance
 
     from replay.checker_configs import parsed_once
+
+    too_long = _first_long_line(path)
+    if too_long is not None:  # the checker would take hours on it: not run, and the log does not pass
+        return CheckResult("compliance checker", ruleset, False, (too_long,), mlperf_logging_version())
 
     with _quiet(), parsed_once(mlp_compliance):
         del mlp_compliance.enqueued_configs[:]  # a module-level queue: left over by an earlier failure

@@ -42,7 +42,7 @@ from recorder.regular import IrregularFileError, read_bounded
 from recorder.rules import finite_score
 from recorder.run import RunDir
 from replay.errors import ImportFileError
-from replay.mllog_format import TOKEN, ParsedLine, parse_line
+from replay.mllog_format import LINE_LIMIT, TOKEN, ParsedLine, parse_line
 from replay.rules import TRACKED_STATS
 from replay.rulesets import get_known, hpc_benchmarks
 
@@ -86,8 +86,9 @@ def _decode(line: bytes) -> str:
 
 _GZIP_MAGIC = b"\x1f\x8b"
 # An mllog record is a few hundred bytes (the corpus's longest: 359). A longer one is not a record a logger
-# wrote: each byte of it costs about fifteen when it is verified, replayed and queried as one event.
-MAX_LINE_BYTES = 1 << 20
+# wrote: each byte of it costs about fifteen when it is verified, replayed and queried as one event, and
+# the compliance checker's time grows with the square of its length (replay.mllog_format.LINE_LIMIT).
+MAX_LINE_BYTES = LINE_LIMIT
 MLLOG_LIMIT = 256 << 20  # the corpus's largest log is a few MB; a larger file (or a sparse one) is not read
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from recorder.verify.evidence import RESULTS_LIMIT
 from replay.synthetic import record_run
 from tests.integrity.forge import evaluator_segment, rows, write
 
@@ -34,8 +35,11 @@ def _big_results(run: Path, size: int) -> None:
     events = rows(segment)
     results = [e for e in events if e["kind"] == "eval_result" and e["step"] == 19]
     path = run / results[0]["data"]["results"]
-    row_bytes, n, k, passed = 330, 251, 4, 181
-    per_task = max(k + 1, size // (row_bytes * n))
+    n, k, passed = 251, 4, 181
+    h = "ab" * 32
+    row = {"task": n, "sample": 99_999, "seed": 1_000_003 * n, "reward": 0.0, "correct": False}
+    row_bytes = len(json.dumps({**row, "prompt_sha256": h, "completion_sha256": h, "target_sha256": h})) + 1
+    per_task = max(k + 1, (size - 1000) // (row_bytes * n))  # the longest row: the file stays under `size`
     digest = hashlib.sha256()
     with open(path, "wb") as f:
 
@@ -46,7 +50,6 @@ def _big_results(run: Path, size: int) -> None:
 
         head = {"run_id": "r", "step": 19, "score": 0.72, "n_tasks": n, "k": k, "tasks_passed": passed}
         put(json.dumps(head)[:-1] + ', "samples": [')
-        h = "ab" * 32
         for task in range(n):
             put(
                 ",".join(
@@ -96,5 +99,7 @@ def test_verify_memory_does_not_grow_with_the_results_file(tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_verify_of_a_512_mb_results_file_stays_under_1_gb(tmp_path: Path) -> None:
-    run = _run(tmp_path, 512 * MB)
+    run = _run(tmp_path, RESULTS_LIMIT)  # 512 MiB: the largest results.json verify reads
+    (results,) = (run / "derived" / "evals").rglob("*.json")
+    assert results.stat().st_size > RESULTS_LIMIT - 4 * MB
     assert _verify_peak_kib(run) * 1024 < 1 << 30

@@ -34,6 +34,7 @@ class CheckResult:
     mlperf_logging: str
     error: str | None = None  # 'checker error: <type>: <message>' when the checker itself raised
     ran: bool = True  # False: not applicable (no RCPs for the benchmark, open division); `reasons` says why
+    warnings: tuple[str, ...] = ()  # what the checker warned of (a second run_start), kept with its verdict
 
     @property
     def verdict(self) -> str:
@@ -48,7 +49,8 @@ class CheckResult:
         head = f"{self.tool} (mlperf-logging {self.mlperf_logging}, training {self.ruleset}): "
         if self.error is not None:
             return head + self.error
-        return head + self.verdict + (": " + "; ".join(self.reasons) if self.reasons else "")
+        warned = f" (warning: {'; '.join(self.warnings)})" if self.warnings else ""
+        return head + self.verdict + warned + (": " + "; ".join(self.reasons) if self.reasons else "")
 
 
 def checker_error(e: BaseException) -> str:
@@ -139,8 +141,14 @@ def compliance_file(path: Path, ruleset: str, usage: str = "training") -> CheckR
             del mlp_compliance.enqueued_configs[:]
             return CheckResult("compliance checker", ruleset, False, (), mlperf_logging_version(), checker_error(e))
     messages = [*checker.not_overwritable, *checker.overwritable.values()]
+    warnings = tuple(_reason(m) for m in checker.warnings.values())  # a pass with warnings is not a clean pass
     return CheckResult(
-        "compliance checker", ruleset, bool(valid), tuple(_reason(m) for m in messages), mlperf_logging_version()
+        "compliance checker",
+        ruleset,
+        bool(valid),
+        tuple(_reason(m) for m in messages),
+        mlperf_logging_version(),
+        warnings=warnings,
     )
 
 

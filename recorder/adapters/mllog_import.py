@@ -180,6 +180,7 @@ class _Recorder:
         self.seen: set[tuple[Any, ...]] = set()
         self.pending: dict[str, Any] | None = None  # step_metrics being merged (consecutive tracked_stats)
         self.config_keys: set[str | None] = set()
+        self.boundaries: dict[str, int] = {}  # init_start, init_stop, run_start -> the line of the first
 
     def step_of(self, meta: dict[str, Any]) -> tuple[int | None, int | None]:
         samples = _int(meta.get(C.SAMPLES_COUNT))
@@ -229,6 +230,12 @@ class _Recorder:
             return
         self.flush()
         if key in _BOUNDARIES:
+            first = self.boundaries.setdefault(key, line_no)
+            if first != line_no:  # the checker warns of it: so does the import, and replay keeps that warning
+                self.report.warnings.append(
+                    f"{self.report.source}:{line_no}: a second {key} (the first at line {first}): the "
+                    f"compliance checker requires exactly one; replay --check reports its warning"
+                )
             self.add(_BOUNDARIES[key](line_no=line_no), time_ns)
         elif key in _INTERVALS:
             self.add(_INTERVALS[key], time_ns, step=step, samples=samples)

@@ -82,14 +82,16 @@ def check_recorded_task(recorded: RecordedEval, path: Path, given: bool) -> None
 
 def require_verified(run: RunDir, force: bool) -> list[str]:
     """The run's verification problems (empty when intact); UnverifiedRunError unless `force`."""
-    problems = [str(p) for p in verify_run(run).problems]
+    report = verify_run(run)
+    problems = [str(p) for p in report.problems]
+    waived = [f"UNTRUSTED (judged with --untrusted-ok): {p}" for p in report.untrusted]
     if problems and not force:
         shown = "; ".join(problems[:3]) + (f"; ... and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise UnverifiedRunError(
             f"{run.path} fails verification ({shown}); only intact runs are evaluated. Run `recorder verify "
             f"{run.path}` for the details, or pass --force to evaluate anyway (results are marked {UNVERIFIED})."
         )
-    return problems
+    return waived + problems  # a waived trust problem marks every result as an unverified one does
 
 
 def read_facts(

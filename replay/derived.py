@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recorder.errors import InputError, RecorderError
+from recorder.output import output_file, write_output
 from recorder.reader import read_run
 from recorder.rules import BENCHMARK, not_comparable
 from recorder.run import RunDir, derived_dir, write_derived
+from recorder.verify.proof import proven_by
 from replay.check import CheckResult, compliance_lines, rcp, rcp_not_run
 from replay.derive import Derivation, derive_from
 from replay.errors import NoCheckpointError, NotEvaluatedError, ReplayError, ReplayOutputError
@@ -28,47 +30,62 @@ from replay.run_scan import RunScan, scan_run, scan_verified
 from replay.scores import SCORES_FILE, Outcome, applicable_to, compute_scores, write_rows
 from replay.scores_check import check_scores
 from replay.source import InMemory, Streamed
-from replay.trust import UNVERIFIED, mark_rows, verified
+from replay.trust import UNTRUSTED, UNVERIFIED, mark_rows, verified
 
 OFFICIAL = "official"
 
 
 def write_scores(
-    run: RunDir, scan: RunScan, ruleset: str | None, unverified: list[str], done: dict[str, Outcome] | None = None
+    run: RunDir,
+    scan: RunScan,
+    ruleset: str | None,
+    unverified: list[str],
+    done: dict[str, Outcome] | None = None,
+    untrusted: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every applicable interpretation's row, carrying the run's trust marks (unverified, resumed, its own
-    target), written to `derived/scores.jsonl`. `done`: derivations (and verdicts) already made."""
+    """Every applicable interpretation's row, carrying the run's trust marks (unverified, untrusted and
+    judged with --untrusted-ok, resumed, its own target), written to `derived/scores.jsonl`. `done`:
+    derivations (and verdicts) already made."""
     rows = compute_scores(run, ruleset, done=done, scan=scan)
-    marked = mark_rows(rows, unverified=unverified, resumed=scan.resumed, target=scan.target)
+    marked = mark_rows(rows, unverified=unverified, resumed=scan.resumed, target=scan.target, untrusted=untrusted)
     write_rows(run, marked)
     return marked
 
 
-def mllog_path(run: RunDir, interpretation: str, unverified: list[str]) -> Path:
-    """Where the run's mllog under `interpretation` lives (marked in its name when derived unverified)."""
-    return run.derived / f"result_{interpretation}{'.' + UNVERIFIED if unverified else ''}.txt"
+def mllog_path(run: RunDir, interpretation: str, unverified: list[str], untrusted: list[str] | None = None) -> Path:
+    """Where the run's mllog under `interpretation` lives (marked in its name when derived unverified or
+    judged past its trust problems)."""
+    marks = (f".{UNTRUSTED}" if untrusted else "") + (f".{UNVERIFIED}" if unverified else "")
+    return run.derived / f"result_{interpretation}{marks}.txt"
 
 
 def write_mllog(
-    run: RunDir, scan: RunScan, ruleset: str, interpretation: str, unverified: list[str], output: Path | None = None
+    run: RunDir,
+    scan: RunScan,
+    ruleset: str,
+    interpretation: str,
+    unverified: list[str],
+    output: Path | None = None,
+    untrusted: list[str] | None = None,
 ) -> tuple[Derivation, Path]:
     """Derive the run's mllog and write it: under `derived/` (never through a symlink out of the run), or to
     `output`, which then gets an `.UNVERIFIED` sidecar when the run failed verification. Nothing is written
     when the derivation raises (ReplayError)."""
     d = derive_from(scan.timeline, scan.source, ruleset, interpretation)
     if output is None:
-        path = derived_dir(run) / mllog_path(run, interpretation, unverified).name
+        path = derived_dir(run) / mllog_path(run, interpretation, unverified, untrusted).name
         write_derived(path, d.chunks())
         return d, path
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        with open(output, "wb") as f:
+        with output_file(output) as f:  # never through a symlink planted at -o
             f.writelines(d.chunks())
     except OSError as e:
         raise ReplayOutputError(f"-o {output}: cannot write ({e.strerror or e})") from e
     if unverified:  # a chosen name gets a sidecar, so the mark sits next to the file
-        output.with_name(output.name + f".{UNVERIFIED}").write_text(
-            "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
+        write_output(
+            output.with_name(output.name + f".{UNVERIFIED}"),
+            "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n",
         )
     return d, output
 
@@ -113,7 +130,7 @@ class ReplayRequest:
             get_interpretation(self.interpretation)
 
 
-NoticeKind = Literal["warning", "unverified", "resumed", "not-comparable"]
+NoticeKind = Literal["warning", "unverified", "untrusted", "resumed", "not-comparable"]
 
 
 @dataclass(frozen=True)
@@ -138,8 +155,10 @@ class ReplayResult:
     checks: list[CheckResult] = field(default_factory=list)
     mismatch: str | None = None  # why the ruleset does not know the run's benchmark
     unverified: bool = False
+    untrusted: list[str] = field(default_factory=list)  # trust problems judged past with --untrusted-ok
     resumed: bool = False
     comparable: bool = True
+    proof: str = ""  # what the verdict rests on (recorder.verify.proof)
 
     @property
     def failed(self) -> bool:
@@ -147,8 +166,11 @@ class ReplayResult:
         return self.mismatch is not None or not all(c.ok and c.error is None for c in self.checks)
 
 
-def _notices(scan: RunScan, unverified: list[str], torn: list[Any], known: KnownRuleset) -> list[Notice]:
+def _notices(
+    scan: RunScan, unverified: list[str], untrusted: list[str], torn: list[Any], known: KnownRuleset
+) -> list[Notice]:
     notices = [Notice("unverified", p) for p in unverified]
+    notices += [Notice("untrusted", f"{p} (judged anyway: --untrusted-ok)") for p in untrusted]
     notices += [Notice("warning", str(t)) for t in torn]  # a writer died mid-append: its complete events count
     notices += [Notice("warning", str(j)) for j in scan.clock_steps]
     notices += [
@@ -184,6 +206,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
     result = ReplayResult([Notice("warning", f"{run.events}/{entry}") for entry in skipped], name, known.name)
     result.mismatch = known.benchmark_problem(tl.benchmark, tl.division)
     result.unverified, result.resumed = bool(unverified), bool(scan.resumed)
+    result.untrusted = [str(p) for p in report.untrusted]
     result.comparable = not_comparable(scan.target) is None
     if request.interpretation == AS_RECORDED and not tl.mllog_segments:  # an imported mllog's lines
         result.refused = InputError(
@@ -191,16 +214,17 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
             "use --interpretation official, or --compare"
         )
         return result
-    result.notices += _notices(scan, unverified, torn, known)
+    result.notices += _notices(scan, unverified, result.untrusted, torn, known)
     if request.compare:
-        result.rows = write_scores(run, scan, known.name, unverified)
+        result.rows = write_scores(run, scan, known.name, unverified, untrusted=result.untrusted)
         return result
     try:
         _derive(request, result, run, scan, known, unverified)
+        result.proof = proven_by(report, result.derivation.passing_step if result.derivation else None)
     except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
         result.refused = NotEvaluatedError(f"{e}; evaluate them: recorder eval {request.run_dir}")
     except NoCheckpointError as e:  # the history shows `no checkpoint` too, without waiting for `compact`
-        write_scores(run, scan, request.ruleset, unverified)
+        write_scores(run, scan, request.ruleset, unverified, untrusted=result.untrusted)
         result.refused = e
     except RecorderError as e:  # a fact the derivation needs is missing, a file cannot be written: after the notices
         result.refused = e
@@ -211,12 +235,12 @@ def _derive(
     request: ReplayRequest, result: ReplayResult, run: RunDir, scan: RunScan, known: KnownRuleset, unverified: list[str]
 ) -> None:
     name, tl = result.interpretation, scan.timeline
-    d, path = write_mllog(run, scan, known.name, name, unverified, request.output)
+    d, path = write_mllog(run, scan, known.name, name, unverified, request.output, result.untrusted)
     kept = (run, path) if request.output is None else None  # a log under derived/: its RCP verdict is kept there
     checks = run_checks(d, known, tl.benchmark, tl.division, kept) if request.check else []
     done = {name: (d, checks[0] if checks else None)}
     result.derivation, result.path, result.checks = d, path, checks
-    result.rows = write_scores(run, scan, request.ruleset, unverified, done)
+    result.rows = write_scores(run, scan, request.ruleset, unverified, done, result.untrusted)
 
 
 @dataclass(frozen=True)

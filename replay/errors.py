@@ -65,3 +65,7 @@ class NoCheckpointError(ReplayError, DataError):
     """A recorded run that stopped before its first checkpoint: nothing can be evaluated, no minutes exist."""
 
     status = "no checkpoint"
+
+
+class LineTooLongError(ReplayError, DataError):
+    """A fact that would make an mllog line longer than the compliance checker reads in reasonable time."""

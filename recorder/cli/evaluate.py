@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, label, line, warning
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import not_comparable, pass_target, passes, recorded_target
 
@@ -104,6 +104,7 @@ def eval_command(
     trust_remote_code: _TrustRemoteCodeOpt = False,
     force: _ForceOpt = False,
     signing_key: SigningKeyOption = None,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
 
@@ -114,6 +115,7 @@ def eval_command(
     from evaluator.settings import Options
 
     apply_signing_key(signing_key)
+    apply_untrusted_ok(untrusted_ok)
     _check_harness_options(harness, task, backend, command, tasks, steps, data_dir)
     options = Options(
         order=parse_order(order),  # the harness reads --order or --steps itself

@@ -3,6 +3,7 @@ modules (and mlperf-logging) are imported inside the commands, so `recorder --he
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,7 +12,7 @@ from rich.table import Table
 
 from recorder.cli.output import console, err, label, line, warning
 from recorder.cli.paths import check_output
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ InterpOpt = Annotated[
 
 
 def _minutes(m: float | None) -> str:
-    return "-" if m is None else f"{m:.3f}"
+    return "-" if m is None or not math.isfinite(m) else f"{m:.3f}"  # a NaN run_stop is no number of minutes
 
 
 def replay(
@@ -62,10 +63,12 @@ def replay(
             help="Derive even from a run that fails `recorder verify` (the output is then marked UNVERIFIED).",
         ),
     ] = False,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from replay.derived import ReplayRequest, replay_run
 
+    apply_untrusted_ok(untrusted_ok)
     # Every option is checked before the run is read or anything written.
     if compare and (interpretation or output):
         raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
@@ -88,12 +91,13 @@ def replay(
 
 
 def _notice_line(notice: Notice) -> Text:
-    from replay.trust import NOT_COMPARABLE, UNVERIFIED
+    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
 
     if notice.kind == "warning":
         return warning(notice.text)
     tag, style = {
         "unverified": (f"{UNVERIFIED}:", "bold red"),
+        "untrusted": (f"{UNTRUSTED}:", "bold red"),
         "resumed": ("resumed:", "yellow"),
         "not-comparable": (f"{NOT_COMPARABLE}:", "yellow"),
     }[notice.kind]
@@ -101,13 +105,14 @@ def _notice_line(notice: Notice) -> Text:
 
 
 def _print_replayed(result: ReplayResult) -> None:
-    from replay.trust import NOT_COMPARABLE, UNVERIFIED
+    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
 
     d = result.derivation
     assert d is not None  # a replay that was not refused derived its interpretation
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     tags = (
-        ([label(UNVERIFIED, "bold red")] if result.unverified else [])
+        ([label(UNTRUSTED, "bold red")] if result.untrusted else [])
+        + ([label(UNVERIFIED, "bold red")] if result.unverified else [])
         + ([label("resumed", "yellow")] if result.resumed else [])
         + ([label(NOT_COMPARABLE.lower(), "yellow")] if not result.comparable else [])
     )
@@ -115,7 +120,7 @@ def _print_replayed(result: ReplayResult) -> None:
         line(
             *tags,
             f"{result.interpretation}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); "
-            f"{len(d.lines)} lines -> {result.path}",
+            f"{len(d.lines)} lines -> {result.path}; {result.proof}",
         )
     )
     if d.missing_keys:
@@ -219,6 +224,7 @@ def score(
         bool,
         typer.Option("--force", help="Score even runs that fail `recorder verify` (each is then marked UNVERIFIED)."),
     ] = False,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """The result summarizer's strong-scaling score of each set of runs (a result folder, else a global batch
     size): the olympic average of compliant runs times the scaling factor, each run's verdict and reasons.
@@ -229,6 +235,7 @@ def score(
 
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format is table or json, not {fmt!r}")
+    apply_untrusted_ok(untrusted_ok)
     sets = score_runs(run_dirs, ruleset, interpretation, force)
     if fmt == "json":
         payload = [s.to_json() for s in sets]
@@ -264,6 +271,11 @@ def _score_table(result: SetScore) -> None:
     )
     for reason in result.reasons:
         console.print(f"  {reason}", highlight=False)
+    proofs: dict[str, list[str]] = {}
+    for r in result.runs:
+        proofs.setdefault(r.proof, []).append(r.run)
+    for proof, names in proofs.items():
+        console.print(f"  {proof}: {', '.join(names)}", highlight=False)
     failing = [r for r in result.runs if not r.compliant]
     if failing:
         console.print(
@@ -289,14 +301,19 @@ def check_submission(
     import tempfile
 
     from replay.errors import ImportFileError
-    from replay.package_check import check_package
+    from replay.package_check import HostileSubmissionError, check_package
     from replay.rulesets import get_known
 
     get_known(ruleset)
     if not (folder / "results").is_dir():
         raise ImportFileError(f"{folder}: no results/ folder; give a submission folder (results/<system>/<benchmark>)")
     with tempfile.TemporaryDirectory(prefix="check-submission-") as tmp:
-        package = check_package(folder, ruleset, Path(tmp))
+        try:
+            package = check_package(folder, ruleset, Path(tmp))
+        except HostileSubmissionError as e:  # every refused entry on its own error: line, then exit 2
+            for refused in e.refused:
+                err.print(line(label("error:", "bold red"), refused), highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
         console.print(package.result.summary(), highlight=False)
         table = Table(title=f"{folder}: training {ruleset}")
         for col in ("system", "benchmark", "runs", "score", "scaling", "verdict", "reasons"):

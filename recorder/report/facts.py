@@ -21,11 +21,13 @@ import pyarrow as pa
 
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
+from recorder.manifest import manifest_path
 from recorder.reader import recorded_run_id
 from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
 from recorder.report.series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.rules import is_standard_target, validation_start_step
 from recorder.run import RunDir
+from recorder.verify.proof import audited, proof_words, signatures_proven
 
 if TYPE_CHECKING:
     from recorder.history.views import History
@@ -59,6 +61,7 @@ class RunFacts:
     train_stop: dict[str, Any] | None = None
     imported_from: str | None = None
     open_segments: int = 0
+    proof: str = ""  # what the verdict rests on (recorder.verify.proof)
     provenance: dict[str, Any] = field(default_factory=dict)  # run_opened's, of the first session
 
     @cached_property
@@ -96,9 +99,12 @@ def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFact
         # unchanged in size since: re-reading a million events (minutes) would add nothing but in-place
         # tampering, which the header says only `recorder verify` rules out.
         problems, warnings, open_segments, events = [], [VERIFIED_AT_COMPACTION], 0, compacted
+        signed = manifest_path(run).exists()  # compaction judged the run's trust (recorder.verify.trust)
     else:
         report = verify_with_cache(run)
-        problems = [str(p) for p in report.problems]
+        problems = [f"UNTRUSTED (judged with --untrusted-ok): {p}" for p in report.untrusted]
+        problems += [str(p) for p in report.problems]
+        signed = signatures_proven(report)
         warnings, open_segments = list(report.warnings), sum(1 for s in report.segments if not s.closed)
         events = sum(s.events for s in report.segments)
     recheck = budget.take(events)
@@ -107,6 +113,8 @@ def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFact
     files = ensure_derived(run, ruleset, problems, recheck)
     facts = RunFacts(run, problems, warnings, files.rows, files.interpretation, files.mllog, None, files.why)
     facts.open_segments = open_segments
+    headline = facts.headline
+    facts.proof = proof_words(signed, audited(run, headline.get("passing_step") if headline else None))
     if files.mllog is not None:
         facts.mllog = read_excerpt(files.mllog)
     return facts

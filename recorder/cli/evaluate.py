@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, label, line, warning
-from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import not_comparable, pass_target, passes, recorded_target
 
@@ -112,10 +112,10 @@ def eval_command(
     With --harness lm-eval: zero-shot task scores per checkpoint (exit 0 unless an evaluation failed).
     """
     from evaluator.order import parse_order
+    from evaluator.session import evaluate_run
     from evaluator.settings import Options
 
-    apply_signing_key(signing_key)
-    apply_untrusted_ok(untrusted_ok)
+    apply_key_options(signing_key, untrusted_ok)
     _check_harness_options(harness, task, backend, command, tasks, steps, data_dir)
     options = Options(
         order=parse_order(order),  # the harness reads --order or --steps itself
@@ -139,8 +139,6 @@ def eval_command(
     if harness is not None:
         _harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
         return
-    from evaluator.session import evaluate_run
-
     _finish(evaluate_run(run_dir, options, on_outcome=_print_outcome), run_dir, options)
 
 

@@ -68,3 +68,9 @@ def keygen(
 
 def register(app: typer.Typer) -> None:
     app.command()(keygen)
+
+
+def apply_key_options(signing_key: Path | None, untrusted_ok: bool) -> None:
+    """`--signing-key` and `--untrusted-ok` together, for the commands that take both."""
+    apply_signing_key(signing_key)
+    apply_untrusted_ok(untrusted_ok)

@@ -81,3 +81,13 @@ def test_without_the_pin_each_kernel_set_has_its_own_float_order() -> None:
     assert len({p["digest"] for p in probes.values()}) == len(offered), probes
     # the pinned float order is the portable set's, whichever kernels the CPU would pick
     assert probes["default"]["digest"] == _probe(offered[0], pinned=True)["digest"], probes
+
+
+def test_the_evaluator_pins_only_a_run_recorded_as_pinned() -> None:
+    from trainer.policy.kernels import recorded_pinned
+
+    assert recorded_pinned({"cpu_kernels": {"aten": "DEFAULT", "mkl_cbwr": "COMPATIBLE"}})
+    assert not recorded_pinned({"cpu_kernels": {"aten": "AVX512", "mkl_cbwr": None}})
+    assert not recorded_pinned({"cpu_kernels": {"aten": "DEFAULT", "mkl_cbwr": None}})  # portable ATen, MKL by CPU
+    assert not recorded_pinned({"host": "an import: no kernels recorded"})
+    assert not recorded_pinned(None)

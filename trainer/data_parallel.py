@@ -31,6 +31,7 @@ from trainer.device import resolve_device, resolve_dtype
 from trainer.distributed import DistributedError, Ranks, join_process_group, leave_process_group
 from trainer.errors import TrainerError
 from trainer.loop import WRITER, GRPOTrainer, StepResult, TrainSummary
+from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
@@ -95,6 +96,7 @@ class DataParallelTrainer(GRPOTrainer):
 
     def setup(self) -> RunDir:
         """Rank 0 sets the run up as one process does; the others build the same model and wait for its init."""
+        pin_cpu_kernels(wants_pinned())  # before the process group loads torch
         join_process_group(self.ranks)
         # torchrun stops every rank with SIGTERM when one fails: rank 0 then records train_stop, not nothing.
         signal.signal(signal.SIGTERM, _stop_on_sigterm)

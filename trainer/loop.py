@@ -40,6 +40,7 @@ from trainer.device import resolve_device, resolve_dtype, synchronize
 from trainer.distributed import Ranks
 from trainer.errors import CheckpointError, TrainingFailed
 from trainer.mllog_keys import mllog_config_items
+from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import sample_seed
 from trainer.policy.tokenizer import Tokenizer
@@ -126,6 +127,7 @@ class GRPOTrainer:
         """Create the run (an existing id is refused), record the config, warm start, open the timed region."""
         cfg = self.cfg
         self.run_dir = RunDir.create(self.root, self.run_id)  # first: a taken run id is refused before heavy imports
+        pin_cpu_kernels(wants_pinned())  # before torch loads (RECORDER_CPU_KERNELS=pinned)
         import torch
 
         torch.set_num_threads(cfg.threads)

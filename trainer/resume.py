@@ -32,6 +32,7 @@ from trainer.device import resolve_device, resolve_dtype
 from trainer.errors import TrainerError
 from trainer.loop import WRITER, GRPOTrainer, TrainSummary, _to_device, run_opened
 from trainer.policy.checkpoint_files import file_sha256, load_checkpoint
+from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.training_task import training_task
 
 
@@ -125,6 +126,7 @@ class ResumedTrainer(GRPOTrainer):
         self.plan = plan
 
     def setup(self) -> RunDir:
+        pin_cpu_kernels(wants_pinned())  # before torch loads (trainer/policy/kernels.py)
         import torch
 
         plan, cfg = self.plan, self.cfg

@@ -37,26 +37,13 @@ from recorder.segment import (
 from recorder.signing import fingerprint, signature_valid
 from recorder.verify.facts import KINDS, check_facts, for_rules
 from recorder.verify.problem import Problem
+from recorder.verify.summary import SegmentSummary
 from recorder.verify.trust import trust_problems, trusted_from_environment, untrusted_ok_from_environment
 
 __all__ = ["Problem", "SegmentSummary", "VerifyReport", "check_segment", "verify_run"]
 
 
 SIGNATURE_RULE = "signature"
-
-
-@dataclass
-class SegmentSummary:
-    """One segment as verify saw it. `signed_by`: the public key (hex) whose signature of the closing record
-    verified; `opened_with`: the key its segment_opened recorded (also when the writer did not close)."""
-
-    name: str
-    events: int
-    closed: bool
-    torn: TornTail | None
-    signed_by: str | None = None
-    opened_with: str | None = None
-    digest: str | None = None  # the last event's digest (hex): what the signed-segments manifest lists
 
 
 @dataclass

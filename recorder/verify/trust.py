@@ -23,7 +23,7 @@ from recorder.signing import SIGNING_KEY_ENV, fingerprint, load_trusted
 from recorder.verify.problem import Problem
 
 if TYPE_CHECKING:
-    from recorder.verify.segments import SegmentSummary
+    from recorder.verify.summary import SegmentSummary
 
 TRUST_ENV = "RECORDER_TRUST"
 SIGNED_RUN_RULE = "signed-run"

@@ -51,6 +51,15 @@ def may_write(writer: str, kind: str) -> bool:
     return kind in catalogue() and _writers_re(kind).fullmatch(writer) is not None
 
 
+IMPORTERS = "import"  # the importers' writer names: `import` (mllog), `import-nemo` (NeMo-RL checkpoints)
+
+
+def records_timing_of(writer: str, owner: str) -> bool:
+    """Whether `writer` may record the timing facts (`run_writer_kinds`) of a run whose run_opened `owner`
+    wrote: the owner itself; in an imported run, any importer (NeMo-RL checkpoints imported beside the mllog)."""
+    return writer == owner or (owner.startswith(IMPORTERS) and writer.startswith(IMPORTERS))
+
+
 def check_kind(kind: str) -> None:
     if kind not in catalogue():
         known = ", ".join(sorted(catalogue()))

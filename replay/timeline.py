@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from recorder import kinds
-from recorder.catalogue import may_write
+from recorder.catalogue import may_write, records_timing_of
 from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER, Performed, benchmark_score, performed
 from recorder.events import Event
 from recorder.reader import run_id_from
@@ -241,6 +241,18 @@ _EVALUATION_KINDS = frozenset({"eval_start", "eval_result", "eval_stop", "eval_f
 _RARE_KINDS = _FIRST_KINDS | _EVALUATION_KINDS | {"mllog_config"}
 
 
+def _owned(by_writer: dict[str, dict[int, tuple[Key, F]]], owner: str | None) -> dict[int, tuple[Key, F]]:
+    """Per step, the first fact (canonical order) of the writers that record the run's timing facts."""
+    out: dict[int, tuple[Key, F]] = {}
+    for writer, facts in by_writer.items():
+        if owner is None or not records_timing_of(writer, owner):
+            continue
+        for step, held in facts.items():
+            if step not in out or held[0] < out[step][0]:
+                out[step] = held
+    return out
+
+
 class TimelineBuilder:
     """Folds events, one at a time and in any order, into what derivation needs: the first of each boundary
     kind, the configuration keys, per step the first weight update, metrics and commit (by canonical order),
@@ -323,8 +335,9 @@ class TimelineBuilder:
 
     def build(self) -> Timeline:
         owner = self._timing_writer()
-        if owner is not None and owner in self.run_starts:
-            self.first["run_start"] = self.run_starts[owner]
+        starts = [held for w, held in self.run_starts.items() if owner is not None and records_timing_of(w, owner)]
+        if starts:
+            self.first["run_start"] = min(starts, key=lambda held: held[0])
         first = {kind: e for kind, (_, e) in self.first.items()}
         opened_event = first.get("run_opened")
         opened = kinds.RunOpened.from_event(opened_event) if opened_event else None
@@ -353,8 +366,8 @@ class TimelineBuilder:
             run_start=_point(first["run_start"]) if "run_start" in first else None,
             block_start=(_point(bs), bs.step, bs.samples_count) if bs else None,
             metrics=tuple(self.metrics[s][1] for s in sorted(self.metrics)),
-            weight_updates={s: p for s, (_, p) in _by_key(self.updates.get(owner or "", {}))},
-            checkpoints={s: c for s, (_, c) in _by_key(self.checkpoints.get(owner or "", {}))},
+            weight_updates={s: p for s, (_, p) in _by_key(_owned(self.updates, owner))},
+            checkpoints={s: c for s, (_, c) in _by_key(_owned(self.checkpoints, owner))},
             evaluations=tuple(evaluations),
             failed_steps=tuple(failed),
             mllog_segments=tuple(sorted(self.mllog_first, key=lambda seg: (self.mllog_first[seg], seg))),

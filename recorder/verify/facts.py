@@ -32,7 +32,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from recorder.catalogue import may_write
+from recorder.catalogue import may_write, records_timing_of
 from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER
 from recorder.events import Event
 from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
@@ -259,6 +259,12 @@ def _check_metadata(weights: Path, commit: Commit, run_id: str | None, found: Fi
             return
 
 
+def _stops(events: list[Event]) -> list[int]:
+    """When the run's writer recorded training stopped."""
+    owner = run_writer(events) or ""
+    return [e.time_ns for e in events if e.kind == "train_stop" and records_timing_of(e.writer, owner)]
+
+
 def _first_opened(events: list[Event]) -> Event:
     return next(e for e in events if e.kind == "run_opened")
 
@@ -302,7 +308,7 @@ def _check_evaluations(
         run,
         run_id,
         run_start,
-        [e.time_ns for e in events if e.kind == "train_stop" and e.writer == run_writer(events)],
+        _stops(events),
         commits,
         _validation_start(opened),
         RecordedEval.from_config(opened.config) if opened is not None else None,

@@ -4,8 +4,8 @@
   `weight_update` in an evaluator segment, or anything but `rank_step` in a rank's segment `trainer-rank<R>`,
   is a fact no writer of ours records.
 - run-writer: timing facts (`run_writer = true` in the catalogue: run_start, weight_update,
-  checkpoint_committed, train_stop) come only from the run's own writer, the writer of its first run_opened:
-  a second writer's clock cannot stand in for the trainer's.
+  checkpoint_committed, train_stop) come only from the run's own writer, the writer of its first run_opened
+  (an imported run: its importers): a second writer's clock cannot stand in for the trainer's.
 - imported-from: `provenance.imported_from` (which switches the evidence rules to the original log's) is
   the importer's fact: a run_opened that states it comes from the mllog importer's writer, never a trainer's.
 
@@ -15,7 +15,7 @@ of facts (replay's timeline, eval, the history) drops what kind-writer refuses, 
 
 from __future__ import annotations
 
-from recorder.catalogue import may_write, run_writer_kinds, writers_of
+from recorder.catalogue import may_write, records_timing_of, run_writer_kinds, writers_of
 from recorder.events import Event
 from recorder.kinds import RunOpened
 from recorder.verify.findings import Findings, parsed
@@ -36,7 +36,7 @@ def check_writers(events: list[Event], found: Findings) -> None:
         if not may_write(e.writer, e.kind):
             names = ", ".join(writers_of(e.kind))
             found.fail(e, "kind-writer", f"{e.kind} from writer {e.writer!r}: only {names} record it")
-        elif owner is not None and e.kind in timing and e.writer != owner:
+        elif owner is not None and e.kind in timing and not records_timing_of(e.writer, owner):
             found.fail(
                 e, "run-writer", f"{e.kind} from writer {e.writer!r}: the run's timing facts are its writer {owner!r}'s"
             )

@@ -215,6 +215,79 @@ CASES: list[tuple[Callable[[Path], None], str, str]] = [
 ]
 
 
+# -- variations: the same rules attacked again, other ways ------------------------------------------------
+
+
+def update_in_a_second_trainer_session(run: Path) -> None:
+    """The run's own writer name, in a session of its own: not a session that trained steps 1..17."""
+    write(run / "events" / "trainer-0002.arrows", [_early_update_18(run)])
+
+
+def an_importer_declares_the_run(run: Path) -> None:
+    """A run_opened with imported_from by the importer's writer, beside the trainer's."""
+    opened = _first(rows(_trainer(run)), "run_opened")
+    provenance = {**opened["data"]["provenance"], "imported_from": "x.log"}
+    forged = {**opened, "writer": "import", "data": {**opened["data"], "provenance": provenance}}
+    write(run / "events" / "import-0001.arrows", [forged])
+
+
+def both_clocks_compressed_4x(events: list[Row]) -> None:
+    """Wall and monotonic clocks compressed alike, commits too: the steps no longer fit their own durations."""
+    t0, m0 = _first(events, "run_start")["time_ns"], _first(events, "run_start")["mono_ns"]
+    for e in events:
+        if e["time_ns"] > t0:
+            e["time_ns"], e["mono_ns"] = t0 + (e["time_ns"] - t0) // 4, m0 + (e["mono_ns"] - m0) // 4
+        if e["kind"] == "checkpoint_committed":
+            d = e["data"]
+            e["data"] = {
+                **d,
+                **{k: t0 + (d[k] - t0) // 4 for k in ("weight_update_ns", "save_begin_ns", "save_end_ns")},
+            }
+
+
+def evaluation_of_19_relabelled_18(events: list[Row]) -> list[Row]:
+    kept = [e for e in events if e["step"] != 18]
+    for e in kept:
+        if e["step"] == 19:
+            e["step"] = 18
+    return kept
+
+
+def train_stop_deleted(events: list[Row]) -> list[Row]:
+    return [e for e in events if e["kind"] != "train_stop"]
+
+
+def evaluation_dated_back_on_both_clocks(events: list[Row]) -> None:
+    for e in events:
+        if e["step"] == 19:
+            e["time_ns"] -= 5 * S
+            e["mono_ns"] -= 5 * S
+
+
+def update_in_the_evaluators_own_segment(events: list[Row]) -> list[Row]:
+    template = _first(events, "eval_start", 18)
+    update = {**template, "kind": "weight_update", "data": {}, "time_ns": template["time_ns"] - 1}
+    return [update, *events]
+
+
+def metrics_in_a_rank_segment(run: Path) -> None:
+    metrics = {**_first(rows(_trainer(run)), "step_metrics", 18), "writer": "trainer-rank1"}
+    write(run / "events" / "trainer-rank1-0001.arrows", [metrics])
+
+
+VARIATIONS: list[tuple[Callable[[Path], None], str, str]] = [
+    (update_in_a_second_trainer_session, "session-steps", "trainer-0002.arrows"),
+    (an_importer_declares_the_run, "one-run-opened", "trainer-0001.arrows"),
+    (_in_trainer(both_clocks_compressed_4x), "step-window", "trainer-0001.arrows"),
+    (_in_evaluator(evaluation_of_19_relabelled_18), "step-samples", "evaluator-0001.arrows"),
+    (_in_trainer(train_stop_deleted), "train-stop-recorded", "trainer-0001.arrows"),
+    (_in_evaluator(evaluation_dated_back_on_both_clocks), "mono-order", "evaluator-0001.arrows"),
+    (_in_evaluator(update_in_the_evaluators_own_segment), "kind-writer", "evaluator-0001.arrows"),
+    (metrics_in_a_rank_segment, "kind-writer", "trainer-rank1-0001.arrows"),
+]
+CASES += VARIATIONS
+
+
 @pytest.mark.parametrize(("attack", "rule", "segment"), CASES, ids=[f"{c[1]}:{c[0].__qualname__}" for c in CASES])
 def test_each_forgery_is_refused_by_its_rule(
     attacked: Path, attack: Callable[[Path], None], rule: str, segment: str

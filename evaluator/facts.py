@@ -10,6 +10,7 @@ from typing import Any
 from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError, SettingsError, UnverifiedRunError
 from evaluator.settings import RunEvalConfig, run_eval_config
+from recorder.catalogue import may_write
 from recorder.events import Event
 from recorder.kinds import RunOpened
 from recorder.reader import read_run, run_id_from
@@ -102,7 +103,7 @@ def read_facts(
     With `task` (a spec file), its settings replace the ones the run recorded."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     unverified = require_verified(run, force)
-    events = read_run(run).events
+    events = [e for e in read_run(run).events if may_write(e.writer, e.kind)]  # verify's rule kind-writer
     opened_event = next((e for e in events if e.kind == "run_opened"), None)
     if opened_event is None:
         raise NotEvaluableError(f"{run.path}: no run_opened event: not a recorded training run")

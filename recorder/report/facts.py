@@ -161,7 +161,8 @@ def read_views(history: History, facts: RunFacts) -> None:
         f"SELECT kind, data->>'resumed_from' AS source, data->>'resumed_at_step' AS at_step, "
         "data->>'resumed_checkpoint' AS resumed_checkpoint, "
         f"data->>'status' AS status, data->>'reason' AS reason, step, segment, "
-        f"data->'provenance'->>'imported_from' AS imported_from, data->>'provenance' AS provenance FROM events {where} "
+        "CASE WHEN writer = 'import' THEN data->'provenance'->>'imported_from' END AS imported_from, "  # the importer's
+        f"data->>'provenance' AS provenance FROM events {where} "
         "AND kind IN ('run_opened', 'train_stop') ORDER BY time_ns"
     ).to_pylist():
         if r["kind"] == "run_opened" and r["source"]:

@@ -35,7 +35,8 @@ from recorder.segment import (
     skipped_entries,
 )
 from recorder.signing import fingerprint, signature_valid
-from recorder.verify.facts import KINDS, check_facts, for_rules
+from recorder.verify.facts import check_facts, for_rules
+from recorder.verify.facts import kept as kept_kind
 from recorder.verify.problem import Problem
 from recorder.verify.summary import SegmentSummary
 from recorder.verify.trust import trust_problems, trusted_from_environment, untrusted_ok_from_environment
@@ -260,9 +261,9 @@ def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _
                         problem = chain.row(n, row, data[start - first : end - first])
                         if problem is not None:
                             return _Streamed(chain.summary(n, False), [problem], kept)
-                        if keep_all or row[5] in KINDS:
+                        if keep_all or kept_kind(row[5], row[1]):
                             event = event_from_row(row, path.name)
-                            if row[5] in KINDS:
+                            if kept_kind(row[5], row[1]):
                                 kept.append(for_rules(event))
                             if keep_all:
                                 every.append(event)
@@ -371,6 +372,6 @@ def _read_whole(p: Path, run_id: str | None, report: VerifyReport, keep_all: boo
     chain = _Chain(segment.name, segment.writer, run_id)
     problems = _check_whole(segment, chain)
     events = segment.events()
-    kept = [for_rules(e) for e in events if e.kind in KINDS]
+    kept = [for_rules(e) for e in events if kept_kind(e.kind, e.writer)]
     summary = chain.summary(segment.table.num_rows, segment.closed, segment.torn)
     return _Streamed(summary, problems, kept, events if keep_all else [])

@@ -29,6 +29,7 @@ METRICS = {
     "piqa": "acc_norm",
     "winogrande": "acc",
     "siqa": "acc",
+    "social_iqa": "acc",
     "easy_qa": "acc_norm",
 }
 DEFAULT_TASKS = ("arc_easy", "arc_challenge", "hellaswag", "openbookqa", "piqa", "winogrande", "siqa")
@@ -36,16 +37,23 @@ DEFAULT_TASKS = ("arc_easy", "arc_challenge", "hellaswag", "openbookqa", "piqa",
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskData:
-    """One task: its config file and its local data file."""
+    """One task: its config file and its local data: a JSON-lines file, or the Arrow files of a Hugging Face
+    datasets split (`builder="arrow"`, `files` sorted)."""
 
     name: str
     metric: str
     config: Path
     data: Path
+    builder: str = "json"
+    files: tuple[Path, ...] = ()
 
     @property
     def data_sha256(self) -> str:
-        return hashlib.sha256(self.data.read_bytes()).hexdigest()
+        """sha256 of the data file; of the files' "name sha256" lines for a split in several files."""
+        if not self.files:
+            return hashlib.sha256(self.data.read_bytes()).hexdigest()
+        lines = "".join(f"{f.name} {hashlib.sha256(f.read_bytes()).hexdigest()}\n" for f in self.files)
+        return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def parse_tasks(text: str) -> list[str]:
@@ -95,5 +103,7 @@ def lm_eval_config(task: TaskData) -> dict[str, Any]:
     from lm_eval.tasks._yaml_loader import load_yaml
 
     cfg = dict(load_yaml(task.config, resolve_func=True))
-    cfg["dataset_kwargs"] = {"data_files": {"test": str(task.data.resolve())}}
+    files = [str(f.resolve()) for f in task.files] or str(task.data.resolve())
+    cfg["dataset_path"] = task.builder
+    cfg["dataset_kwargs"] = {"data_files": {"test": files}}
     return cfg

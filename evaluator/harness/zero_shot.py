@@ -53,6 +53,7 @@ class HarnessOptions:
     data_dir: Path | None = None
     examples: int | None = None
     evaluation: Options = field(default_factory=Options)
+    task_data: tuple[TaskData, ...] = ()  # tasks already resolved (any data source): `tasks`/`data_dir` unused
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,7 +112,7 @@ def evaluate_harness(
         raise HarnessUnavailableError(f"--harness lm-eval needs lm-eval: pip install -e '.[harness]' ({e})") from e
     if options.examples is not None and options.examples < 1:
         raise HarnessOptionsError(f"examples={options.examples}: at least 1 (or None for every example)")
-    tasks = resolve_tasks(options.tasks, data_dir(options.data_dir))
+    tasks = list(options.task_data) or resolve_tasks(options.tasks, data_dir(options.data_dir))
     # No hub is reachable: make sure neither datasets nor huggingface_hub tries (local JSON files only).
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
@@ -207,6 +208,7 @@ def _score(
             },
             "version": out["versions"].get(task.name),
             "data_file": str(task.data),
+            **({"data_files": [str(f) for f in task.files]} if task.files else {}),
             "data_sha256": task.data_sha256,
             "config_sha256": sha256_text(task.config.read_text()),
             "samples": [_sample_row(s) for s in out["samples"][task.name]],

@@ -1,0 +1,278 @@
+"""`recorder zero-shot PATH...`: check every input first (nothing is written on bad input), evaluate each
+checkpoint (one per worker), then write each one's results and print the table once all are done."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evaluator.harness.taskset import TaskData
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.job import Job, JobResult
+from evaluator.zero_shot.options import ZeroShotOptions
+from evaluator.zero_shot.outputs import SCHEMA, table, write_outputs
+from evaluator.zero_shot.pool import run_jobs
+from evaluator.zero_shot.reference import LoggedLoss, logged_loss
+from evaluator.zero_shot.targets import Target, target
+from evaluator.zero_shot.tasks import resolve_task_data
+from evaluator.zero_shot.training_run import HoldoutPlan, holdout_plan
+from recorder.errors import RecorderError
+from recorder.provenance import provenance
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """One PATH, checked: its target, its job (None for a recorder run) and the logged loss it must meet."""
+
+    target: Target
+    job: Job | None
+    reference: LoggedLoss | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ZeroShotSummary:
+    docs: list[dict[str, Any]] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    table: str = ""
+
+
+def prepare(paths: list[Path], options: ZeroShotOptions) -> tuple[list[TaskData], list[Prepared]]:
+    """The tasks' data and every PATH's job; ZeroShotInputError (or the loaders' input errors) at the first
+    problem, before anything is loaded or written."""
+    if not paths:
+        raise ZeroShotInputError("name at least one checkpoint PATH")
+    tasks = resolve_task_data(list(options.tasks), hf_cache=options.hf_cache, data_dir=options.data_dir)
+    return tasks, [_prepare(target(p), tasks, options) for p in paths]
+
+
+def _prepare(t: Target, tasks: list[TaskData], options: ZeroShotOptions) -> Prepared:
+    if t.info is None:
+        return Prepared(target=t, job=None)
+    plan: HoldoutPlan | None = None
+    reference = None
+    if options.holdout != "off":
+        assert t.run is not None
+        world = options.train_world_size or t.info.world_size
+        plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
+        if options.holdout == "on":
+            reference = logged_loss(t.run, t.info.step)
+    job = Job(
+        label=t.label,
+        info=t.info,
+        tasks=tuple(tasks),
+        limit=options.limit,
+        dtype=options.dtype,
+        device=options.device,
+        batch_size=options.batch_size,
+        code=options.code,
+        holdout=plan,
+        reference=None if reference is None else reference.value,
+        max_gap=options.max_gap,
+        log_samples=options.log_samples,
+        online=options.online,
+    )
+    return Prepared(target=t, job=job, reference=reference)
+
+
+def _run_config(t: Target) -> dict[str, Any]:
+    import json
+
+    assert t.run is not None and t.info is not None
+    file = t.run / "config.json"
+    if not file.is_file():
+        raise ZeroShotInputError(
+            f"{file}: no training config, so no holdout settings: add it (docs/zero-shot.md), or --holdout off"
+        )
+    config: dict[str, Any] = json.loads(file.read_text())
+    return config
+
+
+def zero_shot(paths: list[Path], options: ZeroShotOptions, *, echo: Echo) -> ZeroShotSummary:
+    """Evaluate every PATH; the table once all are done. Holdout aborts and load failures are in `failed`."""
+    tasks, prepared = prepare(paths, options)
+    log: list[str] = []
+
+    def say(text: str) -> None:
+        log.append(text)
+        echo(text)
+
+    say(
+        f"zero-shot: {len(prepared)} checkpoint(s), tasks {', '.join(t.name for t in tasks)}"
+        + (f", {options.limit} example(s) per task" if options.limit else "")
+    )
+    summary = ZeroShotSummary()
+    checkpoints = [p for p in prepared if p.job is not None]
+    jobs = [p.job for p in checkpoints if p.job is not None]
+    outcomes, workers = run_jobs(jobs, workers=options.workers, address=options.ray_address) if jobs else ([], "")
+    for p, outcome in zip(checkpoints, outcomes, strict=True):
+        doc = _judge(p, outcome, options, workers, say)
+        if doc is None:
+            summary.failed.append(p.target.label)
+        else:
+            summary.docs.append(doc)
+    for p in prepared:
+        if p.job is None:
+            summary.docs.extend(_recorder_run(p.target, tasks, options, say, summary))
+    summary.table = table(summary.docs)
+    say(summary.table.rstrip("\n"))
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    text = "\n".join(log) + "\n"
+    for doc in summary.docs:
+        where = Path(doc.pop("_results_dir")) if "_results_dir" in doc else None
+        assert where is not None
+        summary.written.append(write_outputs(where.with_name(f"{where.name}{stamp}"), doc, summary.table, text))
+    return summary
+
+
+def _judge(
+    p: Prepared, outcome: JobResult | RecorderError, options: ZeroShotOptions, workers: str, say: Echo
+) -> dict[str, Any] | None:
+    """The result's document, or None (said why) for a failed load or a holdout gap over the tolerance."""
+    t = p.target
+    if isinstance(outcome, RecorderError):
+        say(f"{t.label}: failed: {outcome}")
+        return None
+    check = _holdout_record(p, outcome, options)
+    if outcome.aborted:
+        say(
+            f"{t.label}: holdout check failed: recomputed eval/loss {check['recomputed']:.6f}, logged "
+            f"{check['logged']:.6f} at step {check['step']} in {check['source']}: gap {check['gap']:.6f} > "
+            f"{options.max_gap}: weights, tokenizer or model code do not match the training's; not scored"
+        )
+        return None
+    scores = {name: d["score"] for name, d in outcome.tasks.items()}
+    say(
+        f"{t.label}: "
+        + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+        + (f"; holdout eval/loss {outcome.holdout_loss:.6f}" if outcome.holdout_loss is not None else "")
+    )
+    return _document(p, outcome, options, workers, check, scores)
+
+
+def _holdout_record(p: Prepared, r: JobResult, options: ZeroShotOptions) -> dict[str, Any]:
+    plan = p.job.holdout if p.job is not None else None
+    if plan is None:
+        return {"mode": "off"}
+    out: dict[str, Any] = {"mode": options.holdout, "recomputed": r.holdout_loss, **_plan(plan)}
+    if p.reference is not None and r.holdout_loss is not None:
+        gap = abs(r.holdout_loss - p.reference.value)
+        out |= {
+            "logged": p.reference.value,
+            "step": p.reference.step,
+            "source": str(p.reference.source),
+            "gap": gap,
+            "max_gap": options.max_gap,
+            "passed": gap <= options.max_gap,
+        }
+    return out
+
+
+def _plan(plan: HoldoutPlan) -> dict[str, Any]:
+    import hashlib
+
+    return {
+        "data": str(plan.data),
+        "data_sha256": hashlib.sha256(plan.data.read_bytes()).hexdigest(),
+        "seq_len": plan.seq_len,
+        "tokens": plan.tokens,
+        "world_size": plan.world_size,
+    }
+
+
+def _document(
+    p: Prepared, r: JobResult, options: ZeroShotOptions, workers: str, check: dict[str, Any], scores: dict[str, float]
+) -> dict[str, Any]:
+    t, info = p.target, p.target.info
+    assert info is not None
+    return {
+        "schema": SCHEMA,
+        "label": t.label,
+        "scores": scores,
+        "checkpoint": {
+            "path": str(t.path),
+            "kind": t.kind,
+            "format": info.format,
+            "step": info.step,
+            "run": str(t.run),
+            "train_world_size": info.world_size,
+            "manifest": r.manifest,
+        },
+        "settings": {
+            "tasks": list(scores),
+            "limit": options.limit,
+            "num_fewshot": 0,
+            "dtype": options.dtype,
+            "device": r.device,
+            "batch_size": options.batch_size,
+            "workers": workers,
+            "capacity": False if r.provenance is not None else None,
+        },
+        "code": r.provenance,
+        "holdout": check,
+        "harness": {"name": "lm-eval", "version": r.lm_eval_version},
+        "tasks": r.tasks,
+        "timings": {k: round(v, 6) for k, v in r.timings.items()},
+        "provenance": provenance(),
+        "finished": datetime.now(UTC).isoformat(),
+        "_results_dir": str(t.results_dir("", options.out)),
+    }
+
+
+def _recorder_run(
+    t: Target, tasks: list[TaskData], options: ZeroShotOptions, say: Echo, summary: ZeroShotSummary
+) -> list[dict[str, Any]]:
+    """A recorder run: the harness session scores its committed checkpoints and records eval events."""
+    from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
+    from evaluator.results import read_results
+    from evaluator.settings import Options
+
+    how = HarnessOptions(
+        tasks=[x.name for x in tasks],
+        examples=options.limit,
+        task_data=tuple(tasks),
+        evaluation=Options(batch_size=options.batch_size),
+    )
+    result = evaluate_harness(t.path, how)
+    docs = []
+    for o in result.outcomes:
+        label = f"{t.label}/step_{o.step}"
+        if o.status == "failed":
+            say(f"{label}: failed: {o.reason} {o.error}".rstrip())
+            summary.failed.append(label)
+            continue
+        if o.status != "scored" or o.results is None:
+            say(f"{label}: skipped ({o.reason})")
+            continue
+        harness_doc = read_results(Path(o.results))
+        say(f"{label}: " + ", ".join(f"{k} {v:.4f}" for k, v in o.scores.items()))
+        docs.append(
+            {
+                "schema": SCHEMA,
+                "label": label,
+                "scores": o.scores,
+                "checkpoint": {
+                    "path": str(t.path),
+                    "kind": t.kind,
+                    "format": "recorder",
+                    "step": o.step,
+                    "sha256": harness_doc["checkpoint"]["sha256"],
+                },
+                "settings": harness_doc["settings"] | {"limit": options.limit, "dtype": "fp32"},
+                "holdout": {"mode": "fingerprint", "fingerprint": harness_doc.get("fingerprint")},
+                "events": {"writer": "harness", "segment": result.segment, "results": o.results},
+                "tasks": harness_doc["tasks"],
+                "finished": datetime.now(UTC).isoformat(),
+                "_results_dir": str(
+                    options.out / f"{label.replace('/', '_')}_"
+                    if options.out
+                    else t.path / "eval_results" / f"step_{o.step:07d}" / "zero_shot_"
+                ),
+            }
+        )
+    return docs

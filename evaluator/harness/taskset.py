@@ -32,6 +32,7 @@ METRICS = {
     "social_iqa": "acc",
     "easy_qa": "acc_norm",
 }
+DATA_ALIASES = {"social_iqa": "siqa"}  # lm-eval's name -> the file name of the shipped data
 DEFAULT_TASKS = ("arc_easy", "arc_challenge", "hellaswag", "openbookqa", "piqa", "winogrande", "siqa")
 
 
@@ -83,9 +84,16 @@ def data_dir(option: Path | None) -> Path:
     return chosen
 
 
+def data_file(directory: Path, name: str) -> Path:
+    """<directory>/<name>.jsonl; for social_iqa, siqa.jsonl when that is the file there."""
+    path = directory / f"{name}.jsonl"
+    alias = directory / f"{DATA_ALIASES.get(name, name)}.jsonl"
+    return alias if not path.is_file() and alias.is_file() else path
+
+
 def resolve_tasks(names: list[str], directory: Path) -> list[TaskData]:
     """Each task's config and data file; MissingTaskDataError naming every task without its file."""
-    missing = [n for n in names if not (directory / f"{n}.jsonl").is_file()]
+    missing = [n for n in names if not data_file(directory, n).is_file()]
     if missing:
         raise MissingTaskDataError(
             "no data for task(s) "
@@ -93,8 +101,7 @@ def resolve_tasks(names: list[str], directory: Path) -> list[TaskData]:
             + f": one JSON record per line in the Hugging Face field layout (see {TASKS_DIR}/<task>.yaml)"
         )
     return [
-        TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=directory / f"{n}.jsonl")
-        for n in names
+        TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=data_file(directory, n)) for n in names
     ]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator.harness.taskset import METRICS, TASKS_DIR, TaskData
+from evaluator.harness.taskset import METRICS, TASKS_DIR, TaskData, data_file
 from evaluator.zero_shot.errors import ZeroShotInputError
 
 ALIASES = {"siqa": "social_iqa"}
@@ -91,8 +91,8 @@ def resolve_task_data(names: list[str], *, hf_cache: Path | None, data_dir: Path
 
 
 def _jsonl(directory: Path, name: str) -> Path | None:
-    names = [name, *(a for a, n in ALIASES.items() if n == name)]
-    return next((directory / f"{n}.jsonl" for n in names if (directory / f"{n}.jsonl").is_file()), None)
+    path = data_file(directory, name)
+    return path if path.is_file() else None
 
 
 def _where(name: str, hf_cache: Path | None, data_dir: Path | None) -> str:

@@ -26,6 +26,13 @@ def sentences(seed: int, n: int) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 9))) + "." for _ in range(n)]
 
 
+def noise(seed: int, n: int) -> list[str]:
+    """Long documents of random letters: much harder than the sentences, so that how documents are packed
+    into each rank's rows (the world size) shows in the loss."""
+    rng = random.Random(seed)
+    return ["".join(rng.choice(CHARS[:26]) for _ in range(rng.randint(100, 140))) for _ in range(n)]
+
+
 def model_config(vocab: int) -> dict[str, object]:
     return {
         "vocab_size": vocab,
@@ -77,7 +84,8 @@ def main(root: Path) -> None:
     run = root / "run"
     tok = CharTokenizer(CHARS)
     encode = lambda texts: [tok.encode(t) + [tok.eos_id] for t in texts]
-    train, holdout = encode(sentences(1, 400)), sentences(2, 120)
+    train = encode(sentences(1, 400))
+    holdout = [doc for pair in zip(sentences(2, 60), noise(3, 60), strict=True) for doc in pair]
     if rank == 0:
         (run / "data").mkdir(parents=True)
         (run / "tokenizer").mkdir()

@@ -5,7 +5,7 @@ Ray actor (`ZeroShotWorker`), one checkpoint per actor."""
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from evaluator.harness.taskset import TaskData
@@ -42,6 +42,7 @@ class JobResult:
     holdout_loss: float | None
     manifest: dict[str, Any]
     provenance: dict[str, Any] | None
+    dtype: str  # torch's name of the dtype the weights were scored in
     device: str
     lm_eval_version: str | None
     aborted: bool = False  # the holdout gap exceeded max_gap: nothing was scored
@@ -67,14 +68,14 @@ def run_job(job: Job) -> JobResult:
         t = time.monotonic()
         tasks, version = _score(loaded.model, loaded.tokenizer, job)
         timings["score_s"] = time.monotonic() - t
-    m = loaded.manifest
     return JobResult(
         label=job.label,
         tasks=tasks,
         holdout_loss=loss,
-        manifest={"root": m.root, "bytes": m.bytes, "files": [asdict(s) for s in m.shards]},
-        provenance=None if loaded.provenance is None else asdict(loaded.provenance),
-        device=str(next(loaded.model.parameters()).device),
+        manifest=loaded.manifest.to_dict(),
+        provenance=None if loaded.provenance is None else loaded.provenance.to_dict(),
+        dtype=loaded.dtype,
+        device=loaded.device,
         lm_eval_version=version,
         aborted=aborted,
         timings=timings,

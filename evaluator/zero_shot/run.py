@@ -18,7 +18,7 @@ from evaluator.zero_shot.pool import run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.targets import Target, target
 from evaluator.zero_shot.tasks import resolve_task_data
-from evaluator.zero_shot.training_run import HoldoutPlan, holdout_plan
+from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from recorder.errors import RecorderError
 from recorder.provenance import provenance
 
@@ -84,7 +84,7 @@ def _run_config(t: Target) -> dict[str, Any]:
     import json
 
     assert t.run is not None and t.info is not None
-    file = t.run / "config.json"
+    file = t.run / TRAINING_CONFIG
     if not file.is_file():
         raise ZeroShotInputError(
             f"{file}: no training config, so no holdout settings: add it (docs/zero-shot.md), or --holdout off"

@@ -10,10 +10,14 @@ to `<run>/eval_results/step_NNNNNNN/zero_shot_<time>/`, since snapshots are prun
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.training_run import TRAINING_CONFIG
+from trainer.policy.errors import CheckpointError
 from trainer.policy.formats.detect import CheckpointInfo, detect
 
 Kind = Literal["recorder-run", "run", "snapshot", "archive", "checkpoint"]
@@ -45,17 +49,38 @@ class Target:
 
 
 def target(path: Path) -> Target:
-    """The Target of `path`; NotACheckpointError (exit 2) naming it when it is none."""
+    """The Target of `path`; ZeroShotInputError (exit 2) naming it, and what to give, when it is none."""
     path = path.resolve()
     if (path / "events").is_dir() and not (path / ".metadata").is_file():
         return Target(path=path, kind="recorder-run", label=path.name, info=None, run=path)
-    info = detect(path)
+    _check_source(path)
+    try:
+        info = detect(path)
+    except CheckpointError as e:
+        raise ZeroShotInputError(
+            f"{e}; give a checkpoint directory, a <run>/snapshots/step_N/, an archive or a recorder run"
+        ) from e
     run = info.source_run
     if run is None or run == path:
-        kind: Kind = "run" if (path / "config.json").is_file() and info.format == "torch-dcp" else "checkpoint"
+        kind: Kind = "run" if (path / TRAINING_CONFIG).is_file() else "checkpoint"
         label = path.name
     elif path.parent.name == "snapshots":
         kind, label = "snapshot", f"{run.name}/{path.name}"
     else:
         kind, label = "archive", path.name
     return Target(path=path, kind=kind, label=label, info=info, run=run if run is not None else path)
+
+
+def _check_source(path: Path) -> None:
+    """An archive's final_meta.json must name a run that exists: its config and logs are there."""
+    meta = path / "final_meta.json"
+    if not meta.is_file():
+        return
+    try:
+        source = json.loads(meta.read_text()).get("source")
+    except (OSError, ValueError, AttributeError) as e:
+        raise ZeroShotInputError(f"{meta}: not a readable JSON object ({e}): rewrite it") from e
+    if isinstance(source, str) and source and not (path.parent / source).is_dir():
+        raise ZeroShotInputError(
+            f"{meta}: source {source!r} does not exist: restore the run there, or set `source` to where it is now"
+        )

@@ -1,7 +1,8 @@
 """A pretraining run directory as the holdout check reads it (docs/zero-shot.md, "The training run"):
 
-    <run>/config.json              {"model": {...}, "data": {"holdout": PATH, "seq_len": N},
-                                    "eval": {"tokens": N}, "world_size": N}
+    <run>/config.json              the model's config (Hugging Face style, with model_type)
+    <run>/training.json            {"data": {"holdout": PATH, "seq_len": N}, "eval": {"tokens": N},
+                                    "world_size": N}
     <run>/tensorboard_scalars.json {"eval/loss": [{"step": S, "value": V}, ...], ...}
     <run>/**/events.out.tfevents.* the same scalars as TensorBoard wrote them (either one is the reference)
 
@@ -17,6 +18,8 @@ from typing import Any
 
 from evaluator.zero_shot.errors import ZeroShotInputError
 
+TRAINING_CONFIG = "training.json"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HoldoutPlan:
@@ -31,7 +34,7 @@ class HoldoutPlan:
 def holdout_plan(run: Path, config: dict[str, Any], *, world_size: int | None, data: Path | None) -> HoldoutPlan:
     """The plan from the run's config.json; `data` (--holdout-data) replaces a path that does not resolve,
     `world_size` (--train-world-size, else the checkpoint's) the config's."""
-    where = run / "config.json"
+    where = run / TRAINING_CONFIG
     try:
         seq_len = int(config["data"]["seq_len"])
         tokens = int(config["eval"]["tokens"])

@@ -61,7 +61,7 @@ def test_run_snapshot_and_archive_of_the_same_weights_score_the_same(training: P
         log = (folder / "eval.log").read_text()
         assert summary in log and done.stdout.count("holdout eval/loss") == 3
     # the archive's weights are the run's final ones, byte for byte
-    shards = lambda d: {f["file"]: f["sha256"] for f in d["checkpoint"]["manifest"]["files"]}
+    shards = lambda d: {f["path"]: f["sha256"] for f in d["checkpoint"]["manifest"]["shards"]}
     assert shards(docs["archive"]) == shards(docs["run"])
     assert not (archive / "eval_results/step_0000020").exists() and not (snapshot / "eval_results").exists()
 

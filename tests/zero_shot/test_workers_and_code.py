@@ -34,7 +34,8 @@ class RoutedLM(LlamaForCausalLM):
 
 
 def build(config, *, capacity=True):
-    return RoutedLM(LlamaConfig(**config["model"]), capacity)
+    fields = {k: v for k, v in config.items() if k != "model_type"}
+    return RoutedLM(LlamaConfig(**fields), capacity)
 '''
 
 
@@ -74,10 +75,10 @@ def test_the_teams_model_code_evaluates_with_capacity_off_and_its_provenance(tra
     [doc], [ref] = custom.docs, plain.docs
     assert doc["scores"] == ref["scores"] and doc["holdout"]["passed"]
     assert doc["settings"]["capacity"] is False
-    files = dict(map(tuple, doc["code"]["files"]))
+    files = {f["path"]: f["sha256"] for f in doc["code"]["files"]}
     model_py = hashlib.sha256((tree / "tiny_moe/model.py").read_bytes()).hexdigest()
     assert files == {"tiny_moe/__init__.py": hashlib.sha256(b"").hexdigest(), "tiny_moe/model.py": model_py}
-    assert doc["code"]["commit"] == commit and doc["code"]["dirty"] is False
+    assert doc["code"]["git_commit"] == commit and doc["code"]["git_dirty"] is False
     assert doc["code"]["factory"] == "tiny_moe.model:build"
     [written] = custom.written
     assert written.parent.parent == training / "custom" and written.parent.name.startswith("run_")

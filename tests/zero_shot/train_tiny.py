@@ -35,6 +35,7 @@ def noise(seed: int, n: int) -> list[str]:
 
 def model_config(vocab: int) -> dict[str, object]:
     return {
+        "model_type": "llama",
         "vocab_size": vocab,
         "hidden_size": 32,
         "intermediate_size": 64,
@@ -91,16 +92,17 @@ def main(root: Path) -> None:
         (run / "tokenizer").mkdir()
         (run / "data/holdout.txt").write_text("\n".join(holdout) + "\n")
         (run / "tokenizer/tokenizer.json").write_text(tok.to_json())
-        config = {
-            "model": model_config(tok.vocab_size),
+        (run / "config.json").write_text(json.dumps(model_config(tok.vocab_size), indent=1))
+        training = {
             "data": {"holdout": "data/holdout.txt", "seq_len": SEQ_LEN},
             "eval": {"tokens": EVAL_TOKENS},
             "world_size": world,
         }
-        (run / "config.json").write_text(json.dumps(config, indent=1))
+        (run / "training.json").write_text(json.dumps(training, indent=1))
     dist.barrier()
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**model_config(tok.vocab_size)))
+    fields = {k: v for k, v in model_config(tok.vocab_size).items() if k != "model_type"}
+    model = LlamaForCausalLM(LlamaConfig(**fields))
     fully_shard(model)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
     rows = rows_of(train, rank, world)

@@ -1,12 +1,12 @@
-"""Which format a checkpoint directory is in, read from its files (never from its name alone).
+"""Which checkpoint format a directory holds, detected from its files (never from its name alone).
 
-- "hf-safetensors": config.json and safetensors weights (trainer/policy/hf_checkpoint.py's layouts);
-- "recorder": the policy's own checkpoint (weights.safetensors with the trainer's metadata);
-- "torch-dcp": `.metadata` and `__<rank>_0.distcp` shards as torch.distributed.checkpoint writes them. Its
-  run is the directory itself, the `<run>` of `<run>/snapshots/step_N/`, or the `source` an archive's
-  `final_meta.json` names; its step and training world size come from `meta.json`/`final_meta.json`
-  (`step`, `source_world_size`), else the `step_N` name and the number of shards;
-- "mcore-torch-dist": NeMo-RL's `policy/weights/iter_*/` (detected, loaded by its own loader).
+- `recorder`: the recorder's own `step_NNNNNNN/` (model.safetensors whose metadata holds weight_update_ns,
+  config.json, tokenizer.json);
+- `hf-safetensors`: config.json and safetensors weights, in the directory or where NeMo-RL keeps them;
+- `torch-dcp`: `.metadata` and `*.distcp` shards: the recorder's sharded `step_NNNNNNN/`, an FSDP2
+  `fsdp2_epoch_N/` archive (`final_meta.json` names its `source` run) or a `<run>/snapshots/step_N/`;
+- `mcore-torch-dist`: NeMo-RL's Megatron checkpoint, `step_N/policy/weights/iter_*/` (DCP shards with
+  Megatron's names), `policy/tokenizer/` and `training_info.json`.
 """
 
 from __future__ import annotations
@@ -17,111 +17,158 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder.errors import InputError
-from trainer.policy.errors import PolicyError
+from trainer.policy.errors import CheckpointError
 
 Format = Literal["hf-safetensors", "recorder", "torch-dcp", "mcore-torch-dist"]
 DCP_METADATA = ".metadata"
-SHARD = re.compile(r"__(\d+)_0\.distcp$")
-STEP_DIR = re.compile(r"(?:step|iter)_0*(\d+)$")
-META_FILES = ("final_meta.json", "meta.json")
-TOKENIZER_PLACES = ("tokenizer", "policy/tokenizer", ".")
-
-
-class NotACheckpointError(PolicyError, InputError):
-    """A path that holds no checkpoint in any known format, or whose run cannot be found."""
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+META_FILES = ("final_meta.json", "meta.json")  # an archive's, a snapshot's
+_RANK_SHARD = re.compile(r"__(\d+)_0\.distcp")
+_STEP = re.compile(r"(?:step|iter)_0*(\d+)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckpointInfo:
-    """What a checkpoint directory is: format, step, the training's world size and run, config, tokenizer."""
+    """What a checkpoint directory holds, as its files say."""
 
     path: Path
     format: Format
     step: int | None
-    world_size: int | None
-    source_run: Path | None
-    config: dict[str, Any] = field(default_factory=dict)
+    world_size: int | None  # ranks that wrote it: `__R_0.distcp` files, or the meta's source_world_size
+    source_run: Path | None  # the run an archive or snapshot belongs to
+    config: dict[str, Any] = field(default_factory=dict)  # the model's config.json
     tokenizer_dir: Path | None = None
+    weights_dir: Path = Path()  # the directory whose files the manifest covers
 
 
-def detect(path: Path | str) -> CheckpointInfo:
-    """The CheckpointInfo of `path`; NotACheckpointError naming the path and what a checkpoint holds."""
-    path = Path(path).resolve()
+def detect(path: Path) -> CheckpointInfo:
+    """The format of the checkpoint at `path`; CheckpointError naming the path and what was expected."""
+    path = Path(path)
     if not path.is_dir():
-        raise NotACheckpointError(f"{path}: no such directory: give a checkpoint directory, snapshot or archive")
+        raise CheckpointError(f"{path}: no such checkpoint directory")
+    if (path / "policy" / "weights").is_dir() and (path / "training_info.json").is_file():
+        iters = sorted((path / "policy" / "weights").glob("iter_*"))
+        if iters and (iters[-1] / DCP_METADATA).is_file():
+            return _mcore(path, iters[-1])
     if (path / DCP_METADATA).is_file():
         return _dcp(path)
-    if (path / "weights.safetensors").is_file() and (path / "metadata.json").is_file():
-        return _plain(path, "recorder")
-    if any((path / p / "config.json").is_file() for p in (".", "policy/weights", "policy/weights/model", "model")):
-        return _plain(path, "hf-safetensors")
-    if list(path.glob("policy/weights/iter_*/.metadata")):
-        return _plain(path, "mcore-torch-dist")
-    raise NotACheckpointError(
-        f"{path}: not a checkpoint: no {DCP_METADATA} with __<rank>_0.distcp shards (torch DCP), no config.json "
-        "with safetensors (Hugging Face), no weights.safetensors (recorder): give the directory that holds them"
-    )
+    from trainer.policy.hf_checkpoint import find_dirs
 
+    if (path / "model.safetensors").is_file() and (path / "config.json").is_file():
+        from recorder.safetensors_header import HeaderError, read_header
 
-def _plain(path: Path, fmt: Format) -> CheckpointInfo:
-    config = _json(path / "config.json") if (path / "config.json").is_file() else {}
-    step = _step_of_name(path)
+        try:
+            own = "weight_update_ns" in read_header(path / "model.safetensors").metadata
+        except HeaderError as e:
+            raise CheckpointError(str(e)) from e
+        if own:
+            return CheckpointInfo(
+                path=path,
+                format="recorder",
+                step=_step(path.name),
+                world_size=None,
+                source_run=_run_of(path),
+                config=_json(path / "config.json"),
+                tokenizer_dir=path,
+                weights_dir=path,
+            )
+    try:
+        dirs = find_dirs(path)
+    except CheckpointError as e:
+        raise CheckpointError(
+            f"{path}: not a checkpoint this evaluator reads: expected config.json with *.safetensors "
+            f"(Hugging Face), {DCP_METADATA} with *.distcp (torch DCP), or policy/weights/iter_*/ with "
+            f"training_info.json (Megatron-Core torch_dist): {e}"
+        ) from e
     return CheckpointInfo(
-        path=path, format=fmt, step=step, world_size=None, source_run=None, config=config, tokenizer_dir=path
+        path=path,
+        format="hf-safetensors",
+        step=_step(path.name),
+        world_size=None,
+        source_run=None,
+        config=_json(dirs.model / "config.json"),
+        tokenizer_dir=dirs.tokenizer,
+        weights_dir=dirs.model,
     )
 
 
 def _dcp(path: Path) -> CheckpointInfo:
-    meta_file = next((path / m for m in META_FILES if (path / m).is_file()), None)
-    meta = _json(meta_file) if meta_file is not None else {}
-    run = _source_run(path, meta, meta_file)
-    shards = [p for p in path.iterdir() if SHARD.search(p.name)]
-    if not shards:
-        raise NotACheckpointError(f"{path}: {DCP_METADATA} but no __<rank>_0.distcp shard: the save is incomplete")
-    world = meta.get("source_world_size", len(shards))
-    step = meta.get("step", _step_of_name(path))
-    config_file = next((d / "config.json" for d in (path, run) if (d / "config.json").is_file()), None)
-    tokenizer = next(
-        (d / p for d in (path, run) for p in TOKENIZER_PLACES if (d / p / "tokenizer.json").is_file()), None
-    )
+    meta = next((_json(path / m) for m in META_FILES if (path / m).is_file()), {})
+    source = meta.get("source")
+    if isinstance(source, str) and source:
+        run: Path | None = Path(source) if Path(source).is_absolute() else (path.parent / source)
+    elif path.parent.name == "snapshots":
+        run = path.parent.parent
+    else:
+        run = _run_of(path)
+    places = [path, *([run, run / "model"] if run is not None else [])]
+    config_file = next((p / "config.json" for p in places if (p / "config.json").is_file()), None)
+    config = _json(config_file) if config_file else meta.get("config") or meta.get("model_config")
+    if not isinstance(config, dict) or not config:
+        raise CheckpointError(
+            f"{path}: a torch DCP checkpoint without a model config: expected config.json in "
+            f"{', '.join(str(p) for p in places)} or a 'config' object in {' or '.join(META_FILES)}"
+        )
+    step = meta.get("step")
+    world = meta.get("source_world_size")
     return CheckpointInfo(
         path=path,
         format="torch-dcp",
-        step=int(step) if step is not None else None,
-        world_size=int(world),
+        step=step if isinstance(step, int) and not isinstance(step, bool) else _step(path.name),
+        world_size=world if isinstance(world, int) and not isinstance(world, bool) else _ranks(path),
         source_run=run,
-        config=_json(config_file) if config_file is not None else {},
-        tokenizer_dir=tokenizer,
+        config=config,
+        tokenizer_dir=_tokenizer_dir([path, path / "tokenizer", *([run, run / "tokenizer"] if run else [])]),
+        weights_dir=path,
     )
 
 
-def _source_run(path: Path, meta: dict[str, Any], meta_file: Path | None) -> Path:
-    """The training run this checkpoint came from: an archive's `source`, a snapshot's run, else itself."""
-    if "source" in meta:
-        source = Path(str(meta["source"]))
-        source = source if source.is_absolute() else (path / source)
-        if not source.is_dir():
-            raise NotACheckpointError(
-                f"{meta_file}: source {meta['source']!r} does not exist: restore the run directory there, "
-                "or correct `source` to where the run now is"
-            )
-        return source.resolve()
-    if path.parent.name == "snapshots" and STEP_DIR.search(path.name):
-        return path.parent.parent
-    return path
-
-
-def _step_of_name(path: Path) -> int | None:
-    m = STEP_DIR.search(path.name)
-    return int(m.group(1)) if m else None
+def _mcore(path: Path, iteration: Path) -> CheckpointInfo:
+    weights = path / "policy" / "weights"
+    places = [weights, iteration, path / "policy" / "tokenizer", path / "policy"]
+    config_file = next((p / "config.json" for p in places if (p / "config.json").is_file()), None)
+    if config_file is None:
+        raise CheckpointError(
+            f"{path}: Megatron-Core weights without the Hugging Face config they map to: expected config.json "
+            f"in {', '.join(str(p) for p in places)}"
+        )
+    info = _json(path / "training_info.json")
+    step = info.get("current_step")
+    return CheckpointInfo(
+        path=path,
+        format="mcore-torch-dist",
+        step=step if isinstance(step, int) and not isinstance(step, bool) else _step(path.name),
+        world_size=_ranks(iteration),
+        source_run=None,
+        config=_json(config_file),
+        tokenizer_dir=_tokenizer_dir([path / "policy" / "tokenizer", path / "tokenizer", weights]),
+        weights_dir=weights,
+    )
 
 
 def _json(path: Path) -> dict[str, Any]:
     try:
-        obj = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise NotACheckpointError(f"{path}: not readable JSON ({e}): rewrite it or remove it") from e
-    if not isinstance(obj, dict):
-        raise NotACheckpointError(f"{path}: a JSON object was expected")
-    return obj
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as e:
+        raise CheckpointError(f"{path}: not a readable JSON file ({e})") from e
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{path}: expected a JSON object")
+    return doc
+
+
+def _step(name: str) -> int | None:
+    m = _STEP.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def _ranks(path: Path) -> int | None:
+    return sum(1 for p in path.iterdir() if _RANK_SHARD.fullmatch(p.name)) or None
+
+
+def _run_of(path: Path) -> Path | None:
+    """The run directory of a checkpoint under `<run>/checkpoints/`."""
+    return path.parent.parent if path.parent.name == "checkpoints" else None
+
+
+def _tokenizer_dir(places: list[Path]) -> Path | None:
+    return next((p for p in places if any((p / f).is_file() for f in TOKENIZER_FILES)), None)

@@ -1,104 +1,211 @@
-"""The model a checkpoint's weights go into: a transformers Llama from the checkpoint's config, or the
-team's own code (`--model-code ROOT --model-factory pkg.mod:fn`), with the provenance of that code.
+"""The model a checkpoint's weights go into: the Hugging Face class its config names, or the team's own
+code (`--model-code ROOT --model-factory package.module:build`), with the provenance of that code.
 
-A factory is called as `fn(config, capacity=capacity)` and returns an `nn.Module` whose state-dict names
-match the checkpoint. `capacity=False` asks an MoE model to route without token dropping (every token to its
-experts), so that a sample's score does not depend on what else is in its batch.
+The factory is called with the checkpoint's config (a dict) and, when it takes one, `capacity=` (whether
+MoE layers keep their expert capacity limit); it returns an `nn.Module` whose state_dict names match the
+checkpoint's. Provenance: every file imported from ROOT with its sha256, ROOT's git commit and whether
+tracked files differ from it. A module of one of ROOT's top-level packages that was imported from
+elsewhere (an installed copy, a module already loaded) is a shadowed module: the model would run code that
+is not the tree's, so the build is refused, naming it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
-import subprocess
+import inspect
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from recorder.errors import InputError
-from trainer.policy.errors import ModelError
+from trainer.policy.errors import CheckpointError, ModelCodeError
 from trainer.policy.formats.detect import CheckpointInfo
-from trainer.policy.formats.load import torch_dtype
 
-
-class ModelCodeError(ModelError, InputError):
-    """A --model-code / --model-factory that cannot be imported or called, or a module shadowed from outside."""
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodeProvenance:
-    """The team's code the model came from: files imported from the root (path, sha256), commit, dirty."""
+    """Which code built the model: the files imported from ROOT, its commit, whether it was dirty."""
 
     root: str
     factory: str
-    files: tuple[tuple[str, str], ...]
-    commit: str | None
-    dirty: bool | None
+    files: tuple[tuple[str, str], ...]  # (path relative to root, sha256), sorted
+    git_commit: str | None
+    git_dirty: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "factory": self.factory,
+            "files": [{"path": p, "sha256": h} for p, h in self.files],
+            "git_commit": self.git_commit,
+            "git_dirty": self.git_dirty,
+        }
 
 
 def build_model(
     info: CheckpointInfo,
     *,
-    dtype: str,
+    dtype: torch.dtype | str,
     device: str,
     model_code: Path | None = None,
     model_factory: str | None = None,
     capacity: bool = True,
-) -> tuple[Any, CodeProvenance | None]:
-    """A model with the checkpoint's architecture (weights not loaded), in `dtype` on `device`."""
+) -> tuple[nn.Module, CodeProvenance | None]:
+    """(the model for `info`'s weights, in `dtype` on `device`, eval mode; the code's provenance or None)."""
+    from trainer.policy.formats.load import torch_dtype
+
+    target = torch_dtype(dtype)
     if model_factory is None:
-        model = _llama(info.config)
-        provenance = None
-    else:
-        if model_code is None:
-            raise ModelCodeError("--model-factory needs --model-code ROOT: the tree the factory is imported from")
-        model, provenance = _from_factory(info.config, model_code.resolve(), model_factory, capacity)
-    return model.to(dtype=torch_dtype(dtype), device=device), provenance
+        if model_code is not None:
+            raise ModelCodeError("--model-code needs --model-factory package.module:function naming the builder")
+        return _hf_model(info, target).to(device).eval(), None
+    if model_code is None:
+        raise ModelCodeError(f"--model-factory {model_factory} needs --model-code ROOT: the tree it is imported from")
+    model, prov = _factory_model(info, Path(model_code), model_factory, capacity)
+    return model.to(dtype=target).to(device).eval(), prov
 
 
-def _llama(config: dict[str, Any]) -> Any:
-    from transformers import LlamaConfig, LlamaForCausalLM
+def _hf_model(info: CheckpointInfo, dtype: torch.dtype) -> nn.Module:
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-    fields = config.get("model", config)
-    return LlamaForCausalLM(LlamaConfig(**fields))
+    config = dict(info.config)
+    kind = config.pop("model_type", None)
+    if not isinstance(kind, str):
+        raise CheckpointError(
+            f"{info.path}: the model config has no model_type: pass --model-code and --model-factory to build "
+            "the model with its own code"
+        )
+    try:
+        hf_config = AutoConfig.for_model(kind, **config)
+        model: nn.Module = AutoModelForCausalLM.from_config(hf_config, dtype=dtype)
+    except (ValueError, KeyError, TypeError, RuntimeError) as e:
+        raise CheckpointError(f"{info.path}: no Hugging Face causal LM for model_type {kind!r}: {e}") from e
+    return model
 
 
-def _from_factory(config: dict[str, Any], root: Path, spec: str, capacity: bool) -> tuple[Any, CodeProvenance]:
-    module_name, _, fn_name = spec.partition(":")
-    if not module_name or not fn_name:
-        raise ModelCodeError(f"--model-factory {spec!r}: write it as package.module:function")
+def _factory_model(info: CheckpointInfo, root: Path, spec: str, capacity: bool) -> tuple[nn.Module, CodeProvenance]:
+    from torch import nn
+
+    module_name, _, func_name = spec.partition(":")
+    if not module_name or not func_name:
+        raise ModelCodeError(f"--model-factory {spec!r}: expected package.module:function")
+    root = root.resolve()
+    if not root.is_dir():
+        raise ModelCodeError(f"--model-code {root}: no such directory")
     sys.path.insert(0, str(root))
     try:
         module = importlib.import_module(module_name)
-        model = getattr(module, fn_name)(config, capacity=capacity)
-    except (ImportError, AttributeError, TypeError) as e:
-        raise ModelCodeError(f"--model-factory {spec} under {root}: {e}") from e
+    except Exception as e:  # the team's code may raise anything while importing
+        raise ModelCodeError(f"--model-factory {spec}: importing {module_name} from {root} failed: {e}") from e
     finally:
         sys.path.remove(str(root))
-    top = module_name.split(".")[0]
-    outside = [n for n in sys.modules if n.split(".")[0] == top and not _under(sys.modules[n], root)]
-    if outside:
-        raise ModelCodeError(f"module {outside[0]} was imported from outside {root}: remove the shadowing copy")
-    # every module of the tree now loaded (also those an earlier build imported), not only the new ones
-    files = sorted(
-        {str(Path(str(m.__file__)).resolve().relative_to(root)) for m in list(sys.modules.values()) if _under(m, root)}
-    )
-    hashes = tuple((f, hashlib.sha256((root / f).read_bytes()).hexdigest()) for f in files)
-    commit, dirty = _git(root)
-    return model, CodeProvenance(root=str(root), factory=spec, files=hashes, commit=commit, dirty=dirty)
+    check_not_shadowed(root)
+    factory = getattr(module, func_name, None)
+    if not callable(factory):
+        raise ModelCodeError(f"--model-factory {spec}: {module_name} has no function {func_name}")
+    takes_capacity = "capacity" in inspect.signature(factory).parameters
+    try:
+        model = factory(dict(info.config), capacity=capacity) if takes_capacity else factory(dict(info.config))
+    except Exception as e:
+        raise ModelCodeError(f"--model-factory {spec}: building the model failed: {type(e).__name__}: {e}") from e
+    if not isinstance(model, nn.Module):
+        raise ModelCodeError(f"--model-factory {spec}: returned a {type(model).__name__}, not a torch nn.Module")
+    check_not_shadowed(root, model)
+    return model, _provenance(root, spec)
 
 
-def _under(module: Any, root: Path) -> bool:
-    file = getattr(module, "__file__", None)
-    return file is not None and Path(file).resolve().is_relative_to(root)
+def _packages(root: Path) -> set[str]:
+    """The top-level modules and packages ROOT provides."""
+    return {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
 
 
-def _git(root: Path) -> tuple[str | None, bool | None]:
-    def git(*args: str) -> str | None:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
-        return done.stdout.strip() if done.returncode == 0 else None
+def check_not_shadowed(root: Path, model: Any = None) -> None:
+    """ModelCodeError naming the first loaded module of one of ROOT's packages that does not come from ROOT
+    (and, given the model, any of its classes' modules)."""
+    packages = _packages(root)
+    names = {n for n in sys.modules if n.split(".", 1)[0] in packages}
+    if model is not None:
+        names |= {type(m).__module__ for m in model.modules() if type(m).__module__.split(".", 1)[0] in packages}
+    for name in sorted(names):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file is None:  # a namespace package has no file; its modules are checked themselves
+            continue
+        if root not in Path(file).resolve().parents:
+            raise ModelCodeError(
+                f"module {name} is imported from {file}, outside --model-code {root}, which has its own "
+                f"{name.split('.', 1)[0]}: the model would run code that is not the tree's; uninstall or rename "
+                "the other copy, or run in a fresh process"
+            )
 
-    commit = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain")
-    return commit, (None if status is None else bool(status))
+
+def _provenance(root: Path, spec: str) -> CodeProvenance:
+    from recorder.provenance import git_state
+
+    files = set()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and root in Path(file).resolve().parents:
+            path = Path(file).resolve()
+            files.add((path.relative_to(root).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest()))
+    commit, dirty = git_state.__wrapped__(root)
+    return CodeProvenance(root=str(root), factory=spec, files=tuple(sorted(files)), git_commit=commit, git_dirty=dirty)
+
+
+def load_weights(model: nn.Module, state: dict[str, Any], info: CheckpointInfo) -> None:
+    """`state` into `model`, every name matched both ways (a tied output layer may be left out); the
+    names are compared first so that a mismatch says which, in words."""
+    own = model.state_dict()
+    state = fit_names(state, set(own))
+    missing = sorted(set(own) - set(state) - _tied(model))
+    unexpected = sorted(set(state) - set(own))
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{info.path}: the checkpoint's tensors do not match the model's: "
+            + (f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; " if missing else "")
+            + (
+                f"not in the model {', '.join(unexpected[:5])}{' ...' if len(unexpected) > 5 else ''}"
+                if unexpected
+                else ""
+            )
+        )
+    shapes = [k for k in state if tuple(state[k].shape) != tuple(own[k].shape)]
+    if shapes:
+        k = shapes[0]
+        raise CheckpointError(
+            f"{info.path}: {k} is {tuple(state[k].shape)} in the checkpoint, {tuple(own[k].shape)} in the model"
+        )
+    model.load_state_dict(state, strict=False)
+    tie = getattr(model, "tie_weights", None)
+    if callable(tie):  # transformers models re-tie a shared output layer after a load
+        tie()
+
+
+WRAPPER_PREFIXES = ("model.", "module.", "_orig_mod.")  # {"model": sd} saved whole, DDP, torch.compile
+
+
+def fit_names(state: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """`state` with a wrapper's prefix taken off every name, when that makes more of them the model's."""
+    best = state
+    for prefix in WRAPPER_PREFIXES:
+        if state and all(k.startswith(prefix) for k in state):
+            stripped = {k.removeprefix(prefix): v for k, v in state.items()}
+            if len(names & set(stripped)) > len(names & set(best)):
+                best = stripped
+    return best
+
+
+def _tied(model: nn.Module) -> set[str]:
+    """Names that share their tensor with another parameter (tied embeddings): optional in a checkpoint."""
+    seen: dict[int, str] = {}
+    tied = set()
+    for name, p in model.state_dict(keep_vars=True).items():
+        if id(p) in seen:
+            tied.add(name)
+        else:
+            seen[id(p)] = name
+    return tied

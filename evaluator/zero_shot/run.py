@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluator.harness.taskset import TaskData
 from evaluator.zero_shot.errors import ZeroShotInputError
@@ -16,11 +16,14 @@ from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.outputs import SCHEMA, table, write_outputs
 from evaluator.zero_shot.pool import run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
-from evaluator.zero_shot.targets import Target, target
+from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
 from evaluator.zero_shot.tasks import resolve_task_data
 from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from recorder.errors import RecorderError
 from recorder.provenance import provenance
+
+if TYPE_CHECKING:
+    from evaluator.harness.zero_shot import StepOutcome
 
 Echo = Callable[[str], None]
 
@@ -110,22 +113,22 @@ def zero_shot(paths: list[Path], options: ZeroShotOptions, *, echo: Echo) -> Zer
     checkpoints = [p for p in prepared if p.job is not None]
     jobs = [p.job for p in checkpoints if p.job is not None]
     outcomes, workers = run_jobs(jobs, workers=options.workers, address=options.ray_address) if jobs else ([], "")
+    results: list[tuple[Path, dict[str, Any]]] = []  # (results directory less its time stamp, document)
     for p, outcome in zip(checkpoints, outcomes, strict=True):
         doc = _judge(p, outcome, options, workers, say)
         if doc is None:
             summary.failed.append(p.target.label)
         else:
-            summary.docs.append(doc)
+            results.append((p.target.results_dir("", options.out), doc))
     for p in prepared:
         if p.job is None:
-            summary.docs.extend(_recorder_run(p.target, tasks, options, say, summary))
+            results.extend(_recorder_run(p.target, tasks, options, say, summary))
+    summary.docs = [doc for _, doc in results]
     summary.table = table(summary.docs)
     say(summary.table.rstrip("\n"))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     text = "\n".join(log) + "\n"
-    for doc in summary.docs:
-        where = Path(doc.pop("_results_dir")) if "_results_dir" in doc else None
-        assert where is not None
+    for where, doc in results:
         summary.written.append(write_outputs(where.with_name(f"{where.name}{stamp}"), doc, summary.table, text))
     return summary
 
@@ -220,16 +223,15 @@ def _document(
         "timings": {k: round(v, 6) for k, v in r.timings.items()},
         "provenance": provenance(),
         "finished": datetime.now(UTC).isoformat(),
-        "_results_dir": str(t.results_dir("", options.out)),
     }
 
 
 def _recorder_run(
     t: Target, tasks: list[TaskData], options: ZeroShotOptions, say: Echo, summary: ZeroShotSummary
-) -> list[dict[str, Any]]:
-    """A recorder run: the harness session scores its committed checkpoints and records eval events."""
+) -> list[tuple[Path, dict[str, Any]]]:
+    """A recorder run: the harness session scores its committed checkpoints and records eval events; each
+    scored step's (results directory less its time stamp, document)."""
     from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
-    from evaluator.results import read_results
     from evaluator.settings import Options
 
     how = HarnessOptions(
@@ -239,7 +241,7 @@ def _recorder_run(
         evaluation=Options(batch_size=options.batch_size),
     )
     result = evaluate_harness(t.path, how)
-    docs = []
+    docs: list[tuple[Path, dict[str, Any]]] = []
     for o in result.outcomes:
         label = f"{t.label}/step_{o.step}"
         if o.status == "failed":
@@ -249,30 +251,35 @@ def _recorder_run(
         if o.status != "scored" or o.results is None:
             say(f"{label}: skipped ({o.reason})")
             continue
-        harness_doc = read_results(Path(o.results))
         say(f"{label}: " + ", ".join(f"{k} {v:.4f}" for k, v in o.scores.items()))
-        docs.append(
-            {
-                "schema": SCHEMA,
-                "label": label,
-                "scores": o.scores,
-                "checkpoint": {
-                    "path": str(t.path),
-                    "kind": t.kind,
-                    "format": "recorder",
-                    "step": o.step,
-                    "sha256": harness_doc["checkpoint"]["sha256"],
-                },
-                "settings": harness_doc["settings"] | {"limit": options.limit, "dtype": "fp32"},
-                "holdout": {"mode": "fingerprint", "fingerprint": harness_doc.get("fingerprint")},
-                "events": {"writer": "harness", "segment": result.segment, "results": o.results},
-                "tasks": harness_doc["tasks"],
-                "finished": datetime.now(UTC).isoformat(),
-                "_results_dir": str(
-                    options.out / f"{label.replace('/', '_')}_"
-                    if options.out
-                    else t.path / "eval_results" / f"step_{o.step:07d}" / "zero_shot_"
-                ),
-            }
-        )
+        where = options.out / f"{label.replace('/', '_')}_" if options.out else t.path / RESULTS / f"step_{o.step:07d}"
+        doc = _harness_document(t, o, label, result.segment, options)
+        docs.append((where / f"{PREFIX}_" if not options.out else where, doc))
     return docs
+
+
+def _harness_document(
+    t: Target, o: StepOutcome, label: str, segment: str | None, options: ZeroShotOptions
+) -> dict[str, Any]:
+    """A scored step of a recorder run, from the harness session's own results.json."""
+    from evaluator.results import read_results
+
+    assert o.results is not None
+    harness = read_results(t.path / o.results)  # relative to the run
+    return {
+        "schema": SCHEMA,
+        "label": label,
+        "scores": o.scores,
+        "checkpoint": {
+            "path": str(t.path),
+            "kind": t.kind,
+            "format": "recorder",
+            "step": o.step,
+            "sha256": harness["checkpoint"]["sha256"],
+        },
+        "settings": harness["settings"] | {"limit": options.limit, "dtype": "fp32"},
+        "holdout": {"mode": "fingerprint", "fingerprint": harness.get("fingerprint")},
+        "events": {"writer": "harness", "segment": segment, "results": o.results},
+        "tasks": harness["tasks"],
+        "finished": datetime.now(UTC).isoformat(),
+    }

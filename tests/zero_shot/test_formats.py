@@ -66,10 +66,13 @@ def test_run_snapshot_and_archive_of_the_same_weights_score_the_same(training: P
     assert not (archive / "eval_results/step_0000020").exists() and not (snapshot / "eval_results").exists()
 
 
-def test_collect_prints_the_table_again(training: Path, hf_cache: Path) -> None:
+def test_per_sample_logs_on_request_and_collect_prints_the_table_again(training: Path, hf_cache: Path) -> None:
     run = training / "run"
-    done = run_cli("zero-shot", str(run), "--hf-cache", str(hf_cache), "--limit", "2", "--tasks", "piqa")
+    args = ["--hf-cache", str(hf_cache), "--limit", "2", "--tasks", "piqa", "--log-samples"]
+    done = run_cli("zero-shot", str(run), *args)
     assert done.returncode == 0, done.stdout + done.stderr
+    samples = json.loads(_one(run / "eval_results").read_text())["tasks"]["piqa"]["samples"]
+    assert [s["doc_id"] for s in samples] == [0, 1] and all(len(s["loglikelihoods"]) == 2 for s in samples)
     table = _one(run / "eval_results").with_name("summary.txt").read_text()
     again = run_cli("collect", str(run))
     assert again.returncode == 0, again.stderr

@@ -1,5 +1,5 @@
-"""Two checkpoints on two Ray actors print one table equal to the one-worker scores (and `recorder collect`
-prints it again); a model built by the team's own factory, with its capacity switch off while scoring,
+"""Two checkpoints on two Ray actors print one table equal to the one-worker scores at another batch size
+(and `recorder collect` prints it again); a model built by the team's own factory, with its capacity switch off while scoring,
 scores like the transformers model of the same weights and records its code's provenance."""
 
 from __future__ import annotations
@@ -43,11 +43,13 @@ def _options(hf_cache: Path, **kw: object) -> ZeroShotOptions:
     return ZeroShotOptions(tasks=("arc_easy", "piqa"), limit=3, hf_cache=hf_cache, **kw)  # type: ignore[arg-type]
 
 
-def test_two_checkpoints_on_two_ray_workers_equal_one_worker(training: Path, hf_cache: Path, ray_cluster: None) -> None:
+def test_two_checkpoints_on_two_ray_workers_equal_one_worker_and_any_batch_size(
+    training: Path, hf_cache: Path, ray_cluster: None
+) -> None:
     paths = [training / "run/snapshots/step_10", training / "run/snapshots/step_20"]
     out: list[str] = []
     two = zero_shot(paths, _options(hf_cache, workers=2), echo=out.append)
-    one = zero_shot(paths, _options(hf_cache, workers=1), echo=lambda _: None)
+    one = zero_shot(paths, _options(hf_cache, workers=1, batch_size=1), echo=lambda _: None)
     assert [d["settings"]["workers"] for d in two.docs] == ["ray:2", "ray:2"]
     assert [d["settings"]["workers"] for d in one.docs] == ["local", "local"]
     assert [d["scores"] for d in two.docs] == [d["scores"] for d in one.docs]

@@ -54,6 +54,7 @@ class HarnessOptions:
     examples: int | None = None
     evaluation: Options = field(default_factory=Options)
     task_data: tuple[TaskData, ...] = ()  # tasks already resolved (any data source): `tasks`/`data_dir` unused
+    task: Path | None = None  # the task spec an imported series was fingerprinted with (read_facts' `task`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,7 +120,7 @@ def evaluate_harness(
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     how = options.evaluation
     with session_lock(run):
-        facts = read_facts(run, allow_gaps=how.allow_gaps, force=how.force)
+        facts = read_facts(run, allow_gaps=how.allow_gaps, force=how.force, task=options.task)
         steps = arrange(sorted(facts.candidates), how.order)
         done = scored_tasks(facts.events)
         stale = [a for a in attempts(facts.events, writer=HARNESS_WRITER) if a.open]
@@ -278,9 +279,15 @@ def _model_notes(directory: Path) -> dict[str, Any]:
     import json
 
     from evaluator.harness.loglik import encoding_note
+    from trainer.policy.hf_checkpoint import find_dirs
 
+    if not (directory / "config.json").is_file():  # a Hugging Face layout (NeMo-RL's policy/weights/, ...)
+        dirs = find_dirs(directory)
+        config = json.loads((dirs.model / "config.json").read_text())
+        return {"max_length": config.get("max_position_embeddings"), "encoding": encoding_note(False)}
     config = json.loads((directory / "config.json").read_text())
-    char = json.loads((directory / "tokenizer.json").read_text()).get("type") == "char"
+    tokenizer = directory / "tokenizer.json"
+    char = tokenizer.is_file() and json.loads(tokenizer.read_text()).get("type") == "char"
     return {"max_length": config.get("max_position_embeddings"), "encoding": encoding_note(char)}
 
 

@@ -35,6 +35,7 @@ class ZeroShotOptions:
     workers: int | None = None
     ray_address: str | None = None
     out: Path | None = None
+    task: Path | None = None  # a recorder run imported with a task spec: that spec, for its fingerprint check
 
     def __post_init__(self) -> None:
         problems = []

@@ -233,12 +233,14 @@ def _recorder_run(
     scored step's (results directory less its time stamp, document)."""
     from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
     from evaluator.settings import Options
+    from trainer.policy.taskspec import BUILTIN_TASK, shipped
 
     how = HarnessOptions(
         tasks=[x.name for x in tasks],
         examples=options.limit,
         task_data=tuple(tasks),
         evaluation=Options(batch_size=options.batch_size),
+        task=options.task or (None if _trained_here(t.path) else shipped(BUILTIN_TASK)),
     )
     result = evaluate_harness(t.path, how)
     docs: list[tuple[Path, dict[str, Any]]] = []
@@ -256,6 +258,17 @@ def _recorder_run(
         doc = _harness_document(t, o, label, result.segment, options)
         docs.append((where / f"{PREFIX}_" if not options.out else where, doc))
     return docs
+
+
+def _trained_here(run: Path) -> bool:
+    """Whether `recorder train` recorded the run (its run_opened config has an eval section). An imported
+    series has none; its checkpoints' fingerprints are then checked over the texts they were recorded with
+    (the fixed texts, found by their hash), and no benchmark settings are needed for zero-shot scoring."""
+    from recorder.reader import read_run
+
+    opened = next((e for e in read_run(run).events if e.kind == "run_opened"), None)
+    config = (opened.data.get("config") if opened is not None else None) or {}
+    return isinstance(config, dict) and isinstance(config.get("eval"), dict)
 
 
 def _harness_document(

@@ -32,6 +32,9 @@ Device = Annotated[str, typer.Option(help="cpu, cuda, or auto (each worker's acc
 BatchSize = Annotated[int, typer.Option(help="Requests per forward pass (scores do not depend on it).")]
 Workers = Annotated[int | None, typer.Option(help="Ray actors, one checkpoint each (default: one per PATH).")]
 RayAddress = Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local one).")]
+TaskSpec = Annotated[
+    Path | None, typer.Option("--task", help="An imported recorder run: the task spec its fingerprints used.")
+]
 Out = Annotated[Path | None, typer.Option("-o", "--out", help="Write results under DIR instead.")]
 ALL_TASKS = "arc_easy,arc_challenge,hellaswag,openbookqa,piqa,winogrande,social_iqa"
 
@@ -56,6 +59,7 @@ def zero_shot_command(
     workers: Workers = None,
     ray_address: RayAddress = None,
     out: Out = None,
+    task: TaskSpec = None,
 ) -> None:
     """Zero-shot lm-eval scores of checkpoints, after a holdout check against the logged eval/loss.
 
@@ -70,7 +74,7 @@ def zero_shot_command(
         tasks=tuple(parse_task_names(tasks)), limit=limit, hf_cache=hf_cache, data_dir=data_dir, online=online,
         log_samples=log_samples, holdout=holdout, max_gap=holdout_max_gap, holdout_data=holdout_data,
         train_world_size=train_world_size, code=ModelCode(root=model_code, factory=model_factory), dtype=dtype,
-        device=device, batch_size=batch_size, workers=workers, ray_address=ray_address, out=out,
+        device=device, batch_size=batch_size, workers=workers, ray_address=ray_address, out=out, task=task,
     )  # fmt: skip
     summary = zero_shot(paths, options, echo=_echo)
     for path in summary.written:

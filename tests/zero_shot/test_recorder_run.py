@@ -37,11 +37,11 @@ def test_a_recorder_run_is_scored_and_recorded_as_events(trained_run: Path, tmp_
 
 
 def test_an_imported_series_is_scored_with_the_spec_it_was_fingerprinted_with(tmp_path: Path, hf_cache: Path) -> None:
-    from tests.evaluator import hf_series, nemo_run
+    from evaluator import sample_series
     from tests.evaluator.test_nemo_end_to_end import import_nemo_run
     from trainer.policy.taskspec import shipped
 
-    series = hf_series.write_series(tmp_path / "checkpoints", {s: nemo_run.update_ms(s) for s in (18, 19)})
+    series = sample_series.write_series(tmp_path / "checkpoints", {s: sample_series.update_ms(s) for s in (18, 19)})
     spec = shipped("next-number")
     run = import_nemo_run(tmp_path, series, spec, steps=(18, 19))
     args = ["--hf-cache", str(hf_cache), "--tasks", "piqa", "--limit", "2"]

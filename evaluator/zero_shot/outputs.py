@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.results import write_results
+from recorder.output import write_output
 
 SCHEMA = "recorder.zero-shot/1"
 
@@ -42,12 +43,13 @@ def _row(doc: dict[str, Any], tasks: list[str]) -> list[str]:
 
 
 def write_outputs(directory: Path, doc: dict[str, Any], summary: str, log: str) -> Path:
-    """results.json, summary.txt and eval.log in `directory` (made here); returns results.json's path."""
+    """results.json, summary.txt and eval.log in `directory` (made here, under -o DIR when given: each file
+    written as recorder.output writes a user's path); returns results.json's path."""
     directory.mkdir(parents=True, exist_ok=False)
     path = directory / "results.json"
     write_results(path, doc)
-    (directory / "summary.txt").write_text(summary)
-    (directory / "eval.log").write_text(log)
+    write_output(directory / "summary.txt", summary)
+    write_output(directory / "eval.log", log)
     return path
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import typer
 
 from recorder.cli.output import console
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 
 Paths = Annotated[
     list[Path], typer.Argument(help="Checkpoints: run dirs, snapshots, archives, checkpoint dirs, recorder runs.")
@@ -60,16 +61,20 @@ def zero_shot_command(
     ray_address: RayAddress = None,
     out: Out = None,
     task: TaskSpec = None,
+    signing_key: SigningKeyOption = None,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Zero-shot lm-eval scores of checkpoints, after a holdout check against the logged eval/loss.
 
     Exit 0 when every checkpoint was scored, 1 when one failed its holdout check or could not be loaded.
+    A recorder run is verified first (its trust too) and its eval events signed as `recorder eval` signs them.
     """
     from evaluator.zero_shot.loading import ModelCode
     from evaluator.zero_shot.options import ZeroShotOptions
     from evaluator.zero_shot.run import zero_shot
     from evaluator.zero_shot.tasks import parse_task_names
 
+    apply_key_options(signing_key, untrusted_ok)
     options = ZeroShotOptions(
         tasks=tuple(parse_task_names(tasks)), limit=limit, hf_cache=hf_cache, data_dir=data_dir, online=online,
         log_samples=log_samples, holdout=holdout, max_gap=holdout_max_gap, holdout_data=holdout_data,

@@ -29,23 +29,32 @@ METRICS = {
     "piqa": "acc_norm",
     "winogrande": "acc",
     "siqa": "acc",
+    "social_iqa": "acc",
     "easy_qa": "acc_norm",
 }
+DATA_ALIASES = {"social_iqa": "siqa"}  # lm-eval's name -> the file name of the shipped data
 DEFAULT_TASKS = ("arc_easy", "arc_challenge", "hellaswag", "openbookqa", "piqa", "winogrande", "siqa")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskData:
-    """One task: its config file and its local data file."""
+    """One task: its config file and its local data: a JSON-lines file, or the Arrow files of a Hugging Face
+    datasets split (`builder="arrow"`, `files` sorted)."""
 
     name: str
     metric: str
     config: Path
     data: Path
+    builder: str = "json"
+    files: tuple[Path, ...] = ()
 
     @property
     def data_sha256(self) -> str:
-        return hashlib.sha256(self.data.read_bytes()).hexdigest()
+        """sha256 of the data file; of the files' "name sha256" lines for a split in several files."""
+        if not self.files:
+            return hashlib.sha256(self.data.read_bytes()).hexdigest()
+        lines = "".join(f"{f.name} {hashlib.sha256(f.read_bytes()).hexdigest()}\n" for f in self.files)
+        return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def parse_tasks(text: str) -> list[str]:
@@ -75,9 +84,16 @@ def data_dir(option: Path | None) -> Path:
     return chosen
 
 
+def data_file(directory: Path, name: str) -> Path:
+    """<directory>/<name>.jsonl; for social_iqa, siqa.jsonl when that is the file there."""
+    path = directory / f"{name}.jsonl"
+    alias = directory / f"{DATA_ALIASES.get(name, name)}.jsonl"
+    return alias if not path.is_file() and alias.is_file() else path
+
+
 def resolve_tasks(names: list[str], directory: Path) -> list[TaskData]:
     """Each task's config and data file; MissingTaskDataError naming every task without its file."""
-    missing = [n for n in names if not (directory / f"{n}.jsonl").is_file()]
+    missing = [n for n in names if not data_file(directory, n).is_file()]
     if missing:
         raise MissingTaskDataError(
             "no data for task(s) "
@@ -85,8 +101,7 @@ def resolve_tasks(names: list[str], directory: Path) -> list[TaskData]:
             + f": one JSON record per line in the Hugging Face field layout (see {TASKS_DIR}/<task>.yaml)"
         )
     return [
-        TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=directory / f"{n}.jsonl")
-        for n in names
+        TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=data_file(directory, n)) for n in names
     ]
 
 
@@ -95,5 +110,7 @@ def lm_eval_config(task: TaskData) -> dict[str, Any]:
     from lm_eval.tasks._yaml_loader import load_yaml
 
     cfg = dict(load_yaml(task.config, resolve_func=True))
-    cfg["dataset_kwargs"] = {"data_files": {"test": str(task.data.resolve())}}
+    files = [str(f.resolve()) for f in task.files] or str(task.data.resolve())
+    cfg["dataset_path"] = task.builder
+    cfg["dataset_kwargs"] = {"data_files": {"test": files}}
     return cfg

@@ -53,6 +53,8 @@ class HarnessOptions:
     data_dir: Path | None = None
     examples: int | None = None
     evaluation: Options = field(default_factory=Options)
+    task_data: tuple[TaskData, ...] = ()  # tasks already resolved (any data source): `tasks`/`data_dir` unused
+    task: Path | None = None  # the task spec an imported series was fingerprinted with (read_facts' `task`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,14 +113,14 @@ def evaluate_harness(
         raise HarnessUnavailableError(f"--harness lm-eval needs lm-eval: pip install -e '.[harness]' ({e})") from e
     if options.examples is not None and options.examples < 1:
         raise HarnessOptionsError(f"examples={options.examples}: at least 1 (or None for every example)")
-    tasks = resolve_tasks(options.tasks, data_dir(options.data_dir))
+    tasks = list(options.task_data) or resolve_tasks(options.tasks, data_dir(options.data_dir))
     # No hub is reachable: make sure neither datasets nor huggingface_hub tries (local JSON files only).
     os.environ["HF_DATASETS_OFFLINE"] = "1"
     os.environ["HF_HUB_OFFLINE"] = "1"
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     how = options.evaluation
     with session_lock(run):
-        facts = read_facts(run, allow_gaps=how.allow_gaps, force=how.force)
+        facts = read_facts(run, allow_gaps=how.allow_gaps, force=how.force, task=options.task)
         steps = arrange(sorted(facts.candidates), how.order)
         done = scored_tasks(facts.events)
         stale = [a for a in attempts(facts.events, writer=HARNESS_WRITER) if a.open]
@@ -207,6 +209,7 @@ def _score(
             },
             "version": out["versions"].get(task.name),
             "data_file": str(task.data),
+            **({"data_files": [str(f) for f in task.files]} if task.files else {}),
             "data_sha256": task.data_sha256,
             "config_sha256": sha256_text(task.config.read_text()),
             "samples": [_sample_row(s) for s in out["samples"][task.name]],
@@ -276,9 +279,15 @@ def _model_notes(directory: Path) -> dict[str, Any]:
     import json
 
     from evaluator.harness.loglik import encoding_note
+    from trainer.policy.hf_checkpoint import find_dirs
 
+    if not (directory / "config.json").is_file():  # a Hugging Face layout (NeMo-RL's policy/weights/, ...)
+        dirs = find_dirs(directory)
+        config = json.loads((dirs.model / "config.json").read_text())
+        return {"max_length": config.get("max_position_embeddings"), "encoding": encoding_note(False)}
     config = json.loads((directory / "config.json").read_text())
-    char = json.loads((directory / "tokenizer.json").read_text()).get("type") == "char"
+    tokenizer = directory / "tokenizer.json"
+    char = tokenizer.is_file() and json.loads(tokenizer.read_text()).get("type") == "char"
     return {"max_length": config.get("max_position_embeddings"), "encoding": encoding_note(char)}
 
 

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from recorder import __version__
-from recorder.cli import adapters, audit, evaluate, history, log, replay, report, signing, train
+from recorder.cli import adapters, audit, evaluate, history, log, replay, report, signing, train, zero_shot
 from recorder.cli.output import console, err, label, line
 from recorder.cli.quiet import quiet_other_libraries
 from recorder.errors import RecorderError
@@ -25,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _group in (log, signing, train, evaluate, audit, history, adapters, replay, report):
+for _group in (log, signing, train, evaluate, zero_shot, audit, history, adapters, replay, report):
     _group.register(app)
 
 

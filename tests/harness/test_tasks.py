@@ -9,6 +9,7 @@ import pytest
 from evaluator.harness.errors import MissingTaskDataError, UnknownTaskError
 from evaluator.harness.tasks import write_data
 from evaluator.harness.taskset import (
+    DATA_ALIASES,
     DEFAULT_TASKS,
     ENV,
     METRICS,
@@ -79,7 +80,7 @@ def test_each_task_loads_offline_through_lm_eval(name: str, monkeypatch: pytest.
     [task] = resolve_tasks([name], SHIPPED_DATA)
     t = ConfigurableTask(config=lm_eval_config(task))
     docs = list(t.test_docs())
-    assert len(docs) == len(write_data.datasets()[name])
+    assert len(docs) == len(write_data.datasets()[DATA_ALIASES.get(name, name)])
     for doc in docs:
         choices = t.doc_to_choice(doc)
         target = t.doc_to_target(doc)

@@ -24,3 +24,14 @@ class TokenizerError(PolicyError, InputError):
 
 class CheckpointError(PolicyError, DataError):
     """A checkpoint that could not be written or read (disk full, permission, missing or altered file)."""
+
+
+class UnsafeMetadataError(CheckpointError, InputError):
+    """A DCP `.metadata` naming a global outside the allow list: refused before any of it ran."""
+
+    exit_code = 2
+
+
+class ModelCodeError(PolicyError, InputError):
+    """A `--model-code`/`--model-factory` that cannot build the model: a bad spec, a failed import, a
+    module shadowed from outside the tree, a model whose names do not match the checkpoint's."""

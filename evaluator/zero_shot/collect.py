@@ -1,0 +1,29 @@
+"""`recorder collect`: the table again, from the newest results of each PATH."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.outputs import newest_results, table
+from evaluator.zero_shot.targets import RESULTS, target
+
+
+def result_base(path: Path) -> Path:
+    """Where PATH's results are: a checkpoint's (or snapshot's) eval_results, or PATH itself (an -o DIR)."""
+    if (path / RESULTS).is_dir() or (path / ".metadata").is_file() or path.parent.name == "snapshots":
+        return target(path).results_base()
+    return path
+
+
+def collect(paths: list[Path]) -> str:
+    """The table of the newest result per checkpoint under every PATH; ZeroShotInputError when there is none."""
+    docs: list[dict[str, Any]] = []
+    for path in paths:
+        found = newest_results(result_base(path.resolve()))
+        if not found:
+            raise ZeroShotInputError(f"{path}: no zero-shot results.json under it: run recorder zero-shot {path}")
+        docs.extend(json.loads(p.read_text()) for p in found)
+    return table(docs)

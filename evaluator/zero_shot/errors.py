@@ -1,0 +1,19 @@
+"""The zero-shot command's exceptions, under the evaluator's base and the core's exit codes."""
+
+from __future__ import annotations
+
+from evaluator.errors import EvalError
+from recorder.errors import DataError, InputError
+
+
+class ZeroShotError(EvalError):
+    """Base of every error the zero-shot command raises on purpose."""
+
+
+class ZeroShotInputError(ZeroShotError, InputError):
+    """A path, option, training-run config, reference log or task data the command cannot use."""
+
+
+class HoldoutMismatchError(ZeroShotError, DataError):
+    """The recomputed holdout loss is further from the logged one than the tolerance: weights, tokenizer or
+    code do not match the training's."""

@@ -1,0 +1,61 @@
+"""The holdout loss as the training computes it: each rank packs its own documents into rows and averages
+its token losses; eval/loss is the mean over ranks. The world size therefore changes the value.
+
+Rank r takes documents r, r+W, r+2W, ... (one per line; tokens of each, then <eos>), concatenates them and
+cuts rows of seq_len+1 tokens (input: the first seq_len, labels: the last seq_len); it keeps the first
+tokens // (W * seq_len) rows and drops the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from evaluator.zero_shot.training_run import HoldoutPlan
+from trainer.policy.tokenizer import Tokenizer
+
+
+def documents(path: Path) -> list[str]:
+    """One document per non-empty line; a JSON-lines file gives each record's "text"."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if path.suffix == ".jsonl":
+        return [str(json.loads(line)["text"]) for line in lines]
+    return lines
+
+
+def rank_rows(docs: list[list[int]], plan: HoldoutPlan) -> list[list[list[int]]]:
+    """[W][rows][seq_len+1]: each rank's packed rows within the token budget."""
+    per_rank = plan.tokens // (plan.world_size * plan.seq_len)
+    out = []
+    for rank in range(plan.world_size):
+        stream = [t for doc in docs[rank :: plan.world_size] for t in doc]
+        width = plan.seq_len + 1
+        rows = [stream[i : i + width] for i in range(0, len(stream) - width + 1, width)]
+        out.append(rows[:per_rank])
+    return out
+
+
+def holdout_loss(model: Any, tokenizer: Tokenizer, plan: HoldoutPlan, *, batch_size: int) -> float:
+    """eval/loss of `model` on the plan's holdout data (mean over ranks of each rank's mean token loss)."""
+    import torch
+
+    docs = [tokenizer.encode(d) + [tokenizer.eos_id] for d in documents(plan.data)]
+    ranks = rank_rows(docs, plan)
+    if any(not rows for rows in ranks):
+        raise ValueError(f"{plan.data}: too little text for one row of {plan.seq_len + 1} tokens per rank")
+    device = next(model.parameters()).device
+    means = []
+    model.eval()
+    with torch.inference_mode():
+        for rows in ranks:
+            total, count = 0.0, 0
+            for s in range(0, len(rows), batch_size):
+                batch = torch.tensor(rows[s : s + batch_size], device=device)
+                logits = model(input_ids=batch[:, :-1]).logits.double()
+                loss = torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1), reduction="sum"
+                )
+                total, count = total + float(loss), count + batch[:, 1:].numel()
+            means.append(total / count)
+    return sum(means) / len(means)

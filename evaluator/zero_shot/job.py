@@ -1,0 +1,159 @@
+"""One checkpoint's evaluation, as a worker runs it: load, recompute the holdout loss, score the tasks with
+lm-eval. It writes nothing; the driver compares, writes and prints. Runs in the driver's process or in a
+Ray actor (`ZeroShotWorker`), one checkpoint per actor."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluator.harness.taskset import TaskData
+from evaluator.zero_shot.loading import ModelCode, load
+from evaluator.zero_shot.training_run import HoldoutPlan
+from trainer.policy.formats.detect import CheckpointInfo
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """Everything a worker needs for one checkpoint (picklable: it travels to Ray actors)."""
+
+    label: str
+    info: CheckpointInfo
+    tasks: tuple[TaskData, ...]
+    limit: int | None
+    dtype: str
+    device: str
+    batch_size: int
+    code: ModelCode
+    holdout: HoldoutPlan | None
+    reference: float | None = None  # the logged eval/loss; None: record without comparing
+    max_gap: float = 0.005
+    log_samples: bool = False
+    online: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobResult:
+    """What a worker found: per-task scores, the recomputed holdout loss, what it loaded and how."""
+
+    label: str
+    tasks: dict[str, dict[str, Any]]
+    holdout_loss: float | None
+    manifest: dict[str, Any]
+    provenance: dict[str, Any] | None
+    dtype: str  # torch's name of the dtype the weights were scored in
+    device: str
+    lm_eval_version: str | None
+    aborted: bool = False  # the holdout gap exceeded max_gap: nothing was scored
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def run_job(job: Job) -> JobResult:
+    """Load the checkpoint, recompute its holdout loss (if planned); score unless the gap aborts it."""
+    from evaluator.zero_shot.holdout import holdout_loss
+
+    t0 = time.monotonic()
+    loaded = load(job.info, dtype=job.dtype, device=resolve_device(job.device), code=job.code)
+    timings = {"load_s": time.monotonic() - t0}
+    loss = None
+    if job.holdout is not None:
+        t = time.monotonic()
+        loss = holdout_loss(loaded.model, loaded.tokenizer, job.holdout, batch_size=job.batch_size)
+        timings["holdout_s"] = time.monotonic() - t
+    tasks: dict[str, dict[str, Any]] = {}
+    version = None
+    aborted = loss is not None and job.reference is not None and abs(loss - job.reference) > job.max_gap
+    if not aborted:
+        t = time.monotonic()
+        tasks, version = _score(loaded.model, loaded.tokenizer, job)
+        timings["score_s"] = time.monotonic() - t
+    return JobResult(
+        label=job.label,
+        tasks=tasks,
+        holdout_loss=loss,
+        manifest=loaded.manifest.to_dict(),
+        provenance=None if loaded.provenance is None else loaded.provenance.to_dict(),
+        dtype=loaded.dtype,
+        device=loaded.device,
+        lm_eval_version=version,
+        aborted=aborted,
+        timings=timings,
+    )
+
+
+def resolve_device(device: str) -> str:
+    """ "auto": this worker's accelerator when it has one, else the CPU."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _score(model: Any, tokenizer: Any, job: Job) -> tuple[dict[str, dict[str, Any]], str | None]:
+    import os
+
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from evaluator.harness.adapter import CheckpointLM
+    from evaluator.harness.taskset import lm_eval_config
+    from evaluator.harness.zero_shot import _quiet
+
+    if not job.online:
+        os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
+    with _quiet():
+        out = lm_eval.simple_evaluate(
+            model=CheckpointLM.local(model, tokenizer, batch_size=job.batch_size),
+            tasks=[lm_eval_config(t) for t in job.tasks],
+            num_fewshot=0,
+            limit=job.limit,
+            log_samples=True,
+            task_manager=TaskManager(include_defaults=False),
+            random_seed=0,
+            numpy_random_seed=0,
+            torch_random_seed=0,
+            fewshot_random_seed=0,
+        )
+    return {t.name: _task(out, t, job.log_samples) for t in job.tasks}, out.get("lm_eval_version")
+
+
+def _task(out: dict[str, Any], task: TaskData, log_samples: bool) -> dict[str, Any]:
+    from evaluator.harness.zero_shot import _sample_row
+
+    metrics = out["results"][task.name]
+    row: dict[str, Any] = {
+        "metric": task.metric,
+        "score": float(metrics[f"{task.metric},none"]),
+        "stderr": _number(metrics.get(f"{task.metric}_stderr,none")),
+        "n": int(out["n-samples"][task.name]["effective"]),
+        "of": int(out["n-samples"][task.name]["original"]),
+        "metrics": {
+            k.removesuffix(",none"): v for k, v in metrics.items() if k.endswith(",none") and isinstance(v, float)
+        },
+        "data": [str(f) for f in task.files] or [str(task.data)],
+        "data_sha256": task.data_sha256,
+    }
+    if log_samples:
+        row["samples"] = [_sample_row(s) for s in out["samples"][task.name]]
+    return row
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+class ZeroShotWorker:
+    """A Ray actor that evaluates whole checkpoints, one at a time (one accelerator each where there are)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        torch.set_num_threads(1)
+
+    def ready(self) -> bool:
+        return True
+
+    def run(self, job: Job) -> JobResult:
+        return run_job(job)

@@ -1,0 +1,55 @@
+"""The settings of one `recorder zero-shot` command (validated when built)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.loading import ModelCode
+from evaluator.zero_shot.tasks import TASKS
+
+Holdout = Literal["on", "off", "record"]
+MAX_GAP = 0.005
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZeroShotOptions:
+    """Tasks and their data, the holdout check, the model's code and numerics, the workers, the output."""
+
+    tasks: tuple[str, ...] = TASKS
+    limit: int | None = None  # examples per task
+    hf_cache: Path | None = None
+    data_dir: Path | None = None
+    online: bool = False
+    log_samples: bool = False
+    holdout: Holdout = "on"
+    max_gap: float = MAX_GAP
+    holdout_data: Path | None = None
+    train_world_size: int | None = None
+    code: ModelCode = field(default_factory=ModelCode)
+    dtype: Literal["fp32", "bf16"] = "fp32"
+    device: str = "auto"
+    batch_size: int = 8
+    workers: int | None = None
+    ray_address: str | None = None
+    out: Path | None = None
+    task: Path | None = None  # a recorder run imported with a task spec: that spec, for its fingerprint check
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.limit is not None and self.limit < 1:
+            problems.append(f"--limit {self.limit}: at least 1 example per task")
+        if self.batch_size < 1:
+            problems.append(f"--batch-size {self.batch_size}: at least 1")
+        if self.workers is not None and self.workers < 1:
+            problems.append(f"--workers {self.workers}: at least 1")
+        if self.max_gap < 0:
+            problems.append(f"--holdout-max-gap {self.max_gap}: not negative")
+        if self.train_world_size is not None and self.train_world_size < 1:
+            problems.append(f"--train-world-size {self.train_world_size}: at least 1")
+        if (self.code.root is None) != (self.code.factory is None):
+            problems.append("--model-code and --model-factory go together: the tree and pkg.module:function in it")
+        if problems:
+            raise ZeroShotInputError("; ".join(problems))

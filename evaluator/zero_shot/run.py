@@ -1,0 +1,298 @@
+"""`recorder zero-shot PATH...`: check every input first (nothing is written on bad input), evaluate each
+checkpoint (one per worker), then write each one's results and print the table once all are done."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaluator.harness.taskset import TaskData
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.job import Job, JobResult
+from evaluator.zero_shot.options import ZeroShotOptions
+from evaluator.zero_shot.outputs import SCHEMA, table, write_outputs
+from evaluator.zero_shot.pool import run_jobs
+from evaluator.zero_shot.reference import LoggedLoss, logged_loss
+from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
+from evaluator.zero_shot.tasks import resolve_task_data
+from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
+from recorder.errors import RecorderError
+from recorder.provenance import provenance
+
+if TYPE_CHECKING:
+    from evaluator.harness.zero_shot import StepOutcome
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prepared:
+    """One PATH, checked: its target, its job (None for a recorder run) and the logged loss it must meet."""
+
+    target: Target
+    job: Job | None
+    reference: LoggedLoss | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class ZeroShotSummary:
+    docs: list[dict[str, Any]] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    table: str = ""
+
+
+def prepare(paths: list[Path], options: ZeroShotOptions) -> tuple[list[TaskData], list[Prepared]]:
+    """The tasks' data and every PATH's job; ZeroShotInputError (or the loaders' input errors) at the first
+    problem, before anything is loaded or written."""
+    if not paths:
+        raise ZeroShotInputError("name at least one checkpoint PATH")
+    tasks = resolve_task_data(list(options.tasks), hf_cache=options.hf_cache, data_dir=options.data_dir)
+    return tasks, [_prepare(target(p), tasks, options) for p in paths]
+
+
+def _prepare(t: Target, tasks: list[TaskData], options: ZeroShotOptions) -> Prepared:
+    if t.info is None:
+        return Prepared(target=t, job=None)
+    plan: HoldoutPlan | None = None
+    reference = None
+    if options.holdout != "off":
+        assert t.run is not None
+        world = options.train_world_size or t.info.world_size
+        plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
+        if options.holdout == "on":
+            reference = logged_loss(t.run, t.info.step)
+    job = Job(
+        label=t.label,
+        info=t.info,
+        tasks=tuple(tasks),
+        limit=options.limit,
+        dtype=options.dtype,
+        device=options.device,
+        batch_size=options.batch_size,
+        code=options.code,
+        holdout=plan,
+        reference=None if reference is None else reference.value,
+        max_gap=options.max_gap,
+        log_samples=options.log_samples,
+        online=options.online,
+    )
+    return Prepared(target=t, job=job, reference=reference)
+
+
+def _run_config(t: Target) -> dict[str, Any]:
+    import json
+
+    assert t.run is not None and t.info is not None
+    file = t.run / TRAINING_CONFIG
+    if not file.is_file():
+        raise ZeroShotInputError(
+            f"{file}: no training config, so no holdout settings: add it (docs/zero-shot.md), or --holdout off"
+        )
+    config: dict[str, Any] = json.loads(file.read_text())
+    return config
+
+
+def zero_shot(paths: list[Path], options: ZeroShotOptions, *, echo: Echo) -> ZeroShotSummary:
+    """Evaluate every PATH; the table once all are done. Holdout aborts and load failures are in `failed`."""
+    tasks, prepared = prepare(paths, options)
+    log: list[str] = []
+
+    def say(text: str) -> None:
+        log.append(text)
+        echo(text)
+
+    say(
+        f"zero-shot: {len(prepared)} checkpoint(s), tasks {', '.join(t.name for t in tasks)}"
+        + (f", {options.limit} example(s) per task" if options.limit else "")
+    )
+    summary = ZeroShotSummary()
+    checkpoints = [p for p in prepared if p.job is not None]
+    jobs = [p.job for p in checkpoints if p.job is not None]
+    outcomes, workers = run_jobs(jobs, workers=options.workers, address=options.ray_address) if jobs else ([], "")
+    results: list[tuple[Path, dict[str, Any]]] = []  # (results directory less its time stamp, document)
+    for p, outcome in zip(checkpoints, outcomes, strict=True):
+        doc = _judge(p, outcome, options, workers, say)
+        if doc is None:
+            summary.failed.append(p.target.label)
+        else:
+            results.append((p.target.results_dir("", options.out), doc))
+    for p in prepared:
+        if p.job is None:
+            results.extend(_recorder_run(p.target, tasks, options, say, summary))
+    summary.docs = [doc for _, doc in results]
+    summary.table = table(summary.docs)
+    say(summary.table.rstrip("\n"))
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    text = "\n".join(log) + "\n"
+    for where, doc in results:
+        summary.written.append(write_outputs(where.with_name(f"{where.name}{stamp}"), doc, summary.table, text))
+    return summary
+
+
+def _judge(
+    p: Prepared, outcome: JobResult | RecorderError, options: ZeroShotOptions, workers: str, say: Echo
+) -> dict[str, Any] | None:
+    """The result's document, or None (said why) for a failed load or a holdout gap over the tolerance."""
+    t = p.target
+    if isinstance(outcome, RecorderError):
+        say(f"{t.label}: failed: {outcome}")
+        return None
+    check = _holdout_record(p, outcome, options)
+    if outcome.aborted:
+        say(
+            f"{t.label}: holdout check failed: recomputed eval/loss {check['recomputed']:.6f}, logged "
+            f"{check['logged']:.6f} at step {check['step']} in {check['source']}: gap {check['gap']:.6f} > "
+            f"{options.max_gap}: weights, tokenizer or model code do not match the training's; not scored"
+        )
+        return None
+    scores = {name: d["score"] for name, d in outcome.tasks.items()}
+    say(
+        f"{t.label}: "
+        + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+        + (f"; holdout eval/loss {outcome.holdout_loss:.6f}" if outcome.holdout_loss is not None else "")
+    )
+    return _document(p, outcome, options, workers, check, scores)
+
+
+def _holdout_record(p: Prepared, r: JobResult, options: ZeroShotOptions) -> dict[str, Any]:
+    plan = p.job.holdout if p.job is not None else None
+    if plan is None:
+        return {"mode": "off"}
+    out: dict[str, Any] = {"mode": options.holdout, "recomputed": r.holdout_loss, **_plan(plan)}
+    if p.reference is not None and r.holdout_loss is not None:
+        gap = abs(r.holdout_loss - p.reference.value)
+        out |= {
+            "logged": p.reference.value,
+            "step": p.reference.step,
+            "source": str(p.reference.source),
+            "gap": gap,
+            "max_gap": options.max_gap,
+            "passed": gap <= options.max_gap,
+        }
+    return out
+
+
+def _plan(plan: HoldoutPlan) -> dict[str, Any]:
+    import hashlib
+
+    return {
+        "data": str(plan.data),
+        "data_sha256": hashlib.sha256(plan.data.read_bytes()).hexdigest(),
+        "seq_len": plan.seq_len,
+        "tokens": plan.tokens,
+        "world_size": plan.world_size,
+    }
+
+
+def _document(
+    p: Prepared, r: JobResult, options: ZeroShotOptions, workers: str, check: dict[str, Any], scores: dict[str, float]
+) -> dict[str, Any]:
+    t, info = p.target, p.target.info
+    assert info is not None
+    return {
+        "schema": SCHEMA,
+        "label": t.label,
+        "scores": scores,
+        "checkpoint": {
+            "path": str(t.path),
+            "kind": t.kind,
+            "format": info.format,
+            "step": info.step,
+            "run": str(t.run),
+            "train_world_size": info.world_size,
+            "manifest": r.manifest,
+        },
+        "settings": {
+            "tasks": list(scores),
+            "limit": options.limit,
+            "num_fewshot": 0,
+            "dtype": options.dtype,
+            "device": r.device,
+            "batch_size": options.batch_size,
+            "workers": workers,
+            "capacity": False if r.provenance is not None else None,
+        },
+        "code": r.provenance,
+        "holdout": check,
+        "harness": {"name": "lm-eval", "version": r.lm_eval_version},
+        "tasks": r.tasks,
+        "timings": {k: round(v, 6) for k, v in r.timings.items()},
+        "provenance": provenance(),
+        "finished": datetime.now(UTC).isoformat(),
+    }
+
+
+def _recorder_run(
+    t: Target, tasks: list[TaskData], options: ZeroShotOptions, say: Echo, summary: ZeroShotSummary
+) -> list[tuple[Path, dict[str, Any]]]:
+    """A recorder run: the harness session scores its committed checkpoints and records eval events; each
+    scored step's (results directory less its time stamp, document)."""
+    from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
+    from evaluator.settings import Options
+    from trainer.policy.taskspec import BUILTIN_TASK, shipped
+
+    how = HarnessOptions(
+        tasks=[x.name for x in tasks],
+        examples=options.limit,
+        task_data=tuple(tasks),
+        evaluation=Options(batch_size=options.batch_size),
+        task=options.task or (None if _trained_here(t.path) else shipped(BUILTIN_TASK)),
+    )
+    result = evaluate_harness(t.path, how)
+    docs: list[tuple[Path, dict[str, Any]]] = []
+    for o in result.outcomes:
+        label = f"{t.label}/step_{o.step}"
+        if o.status == "failed":
+            say(f"{label}: failed: {o.reason} {o.error}".rstrip())
+            summary.failed.append(label)
+            continue
+        if o.status != "scored" or o.results is None:
+            say(f"{label}: skipped ({o.reason})")
+            continue
+        say(f"{label}: " + ", ".join(f"{k} {v:.4f}" for k, v in o.scores.items()))
+        where = options.out / f"{label.replace('/', '_')}_" if options.out else t.path / RESULTS / f"step_{o.step:07d}"
+        doc = _harness_document(t, o, label, result.segment, options)
+        docs.append((where / f"{PREFIX}_" if not options.out else where, doc))
+    return docs
+
+
+def _trained_here(run: Path) -> bool:
+    """Whether `recorder train` recorded the run (its run_opened config has an eval section). An imported
+    series has none; its checkpoints' fingerprints are then checked over the texts they were recorded with
+    (the fixed texts, found by their hash), and no benchmark settings are needed for zero-shot scoring."""
+    from recorder.reader import read_run
+
+    opened = next((e for e in read_run(run).events if e.kind == "run_opened"), None)
+    config = (opened.data.get("config") if opened is not None else None) or {}
+    return isinstance(config, dict) and isinstance(config.get("eval"), dict)
+
+
+def _harness_document(
+    t: Target, o: StepOutcome, label: str, segment: str | None, options: ZeroShotOptions
+) -> dict[str, Any]:
+    """A scored step of a recorder run, from the harness session's own results.json."""
+    from evaluator.results import read_results
+
+    assert o.results is not None
+    harness = read_results(t.path / o.results)  # relative to the run
+    return {
+        "schema": SCHEMA,
+        "label": label,
+        "scores": o.scores,
+        "checkpoint": {
+            "path": str(t.path),
+            "kind": t.kind,
+            "format": "recorder",
+            "step": o.step,
+            "sha256": harness["checkpoint"]["sha256"],
+        },
+        "settings": harness["settings"] | {"limit": options.limit, "dtype": "fp32"},
+        "holdout": {"mode": "fingerprint", "fingerprint": harness.get("fingerprint")},
+        "events": {"writer": "harness", "segment": segment, "results": o.results},
+        "tasks": harness["tasks"],
+        "finished": datetime.now(UTC).isoformat(),
+    }

@@ -1,0 +1,86 @@
+"""What a PATH given to `recorder zero-shot` is, which training run it belongs to, and where its results go.
+
+A recorder run (an `events/` directory) is evaluated by the harness session and recorded as events. Any
+other PATH is a checkpoint the format loaders read: a run directory holding its final checkpoint, a
+snapshot `<run>/snapshots/step_N/`, an archive (`final_meta.json` naming its `source` run) or a Hugging
+Face / recorder checkpoint directory. Results go to `<ckpt>/eval_results/zero_shot_<time>/`; a snapshot's
+to `<run>/eval_results/step_NNNNNNN/zero_shot_<time>/`, since snapshots are pruned; with -o DIR, to
+`DIR/<label>_<time>/`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.training_run import TRAINING_CONFIG
+from trainer.policy.errors import CheckpointError
+from trainer.policy.formats.detect import CheckpointInfo, detect
+
+Kind = Literal["recorder-run", "run", "snapshot", "archive", "checkpoint"]
+RESULTS = "eval_results"
+PREFIX = "zero_shot"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Target:
+    """One PATH: what it is, its checkpoint info (None for a recorder run) and its training run."""
+
+    path: Path
+    kind: Kind
+    label: str
+    info: CheckpointInfo | None
+    run: Path | None
+
+    def results_dir(self, stamp: str, out: Path | None) -> Path:
+        """Where this target's results.json, summary.txt and eval.log go."""
+        if out is not None:
+            return out / f"{self.label.replace('/', '_')}_{stamp}"
+        return self.results_base() / f"{PREFIX}_{stamp}"
+
+    def results_base(self) -> Path:
+        """The directory whose zero_shot_* entries are this target's results (what collect reads)."""
+        if self.kind == "snapshot" and self.run is not None and self.info is not None:
+            return self.run / RESULTS / f"step_{self.info.step or 0:07d}"
+        return self.path / RESULTS
+
+
+def target(path: Path) -> Target:
+    """The Target of `path`; ZeroShotInputError (exit 2) naming it, and what to give, when it is none."""
+    path = path.resolve()
+    if (path / "events").is_dir() and not (path / ".metadata").is_file():
+        return Target(path=path, kind="recorder-run", label=path.name, info=None, run=path)
+    _check_source(path)
+    try:
+        info = detect(path)
+    except CheckpointError as e:
+        raise ZeroShotInputError(
+            f"{e}; give a checkpoint directory, a <run>/snapshots/step_N/, an archive or a recorder run"
+        ) from e
+    run = info.source_run
+    if run is None or run == path:
+        kind: Kind = "run" if (path / TRAINING_CONFIG).is_file() else "checkpoint"
+        label = path.name
+    elif path.parent.name == "snapshots":
+        kind, label = "snapshot", f"{run.name}/{path.name}"
+    else:
+        kind, label = "archive", path.name
+    return Target(path=path, kind=kind, label=label, info=info, run=run if run is not None else path)
+
+
+def _check_source(path: Path) -> None:
+    """An archive's final_meta.json must name a run that exists: its config and logs are there."""
+    meta = path / "final_meta.json"
+    if not meta.is_file():
+        return
+    try:
+        source = json.loads(meta.read_text()).get("source")
+    except (OSError, ValueError, AttributeError) as e:
+        raise ZeroShotInputError(f"{meta}: not a readable JSON object ({e}): rewrite it") from e
+    if isinstance(source, str) and source and not (path.parent / source).is_dir():
+        raise ZeroShotInputError(
+            f"{meta}: source {source!r} does not exist: restore the run there, or set `source` to where it is now"
+        )

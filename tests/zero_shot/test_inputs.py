@@ -1,0 +1,133 @@
+"""Bad input to `recorder zero-shot` gets one error line naming the file and the fix, exit 2, and nothing is
+written; the holdout packing, the logged-loss reader, the task names and the table on their own."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evaluator.harness.taskset import SHIPPED_DATA
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.holdout import rank_rows
+from evaluator.zero_shot.outputs import table
+from evaluator.zero_shot.reference import logged_loss
+from evaluator.zero_shot.tasks import parse_task_names
+from evaluator.zero_shot.training_run import HoldoutPlan
+from tests.helpers import run_cli
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def _fake_run(root: Path, logged_steps: list[int]) -> Path:
+    """A run directory laid out as a DCP training run writes it (the shards are not read before the checks)."""
+    run = root / "run"
+    (run / "tokenizer").mkdir(parents=True)
+    (run / "data").mkdir()
+    for name in (".metadata", "__0_0.distcp", "__1_0.distcp"):
+        (run / name).write_bytes(b"")
+    (run / "meta.json").write_text(json.dumps({"step": 30}))
+    (run / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 8}))
+    (run / "tokenizer/tokenizer.json").write_text(json.dumps({"type": "char", "chars": "ab", "specials": []}))
+    (run / "data/holdout.txt").write_text("ab\nba\n")
+    training = {"data": {"holdout": "data/holdout.txt", "seq_len": 4}, "eval": {"tokens": 64}, "world_size": 2}
+    (run / "training.json").write_text(json.dumps(training))
+    rows = [{"step": s, "value": 2.0} for s in logged_steps]
+    (run / "tensorboard_scalars.json").write_text(json.dumps({"eval/loss": rows}))
+    return run
+
+
+def _refused(*args: str) -> str:
+    done = run_cli("zero-shot", *args, "--data-dir", str(SHIPPED_DATA))
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), done.stderr
+    assert done.stdout == ""
+    return " ".join(done.stderr.split())  # rich may wrap a long line: compare words
+
+
+def test_a_path_that_is_no_checkpoint(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes/readme.txt").write_text("hello")
+    before = _files(tmp_path)
+    message = _refused(str(tmp_path / "notes"))
+    assert str(tmp_path / "notes") in message and "give a checkpoint directory" in message
+    assert _files(tmp_path) == before
+
+
+def test_an_archive_whose_source_does_not_exist(tmp_path: Path) -> None:
+    archive = tmp_path / "fsdp2_epoch_3"
+    archive.mkdir()
+    for name in (".metadata", "__0_0.distcp"):
+        (archive / name).write_bytes(b"")
+    (archive / "final_meta.json").write_text(json.dumps({"source": str(tmp_path / "gone"), "step": 3}))
+    before = _files(tmp_path)
+    message = _refused(str(archive))
+    assert str(archive / "final_meta.json") in message and "does not exist" in message and "restore" in message
+    assert _files(tmp_path) == before
+
+
+def test_an_unknown_task(tmp_path: Path) -> None:
+    run = _fake_run(tmp_path, [30])
+    before = _files(tmp_path)
+    message = _refused(str(run), "--tasks", "arc_easy,nope")
+    assert "unknown task(s) nope" in message and "social_iqa" in message
+    assert _files(tmp_path) == before
+
+
+def test_a_holdout_file_without_the_step(tmp_path: Path) -> None:
+    run = _fake_run(tmp_path, [10, 20])
+    before = _files(tmp_path)
+    message = _refused(str(run))
+    assert str(run / "tensorboard_scalars.json") in message and "no eval/loss at step 30" in message
+    assert "logged at steps: 10, 20" in message and "--holdout record" in message
+    assert _files(tmp_path) == before
+
+
+def test_the_training_world_size_changes_the_packing() -> None:
+    docs = [[i] * 3 for i in range(8)]  # eight documents of three tokens
+    one = rank_rows(docs, HoldoutPlan(data=Path("x"), seq_len=2, tokens=8, world_size=1))
+    two = rank_rows(docs, HoldoutPlan(data=Path("x"), seq_len=2, tokens=8, world_size=2))
+    assert one == [[[0, 0, 0], [1, 1, 1], [2, 2, 2], [3, 3, 3]]]
+    assert two == [[[0, 0, 0], [2, 2, 2]], [[1, 1, 1], [3, 3, 3]]]  # rank r: documents r, r+2, ...
+
+
+def test_the_logged_loss_from_a_tensorboard_event_file(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for step, value in ((100, 3.5), (200, 3.25)):
+        writer.add_scalar("eval/loss", value, step)
+    writer.add_scalar("train/loss", 9.0, 300)
+    writer.close()
+    found = logged_loss(tmp_path, 200)
+    assert (found.value, found.step, found.source) == (3.25, 200, tmp_path / "tb")
+    with pytest.raises(ZeroShotInputError, match="no eval/loss at step 300 .logged at steps: 100, 200"):
+        logged_loss(tmp_path, 300)
+
+
+def test_task_names_are_lm_evals_with_siqa_as_an_alias() -> None:
+    assert parse_task_names("arc_easy, siqa,social_iqa") == ["arc_easy", "social_iqa"]
+    with pytest.raises(ZeroShotInputError, match="unknown task.*easy_qa"):
+        parse_task_names("easy_qa")
+
+
+def test_the_table_lines_up_tasks_first_seen_and_averages() -> None:
+    docs = [
+        {
+            "label": "run",
+            "checkpoint": {"step": 20},
+            "scores": {"piqa": 0.5, "arc_easy": 0.25},
+            "holdout": {"recomputed": 2.5},
+        },
+        {"label": "run/step_10", "checkpoint": {"step": 10}, "scores": {"piqa": 0.75}, "holdout": {"mode": "off"}},
+    ]
+    assert table(docs).splitlines() == [
+        "checkpoint   step    piqa  arc_easy  average  holdout",
+        "run            20  0.5000    0.2500   0.3750   2.5000",
+        "run/step_10    10  0.7500         -   0.7500        -",
+    ]

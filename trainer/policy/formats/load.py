@@ -1,0 +1,271 @@
+"""A checkpoint's state dict, every shard hashed while it is read: one read serves the digest and the load.
+
+Each shard is mapped once; a thread hashes it and, if it is the one `expected` names, parses its tensors
+from the same mapping (threads overlap: hashlib and torch's copies release the GIL). A shard that differs
+from `expected` (size or sha256), one that is missing and one the manifest does not name each raise
+CheckpointError naming the shard, before any of its bytes are parsed. DCP is read without a process group:
+the allow-listed `.metadata` says where every tensor chunk lies, and each chunk is read with torch's
+weights-only loader, as torch's own reader does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import mmap
+import os
+import struct
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainer.policy.errors import CheckpointError
+from trainer.policy.formats.detect import DCP_METADATA, CheckpointInfo
+from trainer.policy.formats.manifest import Manifest, ShardDigest
+
+if TYPE_CHECKING:
+    import torch
+
+HASH_BLOCK = 8 << 20
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+# Everything a training checkpoint holds besides the model: never loaded into the evaluated model.
+NOT_MODEL = ("optim", "optimizer", "lr_scheduler", "rng_state", "dataloader", "extra_state")
+_SAFETENSORS_DTYPES = {
+    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64", "I32": "int32",
+    "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+}  # fmt: skip
+
+
+def torch_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """`dtype` as a torch.dtype: "bf16", "fp32", "fp16" or a torch.dtype."""
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise CheckpointError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    result: torch.dtype = getattr(torch, DTYPES[dtype])
+    return result
+
+
+def shard_files(info: CheckpointInfo) -> list[Path]:
+    """The files a checkpoint's manifest covers, relative paths taken from `info.weights_dir`."""
+    w = info.weights_dir
+    if info.format == "recorder":
+        return [w / "model.safetensors"]
+    if info.format == "hf-safetensors":
+        from trainer.policy.hf_checkpoint import find_dirs
+
+        return list(find_dirs(info.path).weights)
+    if info.format == "torch-dcp":
+        return sorted([w / DCP_METADATA, *w.glob("*.distcp")])
+    return sorted(p for p in w.rglob("*") if p.is_file())  # MCore: every file, as the NeMo-RL import hashes
+
+
+def load_state_dict(
+    info: CheckpointInfo, *, dtype: torch.dtype | str, expected: Manifest | None = None, threads: int | None = None
+) -> tuple[dict[str, torch.Tensor], Manifest]:
+    """(the model's state dict, floating tensors in `dtype`, the manifest of the shards read)."""
+    files = shard_files(info)
+    _check_listing(info, files, expected)
+    target = torch_dtype(dtype)
+    if info.format in ("recorder", "hf-safetensors"):
+        read = _parallel(info, files, expected, lambda buf, path: _safetensors(buf, path, target), threads)
+        state = {k: v for _, part in read.values() for k, v in part.items()}
+        return state, Manifest(tuple(d for d, _ in read.values()))
+    state, digests = _dcp(info, files, expected, target, threads)
+    if info.format == "mcore-torch-dist":
+        from trainer.policy.formats.mcore_names import to_hf
+
+        state = to_hf(state, info.config, where=info.path)
+    return state, Manifest(digests)
+
+
+def _rel(info: CheckpointInfo, path: Path) -> str:
+    return path.relative_to(info.weights_dir).as_posix()
+
+
+def _check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest | None) -> None:
+    """Before reading a byte: every shard `expected` names is there with its size, and no other."""
+    if expected is None:
+        return
+    present = {_rel(info, f): f for f in files}
+    for shard in expected.shards:
+        f = present.get(shard.path)
+        if f is None:
+            raise CheckpointError(
+                f"{info.weights_dir / shard.path}: shard missing: the checkpoint was committed with it; "
+                "it was deleted or moved after the commit, so the checkpoint is not evaluated"
+            )
+        if f.stat().st_size != shard.bytes:
+            raise CheckpointError(
+                f"{f}: shard has {f.stat().st_size} bytes, committed with {shard.bytes}: it was altered after "
+                "the commit, so the checkpoint is not evaluated"
+            )
+    extra = sorted(set(present) - {s.path for s in expected.shards})
+    if extra:
+        raise CheckpointError(
+            f"{info.weights_dir / extra[0]}: shard not in the committed manifest"
+            + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
+            + ": files were added after the commit, so the checkpoint is not evaluated"
+        )
+
+
+def _parallel(
+    info: CheckpointInfo,
+    files: list[Path],
+    expected: Manifest | None,
+    parse: Callable[[memoryview, Path], Any],
+    threads: int | None,
+) -> dict[str, tuple[ShardDigest, Any]]:
+    """rel path -> (its digest, `parse` of its bytes), each shard hashed then parsed in one thread."""
+
+    def one(path: Path) -> tuple[ShardDigest, Any]:
+        rel = _rel(info, path)
+        with _mapped(path) as buf:
+            digest = ShardDigest(rel, len(buf), _sha256(buf))
+            want = expected.get(rel) if expected is not None else None
+            if want is not None and want != digest:
+                raise CheckpointError(
+                    f"{path}: shard sha256 is {digest.sha256[:16]}..., committed {want.sha256[:16]}...: it was "
+                    "altered after the commit, so the checkpoint is not evaluated"
+                )
+            return digest, parse(buf, path)
+
+    workers = threads or min(len(files), os.cpu_count() or 1, 16) or 1
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shard") as pool:
+        results = list(pool.map(one, files))
+    return {d.path: (d, parsed) for d, parsed in results}
+
+
+@contextmanager
+def _mapped(path: Path) -> Iterator[memoryview]:
+    """The file's bytes, mapped copy-on-write (writable, so torch may view them; nothing is written back)."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                yield memoryview(b"")
+                return
+            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) as m:
+                view = memoryview(m)
+                try:
+                    yield view
+                finally:
+                    view.release()
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read the shard ({e.strerror})") from e
+
+
+def _sha256(buf: memoryview) -> str:
+    h = hashlib.sha256()
+    for start in range(0, len(buf), HASH_BLOCK):
+        h.update(buf[start : start + HASH_BLOCK])
+    return h.hexdigest()
+
+
+def _safetensors(buf: memoryview, path: Path, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """The tensors of one safetensors file, parsed from its bytes (the header is JSON; nothing unpickled)."""
+    import torch
+
+    try:
+        (length,) = struct.unpack("<Q", buf[:8])
+        header = json.loads(bytes(buf[8 : 8 + length]))
+        header.pop("__metadata__", None)
+        base = 8 + length
+        out = {}
+        for name, spec in header.items():
+            begin, end = spec["data_offsets"]
+            kind = getattr(torch, _SAFETENSORS_DTYPES[spec["dtype"]])
+            count = (end - begin) // kind.itemsize
+            view = (
+                torch.frombuffer(buf, dtype=kind, count=count, offset=base + begin)
+                if count
+                else torch.empty(0, dtype=kind)
+            )
+            out[name] = _cast(view.reshape(spec["shape"]), dtype)
+    except (struct.error, ValueError, KeyError, TypeError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from e
+    return out
+
+
+def _cast(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A copy of `t` (never a view of the mapping), floating tensors in `dtype`."""
+    return t.to(dtype, copy=True) if t.is_floating_point() else t.clone()
+
+
+def _dcp(
+    info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
+) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
+    """(the model tensors, the digests of every file read). The
+    `.metadata` is read (and hashed) first; then each shard's thread reads the chunks it holds, and tensors
+    cut across shards (FSDP's dim-0 shards) are put together afterwards."""
+    import torch
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    from trainer.policy.formats.safe_metadata import load_metadata
+
+    metas = [f for f in files if f.name == DCP_METADATA]
+    meta_file = min(metas, key=lambda f: len(f.parts), default=None)
+    if meta_file is None:
+        raise CheckpointError(f"{info.weights_dir}: no {DCP_METADATA}: a torch distributed checkpoint needs it")
+    read = _parallel(info, [meta_file], expected, lambda buf, path: load_metadata(path, bytes(buf)), 1)
+    metadata = read[_rel(info, meta_file)][1]
+    read[_rel(info, meta_file)] = (read[_rel(info, meta_file)][0], None)
+    # (shard file, fqn, chunk offsets, chunk sizes, storage offset, length) for every model tensor chunk
+    wanted: dict[Path, list[tuple[str, tuple[int, ...], tuple[int, ...], int, int]]] = {}
+    storage = {(i.fqn, tuple(i.offset)): si for i, si in metadata.storage_data.items()}
+    tensors: dict[str, Any] = {}
+    for fqn, md in metadata.state_dict_metadata.items():
+        if not isinstance(md, TensorStorageMetadata) or _not_model(fqn):
+            continue
+        tensors[fqn] = md
+        for chunk in md.chunks:
+            si = storage.get((fqn, tuple(chunk.offsets)))
+            if si is None:
+                raise CheckpointError(f"{meta_file}: {fqn} chunk at {list(chunk.offsets)} has no storage record")
+            if si.transform_descriptors:
+                raise CheckpointError(f"{meta_file}: {fqn} is stored with {si.transform_descriptors}: not supported")
+            shard = meta_file.parent / si.relative_path
+            wanted.setdefault(shard, []).append((fqn, tuple(chunk.offsets), tuple(chunk.sizes), si.offset, si.length))
+    missing = sorted(set(wanted) - set(files))
+    if missing:
+        raise CheckpointError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
+
+    def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:
+        out = []
+        for fqn, offsets, _sizes, start, length in wanted.get(path, []):
+            try:
+                part = torch.load(io.BytesIO(buf[start : start + length]), map_location="cpu", weights_only=True)
+            except Exception as e:  # torch.load raises UnpicklingError, RuntimeError, EOFError...
+                raise CheckpointError(f"{path}: {fqn} at byte {start} cannot be read ({e})") from e
+            out.append((fqn, offsets, _cast(part, dtype)))
+        return out
+
+    rest = [f for f in files if f != meta_file]
+    read |= _parallel(info, rest, expected, chunks, threads)
+    pieces: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
+    for _, parts in read.values():
+        for fqn, offsets, part in parts or []:
+            pieces.setdefault(fqn, []).append((offsets, part))
+    state: dict[str, Any] = {}
+    for fqn, md in tensors.items():
+        found = pieces.get(fqn, [])
+        if len(found) == 1 and tuple(found[0][1].shape) == tuple(md.size):
+            state[fqn] = found[0][1]
+            continue
+        full = torch.empty(tuple(md.size), dtype=found[0][1].dtype if found else dtype)
+        for offsets, part in found:
+            region = full
+            for dim, (offset, size) in enumerate(zip(offsets, part.shape, strict=True)):
+                region = region.narrow(dim, offset, size)
+            region.copy_(part)
+        state[fqn] = full
+    return state, tuple(d for d, _ in read.values())
+
+
+def _not_model(fqn: str) -> bool:
+    return fqn.split(".", 1)[0] in NOT_MODEL or fqn.endswith("_extra_state")

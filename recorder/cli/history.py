@@ -157,6 +157,13 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
             line(label("UNVERIFIED:", "bold red"), f"{run_id}: {why}; shown as the events derive it"),
             "(`recorder replay` rewrites the file)",
         )
+    stale = [r["run_id"] for r in rows if "stale" in (r["flags"] or "").split()]
+    if stale:  # a command appended events after the scores were written: a cache to refresh, not an alarm
+        console.print(
+            f"{len(stale)} run(s) shown as their events derive them, their derived/scores.jsonl being older "
+            f"than their last events (flag stale): `recorder replay RUN_DIR` refreshes it",
+            highlight=False,
+        )
     if unchecked:
         from replay.scores_check import RECHECK_EVENTS
 
@@ -188,7 +195,7 @@ def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], 
     for row in rows:
         if row["scored_as"] is None:
             continue
-        found: tuple[ScoreMismatch, dict[str, Any]] | None | Literal["unchecked"] = "unchecked"
+        found: tuple[ScoreMismatch, dict[str, Any]] | dict[str, Any] | None | Literal["unchecked"] = "unchecked"
         if budget.take(row["events"] or 0):
             try:
                 run = RunDir.open(row["path"])
@@ -198,6 +205,9 @@ def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], 
         if found == "unchecked":
             unchecked.append(row["run_id"])
             row["flags"] = " ".join(filter(None, [row["flags"], "unchecked"]))
+        elif isinstance(found, dict):  # a stale cache (derived before the last events): shown as they derive
+            row.update({k: found.get(k) for k in ("status", "passing_step", "minutes")})
+            row["flags"] = " ".join(filter(None, [row["flags"], "stale"]))
         elif found is not None:
             mismatch, fresh = found
             differ.append((row["run_id"], str(mismatch.problem())))

@@ -14,10 +14,8 @@ from rich.table import Table
 from recorder.cli.output import console, cut, err, label, line, warning
 
 if TYPE_CHECKING:
-    from recorder.run import RunDir
     from recorder.signing import SignatureState
     from recorder.verify import SegmentSummary, VerifyReport
-    from recorder.verify.problem import Problem
 
 
 def _utc(time_ns: int) -> str:
@@ -49,7 +47,9 @@ def verify(
     trusted = load_trusted(trust) if trust else None
     report = verify_with_cache(run_dir)
     if report.ok:
-        report.problems.extend(_derived_scores(report.run))
+        _derived_scores(report)
+    if report.ok:
+        _keep_verdict(report)
     total = sum(s.events for s in report.segments)
     console.print(f"run {recorded_run_id(report.run)}: {len(report.segments)} segments, {total} events")
     untrusted = 0
@@ -75,16 +75,31 @@ def verify(
     console.print("verify: intact")
 
 
-def _derived_scores(run: RunDir) -> list[Problem]:
-    """derived/scores.jsonl against what the events derive (replay.scores_check): a forged cache fails verify."""
+def _derived_scores(report: VerifyReport) -> None:
+    """derived/scores.jsonl against what the events derive (replay.scores_check): a cache that claims the
+    current events and disagrees with them fails verify; one derived from earlier events is a note."""
+    from recorder.derived_state import stale_note
     from replay.run_scan import scan_run
-    from replay.scores import SCORES_FILE
+    from replay.scores import SCORES_FILE, scores_claim
     from replay.scores_check import check_scores
     from replay.source import Streamed
 
+    run = report.run
     if not os.path.lexists(run.derived / SCORES_FILE):
-        return []
-    return [m.problem() for m in check_scores(run, scan_run(Streamed(run)))]  # an intact run: streamed
+        return
+    scan = scan_run(Streamed(run))  # an intact run: streamed
+    if scores_claim(run, scan.heads) == "stale":
+        report.warnings.append(stale_note(run, SCORES_FILE, scan.heads))
+        return
+    report.problems.extend(m.problem() for m in check_scores(run, scan))
+
+
+def _keep_verdict(report: VerifyReport) -> None:
+    """The run's verified-state record (recorder.derived_state), for readers that would verify it again."""
+    from recorder.derived_state import record_verified
+
+    if all(s.closed and s.size >= 0 and s.head for s in report.segments):  # a closed run: it stays so
+        record_verified(report.run, {s.name: (s.events, s.head, s.size) for s in report.segments})
 
 
 def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] | None) -> SignatureState:

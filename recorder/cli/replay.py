@@ -131,8 +131,8 @@ def replay(
         return mark_rows(rows, unverified=unverified, resumed=resumed, target=target)
 
     if compare:
-        rows = with_marks(compute_scores(run, known.name, scan=scan))
-        write_rows(run, rows)
+        rows = with_marks(compute_scores(run, known.name, check=check, scan=scan))
+        write_rows(run, rows, scan.heads)
         _compare_table(rows)
         return
     name = interpretation or default
@@ -142,7 +142,7 @@ def replay(
     except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
         raise NotEvaluatedError(f"{e}; evaluate them: recorder eval {run_dir}") from None
     except NoCheckpointError:  # the history shows `no checkpoint` too, without waiting for `compact`
-        write_rows(run, with_marks(compute_scores(run, ruleset, scan=scan)))
+        write_rows(run, with_marks(compute_scores(run, ruleset, check=False, scan=scan)), scan.heads)
         raise
     marked = f".{UNVERIFIED}" if unverified else ""
     if output is None:  # under derived/: never through a symlink out of the run
@@ -163,8 +163,9 @@ def replay(
     kept = (run, path) if output is None else None  # a log under derived/: its RCP verdict is kept there
     checks = _checks(d, known, tl.benchmark, tl.division, kept) if check else []
     done = {name: (d, checks[0] if checks else None)}
-    rows = with_marks(compute_scores(run, ruleset, done=done, scan=scan))
-    write_rows(run, rows)
+    # the checker judges only what --check asks about: each other interpretation's verdict is left null
+    rows = with_marks(compute_scores(run, ruleset, check=False, done=done, scan=scan))
+    write_rows(run, rows, scan.heads)
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     tags = (
         ([label(UNVERIFIED, "bold red")] if unverified else [])

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from recorder.derived_state import verified_unchanged
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
 from recorder.reader import recorded_run_id
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     from replay.scores_check import RecheckBudget
 
 SCORES_FILE = "scores.jsonl"
+VERIFIED_UNCHANGED = (
+    "verified by `recorder verify` and unchanged in size since (derived/state.json); "
+    "`recorder verify` re-reads every event"
+)
 VERIFIED_AT_COMPACTION = (
     "verified by `recorder compact` (every segment's digest chain) and unchanged in size since; "
     "`recorder verify` re-reads every event"
@@ -108,7 +113,7 @@ def ensure_derived(
     from replay.derive import derive_from
     from replay.errors import ReplayError
     from replay.run_scan import RunScan, scan_run
-    from replay.scores import applicable_to, compute_scores, write_rows
+    from replay.scores import applicable_to, compute_scores, scores_claim, write_rows
     from replay.scores_check import check_scores
     from replay.source import InMemory, Streamed
     from replay.trust import UNVERIFIED, mark_rows
@@ -124,10 +129,15 @@ def ensure_derived(
             read.append(scan_run(source, keep_events=bool(unverified)))
         return read[0]
 
-    # a scores file newer than the segments is still a file anyone can edit: re-derived when it disagrees
-    if not _fresh(scores_path, run) or (recheck and check_scores(run, scan())):
+    # a scores file derived from other events is stale (recorder.derived_state); one that claims the current
+    # events is still a file anyone can edit: re-derived when it disagrees
+    if recheck and scores_path.exists():
+        stale = scores_claim(run, scan().heads) == "stale" or bool(check_scores(run, scan()))
+    else:
+        stale = not _fresh(scores_path, run)
+    if stale:
         rows = mark_rows(compute_scores(run, ruleset, scan=scan()), unverified=unverified, resumed=scan().resumed)
-        write_rows(run, rows)
+        write_rows(run, rows, scan().heads)
     rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
     if _fresh(mllog_path, run):
         return rows, name, mllog_path, ""
@@ -148,12 +158,14 @@ def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFact
 
     run = RunDir.open(run_dir)
     manifest = fresh_manifest(run)
-    compacted = None if manifest is None else int(manifest["events"])
+    verified = verified_unchanged(run)
+    compacted = verified if verified is not None else None if manifest is None else int(manifest["events"])
     if compacted is not None:
         # `recorder compact` verified every segment before writing the cache, and the closed segments are
         # unchanged in size since: re-reading a million events (minutes) would add nothing but in-place
         # tampering, which the header says only `recorder verify` rules out.
-        problems, warnings, open_segments, events = [], [VERIFIED_AT_COMPACTION], 0, compacted
+        note = VERIFIED_UNCHANGED if verified is not None else VERIFIED_AT_COMPACTION
+        problems, warnings, open_segments, events = [], [note], 0, compacted
     else:
         report = verify_with_cache(run)
         problems = [str(p) for p in report.problems]

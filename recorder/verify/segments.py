@@ -8,6 +8,7 @@ segment is intact, `recorder.verify.facts` checks that the timeline is possible 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,8 @@ class SegmentSummary:
     torn: TornTail | None
     signed_by: str | None = None
     opened_with: str | None = None
+    head: str = ""  # the last event's digest, and the file's size before it was read (-1: read whole)
+    size: int = -1
 
 
 @dataclass
@@ -89,7 +92,7 @@ class _Chain:
         self.signature_problem: Problem | None = None
 
     def summary(self, events: int, closed: bool, torn: TornTail | None = None) -> SegmentSummary:
-        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with)
+        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with, self.previous.hex())
 
     def row(self, i: int, row: tuple[Any, ...], raw: bytes) -> Problem | None:
         name = self.name
@@ -281,9 +284,11 @@ def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _
         tail = os.pread(fd, 16, start)
     if tail == END_OF_STREAM and size == start + len(END_OF_STREAM):
         problem = chain.closed(n, last)
-        return _Streamed(chain.summary(n, True), [problem] if problem else chain.signature_problems(), kept, every)
+        summary = dataclasses.replace(chain.summary(n, True), size=size)
+        return _Streamed(summary, [problem] if problem else chain.signature_problems(), kept, every)
     if size == start and (last is None or last[5] != "segment_closed"):
-        return _Streamed(chain.summary(n, False), chain.signature_problems(), kept, every)
+        summary = dataclasses.replace(chain.summary(n, False), size=size)
+        return _Streamed(summary, chain.signature_problems(), kept, every)
     return None
 
 

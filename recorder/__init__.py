@@ -3,10 +3,14 @@
 The core (this package) knows events, segments, runs and history. It never imports torch or `replay`.
 """
 
-from recorder.events import Event
-from recorder.log import LogWriter
-from recorder.reader import RunLog, TornTail, read_run
-from recorder.run import RunDir
+from recorder.interrupts import guard_startup
+
+guard_startup()  # first: Ctrl-C while the command imports numpy and pyarrow is one line, not a traceback
+
+from recorder.events import Event  # noqa: E402
+from recorder.log import LogWriter  # noqa: E402
+from recorder.reader import RunLog, TornTail, read_run  # noqa: E402
+from recorder.run import RunDir  # noqa: E402
 
 __all__ = ["Event", "LogWriter", "RunDir", "RunLog", "TornTail", "read_run"]
 __version__ = "0.1.0"

@@ -13,6 +13,8 @@ from rich.table import Table
 
 from recorder.cli.output import console, cut, err, label, line, make_console, warning
 from recorder.cli.paths import check_output, write_failed
+from recorder.cli.progress import working
+from recorder.cli.tables import Col, print_fitted, set_wide
 from recorder.rules import not_comparable
 from recorder.run import RunDir
 
@@ -100,7 +102,9 @@ def query(
         typer.Option("--memory-limit", help="DuckDB's memory limit, e.g. 2GB (default: half the machine's memory)."),
     ] = None,
 ) -> None:
-    """Read-only SQL (DuckDB) over every run under the root. Writes are refused; Ctrl-C stops a query."""
+    """Read-only SQL (DuckDB) over every run under the root: SELECT, EXPLAIN, PIVOT, and DESCRIBE, SHOW and
+    SUMMARIZE (reads DuckDB runs as SELECT: `DESCRIBE runs` lists a view's columns). Everything else is
+    refused; Ctrl-C stops a query."""
     if out is not None:
         check_output(out)
     with _open(root, memory_limit) as history:
@@ -122,27 +126,48 @@ def query(
 _READS_SCORES = re.compile(r"\b(runs|scores)\b", re.IGNORECASE)
 
 
-def runs(root: RootOption = DEFAULT_ROOT) -> None:
-    """One line per run: benchmark, GBS, steps, status, passing step, official minutes."""
-    with _open(root) as history:
+# `recorder runs`' columns; on a narrow terminal those with the highest rank are left out first (tables.py)
+RUNS_COLUMNS = (
+    Col("run_id", whole=True),
+    Col("origin", drop=8),
+    Col("benchmark", drop=3),
+    Col("division", drop=7),
+    Col("gbs", "right", drop=5),
+    Col("steps", "right", drop=4),
+    Col("status"),
+    Col("passing_step", "right"),
+    Col("minutes", "right"),
+    Col("target", drop=2),
+    Col("flags", drop=1),
+    Col("scored_as", drop=6),
+    Col("source", drop=10),
+    Col("events", "right", drop=9),
+)
+
+
+def runs(
+    root: RootOption = DEFAULT_ROOT,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
+) -> None:
+    """One line per run: benchmark, GBS, steps, status, passing step, official minutes, the pass target."""
+    set_wide(wide)
+    with working(f"runs: reading the runs under {root}"), _open(root) as history:
         table = history.query(
             "SELECT run_id, origin, benchmark, division, global_batch_size AS gbs, steps, status, "
-            "passing_step, minutes, flags, scored_as, source, events, path FROM runs ORDER BY run_id"
+            "passing_step, minutes, pass_op || ' ' || pass_target AS target, flags, scored_as, source, events, "
+            "path FROM runs ORDER BY run_id"
         )
         apart = history.query("SELECT run_id, target FROM runs WHERE NOT comparable ORDER BY run_id").to_pylist()
     rows = table.to_pylist()
-    differ, unchecked = _recheck_scores(rows)
-    view = Table(title=f"{table.num_rows} runs under {root}")
-    for name in table.column_names[:-1]:
-        view.add_column(
-            name, justify="right" if name in ("gbs", "steps", "passing_step", "minutes", "events") else "left"
-        )
+    with working("runs: checking each run's scores against its events"):
+        differ, unchecked = _recheck_scores(rows)
+    cells = []
     for row in rows:
         del row["path"]
         minutes = row["minutes"]
         row["minutes"] = None if minutes is None else f"{minutes:.3f}"
-        view.add_row(*(_cell(v) for v in row.values()))
-    console.print(view)
+        cells.append([_cell(v) for v in row.values()])
+    print_fitted(console, RUNS_COLUMNS, cells, f"{table.num_rows} runs under {root}")
     unscored = [r["run_id"] for r in table.to_pylist() if r["scored_as"] is None and r["status"] != "no checkpoint"]
     if unscored:  # scores are files replay writes; a fresh import or evaluation has none yet
         console.print(

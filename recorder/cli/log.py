@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, cut, err, label, line, warning
+from recorder.cli.progress import progress, working
 
 if TYPE_CHECKING:
     from recorder.signing import SignatureState
@@ -45,9 +46,11 @@ def verify(
     if require_signed and not trust:
         raise typer.BadParameter("--require-signed needs the keys to trust: --trust KEY.pub", param_hint="--trust")
     trusted = load_trusted(trust) if trust else None
-    report = verify_with_cache(run_dir)
+    with progress(f"verify: reading {run_dir}'s segments", _segment_bytes(run_dir), unit="bytes") as advance:
+        report = verify_with_cache(run_dir, progress=advance)
     if report.ok:
-        _derived_scores(report)
+        with working("verify: checking derived/scores.jsonl against the events"):
+            _derived_scores(report)
     if report.ok:
         _keep_verdict(report)
     total = sum(s.events for s in report.segments)
@@ -73,6 +76,14 @@ def verify(
         console.print(f"verify: FAILED ({untrusted} of {len(report.segments)} segments not signed by a trusted key)")
         raise typer.Exit(1)
     console.print("verify: intact")
+
+
+def _segment_bytes(run_dir: Path) -> int | None:
+    """The size of every segment, for the progress bar (None when the folder cannot be listed)."""
+    try:
+        return sum(p.stat().st_size for p in (run_dir / "events").glob("*.arrows") if p.is_file())
+    except OSError:
+        return None
 
 
 def _derived_scores(report: VerifyReport) -> None:

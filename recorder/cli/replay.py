@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, err, label, line, warning
+from recorder.cli.output import console, label, line, warning
 from recorder.cli.paths import check_output, write_failed
+from recorder.cli.progress import progress, working
 from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli.tables import Col, print_fitted, set_wide
 from recorder.errors import RecorderError
 from recorder.rules import not_comparable
 from recorder.run import RunDir, derived_dir, write_derived
@@ -84,8 +86,9 @@ def replay(
         get_interpretation(interpretation)
     if output is not None:
         check_output(output)
-    unverified, report = verified(run_dir, force)  # refuses (exit 1) unless --force
-    scan, torn, skipped = scan_verified(report)  # an intact run is streamed: the facts are kept, not the events
+    with working(f"replay: verifying and reading {run_dir}"):
+        unverified, report = verified(run_dir, force)  # refuses (exit 1) unless --force
+        scan, torn, skipped = scan_verified(report)  # an intact run is streamed: the facts are kept, not the events
     tl = scan.timeline
     run = report.run
     default = "as-recorded" if scan.imported else "official"
@@ -147,7 +150,8 @@ def replay(
     marked = f".{UNVERIFIED}" if unverified else ""
     if output is None:  # under derived/: never through a symlink out of the run
         path = derived_dir(run) / f"result_{name}{marked}.txt"
-        write_derived(path, d.chunks())
+        with working(f"replay: writing {path.name}"):
+            write_derived(path, d.chunks())
     else:
         path = output
         try:
@@ -161,7 +165,8 @@ def replay(
             "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
         )
     kept = (run, path) if output is None else None  # a log under derived/: its RCP verdict is kept there
-    checks = _checks(d, known, tl.benchmark, tl.division, kept) if check else []
+    with working("replay: mlperf-logging's checkers on the derived log"):
+        checks = _checks(d, known, tl.benchmark, tl.division, kept, mismatch) if check else []
     done = {name: (d, checks[0] if checks else None)}
     # the checker judges only what --check asks about: each other interpretation's verdict is left null
     rows = with_marks(compute_scores(run, ruleset, check=False, done=done, scan=scan))
@@ -187,22 +192,31 @@ def replay(
         )
     for c in checks:
         console.print(c.summary(), highlight=False)
-    if mismatch is not None:
-        err.print(line(label("error:", "bold red"), str(mismatch)))
-    if mismatch is not None or not all(c.ok and c.error is None for c in checks):
+    if mismatch is not None and not check:  # as recorded, the log's own lines need no checker to be replayed
+        console.print(line(label("note:", "yellow"), f"{mismatch}; --check says what the checker can judge of it"))
+    if not all(c.ok and c.error is None and (c.ran or c.tool != "compliance checker") for c in checks):
         raise typer.Exit(1)
 
 
 def _checks(
-    d: Derivation, known: KnownRuleset, benchmark: str | None, division: str | None, kept: tuple[RunDir, Path] | None
+    d: Derivation,
+    known: KnownRuleset,
+    benchmark: str | None,
+    division: str | None,
+    kept: tuple[RunDir, Path] | None,
+    mismatch: str | None = None,
 ) -> list[CheckResult]:
     """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
     RCPs for the benchmark and the division is not open (RCPs bind the closed division only). `kept`: the run
-    and the derived file holding `d`'s lines, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it)."""
+    and the derived file holding `d`'s lines, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it).
+    `mismatch`: why the ruleset does not know the log's benchmark; the checker then cannot run, and says so."""
     from recorder.rules import BENCHMARK
-    from replay.check import compliance_lines, rcp, rcp_not_run
+    from replay.check import CheckResult, compliance_lines, mlperf_logging_version, rcp, rcp_not_run
 
     benchmark = benchmark or BENCHMARK  # a run that states no benchmark is the recorder's own
+    if mismatch is not None:
+        why = f"{mismatch}, so it has no rules to judge this log by"
+        return [CheckResult("compliance checker", known.name, False, (why,), mlperf_logging_version(), ran=False)]
     checks = [compliance_lines(d.lines, known.name)]
     if not known.has_rcps(benchmark):
         checks.append(rcp_not_run(known.name, f"training {known.name} has no RCPs for {benchmark}"))
@@ -285,14 +299,17 @@ def import_(
             jobs.append((path, None))
     if run_id and len(jobs) > 1:
         raise ImportFileError(f"--run-id names one run, and {len(jobs)} files were given: drop --run-id")
-    for path, result_set in jobs:
-        report = import_file(path, root, run_id, ruleset, result_set)
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
-        console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}", highlight=False)
-        for note in report.warnings:
-            console.print(warning(f"{path}: {note}"))
-        for line_no, why in report.malformed:
-            console.print(warning(f"{path}:{line_no}: {why} (kept verbatim as an mllog_line event)"))
+    sizes = [p.stat().st_size if p.is_file() else 0 for p, _ in jobs]  # a path that is no file: import says so
+    with progress(f"import: {len(jobs)} file(s)", sum(sizes), unit="bytes") as advance:
+        for (path, result_set), size in zip(jobs, sizes, strict=True):
+            report = import_file(path, root, run_id, ruleset, result_set)
+            advance(size)
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
+            console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}", highlight=False)
+            for note in report.warnings:
+                console.print(warning(f"{path}: {note}"))
+            for line_no, why in report.malformed:
+                console.print(warning(f"{path}:{line_no}: {why} (kept verbatim as an mllog_line event)"))
 
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
@@ -307,6 +324,7 @@ def score(
         bool,
         typer.Option("--force", help="Score even runs that fail `recorder verify` (each is then marked UNVERIFIED)."),
     ] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
 ) -> None:
     """The result summarizer's strong-scaling score of each set of runs (a result folder, else a global batch
     size): the olympic average of compliant runs times the scaling factor, each run's verdict and reasons.
@@ -317,6 +335,7 @@ def score(
 
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format is table or json, not {fmt!r}")
+    set_wide(wide)
     sets = score_runs(run_dirs, ruleset, interpretation, force)
     if fmt == "json":
         payload = [s.to_json() for s in sets]
@@ -329,18 +348,38 @@ def score(
         raise typer.Exit(1)
 
 
+# a set's table (`recorder score`, `check-submission`); the checker's verdict wraps, the run id never
+SCORE_COLUMNS = (
+    Col("run", whole=True),
+    Col("interpretation", drop=2),
+    Col("status"),
+    Col("minutes", "right"),
+    Col("compliance checker", drop=1),
+)
+
+
+SUBMISSION_COLUMNS = (
+    Col("system", whole=True),
+    Col("benchmark", whole=True),
+    Col("runs", "right", drop=3),
+    Col("score", "right"),
+    Col("scaling", "right", drop=2),
+    Col("verdict"),
+    Col("reasons", drop=1),
+)
+
+
 def _score_table(result: SetScore) -> None:
     set_name = result.extra.get("set", "")
-    table = Table(
-        title=f"{set_name}: {result.benchmark}, training {result.ruleset}, {result.division or '-'} division, "
+    title = (
+        f"{set_name}: {result.benchmark}, training {result.ruleset}, {result.division or '-'} division, "
         f"{len(result.runs)} runs"
     )
-    for col in ("run", "interpretation", "status", "minutes", "compliance checker"):
-        table.add_column(col, no_wrap=True)
-    for r in result.runs:
-        verdict = r.check.verdict if r.check is not None else (r.error or "-")
-        table.add_row(r.run, r.interpretation, r.status, _minutes(r.minutes), verdict)
-    console.print(table)
+    rows = [
+        [r.run, r.interpretation, r.status, _minutes(r.minutes), r.check.verdict if r.check else (r.error or "-")]
+        for r in result.runs
+    ]
+    print_fitted(console, SCORE_COLUMNS, rows, title)
     scaling = f" x scaling factor {result.scaling_factor!r}" if result.scaling_factor != 1.0 else ""
     console.print(
         line(
@@ -370,6 +409,7 @@ def check_submission(
     folder: Annotated[Path, typer.Argument(help="A submission folder (results/, systems/, benchmarks/).")],
     ruleset: Annotated[str, typer.Option("--ruleset", help="The submission's MLPerf Training ruleset.")],
     root: Annotated[Path, typer.Option("--root", help="Where the imported runs go.")] = Path("runs"),
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
 ) -> None:
     """mlperf-logging's package checker on a submission, then every result set imported under --root and
     scored as its result summarizer scores it: one table (system, benchmark, runs, score, scaling, verdict,
@@ -384,15 +424,14 @@ def check_submission(
     from replay.rulesets import get_known
     from replay.score_runs import score_runs
 
+    set_wide(wide)
     get_known(ruleset)
     if not (folder / "results").is_dir():
         raise ImportFileError(f"{folder}: no results/ folder; give a submission folder (results/<system>/<benchmark>)")
     with tempfile.TemporaryDirectory(prefix="check-submission-") as tmp:
         package = check_package(folder, ruleset, Path(tmp))
         console.print(package.result.summary(), highlight=False)
-        table = Table(title=f"{folder}: training {ruleset}")
-        for col in ("system", "benchmark", "runs", "score", "scaling", "verdict", "reasons"):
-            table.add_column(col, no_wrap=col != "reasons")
+        table: list[list[str]] = []
         all_scored = True
         for bench in sorted(package.copy.glob("results/*/*")):
             if not bench.is_dir() or not any(bench.glob("result_*.txt")):
@@ -403,7 +442,7 @@ def check_submission(
             except ImportFileError as e:  # e.g. logs of two benchmarks: this set is not scored, the others are
                 all_scored = False
                 reason = str(e).replace(str(package.copy), str(folder))
-                table.add_row(bench.parent.name, bench.name, "-", "-", "-", "not imported", reason)
+                table.append([bench.parent.name, bench.name, "-", "-", "-", "not imported", reason])
                 continue
             result_set = dataclasses.replace(checked.result_set, folder=str(original))
             for note in checked.notes:
@@ -413,22 +452,24 @@ def check_submission(
                 [result] = score_runs(runs, None, None, False)
             except RecorderError as e:
                 all_scored = False
-                table.add_row(bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e))
+                table.append([bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e)])
                 continue
             all_scored &= result.scored
             verdict = "scored" if result.scored else "not scored"
             if result.rcp is not None:
                 verdict += f", RCP {result.rcp.verdict}"
-            table.add_row(
-                bench.parent.name,
-                bench.name,
-                str(len(runs)),
-                _minutes(result.score_minutes),
-                f"{result.scaling_factor:.4f}",
-                verdict,
-                "; ".join(result.reasons),
+            table.append(
+                [
+                    bench.parent.name,
+                    bench.name,
+                    str(len(runs)),
+                    _minutes(result.score_minutes),
+                    f"{result.scaling_factor:.4f}",
+                    verdict,
+                    "; ".join(result.reasons),
+                ]
             )
-    console.print(table)
+    print_fitted(console, SUBMISSION_COLUMNS, table, f"{folder}: training {ruleset}")
     if not (package.result.ok and all_scored):
         raise typer.Exit(1)
 

@@ -65,7 +65,7 @@ def train(
     """Train with GRPO; checkpoints from the validation start step to the final step; prints the run dir.
 
     Ctrl-C stops the run (its train_stop is recorded) and exits 130; `--resume RUN` continues it.
-    Under `torchrun --nproc-per-node N -m recorder train ...` it trains data-parallel (rank 0 prints).
+    Under `torchrun --nproc-per-node N -m recorder.cli train ...` it trains data-parallel (rank 0 prints).
     """
     from recorder.run import check_run_id
     from trainer.distributed import DistributedError, launched_ranks
@@ -88,17 +88,38 @@ def train(
     if not ranks.is_main:  # rank 0 speaks for the run; the others only train and record their own segment
         _train_rank(ranks, config, sets, root, run_id)
         return
-    err.print("train: starting (loading torch and the model; a new seed's warm-up takes about two minutes)")
-    from trainer.config import load_config
-    from trainer.loop import GRPOTrainer
-    from trainer.progress import Progress
+    try:
+        _train_main(ranks, config, sets, root, run_id, resume, ray or ray_address is not None, ray_address)
+    except KeyboardInterrupt:  # before the trainer runs (loading torch, the model): nothing was recorded yet
+        raise TrainInterrupted("train: interrupted while starting; nothing was recorded") from None
 
-    use_ray = ray or ray_address is not None
+
+def _train_main(
+    ranks: Ranks,
+    config: Path | None,
+    sets: list[str] | None,
+    root: Path,
+    run_id: str | None,
+    resume: Path | None,
+    use_ray: bool,
+    ray_address: str | None,
+) -> None:
+    """Rank 0 (or the one process): validate, say that it starts, train, and say where the run is."""
+    from trainer.config import load_config
+
     if resume is not None:
-        from trainer.resume import ResumedTrainer, ResumeError, plan_resume
+        from trainer.resume import ResumeError
 
         if config is not None or sets or run_id is not None:
             raise ResumeError("--resume continues a run with its recorded config: drop --config, --set and --run-id")
+    cfg = load_config(config, sets) if resume is None else None  # every config error comes before the wait
+    err.print("train: starting (loading torch and the model; a new seed's warm-up takes about two minutes)")
+    from trainer.loop import GRPOTrainer
+    from trainer.progress import Progress
+
+    if resume is not None:
+        from trainer.resume import ResumedTrainer, plan_resume
+
         plan = plan_resume(resume)
         cfg = plan.config
         typer.echo(
@@ -109,11 +130,11 @@ def train(
     elif ranks.distributed:
         from trainer.data_parallel import DataParallelTrainer
 
-        cfg = load_config(config, sets)
+        assert cfg is not None
         trainer = DataParallelTrainer(cfg, ranks=ranks, root=root, run_id=run_id)
         err.print(f"train: data parallel over {ranks.world_size} processes (FSDP2); rank 0 records the run")
     else:
-        cfg = load_config(config, sets)
+        assert cfg is not None
         trainer = GRPOTrainer(cfg, root=root, run_id=run_id, use_ray=use_ray, ray_address=ray_address)
     summary = _run(trainer, Progress(cfg.max_steps, cfg.validation_start))
     w = summary.warmup

@@ -6,6 +6,7 @@ and replay's trust check run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from recorder.history import compact
@@ -29,9 +30,11 @@ def check_cache(report: VerifyReport) -> None:
         report.problems.append(Problem(str(cache.relative_to(run.path)), None, message.split(": ", 1)[-1]))
 
 
-def verify_with_cache(path: Path | str | RunDir, *, keep_events: bool = False) -> VerifyReport:
+def verify_with_cache(
+    path: Path | str | RunDir, *, keep_events: bool = False, progress: Callable[[int], None] | None = None
+) -> VerifyReport:
     """`verify_run`, then the compacted cache when the segments themselves are intact."""
-    report = verify_run(path, keep_events=keep_events)
+    report = verify_run(path, keep_events=keep_events, progress=progress)
     if not report.problems:
         check_cache(report)
     if report.problems:

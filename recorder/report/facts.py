@@ -78,9 +78,29 @@ class RunFacts:
 
     @property
     def not_comparable(self) -> list[float]:
-        """Targets other than the ruleset's that the run recorded or its evaluations were judged by."""
-        targets = {e["target"] for e in self.evals} | {self.facts.get("target")}
+        """Targets other than the ruleset's that the run recorded or its evaluations were judged by (an
+        imported log's evaluations are judged by its own benchmark's target: that is no other target)."""
+        imported = self.facts.get("origin") == "imported"
+        targets = ({e["target"] for e in self.evals} if not imported else set()) | {self.facts.get("target")}
         return sorted(t for t in targets if t is not None and not is_standard_target(t))
+
+    @property
+    def goal(self) -> tuple[str, float] | None:
+        """How its evaluations pass: the comparison and the target (the runs view's pass_op and pass_target:
+        the target the run recorded, else its benchmark's, from mlperf-logging's ruleset files)."""
+        op, target = self.facts.get("pass_op"), self.facts.get("pass_target")
+        if target is None:
+            return None
+        return (op or ">"), float(target)
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.goal is not None and self.goal[0].startswith("<")
+
+    @property
+    def goal_text(self) -> str:
+        """'> 0.69', '<= 0.925'; 'its benchmark's target' when none is known."""
+        return "its benchmark's target" if self.goal is None else f"{self.goal[0]} {self.goal[1]:g}"
 
     @property
     def validation_start(self) -> int | None:

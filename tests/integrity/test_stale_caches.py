@@ -85,3 +85,20 @@ def test_verify_keeps_its_verdict_for_the_report(scored_then_evaluated: Path) ->
     assert verified_unchanged(run) == 96  # 87 trainer events and 9 of the evaluator
     record_evals(run, [(20, 0.71)], gbs=256, start_s=1700, each_s=60)
     assert verified_unchanged(run) is None  # a new segment: verified again
+
+
+@pytest.mark.slow  # a real training run (minutes on a loaded 2-core machine) and a real evaluation
+def test_train_score_eval_verify_is_intact(trained_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run = tmp_path / "runs" / "trained"
+    shutil.copytree(trained_run, run)
+    scored = run_cli("score", str(run))
+    assert scored.returncode in (0, 1) and "Traceback" not in scored.stderr, scored.stderr  # 1: not evaluated yet
+    evaluated = run_cli("eval", str(run))
+    assert evaluated.returncode in (0, 1) and "Traceback" not in evaluated.stderr, evaluated.stderr
+    done = run_cli("verify", str(run))
+    assert done.returncode == 0 and "verify: intact" in done.stdout and "ALTERED" not in done.stdout, done.stdout
+    assert "derived/scores.jsonl: stale" in done.stdout
+    listed = run_cli("runs", "--root", str(run.parent))
+    assert listed.returncode == 0 and "UNVERIFIED" not in listed.stdout, listed.stdout

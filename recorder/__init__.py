@@ -1,12 +1,19 @@
 """recorder: an event-sourced run recorder with replayable MLPerf scoring.
 
 The core (this package) knows events, segments, runs and history. It never imports torch or `replay`.
+Before anything else it makes the project's own packages win over a user's files of the same names
+(recorder.own_packages).
 """
 
 from recorder.interrupts import guard_startup
 
 guard_startup()  # first: Ctrl-C while the command imports numpy and pyarrow is one line, not a traceback
 
+from recorder.own_packages import install as _install_own_packages  # noqa: E402
+
+_install_own_packages()
+
+# after the finder: these import `schemas`
 from recorder.events import Event  # noqa: E402
 from recorder.log import LogWriter  # noqa: E402
 from recorder.reader import RunLog, TornTail, read_run  # noqa: E402

@@ -12,8 +12,9 @@ Samples are prompts x num_generations_per_prompt. The weights are a directory, s
 `sha256sum`-style manifest (one "<sha256>  <relative path>" line per file, sorted by path) and `bytes` the
 sum of the file sizes. When the weights are a Hugging Face safetensors directory (`policy/weights/` or
 `policy/weights/model/` with config.json; tokenizer in `policy/tokenizer/`), format `nemo-rl-hf`, the import
-loads each checkpoint and records its fingerprint (trainer.policy.fingerprint: the mean log-likelihood of a
-task spec's dev split, or of fixed texts), which the evaluator recomputes before scoring. NeMo-RL records
+records each checkpoint's fingerprint, computed by the function the caller passes in (the CLI passes
+trainer.policy.hf_fingerprint's: the mean log-likelihood of a task spec's dev split, or of fixed texts),
+which the evaluator recomputes before scoring. NeMo-RL records
 no fingerprint of MCore weights and not how long saving blocked training: they are written as {} and null,
 with `source: "nemo-rl"` saying who wrote them; `save_end_ns` is the newest file
 modification time of the checkpoint (when its write finished, as the file system saw it).
@@ -22,11 +23,12 @@ modification time of the checkpoint (when its write finished, as the file system
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from recorder.errors import InputError
+from recorder.errors import DataError, InputError
 from recorder.kinds import CheckpointCommitted, RunOpened, TrainStop, WeightUpdate
 from recorder.log import LogWriter
 from recorder.provenance import provenance
@@ -35,6 +37,7 @@ from recorder.rules import BENCHMARK, RULESET, validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import tree_digest
 
+Fingerprinter = Callable[[Path], dict[str, Any]]  # a checkpoint directory's fingerprint record
 SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
 HF_FORMAT: Final = "nemo-rl-hf"
@@ -223,18 +226,19 @@ def _open_run(into: Path) -> tuple[RunDir, set[str], set[int]]:
 
 
 def import_checkpoints(
-    root: Path, into: Path, *, writer: str = "import-nemo", task: Path | None = None
+    root: Path, into: Path, *, writer: str = "import-nemo", fingerprint: Fingerprinter | None = None
 ) -> NemoImportReport:
     """Append a weight_update and a checkpoint_committed per checkpoint to the run `into` (created if missing).
 
     A new run also gets run_opened (from the first checkpoint's config.yaml); train_stop is added at the final
     checkpoint's step (NeMo-RL saves the final step unconditionally) unless the run already has one.
-    Hugging Face checkpoints are fingerprinted over `task`'s dev split (a spec file), else fixed texts.
+    Hugging Face checkpoints are recorded with `fingerprint(path)`, the record the evaluator recomputes
+    (trainer.policy.hf_fingerprint.hf_fingerprinter gives it); the import never loads weights itself.
     """
     checkpoints = [read_checkpoint(p) for p in discover(root)]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
-    fingerprints = {c.step: fingerprint(c.path, task) for c in checkpoints if c.hf}  # before anything is written
+    fingerprints = {c.step: _fingerprint(c, fingerprint) for c in checkpoints if c.hf}  # before anything is written
     run, kinds, committed = _open_run(into)  # kinds before this import
     clash = sorted(committed & {c.step for c in checkpoints})
     if clash:
@@ -273,22 +277,16 @@ def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
     log.append(opened, time_ns=first.weight_update_ms * NS_PER_MS)
 
 
-def fingerprint(path: Path, task: Path | None) -> dict[str, Any]:
-    """The fingerprint record of a Hugging Face checkpoint: over `task`'s dev split, else the fixed texts."""
-    from trainer.policy import CheckpointError
-    from trainer.policy.fingerprint import FIXED_TEXTS, texts_record
-    from trainer.policy.hf_checkpoint import load_hf_checkpoint
-    from trainer.policy.taskspec import load_spec
-
-    spec = load_spec(task) if task is not None else None
-    dev = spec.fingerprint_texts() if spec is not None else None
+def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> dict[str, Any]:
+    if fingerprint is None:
+        raise NemoImportError(
+            f"{c.path}: Hugging Face weights are recorded with their fingerprint, and no fingerprint function "
+            "was given (trainer.policy.hf_fingerprint.hf_fingerprinter, as `recorder import-checkpoints` uses)"
+        )
     try:
-        model, tokenizer = load_hf_checkpoint(path)
-    except CheckpointError as e:
-        raise CheckpointLayoutError(f"{path}: its Hugging Face weights cannot be loaded to fingerprint: {e}") from e
-    if dev is not None and spec is not None:
-        return texts_record(model, tokenizer, dev, f"dev:{spec.name}")
-    return texts_record(model, tokenizer, FIXED_TEXTS, "fixed")
+        return fingerprint(c.path)
+    except DataError as e:
+        raise CheckpointLayoutError(f"{c.path}: its Hugging Face weights cannot be loaded to fingerprint: {e}") from e
 
 
 def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from recorder.cli.output import console, label, line, warning
 from recorder.cli.progress import UntilFirst
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 from recorder.cli.tables import Col, print_fitted, set_wide
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import not_comparable, recorded_target
@@ -21,123 +21,110 @@ LOCAL_RAY = "local"
 if TYPE_CHECKING:
     from evaluator.attempts import Attempt
     from evaluator.session import Outcome, Summary
+    from evaluator.settings import Options
     from replay.goals import Goal
 
 
+_RunDirOpt = Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")]
+_OrderOpt = Annotated[str, typer.Option(help="ascending | descending | S1,S2,... (only those steps).")]
+_AllOpt = Annotated[bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")]
+_WorkersOpt = Annotated[
+    int,
+    typer.Option(
+        help="Evaluation workers; more than 1 runs Ray actors, each evaluating whole checkpoints in --order "
+        "(one GPU each where the cluster has one per worker)."
+    ),
+]
+_RayOpt = Annotated[bool, typer.Option("--ray", help="Workers as Ray actors (a local cluster), even with one worker.")]
+_RayAddressOpt = Annotated[
+    str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
+]
+_LimitOpt = Annotated[int | None, typer.Option(help="Evaluate at most N checkpoints in this session.")]
+_BatchSizeOpt = Annotated[int, typer.Option(help="Samples generated per batch (the score does not depend on it).")]
+_AllowGapsOpt = Annotated[bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")]
+_FingerprintOpt = Annotated[Literal["on", "off"], typer.Option(help="Check each checkpoint's fingerprint.")]
+_FingerprintToleranceOpt = Annotated[float, typer.Option(help="Largest |recomputed - recorded| fingerprint.")]
+_HarnessOpt = Annotated[
+    Literal["lm-eval"] | None,
+    typer.Option(help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k."),
+]
+_TasksOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="--harness: comma-separated tasks (default: arc_easy,arc_challenge,hellaswag,openbookqa,piqa,"
+        "winogrande,siqa)."
+    ),
+]
+_StepsOpt = Annotated[str | None, typer.Option(help="--harness: only these steps, S1,S2,... (default: all).")]
+_DataDirOpt = Annotated[
+    Path | None, typer.Option(help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")
+]
+_TaskOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="A task spec (TOML). An imported run: its task and settings. A run of `recorder train`: where the "
+        "spec it recorded lies now (another is refused)."
+    ),
+]
+_BackendOpt = Annotated[
+    Literal["torch", "vllm", "command"], typer.Option(help="torch (ours), vllm, or command (--command).")
+]
+_CommandOpt = Annotated[
+    str | None,
+    typer.Option(help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".'),
+]
+_DtypeOpt = Annotated[Literal["fp32", "bf16", "fp16"], typer.Option(help="Weights dtype of Hugging Face checkpoints.")]
+_DeviceOpt = Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")]
+_TrustRemoteCodeOpt = Annotated[
+    bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
+]
+_ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Evaluate a run that fails verify; its results are marked UNVERIFIED.")
+]
+
+
 def eval_command(
-    run_dir: Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")],
-    order: Annotated[str, typer.Option(help="ascending | descending | S1,S2,... (only those steps).")] = "ascending",
-    all_: Annotated[
-        bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")
-    ] = False,
-    workers: Annotated[
-        int,
-        typer.Option(
-            help="Evaluation workers; more than 1 runs Ray actors, each evaluating whole checkpoints in --order "
-            "(one GPU each where the cluster has one per worker)."
-        ),
-    ] = 1,
-    ray: Annotated[
-        bool, typer.Option("--ray", help="Workers as Ray actors (a local cluster), even with one worker.")
-    ] = False,
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
-    ] = None,
-    limit: Annotated[int | None, typer.Option(help="Evaluate at most N checkpoints in this session.")] = None,
-    batch_size: Annotated[
-        int, typer.Option(help="Samples generated per batch (the score does not depend on it).")
-    ] = 64,
-    allow_gaps: Annotated[
-        bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")
-    ] = False,
-    fingerprint: Annotated[Literal["on", "off"], typer.Option(help="Check each checkpoint's fingerprint.")] = "on",
-    fingerprint_tolerance: Annotated[float, typer.Option(help="Largest |recomputed - recorded| fingerprint.")] = 0.005,
-    harness: Annotated[
-        Literal["lm-eval"] | None,
-        typer.Option(help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k."),
-    ] = None,
-    tasks: Annotated[
-        str | None,
-        typer.Option(
-            help="--harness: comma-separated tasks (default: arc_easy,arc_challenge,hellaswag,openbookqa,piqa,"
-            "winogrande,siqa)."
-        ),
-    ] = None,
-    steps: Annotated[str | None, typer.Option(help="--harness: only these steps, S1,S2,... (default: all).")] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")
-    ] = None,
-    task: Annotated[
-        Path | None,
-        typer.Option(
-            help="A task spec (TOML). An imported run: its task and settings. A run of `recorder train`: where the "
-            "spec it recorded lies now (another is refused)."
-        ),
-    ] = None,
-    backend: Annotated[
-        Literal["torch", "vllm", "command"], typer.Option(help="torch (ours), vllm, or command (--command).")
-    ] = "torch",
-    command: Annotated[
-        str | None,
-        typer.Option(help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".'),
-    ] = None,
-    dtype: Annotated[
-        Literal["fp32", "bf16", "fp16"], typer.Option(help="Weights dtype of Hugging Face checkpoints.")
-    ] = "fp32",
-    device: Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")] = "cpu",
-    trust_remote_code: Annotated[
-        bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Evaluate a run that fails verify; its results are marked UNVERIFIED.")
-    ] = False,
+    run_dir: _RunDirOpt,
+    order: _OrderOpt = "ascending",
+    all_: _AllOpt = False,
+    workers: _WorkersOpt = 1,
+    ray: _RayOpt = False,
+    ray_address: _RayAddressOpt = None,
+    limit: _LimitOpt = None,
+    batch_size: _BatchSizeOpt = 64,
+    allow_gaps: _AllowGapsOpt = False,
+    fingerprint: _FingerprintOpt = "on",
+    fingerprint_tolerance: _FingerprintToleranceOpt = 0.005,
+    harness: _HarnessOpt = None,
+    tasks: _TasksOpt = None,
+    steps: _StepsOpt = None,
+    data_dir: _DataDirOpt = None,
+    task: _TaskOpt = None,
+    backend: _BackendOpt = "torch",
+    command: _CommandOpt = None,
+    dtype: _DtypeOpt = "fp32",
+    device: _DeviceOpt = "cpu",
+    trust_remote_code: _TrustRemoteCodeOpt = False,
+    force: _ForceOpt = False,
     signing_key: SigningKeyOption = None,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
 
     Exit 0 when a checkpoint passed, 1 when none did or an evaluation failed, 2 for bad input.
     With --harness lm-eval: zero-shot task scores per checkpoint (exit 0 unless an evaluation failed).
     """
-    from evaluator.errors import EvaluationsFailed, NothingPassedError
     from evaluator.order import parse_order
     from evaluator.settings import Options
 
-    apply_signing_key(signing_key)
-    # As in `recorder train`: --ray is a flag, --ray-address a cluster. Ray's own "local" starts a new cluster.
-    address = ray_address or (LOCAL_RAY if ray else None)
-    if harness is not None:
-        if task is not None or backend != "torch" or command is not None:
-            from evaluator.harness.errors import HarnessOptionsError
-
-            raise HarnessOptionsError("--task, --backend and --command score the benchmark's task: drop --harness")
-        _harness_eval(
-            run_dir,
-            tasks=tasks,
-            steps=steps,
-            data_dir=data_dir,
-            order=order,
-            all_=all_,
-            workers=workers,
-            ray=address,
-            limit=limit,
-            batch_size=batch_size,
-            allow_gaps=allow_gaps,
-            fingerprint=fingerprint,
-            fingerprint_tolerance=fingerprint_tolerance,
-            force=force,
-        )
-        return
-    if tasks is not None or steps is not None or data_dir is not None:
-        from evaluator.harness.errors import HarnessOptionsError
-
-        raise HarnessOptionsError("--tasks, --steps and --data-dir choose zero-shot tasks: add --harness lm-eval")
-    from evaluator.session import evaluate_run
-
+    apply_key_options(signing_key, untrusted_ok)
+    _check_harness_options(harness, task, backend, command, tasks, steps, data_dir)
     options = Options(
-        order=parse_order(order),
+        order=parse_order(order),  # the harness reads --order or --steps itself
         all=all_,
         workers=workers,
-        ray_address=address,
+        # As in `recorder train`: --ray is a flag, --ray-address a cluster. Ray's own "local" starts a new cluster.
+        ray_address=ray_address or (LOCAL_RAY if ray else None),
         limit=limit,
         batch_size=batch_size,
         allow_gaps=allow_gaps,
@@ -151,16 +138,51 @@ def eval_command(
         trust_remote_code=trust_remote_code,
         force=force,
     )
+    if harness is not None:
+        _harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
+        return
+    _finish(_evaluate(run_dir, options), run_dir, options)
+
+
+def _evaluate(run_dir: Path, options: Options) -> Summary:
+    """The session, each outcome printed as it comes; on a terminal a line says what it waits for until the
+    first one (verify, torch and the model load first)."""
+    from evaluator.session import evaluate_run
+
     with UntilFirst("eval: verifying the run, loading torch and the model") as waiting:
 
         def on_outcome(o: Outcome) -> None:
             waiting.done()
             _print_outcome(o)
 
-        summary = evaluate_run(run_dir, options, on_outcome=on_outcome)
+        return evaluate_run(run_dir, options, on_outcome=on_outcome)
+
+
+def _check_harness_options(
+    harness: str | None,
+    task: Path | None,
+    backend: str,
+    command: str | None,
+    tasks: str | None,
+    steps: str | None,
+    data_dir: Path | None,
+) -> None:
+    """The options of one way of scoring given to the other: refused before anything is read."""
+    from evaluator.harness.errors import HarnessOptionsError
+
+    if harness is not None and (task is not None or backend != "torch" or command is not None):
+        raise HarnessOptionsError("--task, --backend and --command score the benchmark's task: drop --harness")
+    if harness is None and (tasks is not None or steps is not None or data_dir is not None):
+        raise HarnessOptionsError("--tasks, --steps and --data-dir choose zero-shot tasks: add --harness lm-eval")
+
+
+def _finish(summary: Summary, run_dir: Path, options: Options) -> None:
+    """What the session decided, and the exit it calls for."""
+    from evaluator.errors import EvaluationsFailed, NothingPassedError
+
     # what decided: the spec's pass@k, or with --backend command the command's own accuracy
-    compared = "the command's accuracy" if backend == "command" else summary.eval_cfg.metric
-    _print_summary(summary, all_=all_, compared=compared)
+    compared = "the command's accuracy" if options.backend == "command" else summary.eval_cfg.metric
+    _print_summary(summary, all_=options.all, compared=compared)
     if summary.failures:
         steps = ", ".join(str(o.step) for o in summary.failures)
         raise EvaluationsFailed(
@@ -174,22 +196,9 @@ def eval_command(
 
 
 def _harness_eval(
-    run_dir: Path,
-    *,
-    tasks: str | None,
-    steps: str | None,
-    data_dir: Path | None,
-    order: str,
-    all_: bool,
-    workers: int,
-    ray: str | None,
-    limit: int | None,
-    batch_size: int,
-    allow_gaps: bool,
-    fingerprint: str,
-    fingerprint_tolerance: float,
-    force: bool,
+    run_dir: Path, given: Options, *, order: str, tasks: str | None, steps: str | None, data_dir: Path | None
 ) -> None:
+    """`eval --harness lm-eval`: of the options, those the harness reads (the others are the benchmark's)."""
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
     from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
@@ -200,7 +209,7 @@ def _harness_eval(
     problems = []
     if order != "ascending" and steps is not None:
         problems.append("--order and --steps: give one of them")
-    if all_:
+    if given.all:
         problems.append("--all: the harness scores every checkpoint asked for anyway (there is no target)")
     if problems:
         raise HarnessOptionsError("with --harness: " + "; ".join(problems))
@@ -209,14 +218,14 @@ def _harness_eval(
         data_dir=data_dir,
         evaluation=Options(
             order=parse_order(steps if steps is not None else order),
-            limit=limit,
-            batch_size=batch_size,
-            workers=workers,
-            ray_address=ray,
-            allow_gaps=allow_gaps,
-            fingerprint=fingerprint == "on",
-            fingerprint_tolerance=fingerprint_tolerance,
-            force=force,
+            limit=given.limit,
+            batch_size=given.batch_size,
+            workers=given.workers,
+            ray_address=given.ray_address,
+            allow_gaps=given.allow_gaps,
+            fingerprint=given.fingerprint,
+            fingerprint_tolerance=given.fingerprint_tolerance,
+            force=given.force,
         ),
     )
     summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)

@@ -27,27 +27,36 @@ def verify(
     run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")],
     trust: Annotated[
         list[Path] | None,
-        typer.Option("--trust", help="A public key (KEY.pub) whose signatures you trust. Repeatable."),
+        typer.Option(
+            "--trust",
+            help="A public key (KEY.pub) whose signatures you trust; every segment must carry one. Repeatable. "
+            "Default: the keys $RECORDER_TRUST names (paths separated by ':').",
+        ),
     ] = None,
     require_signed: Annotated[
-        bool, typer.Option("--require-signed", help="Exit 1 unless every segment is signed by a --trust key.")
+        bool,
+        typer.Option(
+            "--require-signed", help="Exit 1 unless every segment is signed by a --trust key (as --trust implies)."
+        ),
     ] = False,
 ) -> None:
     """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts
     and derived/scores.jsonl (re-derived from the events).
 
-    Torn tails are warnings. With --trust, each segment is reported signed by a trusted key (by its file
-    name), signed by an untrusted key, or unsigned; a bad signature always fails (exit 1).
+    Torn tails are warnings. A signed run is judged by its own key: an unsigned segment, one signed by another
+    key, or a signed segment deleted or cut fails (exit 1). With --trust, each segment is reported signed by
+    a trusted key (by its file name), signed by an untrusted key, or unsigned, and only trusted keys pass.
     """
     from recorder.history.cache import verify_with_cache
     from recorder.reader import recorded_run_id
     from recorder.signing import load_trusted
+    from recorder.verify.trust import trusted_from_environment
 
-    if require_signed and not trust:
+    if require_signed and not trust and not os.environ.get("RECORDER_TRUST"):
         raise typer.BadParameter("--require-signed needs the keys to trust: --trust KEY.pub", param_hint="--trust")
-    trusted = load_trusted(trust) if trust else None
+    trusted = load_trusted(trust) if trust else trusted_from_environment()
     with progress(f"verify: reading {run_dir}'s segments", _segment_bytes(run_dir), unit="bytes") as advance:
-        report = verify_with_cache(run_dir, progress=advance)
+        report = verify_with_cache(run_dir, trusted=trusted, progress=advance)
     if report.ok:
         with working("verify: checking derived/scores.jsonl against the events"):
             _derived_scores(report)
@@ -59,7 +68,7 @@ def verify(
     for s in report.segments:
         state = "closed" if s.closed else "open (writer did not close)"
         signature = _signature(report, s, trusted)
-        shown = trust or s.opened_with is not None or signature.text == "bad signature"
+        shown = trusted is not None or s.opened_with is not None or signature.text == "bad signature"
         untrusted += not signature.trusted
         console.print(f"  {s.name}  {s.events} events  {state}" + (f"  {signature.text}" if shown else ""))
     for torn in report.torn:
@@ -109,6 +118,8 @@ def _keep_verdict(report: VerifyReport) -> None:
     """The run's verified-state record (recorder.derived_state), for readers that would verify it again."""
     from recorder.derived_state import record_verified
 
+    if report.untrusted:  # judged past its trust problems (--untrusted-ok): no verdict for others to reuse
+        return
     if all(s.closed and s.size >= 0 and s.head for s in report.segments):  # a closed run: it stays so
         record_verified(report.run, {s.name: (s.events, s.head, s.size) for s in report.segments})
 

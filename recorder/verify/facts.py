@@ -38,6 +38,7 @@ from recorder.rules import validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import inside, normalized, sha256_file
 from recorder.safetensors_header import HeaderError, read_header
+from recorder.upcast import upcast_data
 from recorder.verify.eval_settings import RecordedEval, check_eval_settings
 from recorder.verify.evidence import RESULTS_LIMIT, check_evidence
 from recorder.verify.findings import Findings, parsed
@@ -278,7 +279,7 @@ def _check_evaluations(
         [e.time_ns for e in events if e.kind == "train_stop"],
         commits,
         _validation_start(opened),
-        RecordedEval.from_config(opened.config) if opened is not None else None,
+        RecordedEval.from_config(upcast_data("run_opened", opened.to_data())["config"]) if opened is not None else None,
     )
     # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
     # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.

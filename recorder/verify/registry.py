@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A named rule: its layer (`bytes`, `facts`, `derived`), and what it refuses."""
+    """A named rule: its layer (`bytes`, `trust`, `facts`, `derived`), and what it refuses."""
 
     name: str
     layer: str
@@ -18,8 +18,18 @@ class Rule:
 
 
 _RULES = (
-    Rule("signature", "bytes", "a bad signature; with `--require-signed`, an unsigned or untrusted segment"),
+    Rule("signature", "bytes", "a bad signature"),
     Rule("segment-name", "bytes", "a segment file named other than its writer names it"),
+    Rule(
+        "signed-run",
+        "trust",
+        "in a signed run or under trusted keys, a segment not signed by the run's (or a trusted) key",
+    ),
+    Rule(
+        "signed-set",
+        "trust",
+        "a signed run whose signed-segments list is missing, not its key's, or names segments deleted or cut",
+    ),
     Rule("payload", "facts", "an event whose data does not parse as its kind's payload"),
     Rule("run-id", "facts", "an event of another run id than the run's own `run_opened`"),
     Rule("time-range", "facts", "an event dated before 1970, from 2100, or more than a day after now", True),

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -38,26 +38,13 @@ from recorder.segment import (
 from recorder.signing import fingerprint, signature_valid
 from recorder.verify.facts import KINDS, check_facts, for_rules
 from recorder.verify.problem import Problem
+from recorder.verify.summary import SegmentSummary
+from recorder.verify.trust import trust_problems, trusted_from_environment, untrusted_ok_from_environment
 
 __all__ = ["Problem", "SegmentSummary", "VerifyReport", "check_segment", "verify_run"]
 
 
 SIGNATURE_RULE = "signature"
-
-
-@dataclass
-class SegmentSummary:
-    """One segment as verify saw it. `signed_by`: the public key (hex) whose signature of the closing record
-    verified; `opened_with`: the key its segment_opened recorded (also when the writer did not close)."""
-
-    name: str
-    events: int
-    closed: bool
-    torn: TornTail | None
-    signed_by: str | None = None
-    opened_with: str | None = None
-    head: str = ""  # the last event's digest, and the file's size before it was read (-1: read whole)
-    size: int = -1
 
 
 @dataclass
@@ -68,6 +55,9 @@ class VerifyReport:
     warnings: list[str] = field(default_factory=list)
     # every event, merged as `read_run` merges them, when `verify_run(keep_events=True)` found the run intact
     events: list[Event] | None = None
+    # trust problems the caller chose to judge past (`untrusted_ok`): every verdict must then say so
+    untrusted: list[Problem] = field(default_factory=list)
+    trust_judged: bool = False  # the run was judged under a key (signed, or trusted keys given)
 
     @property
     def ok(self) -> bool:
@@ -93,7 +83,9 @@ class _Chain:
         self.signature_problem: Problem | None = None
 
     def summary(self, events: int, closed: bool, torn: TornTail | None = None) -> SegmentSummary:
-        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with, self.previous.hex())
+        digest = self.previous.hex() if events else None
+        head = self.previous.hex()
+        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with, digest, head)
 
     def row(self, i: int, row: tuple[Any, ...], raw: bytes) -> Problem | None:
         name = self.name
@@ -320,12 +312,17 @@ def verify_run(
     *,
     facts: bool = True,
     keep_events: bool = False,
+    trusted: Mapping[str, str] | None | Literal["environment"] = "environment",
+    untrusted_ok: bool | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
-    """Check every segment of a run, then (when `facts` and the bytes are intact) what the events mean.
-    `keep_events`: an intact run's events come back in `report.events`, so that a caller about to read the
-    run (replay, score) does not read it a second time. `progress`: told how many bytes were checked, chunk by
-    chunk.
+    """Check every segment of a run, its signatures under the run's trust (recorder.verify.trust), then
+    (when `facts` and the bytes are intact) what the events mean. `keep_events`: an intact run's events come
+    back in `report.events`, so that a caller about to read the run (replay, score) does not read it a
+    second time. `trusted`: the public keys to judge signatures by (default: those RECORDER_TRUST names).
+    `untrusted_ok`: trust problems go to `report.untrusted`, not `report.problems` (the caller marks its
+    output); default: whether RECORDER_UNTRUSTED_OK is set (a command's `--untrusted-ok` sets it).
+    `progress`: told how many bytes were checked, chunk by chunk.
 
     Raises NotARunError/NewerSchemaError for input it cannot judge.
     """
@@ -359,6 +356,12 @@ def verify_run(
         report.segments.append(streamed.summary)
         kept.extend(streamed.kept)
         every.append(streamed.every)
+    # trust is judged with or without `facts`: a compacted run (compact reads no facts) was judged too
+    keys = trusted_from_environment() if trusted == "environment" else trusted
+    judged = trust_problems(run, report.segments, report.problems, keys)
+    report.trust_judged = judged is not None
+    accept = untrusted_ok_from_environment() if untrusted_ok is None else untrusted_ok
+    (report.untrusted if accept else report.problems).extend(judged or [])
     if facts and report.ok:
         found = check_facts(run, kept)
         report.problems.extend(found.problems)

@@ -1,4 +1,5 @@
-"""Writes a checkpoint series in NeMo-RL's deferred-evaluation layout (what its trainer publishes)."""
+"""Writes a checkpoint series in NeMo-RL's deferred-evaluation layout (what its trainer publishes) with MCore-like
+weight files; evaluator.sample_series writes the Hugging Face ones, from the same config."""
 
 from __future__ import annotations
 
@@ -9,31 +10,9 @@ from typing import Any
 
 import yaml
 
-PROMPTS, GENERATIONS = 16, 16  # GBS 256 samples: validation start CEIL(2.5 + 3840/256) = 18
+from evaluator.sample_series import GENERATIONS, PROMPTS, WRITE_MS, config
 
-
-def config(prompts: int = PROMPTS, generations: int = GENERATIONS) -> dict[str, Any]:
-    return {
-        "grpo": {
-            "val_start_at": 18,
-            "max_num_steps": 20,
-            "num_prompts_per_step": prompts,
-            "num_generations_per_prompt": generations,
-            "seed": 42,
-            "deferred_evaluation": {"enabled": True, "threshold": 0.69},
-        },
-        "policy": {
-            "train_global_batch_size": prompts * generations,
-            "precision": "bfloat16",
-            "generation": {"backend": "vllm"},
-            "megatron_cfg": {"enabled": True},
-        },
-        "logger": {"mlperf": {"target_accuracy": 0.69, "defer_run_stop": True}},
-        "checkpointing": {"enabled": True, "save_optimizer": False, "keep_top_k": 2},
-    }
-
-
-WRITE_MS = 30_000  # a checkpoint's files are finished this long after its weight update
+__all__ = ["GENERATIONS", "PROMPTS", "WRITE_MS", "config", "write_checkpoint"]
 
 
 def write_checkpoint(

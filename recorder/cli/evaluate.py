@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from evaluator.attempts import Attempt
     from evaluator.session import Outcome, Summary
     from evaluator.settings import Options
-    from replay.goals import Goal
+    from recorder.goals import Goal
 
 
 _RunDirOpt = Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")]
@@ -338,12 +338,12 @@ def evals(
     from rich import box
 
     from evaluator.attempts import attempts
+    from recorder.goals import opened_goal
     from recorder.reader import read_run, recorded_run_id, run_id_from
-    from replay.goals import opened_goal
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
-    # the one target eval and replay judge by: the recorded one, else the benchmark's own (replay.goals)
+    # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
     goal = opened_goal(opened.data if opened else None)
     rows = attempts(log.events)
     day = next(

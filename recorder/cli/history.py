@@ -184,10 +184,7 @@ def runs(
             highlight=False,
             soft_wrap=True,
         )
-    for why in untrusted:  # a signed run's (or RECORDER_TRUST's) signatures fail: its score is no evidence
-        console.print(line(label("UNTRUSTED:", "bold red"), why), highlight=False)
-    if any(r["proven"] for r in rows):
-        console.print("proven: what each score rests on (verify, signatures, audit); without audit, not audited")
+    _print_trust(untrusted, rows)
     for run_id, why in differ:
         console.print(
             line(label("UNVERIFIED:", "bold red"), f"{run_id}: {why}; shown as the events derive it"),
@@ -214,6 +211,14 @@ def runs(
             "NOT COMPARABLE to MLPerf results: "
             + "; ".join(f"{r['run_id']} ({_apart_reason(r['target'])})" for r in apart),
         )
+
+
+def _print_trust(untrusted: list[str], rows: list[dict[str, Any]]) -> None:
+    """What each shown score rests on, and the runs whose signatures fail."""
+    for why in untrusted:  # a signed run's (or RECORDER_TRUST's) signatures fail: its score is no evidence
+        console.print(line(label("UNTRUSTED:", "bold red"), why), highlight=False)
+    if any(r["proven"] for r in rows):
+        console.print("proven: what each score rests on (verify, signatures, audit); without audit, not audited")
 
 
 def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[str], list[str]]:

@@ -23,22 +23,26 @@ def _utc(time_ns: int) -> str:
     return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+_TrustOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--trust",
+        help="A public key (KEY.pub) whose signatures you trust; every segment must carry one. Repeatable. "
+        "Default: the keys $RECORDER_TRUST names (paths separated by ':').",
+    ),
+]
+_RequireSignedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--require-signed", help="Exit 1 unless every segment is signed by a --trust key (as --trust implies)."
+    ),
+]
+
+
 def verify(
     run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")],
-    trust: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--trust",
-            help="A public key (KEY.pub) whose signatures you trust; every segment must carry one. Repeatable. "
-            "Default: the keys $RECORDER_TRUST names (paths separated by ':').",
-        ),
-    ] = None,
-    require_signed: Annotated[
-        bool,
-        typer.Option(
-            "--require-signed", help="Exit 1 unless every segment is signed by a --trust key (as --trust implies)."
-        ),
-    ] = False,
+    trust: _TrustOpt = None,
+    require_signed: _RequireSignedOpt = False,
 ) -> None:
     """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts
     and derived/scores.jsonl (re-derived from the events).

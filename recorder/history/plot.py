@@ -307,7 +307,7 @@ def _legend(fig: Any) -> None:
 
 def _targets(history: History, key: str) -> list[tuple[float, str]]:
     """The targets an evaluation key was judged by, with their comparison (each benchmark's own for imported
-    logs: replay.goals); the default benchmark's for its accuracy when none is known."""
+    logs: recorder.goals); the default benchmark's for its accuracy when none is known."""
     rows = history.query(
         "SELECT DISTINCT target, coalesce(pass_op, '>') AS op FROM evals WHERE key = '"
         + _quote(key)

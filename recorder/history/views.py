@@ -370,8 +370,8 @@ def events_source_sql(packs: list[str], not_from_packs: list[str], parquet: list
 
 
 def _goals_table() -> pa.Table:
-    """Each benchmark's goal (replay.goals, from mlperf-logging's ruleset files): target and comparison."""
-    from replay.goals import all_goals
+    """Each benchmark's goal (recorder.goals, from mlperf-logging's ruleset files): target and comparison."""
+    from recorder.goals import all_goals
 
     goals = all_goals()
     return pa.table(
@@ -466,7 +466,7 @@ SELECT r.run_id, f.benchmark, f.division, f.global_batch_size, f.steps, f.train_
   CASE WHEN f.imported THEN 'imported' ELSE 'recorded' END AS origin,
   r.source, r.events, r.segments, r.open_segments, r.path, f.target,
   {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AS comparable,
-  -- what its evaluations are judged by: the target it recorded, else its benchmark's (replay.goals)
+  -- what its evaluations are judged by: the target it recorded, else its benchmark's (recorder.goals)
   coalesce(f.target, g.target) AS pass_target, g.op AS pass_op
 FROM _run_sources r LEFT JOIN _run_facts f USING (run_id) LEFT JOIN score s USING (run_id)
   LEFT JOIN _goals g ON g.benchmark = f.benchmark
@@ -536,7 +536,7 @@ WITH ev AS MATERIALIZED (
                                          'target_accuracy', 'submission_benchmark'))
      OR kind = 'run_opened'
 ),
--- each run's benchmark, and its goal (replay.goals: the ruleset files' target and direction)
+-- each run's benchmark, and its goal (recorder.goals: the ruleset files' target and direction)
 g AS (
   SELECT b.run_id, _goals.target, _goals.op FROM (
     SELECT run_id, coalesce(any_value(data->>'benchmark') FILTER (kind = 'run_opened'),

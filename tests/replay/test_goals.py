@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from replay.goals import Goal, all_goals, benchmark_goal, opened_goal, parse_goal
+from recorder.goals import Goal, all_goals, benchmark_goal, opened_goal, parse_goal
 
 
 def test_a_loss_passes_at_or_below_its_target() -> None:

@@ -116,18 +116,40 @@ def _ruleset_goal(folder: Path, benchmark: str) -> Goal | None:
     return None
 
 
-def benchmark_goal(benchmark: str | None, ruleset: str | None = None) -> Goal | None:
-    """The benchmark's goal under `ruleset` (None, or a ruleset that does not know it: the newest that
-    does); None for a benchmark no installed ruleset states a goal for."""
-    from replay.rulesets import checker_root, known_rulesets
+def _checker_root() -> Path:
+    from mlperf_logging import compliance_checker  # the ruleset files the checker itself reads
 
+    return Path(compliance_checker.__file__).parent
+
+
+_FOLDER = re.compile(r"^training_(\d+)\.(\d+)\.(\d+)$")
+
+
+@cache
+def _rulesets() -> dict[str, Path]:
+    """Every `training_X.Y.Z` folder of the installed mlperf-logging's checker, oldest first."""
+    found: list[tuple[tuple[int, ...], str, Path]] = []
+    for folder in _checker_root().iterdir():
+        match = _FOLDER.match(folder.name)
+        if match and folder.is_dir() and (folder / "common.yaml").is_file():
+            found.append((tuple(int(g) for g in match.groups()), ".".join(match.groups()), folder))
+    return {name: folder for _, name, folder in sorted(found)}
+
+
+def _states(folder: Path, benchmark: str) -> bool:
+    return (folder / f"closed_{benchmark}.yaml").is_file() or (folder / f"{benchmark}.yaml").is_file()
+
+
+def benchmark_goal(benchmark: str | None, ruleset: str | None = None) -> Goal | None:
+    """The benchmark's goal under `ruleset` (None, or a ruleset that has no file for it: the newest that
+    has); None for a benchmark no installed ruleset states a goal for."""
     if not benchmark:
         return None
-    known = known_rulesets()
+    known = _rulesets()
     names = ([ruleset] if ruleset in known else []) + list(reversed(known))
     for name in names:
-        if benchmark in known[name].benchmarks:
-            return _ruleset_goal(checker_root() / f"training_{name}", benchmark)
+        if _states(known[name], benchmark):
+            return _ruleset_goal(known[name], benchmark)
     return None
 
 
@@ -152,8 +174,11 @@ def opened_goal(opened: Mapping[str, Any] | None) -> Goal | None:
 
 
 def all_goals() -> dict[str, Goal]:
-    """Every benchmark an installed ruleset knows, with its goal where one is stated (the history's table)."""
-    from replay.rulesets import known_rulesets
-
-    names = {b for known in known_rulesets().values() for b in known.benchmarks}
-    return {b: g for b in sorted(names) if (g := benchmark_goal(b)) is not None}
+    """Every benchmark an installed ruleset has a `closed_<benchmark>.yaml` for, with its goal where one is
+    stated (the history's table)."""
+    names = {
+        p.name.removeprefix("closed_").removesuffix(".yaml")
+        for folder in _rulesets().values()
+        for p in folder.glob("closed_*.yaml")
+    }
+    return {b: g for b in sorted(names - {"common"}) if (g := benchmark_goal(b)) is not None}

@@ -77,7 +77,7 @@ def replay(
     request = ReplayRequest(run_dir, ruleset, interpretation, compare, output, check, force)
     if output is not None:
         check_output(output)
-    with working(f"replay: verifying, reading and deriving {run_dir}"):
+    with working(f"replay: verifying and reading, deriving{', mlperf-logging checkers' if check else ''}: {run_dir}"):
         result = replay_run(request)  # refuses (exit 1) a run that fails verify, unless --force
     for notice in result.notices:
         console.print(_notice_line(notice))

@@ -58,7 +58,7 @@ problems, report = verified(sys.argv[1], False)
 scan = scan_run(Streamed(report.run))
 d = derive_from(scan.timeline, scan.source, "6.1.0", "official")
 write_derived(derived_dir(report.run) / "result_official.txt", d.chunks())
-write_rows(report.run, compute_scores(report.run, None, check=False, done={"official": (d, None)}, scan=scan))
+write_rows(report.run, compute_scores(report.run, None, check=False, done={"official": (d, None)}, scan=scan), scan.heads)
 print(f"official: {d.status}, passing step {d.passing_step}, {d.minutes:.3f} minutes; {len(d.lines)} lines")
 """
 EXTRA_STATS = 24  # per-step statistics beside the trainer's own numbers (~1 KB of step_metrics per step)

@@ -22,6 +22,8 @@ EVAL_KINDS = ("eval_start", "eval_result", "eval_stop", "eval_failed")
 # the benchmark's score, and must neither count as scored nor be closed as interrupted by it.
 HARNESS_WRITER = "harness"
 Status = Literal["scored", "failed", "interrupted", "running"]
+# An evaluation its own session stopped (Ctrl-C, exit) records these as eval_failed's error: interrupted, not failed
+INTERRUPTIONS = ("KeyboardInterrupt", "SystemExit")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,7 +43,7 @@ class Attempt:
         if self.result is not None:
             return "scored"
         if self.failed is not None:
-            return "failed"
+            return "interrupted" if EvalFailed.from_event(self.failed).error in INTERRUPTIONS else "failed"
         return "interrupted" if self.closed_by is not None else "running"
 
     @property

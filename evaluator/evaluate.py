@@ -139,8 +139,12 @@ def record_refusal(ctx: Context, cp: CommittedCheckpoint, e: CheckpointRefused, 
 
 
 def record_interruption(ctx: Context, cp: CommittedCheckpoint, e: BaseException) -> None:
-    """Close `cp`'s evaluation with an eval_failed: the session is being interrupted (Ctrl-C, exit)."""
-    failed = EvalFailed(reason=f"interrupted ({type(e).__name__})", error=type(e).__name__)
+    """Close `cp`'s evaluation with an eval_failed whose error names the interruption (Ctrl-C, exit): it is
+    shown as interrupted, not failed (evaluator.attempts.INTERRUPTIONS), and is evaluated again next time."""
+    failed = EvalFailed(
+        reason=f"interrupted ({type(e).__name__}) before it was scored; `recorder eval` evaluates it again",
+        error=type(e).__name__,
+    )
     ctx.writer.append(failed, step=cp.step, samples_count=cp.samples_count)
 
 

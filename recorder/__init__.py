@@ -5,7 +5,11 @@ Before anything else it makes the project's own packages win over a user's files
 (recorder.own_packages).
 """
 
-from recorder.own_packages import install as _install_own_packages
+from recorder.interrupts import guard_startup
+
+guard_startup()  # first: Ctrl-C while the command imports numpy and pyarrow is one line, not a traceback
+
+from recorder.own_packages import install as _install_own_packages  # noqa: E402
 
 _install_own_packages()
 

@@ -21,13 +21,13 @@ from recorder.reader import read_run
 from recorder.rules import BENCHMARK, not_comparable
 from recorder.run import RunDir, derived_dir, write_derived
 from recorder.verify.proof import proven_by
-from replay.check import CheckResult, compliance_lines, rcp, rcp_not_run
+from replay.check import CheckResult, compliance_lines, mlperf_logging_version, rcp, rcp_not_run
 from replay.derive import Derivation, derive_from
 from replay.errors import NoCheckpointError, NotEvaluatedError, ReplayError, ReplayOutputError
 from replay.interpretations import AS_RECORDED, get_interpretation
 from replay.rulesets import KnownRuleset, get_known, ruleset_for_run
 from replay.run_scan import RunScan, scan_run, scan_verified
-from replay.scores import SCORES_FILE, Outcome, applicable_to, compute_scores, write_rows
+from replay.scores import SCORES_FILE, Outcome, applicable_to, compute_scores, scores_claim, write_rows
 from replay.scores_check import check_scores
 from replay.source import InMemory, Streamed
 from replay.trust import UNTRUSTED, UNVERIFIED, mark_rows, verified
@@ -42,13 +42,15 @@ def write_scores(
     unverified: list[str],
     done: dict[str, Outcome] | None = None,
     untrusted: list[str] | None = None,
+    check: bool = True,
 ) -> list[dict[str, Any]]:
     """Every applicable interpretation's row, carrying the run's trust marks (unverified, untrusted and
-    judged with --untrusted-ok, resumed, its own target), written to `derived/scores.jsonl`. `done`:
-    derivations (and verdicts) already made."""
-    rows = compute_scores(run, ruleset, done=done, scan=scan)
+    judged with --untrusted-ok, resumed, its own target), written to `derived/scores.jsonl` with the events
+    it was derived from (derived/state.json). `done`: derivations (and verdicts) already made; `check`:
+    whether the compliance checker judges the interpretations not in `done` (else their verdict is null)."""
+    rows = compute_scores(run, ruleset, check=check, done=done, scan=scan)
     marked = mark_rows(rows, unverified=unverified, resumed=scan.resumed, target=scan.target, untrusted=untrusted)
-    write_rows(run, marked)
+    write_rows(run, marked, scan.heads)
     return marked
 
 
@@ -91,12 +93,21 @@ def write_mllog(
 
 
 def run_checks(
-    d: Derivation, known: KnownRuleset, tl_benchmark: str | None, division: str | None, kept: tuple[RunDir, Path] | None
+    d: Derivation,
+    known: KnownRuleset,
+    tl_benchmark: str | None,
+    division: str | None,
+    kept: tuple[RunDir, Path] | None,
+    mismatch: str | None = None,
 ) -> list[CheckResult]:
     """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
     RCPs for the benchmark and the division is not open (RCPs bind the closed division only). `kept`: the run
-    and the derived file holding `d`'s lines, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it)."""
+    and the derived file holding `d`'s lines, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it).
+    `mismatch`: why the ruleset does not know the log's benchmark; the checker then cannot run, and says so."""
     benchmark = tl_benchmark or BENCHMARK  # a run that states no benchmark is the recorder's own
+    if mismatch is not None:
+        why = f"{mismatch}, so it has no rules to judge this log by"
+        return [CheckResult("compliance checker", known.name, False, (why,), mlperf_logging_version(), ran=False)]
     checks = [compliance_lines(d.lines, known.name)]
     if not known.has_rcps(benchmark):
         checks.append(rcp_not_run(known.name, f"training {known.name} has no RCPs for {benchmark}"))
@@ -162,8 +173,9 @@ class ReplayResult:
 
     @property
     def failed(self) -> bool:
-        """The data says no: a benchmark the ruleset does not know, or a checker that failed."""
-        return self.mismatch is not None or not all(c.ok and c.error is None for c in self.checks)
+        """The data says no: a checker that failed, or (with --check) could not judge a benchmark the ruleset
+        does not know. As recorded, such a log is replayed from its own lines: no checker needed."""
+        return not all(c.ok and c.error is None and (c.ran or c.tool != "compliance checker") for c in self.checks)
 
 
 def _notices(
@@ -216,7 +228,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
         return result
     result.notices += _notices(scan, unverified, result.untrusted, torn, known)
     if request.compare:
-        result.rows = write_scores(run, scan, known.name, unverified, untrusted=result.untrusted)
+        result.rows = write_scores(run, scan, known.name, unverified, untrusted=result.untrusted, check=request.check)
         return result
     try:
         _derive(request, result, run, scan, known, unverified)
@@ -224,7 +236,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
     except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
         result.refused = NotEvaluatedError(f"{e}; evaluate them: recorder eval {request.run_dir}")
     except NoCheckpointError as e:  # the history shows `no checkpoint` too, without waiting for `compact`
-        write_scores(run, scan, request.ruleset, unverified, untrusted=result.untrusted)
+        write_scores(run, scan, request.ruleset, unverified, untrusted=result.untrusted, check=False)
         result.refused = e
     except RecorderError as e:  # a fact the derivation needs is missing, a file cannot be written: after the notices
         result.refused = e
@@ -237,10 +249,11 @@ def _derive(
     name, tl = result.interpretation, scan.timeline
     d, path = write_mllog(run, scan, known.name, name, unverified, request.output, result.untrusted)
     kept = (run, path) if request.output is None else None  # a log under derived/: its RCP verdict is kept there
-    checks = run_checks(d, known, tl.benchmark, tl.division, kept) if request.check else []
+    checks = run_checks(d, known, tl.benchmark, tl.division, kept, result.mismatch) if request.check else []
     done = {name: (d, checks[0] if checks else None)}
     result.derivation, result.path, result.checks = d, path, checks
-    result.rows = write_scores(run, scan, request.ruleset, unverified, done, result.untrusted)
+    # the checker judges only what --check asks about: each other interpretation's verdict is left null
+    result.rows = write_scores(run, scan, request.ruleset, unverified, done, result.untrusted, check=False)
 
 
 @dataclass(frozen=True)
@@ -274,8 +287,13 @@ def ensure_derived(run: RunDir, ruleset: str | None, unverified: list[str], rech
     scores_path = run.derived / SCORES_FILE
     mllog = mllog_path(run, name, unverified)
     scan = _lazy_scan(run, unverified)  # one pass over the events, made at most once and only when needed
-    # a scores file newer than the segments is still a file anyone can edit: re-derived when it disagrees
-    if not _fresh(scores_path, run) or (recheck and check_scores(run, scan())):
+    # a scores file derived from other events is stale (recorder.derived_state); one that claims the current
+    # events is still a file anyone can edit: re-derived when it disagrees
+    if recheck and scores_path.exists():
+        stale = scores_claim(run, scan().heads) == "stale" or bool(check_scores(run, scan()))
+    else:
+        stale = not _fresh(scores_path, run)
+    if stale:
         write_scores(run, scan(), ruleset, unverified)
     rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
     if _fresh(mllog, run):

@@ -13,6 +13,7 @@ named and refused, never opened or followed, so nothing outside the folder is re
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -120,7 +121,7 @@ def check_package(folder: Path, ruleset: str, workdir: Path) -> PackageCheck:
     )
     output = done.stdout + done.stderr
     errors = tuple(
-        line.removeprefix("ERROR - ").replace(str(copy), str(folder))
+        explained(line.removeprefix("ERROR - ").replace(str(copy), str(folder)))
         for line in output.splitlines()
         if line.startswith("ERROR - ")
     )
@@ -131,3 +132,29 @@ def check_package(folder: Path, ruleset: str, workdir: Path) -> PackageCheck:
         return PackageCheck(CheckResult("package checker", ruleset, False, errors, version, crash), copy)
     ok = NO_ERRORS in output
     return PackageCheck(CheckResult("package checker", ruleset, ok, errors, version), copy)
+
+
+# The RCP checker's messages name the case it took, not what failed (rcp_checker.check_directory): "RCP found"
+# means a reference existed and the runs converged faster than it allows.
+_RCP_FAILED = re.compile(r"RCP Test Failed: (?P<why>.*)$")
+_RCP_MEANING = {
+    "RCP found": "the reference convergence points (RCPs) for this global batch size exist, and these runs "
+    "converge in fewer epochs than they allow (the set's mean is below the RCPs' minimum)",
+    "RCP Interpolation": "the RCPs interpolated for this global batch size say these runs converge in fewer "
+    "epochs than allowed (the set's mean is below the minimum)",
+    "Cannot find any RCPs": "mlperf-logging has no RCPs for this benchmark",
+    "Insufficient convergence": "too few runs converged to compare with the RCPs",
+    "Could not detect global_batch_size": "no global_batch_size line was found in the logs",
+}
+
+
+def explained(message: str) -> str:
+    """A package checker error with what it means where its wording does not say ("RCP found": a failure)."""
+    found = _RCP_FAILED.search(message)
+    if found is None:
+        return message
+    why = found.group("why").strip()
+    meaning = _RCP_MEANING.get(why)
+    if meaning is None and why.startswith("Missing RCP"):
+        meaning = "no RCP exists for this global batch size: reference runs at it must be submitted first"
+    return message if meaning is None else f"RCP test failed: {meaning} (mlperf-logging: {message.strip()})"

@@ -3,7 +3,7 @@ the run before deriving (resumes, its pass target, steps of the wall clock), wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from recorder.kinds import RunOpened
@@ -28,6 +28,8 @@ class RunScan:
     imported: bool  # mllog lines and no weight update: as-recorded is its default interpretation
     opened: dict[str, Any]  # its first run_opened's data ({} when none)
     run_id: str | None  # as its events record it (recorder.reader.run_id_from); None when it has no events
+    # each segment's last seq and digest as read: what a derived file records it was derived from
+    heads: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
@@ -37,7 +39,9 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
     resumed: list[Resume] = []
     first_opened: dict[str, Any] | None = None
     lines = updates = False
+    heads: dict[str, tuple[int, str]] = {}
     for e in source.events():
+        heads[e.segment] = (e.seq, e.digest)
         builder.add(e)
         clock.add(e)
         kind = e.kind
@@ -59,6 +63,7 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
         lines and not updates,
         first_opened or {},
         timeline.run_id or None,
+        heads,
     )
 
 

@@ -122,14 +122,14 @@ def _outcome(run: _Run) -> tuple[RunOutcome, Derivation | None]:
     try:
         d = derive_from(run.tl, run.scan.source, run.known.name, run.interpretation)
     except ReplayError as e:
-        rows = compute_scores(run.run, run.known.name, scan=run.scan)
-        write_rows(run.run, mark_rows(rows, **_marks(run)))
+        rows = compute_scores(run.run, run.known.name, check=False, scan=run.scan)
+        write_rows(run.run, mark_rows(rows, **_marks(run)), run.scan.heads)
         proof = proven_by(run.report, None)
         return RunOutcome(run.label, None, "none", None, str(e), run.interpretation, proof), None
     check = compliance_lines(d.lines, run.known.name)
     done: dict[str, Outcome] = {run.interpretation: (d, check)}
-    rows = compute_scores(run.run, run.known.name, done=done, scan=run.scan)
-    write_rows(run.run, mark_rows(rows, **_marks(run)))
+    rows = compute_scores(run.run, run.known.name, check=False, done=done, scan=run.scan)
+    write_rows(run.run, mark_rows(rows, **_marks(run)), run.scan.heads)
     proof = proven_by(run.report, d.passing_step)
     return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation, proof), d
 

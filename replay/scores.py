@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from recorder.derived_state import Claim, Heads, claim, record_derived
 from recorder.events import Event
 from recorder.reader import read_run, recorded_run_id
 from recorder.rules import BENCHMARK, is_standard_target
@@ -137,15 +138,24 @@ def compute_scores(
     return [scan_row(scan, run_id, name, i, check, done.get(i)) for i in interpretations]
 
 
-def write_rows(run: RunDir, rows: list[dict[str, Any]]) -> Path:
-    """Rewrite derived/scores.jsonl atomically (temporary file, fsync, rename; never through a symlink)."""
+def write_rows(run: RunDir, rows: list[dict[str, Any]], heads: Heads) -> Path:
+    """Rewrite derived/scores.jsonl atomically (temporary file, fsync, rename; never through a symlink), and
+    record in derived/state.json that it was derived from the events whose heads are `heads` (the scan's)."""
     path = derived_dir(run) / SCORES_FILE
     write_derived(path, "".join(json.dumps(row, sort_keys=False) + "\n" for row in rows).encode())
+    rulesets = sorted({str(row.get("ruleset")) for row in rows})
+    record_derived(run, SCORES_FILE, heads, mlperf_logging=mlperf_logging_version(), rulesets=rulesets)
     return path
+
+
+def scores_claim(run: RunDir, heads: Heads) -> Claim:
+    """Whether the run's scores file claims the events whose heads are `heads` (recorder.derived_state)."""
+    return claim(run, SCORES_FILE, heads, mlperf_logging=mlperf_logging_version())
 
 
 def write_scores(run_dir: Path | str | RunDir, ruleset: str | None = None, check: bool = True) -> Path:
     """Compute every applicable interpretation of a run (under its own ruleset unless one is given) and write
     `<run>/derived/scores.jsonl`; returns its path."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
-    return write_rows(run, compute_scores(run, ruleset, check))
+    scan = scan_run(InMemory(read_run(run).events), keep_events=True)
+    return write_rows(run, compute_scores(run, ruleset, check, scan=scan), scan.heads)

@@ -24,7 +24,7 @@ from recorder.verify.problem import Problem
 from replay.errors import ReplayError
 from replay.rulesets import get_known
 from replay.run_scan import RunScan, scan_run
-from replay.scores import SCORES_FILE, scan_row
+from replay.scores import SCORES_FILE, scan_row, scores_claim
 from replay.source import InMemory
 
 RULE = "derived-scores"
@@ -100,7 +100,8 @@ def _scanned(facts: Facts) -> RunScan:
 
 def check_scores(run: RunDir, events: Facts, interpretations: Sequence[str] | None = None) -> list[ScoreMismatch]:
     """Every row of the run's scores.jsonl (or those of `interpretations`) against a fresh derivation from
-    `events` (a list, or a RunScan of a streamed run); empty when the file is absent or agrees."""
+    `events` (a list, or a RunScan of a streamed run); empty when the file is absent or agrees. A file
+    derived from other events (stale: `scores_claim`) is not checked here: callers say it is stale."""
     if not (run.derived / SCORES_FILE).exists():
         return []
     rows = recorded_rows(run)
@@ -159,10 +160,20 @@ def _same(a: object, b: object) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=1e-12)
 
 
-def recheck_shown(run: RunDir, events: Facts, interpretation: str) -> tuple[ScoreMismatch, dict[str, Any]] | None:
+def recheck_shown(
+    run: RunDir, events: Facts, interpretation: str
+) -> tuple[ScoreMismatch, dict[str, Any]] | dict[str, Any] | None:
     """The row of `interpretation` that a history shows, re-derived: None when it agrees (or there is none),
-    else the disagreement and the row the events derive (its facts None where nothing can be derived)."""
+    the row the events derive when the file is stale (derived from other events: no disagreement, a cache
+    to refresh), else the disagreement and the row the events derive (its facts None where nothing can be
+    derived)."""
     events = _scanned(events)
+    if scores_claim(run, events.heads) == "stale":
+        rows = recorded_rows(run)
+        objects = [] if isinstance(rows, ScoreMismatch) else [r for _, r in rows if isinstance(r, dict)]
+        row = next((r for r in objects if r.get("interpretation") == interpretation), None)
+        fresh = derived_row(row, events, run) if row is not None else "no row"
+        return fresh if isinstance(fresh, dict) else {}
     mismatches = check_scores(run, events, [interpretation])
     if not mismatches:
         return None

@@ -204,6 +204,10 @@ def config_from_dict(raw: dict[str, Any]) -> TrainConfig:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        found = sorted(p.name for p in path.iterdir() if p.suffix in (".toml", ".json") and p.is_file())[:3]
+        hint = f" (found there: {', '.join(found)})" if found else ""
+        raise ConfigError([f"--config {path}: a directory; --config takes a TOML or JSON settings file{hint}"])
     if not path.is_file():
         raise ConfigError([f"--config {path}: no such file"])
     fmt = "JSON" if path.suffix == ".json" else "TOML"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recorder.interrupts import deferred_interrupts
 from recorder.kinds import (
     NULL,
     BlockStart,
@@ -126,16 +127,20 @@ class GRPOTrainer:
     def setup(self) -> RunDir:
         """Create the run (an existing id is refused), record the config, warm start, open the timed region."""
         cfg = self.cfg
-        self.run_dir = RunDir.create(self.root, self.run_id)  # first: a taken run id is refused before heavy imports
+        # The folder and its first events, or none of them: Ctrl-C here waits until run_opened is recorded, so
+        # an interrupted run always has the events that say whose it is (and then its train_stop).
+        with deferred_interrupts():
+            self.run_dir = RunDir.create(self.root, self.run_id)  # first: a taken run id is refused before torch
+            self.summary = TrainSummary(self.run_dir)
+            log = LogWriter(self.run_dir, WRITER)
+            log.append(run_opened(cfg))
+            for key, value in mllog_config_items(cfg):
+                log.append(MllogConfig(), key=key, value=value)
+            self.log = log
         pin_cpu_kernels(wants_pinned())  # before torch loads (RECORDER_CPU_KERNELS=pinned)
         import torch
 
         torch.set_num_threads(cfg.threads)
-        self.summary = TrainSummary(self.run_dir)
-        self.log = LogWriter(self.run_dir, WRITER)
-        self.log.append(run_opened(cfg))
-        for key, value in mllog_config_items(cfg):
-            self.log.append(MllogConfig(), key=key, value=value)
         torch.manual_seed(cfg.seed)
         self.device, self.dtype = resolve_device(cfg.device), resolve_dtype(cfg.dtype)
         self.tokenizer = self._given_tokenizer or build_tokenizer(self.model_cfg)

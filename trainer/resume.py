@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from recorder.events import Event
+from recorder.interrupts import deferred_interrupts
 from recorder.kinds import NULL, CheckpointCommitted, InitStart, InitStop, RunOpened, TrainStop
 from recorder.log import LogWriter
 from recorder.reader import read_run
@@ -133,19 +134,27 @@ class ResumedTrainer(GRPOTrainer):
         self.run_dir = plan.run
         torch.set_num_threads(cfg.threads)
         self.summary = TrainSummary(self.run_dir)
+        with deferred_interrupts():  # the new segment and its run_opened, or neither (recorder.interrupts)
+            self.log = self._open_session(plan, cfg)
+        return self._load(plan, cfg)
+
+    def _open_session(self, plan: ResumePlan, cfg: TrainConfig) -> LogWriter:
         set_aside = [_set_aside(p) for p in plan.orphans]
-        self.log = LogWriter(self.run_dir, WRITER)
-        self.log.append(
+        log = LogWriter(self.run_dir, WRITER)
+        log.append(
             run_opened(
                 cfg,
-                resumed_from=self.log.run_id,
+                resumed_from=log.run_id,
                 resumed_at_step=plan.step,
                 resumed_checkpoint=str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),
                 optimizer="re-initialised (checkpoints are weights-only)",
                 set_aside=tuple(str(p.relative_to(self.run_dir.path)) for p in set_aside),
             )
         )
-        self.log.append(InitStart(warmup=NULL))
+        log.append(InitStart(warmup=NULL))
+        return log
+
+    def _load(self, plan: ResumePlan, cfg: TrainConfig) -> RunDir:
         self.model, self.tokenizer = load_checkpoint(plan.checkpoint)
         # As GRPOTrainer.setup does for a new run: the device, dtype and task the recorded config names.
         self.device, self.dtype = resolve_device(cfg.device), resolve_dtype(cfg.dtype)
@@ -154,6 +163,7 @@ class ResumedTrainer(GRPOTrainer):
         self.first_step = plan.step + 1
         self.last_step = plan.step
         self._start_engines()
+        assert self.log is not None
         self.log.append(InitStop())
         return self.run_dir
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -299,51 +300,55 @@ def import_file(
     report = MllogImportReport(path, run)
     if problem is not None:
         report.warnings.append(f"{problem}: replay --check reports the checker's verdict; score refuses the run")
-    # The file is the record and stays where it is: one fsync at close (recorder/log.py's durability policy).
-    with LogWriter(run, WRITER, clock=lambda: last_ns, durability="at-close") as w:
-        opened = RunOpened(
-            benchmark=_text(firsts.get(C.SUBMISSION_BENCHMARK)),
-            ruleset=ruleset,
-            division=_text(firsts.get(C.SUBMISSION_DIVISION)),
-            global_batch_size=gbs,
-            config={},
-            provenance={"imported_from": str(path)},
-            resumed_from=None,
-        )
-        if result_set is not None:  # the folder's five keys together, null where it has no value
-            opened = replace(
-                opened,
-                result_set=result_set.folder,
-                scaling_factor=result_set.scaling_factor,
-                scaling_file=null_if_none(result_set.scaling_file),
-                system=null_if_none(result_set.system),
-                system_description=null_if_none(result_set.system_description),
+    try:
+        # The file is the record and stays where it is: one fsync at close (recorder/log.py's durability policy).
+        with LogWriter(run, WRITER, clock=lambda: last_ns, durability="at-close") as w:
+            opened = RunOpened(
+                benchmark=_text(firsts.get(C.SUBMISSION_BENCHMARK)),
+                ruleset=ruleset,
+                division=_text(firsts.get(C.SUBMISSION_DIVISION)),
+                global_batch_size=gbs,
+                config={},
+                provenance={"imported_from": str(path)},
+                resumed_from=None,
             )
-        w.append(opened, time_ns=last_ns)
-        rec = _Recorder(w, report, gbs)
-        for line_no, p in parsed:
-            now = _time_ns(p.time_ms)
-            if now is not None:  # lines without a usable time_ms keep the previous line's time
-                last_ns = now
-            step, samples = rec.step_of(p.metadata)
-            if p.error:
-                report.malformed.append((line_no, p.error))
-            elif p.records > 1:
-                report.malformed.append(
-                    (line_no, f"{p.records} records on one line: mlperf-logging's parser reads only the last")
+            if result_set is not None:  # the folder's five keys together, null where it has no value
+                opened = replace(
+                    opened,
+                    result_set=result_set.folder,
+                    scaling_factor=result_set.scaling_factor,
+                    scaling_file=null_if_none(result_set.scaling_file),
+                    system=null_if_none(result_set.system),
+                    system_description=null_if_none(result_set.system_description),
                 )
-            line = MllogLine(
-                line=p.text,
-                file=str(path),
-                line_no=line_no,
-                time_ms=p.time_ms,
-                event_type=p.get("event_type"),
-                metadata=p.get("metadata"),
-                error=p.error,
-            )
-            w.append(line, step=step, samples_count=samples, key=p.key, value=p.get("value"), time_ns=last_ns)
-            report.lines += 1
-            if p.error is None:
-                rec.recognize(p, last_ns, line_no)
-        rec.flush()
+            w.append(opened, time_ns=last_ns)
+            rec = _Recorder(w, report, gbs)
+            for line_no, p in parsed:
+                now = _time_ns(p.time_ms)
+                if now is not None:  # lines without a usable time_ms keep the previous line's time
+                    last_ns = now
+                step, samples = rec.step_of(p.metadata)
+                if p.error:
+                    report.malformed.append((line_no, p.error))
+                elif p.records > 1:
+                    report.malformed.append(
+                        (line_no, f"{p.records} records on one line: mlperf-logging's parser reads only the last")
+                    )
+                line = MllogLine(
+                    line=p.text,
+                    file=str(path),
+                    line_no=line_no,
+                    time_ms=p.time_ms,
+                    event_type=p.get("event_type"),
+                    metadata=p.get("metadata"),
+                    error=p.error,
+                )
+                w.append(line, step=step, samples_count=samples, key=p.key, value=p.get("value"), time_ns=last_ns)
+                report.lines += 1
+                if p.error is None:
+                    rec.recognize(p, last_ns, line_no)
+            rec.flush()
+    except BaseException:  # Ctrl-C or a failure mid-file: no half-imported run is left (the file is the record)
+        shutil.rmtree(run.path, ignore_errors=True)
+        raise
     return report

@@ -13,9 +13,11 @@ import typer
 
 from recorder import __version__
 from recorder.cli import adapters, audit, evaluate, history, log, replay, report, signing, train, zero_shot
+from recorder.cli.interrupt import interruptible
 from recorder.cli.output import console, err, label, line
 from recorder.cli.quiet import quiet_other_libraries
 from recorder.errors import RecorderError
+from recorder.interrupts import STARTING
 
 app = typer.Typer(
     name="recorder",
@@ -27,6 +29,10 @@ app = typer.Typer(
 
 for _group in (log, signing, train, evaluate, zero_shot, audit, history, adapters, replay, report):
     _group.register(app)
+for _command in app.registered_commands:  # Ctrl-C anywhere in a command: one line, exit 130
+    if _command.callback is not None:
+        _name = _command.name or _command.callback.__name__.replace("_", "-")
+        _command.callback = interruptible(_name, _command.callback)
 
 
 def _print_version(value: bool) -> None:
@@ -50,6 +56,9 @@ def main() -> None:
     quiet_other_libraries()  # before a command imports transformers or Ray
     try:
         app()
+    except KeyboardInterrupt:  # while typer builds the command line, before any command ran
+        err.print(STARTING)
+        sys.exit(130)
     except RecorderError as e:
         if e.exit_code == 130:  # Ctrl-C: what was stopped, not an error
             err.print(str(e))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from recorder.cli.output import console, label, line, warning
+from recorder.cli.progress import UntilFirst
 
 if TYPE_CHECKING:
     from evaluator.audit import AuditReport, StepAudit
@@ -54,7 +55,13 @@ def audit_command(
         device=device,
         force=force,
     )
-    report = audit_run(run_dir, options, on_step=_print_step)
+    with UntilFirst("audit: verifying the run, loading torch and the model") as waiting:
+
+        def on_step(s: StepAudit) -> None:
+            waiting.done()
+            _print_step(s)
+
+        report = audit_run(run_dir, options, on_step=on_step)
     _print_summary(report)
     if not report.reproduced:
         failed = [s for s in report.steps if s.status != "reproduced"]

@@ -10,9 +10,11 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, label, line, warning
+from recorder.cli.progress import UntilFirst
 from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
+from recorder.cli.tables import Col, print_fitted, set_wide
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
-from recorder.rules import not_comparable, pass_target, passes, recorded_target
+from recorder.rules import not_comparable, recorded_target
 
 LOCAL_RAY = "local"
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from evaluator.attempts import Attempt
     from evaluator.session import Outcome, Summary
     from evaluator.settings import Options
+    from recorder.goals import Goal
 
 
 _RunDirOpt = Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")]
@@ -112,7 +115,6 @@ def eval_command(
     With --harness lm-eval: zero-shot task scores per checkpoint (exit 0 unless an evaluation failed).
     """
     from evaluator.order import parse_order
-    from evaluator.session import evaluate_run
     from evaluator.settings import Options
 
     apply_key_options(signing_key, untrusted_ok)
@@ -139,7 +141,21 @@ def eval_command(
     if harness is not None:
         _harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
         return
-    _finish(evaluate_run(run_dir, options, on_outcome=_print_outcome), run_dir, options)
+    _finish(_evaluate(run_dir, options), run_dir, options)
+
+
+def _evaluate(run_dir: Path, options: Options) -> Summary:
+    """The session, each outcome printed as it comes; on a terminal a line says what it waits for until the
+    first one (verify, torch and the model load first)."""
+    from evaluator.session import evaluate_run
+
+    with UntilFirst("eval: verifying the run, loading torch and the model") as waiting:
+
+        def on_outcome(o: Outcome) -> None:
+            waiting.done()
+            _print_outcome(o)
+
+        return evaluate_run(run_dir, options, on_outcome=on_outcome)
 
 
 def _check_harness_options(
@@ -299,34 +315,53 @@ def _utc(time_ns: int | None) -> str:
     return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%H:%M:%S")
 
 
-def evals(run_dir: Annotated[Path, typer.Argument(help="The run directory.")]) -> None:
+# `recorder evals`' columns; on a narrow terminal those with the highest rank are left out first (tables.py)
+EVALS_COLUMNS = (
+    Col("step", "right", whole=True),
+    Col("segment", drop=4),
+    Col("started", drop=3),
+    Col("s", "right", drop=2),
+    Col("status"),
+    Col("accuracy", "right"),
+    Col("pass"),
+    Col("sha256", drop=5),
+    Col("derived/evals/ or reason", drop=1),
+)
+
+
+def evals(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory.")],
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
+) -> None:
     """Every evaluation of a run, from its events: step, outcome, score, timing, checkpoint hash."""
+    set_wide(wide)
     from rich import box
 
     from evaluator.attempts import attempts
+    from recorder.goals import opened_goal
     from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
-    # the one target eval and replay judge by: the recorded one, else the ruleset's (an imported run records none)
-    target = pass_target(recorded_target(opened.data if opened else None))
+    # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
+    goal = opened_goal(opened.data if opened else None)
     rows = attempts(log.events)
     day = next(
         (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""
     )
     title = f"{run_id_from(log.events) or recorded_run_id(log.run)}: {len(rows)} evaluations" + (
-        f", pass means > {target}" if target is not None else ""
+        f", pass means {goal}" if goal is not None else ""
     )
-    table = Table(
-        title=title + (f", started {day} UTC" if day else ""), box=box.SIMPLE, pad_edge=False, collapse_padding=True
+    print_fitted(
+        console,
+        EVALS_COLUMNS,
+        [_evals_row(a, goal) for a in rows],
+        title + (f", started {day} UTC" if day else ""),
+        box=box.SIMPLE,
+        pad_edge=False,
+        collapse_padding=True,
     )
-    for col in ("step", "segment", "started", "s", "status", "accuracy", "pass", "sha256"):
-        table.add_column(col, no_wrap=True, min_width=len(col))
-    table.add_column("derived/evals/ or reason", overflow="fold", min_width=20)
-    for a in rows:
-        table.add_row(*_evals_row(a, target))
-    console.print(table)
-    _print_not_comparable(target)
+    _print_not_comparable(recorded_target(opened.data if opened else None))  # an import's own target is its benchmark's
     zero_shot = _zero_shot_table(log.events)
     if zero_shot is not None:
         console.print(zero_shot)
@@ -368,11 +403,11 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
     return table
 
 
-def _evals_row(a: Attempt, target: float | None) -> list[str]:
+def _evals_row(a: Attempt, goal: Goal | None) -> list[str]:
     end = a.stop or a.failed or a.closed_by
     seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
     acc = a.accuracy
-    passed = "" if acc is None or target is None else ("yes" if passes(acc, target) else "no")
+    passed = "" if acc is None or goal is None else ("yes" if goal.passes(acc) else "no")
     if a.result is not None:
         result = EvalResult.from_event(a.result)
         detail = (result.results or "").removeprefix("derived/evals/")

@@ -13,6 +13,8 @@ from rich.table import Table
 
 from recorder.cli.output import console, cut, err, label, line, make_console, warning
 from recorder.cli.paths import check_output, write_failed
+from recorder.cli.progress import working
+from recorder.cli.tables import Col, print_fitted, set_wide
 from recorder.output import output_file, write_output
 from recorder.rules import not_comparable
 from recorder.run import RunDir
@@ -106,7 +108,9 @@ def query(
         typer.Option("--memory-limit", help="DuckDB's memory limit, e.g. 2GB (default: half the machine's memory)."),
     ] = None,
 ) -> None:
-    """Read-only SQL (DuckDB) over every run under the root. Writes are refused; Ctrl-C stops a query."""
+    """Read-only SQL (DuckDB) over every run under the root: SELECT, EXPLAIN, PIVOT, and DESCRIBE, SHOW and
+    SUMMARIZE (reads DuckDB runs as SELECT: `DESCRIBE runs` lists a view's columns). Everything else is
+    refused; Ctrl-C stops a query."""
     if out is not None:
         check_output(out)
     with _open(root, memory_limit) as history:
@@ -128,27 +132,49 @@ def query(
 _READS_SCORES = re.compile(r"\b(runs|scores)\b", re.IGNORECASE)
 
 
-def runs(root: RootOption = DEFAULT_ROOT) -> None:
-    """One line per run: benchmark, GBS, steps, status, passing step, official minutes."""
-    with _open(root) as history:
+# `recorder runs`' columns; on a narrow terminal those with the highest rank are left out first (tables.py)
+RUNS_COLUMNS = (
+    Col("run_id", whole=True),
+    Col("origin", drop=8),
+    Col("benchmark", drop=3),
+    Col("division", drop=7),
+    Col("gbs", "right", drop=5),
+    Col("steps", "right", drop=4),
+    Col("status"),
+    Col("passing_step", "right"),
+    Col("minutes", "right"),
+    Col("target", drop=2),
+    Col("flags", drop=1),
+    Col("scored_as", drop=6),
+    Col("source", drop=10),
+    Col("events", "right", drop=9),
+    Col("proven", drop=11),  # what the score rests on; the UNTRUSTED lines below say it whatever the width
+)
+
+
+def runs(
+    root: RootOption = DEFAULT_ROOT,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
+) -> None:
+    """One line per run: benchmark, GBS, steps, status, passing step, official minutes, the pass target."""
+    set_wide(wide)
+    with working(f"runs: reading the runs under {root}"), _open(root) as history:
         table = history.query(
             "SELECT run_id, origin, benchmark, division, global_batch_size AS gbs, steps, status, "
-            "passing_step, minutes, flags, scored_as, source, events, path FROM runs ORDER BY run_id"
+            "passing_step, minutes, pass_op || ' ' || pass_target AS target, flags, scored_as, source, events, "
+            "path FROM runs ORDER BY run_id"
         )
         apart = history.query("SELECT run_id, target FROM runs WHERE NOT comparable ORDER BY run_id").to_pylist()
     rows = table.to_pylist()
-    differ, unchecked, untrusted = _recheck_scores(rows)
-    view = Table(title=f"{table.num_rows} runs under {root}")
-    for name in [*table.column_names[:-1], "proven"]:
-        view.add_column(
-            name, justify="right" if name in ("gbs", "steps", "passing_step", "minutes", "events") else "left"
-        )
+    with working("runs: checking each run's scores against its events"):
+        differ, unchecked, untrusted = _recheck_scores(rows)
+    cells = []
     for row in rows:
         del row["path"]
         minutes = row["minutes"]
         row["minutes"] = None if minutes is None else f"{minutes:.3f}"
-        view.add_row(*(_cell(v) for v in row.values()))
-    console.print(view)
+        cells.append([_cell(v) for v in row.values()])
+    print_fitted(console, RUNS_COLUMNS, cells, f"{table.num_rows} runs under {root}")
     unscored = [r["run_id"] for r in table.to_pylist() if r["scored_as"] is None and r["status"] != "no checkpoint"]
     if unscored:  # scores are files replay writes; a fresh import or evaluation has none yet
         console.print(
@@ -158,14 +184,18 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
             highlight=False,
             soft_wrap=True,
         )
-    for why in untrusted:  # a signed run's (or RECORDER_TRUST's) signatures fail: its score is no evidence
-        console.print(line(label("UNTRUSTED:", "bold red"), why), highlight=False)
-    if any(r["proven"] for r in rows):
-        console.print("proven: what each score rests on (verify, signatures, audit); without audit, not audited")
+    _print_trust(untrusted, rows)
     for run_id, why in differ:
         console.print(
             line(label("UNVERIFIED:", "bold red"), f"{run_id}: {why}; shown as the events derive it"),
             "(`recorder replay` rewrites the file)",
+        )
+    stale = [r["run_id"] for r in rows if "stale" in (r["flags"] or "").split()]
+    if stale:  # a command appended events after the scores were written: a cache to refresh, not an alarm
+        console.print(
+            f"{len(stale)} run(s) shown as their events derive them, their derived/scores.jsonl being older "
+            f"than their last events (flag stale): `recorder replay RUN_DIR` refreshes it",
+            highlight=False,
         )
     if unchecked:
         from replay.scores_check import RECHECK_EVENTS
@@ -181,6 +211,14 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
             "NOT COMPARABLE to MLPerf results: "
             + "; ".join(f"{r['run_id']} ({_apart_reason(r['target'])})" for r in apart),
         )
+
+
+def _print_trust(untrusted: list[str], rows: list[dict[str, Any]]) -> None:
+    """What each shown score rests on, and the runs whose signatures fail."""
+    for why in untrusted:  # a signed run's (or RECORDER_TRUST's) signatures fail: its score is no evidence
+        console.print(line(label("UNTRUSTED:", "bold red"), why), highlight=False)
+    if any(r["proven"] for r in rows):
+        console.print("proven: what each score rests on (verify, signatures, audit); without audit, not audited")
 
 
 def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[str], list[str]]:
@@ -201,7 +239,7 @@ def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], 
         row["proven"] = ""
         if row["scored_as"] is None:
             continue
-        found: tuple[ScoreMismatch, dict[str, Any]] | None | Literal["unchecked"] = "unchecked"
+        found: tuple[ScoreMismatch, dict[str, Any]] | dict[str, Any] | None | Literal["unchecked"] = "unchecked"
         row["proven"] = "unchecked"
         if budget.take(row["events"] or 0):
             try:
@@ -215,6 +253,9 @@ def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], 
         if found == "unchecked":
             unchecked.append(row["run_id"])
             row["flags"] = " ".join(filter(None, [row["flags"], "unchecked"]))
+        elif isinstance(found, dict):  # a stale cache (derived before the last events): shown as they derive
+            row.update({k: found.get(k) for k in ("status", "passing_step", "minutes")})
+            row["flags"] = " ".join(filter(None, [row["flags"], "stale"]))
         elif found is not None:
             mismatch, fresh = found
             differ.append((row["run_id"], str(mismatch.problem())))

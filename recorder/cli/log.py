@@ -12,34 +12,37 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, cut, err, label, line, warning
+from recorder.cli.progress import progress, working
 
 if TYPE_CHECKING:
-    from recorder.run import RunDir
     from recorder.signing import SignatureState
     from recorder.verify import SegmentSummary, VerifyReport
-    from recorder.verify.problem import Problem
 
 
 def _utc(time_ns: int) -> str:
     return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+_TrustOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--trust",
+        help="A public key (KEY.pub) whose signatures you trust; every segment must carry one. Repeatable. "
+        "Default: the keys $RECORDER_TRUST names (paths separated by ':').",
+    ),
+]
+_RequireSignedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--require-signed", help="Exit 1 unless every segment is signed by a --trust key (as --trust implies)."
+    ),
+]
+
+
 def verify(
     run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")],
-    trust: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--trust",
-            help="A public key (KEY.pub) whose signatures you trust; every segment must carry one. Repeatable. "
-            "Default: the keys $RECORDER_TRUST names (paths separated by ':').",
-        ),
-    ] = None,
-    require_signed: Annotated[
-        bool,
-        typer.Option(
-            "--require-signed", help="Exit 1 unless every segment is signed by a --trust key (as --trust implies)."
-        ),
-    ] = False,
+    trust: _TrustOpt = None,
+    require_signed: _RequireSignedOpt = False,
 ) -> None:
     """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts
     and derived/scores.jsonl (re-derived from the events).
@@ -56,9 +59,13 @@ def verify(
     if require_signed and not trust and not os.environ.get("RECORDER_TRUST"):
         raise typer.BadParameter("--require-signed needs the keys to trust: --trust KEY.pub", param_hint="--trust")
     trusted = load_trusted(trust) if trust else trusted_from_environment()
-    report = verify_with_cache(run_dir, trusted=trusted)
+    with progress(f"verify: reading {run_dir}'s segments", _segment_bytes(run_dir), unit="bytes") as advance:
+        report = verify_with_cache(run_dir, trusted=trusted, progress=advance)
     if report.ok:
-        report.problems.extend(_derived_scores(report.run))
+        with working("verify: checking derived/scores.jsonl against the events"):
+            _derived_scores(report)
+    if report.ok:
+        _keep_verdict(report)
     total = sum(s.events for s in report.segments)
     console.print(f"run {recorded_run_id(report.run)}: {len(report.segments)} segments, {total} events")
     untrusted = 0
@@ -84,16 +91,41 @@ def verify(
     console.print("verify: intact")
 
 
-def _derived_scores(run: RunDir) -> list[Problem]:
-    """derived/scores.jsonl against what the events derive (replay.scores_check): a forged cache fails verify."""
+def _segment_bytes(run_dir: Path) -> int | None:
+    """The size of every segment, for the progress bar (None when the folder cannot be listed)."""
+    try:
+        return sum(p.stat().st_size for p in (run_dir / "events").glob("*.arrows") if p.is_file())
+    except OSError:
+        return None
+
+
+def _derived_scores(report: VerifyReport) -> None:
+    """derived/scores.jsonl against what the events derive (replay.scores_check): a cache that claims the
+    current events and disagrees with them fails verify; one derived from earlier events is a note."""
+    from recorder.derived_state import stale_note
     from replay.run_scan import scan_run
-    from replay.scores import SCORES_FILE
+    from replay.scores import SCORES_FILE, scores_claim
     from replay.scores_check import check_scores
     from replay.source import Streamed
 
+    run = report.run
     if not os.path.lexists(run.derived / SCORES_FILE):
-        return []
-    return [m.problem() for m in check_scores(run, scan_run(Streamed(run)))]  # an intact run: streamed
+        return
+    scan = scan_run(Streamed(run))  # an intact run: streamed
+    if scores_claim(run, scan.heads) == "stale":
+        report.warnings.append(stale_note(run, SCORES_FILE, scan.heads))
+        return
+    report.problems.extend(m.problem() for m in check_scores(run, scan))
+
+
+def _keep_verdict(report: VerifyReport) -> None:
+    """The run's verified-state record (recorder.derived_state), for readers that would verify it again."""
+    from recorder.derived_state import record_verified
+
+    if report.untrusted:  # judged past its trust problems (--untrusted-ok): no verdict for others to reuse
+        return
+    if all(s.closed and s.size >= 0 and s.head for s in report.segments):  # a closed run: it stays so
+        record_verified(report.run, {s.name: (s.events, s.head, s.size) for s in report.segments})
 
 
 def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] | None) -> SignatureState:

@@ -12,7 +12,9 @@ from rich.table import Table
 
 from recorder.cli.output import console, err, label, line, warning
 from recorder.cli.paths import check_output
+from recorder.cli.progress import progress, working
 from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
+from recorder.cli.tables import Col, print_fitted, set_wide
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
@@ -75,7 +77,8 @@ def replay(
     request = ReplayRequest(run_dir, ruleset, interpretation, compare, output, check, force)
     if output is not None:
         check_output(output)
-    result = replay_run(request)  # refuses (exit 1) a run that fails verify, unless --force
+    with working(f"replay: verifying and reading, deriving{', mlperf-logging checkers' if check else ''}: {run_dir}"):
+        result = replay_run(request)  # refuses (exit 1) a run that fails verify, unless --force
     for notice in result.notices:
         console.print(_notice_line(notice))
     if result.refused is not None:
@@ -84,8 +87,10 @@ def replay(
         _compare_table(result.rows)
         return
     _print_replayed(result)
-    if result.mismatch is not None:
-        err.print(line(label("error:", "bold red"), result.mismatch))
+    if result.mismatch is not None and not check:  # as recorded, the log's own lines need no checker to be replayed
+        console.print(
+            line(label("note:", "yellow"), f"{result.mismatch}; --check says what the checker can judge of it")
+        )
     if result.failed:
         raise typer.Exit(1)
 
@@ -202,14 +207,17 @@ def import_(
             jobs.append((path, None))
     if run_id and len(jobs) > 1:
         raise ImportFileError(f"--run-id names one run, and {len(jobs)} files were given: drop --run-id")
-    for path, result_set in jobs:
-        report = import_file(path, root, run_id, ruleset, result_set)
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
-        console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}", highlight=False)
-        for note in report.warnings:
-            console.print(warning(f"{path}: {note}"))
-        for line_no, why in report.malformed:
-            console.print(warning(f"{path}:{line_no}: {why} (kept verbatim as an mllog_line event)"))
+    sizes = [p.stat().st_size if p.is_file() else 0 for p, _ in jobs]  # a path that is no file: import says so
+    with progress(f"import: {len(jobs)} file(s)", sum(sizes), unit="bytes") as advance:
+        for (path, result_set), size in zip(jobs, sizes, strict=True):
+            report = import_file(path, root, run_id, ruleset, result_set)
+            advance(size)
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
+            console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}", highlight=False)
+            for note in report.warnings:
+                console.print(warning(f"{path}: {note}"))
+            for line_no, why in report.malformed:
+                console.print(warning(f"{path}:{line_no}: {why} (kept verbatim as an mllog_line event)"))
 
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
@@ -224,6 +232,7 @@ def score(
         bool,
         typer.Option("--force", help="Score even runs that fail `recorder verify` (each is then marked UNVERIFIED)."),
     ] = False,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
     untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """The result summarizer's strong-scaling score of each set of runs (a result folder, else a global batch
@@ -235,6 +244,7 @@ def score(
 
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format is table or json, not {fmt!r}")
+    set_wide(wide)
     apply_untrusted_ok(untrusted_ok)
     sets = score_runs(run_dirs, ruleset, interpretation, force)
     if fmt == "json":
@@ -248,18 +258,38 @@ def score(
         raise typer.Exit(1)
 
 
+# a set's table (`recorder score`, `check-submission`); the checker's verdict wraps, the run id never
+SCORE_COLUMNS = (
+    Col("run", whole=True),
+    Col("interpretation", drop=2),
+    Col("status"),
+    Col("minutes", "right"),
+    Col("compliance checker", drop=1),
+)
+
+
+SUBMISSION_COLUMNS = (
+    Col("system", whole=True),
+    Col("benchmark", whole=True),
+    Col("runs", "right", drop=3),
+    Col("score", "right"),
+    Col("scaling", "right", drop=2),
+    Col("verdict"),
+    Col("reasons", drop=1),
+)
+
+
 def _score_table(result: SetScore) -> None:
     set_name = result.extra.get("set", "")
-    table = Table(
-        title=f"{set_name}: {result.benchmark}, training {result.ruleset}, {result.division or '-'} division, "
+    title = (
+        f"{set_name}: {result.benchmark}, training {result.ruleset}, {result.division or '-'} division, "
         f"{len(result.runs)} runs"
     )
-    for col in ("run", "interpretation", "status", "minutes", "compliance checker"):
-        table.add_column(col, no_wrap=True)
-    for r in result.runs:
-        verdict = r.check.verdict if r.check is not None else (r.error or "-")
-        table.add_row(r.run, r.interpretation, r.status, _minutes(r.minutes), verdict)
-    console.print(table)
+    rows = [
+        [r.run, r.interpretation, r.status, _minutes(r.minutes), r.check.verdict if r.check else (r.error or "-")]
+        for r in result.runs
+    ]
+    print_fitted(console, SCORE_COLUMNS, rows, title)
     scaling = f" x scaling factor {result.scaling_factor!r}" if result.scaling_factor != 1.0 else ""
     console.print(
         line(
@@ -294,6 +324,7 @@ def check_submission(
     folder: Annotated[Path, typer.Argument(help="A submission folder (results/, systems/, benchmarks/).")],
     ruleset: Annotated[str, typer.Option("--ruleset", help="The submission's MLPerf Training ruleset.")],
     root: Annotated[Path, typer.Option("--root", help="Where the imported runs go.")] = Path("runs"),
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
 ) -> None:
     """mlperf-logging's package checker on a submission, then every result set imported under --root and
     scored as its result summarizer scores it: one table (system, benchmark, runs, score, scaling, verdict,
@@ -304,6 +335,7 @@ def check_submission(
     from replay.package_check import HostileSubmissionError, check_package
     from replay.rulesets import get_known
 
+    set_wide(wide)
     get_known(ruleset)
     if not (folder / "results").is_dir():
         raise ImportFileError(f"{folder}: no results/ folder; give a submission folder (results/<system>/<benchmark>)")
@@ -315,19 +347,17 @@ def check_submission(
                 err.print(line(label("error:", "bold red"), refused), highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
         console.print(package.result.summary(), highlight=False)
-        table = Table(title=f"{folder}: training {ruleset}")
-        for col in ("system", "benchmark", "runs", "score", "scaling", "verdict", "reasons"):
-            table.add_column(col, no_wrap=col != "reasons")
+        table: list[list[str]] = []
         all_scored = True
         for bench in sorted(package.copy.glob("results/*/*")):
             if bench.is_dir() and any(bench.glob("result_*.txt")):
                 all_scored &= _score_result_set(bench, folder / bench.relative_to(package.copy), root, ruleset, table)
-    console.print(table)
+    print_fitted(console, SUBMISSION_COLUMNS, table, f"{folder}: training {ruleset}")
     if not (package.result.ok and all_scored):
         raise typer.Exit(1)
 
 
-def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, table: Table) -> bool:
+def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, table: list[list[str]]) -> bool:
     """Import one result set of the checked copy `bench` (from its `original` folder) and score it: its row of
     the table; False when it is not imported or not scored."""
     import dataclasses
@@ -342,7 +372,7 @@ def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, tab
         checked = read_result_folder(bench)
     except ImportFileError as e:  # e.g. logs of two benchmarks: this set is not scored, the others are
         reason = str(e).replace(str(copy), str(folder))
-        table.add_row(bench.parent.name, bench.name, "-", "-", "-", "not imported", reason)
+        table.append([bench.parent.name, bench.name, "-", "-", "-", "not imported", reason])
         return False
     result_set = dataclasses.replace(checked.result_set, folder=str(original))
     for note in checked.notes:
@@ -351,19 +381,21 @@ def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, tab
     try:
         [result] = score_runs(runs, None, None, False)
     except RecorderError as e:
-        table.add_row(bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e))
+        table.append([bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e)])
         return False
     verdict = "scored" if result.scored else "not scored"
     if result.rcp is not None:
         verdict += f", RCP {result.rcp.verdict}"
-    table.add_row(
-        bench.parent.name,
-        bench.name,
-        str(len(runs)),
-        _minutes(result.score_minutes),
-        f"{result.scaling_factor:.4f}",
-        verdict,
-        "; ".join(result.reasons),
+    table.append(
+        [
+            bench.parent.name,
+            bench.name,
+            str(len(runs)),
+            _minutes(result.score_minutes),
+            f"{result.scaling_factor:.4f}",
+            verdict,
+            "; ".join(result.reasons),
+        ]
     )
     return result.scored
 

@@ -77,7 +77,7 @@ def train(
     """Train with GRPO; checkpoints from the validation start step to the final step; prints the run dir.
 
     Ctrl-C stops the run (its train_stop is recorded) and exits 130; `--resume RUN` continues it.
-    Under `torchrun --nproc-per-node N -m recorder train ...` it trains data-parallel (rank 0 prints).
+    Under `torchrun --nproc-per-node N -m recorder.cli train ...` it trains data-parallel (rank 0 prints).
     """
     from recorder.run import check_run_id
     from trainer.distributed import DistributedError, launched_ranks
@@ -100,10 +100,26 @@ def train(
     if not ranks.is_main:  # rank 0 speaks for the run; the others only train and record their own segment
         _train_rank(ranks, config, sets, root, run_id)
         return
-    err.print("train: starting (loading torch and the model; a new seed's warm-up takes about two minutes)")
+    try:
+        _train_main(ranks, config, sets, root, run_id, resume, ray or ray_address is not None, ray_address)
+    except KeyboardInterrupt:  # before the trainer runs (loading torch, the model): nothing was recorded yet
+        raise TrainInterrupted("train: interrupted while starting; nothing was recorded") from None
+
+
+def _train_main(
+    ranks: Ranks,
+    config: Path | None,
+    sets: list[str] | None,
+    root: Path,
+    run_id: str | None,
+    resume: Path | None,
+    use_ray: bool,
+    ray_address: str | None,
+) -> None:
+    """Rank 0 (or the one process): validate, say that it starts, train, and say where the run is."""
     from trainer.progress import Progress
 
-    trainer = _trainer(config, sets, root, run_id, resume, ranks, ray or ray_address is not None, ray_address)
+    trainer = _trainer(config, sets, root, run_id, resume, ranks, use_ray, ray_address)
     cfg = trainer.cfg
     _print_trained(_run(trainer, Progress(cfg.max_steps, cfg.validation_start)), cfg)
 
@@ -120,20 +136,26 @@ def _trainer(
 ) -> GRPOTrainer:
     """The trainer the options ask for: a resumed run, one rank of a data-parallel run, or a fresh run."""
     from trainer.config import load_config
-    from trainer.loop import GRPOTrainer
 
     if resume is not None:
-        from trainer.resume import ResumedTrainer, ResumeError, plan_resume
+        from trainer.resume import ResumeError
 
         if config is not None or sets or run_id is not None:
             raise ResumeError("--resume continues a run with its recorded config: drop --config, --set and --run-id")
+    cfg = load_config(config, sets) if resume is None else None  # every config error comes before the wait
+    err.print("train: starting (loading torch and the model; a new seed's warm-up takes about two minutes)")
+    from trainer.loop import GRPOTrainer
+
+    if resume is not None:
+        from trainer.resume import ResumedTrainer, plan_resume
+
         plan = plan_resume(resume)
         typer.echo(
             f"resuming {plan.run.path} after step {plan.step} from {plan.checkpoint.name} "
             "(weights restored; optimizer re-initialised)"
         )
         return ResumedTrainer(plan, use_ray=use_ray, ray_address=ray_address)
-    cfg = load_config(config, sets)
+    assert cfg is not None
     if ranks.distributed:
         from trainer.data_parallel import DataParallelTrainer
 

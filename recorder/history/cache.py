@@ -7,7 +7,7 @@ so they call `verify_run` itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -38,10 +38,11 @@ def verify_with_cache(
     keep_events: bool = False,
     trusted: Mapping[str, str] | None | Literal["environment"] = "environment",
     untrusted_ok: bool | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """`verify_run` (under `trusted`: by default the keys RECORDER_TRUST names), then the compacted cache
     when the segments themselves are intact."""
-    report = verify_run(path, keep_events=keep_events, trusted=trusted, untrusted_ok=untrusted_ok)
+    report = verify_run(path, keep_events=keep_events, trusted=trusted, untrusted_ok=untrusted_ok, progress=progress)
     if not report.problems:
         check_cache(report)
     if report.problems:

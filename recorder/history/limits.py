@@ -94,7 +94,7 @@ def run_limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], timeout_s
                 )
     except KeyboardInterrupt:
         _stop(con, worker)
-        raise QueryInterrupted("query interrupted (Ctrl-C)") from None
+        raise QueryInterrupted("query: interrupted; nothing was changed (the history is read-only)") from None
     if failure:
         if isinstance(failure[0], duckdb.InterruptException) and timeout_s:
             raise QueryTimeoutError(f"query stopped after {timeout_s:g} s (--timeout)") from failure[0]

@@ -111,14 +111,19 @@ def load_timeline(history: History, run_id: str) -> PlotTimeline:
 def _outcome(history: History, run_id: str, evals: list[tuple[int, float, float, float | None, bool | None]]) -> str:
     """The run's score in words, from the `runs` view (what replay wrote) and its evaluations."""
     where = f"WHERE run_id = '{_quote(run_id)}'"
-    row = history.query(f"SELECT status, passing_step, minutes, scored_as FROM runs {where}").to_pylist()
+    row = history.query(
+        f"SELECT status, passing_step, minutes, scored_as, pass_op, pass_target FROM runs {where}"
+    ).to_pylist()
     status, how = (row[0]["status"], row[0]["scored_as"]) if row else (None, None)
+    op, target = (row[0]["pass_op"] or ">", row[0]["pass_target"]) if row else (">", None)
+    goal = "its benchmark's target" if target is None else f"{op} {target:g}"
     scored = [(accuracy, step) for step, _, _, accuracy, _ in evals if accuracy is not None]
-    best = f"; the best scored {max(scored)[0]:.4f} at step {max(scored)[1]}" if scored else ""
+    best_of = min if op.startswith("<") else max  # a loss is best at its lowest
+    best = f"; the best scored {best_of(scored)[0]:.4f} at step {best_of(scored)[1]}" if scored else ""
     if status == "success":
         return f"converged ({how}): step {row[0]['passing_step']} passes; run_stop at {row[0]['minutes']:.3f} min"
     if status == "aborted":
-        return f"did not converge ({how}): no evaluated checkpoint passes the target (> {TARGET}){best}"
+        return f"did not converge ({how}): no evaluated checkpoint passes the target ({goal}){best}"
     if status == "no checkpoint":
         return "no checkpoint was saved, so nothing could be evaluated or scored"
     why = history.query(f"SELECT why FROM scores {where} AND interpretation = 'official'").to_pylist()
@@ -293,20 +298,23 @@ def _legend(fig: Any) -> None:
         Patch(color="#08519c", label="weight update"),
         Patch(color=_BLOCK, label="save: blocked the loop"),
         Patch(color=_BACKGROUND, label="save: background"),
-        Patch(color=_PASS, label="evaluation: passed (> target)"),
+        Patch(color=_PASS, label="evaluation: passed (reached the target)"),
         Patch(color=_FAIL, label="evaluation: failed"),
         Patch(color="#6a51a3", label="scored time (run_start to run_stop)"),
     ]
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7.5, frameon=False)
 
 
-def _targets(history: History, key: str) -> list[float]:
-    """The targets recorded for an evaluation key; the benchmark's for its accuracy when none is recorded."""
+def _targets(history: History, key: str) -> list[tuple[float, str]]:
+    """The targets an evaluation key was judged by, with their comparison (each benchmark's own for imported
+    logs: recorder.goals); the default benchmark's for its accuracy when none is known."""
     rows = history.query(
-        "SELECT DISTINCT target FROM evals WHERE key = '" + _quote(key) + "' AND target IS NOT NULL ORDER BY target"
+        "SELECT DISTINCT target, coalesce(pass_op, '>') AS op FROM evals WHERE key = '"
+        + _quote(key)
+        + "' AND target IS NOT NULL ORDER BY target"
     ).to_pylist()
-    found = [float(r["target"]) for r in rows]
-    return found or ([TARGET] if key == "accuracy" else [])
+    found = [(float(r["target"]), str(r["op"])) for r in rows]
+    return found or ([(TARGET, ">")] if key == "accuracy" else [])
 
 
 def _at_least(ax: Axes, ys: list[float]) -> None:
@@ -369,9 +377,9 @@ def metric_figure(history: History, metric: str) -> Any:
         marker = _MARKERS[i % len(_MARKERS)] if len(xs) < 60 else None
         ax.plot(xs, ys, marker=marker, ls=_DASHES[i % len(_DASHES)], lw=1.2, alpha=0.8, markersize=5, label=run_id)
     targets = _targets(history, metric) if metric in scores else []
-    for target in targets:
-        ax.axhline(target, color="#cb181d", lw=1, ls="--", label=f"target ({metric} > {target:g})")
-    _at_least(ax, [y for _, ys in curves.values() for y in ys] + targets)
+    for target, op in targets:
+        ax.axhline(target, color="#cb181d", lw=1, ls="--", label=f"target ({metric} {op} {target:g})")
+    _at_least(ax, [y for _, ys in curves.values() for y in ys] + [t for t, _ in targets])
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel(metric)

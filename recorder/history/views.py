@@ -26,7 +26,7 @@ from recorder.events import arrow_schema
 from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
 from recorder.history.limits import SpillFolder, connection_config, run_limited
 from recorder.reader import read_run, recorded_run_id
-from recorder.rules import is_standard_target_sql, passes_sql
+from recorder.rules import BENCHMARK, is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
 from recorder.verify import check_segment
 
@@ -54,6 +54,7 @@ SCORE_COLUMNS = pa.schema(
     ]
 )
 # Statements a query may be; everything else (INSERT, CREATE, COPY, ATTACH, SET, INSTALL, ...) is refused.
+# DuckDB parses DESCRIBE, SHOW and SUMMARIZE as SELECT statements: reads, so they run (`DESCRIBE runs`).
 _READ_ONLY = ("SELECT", "EXPLAIN")
 
 
@@ -142,7 +143,10 @@ def _single_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> str:
     if kind == "MULTI" and _first_word(sql) == "PIVOT":  # a PIVOT expands to an enum of its ON values plus a SELECT
         return sql
     if kind not in _READ_ONLY:
-        raise QueryRefusedError(f"refused: {kind} statement; `recorder query` is read-only (SELECT only)")
+        raise QueryRefusedError(
+            f"refused: {kind} statement; `recorder query` is read-only (SELECT, EXPLAIN, PIVOT, DESCRIBE, SHOW, "
+            "SUMMARIZE)"
+        )
     return sql
 
 
@@ -383,9 +387,24 @@ def writers_sql() -> str:
     return f"CASE kind {' '.join(cases)} ELSE false END"
 
 
+def _goals_table() -> pa.Table:
+    """Each benchmark's goal (recorder.goals, from mlperf-logging's ruleset files): target and comparison."""
+    from recorder.goals import all_goals
+
+    goals = all_goals()
+    return pa.table(
+        {
+            "benchmark": pa.array(list(goals), pa.string()),
+            "target": pa.array([g.target for g in goals.values()], pa.float64()),
+            "op": pa.array([g.op for g in goals.values()], pa.string()),
+        }
+    )
+
+
 def create_views(con: duckdb.DuckDBPyConnection, events_sql: str) -> None:
     """The views over `events_sql` (the bench reuses them on a native table): only events whose writer may
     record their kind."""
+    con.register("_goals", _goals_table())
     con.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM ({events_sql}) WHERE {writers_sql()}")
     for sql in VIEW_SQL:
         con.execute(sql)
@@ -465,8 +484,11 @@ SELECT r.run_id, f.benchmark, f.division, f.global_batch_size, f.steps, f.train_
     CASE WHEN NOT ({is_standard_target_sql("f.target")}) THEN 'other-target' END), '') AS flags,
   CASE WHEN f.imported THEN 'imported' ELSE 'recorded' END AS origin,
   r.source, r.events, r.segments, r.open_segments, r.path, f.target,
-  {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AS comparable
+  {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AS comparable,
+  -- what its evaluations are judged by: the target it recorded, else its benchmark's (recorder.goals)
+  coalesce(f.target, g.target) AS pass_target, g.op AS pass_op
 FROM _run_sources r LEFT JOIN _run_facts f USING (run_id) LEFT JOIN score s USING (run_id)
+  LEFT JOIN _goals g ON g.benchmark = f.benchmark
 """
 
 # One row per trained step, from one scan of the events. Imported logs carry a step's metrics in
@@ -530,7 +552,19 @@ WITH ev AS MATERIALIZED (
   FROM events
   WHERE kind IN ('eval_start', 'eval_result', 'eval_stop', 'eval_failed')
      OR (kind = 'mllog_line' AND key IN ('eval_start', 'eval_accuracy', 'eval_stop', 'global_batch_size',
-                                         'target_accuracy'))
+                                         'target_accuracy', 'submission_benchmark'))
+     OR kind = 'run_opened'
+),
+-- each run's benchmark, and its goal (recorder.goals: the ruleset files' target and direction)
+g AS (
+  SELECT b.run_id, _goals.target, _goals.op FROM (
+    SELECT run_id, coalesce(any_value(data->>'benchmark') FILTER (kind = 'run_opened'),
+                            any_value(value->>'$') FILTER (kind = 'mllog_line' AND key = 'submission_benchmark'),
+                            -- a run this tool recorded without naming its benchmark trained the default one
+                            CASE WHEN bool_or(kind = 'run_opened' AND writer <> 'import') THEN '{BENCHMARK}' END)
+      AS benchmark
+    FROM ev GROUP BY run_id
+  ) b JOIN _goals ON _goals.benchmark = b.benchmark
 ),
 imp AS (
   SELECT run_id, any_value(TRY_CAST(value AS BIGINT)) FILTER (key = 'global_batch_size') AS gbs,
@@ -538,18 +572,20 @@ imp AS (
   FROM ev WHERE kind = 'mllog_line' GROUP BY run_id
 ),
 lines AS (
-  SELECT e.*, coalesce(e.step, e.samples_count // imp.gbs) AS line_step, imp.target
-  FROM ev e JOIN imp USING (run_id) WHERE e.kind = 'mllog_line'
+  SELECT e.*, coalesce(e.step, e.samples_count // imp.gbs) AS line_step, coalesce(g.target, imp.target) AS target
+  FROM ev e JOIN imp USING (run_id) LEFT JOIN g USING (run_id) WHERE e.kind = 'mllog_line'
 ),
 r AS (
   SELECT e.run_id, e.writer, e.segment, e.seq, e.step, e.samples_count, e.key, TRY_CAST(e.value AS DOUBLE) AS value,
     e.time_ns, e.data->>'metric' AS metric,
-    coalesce(TRY_CAST(e.data->>'target' AS DOUBLE), imp.target) AS target, 'ok' AS status,
+    coalesce(TRY_CAST(e.data->>'target' AS DOUBLE), g.target, imp.target) AS target, 'ok' AS status,
     -- evaluated with --force from a run that fails verify
     CASE WHEN e.data->>'unverified' IS NOT NULL THEN 'UNVERIFIED: ' || (e.data->>'unverified') END AS reason
-  FROM ev e LEFT JOIN imp USING (run_id) WHERE e.kind = 'eval_result'
+  FROM ev e LEFT JOIN imp USING (run_id) LEFT JOIN g USING (run_id) WHERE e.kind = 'eval_result'
   UNION ALL
-  SELECT run_id, writer, segment, seq, step, samples_count, NULL, NULL, time_ns, NULL, NULL, 'failed',
+  SELECT run_id, writer, segment, seq, step, samples_count, NULL, NULL, time_ns, NULL, NULL,
+    -- stopped by its own session (Ctrl-C, exit; evaluator.attempts.INTERRUPTIONS): not a failed evaluation
+    CASE WHEN data->>'error' IN ('KeyboardInterrupt', 'SystemExit') THEN 'interrupted' ELSE 'failed' END,
     data->>'reason'
   FROM ev WHERE kind = 'eval_failed'
   UNION ALL
@@ -581,16 +617,20 @@ k AS (
   FROM j LEFT JOIN t ON j.run_id = t.run_id AND j.segment = t.segment AND j.step = t.step
     AND t.time_ns >= j.time_ns
   QUALIFY row_number() OVER (PARTITION BY j.run_id, j.segment, j.seq ORDER BY t.time_ns NULLS LAST) = 1
-)
+),
+m AS (SELECT k.*, CASE WHEN k.key = 'accuracy' THEN g.op END AS op FROM k LEFT JOIN g USING (run_id))
 SELECT run_id, step, samples_count, key, value, target,
-  CASE WHEN value IS NULL OR target IS NULL THEN NULL ELSE {passes_sql("value", "target")} END AS passed,
+  CASE WHEN value IS NULL OR target IS NULL OR op IS NULL THEN NULL
+       WHEN op = '<=' THEN value <= target WHEN op = '<' THEN value < target
+       WHEN op = '>=' THEN value >= target ELSE {passes_sql("value", "target")} END AS passed,
+  op AS pass_op,
   status, reason, metric, start_ns, time_ns AS result_ns, stop_ns, (stop_ns - start_ns) / 1e9 AS eval_s,
   -- zero-shot sessions (writer 'harness', recorder eval --harness) are ranked apart: they are not part of the
   -- benchmark's evaluation order
   dense_rank() OVER (PARTITION BY run_id, coalesce(writer = 'harness', false)
                      ORDER BY coalesce(start_ns, time_ns), step) AS eval_order,
   worker, writer
-FROM k
+FROM m
 """
 
 _SCORES = "CREATE OR REPLACE VIEW scores AS SELECT * FROM _scores"

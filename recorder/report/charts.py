@@ -281,7 +281,9 @@ def accuracy_by_step(runs: list[RunFacts]) -> dict[str, Any]:
                 "hoverinfo": "text",
             }
         )
-    target = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": TARGET, "y1": TARGET}
+    op, at = next((f.goal for f in runs if f.goal is not None), (">", TARGET))  # the first run's benchmark's
+    target = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": at, "y1": at}
+    passes = {">": "above", ">=": "at or above", "<": "below", "<=": "at or below"}[op]
     others = sorted({t for f in runs for t in f.not_comparable})  # a run judged by another target shows it
     return {
         "data": traces,
@@ -296,10 +298,10 @@ def accuracy_by_step(runs: list[RunFacts]) -> dict[str, Any]:
                 {
                     "xref": "paper",
                     "x": 1,
-                    "y": TARGET,
+                    "y": at,
                     "xanchor": "right",
                     "yanchor": "bottom",
-                    "text": f"target: passes above {TARGET}",
+                    "text": f"target: passes {passes} {at:g}",
                     "showarrow": False,
                     "font": {"color": "#cb181d"},
                 }

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from recorder.derived_state import verified_unchanged
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
 from recorder.manifest import manifest_path
@@ -33,6 +34,10 @@ if TYPE_CHECKING:
     from recorder.history.views import History
     from replay.scores_check import RecheckBudget
 
+VERIFIED_UNCHANGED = (
+    "verified by `recorder verify` and unchanged in size since (derived/state.json); "
+    "`recorder verify` re-reads every event"
+)
 VERIFIED_AT_COMPACTION = (
     "verified by `recorder compact` (every segment's digest chain) and unchanged in size since; "
     "`recorder verify` re-reads every event"
@@ -75,9 +80,29 @@ class RunFacts:
 
     @property
     def not_comparable(self) -> list[float]:
-        """Targets other than the ruleset's that the run recorded or its evaluations were judged by."""
-        targets = {e["target"] for e in self.evals} | {self.facts.get("target")}
+        """Targets other than the ruleset's that the run recorded or its evaluations were judged by (an
+        imported log's evaluations are judged by its own benchmark's target: that is no other target)."""
+        imported = self.facts.get("origin") == "imported"
+        targets = ({e["target"] for e in self.evals} if not imported else set()) | {self.facts.get("target")}
         return sorted(t for t in targets if t is not None and not is_standard_target(t))
+
+    @property
+    def goal(self) -> tuple[str, float] | None:
+        """How its evaluations pass: the comparison and the target (the runs view's pass_op and pass_target:
+        the target the run recorded, else its benchmark's, from mlperf-logging's ruleset files)."""
+        op, target = self.facts.get("pass_op"), self.facts.get("pass_target")
+        if target is None:
+            return None
+        return (op or ">"), float(target)
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.goal is not None and self.goal[0].startswith("<")
+
+    @property
+    def goal_text(self) -> str:
+        """'> 0.69', '<= 0.925'; 'its benchmark's target' when none is known."""
+        return "its benchmark's target" if self.goal is None else f"{self.goal[0]} {self.goal[1]:g}"
 
     @property
     def validation_start(self) -> int | None:
@@ -93,13 +118,16 @@ def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFact
 
     run = RunDir.open(run_dir)
     manifest = fresh_manifest(run)
-    compacted = None if manifest is None else int(manifest["events"])
+    verified = verified_unchanged(run)
+    compacted = verified if verified is not None else None if manifest is None else int(manifest["events"])
     if compacted is not None:
         # `recorder compact` verified every segment before writing the cache, and the closed segments are
         # unchanged in size since: re-reading a million events (minutes) would add nothing but in-place
         # tampering, which the header says only `recorder verify` rules out.
-        problems, warnings, open_segments, events = [], [VERIFIED_AT_COMPACTION], 0, compacted
-        signed = manifest_path(run).exists()  # compaction judged the run's trust (recorder.verify.trust)
+        note = VERIFIED_UNCHANGED if verified is not None else VERIFIED_AT_COMPACTION
+        problems, warnings, open_segments, events = [], [note], 0, compacted
+        # compaction, or a verify that found nothing (not even an untrusted key), judged the run's trust
+        signed = manifest_path(run).exists()
     else:
         report = verify_with_cache(run)
         problems = [f"UNTRUSTED (judged with --untrusted-ok): {p}" for p in report.untrusted]

@@ -23,7 +23,7 @@ def _evaluated(f: RunFacts) -> str:
     scored = [e for e in f.evals if e["value"] is not None]
     if not scored:
         return ""
-    best = max(scored, key=lambda e: e["value"])
+    best = (min if f.lower_is_better else max)(scored, key=lambda e: e["value"])  # by the benchmark's direction
     return (
         f"{len(scored)} checkpoint(s) evaluated (steps {_steps([e['step'] for e in scored])}); "
         f"the best scored {best['value']:.4f} at step {best['step']}"
@@ -57,11 +57,11 @@ def _score(f: RunFacts, row: dict[str, Any] | None) -> str:
     if row["status"] == "success":
         return (
             f"Converged ({name}): step {row['passing_step']}'s checkpoint passes the target "
-            f"(> {TARGET}); run_stop at {row['minutes']:.3f} minutes."
+            f"({f.goal_text}); run_stop at {row['minutes']:.3f} minutes."
         )
     if row["status"] == "aborted":
         return (
-            f"Did not converge ({name}): no evaluated checkpoint passes the target (> {TARGET}); run_stop "
+            f"Did not converge ({name}): no evaluated checkpoint passes the target ({f.goal_text}); run_stop "
             f"has status aborted at {row['minutes']:.3f} minutes, so the run scores nothing."
         )
     return f"Not scored ({name}): {row['why']}."

@@ -8,8 +8,9 @@ segment is intact, `recorder.verify.facts` checks that the timeline is possible 
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +23,7 @@ from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.kinds import PayloadError, SegmentClosed, SegmentOpened
 from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, merge, read_segment, recorded_run_id
-from recorder.regular import read_regular
+from recorder.regular import irregular, read_regular
 from recorder.run import RunDir
 from recorder.segment import (
     END_OF_STREAM,
@@ -84,7 +85,8 @@ class _Chain:
 
     def summary(self, events: int, closed: bool, torn: TornTail | None = None) -> SegmentSummary:
         digest = self.previous.hex() if events else None
-        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with, digest)
+        head = self.previous.hex()
+        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with, digest, head)
 
     def row(self, i: int, row: tuple[Any, ...], raw: bytes) -> Problem | None:
         name = self.name
@@ -218,7 +220,9 @@ _CHUNK_EVENTS = 512
 _CHUNK_BYTES = 1 << 20
 
 
-def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _Streamed | None:
+def _stream_segment(
+    path: Path, run_id: str | None, keep_all: bool = False, progress: Callable[[int], None] | None = None
+) -> _Streamed | None:
     """Check a segment a chunk of messages at a time; None when it does not read cleanly to its end (then
     the whole-file path locates the damage or the torn tail)."""
     parsed = parse_segment_name(path.name)
@@ -269,6 +273,8 @@ def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _
                                 every.append(event)
                         last, start, n = row, end, n + 1
                     chunk, ends = [], []
+                    if progress is not None:  # the bytes just checked (a command's progress bar)
+                        progress(len(data))
                 if batch is None:
                     break
         except (*ARROW_ERRORS, pa.ArrowMemoryError):  # a damaged length can ask for any allocation
@@ -276,9 +282,11 @@ def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _
         tail = os.pread(fd, 16, start)
     if tail == END_OF_STREAM and size == start + len(END_OF_STREAM):
         problem = chain.closed(n, last)
-        return _Streamed(chain.summary(n, True), [problem] if problem else chain.signature_problems(), kept, every)
+        summary = dataclasses.replace(chain.summary(n, True), size=size)
+        return _Streamed(summary, [problem] if problem else chain.signature_problems(), kept, every)
     if size == start and (last is None or last[5] != "segment_closed"):
-        return _Streamed(chain.summary(n, False), chain.signature_problems(), kept, every)
+        summary = dataclasses.replace(chain.summary(n, False), size=size)
+        return _Streamed(summary, chain.signature_problems(), kept, every)
     return None
 
 
@@ -307,6 +315,7 @@ def verify_run(
     keep_events: bool = False,
     trusted: Mapping[str, str] | None | Literal["environment"] = "environment",
     untrusted_ok: bool | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Check every segment of a run, its signatures under the run's trust (recorder.verify.trust), then
     (when `facts` and the bytes are intact) what the events mean. `keep_events`: an intact run's events come
@@ -314,17 +323,22 @@ def verify_run(
     second time. `trusted`: the public keys to judge signatures by (default: those RECORDER_TRUST names).
     `untrusted_ok`: trust problems go to `report.untrusted`, not `report.problems` (the caller marks its
     output); default: whether RECORDER_UNTRUSTED_OK is set (a command's `--untrusted-ok` sets it).
+    `progress`: told how many bytes were checked, chunk by chunk.
 
     Raises NotARunError/NewerSchemaError for input it cannot judge.
     """
     run = path if isinstance(path, RunDir) else RunDir.open(path)
     report = VerifyReport(run)
-    others = sorted(p.name for p in run.events.iterdir() if not p.name.endswith(SEGMENT_SUFFIX))
-    for other in others:
-        report.problems.append(Problem(other, None, "unexpected file in events/ (not a segment)"))
+    # A regular file that is not a segment is someone's edit; an entry that is no regular file (a directory,
+    # a FIFO, a symlink) is named and skipped, as every reader skips it: nothing of it is read as events.
+    entries = sorted(run.events.iterdir())
+    for other in (p for p in entries if not p.name.endswith(SEGMENT_SUFFIX)):
+        if (why := irregular(other)) is None:
+            report.problems.append(Problem(other.name, None, "unexpected file in events/ (not a segment)"))
+        else:
+            report.warnings.append(f"events/{why}, never opened (none of it is part of the run)")
     for skipped in skipped_entries(run.events):
-        name, why = skipped.split(": ", 1)
-        report.problems.append(Problem(name, None, f"unexpected entry in events/: {why}"))
+        report.warnings.append(f"events/{skipped}, never opened (none of it is part of the run)")
     paths = list_segments(run.events)
     report.problems.extend(_name_problems(paths))
     if not paths:
@@ -334,7 +348,7 @@ def verify_run(
     kept: list[Event] = []
     every: list[list[Event]] = []
     for p in paths:
-        streamed = _stream_segment(p, run_id, keep_events)
+        streamed = _stream_segment(p, run_id, keep_events, progress)
         if streamed is None:
             streamed = _read_whole(p, run_id, report, keep_events)
             if streamed is None:

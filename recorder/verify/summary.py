@@ -19,3 +19,5 @@ class SegmentSummary:
     signed_by: str | None = None
     opened_with: str | None = None
     digest: str | None = None  # the last event's digest (hex): what the signed-segments manifest lists
+    head: str = ""  # the chain's digest so far (genesis when empty), and the file's size before it was read
+    size: int = -1  # (-1: read whole); derived/state.json records both for a closed run

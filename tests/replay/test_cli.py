@@ -42,7 +42,17 @@ def test_replay_writes_the_derived_log_and_scores(tmp_path: Path) -> None:
     by = {r["interpretation"]: r for r in rows}
     assert by["official"]["passing_step"] == 5 and by["checker-order"]["passing_step"] == 4
     assert by["as-recorded"]["status"] == "none" and by["as-recorded"]["minutes"] is None
+    assert all(r["checker"] is None for r in rows)  # the checker runs when a verdict is asked for: --check
+
+
+def test_replay_check_keeps_the_verdict_it_asked_for(tmp_path: Path) -> None:
+    run = record_run(tmp_path, "cli", **CASES["arbitrary_order"])  # type: ignore[arg-type]
+    result = run_cli("replay", str(run.path), "--ruleset", "6.1.0", "--check")
+    assert result.returncode == 1, result.stdout + result.stderr  # the checker fails this short run
+    rows = [json.loads(line) for line in (run.derived / "scores.jsonl").read_text().splitlines()]
+    by = {r["interpretation"]: r for r in rows}
     assert by["official"]["checker"].startswith("compliance checker (mlperf-logging 4.1.68, training 6.1.0): FAILED")
+    assert all(r["checker"] is None for r in rows if r["interpretation"] != "official")
 
 
 def test_compare_table(tmp_path: Path) -> None:
@@ -73,7 +83,7 @@ def test_write_scores_is_atomic_and_complete(tmp_path: Path) -> None:
     run = record_run(tmp_path, "ws", **CASES["later_pass"])  # type: ignore[arg-type]
     path = write_scores(run.path)
     assert path == run.derived / "scores.jsonl"
-    assert sorted(p.name for p in run.derived.iterdir()) == ["evals", "scores.jsonl"]  # evals: the evidence
+    assert sorted(p.name for p in run.derived.iterdir()) == ["evals", "scores.jsonl", "state.json"]
     assert len(path.read_text().splitlines()) == len(INTERPRETATIONS)
 
 

@@ -1,0 +1,55 @@
+"""Ctrl-C in any command: one line saying what was kept and how to go on, exit 130, never a traceback.
+
+Each command stops where Python raises KeyboardInterrupt; what it wrote before that is whole, because every
+derived file is renamed into place complete (`recorder.run.write_derived`), every event is one append, and
+a run's first events are written without interruption (`recorder.interrupts`). So what is kept depends
+only on the command, and is said here once for each.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from recorder.errors import RecorderError
+from recorder.interrupts import end_startup
+
+# What each command has kept when Ctrl-C stops it, and how to go on.
+KEPT = {
+    "import": "every file imported before it is kept, each a complete run, and the one being read left no run; "
+    "run the same command again (a file already imported is refused by its run id: give the rest)",
+    "import-checkpoints": "the checkpoints recorded before it are kept; run the same command again",
+    "eval": "every evaluation that finished is kept; the one running is recorded as interrupted and is "
+    "evaluated again by the next `recorder eval`",
+    "audit": "nothing was written (the audit writes derived/audit.json at its end); run it again",
+    "replay": "nothing was changed (derived files are replaced whole or not at all); run it again",
+    "score": "nothing was changed (derived files are replaced whole or not at all); run it again",
+    "report": "no report was written (it is written whole at the end); run it again",
+    "verify": "nothing was judged and nothing changed; run it again",
+    "check-submission": "the submission was not changed (it is checked on a copy); run it again",
+    "compact": "runs compacted before it are kept; the rest read from their segments: run it again",
+}
+DEFAULT_KEPT = "nothing was changed; run it again"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CommandInterrupted(RecorderError):
+    """Ctrl-C stopped a command: what it kept is in the message; exit 130."""
+
+    exit_code = 130
+
+
+def interruptible(name: str, command: F) -> F:
+    """`command`, with Ctrl-C said in one line (CommandInterrupted) instead of click's bare "Aborted!"."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        end_startup()  # from here on the command itself stops at its next safe point
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
+
+    return run  # type: ignore[return-value]

@@ -1,0 +1,152 @@
+"""Ctrl-C in any command, at any moment: exit 130 and one line saying what was kept, or the command had
+already finished; and every run left behind verifies.
+
+Real processes, real SIGINT. The signal is sent at fixed times, but no outcome depends on where it lands:
+before the command starts (one line, nothing done), inside it (one line, what it kept), or after it
+finished (its own exit status). Every run the command leaves must verify.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from replay.synthetic import record_run
+from tests.helpers import run_cli
+
+EXE = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
+STARTING = "recorder: interrupted while starting; nothing was done"
+
+
+def _started(p: subprocess.Popen[str]) -> bool:
+    """Whether the process is past the interpreter's own start (it has loaded pyarrow, which `recorder`
+    imports just after it begins to handle Ctrl-C): a SIGINT before that is Python's, not the command's."""
+    try:
+        return "pyarrow" in Path(f"/proc/{p.pid}/maps").read_text()
+    except OSError:
+        return p.poll() is not None
+
+
+def _interrupt(
+    args: list[str], after_s: float, wait_for: Callable[[subprocess.Popen[str]], None] | None = None
+) -> tuple[int, str, str]:
+    p = subprocess.Popen(
+        [EXE, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's Ctrl-C finds it
+    )
+    deadline = time.monotonic() + 120
+    while not _started(p) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if wait_for is not None:
+        wait_for(p)
+    time.sleep(after_s)
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=300)
+    return p.returncode, out, err
+
+
+def _assert_safe(rc: int, out: str, err: str, command: str, finished: tuple[int, ...] = (0,)) -> None:
+    assert "Traceback" not in out + err and "Aborted" not in err, out + err
+    if rc == 130:
+        said = [x for x in err.splitlines() if x.strip()]
+        last = said[-1] if said else ""
+        assert last == STARTING or last.startswith(f"{command}: interrupted") or last.startswith("interrupted"), err
+        assert sum("interrupted" in x for x in said) == 1, err  # one line says it
+    else:
+        assert rc in finished, (rc, out, err)
+
+
+def _assert_runs_verify(root: Path) -> None:
+    if not root.is_dir():
+        return
+    for run in sorted(p for p in root.iterdir() if p.is_dir()):
+        done = run_cli("verify", str(run))
+        assert done.returncode == 0 and "verify: intact" in done.stdout, (run, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("after_s", [0.5, 1.0, 2.0, 5.0])
+def test_ctrl_c_in_the_first_seconds_of_train_leaves_no_run_or_one_that_verifies(
+    tmp_path: Path, after_s: float
+) -> None:
+    pytest.importorskip("torch")
+
+    def said_starting(p: subprocess.Popen[str]) -> None:  # the first seconds of training proper
+        assert p.stderr is not None
+        first = p.stderr.readline()
+        assert first.startswith("train: starting") or p.poll() is not None, first
+
+    root = tmp_path / "runs"
+    rc, out, err = _interrupt(
+        ["train", "--root", str(root), "--run-id", "sig", "--set", "warmup.enabled=false"], after_s, said_starting
+    )
+    _assert_safe(rc, out, err, "train")
+    _assert_runs_verify(root)
+    if (root / "sig").exists():
+        assert (root / "sig" / "events").is_dir() and any((root / "sig" / "events").iterdir())
+
+
+@pytest.fixture
+def evaluable(tmp_path: Path) -> Path:
+    from tests.evaluator.synth import record_run as record_with_checkpoints
+
+    return record_with_checkpoints(tmp_path / "runs", steps=20, target=1.0, samples=40).path
+
+
+@pytest.mark.parametrize("after_s", [1.0, 4.0])
+def test_ctrl_c_during_eval_records_the_evaluation_as_interrupted(evaluable: Path, after_s: float) -> None:
+    pytest.importorskip("torch")
+    rc, out, err = _interrupt(["eval", str(evaluable), "--batch-size", "1"], after_s)
+    _assert_safe(rc, out, err, "eval", finished=(1,))  # finished: nothing passes target 1.0
+    _assert_runs_verify(evaluable.parent)
+    shown = run_cli("evals", str(evaluable))
+    assert shown.returncode == 0 and " failed " not in shown.stdout, shown.stdout
+    if rc == 130 and "eval: interrupted" in err:
+        from recorder.reader import read_run
+
+        failed = [e.data for e in read_run(evaluable).events if e.kind == "eval_failed"]
+        assert all(f["error"] == "KeyboardInterrupt" for f in failed), failed
+
+
+@pytest.fixture
+def long_run(tmp_path: Path) -> Path:
+    """A closed run of 400 steps, evaluated (about 2,400 events): seconds to verify and replay here."""
+    return record_run(tmp_path / "runs", "long", gbs=256, steps=400, evals=[(19, 0.72)], closed=True).path
+
+
+@pytest.mark.parametrize("after_s", [0.3, 1.5])
+@pytest.mark.parametrize("command", ["verify", "replay", "query", "runs"])
+def test_ctrl_c_in_read_and_derive_commands(long_run: Path, command: str, after_s: float) -> None:
+    args = {
+        "verify": ["verify", str(long_run)],
+        "replay": ["replay", str(long_run), "--compare"],
+        "query": ["query", "--root", str(long_run.parent), "SELECT count(*) FROM events, steps"],
+        "runs": ["runs", "--root", str(long_run.parent)],
+    }[command]
+    rc, out, err = _interrupt(args, after_s)
+    _assert_safe(rc, out, err, command)
+    _assert_runs_verify(long_run.parent)
+    again = run_cli(*args)  # and the command still works afterwards
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("after_s", [0.3, 1.5])
+def test_ctrl_c_during_import_leaves_only_whole_runs(corpus: Path, tmp_path: Path, after_s: float) -> None:
+    folder = corpus / "mlperf-results/training_results_v5.1/AMD/results/MI355X_EPYC_9575F_pytorch/llama2_70b_lora"
+    root = tmp_path / "runs"
+    rc, out, err = _interrupt(["import", str(folder), "--root", str(root)], after_s)
+    _assert_safe(rc, out, err, "import")
+    _assert_runs_verify(root)
+    imported = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    said = [x.split(" -> ")[1].split(":")[0] for x in out.splitlines() if " -> " in x]
+    assert [Path(x).name for x in said] == imported  # every run left is one it reported whole

@@ -234,7 +234,7 @@ def import_checkpoints(
     checkpoints = [read_checkpoint(p) for p in discover(root)]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
-    fingerprints = {c.step: fingerprint(c.path, task) for c in checkpoints if c.hf}  # before anything is written
+    fingerprints = {c.step: fingerprint(c.path, task) for c in checkpoints}  # before anything is written
     run, kinds, committed = _open_run(into)  # kinds before this import
     clash = sorted(committed & {c.step for c in checkpoints})
     if clash:
@@ -246,7 +246,7 @@ def import_checkpoints(
         if "run_opened" not in kinds:
             _run_opened(log, checkpoints[0], gbs)
         for c in checkpoints:
-            _commit(log, run, c, fingerprints.get(c.step, {}))
+            _commit(log, run, c, *fingerprints[c.step])
         if "train_stop" not in kinds:
             last = checkpoints[-1]
             log.append(
@@ -273,28 +273,41 @@ def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
     log.append(opened, time_ns=first.weight_update_ms * NS_PER_MS)
 
 
-def fingerprint(path: Path, task: Path | None) -> dict[str, Any]:
-    """The fingerprint record of a Hugging Face checkpoint: over `task`'s dev split, else the fixed texts."""
+def fingerprint(path: Path, task: Path | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the fingerprint record of a checkpoint, over `task`'s dev split else the fixed texts, in float32;
+    the manifest of its Megatron-Core weights, hashed while they were loaded, or None for Hugging Face
+    weights, whose commit keeps the tree digest)."""
     from trainer.policy import CheckpointError
     from trainer.policy.fingerprint import FIXED_TEXTS, texts_record
-    from trainer.policy.hf_checkpoint import load_hf_checkpoint
+    from trainer.policy.formats.evaluable import load_checkpoint
     from trainer.policy.taskspec import load_spec
 
     spec = load_spec(task) if task is not None else None
     dev = spec.fingerprint_texts() if spec is not None else None
     try:
-        model, tokenizer = load_hf_checkpoint(path)
+        loaded = load_checkpoint(path, dtype="fp32")
     except CheckpointError as e:
-        raise CheckpointLayoutError(f"{path}: its Hugging Face weights cannot be loaded to fingerprint: {e}") from e
+        raise CheckpointLayoutError(f"{path}: its weights cannot be loaded to fingerprint: {e}") from e
+    model, tokenizer = loaded.model, loaded.tokenizer
     if dev is not None and spec is not None:
-        return texts_record(model, tokenizer, dev, f"dev:{spec.name}")
-    return texts_record(model, tokenizer, FIXED_TEXTS, "fixed")
+        record = texts_record(model, tokenizer, dev, f"dev:{spec.name}")
+    else:
+        record = texts_record(model, tokenizer, FIXED_TEXTS, "fixed")
+    manifest = loaded.manifest.to_dict() if loaded.info.format == "mcore-torch-dist" else None
+    return record | {"dtype": "fp32"}, manifest
 
 
-def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[str, Any]) -> None:
+def _commit(
+    log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dict[str, Any] | None
+) -> None:
     update_ns = c.weight_update_ms * NS_PER_MS
     log.append(WeightUpdate(source=SOURCE), step=c.step, samples_count=c.samples, time_ns=update_ns)
-    sha256, size = tree_digest(c.path / "policy" / "weights")
+    # the Megatron weights' manifest root is their tree digest: hashed once, while they were loaded
+    sha256, size = (
+        (manifest["root"], sum(s["bytes"] for s in manifest["shards"]))
+        if manifest
+        else tree_digest(c.path / "policy" / "weights")
+    )
     written = _written_ns(c.path)
     committed = CheckpointCommitted(
         path=_relative(c.path, run),
@@ -309,6 +322,7 @@ def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[st
         dtype=_dtype(c.config),
         source=SOURCE,
         prompts=c.prompts,
+        manifest=manifest,
     )
     log.append(committed, step=c.step, samples_count=c.samples, time_ns=written)
 

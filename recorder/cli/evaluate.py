@@ -79,9 +79,28 @@ def eval_command(
         typer.Option(help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".'),
     ] = None,
     dtype: Annotated[
-        Literal["fp32", "bf16", "fp16"], typer.Option(help="Weights dtype of Hugging Face checkpoints.")
-    ] = "fp32",
+        Literal["fp32", "bf16", "fp16"] | None,
+        typer.Option(
+            help="The weights' dtype (default: the dtype the run rolled out in, the rule's precision; another "
+            "one is recorded as not the rule's)."
+        ),
+    ] = None,
     device: Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")] = "cpu",
+    model_code: Annotated[
+        Path | None, typer.Option(help="The root of your model's code (with --model-factory): imported from there.")
+    ] = None,
+    model_factory: Annotated[
+        str | None,
+        typer.Option(help="package.module:function under --model-code: called with the checkpoint's config."),
+    ] = None,
+    tensor_parallel_size: Annotated[int, typer.Option(help="--backend vllm: GPUs per model replica.")] = 1,
+    pipeline_parallel_size: Annotated[int, typer.Option(help="--backend vllm: pipeline stages.")] = 1,
+    enable_expert_parallel: Annotated[
+        bool, typer.Option("--enable-expert-parallel", help="--backend vllm: spread MoE experts over the GPUs.")
+    ] = False,
+    quantization: Annotated[
+        str | None, typer.Option(help="--backend vllm: the rollout's quantization (fp8, awq, ...).")
+    ] = None,
     trust_remote_code: Annotated[
         bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
     ] = False,
@@ -122,6 +141,7 @@ def eval_command(
             fingerprint=fingerprint,
             fingerprint_tolerance=fingerprint_tolerance,
             force=force,
+            loading={"dtype": dtype, "device": device, "model_code": model_code, "model_factory": model_factory},
         )
         return
     if tasks is not None or steps is not None or data_dir is not None:
@@ -147,6 +167,12 @@ def eval_command(
         device=device,
         trust_remote_code=trust_remote_code,
         force=force,
+        model_code=model_code,
+        model_factory=model_factory,
+        tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size,
+        enable_expert_parallel=enable_expert_parallel,
+        quantization=quantization,
     )
     summary = evaluate_run(run_dir, options, on_outcome=_print_outcome)
     # what decided: the spec's pass@k, or with --backend command the command's own accuracy
@@ -180,6 +206,7 @@ def _harness_eval(
     fingerprint: str,
     fingerprint_tolerance: float,
     force: bool,
+    loading: dict[str, Any],
 ) -> None:
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
@@ -208,6 +235,7 @@ def _harness_eval(
             fingerprint=fingerprint == "on",
             fingerprint_tolerance=fingerprint_tolerance,
             force=force,
+            **loading,
         ),
     )
     summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)

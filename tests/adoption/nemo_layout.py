@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -33,19 +34,36 @@ def config(prompts: int = PROMPTS, generations: int = GENERATIONS) -> dict[str, 
     }
 
 
+@functools.cache
+def _tokenizer() -> Any:
+    from tests.evaluator import hf_series
+
+    return hf_series.tokenizer()
+
+
+def _tiny(step: int) -> tuple[Any, Any]:
+    """A 16-wide random Llama, its weights differing by step (tests/evaluator/hf_series.py)."""
+    from tests.evaluator import hf_series
+
+    tok = _tokenizer()
+    return tok, hf_series.model(len(tok), step, hidden_size=16)
+
+
 WRITE_MS = 30_000  # a checkpoint's files are finished this long after its weight update
 
 
 def write_checkpoint(
     root: Path, step: int, update_ms: int, *, prompts_per_step: int = PROMPTS, cfg: dict[str, Any] | None = None
 ) -> Path:
-    """`root/step_N` with training_info.json, config.yaml and two MCore-like weight files, their modification
-    times set to WRITE_MS after the weight update (as a save that took that long would leave them)."""
+    """`root/step_N` with training_info.json, config.yaml and a tiny Llama's Megatron-Core weights
+    (`policy/weights/iter_0000000/`, torch DCP with Megatron's names; tests/formats/fixtures.py), their
+    modification times set to WRITE_MS after the weight update (as a save that took that long would leave
+    them)."""
+    from tests.formats import fixtures
+
     path = root / f"step_{step}"
-    weights = path / "policy" / "weights"
-    weights.mkdir(parents=True)
-    (weights / ".metadata").write_bytes(b"mcore-dist-metadata step %d" % step)
-    (weights / "__0_0.distcp").write_bytes(bytes(range(256)) * (step % 7 + 1))
+    tok, model = _tiny(step)
+    fixtures.write_mcore_weights(path, tok, model)
     (path / "config.yaml").write_text(yaml.safe_dump(cfg or config()))
     (path / "training_info.json").write_text(
         json.dumps(

@@ -58,7 +58,10 @@ def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
     assert c19["weight_update_ns"] == UPDATES_MS[19] * MS
     assert (run / c19["path"]).resolve() == (root / "step_19").resolve()
     assert (c19["sha256"], c19["bytes"]) == tree_digest(root / "step_19" / "policy" / "weights")
-    assert (c19["fingerprint"], c19["blocked_ns"], c19["source"], c19["dtype"]) == ({}, None, "nemo-rl", "bfloat16")
+    assert (c19["blocked_ns"], c19["source"], c19["dtype"]) == (None, "nemo-rl", "bfloat16")
+    # the Megatron weights load (trainer.policy.formats), so they are fingerprinted like Hugging Face ones
+    assert (c19["fingerprint"]["texts"], c19["fingerprint"]["dtype"]) == ("fixed", "fp32")
+    assert c19["manifest"]["root"] == c19["sha256"]
     assert commits[1].time_ns == c19["save_end_ns"] == (UPDATES_MS[19] + nemo_layout.WRITE_MS) * MS  # file mtimes
     (opened,) = _kinds(run, "run_opened")
     assert (opened.data["benchmark"], opened.data["global_batch_size"]) == ("qwen35_397b_grpo", 256)
@@ -70,7 +73,7 @@ def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
 def test_tree_digest_changes_with_any_weight_byte(tmp_path: Path) -> None:
     path = nemo_layout.write_checkpoint(tmp_path, 18, T0_MS)
     before = tree_digest(path / "policy" / "weights")
-    shard = path / "policy" / "weights" / "__0_0.distcp"
+    shard = path / "policy" / "weights" / "iter_0000000" / "__0_0.distcp"
     data = bytearray(shard.read_bytes())
     data[100] ^= 1
     shard.write_bytes(bytes(data))

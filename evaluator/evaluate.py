@@ -33,7 +33,11 @@ from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.rules import passes
 from trainer.policy import CheckpointError
-from trainer.policy.errors import ShardMismatchError, UnsafeMetadataError
+from trainer.policy.errors import ModelCodeError, ShardMismatchError, UnsafeMetadataError
+
+# Input no checkpoint of the session can be evaluated with (a hostile .metadata, model code that cannot be
+# used): recorded as the checkpoint's eval_failed, then the session stops with exit 2.
+ABORTS = (UnsafeMetadataError, ModelCodeError)
 
 if TYPE_CHECKING:
     from evaluator.facts import RunFacts
@@ -128,7 +132,7 @@ def evaluate_checkpoint(
         written = compute(ctx, cp, t0, score)
     except CheckpointRefused as e:
         return record_refusal(ctx, cp, e, t0)
-    except UnsafeMetadataError as e:  # hostile input: recorded, then the session stops (exit 2)
+    except ABORTS as e:  # recorded, then the session stops (exit 2)
         ctx.writer.append(
             EvalFailed(reason=str(e), error=type(e).__name__), step=cp.step, samples_count=cp.samples_count
         )
@@ -155,7 +159,7 @@ def compute(ctx: Context, cp: CommittedCheckpoint, t0: float, score: Scoring | N
     thread. Every failure comes out as a CheckpointRefused (interruptions propagate as they are)."""
     try:
         return (score or _score)(ctx, cp, t0)
-    except (CheckpointRefused, UnsafeMetadataError):
+    except (CheckpointRefused, *ABORTS):
         raise
     except ShardMismatchError as e:  # a shard differs from the commit: found while loading it
         raise HashMismatchError(f"step {cp.step}: {e}") from e
@@ -171,6 +175,11 @@ def record_refusal(ctx: Context, cp: CommittedCheckpoint, e: CheckpointRefused, 
         EvalFailed(reason=str(e), error=type(e).__name__, **e.details), step=cp.step, samples_count=cp.samples_count
     )
     return CheckpointEvaluation(reason=str(e), error=type(e).__name__, seconds=time.monotonic() - t0)
+
+
+def record_abort(ctx: Context, cp: CommittedCheckpoint, e: Exception) -> None:
+    """Close `cp`'s evaluation with an eval_failed naming input that stops the session (ABORTS)."""
+    ctx.writer.append(EvalFailed(reason=str(e), error=type(e).__name__), step=cp.step, samples_count=cp.samples_count)
 
 
 def record_interruption(ctx: Context, cp: CommittedCheckpoint, e: BaseException) -> None:

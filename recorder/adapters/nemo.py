@@ -10,13 +10,14 @@ and publishes each by renaming `tmp_step_N` to `step_N`:
 
 Samples are prompts x num_generations_per_prompt. The weights are a directory, so `sha256` is that of its
 `sha256sum`-style manifest (one "<sha256>  <relative path>" line per file, sorted by path) and `bytes` the
-sum of the file sizes. When the weights are a Hugging Face safetensors directory (`policy/weights/` or
-`policy/weights/model/` with config.json; tokenizer in `policy/tokenizer/`), format `nemo-rl-hf`, the import
-loads each checkpoint and records its fingerprint (trainer.policy.fingerprint: the mean log-likelihood of a
-task spec's dev split, or of fixed texts), which the evaluator recomputes before scoring. NeMo-RL records
-no fingerprint of MCore weights and not how long saving blocked training: they are written as {} and null,
-with `source: "nemo-rl"` saying who wrote them; `save_end_ns` is the newest file
-modification time of the checkpoint (when its write finished, as the file system saw it).
+sum of the file sizes. Every checkpoint is loaded (trainer.policy.formats: Hugging Face safetensors in
+`policy/weights[/model]/`, format `nemo-rl-hf`, or Megatron-Core `torch_dist` in `policy/weights/iter_*/`,
+format `nemo-rl-mcore`) and its fingerprint recorded (trainer.policy.fingerprint: the mean log-likelihood of
+a task spec's dev split, or of fixed texts, in float32), which the evaluator recomputes before scoring. The
+Megatron weights' files are hashed while they are loaded and their manifest recorded with the commit (its
+root is the same sha256). NeMo-RL does not record how long saving blocked training: it is written as null,
+with `source: "nemo-rl"` saying who wrote them; `save_end_ns` is the newest file modification time of the
+checkpoint (when its write finished, as the file system saw it).
 """
 
 from __future__ import annotations

@@ -49,13 +49,12 @@ class Side:
 
 
 def make_series(root: Path, model: str) -> Path:
-    """Two checkpoints (steps 18, 19) of `model` in NeMo-RL's layout, written with the tests' own helpers."""
-    sys.path.insert(0, str(REPO))  # tests/ is not an installed package
-    from tests.evaluator import hf_series, nemo_run
+    """Two checkpoints (steps 18, 19) of `model` in NeMo-RL's layout, written by evaluator.sample_series (as the tests write them)."""
+    from evaluator import sample_series
 
     if model == "smollm2":
-        return nemo_run.write_smollm2_series(root, STEPS)
-    return hf_series.write_series(root, {s: nemo_run.update_ms(s) for s in STEPS}, hidden_size=64, nudge=0.5)
+        return sample_series.write_smollm2_series(root, STEPS)
+    return sample_series.write_series(root, {s: sample_series.update_ms(s) for s in STEPS}, hidden_size=64, nudge=0.5)
 
 
 def ours(run: Path, spec: Path, tasks: int | None, batch_size: int, threads: int) -> Side:
@@ -168,12 +167,13 @@ def run_vllm_side(run: Path, spec: Path, tasks: int) -> None:
 
 def measure(args: Any, tmp: Path) -> list[Side]:
     from recorder.adapters.nemo import import_checkpoints
+    from trainer.policy.hf_fingerprint import hf_fingerprinter
     from trainer.policy.taskspec import shipped
 
     args.threads = args.threads or (os.cpu_count() or 1)
     spec = Path(args.task) if args.task.endswith(".toml") else shipped(args.task)
     series = make_series(tmp / "ckpt", args.model)
-    import_checkpoints(series, tmp / "run", task=spec)
+    import_checkpoints(series, tmp / "run", fingerprint=hf_fingerprinter(spec))
     sides = []
     for name in ("ours", "vllm"):
         shutil.copytree(tmp, tmp.parent / name, ignore=shutil.ignore_patterns("derived"))

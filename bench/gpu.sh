@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #8 on one GPU: our GRPO step vs TRL's, checkpoint overhead at every step, save limits.
+# On one GPU: our GRPO step vs TRL's, checkpoint overhead at every step, save limits.
 #   bench/gpu.sh RESULTS_DIR [extra gpu_bench.py flags, e.g. --tiny --device cpu]
 # Writes RESULTS_DIR/gpu-<UTC time>.jsonl (and a copy of the console log). Installs TRL, datasets and their
 # missing dependencies from the wheels bench/fetch_wheels.sh put in .whl/ (the GPU machine has no network),

@@ -1,4 +1,4 @@
-"""GPU performance bench (issue #8): our GRPO step against TRL's, checkpoint overhead at every step, and the
+"""GPU performance bench: our GRPO step against TRL's, checkpoint overhead at every step, and the
 physical limits of a save, all in one run on one model. Writes JSON lines (one record per measurement) to
 RESULTS_DIR/gpu-<UTC time>.jsonl and prints a summary table.
 
@@ -10,7 +10,7 @@ loss, weights_changed, ...); "limits" (d2h and disk bandwidth, lower bounds on b
 "summary" (speedup of ours over TRL, checkpoint overheads against `none`). A part that fails writes a
 record with "error" and the rest still runs, so one broken dependency costs one number, not the run. Each
 part has a share of --budget-s: ours stops early at its share (steps < steps_planned), or is "skipped".
-Targets (issue #8): ours >= 2x TRL's step speed; async checkpointing at every step <= 2% of step time.
+Targets: ours >= 2x TRL's step speed; async checkpointing at every step <= 2% of step time.
 """
 
 from __future__ import annotations

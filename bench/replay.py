@@ -4,7 +4,7 @@ Prints, from one run on this machine: events/s of derive (events in memory; read
 core's bench), the seconds mlperf-logging's parser and its 6.1.0 compliance checker take on the derived
 log, and the ratio. Target: deriving is faster than the checker reading its output.
 
-Then (issue 15): `recorder import` and `recorder score` (in process) of N imported runs, sets of 10 copies of
+Then: `recorder import` and `recorder score` (in process) of N imported runs, sets of 10 copies of
 a real result file from ../shared/corpus, against mlperf-logging's result summarizer
 (`_compute_strong_score_standalone`) over the same folders, as a ratio of CPU seconds; every set's score
 must agree. `--workers` processes (default: one per CPU) each run both sides on their folders in turn, so

@@ -9,7 +9,7 @@ scores.jsonl). The compliance checker, which `recorder replay` runs on each inte
 mlperf-logging's memory and time, not ours: `--check` adds the whole `recorder replay` command as a third row.
 
     python bench/replay_memory.py              # 64 MiB, a quick look
-    python bench/replay_memory.py --mb 1024    # the issue's 1 GB segment
+    python bench/replay_memory.py --mb 1024    # a 1 GB segment
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Where a step of bench/trainer_vs_trl.py goes at the issue's shapes, in CPU seconds (one thread), cheaply.
+"""Where a step of bench/trainer_vs_trl.py goes at the bench's shapes, in CPU seconds (one thread), cheaply.
 
     python bench/trainer_phases.py [--layers 30]
 

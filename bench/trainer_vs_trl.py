@@ -23,13 +23,13 @@ CPU seconds per step are printed beside wall seconds: on a loaded machine wall t
 with one thread a side's CPU seconds are close to its wall time on a quiet core.
 
 Defaults: one untimed step per side, then one timed step per side (about 6 minutes on 2 CPU cores; the
-issue's budget is 10). A trainer's speed is its steady state, and TRL's first step is not one: with TRL alone
+budget is 10). A trainer's speed is its steady state, and TRL's first step is not one: with TRL alone
 in its process it ran 2-14% faster than its later steps in three runs (86.7 s then 100-102 s; 103.3 s then
 109.5 and 100.8 s; 75.4 s then 85.1 and 85.3 s: bench/README.md).
 Without the warm-up, TRL's timed step would be that first one while ours follows a TRL step; with it, each
 timed step is a steady-state step that follows one of the other side's.
 
-`--alone` is a cross-check, not the issue's bench: TRL's side, then ours, each in a fresh process of its own
+`--alone` is a cross-check, not the bench itself: TRL's side, then ours, each in a fresh process of its own
 with the same flags (and only its own model), so that neither pays for the other's memory traffic. Over a
 few steps (`--alone --steps 3`) it gives each trainer's steady state as it would run by itself.
 
@@ -147,7 +147,7 @@ def main() -> None:
     ap.add_argument(
         "--alone",
         action="store_true",
-        help="a cross-check, not the issue's bench: each side in its own process, one after the other",
+        help="a cross-check, not the bench itself: each side in its own process, one after the other",
     )
     ap.add_argument("--side", choices=SIDES, default="both", help=argparse.SUPPRESS)  # one side of --alone
     args = ap.parse_args()

@@ -1,4 +1,4 @@
-"""Regenerate the README pictures: `python docs/make_pictures.py` (needs the `plot` extra).
+"""Regenerate the docs' pictures: `python docs/make_pictures.py` (needs the `plot` extra).
 
 worked-example.png: docs/design.md section 5's run (replay.synthetic.record_worked_example) evaluated in the
 order 19, 18, 20, scored by replay under every interpretation.

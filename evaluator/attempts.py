@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from recorder.evaluations import benchmark_score, evaluation_order
 from recorder.events import Event
 from recorder.kinds import EvalFailed
 from recorder.rules import passes
@@ -70,8 +71,8 @@ def attempts(events: Iterable[Event], *, writer: str | None = None) -> list[Atte
         if e.kind == "eval_failed" and (closed := EvalFailed.from_event(e).interrupted_segment):
             closers[(closed, e.step)] = e
             continue
-        if benchmark and e.kind == "eval_result" and e.key not in (None, "accuracy"):
-            continue  # other metrics (lm-eval tasks) are not the benchmark's score
+        if benchmark and e.kind == "eval_result" and benchmark_score(e) is None:
+            continue  # only a well-formed accuracy is the benchmark's score (recorder.evaluations)
         slot = rows.setdefault((e.segment, e.step), {})
         slot.setdefault(e.kind.removeprefix("eval_"), e)
     return [
@@ -89,10 +90,12 @@ def attempts(events: Iterable[Event], *, writer: str | None = None) -> list[Atte
 
 
 def scored(all_attempts: list[Attempt]) -> dict[int, Attempt]:
-    """{step: its first scored attempt}: what must not be evaluated again."""
+    """{step: its first scored attempt}, in the one order of evaluations replay scores by
+    (recorder.evaluations.evaluation_order): what must not be evaluated again, and what decides the score."""
     out: dict[int, Attempt] = {}
-    for a in all_attempts:
-        if a.status == "scored" and a.step is not None:
+    done = [(evaluation_order(a.start, a.result), a) for a in all_attempts if a.result is not None]
+    for _, a in sorted(done, key=lambda pair: pair[0]):
+        if a.step is not None:
             out.setdefault(a.step, a)
     return out
 

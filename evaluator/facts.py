@@ -10,11 +10,13 @@ from typing import Any
 from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError, SettingsError, UnverifiedRunError
 from evaluator.settings import RunEvalConfig, run_eval_config
+from recorder.catalogue import may_write
 from recorder.events import Event
-from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
 from recorder.reader import read_run, run_id_from
 from recorder.run import RunDir
+from recorder.upcast import upcast_data
+from recorder.verify import verify_run
 from recorder.verify.eval_settings import RecordedEval
 from trainer.policy.taskspec import BUILTIN_TASK
 
@@ -38,16 +40,16 @@ class RunFacts:
 
 
 def task_path(config: Mapping[str, Any], override: Path | None) -> Path:
-    """The task spec to score: the command's, else the one the run trained on (`eval.task`; a run recorded
-    before that field names its spec in `task`), else the built-in addition."""
+    """The task spec to score: the command's, else the one the run trained on (`eval.task` of its config, as
+    recorder.upcast gives it), else the built-in addition."""
     from trainer.policy.taskspec import shipped
 
     if override is not None:
         return override
     section = config.get("eval")
-    for recorded in ((section or {}).get("task") if isinstance(section, Mapping) else None, config.get("task")):
-        if isinstance(recorded, str) and recorded and recorded != BUILTIN_TASK:
-            return Path(recorded)
+    recorded = section.get("task") if isinstance(section, Mapping) else None
+    if isinstance(recorded, str) and recorded and recorded != BUILTIN_TASK:
+        return Path(recorded)
     return shipped(BUILTIN_TASK)
 
 
@@ -81,14 +83,16 @@ def check_recorded_task(recorded: RecordedEval, path: Path, given: bool) -> None
 
 def require_verified(run: RunDir, force: bool) -> list[str]:
     """The run's verification problems (empty when intact); UnverifiedRunError unless `force`."""
-    problems = [str(p) for p in verify_with_cache(run).problems]
+    report = verify_run(run)
+    problems = [str(p) for p in report.problems]
+    waived = [f"UNTRUSTED (judged with --untrusted-ok): {p}" for p in report.untrusted]
     if problems and not force:
         shown = "; ".join(problems[:3]) + (f"; ... and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise UnverifiedRunError(
             f"{run.path} fails verification ({shown}); only intact runs are evaluated. Run `recorder verify "
             f"{run.path}` for the details, or pass --force to evaluate anyway (results are marked {UNVERIFIED})."
         )
-    return problems
+    return waived + problems  # a waived trust problem marks every result as an unverified one does
 
 
 def read_facts(
@@ -99,7 +103,7 @@ def read_facts(
     With `task` (a spec file), its settings replace the ones the run recorded."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     unverified = require_verified(run, force)
-    events = read_run(run).events
+    events = [e for e in read_run(run).events if may_write(e.writer, e.kind)]  # verify's rule kind-writer
     opened_event = next((e for e in events if e.kind == "run_opened"), None)
     if opened_event is None:
         raise NotEvaluableError(f"{run.path}: no run_opened event: not a recorded training run")
@@ -119,7 +123,7 @@ def read_facts(
     if not cps:
         raise NotEvaluableError(f"{run.path}: no checkpoint_committed event: nothing to evaluate")
     candidates, problems = check_series(cps, gbs, stop.step, allow_gaps=allow_gaps)
-    config = dict(opened.config)
+    config = upcast_data("run_opened", opened_event.data)["config"]  # older runs in today's shape
     recorded = RecordedEval.from_config(config)
     if recorded is not None:  # recorded by `recorder train`: its own settings, on its own task
         check_recorded_task(recorded, task_path(config, task), given=task is not None)

@@ -29,6 +29,7 @@ from recorder.kinds import EvalFailed
 from recorder.log import LogWriter
 from recorder.rules import passes
 from recorder.run import RunDir, derived_dir
+from trainer.policy.kernels import pin_cpu_kernels, recorded_pinned
 
 WRITER = "evaluator"
 
@@ -187,6 +188,7 @@ def _evaluate_locked(
         todo = _todo(steps, done, target, options.all)[: options.limit]
         workers_name = "none"
         if todo:
+            pin_cpu_kernels(_trained_pinned(facts))  # before the workers load torch: the run's float order
             workers = workers_factory(options.workers, options.ray_address)
             stack.callback(workers.close)
             workers_name = workers.name
@@ -210,6 +212,12 @@ def _evaluate_locked(
             remaining=handout.remaining(),
             unverified=facts.unverified,
         )
+
+
+def _trained_pinned(facts: RunFacts) -> bool:
+    """Whether the run was trained with pinned CPU kernels (its provenance says; an import's does not)."""
+    opened = next((e for e in facts.events if e.kind == "run_opened"), None)
+    return opened is not None and recorded_pinned(opened.data.get("provenance"))
 
 
 def _in_order(steps: list[int], ended: dict[int, Outcome], everything: bool) -> list[Outcome]:

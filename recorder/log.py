@@ -1,6 +1,6 @@
 """The log writer: appends events to its own segment, durably, thread-safely, with a digest chain.
 
-Durability policy (also in the README):
+Durability policy (also in docs/design.md, section 3):
 - every event reaches the OS (one `write` per event) before `append` returns, so a killed process loses
   nothing it appended;
 - critical kinds (catalogue.toml: weight updates, checkpoint commits, eval results, run boundaries) are
@@ -11,7 +11,7 @@ A writer that copies a record kept elsewhere (`recorder import` of a finished ml
 `durability="at-close"` instead: nothing is fsynced until `close`, which fsyncs the segment and its folder
 once. A power loss mid-import leaves a torn or unclosed segment (verify says so) while the source file still
 holds every fact, so importing again loses nothing; 26 fsyncs per typical result file were most of the
-import's time (bench/README.md, issue 15).
+import's time (bench/README.md, bench/replay.py --imported-runs).
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ from recorder.catalogue import check_kind, critical_kinds
 from recorder.errors import EncodeError, InputError, LogWriteError, WriterClosedError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.kinds import Payload, SegmentClosed, SegmentOpened
+from recorder.manifest import MANIFEST_FILE, Entry, manifest_path, record_signed_segment
 from recorder.reader import recorded_run_id
 from recorder.run import RunDir, fsync_dir
 from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row_encoder, schema_message, segment_name
-from recorder.signing import ALGORITHM, Signer, signer_from_environment
+from recorder.signing import ALGORITHM, SIGNING_KEY_ENV, Signer, signer_from_environment
 
 GROUP_COMMIT_S = 0.1
 Durability = Literal["critical", "at-close"]
@@ -82,6 +83,11 @@ class LogWriter:
         self.writer = writer
         # Loaded before the segment exists: a bad key file leaves nothing behind.
         self._signer = signer_from_environment() if signer == "environment" else signer
+        if self._signer is None and manifest_path(self.run).exists():
+            raise InputError(
+                f"{self.run.path}: a signed run ({MANIFEST_FILE}); an unsigned segment would fail its every "
+                f"verdict: give its key with --signing-key or {SIGNING_KEY_ENV}"
+            )
         self.run_id = recorded_run_id(self.run)  # a copied run keeps its own id, not the folder's
         self._clock = clock
         self._lock = threading.Lock()
@@ -299,6 +305,9 @@ class LogWriter:
                 if self._flusher.is_alive():
                     self._flusher.join()
                 os.close(self._fd)
+            if self._signer is not None:  # the run's set of signed segments is signed too (recorder.manifest)
+                entry = Entry(events=self._seq, digest=self._previous.hex())
+                record_signed_segment(self.run, self.run_id, self._signer, self.segment, entry)
 
     def _write_closing_record(self) -> None:
         """`segment_closed`; when signing, with the signature of the digest the record has unsigned."""

@@ -6,9 +6,11 @@ describe the code the same way. No torch import: package versions come from inst
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
+import sys
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -72,4 +74,16 @@ def provenance() -> dict[str, Any]:
         "packages": package_versions(),
         "host": socket.gethostname(),
         "python": platform.python_version(),
+        "cpu_kernels": cpu_kernels(),
+    }
+
+
+def cpu_kernels() -> dict[str, str | None]:
+    """The CPU kernels torch computes with (trainer/policy/kernels.py pins them for the tiny model): ATen's
+    capability (once torch has loaded; before, what the environment asks for) and MKL's code path."""
+    torch: Any = sys.modules.get("torch")
+    asked = os.environ.get("ATEN_CPU_CAPABILITY")
+    return {
+        "aten": asked if torch is None else str(torch.backends.cpu.get_cpu_capability()),
+        "mkl_cbwr": os.environ.get("MKL_CBWR"),
     }

@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from recorder.errors import SegmentError
+from recorder.errors import InputError, SegmentError
 
 
 def kind_of(mode: int) -> str:
@@ -64,3 +64,34 @@ def read_regular(path: Path) -> bytes:
             return f.read()
     finally:
         os.close(fd)
+
+
+class IrregularFileError(InputError):
+    """An input that is not a regular file, or is larger than its reader allows."""
+
+
+def read_bounded(path: Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most `limit` bytes, read through one descriptor that never follows
+    a symlink nor blocks (a FIFO); IrregularFileError naming it otherwise. A sparse file is judged by its
+    apparent size, and a file that grows while it is read stops at `limit + 1` bytes: nothing past the limit
+    is ever read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as e:
+        why = "a symlink, not followed" if os.path.islink(path) else e.strerror
+        raise IrregularFileError(f"{path}: cannot read the {what} ({why})") from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise IrregularFileError(f"{path}: {kind_of(st.st_mode)}, not a regular file; give a {what} file")
+        if st.st_size > limit:
+            raise IrregularFileError(f"{path}: {st.st_size:,} bytes, larger than a {what} may be ({limit:,})")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise IrregularFileError(f"{path}: cannot read the {what} ({e.strerror})") from e
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise IrregularFileError(f"{path}: grew past {limit:,} bytes while it was read; a {what} is smaller")
+    return data

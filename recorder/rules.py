@@ -55,13 +55,11 @@ def passes_sql(accuracy: str, target: str) -> str:
 
 
 def recorded_target(opened: Mapping[str, Any] | None) -> float | None:
-    """The pass target a run recorded in its run_opened data: `target`, or, for runs recorded before that
-    field existed, the resolved config's `eval.target`. None when it recorded neither (imported logs)."""
-    if not opened:
-        return None
-    value = opened.get("target")
-    if value is None:
-        value = ((opened.get("config") or {}).get("eval") or {}).get("target")
+    """The pass target a run recorded in its run_opened data, `target` (recorder.upcast reads it from the
+    config of runs recorded before the field). None when it recorded none (imported logs)."""
+    from recorder.upcast import upcast_data
+
+    value = upcast_data("run_opened", opened).get("target")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 

@@ -73,6 +73,10 @@ class Signer:
     def sign(self, unsigned_digest: bytes) -> str:
         return self.key.sign(signed_message(unsigned_digest)).hex()
 
+    def sign_message(self, message: bytes) -> str:
+        """A signature of `message` as given (its caller puts its own domain in front)."""
+        return self.key.sign(message).hex()
+
 
 def load_signer(path: Path | str) -> Signer:
     """The Ed25519 private key at `path` (PEM PKCS#8, as `recorder keygen` writes, or OpenSSH)."""
@@ -113,16 +117,23 @@ def use_signing_key(path: Path) -> Signer:
 
 def signature_valid(public_key_hex: str, signature_hex: str, unsigned_digest: bytes) -> bool:
     """Whether `signature_hex` is the key's signature of the closing digest (False for malformed input)."""
+    return message_signature_valid(public_key_hex, signature_hex, signed_message(unsigned_digest))
+
+
+def message_signature_valid(public_key_hex: object, signature_hex: object, message: bytes) -> bool:
+    """Whether `signature_hex` is the key's signature of `message` (False for malformed input)."""
     try:
         from cryptography.exceptions import InvalidSignature
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     except ImportError as e:
         raise _crypto_missing(e) from e
+    if not isinstance(public_key_hex, str) or not isinstance(signature_hex, str):
+        return False
     if len(public_key_hex) != PUBLIC_KEY_HEX or len(signature_hex) != SIGNATURE_HEX:
         return False
     try:
         key = Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key_hex))
-        key.verify(bytes.fromhex(signature_hex), signed_message(unsigned_digest))
+        key.verify(bytes.fromhex(signature_hex), message)
     except (ValueError, InvalidSignature):
         return False
     return True

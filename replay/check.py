@@ -34,6 +34,7 @@ class CheckResult:
     mlperf_logging: str
     error: str | None = None  # 'checker error: <type>: <message>' when the checker itself raised
     ran: bool = True  # False: not applicable (no RCPs for the benchmark, open division); `reasons` says why
+    warnings: tuple[str, ...] = ()  # what the checker warned of (a second run_start), kept with its verdict
 
     @property
     def verdict(self) -> str:
@@ -48,7 +49,8 @@ class CheckResult:
         head = f"{self.tool} (mlperf-logging {self.mlperf_logging}, training {self.ruleset}): "
         if self.error is not None:
             return head + self.error
-        return head + self.verdict + (": " + "; ".join(self.reasons) if self.reasons else "")
+        warned = f" (warning: {'; '.join(self.warnings)})" if self.warnings else ""
+        return head + self.verdict + warned + (": " + "; ".join(self.reasons) if self.reasons else "")
 
 
 def checker_error(e: BaseException) -> str:
@@ -101,11 +103,34 @@ def _compliance_written(write: Callable[[TextIO], object], ruleset: str, usage: 
         return compliance_file(path, ruleset, usage)
 
 
+def _first_long_line(path: Path) -> str | None:
+    """Why the checker is not run on `path`: its first line over LINE_LIMIT (read a bounded piece at a time)."""
+    from replay.mllog_format import LINE_LIMIT
+
+    with open(path, "rb") as f:
+        number, length = 1, 0
+        while chunk := f.read(1 << 20):
+            for i, piece in enumerate(chunk.split(b"\n")):
+                if i:
+                    number, length = number + 1, 0
+                length += len(piece)
+                if length > LINE_LIMIT:
+                    return (
+                        f"line {number} is longer than {LINE_LIMIT:,} bytes: not checked (the compliance "
+                        "checker's time grows with the square of a line's length)"
+                    )
+    return None
+
+
 def compliance_file(path: Path, ruleset: str, usage: str = "training") -> CheckResult:
     """The compliance checker on a file as it is: its verdict, or the exception it raised as a verdict."""
     from mlperf_logging.compliance_checker import mlp_compliance
 
     from replay.checker_configs import parsed_once
+
+    too_long = _first_long_line(path)
+    if too_long is not None:  # the checker would take hours on it: not run, and the log does not pass
+        return CheckResult("compliance checker", ruleset, False, (too_long,), mlperf_logging_version())
 
     with _quiet(), parsed_once(mlp_compliance):
         del mlp_compliance.enqueued_configs[:]  # a module-level queue: left over by an earlier failure
@@ -116,8 +141,14 @@ def compliance_file(path: Path, ruleset: str, usage: str = "training") -> CheckR
             del mlp_compliance.enqueued_configs[:]
             return CheckResult("compliance checker", ruleset, False, (), mlperf_logging_version(), checker_error(e))
     messages = [*checker.not_overwritable, *checker.overwritable.values()]
+    warnings = tuple(_reason(m) for m in checker.warnings.values())  # a pass with warnings is not a clean pass
     return CheckResult(
-        "compliance checker", ruleset, bool(valid), tuple(_reason(m) for m in messages), mlperf_logging_version()
+        "compliance checker",
+        ruleset,
+        bool(valid),
+        tuple(_reason(m) for m in messages),
+        mlperf_logging_version(),
+        warnings=warnings,
     )
 
 

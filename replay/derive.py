@@ -21,11 +21,18 @@ from mlperf_logging.mllog import constants as C
 from recorder import kinds
 from recorder.events import Event
 from recorder.rules import BENCHMARK
-from replay.errors import InterpretationNotApplicableError, MissingFactError, NoCheckpointError, NothingToEmitError
+from replay.errors import (
+    InterpretationNotApplicableError,
+    LineTooLongError,
+    MissingFactError,
+    NoCheckpointError,
+    NothingToEmitError,
+)
 from replay.interpretations import AS_RECORDED, Plan, get_interpretation, inline_at
 from replay.mllog_format import (
     INTERVAL_END,
     INTERVAL_START,
+    LINE_LIMIT,
     POINT_IN_TIME,
     ParsedLine,
     encode_line,
@@ -120,7 +127,15 @@ class _Writer:
         time_ns, src = (at.time_ns, at.source) if isinstance(at, Point) else (at, source or "")
         self.count += 1
         metadata = {"file": src, "lineno": self.count, **meta}
-        return encode_line(ns_to_ms(time_ns), event_type, key, value, metadata)
+        line = encode_line(ns_to_ms(time_ns), event_type, key, value, metadata)
+        if len(line) > LINE_LIMIT:  # refused before any checker reads it: its time is quadratic in the length
+            where = f"step {meta['step']}'s" if meta.get("step") is not None else "its"
+            raise LineTooLongError(
+                f"{src or 'the run'}: {where} {key} line would be {len(line):,} characters, over the {LINE_LIMIT:,} "
+                "an mllog line may have (the compliance checker's time grows with the square of a line's "
+                "length); record shorter values"
+            )
+        return line
 
 
 def _configs(tl: Timeline, rules: Ruleset, out: _Writer) -> Iterator[str]:

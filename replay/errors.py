@@ -53,6 +53,10 @@ class ImportFileError(ReplayError, InputError):
     """An mllog file that cannot be imported (missing, unreadable, no ':::MLLOG' line)."""
 
 
+class ReplayOutputError(ReplayError, InputError):
+    """An output file (`replay -o`) that cannot be written: a read-only mount, a full disk."""
+
+
 class UnverifiedRunError(ReplayError, DataError):
     """The run fails `recorder verify`: nothing is derived from it unless forced."""
 
@@ -61,3 +65,7 @@ class NoCheckpointError(ReplayError, DataError):
     """A recorded run that stopped before its first checkpoint: nothing can be evaluated, no minutes exist."""
 
     status = "no checkpoint"
+
+
+class LineTooLongError(ReplayError, DataError):
+    """A fact that would make an mllog line longer than the compliance checker reads in reasonable time."""

@@ -14,6 +14,10 @@ from typing import Any
 from mlperf_logging.mllog import constants as C
 
 TOKEN = ":::MLLOG"
+# The longest mllog line replay derives, imports or hands to the compliance checker. The checker's time grows
+# with the square of a line's length (one line of 80,000 characters took 18 s on a shared 2-core machine,
+# so 1 MB would take most of an hour); a logger's records are a few hundred bytes (the corpus's longest: 359).
+LINE_LIMIT = 16 * 1024
 # mlperf-logging's parser keeps `re.sub(".*:::MLLOG ", ":::MLLOG ", line)`: the record after the last
 # ':::MLLOG ' (with its space) is the line's record, so two records on one line read as the second.
 PARSER_TOKEN = TOKEN + " "

@@ -9,6 +9,7 @@ tests/replay/test_score.py checks that we match `_compute_strong_score_standalon
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,10 +30,12 @@ def max_dropped(benchmark: str | None) -> int:
 
 
 def olympic(minutes: Sequence[float | None], benchmark: str | None) -> Score:
-    """The olympic mean of converged runs' minutes (None = not converged) as the summarizer computes it."""
+    """The olympic mean of converged runs' minutes (None = not converged) as the summarizer computes it.
+    Minutes that are not finite (a NaN run_stop time) count as not converged: a NaN sorts anywhere and
+    would be dropped or kept by its place in the set."""
     from mlperf_logging.result_summarizer.result_summarizer import _compute_olympic_average
 
-    converged = [m for m in minutes if m is not None]
+    converged = [m for m in minutes if m is not None and math.isfinite(m)]
     dropped = len(minutes) - len(converged)
     limit = max_dropped(benchmark)
     if dropped > limit:

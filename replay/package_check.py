@@ -4,19 +4,90 @@
 It runs in a subprocess (it configures the root logger and prints), on a copy of the folder: its RCP check
 rewrites each benchmark folder's scaling.json (`set_scaling=True`), and a checker must not change what it
 checks. The copy, with the scaling factors it set, is what the summarizer would then score.
+
+The copy holds regular files and folders only, each file at most FILE_LIMIT bytes and all of them at most
+TOTAL_LIMIT: a symlink (to /dev/zero, or to a parent folder: a loop), a FIFO, a device or a sparse giant is
+named and refused, never opened or followed, so nothing outside the folder is read and no read blocks.
 """
 
 from __future__ import annotations
 
-import shutil
+import os
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from recorder.regular import kind_of
 from replay.check import CheckResult, mlperf_logging_version
+from replay.errors import ImportFileError
 
 NO_ERRORS = "PACKAGE CHECKER FOUND NO ERRORS"
+FILE_LIMIT = 1 << 30  # the largest mllog of a real submission is a few MB
+TOTAL_LIMIT = 8 << 30
+
+
+class HostileSubmissionError(ImportFileError):
+    """A submission folder holding entries that are not regular files or folders, or too large to copy."""
+
+    def __init__(self, refused: list[str]) -> None:
+        self.refused = refused
+        super().__init__("\n".join(refused))
+
+
+def copy_submission(folder: Path, copy: Path) -> None:
+    """Copy the regular files and folders of `folder` to `copy`; HostileSubmissionError naming every refused
+    entry (one line each) when there is any."""
+    refused: list[str] = []
+    total = [0]
+    _copy_tree(folder, copy, refused, total)
+    if refused:
+        raise HostileSubmissionError(refused)
+
+
+def _copy_tree(src: Path, dst: Path, refused: list[str], total: list[int]) -> None:
+    dst.mkdir()
+    try:
+        entries = sorted(os.scandir(src), key=lambda e: e.name)
+    except OSError as e:
+        refused.append(f"{src}: cannot list the folder ({e.strerror}), not copied")
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if stat.S_ISDIR(mode):
+            _copy_tree(path, dst / entry.name, refused, total)
+        elif not stat.S_ISREG(mode):
+            refused.append(f"{path}: {kind_of(mode)}, not a regular file: not copied (remove it from the folder)")
+        else:
+            _copy_file(path, dst / entry.name, refused, total)
+
+
+def _copy_file(src: Path, dst: Path, refused: list[str], total: list[int]) -> None:
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as e:
+        refused.append(f"{src}: cannot be read ({e.strerror}): not copied")
+        return
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped since it was listed
+            refused.append(f"{src}: {kind_of(st.st_mode)}, not a regular file: not copied")
+            return
+        if st.st_size > FILE_LIMIT or total[0] + st.st_size > TOTAL_LIMIT:
+            refused.append(
+                f"{src}: {st.st_size:,} bytes, more than a submission file may be ({FILE_LIMIT:,}; "
+                f"{TOTAL_LIMIT:,} in all): not copied"
+            )
+            return
+        data = f.read(FILE_LIMIT + 1)
+    if len(data) > FILE_LIMIT:
+        refused.append(f"{src}: grew past {FILE_LIMIT:,} bytes while it was copied: not copied")
+        return
+    total[0] += len(data)
+    with open(dst, "xb") as out:
+        out.write(data)
 
 
 @dataclass(frozen=True)
@@ -30,7 +101,7 @@ class PackageCheck:
 def check_package(folder: Path, ruleset: str, workdir: Path) -> PackageCheck:
     """Copy `folder` under `workdir`, run the package checker on the copy, and read its verdict."""
     copy = workdir / folder.resolve().name
-    shutil.copytree(folder, copy)
+    copy_submission(folder, copy)
     log = workdir / "package_checker.log"
     done = subprocess.run(
         [

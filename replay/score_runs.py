@@ -16,6 +16,8 @@ from typing import Any
 from recorder.reader import recorded_run_id
 from recorder.rules import not_comparable
 from recorder.run import RunDir
+from recorder.verify import VerifyReport
+from recorder.verify.proof import proven_by
 from replay.check import CheckResult, compliance_lines, rcp
 from replay.derive import Derivation, derive_from
 from replay.errors import ReplayError, ScoreInputError
@@ -25,7 +27,7 @@ from replay.run_scan import RunScan, scan_verified
 from replay.scores import Outcome, compute_scores, write_rows
 from replay.set_score import RunOutcome, SetScore, score_set
 from replay.timeline import Timeline
-from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, verified
+from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED, mark_rows, verified
 
 
 @dataclass
@@ -36,6 +38,8 @@ class _Run:
     unverified: list[str]
     label: str
     interpretation: str
+    untrusted: list[str]  # trust problems judged past with --untrusted-ok
+    report: VerifyReport  # what the verdict rests on (recorder.verify.proof)
 
     @property
     def tl(self) -> Timeline:
@@ -62,18 +66,25 @@ def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force:
     scan = scan_verified(report)[0]
     tl = scan.timeline
     known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)
+    untrusted = [str(p) for p in report.untrusted]
     marks = (
-        ([UNVERIFIED] if unverified else [])
+        ([UNTRUSTED] if untrusted else [])
+        + ([UNVERIFIED] if unverified else [])
         + (["RESUMED"] if scan.resumed else [])
         + ([NOT_COMPARABLE] if not_comparable(scan.target) else [])
     )
     label = recorded_run_id(run) + (f" ({', '.join(marks)})" if marks else "")
     default = AS_RECORDED if scan.imported else "official"
-    return _Run(run, scan, known, unverified, label, interpretation or default)
+    return _Run(run, scan, known, unverified, label, interpretation or default, untrusted, report)
 
 
 def _marks(run: _Run) -> dict[str, Any]:
-    return {"unverified": run.unverified, "resumed": run.scan.resumed, "target": run.scan.target}
+    return {
+        "unverified": run.unverified,
+        "resumed": run.scan.resumed,
+        "target": run.scan.target,
+        "untrusted": run.untrusted,
+    }
 
 
 def _one(values: set[Any], what: str, runs: Sequence[_Run]) -> Any:
@@ -113,12 +124,14 @@ def _outcome(run: _Run) -> tuple[RunOutcome, Derivation | None]:
     except ReplayError as e:
         rows = compute_scores(run.run, run.known.name, scan=run.scan)
         write_rows(run.run, mark_rows(rows, **_marks(run)))
-        return RunOutcome(run.label, None, "none", None, str(e), run.interpretation), None
+        proof = proven_by(run.report, None)
+        return RunOutcome(run.label, None, "none", None, str(e), run.interpretation, proof), None
     check = compliance_lines(d.lines, run.known.name)
     done: dict[str, Outcome] = {run.interpretation: (d, check)}
     rows = compute_scores(run.run, run.known.name, done=done, scan=run.scan)
     write_rows(run.run, mark_rows(rows, **_marks(run)))
-    return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation), d
+    proof = proven_by(run.report, d.passing_step)
+    return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation, proof), d
 
 
 def score_runs(

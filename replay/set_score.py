@@ -12,6 +12,7 @@ Power results are out of scope.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,15 +31,21 @@ class RunOutcome:
     check: CheckResult | None  # None: nothing was derived to check
     error: str = ""  # why nothing was derived
     interpretation: str = ""
+    proof: str = ""  # what the verdict rests on (recorder.verify.proof)
 
     @property
     def compliant(self) -> bool:
         return self.check is not None and self.check.ok
 
     @property
+    def finite(self) -> bool:
+        """Minutes that are a number: a NaN or infinite run_stop time scores nothing, wherever it sits."""
+        return self.minutes is not None and math.isfinite(self.minutes)
+
+    @property
     def counted(self) -> bool:
         """Whether the summarizer keeps this run's minutes (else it drops the run)."""
-        return self.compliant and self.minutes is not None
+        return self.compliant and self.finite
 
     def reasons(self) -> list[str]:
         if self.check is None:
@@ -48,6 +55,8 @@ class RunOutcome:
         out = list(self.check.reasons)
         if self.check.ok and self.minutes is None:
             out.append("no run_start or run_stop line")
+        elif self.minutes is not None and not self.finite:
+            out.append(f"minutes are not a number ({self.minutes}): its run_start or run_stop time is not finite")
         return out
 
 
@@ -79,10 +88,11 @@ class SetScore:
                 {
                     "run": r.run,
                     "interpretation": r.interpretation,
-                    "minutes": r.minutes,
+                    "minutes": r.minutes if r.finite else None,
                     "status": r.status,
                     "compliant": r.compliant,
                     "reasons": r.reasons(),
+                    "proven_by": r.proof,
                 }
                 for r in self.runs
             ],

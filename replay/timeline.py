@@ -14,15 +14,15 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from recorder import kinds
+from recorder.catalogue import may_write, records_timing_of
+from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER, Performed, benchmark_score, performed
 from recorder.events import Event
 from recorder.reader import run_id_from
-from recorder.rules import finite_score, recorded_target
+from recorder.rules import recorded_target
 from replay.errors import DuplicateResultError, MissingFactError
 
-BENCHMARK_METRIC = "accuracy"  # eval_result key of the benchmark's pass@k; other keys are zero-shot tasks
-# Zero-shot tasks (`recorder eval --harness`) have their own writer: their starts, stops and failures are not
-# the benchmark's evaluations and never take part in its mllog.
-ZERO_SHOT_WRITER = "harness"
+# Zero-shot tasks (`recorder eval --harness`) have their own writer (ZERO_SHOT_WRITER): their starts, stops
+# and failures are not the benchmark's evaluations and never take part in its mllog.
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,46 +176,39 @@ class Timeline:
 
 
 def _evaluations(run_id: str, ordered: list[Event]) -> tuple[list[Evaluation], list[str], list[int]]:
-    starts: dict[int, list[Event]] = {}
-    stops: dict[int, list[Event]] = {}
-    results: dict[int, Event] = {}
+    """The benchmark's evaluations as recorder.evaluations reads them (the rows that count, in the one order),
+    the problems of rows that claim a score but are not one, and the steps whose evaluations all failed."""
     problems: list[str] = []
     failed: list[int] = []
     for e in ordered:
         if e.step is None or e.writer == ZERO_SHOT_WRITER:
             continue
-        if e.kind == "eval_start":
-            starts.setdefault(e.step, []).append(e)
-        elif e.kind == "eval_stop":
-            stops.setdefault(e.step, []).append(e)
-        elif e.kind == "eval_failed":
+        if e.kind == "eval_failed":
             failed.append(e.step)
-        elif e.kind == "eval_result" and e.key == BENCHMARK_METRIC:
-            if finite_score(e.value) is None:
-                shown = repr(e.value) if not isinstance(e.value, int) else f"an integer of {len(str(e.value))} digits"
-                problems.append(
-                    f"run {run_id}: the '{BENCHMARK_METRIC}' result of step {e.step} ({e.segment} seq "
-                    f"{e.seq}) is {shown[:80]}, not a finite number"
-                )
-                continue
-            if e.step in results:
-                first = results[e.step]
-                problems.append(
-                    f"run {run_id}: duplicate '{BENCHMARK_METRIC}' results for step {e.step} "
-                    f"({first.segment} seq {first.seq}: {first.value}; {e.segment} seq {e.seq}: {e.value}); "
-                    "keep one evaluation per checkpoint (move the extra evaluator segment out of events/)"
-                )
-                continue
-            results[e.step] = e
+        elif e.kind == "eval_result" and e.key == BENCHMARK_METRIC and benchmark_score(e) is None:
+            shown = repr(e.value) if not isinstance(e.value, int) else f"an integer of {len(str(e.value))} digits"
+            problems.append(
+                f"run {run_id}: the '{BENCHMARK_METRIC}' result of step {e.step} ({e.segment} seq "
+                f"{e.seq}) is {shown[:80]}, not a finite number in [0, 1]"
+            )
+    results: dict[int, Performed] = {}
+    for p in performed(ordered):
+        first = results.setdefault(p.step, p)
+        if first is not p:
+            a, b = first.result, p.result
+            problems.append(
+                f"run {run_id}: duplicate '{BENCHMARK_METRIC}' results for step {p.step} "
+                f"({a.segment} seq {a.seq}: {a.value}; {b.segment} seq {b.seq}: {b.value}); "
+                "keep one evaluation per checkpoint (move the extra evaluator segment out of events/)"
+            )
     evaluations = []
-    for step, r in results.items():
-        start = max((s for s in starts.get(step, []) if s.time_ns <= r.time_ns), key=lambda s: s.time_ns, default=r)
-        stop = min((s for s in stops.get(step, []) if s.time_ns >= r.time_ns), key=lambda s: s.time_ns, default=r)
+    for p in results.values():
+        r = p.result
         samples = r.samples_count if r.samples_count is not None else -1
-        value = finite_score(r.value)
-        assert value is not None  # results holds only finite scores
-        evaluations.append(Evaluation(step, samples, value, _point(start), _point(r), _point(stop)))
-    evaluations.sort(key=lambda ev: (ev.start.time_ns, ev.result.time_ns, ev.step))
+        value = benchmark_score(r)
+        assert value is not None  # performed() holds only well-formed results
+        start, stop = p.start or r, p.stop or r
+        evaluations.append(Evaluation(p.step, samples, value, _point(start), _point(r), _point(stop)))
     return evaluations, problems, sorted(set(failed) - set(results))
 
 
@@ -248,25 +241,44 @@ _EVALUATION_KINDS = frozenset({"eval_start", "eval_result", "eval_stop", "eval_f
 _RARE_KINDS = _FIRST_KINDS | _EVALUATION_KINDS | {"mllog_config"}
 
 
+def _owned(by_writer: dict[str, dict[int, tuple[Key, F]]], owner: str | None) -> dict[int, tuple[Key, F]]:
+    """Per step, the first fact (canonical order) of the writers that record the run's timing facts."""
+    out: dict[int, tuple[Key, F]] = {}
+    for writer, facts in by_writer.items():
+        if owner is None or not records_timing_of(writer, owner):
+            continue
+        for step, held in facts.items():
+            if step not in out or held[0] < out[step][0]:
+                out[step] = held
+    return out
+
+
 class TimelineBuilder:
     """Folds events, one at a time and in any order, into what derivation needs: the first of each boundary
     kind, the configuration keys, per step the first weight update, metrics and commit (by canonical order),
-    the evaluations. Memory: small facts per step, never every event."""
+    the evaluations. Memory: small facts per step, never every event.
+
+    Only facts that verify accepts take part: an event of a kind its writer may not record (the catalogue's
+    `writers`) is ignored, and timing facts (run_start, weight updates, commits) are the run's own writer's
+    (that of its run_opened; a run without one: the first writer that recorded any)."""
 
     def __init__(self, *, keep_events: bool = True) -> None:
         self.keep_events = keep_events
         self.first: dict[str, tuple[Key, Event]] = {}
+        self.run_starts: dict[str, tuple[Key, Event]] = {}  # writer -> its first run_start
         self.earliest: tuple[Key, Event] | None = None  # the first event, for the run id of a run never opened
         self.configs: list[tuple[Key, Config]] = []
         self.gbs_line: tuple[Key, Any] | None = None  # the first mllog_line global_batch_size
         self.metrics: dict[int, tuple[Key, StepMetrics]] = {}
-        self.updates: dict[int, tuple[Key, Point]] = {}
-        self.checkpoints: dict[int, tuple[Key, CheckpointSave]] = {}
+        self.updates: dict[str, dict[int, tuple[Key, Point]]] = {}  # writer -> step -> its first update
+        self.checkpoints: dict[str, dict[int, tuple[Key, CheckpointSave]]] = {}
         self.evaluation_events: list[tuple[Key, Event]] = []
         self.mllog_first: dict[str, int] = {}  # segment -> time of its first mllog_line
 
     def add(self, e: Event) -> None:
         kind, step = e.kind, e.step
+        if not may_write(e.writer, kind):
+            return  # a fact no writer of its name records (verify: rule kind-writer)
         if step is not None and kind in _PER_STEP:
             self._per_step(e, kind, step, _key(e))
         if self.earliest is None or e.time_ns <= self.earliest[0][0]:  # a key only where it can matter
@@ -281,7 +293,11 @@ class TimelineBuilder:
         if kind not in _RARE_KINDS:
             return  # the common case: a step's fact, or a kind derivation does not read
         key = _key(e)
-        if kind in _FIRST_KINDS:
+        if kind == "run_start":
+            held_s = self.run_starts.get(e.writer)
+            if held_s is None or key < held_s[0]:
+                self.run_starts[e.writer] = (key, e)
+        elif kind in _FIRST_KINDS:
             held = self.first.get(kind)
             if held is None or key < held[0]:
                 self.first[kind] = (key, e)
@@ -297,15 +313,31 @@ class TimelineBuilder:
                 kept = e if self.keep_events else None
                 self.metrics[step] = (key, StepMetrics(step, e.samples_count, _point(e), e.segment, e.seq, kept))
         elif kind == "weight_update":
-            held_u = self.updates.get(step)
+            updates = self.updates.setdefault(e.writer, {})
+            held_u = updates.get(step)
             if held_u is None or key < held_u[0]:
-                self.updates[step] = (key, _point(e))
+                updates[step] = (key, _point(e))
         elif kind == "checkpoint_committed":
-            held_c = self.checkpoints.get(step)
+            checkpoints = self.checkpoints.setdefault(e.writer, {})
+            held_c = checkpoints.get(step)
             if held_c is None or key < held_c[0]:
-                self.checkpoints[step] = (key, CheckpointSave(step, _point(e), e))
+                checkpoints[step] = (key, CheckpointSave(step, _point(e), e))
+
+    def _timing_writer(self) -> str | None:
+        """Whose timing facts count: the run_opened's writer, else the writer of the earliest timing fact."""
+        opened = self.first.get("run_opened")
+        if opened is not None:
+            return opened[1].writer
+        held = [(k, e.writer) for k, e in self.run_starts.values()]
+        held += [(min(k for k, _ in updates.values()), w) for w, updates in self.updates.items()]
+        held += [(min(k for k, _ in commits.values()), w) for w, commits in self.checkpoints.items()]
+        return min(held)[1] if held else None
 
     def build(self) -> Timeline:
+        owner = self._timing_writer()
+        starts = [held for w, held in self.run_starts.items() if owner is not None and records_timing_of(w, owner)]
+        if starts:
+            self.first["run_start"] = min(starts, key=lambda held: held[0])
         first = {kind: e for kind, (_, e) in self.first.items()}
         opened_event = first.get("run_opened")
         opened = kinds.RunOpened.from_event(opened_event) if opened_event else None
@@ -334,8 +366,8 @@ class TimelineBuilder:
             run_start=_point(first["run_start"]) if "run_start" in first else None,
             block_start=(_point(bs), bs.step, bs.samples_count) if bs else None,
             metrics=tuple(self.metrics[s][1] for s in sorted(self.metrics)),
-            weight_updates={s: p for s, (_, p) in _by_key(self.updates)},
-            checkpoints={s: c for s, (_, c) in _by_key(self.checkpoints)},
+            weight_updates={s: p for s, (_, p) in _by_key(_owned(self.updates, owner))},
+            checkpoints={s: c for s, (_, c) in _by_key(_owned(self.checkpoints, owner))},
             evaluations=tuple(evaluations),
             failed_steps=tuple(failed),
             mllog_segments=tuple(sorted(self.mllog_first, key=lambda seg: (self.mllog_first[seg], seg))),

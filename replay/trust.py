@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from recorder.events import Event
-from recorder.history.cache import verify_with_cache
 from recorder.kinds import RunOpened
 from recorder.rules import not_comparable, recorded_target
 from recorder.run import RunDir
-from recorder.verify import VerifyReport
+from recorder.verify import VerifyReport, verify_run
 from replay.errors import UnverifiedRunError
 
 UNVERIFIED = "UNVERIFIED"
+UNTRUSTED = "UNTRUSTED"
 RESUMED = "RESUMED"
 NOT_COMPARABLE = "NOT COMPARABLE"
 
@@ -69,7 +69,7 @@ def verified_events(
 
 def verified(run_dir: Path | str | RunDir, force: bool, *, keep_events: bool = False) -> tuple[list[str], VerifyReport]:
     """`require_verified`, and verify's report (its segments' torn tails; intact: `report.ok`)."""
-    report = verify_with_cache(run_dir, keep_events=keep_events)
+    report = verify_run(run_dir, keep_events=keep_events)
     problems = [str(p) for p in report.problems]
     if problems and not force:
         shown = "; ".join(problems[:3]) + (f"; ... and {len(problems) - 3} more" if len(problems) > 3 else "")
@@ -77,8 +77,19 @@ def verified(run_dir: Path | str | RunDir, force: bool, *, keep_events: bool = F
             f"{report.run.path} fails verification ({shown}); replay derives only from intact runs. Run "
             f"`recorder verify {report.run.path}` for the details, or pass --force to derive anyway (the output "
             f"is then marked {UNVERIFIED})."
+            + (
+                " A signed run's trust problems alone can be judged past with --untrusted-ok."
+                if _trust_only(report)
+                else ""
+            )
         )
     return problems, report
+
+
+def _trust_only(report: VerifyReport) -> bool:
+    from recorder.verify.trust import TRUST_RULES
+
+    return all(p.rule in TRUST_RULES for p in report.problems)
 
 
 def resumes(events: list[Event]) -> list[Resume]:
@@ -130,11 +141,19 @@ class ClockWatch:
 
 
 def mark_rows(
-    rows: list[dict[str, Any]], *, unverified: list[str], resumed: list[Resume], target: float | None = None
+    rows: list[dict[str, Any]],
+    *,
+    unverified: list[str],
+    resumed: list[Resume],
+    target: float | None = None,
+    untrusted: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Scores rows carrying the run's trust marks: extra fields, and the reason prefixed to `why` (which the
-    history's scores view shows). `target`: the run's recorded pass target."""
+    history's scores view shows). `target`: the run's recorded pass target; `untrusted`: the trust problems
+    judged past with --untrusted-ok."""
     marks = []
+    if untrusted:
+        marks.append(f"{UNTRUSTED} (judged with --untrusted-ok: {untrusted[0]})")
     if unverified:
         marks.append(f"{UNVERIFIED} (derived with --force from a run that fails verification: {unverified[0]})")
     if resumed:
@@ -147,6 +166,10 @@ def mark_rows(
     prefix = "; ".join(marks)
     return [
         r
-        | {"verified": not unverified, "resumed": bool(resumed), "why": f"{prefix}. {r.get('why') or ''}".rstrip(". ")}
+        | {
+            "verified": not unverified and not untrusted,
+            "resumed": bool(resumed),
+            "why": f"{prefix}. {r.get('why') or ''}".rstrip(". "),
+        }
         for r in rows
     ]

@@ -14,6 +14,9 @@ CORPUS = Path(os.environ.get("RECORDER_CORPUS", REPO.parent / "shared" / "corpus
 # A developer's signing key must not sign the tests' runs (a signed segment has one more event, and session
 # fixtures are recorded before any function fixture could unset it); the signature tests set it themselves.
 os.environ.pop("RECORDER_SIGNING_KEY", None)
+# Nor may a developer's trusted keys or opt-out judge them (tests/integrity/test_run_trust.py sets its own).
+os.environ.pop("RECORDER_TRUST", None)
+os.environ.pop("RECORDER_UNTRUSTED_OK", None)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

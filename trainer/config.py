@@ -64,7 +64,7 @@ class WarmupSettings:
     check_every: int = 5
     # Stop at the first check reaching it (below the target: GRPO earns the rest). Each CPU's float order
     # takes its own warm-up and GRPO path: 0.55 left the default seed at 0.657 on an AVX-512 AMD EPYC; 0.62
-    # gives it 0.829 and 0.773 at step 18 on AVX-512 and AVX2 kernels alike (bench/README.md, session 8).
+    # gives it 0.829 and 0.773 at step 18 on AVX-512 and AVX2 kernels alike (bench/README.md, "Learning is real").
     stop_dev_accuracy: float = 0.62
     cache_dir: str = "~/.cache/recorder/warmup"
 

@@ -33,7 +33,8 @@ from trainer.device import resolve_device, resolve_dtype
 from trainer.distributed import DistributedError, Ranks, join_process_group, leave_process_group
 from trainer.errors import TrainerError
 from trainer.loop import WRITER, GRPOTrainer, StepResult, TrainSummary
-from trainer.policy.model import build_model, build_tokenizer
+from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
+from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
 from trainer.sharded_checkpoint import ShardedCheckpointWriter
@@ -78,11 +79,19 @@ class GatheredRollout(TorchRollout):
 class DataParallelTrainer(GRPOTrainer):
     """One rank of a data-parallel run; `run()` as GRPOTrainer's, on every rank torchrun started."""
 
-    def __init__(self, cfg: TrainConfig, *, ranks: Ranks, root: Path, run_id: str | None = None) -> None:
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        *,
+        ranks: Ranks,
+        root: Path,
+        run_id: str | None = None,
+        model_cfg: ModelConfig | None = None,
+    ) -> None:
         problems = check_data_parallel(cfg, ranks)
         if problems:
             raise DistributedError("; ".join(problems))
-        super().__init__(cfg, root=root, run_id=run_id)
+        super().__init__(cfg, root=root, run_id=run_id, model_cfg=model_cfg)
         self.ranks = ranks
         self.rank_log: LogWriter | None = None
         self.shard_bytes = 0
@@ -90,6 +99,7 @@ class DataParallelTrainer(GRPOTrainer):
 
     def setup(self) -> RunDir:
         """Rank 0 sets the run up as one process does; the others build the same model and wait for its init."""
+        pin_cpu_kernels(wants_pinned())  # before the process group loads torch
         join_process_group(self.ranks)
         # torchrun stops every rank with SIGTERM when one fails: rank 0 then records train_stop, not nothing.
         signal.signal(signal.SIGTERM, _stop_on_sigterm)

@@ -40,6 +40,7 @@ from trainer.device import resolve_device, resolve_dtype, synchronize
 from trainer.distributed import Ranks
 from trainer.errors import CheckpointError, TrainingFailed
 from trainer.mllog_keys import mllog_config_items
+from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import sample_seed
 from trainer.policy.tokenizer import Tokenizer
@@ -73,6 +74,21 @@ class TrainSummary:
     steps: list[StepResult] = field(default_factory=list)
     checkpoints: list[SavedCheckpoint] = field(default_factory=list)
     warmup: WarmupResult | None = None
+
+
+def run_opened(cfg: TrainConfig, **resumed: Any) -> RunOpened:
+    """A training session's first event: the benchmark, rule and target it trains for, its resolved config
+    and provenance. `resumed`: what a resumed session adds (resumed_from, resumed_at_step, ...; resume.py)."""
+    return RunOpened(
+        benchmark=BENCHMARK,
+        ruleset=cfg.ruleset,
+        division=cfg.division,
+        global_batch_size=cfg.global_batch_size,
+        target=cfg.eval.target,
+        config=cfg.to_dict(),
+        provenance=provenance(),
+        **({"resumed_from": None} | resumed),
+    )
 
 
 class GRPOTrainer:
@@ -112,23 +128,13 @@ class GRPOTrainer:
         """Create the run (an existing id is refused), record the config, warm start, open the timed region."""
         cfg = self.cfg
         self.run_dir = RunDir.create(self.root, self.run_id)  # first: a taken run id is refused before heavy imports
+        pin_cpu_kernels(wants_pinned())  # before torch loads (RECORDER_CPU_KERNELS=pinned)
         import torch
 
         torch.set_num_threads(cfg.threads)
         self.summary = TrainSummary(self.run_dir)
         self.log = LogWriter(self.run_dir, WRITER)
-        self.log.append(
-            RunOpened(
-                benchmark=BENCHMARK,
-                ruleset=cfg.ruleset,
-                division=cfg.division,
-                global_batch_size=cfg.global_batch_size,
-                target=cfg.eval.target,
-                config=cfg.to_dict(),
-                provenance=provenance(),
-                resumed_from=None,
-            )
-        )
+        self.log.append(run_opened(cfg))
         for key, value in mllog_config_items(cfg):
             self.log.append(MllogConfig(), key=key, value=value)
         torch.manual_seed(cfg.seed)

@@ -24,16 +24,15 @@ from typing import Any
 from recorder.events import Event
 from recorder.kinds import NULL, CheckpointCommitted, InitStart, InitStop, RunOpened, TrainStop
 from recorder.log import LogWriter
-from recorder.provenance import provenance
 from recorder.reader import read_run
-from recorder.rules import BENCHMARK
 from recorder.run import RunDir
 from recorder.verify import verify_run
 from trainer.config import TrainConfig, config_from_dict
 from trainer.device import resolve_device, resolve_dtype
 from trainer.errors import TrainerError
-from trainer.loop import WRITER, GRPOTrainer, TrainSummary, _to_device
+from trainer.loop import WRITER, GRPOTrainer, TrainSummary, _to_device, run_opened
 from trainer.policy.checkpoint_files import file_sha256, load_checkpoint
+from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.training_task import training_task
 
 
@@ -127,6 +126,7 @@ class ResumedTrainer(GRPOTrainer):
         self.plan = plan
 
     def setup(self) -> RunDir:
+        pin_cpu_kernels(wants_pinned())  # before torch loads (trainer/policy/kernels.py)
         import torch
 
         plan, cfg = self.plan, self.cfg
@@ -136,14 +136,8 @@ class ResumedTrainer(GRPOTrainer):
         set_aside = [_set_aside(p) for p in plan.orphans]
         self.log = LogWriter(self.run_dir, WRITER)
         self.log.append(
-            RunOpened(
-                benchmark=BENCHMARK,
-                ruleset=cfg.ruleset,
-                division=cfg.division,
-                global_batch_size=cfg.global_batch_size,
-                target=cfg.eval.target,
-                config=cfg.to_dict(),
-                provenance=provenance(),
+            run_opened(
+                cfg,
                 resumed_from=self.log.run_id,
                 resumed_at_step=plan.step,
                 resumed_checkpoint=str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),

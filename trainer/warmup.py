@@ -15,6 +15,7 @@ from typing import Any
 
 from trainer.config import TrainConfig
 from trainer.grpo import build_batch, token_logprobs
+from trainer.policy.kernels import kernel_set
 from trainer.policy.model import ModelConfig
 from trainer.policy.sampling import generate, sample_seed
 from trainer.policy.task import Task, dev_tasks, reward, warmup_tasks
@@ -64,12 +65,12 @@ def pass_at_k(
 
 
 def cache_key(cfg: TrainConfig, model_cfg: ModelConfig) -> str:
+    """The warm-up's settings and the float order it computes in (trainer/policy/kernels.py): an init
+    trained with other kernels is another init, and one taken from the cache would mix float orders."""
     w = asdict(cfg.warmup)
     del w["cache_dir"]
-    blob = json.dumps(
-        {"v": VERSION, "seed": cfg.seed, "model": asdict(model_cfg), "warmup": w, "eval": asdict(cfg.eval)},
-        sort_keys=True,
-    )
+    settings = {"v": VERSION, "seed": cfg.seed, "model": asdict(model_cfg), "warmup": w, "eval": asdict(cfg.eval)}
+    blob = json.dumps({**settings, "kernels": kernel_set()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

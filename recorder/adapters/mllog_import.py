@@ -38,10 +38,11 @@ from recorder.kinds import (
     null_if_none,
 )
 from recorder.log import LogWriter
+from recorder.regular import IrregularFileError, read_bounded
 from recorder.rules import finite_score
 from recorder.run import RunDir
 from replay.errors import ImportFileError
-from replay.mllog_format import TOKEN, ParsedLine, parse_line
+from replay.mllog_format import LINE_LIMIT, TOKEN, ParsedLine, parse_line
 from replay.rules import TRACKED_STATS
 from replay.rulesets import get_known, hpc_benchmarks
 
@@ -85,8 +86,10 @@ def _decode(line: bytes) -> str:
 
 _GZIP_MAGIC = b"\x1f\x8b"
 # An mllog record is a few hundred bytes (the corpus's longest: 359). A longer one is not a record a logger
-# wrote: each byte of it costs about fifteen when it is verified, replayed and queried as one event.
-MAX_LINE_BYTES = 1 << 20
+# wrote: each byte of it costs about fifteen when it is verified, replayed and queried as one event, and
+# the compliance checker's time grows with the square of its length (replay.mllog_format.LINE_LIMIT).
+MAX_LINE_BYTES = LINE_LIMIT
+MLLOG_LIMIT = 256 << 20  # the corpus's largest log is a few MB; a larger file (or a sparse one) is not read
 
 
 def read_lines(path: Path) -> list[tuple[int, str]]:
@@ -95,9 +98,9 @@ def read_lines(path: Path) -> list[tuple[int, str]]:
     if path.is_dir():
         raise ImportFileError(f"{path}: a folder with no result_*.txt; give an mllog file or a result folder")
     try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise ImportFileError(f"{path}: cannot read ({e.strerror}); give the path of an mllog file") from e
+        raw = read_bounded(path, MLLOG_LIMIT, "mllog")  # a FIFO is never opened, /dev/zero never read
+    except IrregularFileError as e:
+        raise ImportFileError(f"{e}; give the path of an mllog file") from e
     if not raw:
         raise ImportFileError(f"{path}: empty file: no :::MLLOG line found; nothing to import")
     if raw.startswith(_GZIP_MAGIC):
@@ -177,6 +180,7 @@ class _Recorder:
         self.seen: set[tuple[Any, ...]] = set()
         self.pending: dict[str, Any] | None = None  # step_metrics being merged (consecutive tracked_stats)
         self.config_keys: set[str | None] = set()
+        self.boundaries: dict[str, int] = {}  # init_start, init_stop, run_start -> the line of the first
 
     def step_of(self, meta: dict[str, Any]) -> tuple[int | None, int | None]:
         samples = _int(meta.get(C.SAMPLES_COUNT))
@@ -226,6 +230,12 @@ class _Recorder:
             return
         self.flush()
         if key in _BOUNDARIES:
+            first = self.boundaries.setdefault(key, line_no)
+            if first != line_no:  # the checker warns of it: so does the import, and replay keeps that warning
+                self.report.warnings.append(
+                    f"{self.report.source}:{line_no}: a second {key} (the first at line {first}): the "
+                    f"compliance checker requires exactly one; replay --check reports its warning"
+                )
             self.add(_BOUNDARIES[key](line_no=line_no), time_ns)
         elif key in _INTERVALS:
             self.add(_INTERVALS[key], time_ns, step=step, samples=samples)

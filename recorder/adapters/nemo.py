@@ -10,24 +10,27 @@ and publishes each by renaming `tmp_step_N` to `step_N`:
 
 Samples are prompts x num_generations_per_prompt. The weights are a directory, so `sha256` is that of its
 `sha256sum`-style manifest (one "<sha256>  <relative path>" line per file, sorted by path) and `bytes` the
-sum of the file sizes. Every checkpoint is loaded (trainer.policy.formats: Hugging Face safetensors in
+sum of the file sizes. Every checkpoint is fingerprinted by the function the caller passes in (the CLI passes
+trainer.policy.hf_fingerprint's, which loads it through trainer.policy.formats: Hugging Face safetensors in
 `policy/weights[/model]/`, format `nemo-rl-hf`, or Megatron-Core `torch_dist` in `policy/weights/iter_*/`,
-format `nemo-rl-mcore`) and its fingerprint recorded (trainer.policy.fingerprint: the mean log-likelihood of
-a task spec's dev split, or of fixed texts, in float32), which the evaluator recomputes before scoring. The
-Megatron weights' files are hashed while they are loaded and their manifest recorded with the commit (its
-root is the same sha256). NeMo-RL does not record how long saving blocked training: it is written as null,
-with `source: "nemo-rl"` saying who wrote them; `save_end_ns` is the newest file modification time of the
-checkpoint (when its write finished, as the file system saw it).
+format `nemo-rl-mcore`, and records the mean log-likelihood of a task spec's dev split, or of fixed texts, in
+float32), which the evaluator recomputes before scoring. The Megatron weights' files are hashed while they are
+loaded and their manifest recorded with the commit (its root is the same sha256). Without a fingerprint
+function, Megatron weights are recorded with fingerprint {} and Hugging Face ones are refused. NeMo-RL does
+not record how long saving blocked training: it is written as null, with `source: "nemo-rl"` saying who wrote
+them; `save_end_ns` is the newest file modification time of the checkpoint (when its write finished, as the
+file system saw it).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from recorder.errors import InputError
+from recorder.errors import DataError, InputError
 from recorder.kinds import CheckpointCommitted, RunOpened, TrainStop, WeightUpdate
 from recorder.log import LogWriter
 from recorder.provenance import provenance
@@ -36,6 +39,8 @@ from recorder.rules import BENCHMARK, RULESET, validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import tree_digest
 
+# a checkpoint directory's (fingerprint record, manifest of its Megatron-Core weights or None)
+Fingerprinter = Callable[[Path], tuple[dict[str, Any], dict[str, Any] | None]]
 SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
 HF_FORMAT: Final = "nemo-rl-hf"
@@ -224,18 +229,20 @@ def _open_run(into: Path) -> tuple[RunDir, set[str], set[int]]:
 
 
 def import_checkpoints(
-    root: Path, into: Path, *, writer: str = "import-nemo", task: Path | None = None
+    root: Path, into: Path, *, writer: str = "import-nemo", fingerprint: Fingerprinter | None = None
 ) -> NemoImportReport:
     """Append a weight_update and a checkpoint_committed per checkpoint to the run `into` (created if missing).
 
     A new run also gets run_opened (from the first checkpoint's config.yaml); train_stop is added at the final
     checkpoint's step (NeMo-RL saves the final step unconditionally) unless the run already has one.
-    Hugging Face checkpoints are fingerprinted over `task`'s dev split (a spec file), else fixed texts.
+    Each checkpoint is recorded with `fingerprint(path)`, the record the evaluator recomputes and the manifest
+    of Megatron-Core weights (trainer.policy.hf_fingerprint.hf_fingerprinter gives it); the import never loads
+    weights itself.
     """
     checkpoints = [read_checkpoint(p) for p in discover(root)]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
-    fingerprints = {c.step: fingerprint(c.path, task) for c in checkpoints}  # before anything is written
+    fingerprints = {c.step: _fingerprint(c, fingerprint) for c in checkpoints}  # before anything is written
     run, kinds, committed = _open_run(into)  # kinds before this import
     clash = sorted(committed & {c.step for c in checkpoints})
     if clash:
@@ -274,28 +281,19 @@ def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
     log.append(opened, time_ns=first.weight_update_ms * NS_PER_MS)
 
 
-def fingerprint(path: Path, task: Path | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """(the fingerprint record of a checkpoint, over `task`'s dev split else the fixed texts, in float32;
-    the manifest of its Megatron-Core weights, hashed while they were loaded, or None for Hugging Face
-    weights, whose commit keeps the tree digest)."""
-    from trainer.policy import CheckpointError
-    from trainer.policy.fingerprint import FIXED_TEXTS, texts_record
-    from trainer.policy.formats.evaluable import load_checkpoint
-    from trainer.policy.taskspec import load_spec
-
-    spec = load_spec(task) if task is not None else None
-    dev = spec.fingerprint_texts() if spec is not None else None
+def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the fingerprint record of `c`, the manifest of its Megatron-Core weights or None)."""
+    if fingerprint is None:
+        if not c.hf:
+            return {}, None
+        raise NemoImportError(
+            f"{c.path}: Hugging Face weights are recorded with their fingerprint, and no fingerprint function "
+            "was given (trainer.policy.hf_fingerprint.hf_fingerprinter, as `recorder import-checkpoints` uses)"
+        )
     try:
-        loaded = load_checkpoint(path, dtype="fp32")
-    except CheckpointError as e:
-        raise CheckpointLayoutError(f"{path}: its weights cannot be loaded to fingerprint: {e}") from e
-    model, tokenizer = loaded.model, loaded.tokenizer
-    if dev is not None and spec is not None:
-        record = texts_record(model, tokenizer, dev, f"dev:{spec.name}")
-    else:
-        record = texts_record(model, tokenizer, FIXED_TEXTS, "fixed")
-    manifest = loaded.manifest.to_dict() if loaded.info.format == "mcore-torch-dist" else None
-    return record | {"dtype": "fp32"}, manifest
+        return fingerprint(c.path)
+    except DataError as e:
+        raise CheckpointLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
 
 
 def _commit(

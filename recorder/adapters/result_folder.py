@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recorder.adapters.mllog_import import ResultSet
+from recorder.adapters.mllog_import import MLLOG_LIMIT, ResultSet
+from recorder.regular import IrregularFileError, read_bounded
 from replay.errors import ImportFileError
 from replay.mllog_format import parse_line
 
@@ -29,8 +30,8 @@ class ResultFolder:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as e:  # ValueError: JSONDecodeError and UnicodeDecodeError
+        return json.loads(read_bounded(path, JSON_LIMIT, "JSON").decode("utf-8"))
+    except (IrregularFileError, ValueError, RecursionError) as e:  # ValueError: JSONDecodeError and UnicodeDecodeError
         raise ImportFileError(f"{path}: not readable JSON ({e}); fix or remove it before importing") from e
 
 
@@ -46,14 +47,15 @@ def scaling_factor(folder: Path) -> tuple[float, str | None]:
     return float(factor), str(path)
 
 
+JSON_LIMIT = 16 * 1024 * 1024  # scaling.json and a system description are a few KB
 _BENCHMARK_KEY = b'"submission_benchmark"'
 
 
 def _stated_benchmark(path: Path) -> str | None:
     """The benchmark the first `submission_benchmark` line of a log states (a byte search, not a parse)."""
     try:
-        raw = path.read_bytes()
-    except OSError:
+        raw = read_bounded(path, MLLOG_LIMIT, "mllog")
+    except IrregularFileError:
         return None  # the import itself says why it cannot read the file
     at = raw.find(_BENCHMARK_KEY)
     if at < 0:

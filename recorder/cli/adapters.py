@@ -32,11 +32,12 @@ def import_checkpoints(
     from recorder.adapters.nemo import import_checkpoints as run_import
     from recorder.reader import recorded_run_id
     from recorder.run import check_run_id
+    from trainer.policy.hf_fingerprint import hf_fingerprinter
 
     if not os.path.lexists(into):
         check_run_id(into.name)  # a new run: its folder name is its id, checked before anything is read
     apply_signing_key(signing_key)
-    report = run_import(checkpoint_root, into, task=task)
+    report = run_import(checkpoint_root, into, fingerprint=hf_fingerprinter(task))
     table = Table(
         title=f"{recorded_run_id(report.run)}: {len(report.checkpoints)} checkpoints (GBS {report.global_batch_size})"
     )

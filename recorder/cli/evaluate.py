@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, label, line, warning
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import not_comparable, pass_target, passes, recorded_target
 
@@ -19,165 +19,191 @@ LOCAL_RAY = "local"
 if TYPE_CHECKING:
     from evaluator.attempts import Attempt
     from evaluator.session import Outcome, Summary
+    from evaluator.settings import Options
+
+
+_RunDirOpt = Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")]
+_OrderOpt = Annotated[str, typer.Option(help="ascending | descending | S1,S2,... (only those steps).")]
+_AllOpt = Annotated[bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")]
+_WorkersOpt = Annotated[
+    int,
+    typer.Option(
+        help="Evaluation workers; more than 1 runs Ray actors, each evaluating whole checkpoints in --order "
+        "(one GPU each where the cluster has one per worker)."
+    ),
+]
+_RayOpt = Annotated[bool, typer.Option("--ray", help="Workers as Ray actors (a local cluster), even with one worker.")]
+_RayAddressOpt = Annotated[
+    str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
+]
+_LimitOpt = Annotated[int | None, typer.Option(help="Evaluate at most N checkpoints in this session.")]
+_BatchSizeOpt = Annotated[int, typer.Option(help="Samples generated per batch (the score does not depend on it).")]
+_AllowGapsOpt = Annotated[bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")]
+_FingerprintOpt = Annotated[Literal["on", "off"], typer.Option(help="Check each checkpoint's fingerprint.")]
+_FingerprintToleranceOpt = Annotated[float, typer.Option(help="Largest |recomputed - recorded| fingerprint.")]
+_HarnessOpt = Annotated[
+    Literal["lm-eval"] | None,
+    typer.Option(help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k."),
+]
+_TasksOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="--harness: comma-separated tasks (default: arc_easy,arc_challenge,hellaswag,openbookqa,piqa,"
+        "winogrande,siqa)."
+    ),
+]
+_StepsOpt = Annotated[str | None, typer.Option(help="--harness: only these steps, S1,S2,... (default: all).")]
+_DataDirOpt = Annotated[
+    Path | None, typer.Option(help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")
+]
+_TaskOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="A task spec (TOML). An imported run: its task and settings. A run of `recorder train`: where the "
+        "spec it recorded lies now (another is refused)."
+    ),
+]
+_BackendOpt = Annotated[
+    Literal["torch", "vllm", "command"], typer.Option(help="torch (ours), vllm, or command (--command).")
+]
+_CommandOpt = Annotated[
+    str | None,
+    typer.Option(help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".'),
+]
+_DtypeOpt = Annotated[
+    Literal["fp32", "bf16", "fp16"] | None,
+    typer.Option(
+        help="The weights' dtype (default: the dtype the run rolled out in, the rule's precision; another "
+        "one is recorded as not the rule's)."
+    ),
+]
+_DeviceOpt = Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")]
+_ModelCodeOpt = Annotated[
+    Path | None, typer.Option(help="The root of your model's code (with --model-factory): imported from there.")
+]
+_ModelFactoryOpt = Annotated[
+    str | None, typer.Option(help="package.module:function under --model-code: called with the checkpoint's config.")
+]
+_TensorParallelOpt = Annotated[int, typer.Option(help="--backend vllm: GPUs per model replica.")]
+_PipelineParallelOpt = Annotated[int, typer.Option(help="--backend vllm: pipeline stages.")]
+_ExpertParallelOpt = Annotated[
+    bool, typer.Option("--enable-expert-parallel", help="--backend vllm: spread MoE experts over the GPUs.")
+]
+_QuantizationOpt = Annotated[
+    str | None, typer.Option(help="--backend vllm: the rollout's quantization (fp8, awq, ...).")
+]
+_TrustRemoteCodeOpt = Annotated[
+    bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
+]
+_ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Evaluate a run that fails verify; its results are marked UNVERIFIED.")
+]
+# The options that Options takes as they are given, under the same names.
+_AS_GIVEN = (
+    "workers",
+    "limit",
+    "batch_size",
+    "allow_gaps",
+    "fingerprint_tolerance",
+    "task",
+    "backend",
+    "command",
+    "dtype",
+    "device",
+    "trust_remote_code",
+    "force",
+    "model_code",
+    "model_factory",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "enable_expert_parallel",
+    "quantization",
+)
 
 
 def eval_command(
-    run_dir: Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")],
-    order: Annotated[str, typer.Option(help="ascending | descending | S1,S2,... (only those steps).")] = "ascending",
-    all_: Annotated[
-        bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")
-    ] = False,
-    workers: Annotated[
-        int,
-        typer.Option(
-            help="Evaluation workers; more than 1 runs Ray actors, each evaluating whole checkpoints in --order "
-            "(one GPU each where the cluster has one per worker)."
-        ),
-    ] = 1,
-    ray: Annotated[
-        bool, typer.Option("--ray", help="Workers as Ray actors (a local cluster), even with one worker.")
-    ] = False,
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
-    ] = None,
-    limit: Annotated[int | None, typer.Option(help="Evaluate at most N checkpoints in this session.")] = None,
-    batch_size: Annotated[
-        int, typer.Option(help="Samples generated per batch (the score does not depend on it).")
-    ] = 64,
-    allow_gaps: Annotated[
-        bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")
-    ] = False,
-    fingerprint: Annotated[Literal["on", "off"], typer.Option(help="Check each checkpoint's fingerprint.")] = "on",
-    fingerprint_tolerance: Annotated[float, typer.Option(help="Largest |recomputed - recorded| fingerprint.")] = 0.005,
-    harness: Annotated[
-        Literal["lm-eval"] | None,
-        typer.Option(help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k."),
-    ] = None,
-    tasks: Annotated[
-        str | None,
-        typer.Option(
-            help="--harness: comma-separated tasks (default: arc_easy,arc_challenge,hellaswag,openbookqa,piqa,"
-            "winogrande,siqa)."
-        ),
-    ] = None,
-    steps: Annotated[str | None, typer.Option(help="--harness: only these steps, S1,S2,... (default: all).")] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option(help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")
-    ] = None,
-    task: Annotated[
-        Path | None,
-        typer.Option(
-            help="A task spec (TOML). An imported run: its task and settings. A run of `recorder train`: where the "
-            "spec it recorded lies now (another is refused)."
-        ),
-    ] = None,
-    backend: Annotated[
-        Literal["torch", "vllm", "command"], typer.Option(help="torch (ours), vllm, or command (--command).")
-    ] = "torch",
-    command: Annotated[
-        str | None,
-        typer.Option(help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".'),
-    ] = None,
-    dtype: Annotated[
-        Literal["fp32", "bf16", "fp16"] | None,
-        typer.Option(
-            help="The weights' dtype (default: the dtype the run rolled out in, the rule's precision; another "
-            "one is recorded as not the rule's)."
-        ),
-    ] = None,
-    device: Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")] = "cpu",
-    model_code: Annotated[
-        Path | None, typer.Option(help="The root of your model's code (with --model-factory): imported from there.")
-    ] = None,
-    model_factory: Annotated[
-        str | None,
-        typer.Option(help="package.module:function under --model-code: called with the checkpoint's config."),
-    ] = None,
-    tensor_parallel_size: Annotated[int, typer.Option(help="--backend vllm: GPUs per model replica.")] = 1,
-    pipeline_parallel_size: Annotated[int, typer.Option(help="--backend vllm: pipeline stages.")] = 1,
-    enable_expert_parallel: Annotated[
-        bool, typer.Option("--enable-expert-parallel", help="--backend vllm: spread MoE experts over the GPUs.")
-    ] = False,
-    quantization: Annotated[
-        str | None, typer.Option(help="--backend vllm: the rollout's quantization (fp8, awq, ...).")
-    ] = None,
-    trust_remote_code: Annotated[
-        bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Evaluate a run that fails verify; its results are marked UNVERIFIED.")
-    ] = False,
+    run_dir: _RunDirOpt,
+    order: _OrderOpt = "ascending",
+    all_: _AllOpt = False,
+    workers: _WorkersOpt = 1,
+    ray: _RayOpt = False,
+    ray_address: _RayAddressOpt = None,
+    limit: _LimitOpt = None,
+    batch_size: _BatchSizeOpt = 64,
+    allow_gaps: _AllowGapsOpt = False,
+    fingerprint: _FingerprintOpt = "on",
+    fingerprint_tolerance: _FingerprintToleranceOpt = 0.005,
+    harness: _HarnessOpt = None,
+    tasks: _TasksOpt = None,
+    steps: _StepsOpt = None,
+    data_dir: _DataDirOpt = None,
+    task: _TaskOpt = None,
+    backend: _BackendOpt = "torch",
+    command: _CommandOpt = None,
+    dtype: _DtypeOpt = None,
+    device: _DeviceOpt = "cpu",
+    model_code: _ModelCodeOpt = None,
+    model_factory: _ModelFactoryOpt = None,
+    tensor_parallel_size: _TensorParallelOpt = 1,
+    pipeline_parallel_size: _PipelineParallelOpt = 1,
+    enable_expert_parallel: _ExpertParallelOpt = False,
+    quantization: _QuantizationOpt = None,
+    trust_remote_code: _TrustRemoteCodeOpt = False,
+    force: _ForceOpt = False,
     signing_key: SigningKeyOption = None,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Evaluate a run's checkpoints offline (6.1 rule): integrity checks, pass@k, eval events, results.json.
 
     Exit 0 when a checkpoint passed, 1 when none did or an evaluation failed, 2 for bad input.
     With --harness lm-eval: zero-shot task scores per checkpoint (exit 0 unless an evaluation failed).
     """
-    from evaluator.errors import EvaluationsFailed, NothingPassedError
+    given = dict(locals())  # the options, before any other name is bound here
     from evaluator.order import parse_order
+    from evaluator.session import evaluate_run
     from evaluator.settings import Options
 
-    apply_signing_key(signing_key)
-    # As in `recorder train`: --ray is a flag, --ray-address a cluster. Ray's own "local" starts a new cluster.
-    address = ray_address or (LOCAL_RAY if ray else None)
-    if harness is not None:
-        if task is not None or backend != "torch" or command is not None:
-            from evaluator.harness.errors import HarnessOptionsError
-
-            raise HarnessOptionsError("--task, --backend and --command score the benchmark's task: drop --harness")
-        _harness_eval(
-            run_dir,
-            tasks=tasks,
-            steps=steps,
-            data_dir=data_dir,
-            order=order,
-            all_=all_,
-            workers=workers,
-            ray=address,
-            limit=limit,
-            batch_size=batch_size,
-            allow_gaps=allow_gaps,
-            fingerprint=fingerprint,
-            fingerprint_tolerance=fingerprint_tolerance,
-            force=force,
-            loading={"dtype": dtype, "device": device, "model_code": model_code, "model_factory": model_factory},
-        )
-        return
-    if tasks is not None or steps is not None or data_dir is not None:
-        from evaluator.harness.errors import HarnessOptionsError
-
-        raise HarnessOptionsError("--tasks, --steps and --data-dir choose zero-shot tasks: add --harness lm-eval")
-    from evaluator.session import evaluate_run
-
+    apply_key_options(signing_key, untrusted_ok)
+    _check_harness_options(harness, task, backend, command, tasks, steps, data_dir)
     options = Options(
-        order=parse_order(order),
+        order=parse_order(order),  # the harness reads --order or --steps itself
         all=all_,
-        workers=workers,
-        ray_address=address,
-        limit=limit,
-        batch_size=batch_size,
-        allow_gaps=allow_gaps,
+        # As in `recorder train`: --ray is a flag, --ray-address a cluster. Ray's own "local" starts a new cluster.
+        ray_address=ray_address or (LOCAL_RAY if ray else None),
         fingerprint=fingerprint == "on",
-        fingerprint_tolerance=fingerprint_tolerance,
-        task=task,
-        backend=backend,
-        command=command,
-        dtype=dtype,
-        device=device,
-        trust_remote_code=trust_remote_code,
-        force=force,
-        model_code=model_code,
-        model_factory=model_factory,
-        tensor_parallel_size=tensor_parallel_size,
-        pipeline_parallel_size=pipeline_parallel_size,
-        enable_expert_parallel=enable_expert_parallel,
-        quantization=quantization,
+        **{name: given[name] for name in _AS_GIVEN},
     )
-    summary = evaluate_run(run_dir, options, on_outcome=_print_outcome)
+    if harness is not None:
+        _harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
+        return
+    _finish(evaluate_run(run_dir, options, on_outcome=_print_outcome), run_dir, options)
+
+
+def _check_harness_options(
+    harness: str | None,
+    task: Path | None,
+    backend: str,
+    command: str | None,
+    tasks: str | None,
+    steps: str | None,
+    data_dir: Path | None,
+) -> None:
+    """The options of one way of scoring given to the other: refused before anything is read."""
+    from evaluator.harness.errors import HarnessOptionsError
+
+    if harness is not None and (task is not None or backend != "torch" or command is not None):
+        raise HarnessOptionsError("--task, --backend and --command score the benchmark's task: drop --harness")
+    if harness is None and (tasks is not None or steps is not None or data_dir is not None):
+        raise HarnessOptionsError("--tasks, --steps and --data-dir choose zero-shot tasks: add --harness lm-eval")
+
+
+def _finish(summary: Summary, run_dir: Path, options: Options) -> None:
+    """What the session decided, and the exit it calls for."""
+    from evaluator.errors import EvaluationsFailed, NothingPassedError
+
     # what decided: the spec's pass@k, or with --backend command the command's own accuracy
-    compared = "the command's accuracy" if backend == "command" else summary.eval_cfg.metric
-    _print_summary(summary, all_=all_, compared=compared)
+    compared = "the command's accuracy" if options.backend == "command" else summary.eval_cfg.metric
+    _print_summary(summary, all_=options.all, compared=compared)
     if summary.failures:
         steps = ", ".join(str(o.step) for o in summary.failures)
         raise EvaluationsFailed(
@@ -191,23 +217,9 @@ def eval_command(
 
 
 def _harness_eval(
-    run_dir: Path,
-    *,
-    tasks: str | None,
-    steps: str | None,
-    data_dir: Path | None,
-    order: str,
-    all_: bool,
-    workers: int,
-    ray: str | None,
-    limit: int | None,
-    batch_size: int,
-    allow_gaps: bool,
-    fingerprint: str,
-    fingerprint_tolerance: float,
-    force: bool,
-    loading: dict[str, Any],
+    run_dir: Path, given: Options, *, order: str, tasks: str | None, steps: str | None, data_dir: Path | None
 ) -> None:
+    """`eval --harness lm-eval`: of the options, those the harness reads (the others are the benchmark's)."""
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
     from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
@@ -218,7 +230,7 @@ def _harness_eval(
     problems = []
     if order != "ascending" and steps is not None:
         problems.append("--order and --steps: give one of them")
-    if all_:
+    if given.all:
         problems.append("--all: the harness scores every checkpoint asked for anyway (there is no target)")
     if problems:
         raise HarnessOptionsError("with --harness: " + "; ".join(problems))
@@ -227,15 +239,18 @@ def _harness_eval(
         data_dir=data_dir,
         evaluation=Options(
             order=parse_order(steps if steps is not None else order),
-            limit=limit,
-            batch_size=batch_size,
-            workers=workers,
-            ray_address=ray,
-            allow_gaps=allow_gaps,
-            fingerprint=fingerprint == "on",
-            fingerprint_tolerance=fingerprint_tolerance,
-            force=force,
-            **loading,
+            limit=given.limit,
+            batch_size=given.batch_size,
+            workers=given.workers,
+            ray_address=given.ray_address,
+            allow_gaps=given.allow_gaps,
+            fingerprint=given.fingerprint,
+            fingerprint_tolerance=given.fingerprint_tolerance,
+            force=given.force,
+            dtype=given.dtype,
+            device=given.device,
+            model_code=given.model_code,
+            model_factory=given.model_factory,
         ),
     )
     summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from recorder.cli.output import console, cut, err, label, line, make_console, warning
 from recorder.cli.paths import check_output, write_failed
+from recorder.output import output_file, write_output
 from recorder.rules import not_comparable
 from recorder.run import RunDir
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from recorder.history.views import History
+    from recorder.verify import VerifyReport
 
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -55,16 +57,20 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
             console.print(view)
             console.print(f"{table.num_rows} rows")
             return
-        with out.open("w", encoding="utf-8") as f:
-            target = make_console(file=f)
-            target.print(view)
-            target.print(f"{table.num_rows} rows")
+        import io
+
+        buffer = io.StringIO()
+        target = make_console(file=buffer)
+        target.print(view)
+        target.print(f"{table.num_rows} rows")
+        write_output(out, buffer.getvalue())
         return
     if fmt == "csv":
         import pyarrow.csv as pacsv
 
         if out:
-            pacsv.write_csv(table, out)
+            with output_file(out) as f:
+                pacsv.write_csv(table, f)
         else:
             import io
 
@@ -75,7 +81,7 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
     lines = [json.dumps(row, default=str) for row in table.to_pylist()]
     text = "\n".join(lines) + ("\n" if lines else "")
     if out:
-        out.write_text(text)
+        write_output(out, text)
     else:
         typer.echo(text, nl=False)
 
@@ -131,9 +137,9 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
         )
         apart = history.query("SELECT run_id, target FROM runs WHERE NOT comparable ORDER BY run_id").to_pylist()
     rows = table.to_pylist()
-    differ, unchecked = _recheck_scores(rows)
+    differ, unchecked, untrusted = _recheck_scores(rows)
     view = Table(title=f"{table.num_rows} runs under {root}")
-    for name in table.column_names[:-1]:
+    for name in [*table.column_names[:-1], "proven"]:
         view.add_column(
             name, justify="right" if name in ("gbs", "steps", "passing_step", "minutes", "events") else "left"
         )
@@ -152,6 +158,10 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
             highlight=False,
             soft_wrap=True,
         )
+    for why in untrusted:  # a signed run's (or RECORDER_TRUST's) signatures fail: its score is no evidence
+        console.print(line(label("UNTRUSTED:", "bold red"), why), highlight=False)
+    if any(r["proven"] for r in rows):
+        console.print("proven: what each score rests on (verify, signatures, audit); without audit, not audited")
     for run_id, why in differ:
         console.print(
             line(label("UNVERIFIED:", "bold red"), f"{run_id}: {why}; shown as the events derive it"),
@@ -173,26 +183,33 @@ def runs(root: RootOption = DEFAULT_ROOT) -> None:
         )
 
 
-def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[str]]:
+def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[str], list[str]]:
     """The score each row shows, re-derived from its run's events (derived/scores.jsonl is a file anyone who
     can write the run can edit). A row that disagrees is shown as the events derive it, flagged unverified;
     rows past the command's budget (replay.scores_check.RecheckBudget, runs in run-id order) are flagged
     unchecked. Returns (run id, disagreement) pairs and unchecked run ids."""
     from recorder.errors import RecorderError
     from recorder.reader import read_run
+    from recorder.verify import verify_run
     from replay.scores_check import RecheckBudget, ScoreMismatch, recheck_shown
 
     differ: list[tuple[str, str]] = []
     unchecked: list[str] = []
+    untrusted: list[str] = []
     budget = RecheckBudget()
     for row in rows:
+        row["proven"] = ""
         if row["scored_as"] is None:
             continue
         found: tuple[ScoreMismatch, dict[str, Any]] | None | Literal["unchecked"] = "unchecked"
+        row["proven"] = "unchecked"
         if budget.take(row["events"] or 0):
             try:
                 run = RunDir.open(row["path"])
-                found = recheck_shown(run, read_run(run).events, row["scored_as"])
+                report = verify_run(run, facts=False, keep_events=True)  # the byte layer and its trust
+                events = report.events if report.events is not None else read_run(run).events
+                found = recheck_shown(run, events, row["scored_as"])
+                untrusted.extend(_judge_trust(row, report))
             except RecorderError:  # a damaged run: the views already warned about it
                 pass
         if found == "unchecked":
@@ -203,7 +220,25 @@ def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], 
             differ.append((row["run_id"], str(mismatch.problem())))
             row.update({k: fresh.get(k) for k in ("status", "passing_step", "minutes")})
             row["flags"] = " ".join(filter(None, [row["flags"], "unverified"]))
-    return differ, unchecked
+    return differ, unchecked, untrusted
+
+
+def _judge_trust(row: dict[str, Any], report: VerifyReport) -> list[str]:
+    """A signed run (or one under RECORDER_TRUST) whose signatures fail is flagged untrusted, its first
+    problem shown; the `proven` column says what the row's verdict rests on (recorder.verify.proof)."""
+    from recorder.verify.proof import audited, proof_words, signatures_proven
+    from recorder.verify.trust import TRUST_RULES
+
+    failed = [p for p in [*report.untrusted, *report.problems] if p.rule in TRUST_RULES or p.rule == "signature"]
+    if failed:
+        row["flags"] = " ".join(filter(None, [row["flags"], "untrusted"]))
+    words = proof_words(signatures_proven(report), audited(report.run, row["passing_step"]))
+    row["proven"] = words.removeprefix("proven by ").replace(", not audited", "")
+    return (
+        [f"{row['run_id']}: {failed[0]}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")]
+        if failed
+        else []
+    )
 
 
 def _apart_reason(target: float | None) -> str:

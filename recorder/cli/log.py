@@ -28,26 +28,35 @@ def verify(
     run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")],
     trust: Annotated[
         list[Path] | None,
-        typer.Option("--trust", help="A public key (KEY.pub) whose signatures you trust. Repeatable."),
+        typer.Option(
+            "--trust",
+            help="A public key (KEY.pub) whose signatures you trust; every segment must carry one. Repeatable. "
+            "Default: the keys $RECORDER_TRUST names (paths separated by ':').",
+        ),
     ] = None,
     require_signed: Annotated[
-        bool, typer.Option("--require-signed", help="Exit 1 unless every segment is signed by a --trust key.")
+        bool,
+        typer.Option(
+            "--require-signed", help="Exit 1 unless every segment is signed by a --trust key (as --trust implies)."
+        ),
     ] = False,
 ) -> None:
     """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts
     and derived/scores.jsonl (re-derived from the events).
 
-    Torn tails are warnings. With --trust, each segment is reported signed by a trusted key (by its file
-    name), signed by an untrusted key, or unsigned; a bad signature always fails (exit 1).
+    Torn tails are warnings. A signed run is judged by its own key: an unsigned segment, one signed by another
+    key, or a signed segment deleted or cut fails (exit 1). With --trust, each segment is reported signed by
+    a trusted key (by its file name), signed by an untrusted key, or unsigned, and only trusted keys pass.
     """
     from recorder.history.cache import verify_with_cache
     from recorder.reader import recorded_run_id
     from recorder.signing import load_trusted
+    from recorder.verify.trust import trusted_from_environment
 
-    if require_signed and not trust:
+    if require_signed and not trust and not os.environ.get("RECORDER_TRUST"):
         raise typer.BadParameter("--require-signed needs the keys to trust: --trust KEY.pub", param_hint="--trust")
-    trusted = load_trusted(trust) if trust else None
-    report = verify_with_cache(run_dir)
+    trusted = load_trusted(trust) if trust else trusted_from_environment()
+    report = verify_with_cache(run_dir, trusted=trusted)
     if report.ok:
         report.problems.extend(_derived_scores(report.run))
     total = sum(s.events for s in report.segments)
@@ -56,7 +65,7 @@ def verify(
     for s in report.segments:
         state = "closed" if s.closed else "open (writer did not close)"
         signature = _signature(report, s, trusted)
-        shown = trust or s.opened_with is not None or signature.text == "bad signature"
+        shown = trusted is not None or s.opened_with is not None or signature.text == "bad signature"
         untrusted += not signature.trusted
         console.print(f"  {s.name}  {s.events} events  {state}" + (f"  {signature.text}" if shown else ""))
     for torn in report.torn:

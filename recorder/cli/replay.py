@@ -3,6 +3,7 @@ modules (and mlperf-logging) are imported inside the commands, so `recorder --he
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -10,16 +11,14 @@ import typer
 from rich.table import Table
 
 from recorder.cli.output import console, err, label, line, warning
-from recorder.cli.paths import check_output, write_failed
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli.paths import check_output
+from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
 from recorder.errors import RecorderError
-from recorder.rules import not_comparable
-from recorder.run import RunDir, derived_dir, write_derived
 
 if TYPE_CHECKING:
-    from replay.check import CheckResult
-    from replay.derive import Derivation
-    from replay.rulesets import KnownRuleset
+    from rich.text import Text
+
+    from replay.derived import Notice, ReplayResult
     from replay.set_score import SetScore
 
 RulesetOpt = Annotated[
@@ -42,7 +41,7 @@ InterpOpt = Annotated[
 
 
 def _minutes(m: float | None) -> str:
-    return "-" if m is None else f"{m:.3f}"
+    return "-" if m is None or not math.isfinite(m) else f"{m:.3f}"  # a NaN run_stop is no number of minutes
 
 
 def replay(
@@ -64,156 +63,75 @@ def replay(
             help="Derive even from a run that fails `recorder verify` (the output is then marked UNVERIFIED).",
         ),
     ] = False,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
-    from recorder.errors import InputError
-    from replay.derive import derive_from
-    from replay.errors import NoCheckpointError, NotEvaluatedError
-    from replay.interpretations import AS_RECORDED, get_interpretation
-    from replay.rulesets import get_known, ruleset_for_run
-    from replay.run_scan import scan_verified
-    from replay.scores import compute_scores, write_rows
-    from replay.trust import NOT_COMPARABLE, UNVERIFIED, mark_rows, verified
+    from replay.derived import ReplayRequest, replay_run
 
+    apply_untrusted_ok(untrusted_ok)
     # Every option is checked before the run is read or anything written.
     if compare and (interpretation or output):
         raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
-    if ruleset is not None:
-        get_known(ruleset)
-    if interpretation is not None:
-        get_interpretation(interpretation)
+    request = ReplayRequest(run_dir, ruleset, interpretation, compare, output, check, force)
     if output is not None:
         check_output(output)
-    unverified, report = verified(run_dir, force)  # refuses (exit 1) unless --force
-    scan, torn, skipped = scan_verified(report)  # an intact run is streamed: the facts are kept, not the events
-    tl = scan.timeline
-    run = report.run
-    default = "as-recorded" if scan.imported else "official"
-    as_recorded = (interpretation or default) == AS_RECORDED and not compare
-    # refuses before anything is written; as recorded, the checker may judge a log whose benchmark the run's
-    # own ruleset does not know (the data says no: exit 1 after the checkers, with why)
-    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=as_recorded and ruleset is None)
-    mismatch = known.benchmark_problem(tl.benchmark, tl.division)
-    for entry in skipped:
-        console.print(warning(f"{run.events}/{entry}"))
-    # as-recorded needs the imported lines; a run with both (an imported mllog plus its checkpoints) has them.
-    if interpretation == AS_RECORDED and not tl.mllog_segments:
-        raise InputError(
-            f"{run_dir}: as-recorded replays imported logs, and this run has no imported mllog lines: "
-            "use --interpretation official, or --compare"
-        )
-    for problem in unverified:
-        console.print(line(label(f"{UNVERIFIED}:", "bold red"), str(problem)))
-    for tail in torn:  # a writer died mid-append: its complete events are replayed, the rest is gone
-        console.print(warning(str(tail)))
-    for jump in scan.clock_steps:
-        console.print(warning(str(jump)))
-    resumed = scan.resumed
-    for r in resumed:
-        console.print(
-            line(
-                label("resumed:", "yellow"),
-                f"{r}: its history is kept, but a resumed run is not a valid timed MLPerf run",
-            )
-        )
-    target = scan.target
-    why_not = not_comparable(target)
-    if why_not is not None:
-        console.print(
-            line(
-                label(f"{NOT_COMPARABLE}:", "yellow"),
-                f"{why_not}; eval, the history and replay judge passing by the run's own target, and the "
-                f"{known.name} checker by the ruleset's",
-            )
-        )
-
-    def with_marks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return mark_rows(rows, unverified=unverified, resumed=resumed, target=target)
-
+    result = replay_run(request)  # refuses (exit 1) a run that fails verify, unless --force
+    for notice in result.notices:
+        console.print(_notice_line(notice))
+    if result.refused is not None:
+        raise result.refused
     if compare:
-        rows = with_marks(compute_scores(run, known.name, scan=scan))
-        write_rows(run, rows)
-        _compare_table(rows)
+        _compare_table(result.rows)
         return
-    name = interpretation or default
-    get_interpretation(name)
-    try:
-        d = derive_from(tl, scan.source, known.name, name)
-    except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
-        raise NotEvaluatedError(f"{e}; evaluate them: recorder eval {run_dir}") from None
-    except NoCheckpointError:  # the history shows `no checkpoint` too, without waiting for `compact`
-        write_rows(run, with_marks(compute_scores(run, ruleset, scan=scan)))
-        raise
-    marked = f".{UNVERIFIED}" if unverified else ""
-    if output is None:  # under derived/: never through a symlink out of the run
-        path = derived_dir(run) / f"result_{name}{marked}.txt"
-        write_derived(path, d.chunks())
-    else:
-        path = output
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "wb") as f:
-                f.writelines(d.chunks())
-        except OSError as e:
-            raise write_failed(path, e) from e
-    if unverified and output is not None:  # a chosen -o name gets a sidecar, so the mark sits next to the file
-        path.with_name(path.name + f".{UNVERIFIED}").write_text(
-            "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n"
-        )
-    kept = (run, path) if output is None else None  # a log under derived/: its RCP verdict is kept there
-    checks = _checks(d, known, tl.benchmark, tl.division, kept) if check else []
-    done = {name: (d, checks[0] if checks else None)}
-    rows = with_marks(compute_scores(run, ruleset, done=done, scan=scan))
-    write_rows(run, rows)
+    _print_replayed(result)
+    if result.mismatch is not None:
+        err.print(line(label("error:", "bold red"), result.mismatch))
+    if result.failed:
+        raise typer.Exit(1)
+
+
+def _notice_line(notice: Notice) -> Text:
+    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
+
+    if notice.kind == "warning":
+        return warning(notice.text)
+    tag, style = {
+        "unverified": (f"{UNVERIFIED}:", "bold red"),
+        "untrusted": (f"{UNTRUSTED}:", "bold red"),
+        "resumed": ("resumed:", "yellow"),
+        "not-comparable": (f"{NOT_COMPARABLE}:", "yellow"),
+    }[notice.kind]
+    return line(label(tag, style), notice.text)
+
+
+def _print_replayed(result: ReplayResult) -> None:
+    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
+
+    d = result.derivation
+    assert d is not None  # a replay that was not refused derived its interpretation
     passing = f"passing step {d.passing_step}" if d.passing_step is not None else "no passing step"
     tags = (
-        ([label(UNVERIFIED, "bold red")] if unverified else [])
-        + ([label("resumed", "yellow")] if resumed else [])
-        + ([label(NOT_COMPARABLE.lower(), "yellow")] if why_not is not None else [])
+        ([label(UNTRUSTED, "bold red")] if result.untrusted else [])
+        + ([label(UNVERIFIED, "bold red")] if result.unverified else [])
+        + ([label("resumed", "yellow")] if result.resumed else [])
+        + ([label(NOT_COMPARABLE.lower(), "yellow")] if not result.comparable else [])
     )
     console.print(
         line(
             *tags,
-            f"{name}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); {len(d.lines)} lines -> {path}",
+            f"{result.interpretation}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); "
+            f"{len(d.lines)} lines -> {result.path}; {result.proof}",
         )
     )
     if d.missing_keys:
         console.print(
             warning(
                 f"the run recorded no {', '.join(d.missing_keys)} (mllog_config): "
-                f"the {known.name} checker requires them"
+                f"the {result.ruleset} checker requires them"
             )
         )
-    for c in checks:
+    for c in result.checks:
         console.print(c.summary(), highlight=False)
-    if mismatch is not None:
-        err.print(line(label("error:", "bold red"), str(mismatch)))
-    if mismatch is not None or not all(c.ok and c.error is None for c in checks):
-        raise typer.Exit(1)
-
-
-def _checks(
-    d: Derivation, known: KnownRuleset, benchmark: str | None, division: str | None, kept: tuple[RunDir, Path] | None
-) -> list[CheckResult]:
-    """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
-    RCPs for the benchmark and the division is not open (RCPs bind the closed division only). `kept`: the run
-    and the derived file holding `d`'s lines, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it)."""
-    from recorder.rules import BENCHMARK
-    from replay.check import compliance_lines, rcp, rcp_not_run
-
-    benchmark = benchmark or BENCHMARK  # a run that states no benchmark is the recorder's own
-    checks = [compliance_lines(d.lines, known.name)]
-    if not known.has_rcps(benchmark):
-        checks.append(rcp_not_run(known.name, f"training {known.name} has no RCPs for {benchmark}"))
-    elif division == "open":
-        checks.append(rcp_not_run(known.name, "open division: RCPs bind the closed division only"))
-    elif kept is not None:
-        from replay.rcp_cache import cached_rcp
-
-        checks.append(cached_rcp(*kept, known.name)[0])
-    else:
-        checks.append(rcp([d.text()], known.name))  # -o: a log outside the run, read whole
-    return checks
 
 
 def _compare_table(rows: list[dict[str, Any]]) -> None:
@@ -306,6 +224,7 @@ def score(
         bool,
         typer.Option("--force", help="Score even runs that fail `recorder verify` (each is then marked UNVERIFIED)."),
     ] = False,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """The result summarizer's strong-scaling score of each set of runs (a result folder, else a global batch
     size): the olympic average of compliant runs times the scaling factor, each run's verdict and reasons.
@@ -316,6 +235,7 @@ def score(
 
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format is table or json, not {fmt!r}")
+    apply_untrusted_ok(untrusted_ok)
     sets = score_runs(run_dirs, ruleset, interpretation, force)
     if fmt == "json":
         payload = [s.to_json() for s in sets]
@@ -351,6 +271,11 @@ def _score_table(result: SetScore) -> None:
     )
     for reason in result.reasons:
         console.print(f"  {reason}", highlight=False)
+    proofs: dict[str, list[str]] = {}
+    for r in result.runs:
+        proofs.setdefault(r.proof, []).append(r.run)
+    for proof, names in proofs.items():
+        console.print(f"  {proof}: {', '.join(names)}", highlight=False)
     failing = [r for r in result.runs if not r.compliant]
     if failing:
         console.print(
@@ -373,63 +298,74 @@ def check_submission(
     """mlperf-logging's package checker on a submission, then every result set imported under --root and
     scored as its result summarizer scores it: one table (system, benchmark, runs, score, scaling, verdict,
     reasons). Exit 0 when the package passes and every set scores, 1 otherwise."""
-    import dataclasses
     import tempfile
 
-    from recorder.adapters.mllog_import import import_file
-    from recorder.adapters.result_folder import read_result_folder
     from replay.errors import ImportFileError
-    from replay.package_check import check_package
+    from replay.package_check import HostileSubmissionError, check_package
     from replay.rulesets import get_known
-    from replay.score_runs import score_runs
 
     get_known(ruleset)
     if not (folder / "results").is_dir():
         raise ImportFileError(f"{folder}: no results/ folder; give a submission folder (results/<system>/<benchmark>)")
     with tempfile.TemporaryDirectory(prefix="check-submission-") as tmp:
-        package = check_package(folder, ruleset, Path(tmp))
+        try:
+            package = check_package(folder, ruleset, Path(tmp))
+        except HostileSubmissionError as e:  # every refused entry on its own error: line, then exit 2
+            for refused in e.refused:
+                err.print(line(label("error:", "bold red"), refused), highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
         console.print(package.result.summary(), highlight=False)
         table = Table(title=f"{folder}: training {ruleset}")
         for col in ("system", "benchmark", "runs", "score", "scaling", "verdict", "reasons"):
             table.add_column(col, no_wrap=col != "reasons")
         all_scored = True
         for bench in sorted(package.copy.glob("results/*/*")):
-            if not bench.is_dir() or not any(bench.glob("result_*.txt")):
-                continue
-            original = folder / bench.relative_to(package.copy)
-            try:
-                checked = read_result_folder(bench)
-            except ImportFileError as e:  # e.g. logs of two benchmarks: this set is not scored, the others are
-                all_scored = False
-                reason = str(e).replace(str(package.copy), str(folder))
-                table.add_row(bench.parent.name, bench.name, "-", "-", "-", "not imported", reason)
-                continue
-            result_set = dataclasses.replace(checked.result_set, folder=str(original))
-            for note in checked.notes:
-                console.print(line(label("note:", "yellow"), note.replace(str(package.copy), str(folder))))
-            runs = [import_file(original / f.name, root, None, ruleset, result_set).run.path for f in checked.files]
-            try:
-                [result] = score_runs(runs, None, None, False)
-            except RecorderError as e:
-                all_scored = False
-                table.add_row(bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e))
-                continue
-            all_scored &= result.scored
-            verdict = "scored" if result.scored else "not scored"
-            if result.rcp is not None:
-                verdict += f", RCP {result.rcp.verdict}"
-            table.add_row(
-                bench.parent.name,
-                bench.name,
-                str(len(runs)),
-                _minutes(result.score_minutes),
-                f"{result.scaling_factor:.4f}",
-                verdict,
-                "; ".join(result.reasons),
-            )
+            if bench.is_dir() and any(bench.glob("result_*.txt")):
+                all_scored &= _score_result_set(bench, folder / bench.relative_to(package.copy), root, ruleset, table)
     console.print(table)
     if not (package.result.ok and all_scored):
         raise typer.Exit(1)
+
+
+def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, table: Table) -> bool:
+    """Import one result set of the checked copy `bench` (from its `original` folder) and score it: its row of
+    the table; False when it is not imported or not scored."""
+    import dataclasses
+
+    from recorder.adapters.mllog_import import import_file
+    from recorder.adapters.result_folder import read_result_folder
+    from replay.errors import ImportFileError
+    from replay.score_runs import score_runs
+
+    copy, folder = bench.parents[2], original.parents[2]
+    try:
+        checked = read_result_folder(bench)
+    except ImportFileError as e:  # e.g. logs of two benchmarks: this set is not scored, the others are
+        reason = str(e).replace(str(copy), str(folder))
+        table.add_row(bench.parent.name, bench.name, "-", "-", "-", "not imported", reason)
+        return False
+    result_set = dataclasses.replace(checked.result_set, folder=str(original))
+    for note in checked.notes:
+        console.print(line(label("note:", "yellow"), note.replace(str(copy), str(folder))))
+    runs = [import_file(original / f.name, root, None, ruleset, result_set).run.path for f in checked.files]
+    try:
+        [result] = score_runs(runs, None, None, False)
+    except RecorderError as e:
+        table.add_row(bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e))
+        return False
+    verdict = "scored" if result.scored else "not scored"
+    if result.rcp is not None:
+        verdict += f", RCP {result.rcp.verdict}"
+    table.add_row(
+        bench.parent.name,
+        bench.name,
+        str(len(runs)),
+        _minutes(result.score_minutes),
+        f"{result.scaling_factor:.4f}",
+        verdict,
+        "; ".join(result.reasons),
+    )
+    return result.scored
 
 
 def register(app: typer.Typer) -> None:

@@ -9,6 +9,7 @@ import typer
 
 from recorder.cli.output import console
 from recorder.cli.paths import check_output, write_failed
+from recorder.cli.signing import UntrustedOkOption, apply_untrusted_ok
 
 
 def report(
@@ -17,12 +18,14 @@ def report(
     ruleset: Annotated[
         str | None, typer.Option("--ruleset", help="Ruleset whose facts apply (default: the run's own).")
     ] = None,
+    untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Write one HTML file (no network, nothing beside it): verdicts, timeline, tables, charts, the mllog."""
     from recorder.report.page import build_report
     from recorder.report.story import what_happened
 
     check_output(output, suffixes=(".html", ".htm"))  # before any run is read
+    apply_untrusted_ok(untrusted_ok)
     try:
         runs = build_report(run_dirs, output, ruleset)
     except OSError as e:  # a write the checks could not foresee (read-only mount, full disk)

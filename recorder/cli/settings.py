@@ -1,5 +1,5 @@
 """The `train --set` options as a table, generated from the config's dataclass fields (names, types and
-defaults), so the README's table cannot drift from the code: a test compares the two.
+defaults), so the table in docs/cli.md cannot drift from the code: a test compares the two.
 
 Only the meanings are written here; a test also checks that every field has one and that none is left over.
 """
@@ -94,7 +94,7 @@ def _default(value: Any) -> str:
 
 
 def settings_markdown() -> str:
-    """The README's table of `--set` options."""
+    """docs/cli.md's table of `--set` options."""
     rows = ["| `--set` key | type | default | meaning |", "|---|---|---|---|"]
     for key, type_name, default in setting_fields():
         rows.append(f"| `{key}` | {type_name} | `{_default(default)}` | {MEANINGS.get(key, '')} |")

@@ -3,6 +3,7 @@ import-checkpoints). Signing itself is recorder.signing's; `verify --trust` is i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,24 @@ SigningKeyOption = Annotated[
         "Default: the key $RECORDER_SIGNING_KEY names, if set.",
     ),
 ]
+
+
+UntrustedOkOption = Annotated[
+    bool,
+    typer.Option(
+        "--untrusted-ok",
+        help="Judge a run whose signatures fail its trust (unsigned, another key's, or signed segments "
+        "missing); every line carrying a score then says UNTRUSTED.",
+    ),
+]
+
+
+def apply_untrusted_ok(flag: bool) -> None:
+    """`--untrusted-ok`: every verification this process and its workers run keeps trust problems apart."""
+    from recorder.verify.trust import UNTRUSTED_OK_ENV
+
+    if flag:
+        os.environ[UNTRUSTED_OK_ENV] = "1"
 
 
 def apply_signing_key(path: Path | None) -> None:
@@ -49,3 +68,9 @@ def keygen(
 
 def register(app: typer.Typer) -> None:
     app.command()(keygen)
+
+
+def apply_key_options(signing_key: Path | None, untrusted_ok: bool) -> None:
+    """`--signing-key` and `--untrusted-ok` together, for the commands that take both."""
+    apply_signing_key(signing_key)
+    apply_untrusted_ok(untrusted_ok)

@@ -16,6 +16,7 @@ from recorder.cli.signing import SigningKeyOption, apply_signing_key
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
+    from trainer.config import TrainConfig
     from trainer.distributed import Ranks
     from trainer.loop import GRPOTrainer, StepResult, TrainSummary
     from trainer.progress import Progress
@@ -27,39 +28,50 @@ class TrainInterrupted(RecorderError):
     exit_code = 130
 
 
+_ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A TOML or JSON file of settings.")]
+_RootOpt = Annotated[Path, typer.Option("--root", help="Where runs live.")]
+_RunIdOpt = Annotated[str | None, typer.Option("--run-id", help="The run's id (default: time + random).")]
+_SetsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", help="KEY=VALUE override, dotted keys (checkpoint.sync=true, model=smollm2-135m). Repeatable."
+    ),
+]
+_RayOpt = Annotated[bool, typer.Option("--ray", help="Rollout workers as Ray actors (local cluster).")]
+_RayAddressOpt = Annotated[
+    str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
+]
+_ListSettingsOpt = Annotated[
+    bool, typer.Option("--list-settings", help="Print every --set option (key, type, default, meaning) and exit.")
+]
+_NprocOpt = Annotated[
+    int,
+    typer.Option(
+        "--nproc",
+        min=1,
+        help="Train data-parallel in N processes on this machine (torchrun --standalone; FSDP2, gloo on the CPU).",
+    ),
+]
+_ResumeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--resume",
+        help="Continue this stopped or killed run from its last committed checkpoint (weights; "
+        "the optimizer starts fresh), in a new segment, with its recorded config.",
+    ),
+]
+
+
 def train(
-    config: Annotated[Path | None, typer.Option("--config", help="A TOML or JSON file of settings.")] = None,
-    root: Annotated[Path, typer.Option("--root", help="Where runs live.")] = Path("runs"),
-    run_id: Annotated[str | None, typer.Option("--run-id", help="The run's id (default: time + random).")] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set", help="KEY=VALUE override, dotted keys (checkpoint.sync=true, model=smollm2-135m). Repeatable."
-        ),
-    ] = None,
-    ray: Annotated[bool, typer.Option("--ray", help="Rollout workers as Ray actors (local cluster).")] = False,
-    ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
-    ] = None,
-    list_settings: Annotated[
-        bool, typer.Option("--list-settings", help="Print every --set option (key, type, default, meaning) and exit.")
-    ] = False,
-    nproc: Annotated[
-        int,
-        typer.Option(
-            "--nproc",
-            min=1,
-            help="Train data-parallel in N processes on this machine (torchrun --standalone; FSDP2, gloo on the CPU).",
-        ),
-    ] = 1,
-    resume: Annotated[
-        Path | None,
-        typer.Option(
-            "--resume",
-            help="Continue this stopped or killed run from its last committed checkpoint (weights; "
-            "the optimizer starts fresh), in a new segment, with its recorded config.",
-        ),
-    ] = None,
+    config: _ConfigOpt = None,
+    root: _RootOpt = Path("runs"),
+    run_id: _RunIdOpt = None,
+    sets: _SetsOpt = None,
+    ray: _RayOpt = False,
+    ray_address: _RayAddressOpt = None,
+    list_settings: _ListSettingsOpt = False,
+    nproc: _NprocOpt = 1,
+    resume: _ResumeOpt = None,
     signing_key: SigningKeyOption = None,
 ) -> None:
     """Train with GRPO; checkpoints from the validation start step to the final step; prints the run dir.
@@ -89,33 +101,49 @@ def train(
         _train_rank(ranks, config, sets, root, run_id)
         return
     err.print("train: starting (loading torch and the model; a new seed's warm-up takes about two minutes)")
-    from trainer.config import load_config
-    from trainer.loop import GRPOTrainer
     from trainer.progress import Progress
 
-    use_ray = ray or ray_address is not None
+    trainer = _trainer(config, sets, root, run_id, resume, ranks, ray or ray_address is not None, ray_address)
+    cfg = trainer.cfg
+    _print_trained(_run(trainer, Progress(cfg.max_steps, cfg.validation_start)), cfg)
+
+
+def _trainer(
+    config: Path | None,
+    sets: list[str] | None,
+    root: Path,
+    run_id: str | None,
+    resume: Path | None,
+    ranks: Ranks,
+    use_ray: bool,
+    ray_address: str | None,
+) -> GRPOTrainer:
+    """The trainer the options ask for: a resumed run, one rank of a data-parallel run, or a fresh run."""
+    from trainer.config import load_config
+    from trainer.loop import GRPOTrainer
+
     if resume is not None:
         from trainer.resume import ResumedTrainer, ResumeError, plan_resume
 
         if config is not None or sets or run_id is not None:
             raise ResumeError("--resume continues a run with its recorded config: drop --config, --set and --run-id")
         plan = plan_resume(resume)
-        cfg = plan.config
         typer.echo(
             f"resuming {plan.run.path} after step {plan.step} from {plan.checkpoint.name} "
             "(weights restored; optimizer re-initialised)"
         )
-        trainer: GRPOTrainer = ResumedTrainer(plan, use_ray=use_ray, ray_address=ray_address)
-    elif ranks.distributed:
+        return ResumedTrainer(plan, use_ray=use_ray, ray_address=ray_address)
+    cfg = load_config(config, sets)
+    if ranks.distributed:
         from trainer.data_parallel import DataParallelTrainer
 
-        cfg = load_config(config, sets)
         trainer = DataParallelTrainer(cfg, ranks=ranks, root=root, run_id=run_id)
         err.print(f"train: data parallel over {ranks.world_size} processes (FSDP2); rank 0 records the run")
-    else:
-        cfg = load_config(config, sets)
-        trainer = GRPOTrainer(cfg, root=root, run_id=run_id, use_ray=use_ray, ray_address=ray_address)
-    summary = _run(trainer, Progress(cfg.max_steps, cfg.validation_start))
+        return trainer
+    return GRPOTrainer(cfg, root=root, run_id=run_id, use_ray=use_ray, ray_address=ray_address)
+
+
+def _print_trained(summary: TrainSummary, cfg: TrainConfig) -> None:
     w = summary.warmup
     if w is not None:
         typer.echo(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recorder.errors import InputError
+from recorder.output import output_file
 from recorder.reader import recorded_run_id
 from recorder.rules import TARGET
 from recorder.run import RunDir
@@ -226,7 +227,8 @@ def plot_timeline(run_dir: Path, out: Path) -> Path:
         t = load_timeline(history, history.runs[0].run_id if history.runs else recorded_run_id(run))
     fig = timeline_figure(t)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    with output_file(out) as f:  # never through a symlink planted at -o
+        fig.savefig(f, dpi=110, format=out.suffix.lstrip(".").lower() or "png")
     plt.close(fig)
     return out
 
@@ -321,7 +323,8 @@ def plot_metric(history: History, metric: str, out: Path) -> Path:
     plt = _matplotlib()
     fig = metric_figure(history, metric)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    with output_file(out) as f:  # never through a symlink planted at -o
+        fig.savefig(f, dpi=110, format=out.suffix.lstrip(".").lower() or "png")
     plt.close(fig)
     return out
 

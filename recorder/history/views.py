@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
+from recorder.catalogue import catalogue, writers_of
 from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
 from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
@@ -365,9 +366,27 @@ def events_source_sql(packs: list[str], not_from_packs: list[str], parquet: list
     return " UNION ALL ".join(reversed(parts))
 
 
+def writers_sql() -> str:
+    """A SQL condition on (kind, writer): the event is of a kind its writer may record (the catalogue's
+    `writers`, as recorder.catalogue.may_write reads them; verify's rule kind-writer refuses the rest)."""
+    cases = []
+    for kind in sorted(catalogue()):
+        names = writers_of(kind)
+        if "*" in names:
+            cases.append(f"WHEN '{kind}' THEN true")
+            continue
+        plain = [n for n in names if "<R>" not in n]
+        ranked = [n.replace("<R>", "[0-9]+") for n in names if "<R>" in n]
+        either = [f"writer IN ({_sql_list(plain)[1:-1]})"] if plain else []
+        either += [f"regexp_full_match(writer, '{r}')" for r in ranked]
+        cases.append(f"WHEN '{kind}' THEN ({' OR '.join(either)})")
+    return f"CASE kind {' '.join(cases)} ELSE false END"
+
+
 def create_views(con: duckdb.DuckDBPyConnection, events_sql: str) -> None:
-    """The views over `events_sql` (the bench reuses them on a native table)."""
-    con.execute(f"CREATE OR REPLACE VIEW events AS {events_sql}")
+    """The views over `events_sql` (the bench reuses them on a native table): only events whose writer may
+    record their kind."""
+    con.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM ({events_sql}) WHERE {writers_sql()}")
     for sql in VIEW_SQL:
         con.execute(sql)
 

@@ -1,8 +1,8 @@
 """What `recorder report` shows of a run, gathered from the history views and the files replay derives.
 
 Nothing here computes a score. Scores and the derived mllog are the files `recorder replay` writes under
-`derived/`; when one is missing or older than the run's segments, replay's own functions write it, exactly
-as `recorder replay --compare` and `recorder replay` would. The RCP checker's verdict on the derived mllog
+`derived/`; when one is missing or older than the run's segments, `replay.derived.ensure_derived` writes it
+through the same functions `recorder replay` writes with. The RCP checker's verdict on the derived mllog
 is kept in `derived/rcp.json` (replay.rcp_cache), since the checker reads the whole log.
 
 The long series (steps, checkpoints) stay Arrow tables, with only the columns the page uses; the page
@@ -21,17 +21,18 @@ import pyarrow as pa
 
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
+from recorder.manifest import manifest_path
 from recorder.reader import recorded_run_id
 from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
 from recorder.report.series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.rules import is_standard_target, validation_start_step
 from recorder.run import RunDir
+from recorder.verify.proof import audited, proof_words, signatures_proven
 
 if TYPE_CHECKING:
     from recorder.history.views import History
     from replay.scores_check import RecheckBudget
 
-SCORES_FILE = "scores.jsonl"
 VERIFIED_AT_COMPACTION = (
     "verified by `recorder compact` (every segment's digest chain) and unchanged in size since; "
     "`recorder verify` re-reads every event"
@@ -60,6 +61,7 @@ class RunFacts:
     train_stop: dict[str, Any] | None = None
     imported_from: str | None = None
     open_segments: int = 0
+    proof: str = ""  # what the verdict rests on (recorder.verify.proof)
     provenance: dict[str, Any] = field(default_factory=dict)  # run_opened's, of the first session
 
     @cached_property
@@ -83,67 +85,10 @@ class RunFacts:
         return validation_start_step(gbs) if gbs else None
 
 
-def _newest_segment_ns(run: RunDir) -> int:
-    return max((p.stat().st_mtime_ns for p in run.events.glob("*.arrows")), default=0)
-
-
-def _fresh(path: Path, run: RunDir) -> bool:
-    """A derived file written after the last change to any segment still describes the run."""
-    return path.exists() and path.stat().st_mtime_ns >= _newest_segment_ns(run)
-
-
-def _is_imported(run: RunDir) -> bool:
-    return any(p.name.startswith("import-") for p in run.events.glob("*.arrows"))
-
-
-def ensure_derived(
-    run: RunDir, ruleset: str | None, unverified: list[str], recheck: bool = True
-) -> tuple[list[dict[str, Any]], str, Path | None, str]:
-    """The run's score rows and derived mllog, written by replay's functions when missing or stale, and the
-    scores re-derived and rewritten when they disagree with the events (when `recheck`: the command's
-    replay.scores_check.RecheckBudget allowed it).
-
-    Returns (score rows, interpretation of the mllog, its path or None, why there is none)."""
-    from recorder.reader import read_run
-    from replay.derive import derive_from
-    from replay.errors import ReplayError
-    from replay.run_scan import RunScan, scan_run
-    from replay.scores import applicable_to, compute_scores, write_rows
-    from replay.scores_check import check_scores
-    from replay.source import InMemory, Streamed
-    from replay.trust import UNVERIFIED, mark_rows
-
-    name = "as-recorded" if _is_imported(run) else "official"
-    scores_path = run.derived / SCORES_FILE
-    mllog_path = run.derived / f"result_{name}{'.' + UNVERIFIED if unverified else ''}.txt"
-    read: list[RunScan] = []  # one pass over the events, made at most once and only when needed
-
-    def scan() -> RunScan:
-        if not read:  # an intact run is streamed (its facts kept, not its events); a damaged one read whole
-            source = InMemory(read_run(run).events) if unverified else Streamed(run)
-            read.append(scan_run(source, keep_events=bool(unverified)))
-        return read[0]
-
-    # a scores file newer than the segments is still a file anyone can edit: re-derived when it disagrees
-    if not _fresh(scores_path, run) or (recheck and check_scores(run, scan())):
-        rows = mark_rows(compute_scores(run, ruleset, scan=scan()), unverified=unverified, resumed=scan().resumed)
-        write_rows(run, rows)
-    rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
-    if _fresh(mllog_path, run):
-        return rows, name, mllog_path, ""
-    try:
-        d = derive_from(scan().timeline, scan().source, applicable_to(scan().timeline, ruleset)[0], name)
-    except ReplayError as e:
-        return rows, name, None, str(e)
-    mllog_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(mllog_path, "wb") as f:
-        f.writelines(d.chunks())
-    return rows, name, mllog_path, ""
-
-
 def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFacts:
     """Verify the run, make sure replay's derived files are there (its scores re-derived as `budget` allows),
     and read the mllog and the RCP verdict."""
+    from replay.derived import ensure_derived
     from replay.scores_check import not_rechecked
 
     run = RunDir.open(run_dir)
@@ -154,19 +99,24 @@ def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFact
         # unchanged in size since: re-reading a million events (minutes) would add nothing but in-place
         # tampering, which the header says only `recorder verify` rules out.
         problems, warnings, open_segments, events = [], [VERIFIED_AT_COMPACTION], 0, compacted
+        signed = manifest_path(run).exists()  # compaction judged the run's trust (recorder.verify.trust)
     else:
         report = verify_with_cache(run)
-        problems = [str(p) for p in report.problems]
+        problems = [f"UNTRUSTED (judged with --untrusted-ok): {p}" for p in report.untrusted]
+        problems += [str(p) for p in report.problems]
+        signed = signatures_proven(report)
         warnings, open_segments = list(report.warnings), sum(1 for s in report.segments if not s.closed)
         events = sum(s.events for s in report.segments)
     recheck = budget.take(events)
     if not recheck:
         warnings.append(not_rechecked(events))
-    rows, name, mllog, why = ensure_derived(run, ruleset, problems, recheck)
-    facts = RunFacts(run, problems, warnings, rows, name, mllog, None, why)
+    files = ensure_derived(run, ruleset, problems, recheck)
+    facts = RunFacts(run, problems, warnings, files.rows, files.interpretation, files.mllog, None, files.why)
     facts.open_segments = open_segments
-    if mllog is not None:
-        facts.mllog = read_excerpt(mllog)
+    headline = facts.headline
+    facts.proof = proof_words(signed, audited(run, headline.get("passing_step") if headline else None))
+    if files.mllog is not None:
+        facts.mllog = read_excerpt(files.mllog)
     return facts
 
 
@@ -211,7 +161,8 @@ def read_views(history: History, facts: RunFacts) -> None:
         f"SELECT kind, data->>'resumed_from' AS source, data->>'resumed_at_step' AS at_step, "
         "data->>'resumed_checkpoint' AS resumed_checkpoint, "
         f"data->>'status' AS status, data->>'reason' AS reason, step, segment, "
-        f"data->'provenance'->>'imported_from' AS imported_from, data->>'provenance' AS provenance FROM events {where} "
+        "CASE WHEN writer = 'import' THEN data->'provenance'->>'imported_from' END AS imported_from, "  # the importer's
+        f"data->>'provenance' AS provenance FROM events {where} "
         "AND kind IN ('run_opened', 'train_stop') ORDER BY time_ns"
     ).to_pylist():
         if r["kind"] == "run_opened" and r["source"]:

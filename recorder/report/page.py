@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from recorder.errors import InputError
+from recorder.output import write_output
 from recorder.report.charts import accuracy_by_step, reward_by_step, timeline
 from recorder.report.facts import VERIFIED_AT_COMPACTION, RunFacts, attach_rcp, gather, read_views
 from recorder.report.mllog_excerpt import HEAD, TAIL
@@ -343,5 +344,5 @@ def build_report(run_dirs: list[Path], out: Path, ruleset: str | None = None) ->
     template = Template((Path(__file__).with_name("template.html")).read_text(encoding="utf-8"))
     page = template.substitute(title=e(title), body=body, data=data, plotly_gz=plotly_gz())
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page, encoding="utf-8")
+    write_output(out, page)  # never through a symlink planted at -o
     return runs

@@ -84,7 +84,7 @@ def what_happened(f: RunFacts) -> list[str]:
     stopped_early = f.train_stop is not None and f.train_stop["status"] != "completed"
     if stopped_early:  # the reason nothing else happened comes first
         out.append(_training(f))
-    out.append(_score(f, f.headline))
+    out.append(_score(f, f.headline) + (f" ({f.proof}.)" if f.proof else ""))
     if f.imported_from:
         out.append(f"Imported from {f.imported_from}: the original mllog lines, scored as recorded.")
     elif not stopped_early:

@@ -6,6 +6,12 @@ score means: pass@k with `k` samples per task, over the first `samples` tasks of
 k, fewer tasks or an easier spec scores another benchmark, however honest each of its events is, and the
 one-task-spec rule cannot see it when every evaluation of the run was done the same way.
 
+Rule eval-config holds `config.eval` itself to what the run also recorded for the mllog: its
+`mllog_config` lines `generation_validation_rollout_temperature`, `generation_validation_rollout_top_p`
+and `eval_samples` (trainer/mllog_keys.py writes them from the same config), and the pass target to
+`run_opened.target`. A config.eval rewritten to sample hotter, or more often, than the lines the run
+submitted say, describes another benchmark.
+
 Imported runs record no such section (their config is the foreign trainer's): `recorder eval --task` gives
 their settings, and only one-task-spec holds them together. A run recorded before `task_sha256` existed is
 checked on k and samples only.
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from recorder.events import Event
-from recorder.kinds import EvalResult
+from recorder.kinds import EvalResult, RunOpened
 from recorder.verify.findings import Findings
 
 
@@ -67,3 +73,43 @@ def check_eval_settings(e: Event, result: EvalResult, recorded: RecordedEval, fo
             f"evaluation of step {e.step} scores {'; '.join(why)}: not the evaluation the run recorded "
             "(run_opened config.eval)",
         )
+
+
+# config.eval key -> the mllog_config key the trainer records from it
+MLLOG_OF_EVAL = {
+    "temperature": "generation_validation_rollout_temperature",
+    "top_p": "generation_validation_rollout_top_p",
+    "samples": "eval_samples",
+}
+
+
+def check_eval_config(opened: RunOpened, configs: list[Event], found: Findings, at: Event) -> None:
+    """Rule eval-config: `config.eval` (of `at`, the run's first run_opened) agrees with the run's own
+    mllog_config lines (the first of each key) and its recorded target."""
+    section = opened.config.get("eval")
+    if not isinstance(section, Mapping):
+        return
+    lines: dict[str, Any] = {}
+    for e in configs:
+        if e.key is not None and e.key not in lines:
+            try:
+                lines[e.key] = e.value
+            except ValueError:  # not JSON: rule payload's
+                continue
+    why = [
+        f"eval.{name} {section.get(name)!r}, the mllog line {key} {lines[key]!r}"
+        for name, key in MLLOG_OF_EVAL.items()
+        if key in lines and not _same(section.get(name), lines[key])
+    ]
+    target = section.get("target")
+    if target is not None and opened.target is not None and not _same(target, opened.target):
+        why.append(f"eval.target {target!r}, run_opened's target {opened.target!r}")
+    if why:
+        found.fail(at, "eval-config", f"config.eval is not what the run recorded: {'; '.join(why)}")
+
+
+def _same(a: object, b: object) -> bool:
+    numbers = (int, float)
+    if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, numbers) and isinstance(b, numbers)):
+        return a == b
+    return float(a) == float(b)

@@ -11,9 +11,7 @@ re-evaluates for that.
 
 from __future__ import annotations
 
-import json
 import math
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +21,7 @@ from recorder.kinds import EvalResult
 from recorder.run import RunDir
 from recorder.run_files import inside, sha256_file
 from recorder.verify.findings import Findings
+from recorder.verify.results_stream import ResultsFormatError, SampleTally, read_results
 
 RESULTS_LIMIT = 512 * 1024 * 1024  # a results.json larger than this is not read
 
@@ -44,18 +43,27 @@ def check_evidence(
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} is not the recorded file")
         return
     try:
-        doc = json.loads(path.read_bytes())
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
+        with open(path, "rb") as f:  # streamed: memory stays bounded whatever the file's size
+            doc, tally = read_results(f)
+    except ResultsFormatError as why:
+        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} {why}")
+        return
+    except (ValueError, RecursionError):  # a UnicodeDecodeError; RecursionError: nested deeper than Python parses
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} is not JSON")
         return
     doc = doc if isinstance(doc, dict) else {}
-    for message in _disagreements(doc, e, d, run_id, committed_sha256):
+    for message in _disagreements(doc, tally, e, d, run_id, committed_sha256):
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} {message}")
         return
 
 
 def _disagreements(
-    doc: dict[str, Any], e: Event, d: EvalResult, run_id: str | None, committed_sha256: str | None
+    doc: dict[str, Any],
+    tally: SampleTally | None,
+    e: Event,
+    d: EvalResult,
+    run_id: str | None,
+    committed_sha256: str | None,
 ) -> Iterator[str]:
     if doc.get("step") != e.step:
         yield f"is about step {doc.get('step')!r}"
@@ -78,10 +86,10 @@ def _disagreements(
     for name, recorded in (("n_tasks", d.n), ("k", d.k)):
         if recorded is not None and name in doc and doc[name] != recorded:
             yield f"states {name} {doc[name]!r}, the event {recorded!r}"
-    yield from _tally(doc)
+    yield from _tally(doc, tally)
 
 
-def _tally(doc: dict[str, Any]) -> Iterator[str]:
+def _tally(doc: dict[str, Any], tally: SampleTally | None) -> Iterator[str]:
     """The tally and the per-sample outcomes must be possible and add up to the score."""
     n, passed = doc.get("n_tasks"), doc.get("tasks_passed")
     if n is not None and not (_count(n) and n > 0):
@@ -90,22 +98,19 @@ def _tally(doc: dict[str, Any]) -> Iterator[str]:
     if passed is not None and not (_count(passed) and isinstance(n, int) and passed <= n):
         yield f"states tasks_passed {passed!r} of n_tasks {n!r}"
         return
-    samples = doc.get("samples")
-    if isinstance(samples, list) and samples:
-        yield from _samples(samples, doc)
+    if tally is not None:
+        yield from _samples(tally, doc)
 
 
-def _samples(samples: list[Any], doc: dict[str, Any]) -> Iterator[str]:
+def _samples(tally: SampleTally, doc: dict[str, Any]) -> Iterator[str]:
     n, passed, k, score = doc.get("n_tasks"), doc.get("tasks_passed"), doc.get("k"), doc.get("score")
-    pairs = [(s.get("task"), s.get("sample")) if isinstance(s, dict) else (None, None) for s in samples]
-    if any(not _count(t) or not _count(j) for t, j in pairs):
+    if tally.bad_index:
         yield "lists a sample without integer task and sample indices"
         return
-    if len(set(pairs)) != len(pairs):
-        twice = next(p for p, c in Counter(pairs).items() if c > 1)
-        yield f"lists task {twice[0]} sample {twice[1]} more than once"
+    if tally.twice is not None:
+        yield f"lists task {tally.twice[0]} sample {tally.twice[1]} more than once"
         return
-    per_task = Counter(t for t, _ in pairs)
+    per_task = tally.per_task
     if isinstance(n, int) and len(per_task) != n:
         yield f"lists samples of {len(per_task)} tasks, but states n_tasks {n}"
         return
@@ -115,7 +120,7 @@ def _samples(samples: list[Any], doc: dict[str, Any]) -> Iterator[str]:
         return
     if sizes != {k} or not isinstance(n, int):
         return  # more samples than k: pass@k is the unbiased estimate, not a count of solved tasks
-    solved = len({s["task"] for s in samples if s.get("correct") is True})
+    solved = len(tally.solved)
     if passed is not None and solved != passed:
         yield f"lists {solved} tasks with a correct sample, but states tasks_passed {passed}"
     elif isinstance(score, (int, float)) and not _same_number(score, solved / n):

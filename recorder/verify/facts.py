@@ -30,10 +30,13 @@ Imported runs (`provenance.imported_from`) carry the original log as their evide
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from recorder.catalogue import may_write, records_timing_of
+from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER
 from recorder.events import Event
 from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
 from recorder.reader import run_id_from
@@ -41,56 +44,81 @@ from recorder.rules import validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import inside, normalized, sha256_file
 from recorder.safetensors_header import HeaderError, read_header
-from recorder.verify.eval_settings import RecordedEval, check_eval_settings
+from recorder.upcast import upcast_data
+from recorder.verify.clocks import check_wall_clock
+from recorder.verify.eval_settings import RecordedEval, check_eval_config, check_eval_settings
 from recorder.verify.evidence import RESULTS_LIMIT, check_evidence
 from recorder.verify.findings import Findings, parsed
 from recorder.verify.sessions import check_clocks, check_opened, check_sessions, check_steps
+from recorder.verify.timeline import (
+    check_run_start,
+    check_samples,
+    check_trainer_timeline,
+    step_timings,
+)
+from recorder.verify.writers import check_writers, imported, run_writer
 
-__all__ = ["KINDS", "RESULTS_LIMIT", "Findings", "check_facts", "for_rules", "inside", "sha256_file"]
+__all__ = ["KINDS", "RESULTS_LIMIT", "Findings", "check_facts", "for_rules", "inside", "kept", "sha256_file"]
 
 # Kinds the rules read; verify keeps only these in memory (one step_metrics per step: small).
 KINDS = frozenset(
     {"run_opened", "run_start", "weight_update", "checkpoint_committed", "train_stop", "eval_start", "eval_result"}
-    | {"eval_stop", "eval_failed", "step_metrics"}
+    | {"eval_stop", "eval_failed", "step_metrics", "mllog_config", "block_start", "block_stop", "rank_step"}
+    | {"segment_closed"}
 )
-# Kinds whose step the rules read, but not their data: kept without it, so memory stays bounded by the
-# events' count, not by what a trainer logged in them.
-STEP_ONLY = frozenset({"step_metrics"})
+# Kinds whose step the rules read, but not their data: kept without it (step_metrics: with only the
+# durations the timeline rules read), so memory stays bounded by the events' count, not by what a trainer
+# logged in them. An event of a kind its writer may not record is kept the same way, whatever its kind.
+STEP_ONLY = frozenset({"step_metrics", "rank_step"})
 WEIGHTS_FILE = "model.safetensors"
 TRAINER_FORMAT = "safetensors"
 SHARDED_FORMAT = "torch-dcp"  # the trainer's sharded checkpoint: one DCP shard per rank, and its manifest
-BENCHMARK_METRIC = "accuracy"  # the eval_result key that scores the run (replay/timeline.py reads the same)
-ZERO_SHOT_WRITER = "harness"  # zero-shot sessions (`eval --harness`): not the benchmark's evaluations
+
+
+def kept(kind: str, writer: str) -> bool:
+    """Whether verify keeps an event of `kind` by `writer` for the rules."""
+    return kind in KINDS or not may_write(writer, kind)
 
 
 def for_rules(e: Event) -> Event:
-    """`e` as the rules keep it: a kind in STEP_ONLY without its data and value."""
-    return replace(e, data_json="{}", value_json=None) if e.kind in STEP_ONLY else e
+    """`e` as the rules keep it: a step_metrics with only its durations; a kind in STEP_ONLY, or one the rules
+    keep only for its writer, without its data and value."""
+    if e.kind == "step_metrics":
+        return replace(e, data_json=json.dumps(step_timings(e)), value_json=None)
+    return replace(e, data_json="{}", value_json=None) if e.kind in STEP_ONLY or e.kind not in KINDS else e
 
 
 def check_facts(run: RunDir, events: list[Event]) -> Findings:
     """Every rule over the run's events (any order: each rule orders what it needs)."""
     found = Findings()
     by_seq = sorted(events, key=lambda e: (e.segment, e.seq))
+    check_writers(by_seq, found)
     run_id = run_id_from(by_seq) if any(e.kind == "run_opened" for e in by_seq) else None
     if run_id is None:
         if by_seq:  # not a run that replay, score or eval can use: they refuse it for want of run_opened
             found.warnings.append("no run_opened event: the timeline and evidence are not checked")
         return found
     _check_run_id(by_seq, run_id, found)
-    imported = _imported(by_seq, found)
+    was_imported = imported(by_seq, found)
+    opened = _opened(by_seq)
     check_steps(by_seq, found)
     check_opened(sorted(by_seq, key=lambda e: (e.time_ns, e.segment, e.seq)), run_id, found)
-    if not imported:  # an imported log's times and steps are the log's own, whatever they are
+    check_run_start(by_seq, found)
+    if not was_imported:  # an imported log's times and steps are the log's own, whatever they are
         check_clocks(by_seq, found)
+        check_wall_clock(by_seq, found)
         check_sessions(by_seq, found)
+        check_samples(by_seq, opened.global_batch_size if opened is not None else None, found)
+        check_trainer_timeline(by_seq, opened, found)
+        if opened is not None:
+            check_eval_config(opened, [e for e in by_seq if e.kind == "mllog_config"], found, _first_opened(by_seq))
     run_start = min((e.time_ns for e in by_seq if e.kind == "run_start"), default=None)
     for e in by_seq:
         if e.kind == "train_stop" and run_start is not None and e.time_ns < run_start:
             found.fail(e, "update-after-run-start", f"train_stop is {_ago(run_start, e)} run_start")
     updates = _check_updates(by_seq, run_start, found)
     commits = _check_commits(run, by_seq, run_id, run_start, updates, found)
-    if not imported:
+    if not was_imported:
         _check_evaluations(run, by_seq, run_id, run_start, commits, found)
     return found
 
@@ -172,6 +200,8 @@ def _check_commits(
                 e, "update-after-run-start", f"checkpoint_committed of step {e.step} is {_ago(run_start, e)} run_start"
             )
         update = updates.get((e.segment, e.step))
+        if update is None and any(step == e.step for _, step in updates):
+            found.fail(e, "update-before-commit", f"step {e.step} is committed in a segment that did not train it")
         if update is not None:
             if d.weight_update_ns != update.time_ns:
                 found.fail(
@@ -262,10 +292,14 @@ def _check_metadata(weights: Path, commit: Commit, run_id: str | None, found: Fi
             return
 
 
-def _imported(events: list[Event], found: Findings) -> bool:
-    e = next((e for e in events if e.kind == "run_opened"), None)
-    opened = parsed(RunOpened, e, found) if e is not None else None
-    return opened is not None and bool(opened.provenance.get("imported_from"))
+def _stops(events: list[Event]) -> list[int]:
+    """When the run's writer recorded training stopped."""
+    owner = run_writer(events) or ""
+    return [e.time_ns for e in events if e.kind == "train_stop" and records_timing_of(e.writer, owner)]
+
+
+def _first_opened(events: list[Event]) -> Event:
+    return next(e for e in events if e.kind == "run_opened")
 
 
 def _opened(events: list[Event]) -> RunOpened | None:
@@ -307,10 +341,10 @@ def _check_evaluations(
         run,
         run_id,
         run_start,
-        [e.time_ns for e in events if e.kind == "train_stop"],
+        _stops(events),
         commits,
         _validation_start(opened),
-        RecordedEval.from_config(opened.config) if opened is not None else None,
+        RecordedEval.from_config(upcast_data("run_opened", opened.to_data())["config"]) if opened is not None else None,
     )
     # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
     # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.
@@ -321,6 +355,12 @@ def _check_evaluations(
         if e.writer == ZERO_SHOT_WRITER:
             continue
         if e.kind == "eval_start":
+            if (unended := open_eval.get((e.segment, e.step))) is not None:
+                found.fail(
+                    e,
+                    "one-evaluation-open",
+                    f"eval_start of step {e.step} while its evaluation begun at seq {unended.seq} has not ended",
+                )
             open_eval[(e.segment, e.step)] = e
             if (start := parsed(EvalStart, e, found)) is not None:
                 _check_eval_start(e, start, facts, found)
@@ -348,6 +388,13 @@ def _check_evaluations(
             elif e.time_ns < begun.time_ns:
                 found.fail(
                     e, "eval-result-inside-evaluation", f"eval_result of step {e.step} is dated before its eval_start"
+                )
+            if not e.key:
+                found.fail(
+                    e,
+                    "eval-result-key",
+                    f"eval_result of step {e.step} without a key: a result names its metric "
+                    f"({BENCHMARK_METRIC!r} for the benchmark's score)",
                 )
             if e.key == BENCHMARK_METRIC and e.step is not None:
                 _check_score(e, results, found)
@@ -421,7 +468,9 @@ def _check_eval_start(e: Event, d: EvalStart, facts: _RunFacts, found: Findings)
     run_start = facts.run_start
     if run_start is not None and e.time_ns < run_start:
         found.fail(e, "update-after-run-start", f"evaluation of step {e.step} starts {_ago(run_start, e)} run_start")
-    if facts.stops and e.time_ns < min(facts.stops):
+    if not facts.stops:
+        found.fail(e, "eval-after-train-stop", f"evaluation of step {e.step} of a run whose training never stopped")
+    elif e.time_ns < min(facts.stops):
         found.fail(
             e, "eval-after-train-stop", f"evaluation of step {e.step} starts {_ago(min(facts.stops), e)} train_stop"
         )

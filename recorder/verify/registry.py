@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A named rule: its layer (`bytes`, `facts`, `derived`), and what it refuses."""
+    """A named rule: its layer (`bytes`, `trust`, `facts`, `derived`), and what it refuses."""
 
     name: str
     layer: str
@@ -18,17 +18,45 @@ class Rule:
 
 
 _RULES = (
-    Rule("signature", "bytes", "a bad signature; with `--require-signed`, an unsigned or untrusted segment"),
+    Rule("signature", "bytes", "a bad signature"),
     Rule("segment-name", "bytes", "a segment file named other than its writer names it"),
+    Rule(
+        "signed-run",
+        "trust",
+        "in a signed run or under trusted keys, a segment not signed by the run's (or a trusted) key",
+    ),
+    Rule(
+        "signed-set",
+        "trust",
+        "a signed run whose signed-segments list is missing, not its key's, or names segments deleted or cut",
+    ),
     Rule("payload", "facts", "an event whose data does not parse as its kind's payload"),
+    Rule("kind-writer", "facts", "an event of a kind its writer may not record (the catalogue's `writers`)"),
+    Rule("run-writer", "facts", "a run_start, weight update, commit or train_stop not from the run's writer"),
+    Rule("imported-from", "facts", "`imported_from` stated by a run_opened that is not the importer's"),
     Rule("run-id", "facts", "an event of another run id than the run's own `run_opened`"),
     Rule("time-range", "facts", "an event dated before 1970, from 2100, or more than a day after now", True),
     Rule("mono-order", "facts", "a segment whose monotonic clock goes back", True),
+    Rule("wall-order", "facts", "an event dated more than 0.5 s before an earlier event of its segment", True),
+    Rule("clock-agreement", "facts", "wall times that fall behind the monotonic clock (0.5 s + 0.1 % allowed)", True),
     Rule("step-range", "facts", "a step below 0 or from 2**31"),
     Rule("one-run-opened", "facts", "a second `run_opened` that is not a resume, or one that changes the benchmark"),
     Rule("session-steps", "facts", "a trainer session whose updates are not 1, 2, 3, ..., or lack their metrics", True),
     Rule("session-overlap", "facts", "two trainer sessions of one run that overlap in time", True),
     Rule("train-stop-order", "facts", "`train_stop` before its session's last weight update", True),
+    Rule("one-run-start", "facts", "a second `run_start`"),
+    Rule(
+        "run-start-first", "facts", "a step's event (block_start, update, metrics, rank step) dated before `run_start`"
+    ),
+    Rule("step-samples", "facts", "a step fact whose samples_count is not step x global batch size", True),
+    Rule("step-window", "facts", "a weight update dated sooner after the previous step than its generation took", True),
+    Rule(
+        "save-window",
+        "facts",
+        "a save outside its step: before its update, ending before it began, or blocking too long",
+        True,
+    ),
+    Rule("train-stop-recorded", "facts", "a closed trainer session without `train_stop`, or completed short", True),
     Rule("one-update-per-step", "facts", "a second `weight_update` for one step"),
     Rule("update-after-run-start", "facts", "a weight update, stop or evaluation dated before `run_start`"),
     Rule("update-order", "facts", "weight updates whose times do not rise with their steps"),
@@ -40,14 +68,17 @@ _RULES = (
     Rule("commit-files", "facts", "a committed config or tokenizer file that is missing or changed"),
     Rule("eval-names-commit", "facts", "an evaluation of a step that has no committed checkpoint"),
     Rule("eval-after-commit", "facts", "an evaluation that starts before its checkpoint's commit"),
-    Rule("eval-after-train-stop", "facts", "an evaluation that starts before `train_stop`"),
+    Rule("eval-after-train-stop", "facts", "an evaluation that starts before `train_stop`, or of a run never stopped"),
     Rule("eval-result-inside-evaluation", "facts", "a result or stop outside its evaluation"),
     Rule("eval-precision", "facts", "an evaluation in neither bf16 nor the dtype the run's rollouts were made in"),
+    Rule("one-evaluation-open", "facts", "an `eval_start` of a step whose evaluation in that segment has not ended"),
+    Rule("eval-result-key", "facts", "an `eval_result` without a key (the benchmark's is `accuracy`)"),
     Rule("eval-value", "facts", "an accuracy that is not a finite number in [0, 1]"),
     Rule("one-result-per-step", "facts", "a second benchmark accuracy for one step"),
     Rule("eval-from-validation-start", "facts", "an evaluation of a step before the validation start"),
     Rule("one-task-spec", "facts", "evaluations of one run scored with different task specs"),
     Rule("eval-settings", "facts", "an evaluation whose k, task count or task spec differ from the run's"),
+    Rule("eval-config", "facts", "a `config.eval` that differs from the run's own mllog_config lines or target", True),
     Rule("eval-evidence", "facts", "a results.json missing, altered, or stating another step, score or setting"),
     Rule("derived-scores", "derived", "a row of derived/scores.jsonl that the events do not derive"),
 )

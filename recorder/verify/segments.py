@@ -9,9 +9,10 @@ segment is intact, `recorder.verify.facts` checks that the timeline is possible 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -34,26 +35,16 @@ from recorder.segment import (
     skipped_entries,
 )
 from recorder.signing import fingerprint, signature_valid
-from recorder.verify.facts import KINDS, check_facts, for_rules
+from recorder.verify.facts import check_facts, for_rules
+from recorder.verify.facts import kept as kept_kind
 from recorder.verify.problem import Problem
+from recorder.verify.summary import SegmentSummary
+from recorder.verify.trust import trust_problems, trusted_from_environment, untrusted_ok_from_environment
 
 __all__ = ["Problem", "SegmentSummary", "VerifyReport", "check_segment", "verify_run"]
 
 
 SIGNATURE_RULE = "signature"
-
-
-@dataclass
-class SegmentSummary:
-    """One segment as verify saw it. `signed_by`: the public key (hex) whose signature of the closing record
-    verified; `opened_with`: the key its segment_opened recorded (also when the writer did not close)."""
-
-    name: str
-    events: int
-    closed: bool
-    torn: TornTail | None
-    signed_by: str | None = None
-    opened_with: str | None = None
 
 
 @dataclass
@@ -64,6 +55,9 @@ class VerifyReport:
     warnings: list[str] = field(default_factory=list)
     # every event, merged as `read_run` merges them, when `verify_run(keep_events=True)` found the run intact
     events: list[Event] | None = None
+    # trust problems the caller chose to judge past (`untrusted_ok`): every verdict must then say so
+    untrusted: list[Problem] = field(default_factory=list)
+    trust_judged: bool = False  # the run was judged under a key (signed, or trusted keys given)
 
     @property
     def ok(self) -> bool:
@@ -89,7 +83,8 @@ class _Chain:
         self.signature_problem: Problem | None = None
 
     def summary(self, events: int, closed: bool, torn: TornTail | None = None) -> SegmentSummary:
-        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with)
+        digest = self.previous.hex() if events else None
+        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with, digest)
 
     def row(self, i: int, row: tuple[Any, ...], raw: bytes) -> Problem | None:
         name = self.name
@@ -266,9 +261,9 @@ def _stream_segment(path: Path, run_id: str | None, keep_all: bool = False) -> _
                         problem = chain.row(n, row, data[start - first : end - first])
                         if problem is not None:
                             return _Streamed(chain.summary(n, False), [problem], kept)
-                        if keep_all or row[5] in KINDS:
+                        if keep_all or kept_kind(row[5], row[1]):
                             event = event_from_row(row, path.name)
-                            if row[5] in KINDS:
+                            if kept_kind(row[5], row[1]):
                                 kept.append(for_rules(event))
                             if keep_all:
                                 every.append(event)
@@ -305,10 +300,20 @@ def _name_problems(paths: list[Path]) -> list[Problem]:
     return problems
 
 
-def verify_run(path: Path | str | RunDir, *, facts: bool = True, keep_events: bool = False) -> VerifyReport:
-    """Check every segment of a run, then (when `facts` and the bytes are intact) what the events mean.
-    `keep_events`: an intact run's events come back in `report.events`, so that a caller about to read the
-    run (replay, score) does not read it a second time.
+def verify_run(
+    path: Path | str | RunDir,
+    *,
+    facts: bool = True,
+    keep_events: bool = False,
+    trusted: Mapping[str, str] | None | Literal["environment"] = "environment",
+    untrusted_ok: bool | None = None,
+) -> VerifyReport:
+    """Check every segment of a run, its signatures under the run's trust (recorder.verify.trust), then
+    (when `facts` and the bytes are intact) what the events mean. `keep_events`: an intact run's events come
+    back in `report.events`, so that a caller about to read the run (replay, score) does not read it a
+    second time. `trusted`: the public keys to judge signatures by (default: those RECORDER_TRUST names).
+    `untrusted_ok`: trust problems go to `report.untrusted`, not `report.problems` (the caller marks its
+    output); default: whether RECORDER_UNTRUSTED_OK is set (a command's `--untrusted-ok` sets it).
 
     Raises NotARunError/NewerSchemaError for input it cannot judge.
     """
@@ -338,6 +343,12 @@ def verify_run(path: Path | str | RunDir, *, facts: bool = True, keep_events: bo
         report.segments.append(streamed.summary)
         kept.extend(streamed.kept)
         every.append(streamed.every)
+    # trust is judged with or without `facts`: a compacted run (compact reads no facts) was judged too
+    keys = trusted_from_environment() if trusted == "environment" else trusted
+    judged = trust_problems(run, report.segments, report.problems, keys)
+    report.trust_judged = judged is not None
+    accept = untrusted_ok_from_environment() if untrusted_ok is None else untrusted_ok
+    (report.untrusted if accept else report.problems).extend(judged or [])
     if facts and report.ok:
         found = check_facts(run, kept)
         report.problems.extend(found.problems)
@@ -361,6 +372,6 @@ def _read_whole(p: Path, run_id: str | None, report: VerifyReport, keep_all: boo
     chain = _Chain(segment.name, segment.writer, run_id)
     problems = _check_whole(segment, chain)
     events = segment.events()
-    kept = [for_rules(e) for e in events if e.kind in KINDS]
+    kept = [for_rules(e) for e in events if kept_kind(e.kind, e.writer)]
     summary = chain.summary(segment.table.num_rows, segment.closed, segment.torn)
     return _Streamed(summary, problems, kept, events if keep_all else [])

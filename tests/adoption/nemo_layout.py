@@ -1,4 +1,5 @@
-"""Writes a checkpoint series in NeMo-RL's deferred-evaluation layout (what its trainer publishes)."""
+"""Writes a checkpoint series in NeMo-RL's deferred-evaluation layout (what its trainer publishes) with a tiny
+Llama's Megatron-Core weights; evaluator.sample_series writes the Hugging Face ones, from the same config."""
 
 from __future__ import annotations
 
@@ -10,46 +11,21 @@ from typing import Any
 
 import yaml
 
-PROMPTS, GENERATIONS = 16, 16  # GBS 256 samples: validation start CEIL(2.5 + 3840/256) = 18
+from evaluator import sample_series
+from evaluator.sample_series import GENERATIONS, PROMPTS, WRITE_MS, config
 
-
-def config(prompts: int = PROMPTS, generations: int = GENERATIONS) -> dict[str, Any]:
-    return {
-        "grpo": {
-            "val_start_at": 18,
-            "max_num_steps": 20,
-            "num_prompts_per_step": prompts,
-            "num_generations_per_prompt": generations,
-            "seed": 42,
-            "deferred_evaluation": {"enabled": True, "threshold": 0.69},
-        },
-        "policy": {
-            "train_global_batch_size": prompts * generations,
-            "precision": "bfloat16",
-            "generation": {"backend": "vllm"},
-            "megatron_cfg": {"enabled": True},
-        },
-        "logger": {"mlperf": {"target_accuracy": 0.69, "defer_run_stop": True}},
-        "checkpointing": {"enabled": True, "save_optimizer": False, "keep_top_k": 2},
-    }
+__all__ = ["GENERATIONS", "PROMPTS", "WRITE_MS", "config", "write_checkpoint"]
 
 
 @functools.cache
 def _tokenizer() -> Any:
-    from tests.evaluator import hf_series
-
-    return hf_series.tokenizer()
+    return sample_series.tokenizer()
 
 
 def _tiny(step: int) -> tuple[Any, Any]:
-    """A 16-wide random Llama, its weights differing by step (tests/evaluator/hf_series.py)."""
-    from tests.evaluator import hf_series
-
+    """A 16-wide random Llama, its weights differing by step (evaluator/sample_series.py)."""
     tok = _tokenizer()
-    return tok, hf_series.model(len(tok), step, hidden_size=16)
-
-
-WRITE_MS = 30_000  # a checkpoint's files are finished this long after its weight update
+    return tok, sample_series.model(len(tok), step, hidden_size=16)
 
 
 def write_checkpoint(

@@ -68,7 +68,12 @@ class WeightsAtUpdate(TrainerCallback):  # type: ignore[misc]
 
 @pytest.fixture(scope="module")
 def trl_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, WeightsAtUpdate]:
-    run = RunDir.create(tmp_path_factory.mktemp("runs"), "trl")
+    return record_trl_run(tmp_path_factory.mktemp("runs"))
+
+
+def record_trl_run(root: Path) -> tuple[RunDir, WeightsAtUpdate]:
+    """A real TRL GRPOTrainer run of STEPS steps with the callback recording it into `root/trl`."""
+    run = RunDir.create(root, "trl")
     tok = tiny_tokenizer()
     probe = WeightsAtUpdate()
     args = GRPOConfig(

@@ -1,4 +1,4 @@
-"""Issue 14, acceptance 1: every command, given a bad -o, ruleset, run id or path, exits 2 with exactly one
+"""Every command, given a bad -o, ruleset, run id or path, exits 2 with exactly one
 `error:` line, no traceback, and leaves every file as it was (the runs' hashes and the current folder)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 19's shell findings, each reproduced: markup in user data (11), long values (14), entries of events/
-that are not files (12), queries without limits (10), concurrent compaction and run ids (14)."""
+"""The shell around the data, each attack reproduced: markup in user data, long values, entries of events/
+that are not files, queries without limits, concurrent compaction and run ids."""
 
 from __future__ import annotations
 

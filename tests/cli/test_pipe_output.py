@@ -1,4 +1,4 @@
-"""Issue 14, acceptance 2: through a pipe, output never depends on the terminal's width. From a folder whose
+"""Through a pipe, output never depends on the terminal's width. From a folder whose
 path is over 150 characters, with COLUMNS unset and COLUMNS=40, no path or run id is split."""
 
 from __future__ import annotations

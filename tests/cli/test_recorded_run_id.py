@@ -1,4 +1,4 @@
-"""Issue 19, finding 13, for every command: a run's id is the one its own `run_opened` records, never its
+"""For every command: a run's id is the one its own `run_opened` records, never its
 folder's name. `cp -a r1 r1-copy` gives a folder every command calls r1, and a history that holds both says
 one is left out rather than merging them under one id."""
 

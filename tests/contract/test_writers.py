@@ -2,20 +2,142 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from recorder.reader import Segment, read_segment
 from recorder.run import RunDir
+from recorder.segment import list_segments
 from tests.contract.writer_contract import WriterContract
 
 T0_MS = 1_780_000_000_000
+# GBS 1280 puts the validation start at step 6 (CEIL(2.5 + 3840/1280)): a whole run, checkpoints and all, in
+# seven short steps of the tiny model.
+TINY = [
+    "warmup.enabled=false",
+    "num_prompts_per_step=320",
+    "num_generations_per_prompt=4",
+    "micro_batch_size=320",
+    "updates_per_rollout=1",
+    "max_new_tokens=2",
+]
+
+
+def _small_model() -> Any:
+    from trainer.policy.model import ModelConfig
+
+    return ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+
+
+def _keeping_threads(train: Any) -> Any:
+    """Run `train()`, then give torch back the thread count the trainer pinned."""
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    try:
+        return train()
+    finally:
+        torch.set_num_threads(threads)
 
 
 class TestTrainer(WriterContract):
-    """The default run of `recorder train`, shared with the trainer's tests (trained once per session)."""
+    """`recorder train` (GRPOTrainer) on a tiny model, checkpoints included."""
 
     writer = "trainer"
-    shared_run = "trained_run"
+
+    def record(self, root: Path) -> RunDir:
+        from trainer.config import load_config
+        from trainer.loop import GRPOTrainer
+
+        trainer = GRPOTrainer(load_config(sets=TINY), root=root, run_id="trained", model_cfg=_small_model())
+        return _keeping_threads(trainer.run).run
+
+
+class TestResumedTrainer(WriterContract):
+    """`recorder train --resume` on a run whose trainer died after step 6's checkpoint: its segment is cut
+    there, at an event's end, as a SIGKILL leaves it (each event is one write), and the later checkpoint is
+    gone. The resumed session's own segment keeps the contract."""
+
+    writer = "trainer"
+
+    def record(self, root: Path) -> RunDir:
+        import shutil
+
+        from trainer.config import load_config
+        from trainer.loop import GRPOTrainer
+        from trainer.resume import ResumedTrainer, plan_resume
+
+        trainer = GRPOTrainer(load_config(sets=TINY), root=root, run_id="killed", model_cfg=_small_model())
+        run = _keeping_threads(trainer.run).run
+        (segment,) = [read_segment(p) for p in list_segments(run.events)]
+        cut = next(i for i, e in enumerate(segment.events()) if e.kind == "checkpoint_committed")
+        with open(segment.path, "r+b") as f:
+            f.truncate(segment.offsets[cut + 1])
+        shutil.rmtree(run.checkpoints / "step_0000007")
+        _keeping_threads(ResumedTrainer(plan_resume(run.path)).run)
+        return run
+
+    def own_segments(self, run: RunDir) -> list[Segment]:
+        first, resumed = list_segments(run.events)
+        assert not read_segment(first).closed  # the killed session's, as the crash left it
+        return [read_segment(resumed)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class TestRankSegments(WriterContract):
+    """A data-parallel rank's own segment (`trainer-rank0`), from DataParallelTrainer in a gloo group of one."""
+
+    writer = "trainer-rank0"
+
+    def record(self, root: Path) -> RunDir:
+        import torch.distributed as dist
+
+        from trainer.config import load_config
+        from trainer.data_parallel import DataParallelTrainer
+        from trainer.distributed import Ranks
+
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+        trainer = DataParallelTrainer(
+            load_config(sets=TINY), ranks=Ranks(0, 1), root=root, run_id="ranks", model_cfg=_small_model()
+        )
+        return _keeping_threads(trainer.run).run  # run() leaves the group
+
+
+class TestTrlCallback(WriterContract):
+    """RecorderCallback inside a real TRL GRPOTrainer run (a tiny random Llama, a checkpoint every step)."""
+
+    writer = "trainer"
+
+    def record(self, root: Path) -> RunDir:
+        pytest.importorskip("trl")
+        from tests.adoption.test_trl_callback import record_trl_run
+
+        run, _ = record_trl_run(root)
+        return run
+
+
+class TestHarness(WriterContract):
+    """The zero-shot harness (`recorder eval --harness lm-eval`) scoring two checkpoints on its shipped data."""
+
+    writer = "harness"
+
+    def record(self, root: Path) -> RunDir:
+        from evaluator.harness.taskset import SHIPPED_DATA
+        from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
+        from tests.evaluator.synth import record_run
+
+        run = record_run(root, steps=19, samples=2)
+        summary = evaluate_harness(run.path, HarnessOptions(tasks=["arc_easy"], data_dir=SHIPPED_DATA, examples=4))
+        assert not summary.failures, summary.failures
+        return run
 
 
 class TestEvaluator(WriterContract):

@@ -6,6 +6,7 @@ Prints "ready" once the segment is open, then one seq per line after each append
 
 import sys
 
+from recorder.catalogue import may_write
 from recorder.log import LogWriter
 
 
@@ -13,7 +14,10 @@ def main() -> None:
     run_dir, writer, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
     w = LogWriter(run_dir, writer)
     print("ready", flush=True)
-    kinds = ["step_metrics", "weight_update", "checkpoint_committed", "eval_result"]
+    # the kinds this writer may record (verify refuses any other: rule kind-writer)
+    kinds = [
+        k for k in ("step_metrics", "weight_update", "checkpoint_committed", "eval_result") if may_write(writer, k)
+    ]
     for i in range(count):
         e = w.append(
             kinds[i % len(kinds)],

@@ -109,10 +109,10 @@ def test_every_byte_of_a_closed_segment_is_covered(tmp_path: Path, stride: int) 
     import random
 
     run = RunDir.create(tmp_path, "small")
-    with LogWriter(run, "trainer") as w:
+    with LogWriter(run, "evaluator") as w:
         for i in range(3):
             w.append("eval_result", step=18 + i, key="accuracy", value=0.7 + i / 100, data={"n": 251})
-    segment = run.events / "trainer-0001.arrows"
+    segment = run.events / "evaluator-0001.arrows"
     raw = segment.read_bytes()
     rng = random.Random(7)
     target = tmp_path / "flipped"

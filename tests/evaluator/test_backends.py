@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from evaluator import sample_series
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
 from recorder.reader import read_run
-from tests.evaluator import hf_series
 from tests.helpers import run_cli
 from trainer.policy.taskspec import load_spec
 
@@ -36,14 +36,15 @@ kind = "numeric"
 def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(run with one imported tiny Llama checkpoint, its task spec)."""
     from recorder.adapters.nemo import import_checkpoints
+    from trainer.policy.hf_fingerprint import hf_fingerprinter
 
     tmp = tmp_path_factory.mktemp("backends")
     rows = [{"id": f"q{i}", "prompt": f"{i} plus {i}?", "answer": str(2 * i)} for i in range(3)]
     (tmp / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp / "dev.jsonl").write_text('{"id": "d0", "prompt": "One, two, ", "answer": "three."}\n')
     (tmp / "spec.toml").write_text(SPEC)
-    series = hf_series.write_series(tmp / "ckpt", UPDATES_MS)
-    import_checkpoints(series, tmp / "run", task=tmp / "spec.toml")
+    series = sample_series.write_series(tmp / "ckpt", UPDATES_MS)
+    import_checkpoints(series, tmp / "run", fingerprint=hf_fingerprinter(tmp / "spec.toml"))
     return tmp / "run", tmp / "spec.toml"
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from evaluator import sample_series
 from evaluator.order import parse_order
 from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
 from recorder.adapters.nemo import CheckpointLayoutError
 from recorder.reader import read_run
-from tests.evaluator import hf_series
 from tests.helpers import run_cli
 from trainer.policy import CheckpointError
 from trainer.policy.hf_checkpoint import load_hf_checkpoint
@@ -40,7 +40,7 @@ kind = "numeric"
 
 @pytest.fixture(scope="module")
 def series(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return hf_series.write_series(tmp_path_factory.mktemp("hf") / "ckpt", UPDATES_MS)
+    return sample_series.write_series(tmp_path_factory.mktemp("hf") / "ckpt", UPDATES_MS)
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,9 @@ def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _import(series: Path, run: Path, spec: Path | None = None) -> None:
     """In this process: each `recorder` subprocess pays transformers' import again (seconds)."""
     from recorder.adapters.nemo import import_checkpoints
+    from trainer.policy.hf_fingerprint import hf_fingerprinter
 
-    import_checkpoints(series, run, task=spec)
+    import_checkpoints(series, run, fingerprint=hf_fingerprinter(spec))
 
 
 def _evaluate(run: Path, **options: object) -> Summary:
@@ -118,7 +119,7 @@ def test_a_swapped_tokenizer_is_caught_by_the_fingerprint(series: Path, spec: Pa
     shutil.copytree(series, root)
     run = tmp_path / "run"
     _import(root, run, spec)
-    other = hf_series.tokenizer(corpus=["another model's text: tokens split differently", "zebra quartz"])
+    other = sample_series.tokenizer(corpus=["another model's text: tokens split differently", "zebra quartz"])
     shutil.rmtree(root / "step_18" / "policy" / "tokenizer")
     other.save_pretrained(root / "step_18" / "policy" / "tokenizer")
     summary = _evaluate(run, task=spec, order=parse_order("18"))
@@ -171,3 +172,12 @@ def test_command_never_runs_on_altered_weights(series: Path, spec: Path, tmp_pat
     assert [o.status for o in summary.outcomes] == ["failed"]
     (failed,) = _events(run, "eval_failed")
     assert failed.data["error"] == "HashMismatchError" and not marker.exists()
+
+
+def test_hugging_face_weights_are_not_imported_without_their_fingerprint(series: Path, tmp_path: Path) -> None:
+    """The importer loads no weights itself: the caller gives it the fingerprint function (the CLI does)."""
+    from recorder.adapters.nemo import NemoImportError, import_checkpoints
+
+    with pytest.raises(NemoImportError, match="no fingerprint function was given"):
+        import_checkpoints(series, tmp_path / "run")
+    assert not (tmp_path / "run").exists()

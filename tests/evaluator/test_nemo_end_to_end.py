@@ -1,4 +1,4 @@
-"""Issue 16, acceptance 4 (default tier): a NeMo-RL deferred-evaluation run end to end through the CLI.
+"""Default tier: a NeMo-RL deferred-evaluation run end to end through the CLI.
 
 Its training mllog is imported, its checkpoint series (a tiny random Llama with a real `tokenizers`
 tokenizer, Hugging Face safetensors shards, `step_N/training_info.json`) is imported, `recorder eval --task`
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.evaluator import hf_series, nemo_run
+from evaluator import sample_series
+from tests.evaluator import nemo_run
 from tests.helpers import run_cli
 from trainer.policy.taskspec import shipped
 
@@ -79,7 +80,7 @@ def check_replay(run: Path, series: Path, passing: int) -> None:
 @pytest.fixture(scope="module")
 def series(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("nemo") / "checkpoints"
-    return hf_series.write_series(root, {s: nemo_run.update_ms(s) for s in SMALL_STEPS})
+    return sample_series.write_series(root, {s: nemo_run.update_ms(s) for s in SMALL_STEPS})
 
 
 def test_nemo_series_end_to_end_passes_both_checkers(series: Path, tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_results_json_is_evidence(tmp_path: Path) -> None:
     assert first["target_sha256"] == sha256_text(tasks[0].answer)
     assert len(first["completion_sha256"]) == 64 and first["correct"] is False
     assert doc["task_set"]["n"] == 5 and doc["task_set"]["of"] == 251 and doc["complete_task_set"] is False
-    assert set(doc["provenance"]) == {"git_commit", "git_dirty", "packages", "host", "python"}
+    assert set(doc["provenance"]) == {"git_commit", "git_dirty", "packages", "host", "python", "cpu_kernels"}
     assert "torch" in doc["provenance"]["packages"]
     assert doc["fingerprint"]["checked"] is True and doc["fingerprint"]["max_abs_diff"] <= 0.005
     assert {"hash_s", "load_s", "score_s", "total_s", "start_ns", "end_ns"} <= set(doc["timings"])

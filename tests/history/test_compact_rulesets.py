@@ -1,5 +1,5 @@
 """`compact` and `runs` over a root holding runs of any ruleset, plus one damaged run: they name the damaged
-run and go on (issue 15, acceptance 4)."""
+run and go on."""
 
 from __future__ import annotations
 

@@ -118,7 +118,7 @@ def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
     page.close()
 
 
-@pytest.mark.slow  # a second page load: ~25 s on the shared machine; the first test covers the acceptance
+@pytest.mark.slow  # a second page load: ~25 s on the shared machine; the first test covers the contract
 def test_an_imported_reference_log_in_chromium(browser: Any, corpus: Path, tmp_path: Path) -> None:
     assert run_cli("import", str(corpus / RCP_LOG), "--root", str(tmp_path), "--run-id", "seed1").returncode == 0
     out = tmp_path / "imported.html"

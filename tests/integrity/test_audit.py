@@ -1,4 +1,4 @@
-"""Issue 19, acceptance 2: `recorder audit` re-evaluates the deciding checkpoints of a real trained run.
+"""`recorder audit` re-evaluates the deciding checkpoints of a real trained run.
 
 An honest run reproduces bit for bit with one worker and with two (Ray); a forged accuracy and a pasted
 foreign evaluation, each with the digest chain recomputed so that the bytes verify, are reported as

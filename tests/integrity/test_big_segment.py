@@ -1,4 +1,4 @@
-"""Acceptance 4 of issue 19: a 1 GB segment verifies with peak RSS under 1 GB (verify streams)."""
+"""A 1 GB segment verifies with peak RSS under 1 GB (verify streams)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 19: commits hash config.json and the tokenizer like the weights; a payload that does not parse is a
+"""Commits hash config.json and the tokenizer like the weights; a payload that does not parse is a
 verify failure (rule payload), never a traceback; `eval --force` on a run that fails verify records the result
 UNVERIFIED in its eval_result, and `evals` and the history's `evals` view show it.
 """
@@ -43,7 +43,7 @@ def _caught(run: Path, rule: str) -> str:
 def test_an_edited_config_json_is_caught(attacked: Path) -> None:
     config = attacked / "checkpoints" / "step_0000018" / "config.json"
     doc = json.loads(config.read_text())
-    doc["num_hidden_layers"] = 100_000  # finding 9: an absurd config must not pass as the committed one
+    doc["num_hidden_layers"] = 100_000  # an absurd config must not pass as the committed one
     config.write_text(json.dumps(doc))
     line = _caught(attacked, "commit-files")
     assert line.startswith("ALTERED: trainer-0001.arrows seq ") and "step 18's config.json" in line

@@ -1,4 +1,4 @@
-"""Finding 5 of issue 19: `derived/scores.jsonl` edited by hand is caught, never shown as a verified score.
+"""`derived/scores.jsonl` edited by hand is caught, never shown as a verified score.
 
 verify re-derives every row (rule derived-scores); `runs` re-derives the score it shows and prints the
 events' value, flagged unverified; `query` says its scores are the file as written.

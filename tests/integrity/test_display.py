@@ -1,4 +1,4 @@
-"""Issue 19, acceptance 6: recorded strings cannot drive the terminal of whoever reads them.
+"""Recorded strings cannot drive the terminal of whoever reads them.
 
 A run id, a benchmark name, a checkpoint path or a task name can hold ANSI escapes (`\\x1b[2J` clears the
 screen), NUL, or bidirectional overrides (U+202E shows text reversed). Every command prints through

@@ -1,4 +1,4 @@
-"""Findings 1-6 and 13 of issue 19: forgeries with a recomputed digest chain, caught by the semantic checks.
+"""Forgeries with a recomputed digest chain, caught by the semantic checks.
 
 Each attack works on a copy of a real trained and evaluated run and ends caught by verify with the rule
 named, and refused by replay and eval: never a success.

@@ -1,4 +1,4 @@
-"""Issue 19, acceptance 6 (second attacker): an imported mllog's values are data, never a score by accident.
+"""A second attacker: an imported mllog's values are data, never a score by accident.
 
 An `eval_accuracy` that is no finite number (NaN, an infinity, `1e400`, an integer of 400 digits) is kept as
 the log's line (the evidence) but never recorded as a score: `recorder.rules.finite_score` is the one rule,

@@ -1,4 +1,4 @@
-"""Issue 19, acceptance 6 (second attacker): names and text that come from the data.
+"""A second attacker: names and text that come from the data.
 
 - `recorder report`: a value from a run (a forged checkpoint sha, a failure reason) that holds
   `</script>`, `<!--<script>` or plotly's own markup is text on the page, never markup: the JSON

@@ -1,4 +1,4 @@
-"""Issue 19, acceptance 6: an imported log's line that no logger writes (megabytes long) is refused before
+"""An imported log's line that no logger writes (megabytes long) is refused before
 anything is recorded; each byte of it would cost about fifteen in verify, replay and the history."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Issue 19, acceptance 6: "defend the rules, not the list". Attacks the issue did not list, each a forgery of
+"""Defend the rules, not a list of attacks: each case a forgery of
 a copy of a real trained and evaluated run with the digest chain recomputed (the bytes verify), each caught
-by the rule it breaks, named with its segment and seq. One rule per case; docs/design.md section 11 lists them.
+by the rule it breaks, named with its segment and seq. One rule per case; docs/integrity.md lists them.
 """
 
 from __future__ import annotations

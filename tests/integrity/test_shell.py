@@ -1,4 +1,4 @@
-"""Findings 7, 8 and 14 of issue 19: the shell around the data cannot be turned against its user."""
+"""The shell around the data cannot be turned against its user."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptance 3 of issue 19: optional Ed25519 signatures on segments, and `verify --trust`.
+"""Optional Ed25519 signatures on segments, and `verify --trust`.
 
 A signed segment verifies under the key that signed it, is reported as signed by an untrusted key under
 another, and any rewrite after signing (rechained, old signature kept, or signature stripped) is a bad
@@ -78,9 +78,9 @@ def test_signed_segments_verify_under_the_right_key(signed_run: Path, keys: Path
     assert run_cli("verify", str(signed_run), "--trust", str(keys / "alice.pub"), "--require-signed").returncode == 0
 
 
-def test_under_another_key_they_are_reported_untrusted_and_exit_0(signed_run: Path, keys: Path) -> None:
+def test_under_another_key_they_are_reported_untrusted_and_fail(signed_run: Path, keys: Path) -> None:
     code, states = _verify(signed_run, "--trust", str(keys / "bob.pub"))
-    assert code == 0
+    assert code == 1
     assert set(states.values()) == {f"signed by an untrusted key ({signing.fingerprint(*_key(keys, 'alice'))})"}
     code, _ = _verify(signed_run, "--trust", str(keys / "bob.pub"), "--require-signed")
     assert code == 1
@@ -90,10 +90,11 @@ def _key(keys: Path, name: str) -> list[str]:
     return list(signing.load_trusted([keys / f"{name}.pub"]))
 
 
-def test_unsigned_segments_are_reported_and_exit_0_unless_signatures_are_required(tmp_path: Path, keys: Path) -> None:
+def test_unsigned_segments_pass_alone_and_fail_under_trusted_keys(tmp_path: Path, keys: Path) -> None:
     run = _record(tmp_path, "plain")
+    assert _verify(run)[0] == 0
     code, states = _verify(run, "--trust", str(keys / "alice.pub"))
-    assert code == 0 and set(states.values()) == {"unsigned"}
+    assert code == 1 and set(states.values()) == {"unsigned"}
     assert _verify(run, "--trust", str(keys / "alice.pub"), "--require-signed")[0] == 1
     assert run_cli("verify", str(run), "--require-signed").returncode == 2  # nothing to trust: a usage error
 
@@ -129,17 +130,32 @@ def test_a_signature_stripped_from_a_rechained_segment_is_a_bad_signature(signed
     assert [p.rule for p in verify_run(signed_run).problems] == [SIGNATURE_RULE]
 
 
-def test_a_segment_stripped_of_its_key_reads_as_unsigned_which_only_require_signed_refuses(
-    signed_run: Path, keys: Path
-) -> None:
-    """The limit of signatures: whoever can rewrite the run can also remove the key; it cannot forge a signature."""
-    trainer = signed_run / "events" / "trainer-0001.arrows"
-    events = [e for e in rows(trainer) if e["kind"] != "segment_opened"]
-    events[-1]["data"] = {"events": 0}
-    write(trainer, events)
+def _strip_key(segment: Path) -> None:
+    events = [e for e in rows(segment) if e["kind"] != "segment_opened"]
+    events[-1]["data"] = {"events": len(events) - 1}
+    write(segment, events)
+
+
+def test_a_segment_stripped_of_its_key_in_a_signed_run_fails(signed_run: Path, keys: Path) -> None:
+    """A signed run is judged by its own key: one segment made unsigned fails with no key given."""
+    _strip_key(signed_run / "events" / "evaluator-0001.arrows")
+    code, states = _verify(signed_run)
+    assert code == 1 and states["evaluator-0001.arrows"] == ""
+    assert (
+        "evaluator-0001.arrows: unsigned, in a run that must be signed by the run's key"
+        in run_cli("verify", str(signed_run)).stdout
+    )
+
+
+def test_a_run_stripped_of_every_key_is_refused_only_under_trusted_keys(signed_run: Path, keys: Path) -> None:
+    """The limit of signatures: whoever can rewrite the run can remove every key and the signed list; only
+    the keys a reviewer trusts (--trust, RECORDER_TRUST) then refuse it. It cannot forge a signature."""
+    for segment in (signed_run / "events").iterdir():
+        _strip_key(segment)
+    (signed_run / "signed-segments.json").unlink()
+    assert _verify(signed_run)[0] == 0
     code, states = _verify(signed_run, "--trust", str(keys / "alice.pub"))
-    assert code == 0 and states["trainer-0001.arrows"] == "unsigned"
-    assert _verify(signed_run, "--trust", str(keys / "alice.pub"), "--require-signed")[0] == 1
+    assert code == 1 and states["trainer-0001.arrows"] == "unsigned"
 
 
 def test_a_signed_segment_pasted_into_another_run_is_caught(signed_run: Path, tmp_path: Path, keys: Path) -> None:
@@ -164,7 +180,7 @@ def test_signing_changes_no_derived_byte(
         assert signed_lines == derive(read_run(plain).events, "6.1.0", interpretation)
 
 
-def test_a_writer_that_did_not_close_is_reported_unsigned_with_the_key_it_opened_with(
+def test_a_writer_that_did_not_close_is_reported_unsigned_with_the_key_it_opened_and_fails(
     tmp_path: Path, keys: Path
 ) -> None:
     run = RunDir.create(tmp_path, "torn")
@@ -175,8 +191,9 @@ def test_a_writer_that_did_not_close_is_reported_unsigned_with_the_key_it_opened
     env = {**os.environ, signing.SIGNING_KEY_ENV: str(keys / "alice")}
     subprocess.run([sys.executable, "-c", killed, str(run.path)], check=True, env=env)
     done = run_cli("verify", str(run.path), "--trust", str(keys / "alice.pub"))
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
     assert "open (writer did not close)  unsigned (opened with ed25519:" in done.stdout, done.stdout
+    assert "its writer did not close, so its events are not signed" in done.stdout
 
 
 def test_a_bad_key_is_refused_before_anything_is_written(tmp_path: Path, keys: Path) -> None:

@@ -1,4 +1,4 @@
-"""Issue 19, acceptance 6 (second attacker): `verify --trust FILE` given something that is not a public key.
+"""A second attacker: `verify --trust FILE` given something that is not a public key.
 
 Each is refused with one line naming the file, exit 2, before any run is judged; none hangs (a FIFO or
 /dev/zero is never read) and none reads as "no key given".

@@ -1,12 +1,16 @@
-"""The layout's promises, read from the source: no import cycles, a core that imports only the core, and an
-evaluator that sees the trainer only through `trainer.policy`.
+"""The layout's promises, read from the source: no import cycles, a core that imports only the core, and no
+import along an arrow the design forbids (docs/design.md, section 6): History to Replay or to the report,
+the Policy to the rest of the Trainer, the Evaluator to the adapters, to the History or to the Trainer outside
+its policy, Replay to anything but the core, the adapters to the Trainer, anything to the CLI, bench to tests.
 
-Every import counts, also those inside functions: a lazy import still ties one module to the other.
+Every import counts, also those inside functions: a lazy import still ties one module to the other. Each check
+is also run on a small graph that breaks it, so that no check passes because it cannot fail.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -140,7 +144,93 @@ def test_core_imports_only_the_core(module: str) -> None:
     assert outside == []
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.split(".")[0] == "evaluator"))
-def test_evaluator_sees_the_trainer_only_through_its_policy(module: str) -> None:
-    trainer = sorted(m for m in GRAPH[module] if m.split(".")[0] == "trainer")
-    assert all(m == "trainer.policy" or m.startswith("trainer.policy.") for m in trainer), trainer
+def _under(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+@dataclass(frozen=True)
+class Arrow:
+    """Modules under `source` (but those under `exempt`) import nothing under `target` (but under `allowed`)."""
+
+    name: str
+    source: tuple[str, ...]
+    target: tuple[str, ...]
+    allowed: tuple[str, ...] = ()
+    exempt: tuple[str, ...] = ()
+
+    def crossings(self, graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+        """Every (importer, imported) of `graph` along this arrow."""
+        return sorted(
+            (m, t)
+            for m, imported in graph.items()
+            if _under(m, self.source) and not _under(m, self.exempt)
+            for t in imported
+            if _under(t, self.target) and not _under(t, self.allowed)
+        )
+
+
+FORBIDDEN = (
+    Arrow("history to replay", ("recorder.history",), ("replay",)),
+    Arrow("history to the report", ("recorder.history",), ("recorder.report",)),
+    Arrow("policy to trainer", ("trainer.policy",), ("trainer",), allowed=("trainer.policy",)),
+    Arrow("evaluator to adapters", ("evaluator",), ("recorder.adapters",)),
+    Arrow("evaluator to history", ("evaluator",), ("recorder.history",)),
+    Arrow("evaluator to trainer outside the policy", ("evaluator",), ("trainer",), allowed=("trainer.policy",)),
+    Arrow("replay to history", ("replay",), ("recorder.history",)),
+    Arrow(
+        "replay to what is above the core",
+        ("replay",),
+        ("trainer", "evaluator", "recorder.adapters", "recorder.report", "recorder.cli"),
+    ),
+    Arrow("adapters to trainer", ("recorder.adapters", "recorder.compat"), ("trainer",)),
+    Arrow("the report to the trainer or the evaluator", ("recorder.report",), ("trainer", "evaluator")),
+    Arrow("anything to the cli", PACKAGES, ("recorder.cli",), exempt=("recorder.cli",)),
+)
+
+
+@pytest.mark.parametrize("arrow", FORBIDDEN, ids=lambda a: a.name)
+def test_no_import_crosses_a_forbidden_arrow(arrow: Arrow) -> None:
+    assert arrow.crossings(GRAPH) == []
+
+
+@pytest.mark.parametrize("arrow", FORBIDDEN, ids=lambda a: a.name)
+def test_each_arrow_check_finds_a_crossing(arrow: Arrow) -> None:
+    importer, imported = f"{arrow.source[0]}.m", f"{arrow.target[0]}.t"
+    graph: dict[str, set[str]] = {importer: {imported}, imported: set()}
+    for allowed in arrow.allowed:  # an import of an allowed module is no crossing
+        graph[importer].add(f"{allowed}.a")
+    for exempt in arrow.exempt:  # nor is an exempt module's import
+        graph[f"{exempt}.e"] = {imported}
+    assert arrow.crossings(graph) == [(importer, imported)]
+
+
+BENCH = ROOT / "bench"
+
+
+def imported_top_names(source: str) -> set[str]:
+    """The top-level names a script imports anywhere in its body (inside functions too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def bench_scripts_importing_tests(scripts: list[Path]) -> list[str]:
+    return [p.name for p in scripts if "tests" in imported_top_names(p.read_text())]
+
+
+def test_bench_does_not_import_tests() -> None:
+    """A bench measures the product; what it shares with the tests lives in the package (evaluator.sample_series,
+    replay.synthetic), so that the tests can change without a bench breaking."""
+    assert bench_scripts_importing_tests(sorted(BENCH.glob("*.py"))) == []
+
+
+def test_the_bench_check_finds_an_import_of_tests(tmp_path: Path) -> None:
+    script = tmp_path / "bench_like.py"
+    script.write_text("def series():\n    from tests.evaluator import nemo_run\n    return nemo_run\n")
+    clean = tmp_path / "clean.py"
+    clean.write_text("import json\nfrom evaluator import sample_series\n")
+    assert bench_scripts_importing_tests([script, clean]) == ["bench_like.py"]

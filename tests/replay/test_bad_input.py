@@ -113,7 +113,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     _assert_clean_error(
         run_cli("import", str(empty), str(empty), "--root", str(tmp_path), "--run-id", "x"), 2, "--run-id names one run"
     )
-    # A usage error (issue 14): as-recorded needs imported lines, and this run has none.
+    # A usage error: as-recorded needs imported lines, and this run has none.
     _assert_clean_error(
         run_cli("replay", str(run.path), "--interpretation", "as-recorded"), 2, "no imported mllog lines"
     )

@@ -3,6 +3,7 @@ scaling.json), then every result set imported and scored as the summarizer score
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -30,3 +31,26 @@ def test_check_submission_table(corpus: Path, tmp_path: Path) -> None:
     assert f"│ {SYSTEM} │ {BENCHMARK} │ 3 │ {theirs:.3f} │ {factor:.4f} │ scored" in out, out
     assert scaling.read_bytes() == before  # the checker ran on a copy
     assert len(list((tmp_path / "runs").iterdir())) == 3
+
+
+def test_a_hostile_submission_names_every_entry_it_refuses_and_reads_none_of_them(corpus: Path, tmp_path: Path) -> None:
+    """A FIFO, a symlink to /dev/zero, a folder linked to its parent (a loop) and a sparse 2 GiB file: each
+    is named on its own error: line; none is opened (a FIFO would block, /dev/zero never ends)."""
+    folder = tmp_path / "hostile"
+    shutil.copytree(corpus / SUBMISSION, folder)
+    bench = folder / "results" / SYSTEM / BENCHMARK
+    os.mkfifo(bench / "result_7.txt")
+    (bench / "result_8.txt").symlink_to("/dev/zero")
+    (bench / "loop").symlink_to("..")
+    with open(bench / "result_9.txt", "wb") as f:
+        f.truncate(2 << 30)  # sparse: no disk used, 2 GiB to read
+    result = run_cli(
+        "check-submission", str(folder), "--ruleset", "5.0.0", "--root", str(tmp_path / "runs"), timeout=120
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr, result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 4 and all(line.startswith("error: ") for line in lines), result.stderr
+    for name, why in [("result_7.txt", "a FIFO"), ("result_8.txt", "a symlink"), ("loop", "a symlink")]:
+        assert any(f"{bench / name}: {why}" in line for line in lines), (name, result.stderr)
+    assert any(f"{bench / 'result_9.txt'}: 2,147,483,648 bytes" in line for line in lines), result.stderr
+    assert not (tmp_path / "runs").exists()

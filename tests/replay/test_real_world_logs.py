@@ -1,4 +1,4 @@
-"""Logs the corpus does not hold (issue 15, acceptance 6), made by transforming corpus files: rulesets the
+"""Logs the corpus does not hold, made by transforming corpus files: rulesets the
 installed mlperf-logging ships that the corpus lacks, HPC logs, files that are not mllogs, empty and
 compressed files, a run without run_stop, result folders of mixed benchmarks, benchmarks a ruleset does not
 know. Each gives the summarizer's answer or a clear one-line error, never a traceback."""

@@ -1,5 +1,5 @@
 """Rulesets are discovered from the installed mlperf-logging, and `replay --check -i as-recorded` under a log's
-own ruleset gives mlperf-logging's compliance checker's own verdict on the original file (issue 15, 1)."""
+own ruleset gives mlperf-logging's compliance checker's own verdict on the original file."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ SAMPLE = (
 def test_rulesets_are_the_installed_checkers_folders() -> None:
     folders = sorted(p.name for p in checker_root().iterdir() if re.fullmatch(r"training_\d+\.\d+\.\d+", p.name))
     assert [f"training_{name}" for name in known_rulesets()] == sorted(folders, key=lambda f: f.split("_")[1])
-    # mlperf-logging 4.1.68 ships 0.6.0 ... 6.1.0; every round the issue names is among them
+    # mlperf-logging 4.1.68 ships 0.6.0 ... 6.1.0; these rulesets, at least, are among them
     assert {"2.1.0", "3.0.0", "3.1.0", "4.0.0", "4.1.0", "5.0.0", "5.1.0", "6.0.0", "6.1.0"} <= set(known_rulesets())
 
 
@@ -128,7 +128,7 @@ def test_a_benchmark_the_recorded_ruleset_does_not_know_is_the_data_saying_no(co
 
 
 def test_a_typed_ruleset_that_does_not_know_the_run_leaves_its_scores_untouched(tmp_path: Path) -> None:
-    """Issue 14, acceptance 3: `score RUN --ruleset 5.1.0` on a 6.1.0 run exits 2 and writes nothing."""
+    """`score RUN --ruleset 5.1.0` on a 6.1.0 run exits 2 and writes nothing."""
     from tests.replay.runs import record_run
 
     run = record_run(tmp_path, "grpo", evals=[(4, 0.72)])

@@ -3,6 +3,7 @@ on a compliant set of derived logs; and the `compute_score` CLI crash that makes
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,23 @@ def test_compute_score_cli_crashes_in_4_1_68(result_dir: tuple[Path, list[float 
     )
     assert out.returncode != 0
     assert "too many values to unpack" in out.stderr
+
+
+@pytest.mark.parametrize("place", [0, 2, 4])
+def test_minutes_that_are_not_a_number_leave_the_run_unscored_wherever_it_sits(place: int) -> None:
+    """A NaN run_stop time sorts anywhere: it must be dropped with its reason, never averaged or shown."""
+    from replay.check import CheckResult
+    from replay.set_score import RunOutcome, score_set
+
+    ok = CheckResult("compliance checker", "6.1.0", True, (), "test")
+    minutes = [10.0, 11.0, 12.0, 13.0, 14.0]
+    minutes[place] = math.nan
+    runs = [RunOutcome(f"r{i}", m, "success", ok) for i, m in enumerate(minutes)]
+    result = score_set(runs, "qwen35_397b_grpo", "6.1.0", "closed", 1.0)
+    dropped = [m for i, m in enumerate(minutes) if i != place]
+    assert result.score_minutes == olympic([*dropped, None], "qwen35_397b_grpo").minutes
+    assert result.score_minutes is not None and math.isfinite(result.score_minutes)
+    assert not result.runs[place].counted
+    assert "not a number" in "; ".join(result.runs[place].reasons())
+    assert result.to_json()["runs"][place]["minutes"] is None  # NaN is no JSON
+    assert olympic(minutes, "qwen35_397b_grpo").minutes == result.olympic_minutes

@@ -1,4 +1,4 @@
-"""Issue 19: replay streams. A run is folded once into small facts per step, then its log is written line by
+"""Replay streams. A run is folded once into small facts per step, then its log is written line by
 line, reading each step's metrics back only when its line is written; the bytes are those of the in-memory
 derivation. A slow test replays a ~200 MB run and bounds the peak RSS of `recorder replay`."""
 
@@ -25,7 +25,7 @@ from tests.helpers import run_cli
 from tests.replay.runs import CASES, record_run
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "replay_memory.py"
-MEASURED_200_MIB = 152  # peak RSS (MiB) of the bench's replay at --mb 200, bench/README.md (issue 19)
+MEASURED_200_MIB = 152  # peak RSS (MiB) of the bench's replay at --mb 200, bench/README.md (bench/replay_memory.py)
 
 
 class Watched:
@@ -105,7 +105,7 @@ def test_clock_steps_are_found_one_event_at_a_time(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_replay_of_a_200_mb_run_stays_in_bounded_memory(tmp_path: Path) -> None:
     """bench/replay_memory.py's long run at 200 MiB, replayed as `recorder replay` does (less mlperf-logging's
-    checker): its peak RSS stays under 3x what bench/README.md reports for it (issue 19), where reading every
+    checker): its peak RSS stays under 3x what bench/README.md reports for it, where reading every
     event took about 12x the segment."""
     spec = importlib.util.spec_from_file_location("replay_memory", BENCH)
     assert spec is not None and spec.loader is not None

@@ -1,6 +1,6 @@
 """`recorder score` gives mlperf-logging's result summarizer's strong-scaling score of a result folder
 (`_compute_strong_score_standalone`, scaling.json included), on the corpus's complete result sets and on
-copies perturbed the ways real files are odd (issue 15, acceptance 2 and 3)."""
+copies perturbed the ways real files are odd."""
 
 from __future__ import annotations
 

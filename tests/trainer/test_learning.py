@@ -1,45 +1,47 @@
-"""Learning is real (slow): over 5 seeds the warm-up init scores below the target on the validation set and
-at least 4 runs have a checkpoint above it by the final step. Prints each seed's curve."""
+"""Learning is real (slow): under each CPU kernel set torch offers here, 5 seeds of `recorder train` on the
+default config, each warm-up init below the target, at least 4 of 5 with a checkpoint above it, and the
+default seed above it by a margin of two standard errors of the 251-task evaluation. Prints each run.
+
+Each kernel set is what a CPU of that kind makes torch and MKL pick (bench/learning.py: ATEN_CPU_CAPABILITY,
+MKL_CBWR, set before torch loads in each run's processes); a set this CPU lacks is skipped, named."""
+
+from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_run
-from trainer.config import load_config
-from trainer.loop import GRPOTrainer
-from trainer.policy.checkpoint_files import load_checkpoint
-from trainer.policy.task import validation_tasks
-from trainer.warmup import pass_at_k
+from bench.learning import KERNEL_SETS, capability, offered, train_and_score
 
 TARGET = 0.69
+MARGIN = 0.06  # two standard errors of pass@4 on 251 tasks near 0.7: sqrt(0.7 * 0.3 / 251) = 0.029
+SEEDS = range(5)
+# Measured (bench/README.md, "Learning is real"): the default misses on these kernel sets. Strict: once it
+# crosses on one, the test says so and the mark goes.
+MISSES = {
+    "avx2": "3 of 5 seeds cross with AVX2 kernels (bench/README.md, Learning is real)",
+    "default": "the default seed scores 0.713 at best with portable kernels (bench/README.md, Learning is real)",
+}
 
 
-def _score(model, tok):
-    # salt "eval": the evaluator's per-sample seeds (evaluator/passk.py), so these are its numbers.
-    return pass_at_k(model, tok, validation_tasks(), k=4, temperature=0.1, top_p=0.95, max_new_tokens=5, salt="eval")
+def _kernel_sets() -> list[object]:
+    return [
+        pytest.param(k, marks=pytest.mark.xfail(reason=MISSES[k], strict=True)) if k in MISSES else k
+        for k in KERNEL_SETS
+    ]
 
 
 @pytest.mark.slow
-def test_five_seeds_cross_the_target(tmp_path):
-    from safetensors.torch import load_file
-
-    curves = {}
-    for seed in range(5):
-        summary = GRPOTrainer(load_config(sets=[f"seed={seed}"]), root=tmp_path, run_id=f"seed{seed}").run()
-        model, tok = load_checkpoint(summary.checkpoints[0].path)
-        model.load_state_dict(load_file(f"{summary.warmup.cache_path}/model.safetensors"))
-        init = _score(model, tok)
-        scores = {c.step: _score(*load_checkpoint(c.path)) for c in summary.checkpoints}
-        rewards = [round(e.data["reward"], 3) for e in read_run(summary.run.path).events if e.kind == "step_metrics"]
-        curves[seed] = {
-            "init": init,
-            "checkpoints": scores,
-            "train_reward": rewards,
-            "warmup_batches": summary.warmup.batches,
-            "dev": summary.warmup.dev_accuracy,
-        }
-        print(f"seed {seed}: " + json.dumps(curves[seed]), flush=True)
-    assert all(c["init"] < TARGET for c in curves.values()), curves
-    crossed = [s for s, c in curves.items() if max(c["checkpoints"].values()) > TARGET]
-    assert len(crossed) >= 4, curves
+@pytest.mark.parametrize("kernels", _kernel_sets())
+def test_five_seeds_cross_the_target(kernels: str, tmp_path: Path) -> None:
+    if not offered(kernels):
+        pytest.skip(f"this CPU lacks {kernels} kernels (torch takes {capability(kernels)} when asked for them)")
+    runs = {}
+    for seed in SEEDS:
+        runs[seed] = train_and_score(kernels, seed, tmp_path / "runs", tmp_path / "warmup")
+        print(json.dumps(runs[seed]), flush=True)
+    assert all(r["init"] < TARGET for r in runs.values()), runs  # GRPO earns the crossing
+    best = {seed: max(r["steps"].values()) for seed, r in runs.items()}
+    assert best[0] >= TARGET + MARGIN, best
+    assert sum(score > TARGET for score in best.values()) >= 4, best

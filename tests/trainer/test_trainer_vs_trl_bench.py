@@ -1,4 +1,4 @@
-"""bench/trainer_vs_trl.py at tiny shapes, so the issue's CPU bench cannot rot: both sides taking turns in one
+"""bench/trainer_vs_trl.py at tiny shapes, so the CPU bench cannot rot: both sides taking turns in one
 process, and `--alone` (each side in its own process). Not a performance number: only the report's shape and
 its arithmetic."""
 

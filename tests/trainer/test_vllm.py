@@ -8,6 +8,9 @@ import pytest
 pytestmark = pytest.mark.vllm
 vllm = pytest.importorskip("vllm")
 
+from tests.contract.rollout_contract import GREEDY, RolloutContract
+from trainer.policy.model import ModelConfig
+
 
 def test_vllm_rollout_follows_refits_and_trains(tmp_path):
     import torch
@@ -40,3 +43,15 @@ def test_vllm_rollout_follows_refits_and_trains(tmp_path):
     assert all(s.samples == 64 and math.isfinite(s.loss) and s.refit_s > 0 for s in steps)
     kinds = [e.kind for e in read_run(tmp_path / "v").events]
     assert kinds.count("weight_update") == 3 and kinds.count("checkpoint_committed") == 1
+
+
+class TestVllmRollout(RolloutContract):
+    """The rollout contract on the vLLM engine: greedy, since vLLM samples with its own sampler."""
+
+    sampling = GREEDY
+    model_config = ModelConfig()  # the default tiny model: vLLM's CPU attention needs its head size
+
+    def start(self, model, tokenizer):
+        from trainer.vllm_rollout import VllmRollout
+
+        return VllmRollout(model, tokenizer)

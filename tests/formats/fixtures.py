@@ -12,12 +12,12 @@ from typing import Any
 import torch
 import torch.distributed.checkpoint as dcp
 
-from tests.evaluator import hf_series
+from evaluator import sample_series
 
 
 def tiny(step: int = 1, hidden_size: int = 32) -> tuple[Any, Any]:
-    tok = hf_series.tokenizer()
-    return tok, hf_series.model(len(tok), step, hidden_size=hidden_size)
+    tok = sample_series.tokenizer()
+    return tok, sample_series.model(len(tok), step, hidden_size=hidden_size)
 
 
 def write_hf(path: Path, tok: Any, model: Any, shard: str = "40KB") -> Path:

@@ -31,6 +31,7 @@ class CommittedCheckpoint:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
     format: str | None = None  # None: the policy's own; "nemo-rl-*": recorder.adapters.nemo's import
+    manifest: dict[str, Any] | None = None  # every shard's digest (trainer.policy.formats.manifest)
     segment: str = ""
     seq: int = -1
 
@@ -52,6 +53,7 @@ class CommittedCheckpoint:
             fingerprint=dict(d.fingerprint),
             dtype=d.dtype,
             format=d.format,
+            manifest=dict(d.manifest) if d.manifest is not None else None,
             segment=e.segment,
             seq=e.seq,
         )

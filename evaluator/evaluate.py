@@ -12,12 +12,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator.checkpoints import CommittedCheckpoint, resolve
-from evaluator.errors import CheckpointRefused, EvaluationCrashed, UnloadableCheckpointError
-from evaluator.integrity import check_fingerprint, check_hash, fingerprint_texts, recorded_fingerprint, weights_path
+from evaluator.errors import CheckpointRefused, EvaluationCrashed, HashMismatchError, UnloadableCheckpointError
+from evaluator.integrity import (
+    check_fingerprint,
+    check_hash,
+    committed_manifest,
+    fingerprint_texts,
+    hash_shards,
+    recorded_fingerprint,
+    weights_path,
+)
 from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
 from evaluator.results import SCHEMA, Sample, results_dir, sample_rows, task_set_sha256, write_results
 from evaluator.scoring import Generation, Loading
-from evaluator.settings import Options, RunEvalConfig
+from evaluator.settings import Dtype, Options, RunEvalConfig, eval_dtype, rule_precision, short_dtype
 from evaluator.vllm_backend import VllmWorkers
 from evaluator.workers import Workers
 from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
@@ -25,9 +33,15 @@ from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.rules import passes
 from trainer.policy import CheckpointError
+from trainer.policy.errors import ModelCodeError, ShardMismatchError, UnsafeMetadataError
+
+# Input no checkpoint of the session can be evaluated with (a hostile .metadata, model code that cannot be
+# used): recorded as the checkpoint's eval_failed, then the session stops with exit 2.
+ABORTS = (UnsafeMetadataError, ModelCodeError)
 
 if TYPE_CHECKING:
     from evaluator.facts import RunFacts
+    from trainer.policy.formats.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
 
@@ -48,8 +62,26 @@ class Context:
 
     @property
     def loading(self) -> Loading:
+        """How every checkpoint is loaded; `loading_for` adds one checkpoint's dtype and manifest."""
         o = self.options
-        return Loading(task=str(self.facts.task), dtype=o.dtype, device=o.device, trust_remote_code=o.trust_remote_code)
+        return Loading(
+            task=str(self.facts.task),
+            dtype=o.dtype or "bf16",
+            device=o.device,
+            trust_remote_code=o.trust_remote_code,
+            model_code=str(o.model_code) if o.model_code is not None else None,
+            model_factory=o.model_factory,
+        )
+
+    def loading_for(self, cp: CommittedCheckpoint, expected: Manifest | None) -> Loading:
+        """`cp` loaded in the dtype asked for, else its run's rollout dtype; each shard checked against
+        `expected` as it is read."""
+        return replace(
+            self.loading,
+            dtype=eval_dtype(self.options.dtype, cp.dtype),
+            expected=expected.to_dict() if expected is not None else None,
+            fingerprint_dtype=fingerprint_dtype(cp),
+        )
 
 
 @functools.cache
@@ -100,6 +132,11 @@ def evaluate_checkpoint(
         written = compute(ctx, cp, t0, score)
     except CheckpointRefused as e:
         return record_refusal(ctx, cp, e, t0)
+    except ABORTS as e:  # recorded, then the session stops (exit 2)
+        ctx.writer.append(
+            EvalFailed(reason=str(e), error=type(e).__name__), step=cp.step, samples_count=cp.samples_count
+        )
+        raise
     except BaseException as e:  # Ctrl-C or SystemExit: close the interval, then let it propagate
         record_interruption(ctx, cp, e)
         raise
@@ -122,8 +159,10 @@ def compute(ctx: Context, cp: CommittedCheckpoint, t0: float, score: Scoring | N
     thread. Every failure comes out as a CheckpointRefused (interruptions propagate as they are)."""
     try:
         return (score or _score)(ctx, cp, t0)
-    except CheckpointRefused:
+    except (CheckpointRefused, *ABORTS):
         raise
+    except ShardMismatchError as e:  # a shard differs from the commit: found while loading it
+        raise HashMismatchError(f"step {cp.step}: {e}") from e
     except CheckpointError as e:  # the policy's loader refused it (pickled weights, missing files)
         raise UnloadableCheckpointError(f"step {cp.step}: {e}") from e
     except Exception as e:  # recorded as eval_failed and reported; the session exits non-zero
@@ -136,6 +175,11 @@ def record_refusal(ctx: Context, cp: CommittedCheckpoint, e: CheckpointRefused, 
         EvalFailed(reason=str(e), error=type(e).__name__, **e.details), step=cp.step, samples_count=cp.samples_count
     )
     return CheckpointEvaluation(reason=str(e), error=type(e).__name__, seconds=time.monotonic() - t0)
+
+
+def record_abort(ctx: Context, cp: CommittedCheckpoint, e: Exception) -> None:
+    """Close `cp`'s evaluation with an eval_failed naming input that stops the session (ABORTS)."""
+    ctx.writer.append(EvalFailed(reason=str(e), error=type(e).__name__), step=cp.step, samples_count=cp.samples_count)
 
 
 def record_interruption(ctx: Context, cp: CommittedCheckpoint, e: BaseException) -> None:
@@ -186,7 +230,13 @@ def integrity(
     timings: dict[str, float] = {}
     t = time.monotonic()
     directory = resolve(ctx.facts.run.path, cp)
-    digest = check_hash(cp, weights_path(directory, cp))
+    expected = committed_manifest(cp, directory)
+    if expected is None:  # a commit without shard digests (an older import): its tree hashed before loading
+        digest = check_hash(cp, weights_path(directory, cp))
+    elif not load:  # nothing is loaded here (the submitter's command loads it): the shards hashed alone
+        digest = hash_shards(cp, directory, expected)
+    else:  # hashed by the loader, shard by shard, as it reads them
+        digest = expected.root if cp.manifest is not None else cp.sha256
     timings["hash_s"] = time.monotonic() - t
     check = ctx.options.fingerprint
     texts = None
@@ -196,7 +246,7 @@ def integrity(
     if not check and not load:
         return digest, {"checked": False, "why": "--fingerprint off", "recorded": cp.fingerprint}, timings
     t = time.monotonic()
-    measured = ctx.workers.load(str(directory), texts, ctx.loading)
+    measured = ctx.workers.load(str(directory), texts, ctx.loading_for(cp, expected))
     timings["load_s"] = time.monotonic() - t
     if not check:
         return digest, {"checked": False, "why": "--fingerprint off", "recorded": cp.fingerprint}, timings
@@ -257,6 +307,8 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
             task_sha256=ctx.spec.sha256,
             backend=ctx.options.backend,
             batch_invariant=doc["backend"]["batch_invariant"],
+            dtype=doc["backend"]["dtype"],
+            device=doc["backend"]["device"],
         ),
     )
     return WrittenResults(doc, path, sha, [accuracy])
@@ -303,14 +355,37 @@ def sample_and_score(
     return Sampled(gen=gen, samples=samples, pairs=pairs[:n], full=len(pairs), score=score)
 
 
-def _backend(ctx: Context) -> dict[str, Any]:
-    """results.json's `backend`: name, dtype, device, and whether completions depend on the batch size."""
-    o = ctx.options
-    out: dict[str, Any] = {"name": o.backend, "dtype": o.dtype, "device": o.device}
+def _backend(ctx: Context, cp: CommittedCheckpoint) -> dict[str, Any]:
+    """results.json's `backend`: name, the dtype and device the weights were evaluated in (as loaded), whether
+    that is the rule's precision, and whether completions depend on the batch size."""
+    out: dict[str, Any] = {"name": ctx.options.backend} | precision(ctx, cp)
     if isinstance(ctx.workers, VllmWorkers):
         return out | ctx.workers.describe()
     # trainer.policy.sampling: hashed per-sample noise, row-wise choice (tests/trainer/test_sampling.py)
     return out | {"batch_invariant": True}
+
+
+def fingerprint_dtype(cp: CommittedCheckpoint) -> Dtype:
+    """The dtype `cp`'s fingerprint was computed in: recorded with it, else the trainer's (the run's dtype:
+    it fingerprints the weights it trains), else float32 (an import loads Hugging Face weights in it)."""
+    recorded = short_dtype(str(cp.fingerprint.get("dtype") or ""))
+    if recorded is None and cp.format in (None, "safetensors", "torch-dcp"):
+        recorded = short_dtype(cp.dtype)
+    return recorded if recorded in ("fp32", "bf16", "fp16") else "fp32"  # type: ignore[return-value]
+
+
+def precision(ctx: Context, cp: CommittedCheckpoint) -> dict[str, Any]:
+    """The dtype and device the loaded weights are in (as the workers report them), the run's rollout dtype,
+    and whether the evaluation is in the rule's precision (bf16, or that rollout dtype)."""
+    placed = ctx.workers.placement()
+    dtype = placed.get("dtype") or eval_dtype(ctx.options.dtype, cp.dtype)
+    return {
+        "dtype": dtype,
+        "device": placed.get("device") or ctx.options.device,
+        "rollout_dtype": short_dtype(cp.dtype),
+        "rule_precision": rule_precision(dtype, cp.dtype),
+        **{k: v for k, v in placed.items() if k not in ("dtype", "device")},
+    }
 
 
 def _outcomes(samples: list[Sample], n_tasks: int, k: int) -> list[list[bool]]:
@@ -365,7 +440,7 @@ def _document(
         "fingerprint": fp,
         "task_set": {"name": "validation", "n": len(pairs), "of": full, "sha256": task_set_sha256(pairs)},
         "task": ctx.spec.describe(),
-        "backend": _backend(ctx),
+        "backend": _backend(ctx, cp),
         "provenance": provenance(),
         "unverified": ctx.facts.unverified,
         "timings": {"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},

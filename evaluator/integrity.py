@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 
 from evaluator.checkpoints import CommittedCheckpoint
 from evaluator.errors import FingerprintMismatchError, HashMismatchError, MissingCheckpointError
+from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
+    from trainer.policy.formats.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
 WEIGHTS_FILE = "model.safetensors"
@@ -129,3 +131,50 @@ def check_fingerprint(cp: CommittedCheckpoint, measured: list[float | None], tol
                 "tokenizer or code differ from training's; it is not scored"
             )
     return worst
+
+
+def committed_manifest(cp: CommittedCheckpoint, directory: Path) -> Manifest | None:
+    """The shard digests `cp` was committed with: its manifest, or (the policy's single weights file) that
+    file's; None for a commit that recorded only a tree digest (checked by `check_hash`, a read before
+    loading). HashMismatchError when the manifest's root is not the commit's sha256."""
+    from trainer.policy.formats.manifest import Manifest, ShardDigest
+
+    if cp.manifest is None:
+        weights_path(directory, cp)  # MissingCheckpointError naming what is gone
+    else:
+        _present(directory, cp)
+    if cp.manifest is not None:
+        try:
+            manifest = Manifest.from_dict(cp.manifest)
+        except CheckpointError as e:
+            raise HashMismatchError(f"{cp.where}: {e}") from e
+        if manifest.root != cp.sha256:
+            raise HashMismatchError(
+                f"{cp.where}: the commit's manifest root {manifest.root[:16]}... is not its sha256 "
+                f"{cp.sha256[:16]}...: the commit is inconsistent; it is not scored"
+            )
+        return manifest
+    if cp.format in (None, "safetensors") and cp.bytes is not None:
+        return Manifest((ShardDigest(WEIGHTS_FILE, cp.bytes, cp.sha256),))
+    return None
+
+
+def _present(directory: Path, cp: CommittedCheckpoint) -> None:
+    if not directory.is_dir():
+        raise MissingCheckpointError(
+            f"{cp.where}: checkpoint directory {directory} is missing: it was moved or "
+            "deleted after training committed it"
+        )
+
+
+def hash_shards(cp: CommittedCheckpoint, directory: Path, expected: Manifest) -> str:
+    """The root of `directory`'s shards, every one checked against `expected` (nothing loaded);
+    HashMismatchError naming the shard that differs."""
+    from trainer.policy.errors import ShardMismatchError
+    from trainer.policy.formats.detect import detect
+    from trainer.policy.formats.load import hash_shards as hash_files
+
+    try:
+        return hash_files(detect(directory), expected).root
+    except ShardMismatchError as e:
+        raise HashMismatchError(f"{cp.where}: {e}") from e

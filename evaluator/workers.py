@@ -24,6 +24,7 @@ class Workers(Protocol):
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]: ...
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]: ...
     def command(self, argv: list[str]) -> CommandRun: ...
+    def placement(self) -> dict[str, Any]: ...
     def slots(self) -> list[Workers]: ...
     def close(self) -> None: ...
 
@@ -58,6 +59,9 @@ class LocalWorkers:
 
     def harness(self, name: str, requests: list[Any], batch_size: int) -> list[Any]:
         return self._scorer.harness(name, requests, batch_size)
+
+    def placement(self) -> dict[str, Any]:
+        return self._scorer.placement()
 
     def command(self, argv: list[str]) -> CommandRun:
         return execute(argv)
@@ -117,6 +121,11 @@ class RayWorkers:
         result: CommandRun = self._ray.get(self._actors[0].command.remote(argv))
         return result
 
+    def placement(self) -> dict[str, Any]:
+        """The first actor's (every actor loads the same checkpoint the same way)."""
+        placed: dict[str, Any] = self._ray.get(self._actors[0].placement.remote())
+        return placed
+
     def slots(self) -> list[Workers]:
         """One single-actor view per actor: each evaluates a whole checkpoint on its own accelerator."""
         return [ActorSlot(self._ray, a, f"{self.name} #{i}") for i, a in enumerate(self._actors)]
@@ -149,6 +158,10 @@ class ActorSlot:
     def command(self, argv: list[str]) -> CommandRun:
         result: CommandRun = self._ray.get(self._actor.command.remote(argv))
         return result
+
+    def placement(self) -> dict[str, Any]:
+        placed: dict[str, Any] = self._ray.get(self._actor.placement.remote())
+        return placed
 
     def slots(self) -> list[Workers]:
         return [self]

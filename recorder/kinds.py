@@ -47,7 +47,9 @@ def null_if_none(value: T | None) -> T | Null:
 
 TrainStatus = Literal["completed", "failed", "interrupted"]
 Source = Literal["trl", "nemo-rl"]  # the adapter that wrote a run's events
-CheckpointFormat = Literal["safetensors", "safetensors-adapter", "safetensors-index", "nemo-rl-mcore", "nemo-rl-hf"]
+CheckpointFormat = Literal[
+    "safetensors", "safetensors-adapter", "safetensors-index", "torch-dcp", "nemo-rl-mcore", "nemo-rl-hf"
+]
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _FLATTEN = "flatten"  # field metadata: a mapping whose entries are keys of `data` itself
 
@@ -395,6 +397,8 @@ class CheckpointCommitted(Payload):
     source: Source | None = None
     prompts: int | None = None
     files: Mapping[str, str] | None = None  # the trainer's config.json and tokenizer.json: name -> sha256
+    # every shard's path, bytes and sha256 with `root` (= sha256) over the list (trainer.policy.formats.manifest)
+    manifest: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -443,6 +447,8 @@ class EvalResult(Payload):
     # this checkpoint (evaluator/vllm_backend.py); left out where unknown (the submitter's command)
     batch_invariant: bool | None = None
     unverified: str | None = None  # eval --force on a run that fails verify: the first problem verify found
+    dtype: str | None = None  # the weights' dtype as evaluated ("bf16", "fp32"), and where they ran
+    device: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -46,6 +46,7 @@ class SavedCheckpoint:
     fingerprint: dict[str, Any]
     dtype: str
     files: dict[str, str] = field(default_factory=dict)  # config.json, tokenizer.json -> sha256
+    manifest: dict[str, Any] | None = None  # a sharded checkpoint's shards (trainer/sharded_checkpoint.py)
 
 
 def snapshot(model: Any) -> dict[str, Any]:
@@ -215,7 +216,8 @@ def checkpoint_payload(saved: SavedCheckpoint, run_path: Path) -> CheckpointComm
         save_end_ns=saved.save_end_ns,
         blocked_ns=saved.blocked_ns,
         fingerprint=saved.fingerprint,
-        format="safetensors",
+        format="torch-dcp" if saved.manifest is not None else "safetensors",
         dtype=saved.dtype,
         files=saved.files or None,
+        manifest=saved.manifest,
     )

@@ -8,7 +8,9 @@
   shard of the weights, of the gradients and of AdamW's state.
 - Rollouts sample with an unsharded copy of the policy, refit after every optimizer step from the full
   weights gathered from the shards (as verl and NeMo-RL refit their rollout engines). Those gathered
-  weights are also what rank 0 saves: the checkpoint is consolidated, with one process's names and dtypes.
+  weights are what rank 0 fingerprints. Checkpoints are sharded by default: every rank writes its own
+  shard through torch DCP (trainer/sharded_checkpoint.py); `checkpoint.format=safetensors` makes rank 0
+  save those gathered weights consolidated, with one process's names and dtypes.
 - Rank 0 records the run's events as one process does (`trainer-NNNN`); every rank records its own step in
   its own segment, `trainer-rank<R>-NNNN` (kind `rank_step`). `weight_update` is taken by rank 0 after a
   barrier that every rank enters once its optimizer step is done: the last rank's update.
@@ -35,6 +37,7 @@ from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
+from trainer.sharded_checkpoint import ShardedCheckpointWriter
 from trainer.training_task import training_task
 
 
@@ -143,14 +146,27 @@ class DataParallelTrainer(GRPOTrainer):
     def _make_rollout(self) -> Rollout:
         return GatheredRollout(self.plain, self.tokenizer)
 
-    def _make_checkpoint_writer(self, model: Any) -> CheckpointWriter | None:
-        """Rank 0 writes the consolidated checkpoint from the unsharded copy; the others write none."""
+    def _make_checkpoint_writer(self, model: Any) -> CheckpointWriter | ShardedCheckpointWriter | None:
+        """Sharded (the default): every rank writes its own shard, rank 0 fingerprints the unsharded copy and
+        commits. Consolidated (`checkpoint.format=safetensors`): rank 0 writes the unsharded copy alone."""
+        if self._checkpoint_format() == "dcp":
+            return ShardedCheckpointWriter(
+                self.run_dir.checkpoints,
+                lambda: self.plain,
+                self.tokenizer,
+                on_commit=self._committed,
+                distributed=True,
+                is_main=self.ranks.is_main,
+            )
         return super()._make_checkpoint_writer(self.plain) if self.ranks.is_main else None
 
     def save_checkpoint(self, step: int, weight_update_ns: int) -> float:
-        """Rank 0 saves the full weights the refit just gathered (the same step's); the others save nothing."""
+        """Sharded: every rank saves its shard of the FSDP model. Consolidated: rank 0 saves the full weights
+        the refit just gathered (the same step's); the others save nothing."""
         if self.ckpt is None:
             return 0.0
+        if isinstance(self.ckpt, ShardedCheckpointWriter):
+            return self.ckpt.save(self.model, step=step, weight_update_ns=weight_update_ns) / 1e9
         return self.ckpt.save(self.plain, step=step, weight_update_ns=weight_update_ns) / 1e9
 
     def sync_gradients(self, *, last: bool) -> None:

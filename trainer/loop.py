@@ -46,6 +46,7 @@ from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import sample_seed
 from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
+from trainer.sharded_checkpoint import ShardedCheckpointWriter
 from trainer.training_task import TrainingTask, training_task
 from trainer.warmup import WarmupResult, warm_start
 
@@ -120,7 +121,7 @@ class GRPOTrainer:
         self.last_step: int | None = None
         self.ranks = Ranks()  # one process; trainer/data_parallel.py sets this rank's place under torchrun
         self.log: LogWriter | None = None  # data parallel: rank 0's only (the other ranks record no run events)
-        self.ckpt: CheckpointWriter | None = None
+        self.ckpt: CheckpointWriter | ShardedCheckpointWriter | None = None
         self.rollout: Rollout | None = None
 
     # -- setup ---------------------------------------------------------------------------------------------
@@ -187,9 +188,24 @@ class GRPOTrainer:
         self.rollout = self._make_rollout()
         self.ckpt = self._make_checkpoint_writer(self.model)
 
-    def _make_checkpoint_writer(self, model: Any) -> CheckpointWriter | None:
+    def _checkpoint_format(self) -> str:
+        """`checkpoint.format`, `auto` resolved: sharded under torchrun, consolidated in one process."""
+        fmt = self.cfg.checkpoint.format
+        return ("dcp" if self.ranks.distributed else "safetensors") if fmt == "auto" else fmt
+
+    def _make_checkpoint_writer(self, model: Any) -> CheckpointWriter | ShardedCheckpointWriter | None:
         """The writer of this run's checkpoints of `model` (data parallel: rank 0's only)."""
         import torch
+
+        if self._checkpoint_format() == "dcp":
+            return ShardedCheckpointWriter(
+                self.run_dir.checkpoints,
+                lambda: model,
+                self.tokenizer,
+                on_commit=self._committed,
+                distributed=False,
+                is_main=True,
+            )
 
         # The writer fingerprints each snapshot on a shadow model in its thread, with host tensors: on a GPU
         # the shadow is a host copy.

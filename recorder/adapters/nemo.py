@@ -10,14 +10,16 @@ and publishes each by renaming `tmp_step_N` to `step_N`:
 
 Samples are prompts x num_generations_per_prompt. The weights are a directory, so `sha256` is that of its
 `sha256sum`-style manifest (one "<sha256>  <relative path>" line per file, sorted by path) and `bytes` the
-sum of the file sizes. When the weights are a Hugging Face safetensors directory (`policy/weights/` or
-`policy/weights/model/` with config.json; tokenizer in `policy/tokenizer/`), format `nemo-rl-hf`, the import
-records each checkpoint's fingerprint, computed by the function the caller passes in (the CLI passes
-trainer.policy.hf_fingerprint's: the mean log-likelihood of a task spec's dev split, or of fixed texts),
-which the evaluator recomputes before scoring. NeMo-RL records
-no fingerprint of MCore weights and not how long saving blocked training: they are written as {} and null,
-with `source: "nemo-rl"` saying who wrote them; `save_end_ns` is the newest file
-modification time of the checkpoint (when its write finished, as the file system saw it).
+sum of the file sizes. Every checkpoint is fingerprinted by the function the caller passes in (the CLI passes
+trainer.policy.hf_fingerprint's, which loads it through trainer.policy.formats: Hugging Face safetensors in
+`policy/weights[/model]/`, format `nemo-rl-hf`, or Megatron-Core `torch_dist` in `policy/weights/iter_*/`,
+format `nemo-rl-mcore`, and records the mean log-likelihood of a task spec's dev split, or of fixed texts, in
+float32), which the evaluator recomputes before scoring. The Megatron weights' files are hashed while they are
+loaded and their manifest recorded with the commit (its root is the same sha256). Without a fingerprint
+function, Megatron weights are recorded with fingerprint {} and Hugging Face ones are refused. NeMo-RL does
+not record how long saving blocked training: it is written as null, with `source: "nemo-rl"` saying who wrote
+them; `save_end_ns` is the newest file modification time of the checkpoint (when its write finished, as the
+file system saw it).
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from recorder.rules import BENCHMARK, RULESET, validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import tree_digest
 
-Fingerprinter = Callable[[Path], dict[str, Any]]  # a checkpoint directory's fingerprint record
+# a checkpoint directory's (fingerprint record, manifest of its Megatron-Core weights or None)
+Fingerprinter = Callable[[Path], tuple[dict[str, Any], dict[str, Any] | None]]
 SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
 HF_FORMAT: Final = "nemo-rl-hf"
@@ -232,13 +235,14 @@ def import_checkpoints(
 
     A new run also gets run_opened (from the first checkpoint's config.yaml); train_stop is added at the final
     checkpoint's step (NeMo-RL saves the final step unconditionally) unless the run already has one.
-    Hugging Face checkpoints are recorded with `fingerprint(path)`, the record the evaluator recomputes
-    (trainer.policy.hf_fingerprint.hf_fingerprinter gives it); the import never loads weights itself.
+    Each checkpoint is recorded with `fingerprint(path)`, the record the evaluator recomputes and the manifest
+    of Megatron-Core weights (trainer.policy.hf_fingerprint.hf_fingerprinter gives it); the import never loads
+    weights itself.
     """
     checkpoints = [read_checkpoint(p) for p in discover(root)]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
-    fingerprints = {c.step: _fingerprint(c, fingerprint) for c in checkpoints if c.hf}  # before anything is written
+    fingerprints = {c.step: _fingerprint(c, fingerprint) for c in checkpoints}  # before anything is written
     run, kinds, committed = _open_run(into)  # kinds before this import
     clash = sorted(committed & {c.step for c in checkpoints})
     if clash:
@@ -250,7 +254,7 @@ def import_checkpoints(
         if "run_opened" not in kinds:
             _run_opened(log, checkpoints[0], gbs)
         for c in checkpoints:
-            _commit(log, run, c, fingerprints.get(c.step, {}))
+            _commit(log, run, c, *fingerprints[c.step])
         if "train_stop" not in kinds:
             last = checkpoints[-1]
             log.append(
@@ -277,8 +281,11 @@ def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
     log.append(opened, time_ns=first.weight_update_ms * NS_PER_MS)
 
 
-def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> dict[str, Any]:
+def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(the fingerprint record of `c`, the manifest of its Megatron-Core weights or None)."""
     if fingerprint is None:
+        if not c.hf:
+            return {}, None
         raise NemoImportError(
             f"{c.path}: Hugging Face weights are recorded with their fingerprint, and no fingerprint function "
             "was given (trainer.policy.hf_fingerprint.hf_fingerprinter, as `recorder import-checkpoints` uses)"
@@ -286,13 +293,20 @@ def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> dict[s
     try:
         return fingerprint(c.path)
     except DataError as e:
-        raise CheckpointLayoutError(f"{c.path}: its Hugging Face weights cannot be loaded to fingerprint: {e}") from e
+        raise CheckpointLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
 
 
-def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[str, Any]) -> None:
+def _commit(
+    log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dict[str, Any] | None
+) -> None:
     update_ns = c.weight_update_ms * NS_PER_MS
     log.append(WeightUpdate(source=SOURCE), step=c.step, samples_count=c.samples, time_ns=update_ns)
-    sha256, size = tree_digest(c.path / "policy" / "weights")
+    # the Megatron weights' manifest root is their tree digest: hashed once, while they were loaded
+    sha256, size = (
+        (manifest["root"], sum(s["bytes"] for s in manifest["shards"]))
+        if manifest
+        else tree_digest(c.path / "policy" / "weights")
+    )
     written = _written_ns(c.path)
     committed = CheckpointCommitted(
         path=_relative(c.path, run),
@@ -307,6 +321,7 @@ def _commit(log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[st
         dtype=_dtype(c.config),
         source=SOURCE,
         prompts=c.prompts,
+        manifest=manifest,
     )
     log.append(committed, step=c.step, samples_count=c.samples, time_ns=written)
 

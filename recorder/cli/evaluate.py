@@ -73,14 +73,55 @@ _CommandOpt = Annotated[
     str | None,
     typer.Option(help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".'),
 ]
-_DtypeOpt = Annotated[Literal["fp32", "bf16", "fp16"], typer.Option(help="Weights dtype of Hugging Face checkpoints.")]
+_DtypeOpt = Annotated[
+    Literal["fp32", "bf16", "fp16"] | None,
+    typer.Option(
+        help="The weights' dtype (default: the dtype the run rolled out in, the rule's precision; another "
+        "one is recorded as not the rule's)."
+    ),
+]
 _DeviceOpt = Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")]
+_ModelCodeOpt = Annotated[
+    Path | None, typer.Option(help="The root of your model's code (with --model-factory): imported from there.")
+]
+_ModelFactoryOpt = Annotated[
+    str | None, typer.Option(help="package.module:function under --model-code: called with the checkpoint's config.")
+]
+_TensorParallelOpt = Annotated[int, typer.Option(help="--backend vllm: GPUs per model replica.")]
+_PipelineParallelOpt = Annotated[int, typer.Option(help="--backend vllm: pipeline stages.")]
+_ExpertParallelOpt = Annotated[
+    bool, typer.Option("--enable-expert-parallel", help="--backend vllm: spread MoE experts over the GPUs.")
+]
+_QuantizationOpt = Annotated[
+    str | None, typer.Option(help="--backend vllm: the rollout's quantization (fp8, awq, ...).")
+]
 _TrustRemoteCodeOpt = Annotated[
     bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
 ]
 _ForceOpt = Annotated[
     bool, typer.Option("--force", help="Evaluate a run that fails verify; its results are marked UNVERIFIED.")
 ]
+# The options that Options takes as they are given, under the same names.
+_AS_GIVEN = (
+    "workers",
+    "limit",
+    "batch_size",
+    "allow_gaps",
+    "fingerprint_tolerance",
+    "task",
+    "backend",
+    "command",
+    "dtype",
+    "device",
+    "trust_remote_code",
+    "force",
+    "model_code",
+    "model_factory",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "enable_expert_parallel",
+    "quantization",
+)
 
 
 def eval_command(
@@ -102,8 +143,14 @@ def eval_command(
     task: _TaskOpt = None,
     backend: _BackendOpt = "torch",
     command: _CommandOpt = None,
-    dtype: _DtypeOpt = "fp32",
+    dtype: _DtypeOpt = None,
     device: _DeviceOpt = "cpu",
+    model_code: _ModelCodeOpt = None,
+    model_factory: _ModelFactoryOpt = None,
+    tensor_parallel_size: _TensorParallelOpt = 1,
+    pipeline_parallel_size: _PipelineParallelOpt = 1,
+    enable_expert_parallel: _ExpertParallelOpt = False,
+    quantization: _QuantizationOpt = None,
     trust_remote_code: _TrustRemoteCodeOpt = False,
     force: _ForceOpt = False,
     signing_key: SigningKeyOption = None,
@@ -114,6 +161,7 @@ def eval_command(
     Exit 0 when a checkpoint passed, 1 when none did or an evaluation failed, 2 for bad input.
     With --harness lm-eval: zero-shot task scores per checkpoint (exit 0 unless an evaluation failed).
     """
+    given = dict(locals())  # the options, before any other name is bound here
     from evaluator.order import parse_order
     from evaluator.settings import Options
 
@@ -122,21 +170,10 @@ def eval_command(
     options = Options(
         order=parse_order(order),  # the harness reads --order or --steps itself
         all=all_,
-        workers=workers,
         # As in `recorder train`: --ray is a flag, --ray-address a cluster. Ray's own "local" starts a new cluster.
         ray_address=ray_address or (LOCAL_RAY if ray else None),
-        limit=limit,
-        batch_size=batch_size,
-        allow_gaps=allow_gaps,
         fingerprint=fingerprint == "on",
-        fingerprint_tolerance=fingerprint_tolerance,
-        task=task,
-        backend=backend,
-        command=command,
-        dtype=dtype,
-        device=device,
-        trust_remote_code=trust_remote_code,
-        force=force,
+        **{name: given[name] for name in _AS_GIVEN},
     )
     if harness is not None:
         _harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
@@ -226,6 +263,10 @@ def _harness_eval(
             fingerprint=given.fingerprint,
             fingerprint_tolerance=given.fingerprint_tolerance,
             force=given.force,
+            dtype=given.dtype,
+            device=given.device,
+            model_code=given.model_code,
+            model_factory=given.model_factory,
         ),
     )
     summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)

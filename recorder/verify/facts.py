@@ -10,7 +10,9 @@ the events mean. Each rule below has a name that every failure carries, with the
 - update-before-commit: a commit names its step's weight update (`weight_update_ns`) and comes after it.
 - one-commit-per-step: no step is committed twice with different weights.
 - commit-inside-run: a commit's path stays inside the run directory.
-- commit-sha: the committed weights file has the recorded size and sha256.
+- commit-sha: the committed weights file has the recorded size and sha256 (a sharded checkpoint: every shard
+  its manifest names, and the manifest's root is the sha256).
+- eval-precision: an evaluation in bf16 or in the dtype the run's rollouts were generated in.
 - commit-metadata: the weights' own metadata (step, weight update, run id) match the commit.
 - commit-files: config.json and tokenizer files hashed into the commit still match.
 - eval-names-commit: an evaluation names the path and sha256 of the commit for its step.
@@ -27,6 +29,7 @@ Imported runs (`provenance.imported_from`) carry the original log as their evide
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, replace
@@ -69,6 +72,7 @@ KINDS = frozenset(
 STEP_ONLY = frozenset({"step_metrics", "rank_step"})
 WEIGHTS_FILE = "model.safetensors"
 TRAINER_FORMAT = "safetensors"
+SHARDED_FORMAT = "torch-dcp"  # the trainer's sharded checkpoint: one DCP shard per rank, and its manifest
 
 
 def kept(kind: str, writer: str) -> bool:
@@ -214,6 +218,9 @@ def _check_commits(
 
 def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: Findings) -> None:
     e, d = commit.event, commit.data
+    if d.format == SHARDED_FORMAT:
+        _check_shards(run, commit, found)
+        return
     if d.format != TRAINER_FORMAT:
         return  # adapters' formats (directories, indexes) are checked when evaluated
     directory = inside(run, d.path)
@@ -238,6 +245,31 @@ def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: 
         found.fail(e, "commit-sha", f"sha256 of step {e.step}'s {weights.name} is not the committed one")
         return
     _check_metadata(weights, commit, run_id, found)
+    for name, sha in sorted((d.files or {}).items()):
+        path = inside(run, f"{d.path}/{name}")
+        if path is None or not path.is_file() or sha256_file(path) != sha:
+            found.fail(e, "commit-files", f"step {e.step}'s {name} is missing or not the committed one")
+
+
+def _check_shards(run: RunDir, commit: Commit, found: Findings) -> None:
+    """Rules commit-inside-run and commit-sha for the trainer's sharded checkpoint: every shard its manifest
+    names is there with its size and sha256, and the manifest's root is the commit's sha256."""
+    e, d = commit.event, commit.data
+    directory = inside(run, d.path)
+    if directory is None or not normalized(d.path):
+        found.fail(e, "commit-inside-run", f"checkpoint path {d.path!r} leaves the run directory or is not plain")
+        return
+    shards = list((d.manifest or {}).get("shards") or [])
+    lines = "".join(f"{s.get('sha256')}  {s.get('path')}\n" for s in sorted(shards, key=lambda s: str(s.get("path"))))
+    if not shards or hashlib.sha256(lines.encode()).hexdigest() != d.sha256:
+        found.fail(e, "commit-sha", f"step {e.step}'s manifest is missing or its root is not the commit's sha256")
+        return
+    for shard in shards:
+        path = inside(run, f"{d.path}/{shard.get('path')}")
+        if path is None or not path.is_file():
+            found.fail(e, "commit-sha", f"step {e.step}'s shard {shard.get('path')} is missing")
+        elif path.stat().st_size != shard.get("bytes") or sha256_file(path) != shard.get("sha256"):
+            found.fail(e, "commit-sha", f"step {e.step}'s shard {shard.get('path')} is not the committed one")
     for name, sha in sorted((d.files or {}).items()):
         path = inside(run, f"{d.path}/{name}")
         if path is None or not path.is_file() or sha256_file(path) != sha:
@@ -368,9 +400,29 @@ def _check_evaluations(
                 _check_score(e, results, found)
             if (result := parsed(EvalResult, e, found)) is not None:
                 commit = commits.get(e.step) if e.step is not None else None
+                _check_precision(e, result, commit, found)
                 check_evidence(run, e, result, run_id, commit.data.sha256 if commit else None, found)
                 if e.key == BENCHMARK_METRIC and facts.recorded is not None:
                     check_eval_settings(e, result, facts.recorded, found)
+
+
+_DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _check_precision(e: Event, result: EvalResult, commit: Commit | None, found: Findings) -> None:
+    """Rule eval-precision: the rule evaluates checkpoints in BF16 or in the exact format of the rollouts
+    (the dtype the run trained and sampled in, as its commit records)."""
+    if result.dtype is None:
+        return  # not recorded (the submitter's command, an import, an evaluation before dtypes were recorded)
+    rollout = commit.data.dtype if commit is not None else None
+    rollout = _DTYPE_NAMES.get(rollout or "", rollout)
+    if result.dtype != "bf16" and result.dtype != rollout:
+        found.fail(
+            e,
+            "eval-precision",
+            f"step {e.step} was evaluated in {result.dtype}, neither bf16 nor the rollouts' {rollout or 'unrecorded'} "
+            "dtype: evaluate it again without --dtype (the rule's precision is the default)",
+        )
 
 
 def _check_score(e: Event, results: dict[int, Event], found: Findings) -> None:

@@ -1,8 +1,9 @@
-"""Writes a checkpoint series in NeMo-RL's deferred-evaluation layout (what its trainer publishes) with MCore-like
-weight files; evaluator.sample_series writes the Hugging Face ones, from the same config."""
+"""Writes a checkpoint series in NeMo-RL's deferred-evaluation layout (what its trainer publishes) with a tiny
+Llama's Megatron-Core weights; evaluator.sample_series writes the Hugging Face ones, from the same config."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -10,21 +11,35 @@ from typing import Any
 
 import yaml
 
+from evaluator import sample_series
 from evaluator.sample_series import GENERATIONS, PROMPTS, WRITE_MS, config
 
 __all__ = ["GENERATIONS", "PROMPTS", "WRITE_MS", "config", "write_checkpoint"]
 
 
+@functools.cache
+def _tokenizer() -> Any:
+    return sample_series.tokenizer()
+
+
+def _tiny(step: int) -> tuple[Any, Any]:
+    """A 16-wide random Llama, its weights differing by step (evaluator/sample_series.py)."""
+    tok = _tokenizer()
+    return tok, sample_series.model(len(tok), step, hidden_size=16)
+
+
 def write_checkpoint(
     root: Path, step: int, update_ms: int, *, prompts_per_step: int = PROMPTS, cfg: dict[str, Any] | None = None
 ) -> Path:
-    """`root/step_N` with training_info.json, config.yaml and two MCore-like weight files, their modification
-    times set to WRITE_MS after the weight update (as a save that took that long would leave them)."""
+    """`root/step_N` with training_info.json, config.yaml and a tiny Llama's Megatron-Core weights
+    (`policy/weights/iter_0000000/`, torch DCP with Megatron's names; tests/formats/fixtures.py), their
+    modification times set to WRITE_MS after the weight update (as a save that took that long would leave
+    them)."""
+    from tests.formats import fixtures
+
     path = root / f"step_{step}"
-    weights = path / "policy" / "weights"
-    weights.mkdir(parents=True)
-    (weights / ".metadata").write_bytes(b"mcore-dist-metadata step %d" % step)
-    (weights / "__0_0.distcp").write_bytes(bytes(range(256)) * (step % 7 + 1))
+    tok, model = _tiny(step)
+    fixtures.write_mcore_weights(path, tok, model)
     (path / "config.yaml").write_text(yaml.safe_dump(cfg or config()))
     (path / "training_info.json").write_text(
         json.dumps(

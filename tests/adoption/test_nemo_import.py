@@ -24,8 +24,10 @@ from recorder.verify import verify_run
 from replay.synthetic import write_evidence
 from tests.adoption import nemo_layout
 from tests.helpers import run_cli
+from trainer.policy.hf_fingerprint import hf_fingerprinter
 
 MS = 1_000_000
+FINGERPRINT = hf_fingerprinter(None)  # what `recorder import-checkpoints` passes without --task
 T0_MS = 1_780_000_000_000
 # The worked example of docs/design.md: weight updates at 1080, 1142, 1204 s after run_start.
 UPDATES_MS = {18: T0_MS + 1_080_000, 19: T0_MS + 1_142_000, 20: T0_MS + 1_204_000}
@@ -44,7 +46,7 @@ def _kinds(run: Path, kind: str) -> list:
 
 def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
     root = _series(tmp_path / "ckpt")
-    report = import_checkpoints(root, tmp_path / "runs" / "nemo")
+    report = import_checkpoints(root, tmp_path / "runs" / "nemo", fingerprint=FINGERPRINT)
     assert report.problems == [] and report.global_batch_size == 256
 
     run = tmp_path / "runs" / "nemo"
@@ -58,7 +60,10 @@ def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
     assert c19["weight_update_ns"] == UPDATES_MS[19] * MS
     assert (run / c19["path"]).resolve() == (root / "step_19").resolve()
     assert (c19["sha256"], c19["bytes"]) == tree_digest(root / "step_19" / "policy" / "weights")
-    assert (c19["fingerprint"], c19["blocked_ns"], c19["source"], c19["dtype"]) == ({}, None, "nemo-rl", "bfloat16")
+    assert (c19["blocked_ns"], c19["source"], c19["dtype"]) == (None, "nemo-rl", "bfloat16")
+    # the Megatron weights load (trainer.policy.formats), so they are fingerprinted like Hugging Face ones
+    assert (c19["fingerprint"]["texts"], c19["fingerprint"]["dtype"]) == ("fixed", "fp32")
+    assert c19["manifest"]["root"] == c19["sha256"]
     assert commits[1].time_ns == c19["save_end_ns"] == (UPDATES_MS[19] + nemo_layout.WRITE_MS) * MS  # file mtimes
     (opened,) = _kinds(run, "run_opened")
     assert (opened.data["benchmark"], opened.data["global_batch_size"]) == ("qwen35_397b_grpo", 256)
@@ -70,7 +75,7 @@ def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
 def test_tree_digest_changes_with_any_weight_byte(tmp_path: Path) -> None:
     path = nemo_layout.write_checkpoint(tmp_path, 18, T0_MS)
     before = tree_digest(path / "policy" / "weights")
-    shard = path / "policy" / "weights" / "__0_0.distcp"
+    shard = path / "policy" / "weights" / "iter_0000000" / "__0_0.distcp"
     data = bytearray(shard.read_bytes())
     data[100] ^= 1
     shard.write_bytes(bytes(data))
@@ -85,7 +90,7 @@ def test_validation_start_is_exact() -> None:
 def test_gaps_and_a_late_start_are_reported(tmp_path: Path) -> None:
     # keep_top_k pruned step 19 and the first one (18) is gone too.
     root = _series(tmp_path / "ckpt", {19: UPDATES_MS[19], 21: UPDATES_MS[20] + 60_000, 22: UPDATES_MS[20] + 120_000})
-    report = import_checkpoints(root, tmp_path / "run")
+    report = import_checkpoints(root, tmp_path / "run", fingerprint=FINGERPRINT)
     assert report.problems == [
         "the series starts at step 19, not at the validation start 18 (GBS 256)",
         "missing checkpoints for steps 20 (was keep_top_k pruning them?)",
@@ -97,25 +102,25 @@ def test_gaps_and_a_late_start_are_reported(tmp_path: Path) -> None:
 
 def test_bad_layouts_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(NoCheckpointsError, match="no step_N"):
-        import_checkpoints(tmp_path, tmp_path / "run")
+        import_checkpoints(tmp_path, tmp_path / "run", fingerprint=FINGERPRINT)
     path = nemo_layout.write_checkpoint(tmp_path / "a", 18, T0_MS)
     (path / "training_info.json").write_text(
         json.dumps({"current_step": 17, "consumed_samples": 288, "training_step_end_time_ms": T0_MS})
     )
     with pytest.raises(CheckpointLayoutError, match=r"training_info.json: current_step 17 differs"):
-        import_checkpoints(tmp_path / "a", tmp_path / "run")
+        import_checkpoints(tmp_path / "a", tmp_path / "run", fingerprint=FINGERPRINT)
     path = nemo_layout.write_checkpoint(tmp_path / "b", 18, T0_MS)
     shutil.rmtree(path / "policy")
     with pytest.raises(CheckpointLayoutError, match="MCore weights"):
-        import_checkpoints(tmp_path / "b", tmp_path / "run")
+        import_checkpoints(tmp_path / "b", tmp_path / "run", fingerprint=FINGERPRINT)
     assert not (tmp_path / "run").exists()  # nothing half-imported
 
 
 def test_importing_twice_is_refused(tmp_path: Path) -> None:
     root = _series(tmp_path / "ckpt")
-    import_checkpoints(root, tmp_path / "run")
+    import_checkpoints(root, tmp_path / "run", fingerprint=FINGERPRINT)
     with pytest.raises(AlreadyImportedError, match="steps 18, 19, 20 already have checkpoint commits"):
-        import_checkpoints(root, tmp_path / "run")
+        import_checkpoints(root, tmp_path / "run", fingerprint=FINGERPRINT)
     done = run_cli("import-checkpoints", str(root), "--into", str(tmp_path / "run"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
@@ -276,7 +281,7 @@ def test_global_batch_size_from_prompts_when_not_given_and_sample_mismatch_repor
         nemo_layout.write_checkpoint(tmp_path / "ckpt", step, UPDATES_MS[step], prompts_per_step=32, cfg=cfg)
     info = tmp_path / "ckpt" / "step_19" / "training_info.json"
     info.write_text(json.dumps({**json.loads(info.read_text()), "consumed_samples": 19 * 32 + 1}))
-    report = import_checkpoints(tmp_path / "ckpt", tmp_path / "run")
+    report = import_checkpoints(tmp_path / "ckpt", tmp_path / "run", fingerprint=FINGERPRINT)
     assert report.global_batch_size == 256
     assert report.problems == ["step 19: 4872 samples consumed, expected step x GBS = 4864"]
     assert [e.samples_count for e in _kinds(tmp_path / "run", "weight_update")] == [18 * 256, 19 * 256 + 8]

@@ -189,10 +189,11 @@ class TestNemoImporter(WriterContract):
     def record(self, root: Path) -> RunDir:
         from recorder.adapters.nemo import import_checkpoints
         from tests.adoption import nemo_layout
+        from trainer.policy.hf_fingerprint import hf_fingerprinter
 
         for step in (18, 19, 20):
             nemo_layout.write_checkpoint(root / "ckpt", step, T0_MS + step * 60_000)
-        import_checkpoints(root / "ckpt", root / "runs" / "nemo")
+        import_checkpoints(root / "ckpt", root / "runs" / "nemo", fingerprint=hf_fingerprinter(None))
         return RunDir.open(root / "runs" / "nemo")
 
 

@@ -85,6 +85,9 @@ def record_run(
         directory = run.path / f"checkpoints/step_{step:07d}"
         return write_tiny_checkpoint(directory, step, update, step % 2, sharpen, hidden_size)
 
+    if files:  # built before recording: building a model between two events would outrun their wall times
+        for seed in (0, 1):
+            _tiny_checkpoint_parts(seed, sharpen, hidden_size)
     return synthetic.record_run(
         root,
         run_id,

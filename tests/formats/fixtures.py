@@ -5,6 +5,7 @@ Megatron-Core's names in NeMo-RL's layout."""
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,9 @@ def state(model: Any, dtype: torch.dtype = torch.float32) -> dict[str, torch.Ten
 
 def write_dcp(path: Path, tensors: dict[str, Any]) -> Path:
     """One process writing a DCP checkpoint (no process group)."""
-    dcp.save(tensors, checkpoint_id=str(path), no_dist=True)
+    with warnings.catch_warnings():  # "torch.distributed is disabled ... assuming ... a single process": it is
+        warnings.simplefilter("ignore", UserWarning)
+        dcp.save(tensors, checkpoint_id=str(path), no_dist=True)
     return path
 
 

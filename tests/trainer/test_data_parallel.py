@@ -3,6 +3,7 @@ the single-process default run (the session's `trained_run`) for the same global
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -74,15 +75,25 @@ def _launch(root: Path, run_id: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def dp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The default config trained by 2 processes to the validation start, as a user launches it."""
-    root = tmp_path_factory.mktemp("dp")
-    command = [*_launch(root, "dp"), "--set", f"max_steps={VALIDATION_START}"]
+    """The default config trained by 2 processes to the validation start, as a user launches it, with the
+    consolidated checkpoint (the sharded one is `dcp_run`'s)."""
+    return _train(tmp_path_factory.mktemp("dp"), "dp", "safetensors")
+
+
+@pytest.fixture(scope="module")
+def dcp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same, with the default sharded checkpoint: every rank writes its own shard through torch DCP."""
+    return _train(tmp_path_factory.mktemp("dcp"), "dcp", "dcp")
+
+
+def _train(root: Path, run_id: str, fmt: str) -> Path:
+    command = [*_launch(root, run_id), "--set", f"max_steps={VALIDATION_START}", "--set", f"checkpoint.format={fmt}"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per rank on a small machine
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"trained {VALIDATION_START} steps ({GBS} samples each)" in done.stdout
     assert done.stdout.count("run: ") == 1  # rank 0 speaks for the run
-    return root / "dp"
+    return root / run_id
 
 
 def _of(run: Path, kind: str, writer: str = "trainer") -> list:
@@ -171,3 +182,35 @@ def test_a_stopped_job_records_why_and_closes_every_segment(tmp_path: Path) -> N
     assert stop.data["status"] == "failed" and "SIGTERM from torchrun" in stop.data["reason"]
     verified = run_cli("verify", str(run))
     assert verified.returncode == 0 and verified.stdout.count(" closed\n") == 3, verified.stdout
+
+
+@pytest.mark.slow
+def test_sharded_checkpoints_score_as_the_consolidated_ones_and_a_bad_shard_is_named(
+    dcp_run: Path, dp_run: Path
+) -> None:
+    step_dir = dcp_run / "checkpoints" / f"step_{VALIDATION_START:07d}"
+    assert sorted(p.name for p in step_dir.iterdir()) == [
+        ".metadata", "__0_0.distcp", "__1_0.distcp", "config.json", "tokenizer.json"
+    ]  # fmt: skip
+    (commit,) = _of(dcp_run, "checkpoint_committed")
+    assert commit.data["format"] == "torch-dcp" and commit.data["sha256"] == commit.data["manifest"]["root"]
+    assert [s["path"] for s in commit.data["manifest"]["shards"]] == [".metadata", "__0_0.distcp", "__1_0.distcp"]
+    assert verify_run(dcp_run).ok
+    for run in (dcp_run, dp_run):
+        done = run_cli("eval", str(run))
+        assert done.returncode in (0, 1), done.stdout + done.stderr  # 1: scored, but below the target
+
+    def completions(run: Path) -> list[str]:
+        doc = json.loads((run / "derived" / "evals" / f"step_{VALIDATION_START:07d}" / "results.json").read_text())
+        return [s["completion_sha256"] for s in doc["samples"]]
+
+    assert completions(dcp_run) == completions(dp_run)
+    shard = step_dir / "__1_0.distcp"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 1
+    shard.write_bytes(bytes(data))
+    found = verify_run(dcp_run)
+    assert not found.ok and "__1_0.distcp" in str(found.problems)
+    # a run that fails verify is not evaluated (the loader's own refusal: tests/formats/test_formats.py)
+    refused = run_cli("eval", str(dcp_run), "--all")
+    assert refused.returncode != 0 and "__1_0.distcp" in refused.stderr.replace("\n", ""), refused.stderr

@@ -66,3 +66,15 @@ def check_config_matches_weights(config: Any, weights: Path) -> None:
         f"{weights.parent / 'config.json'} implies {implied:,} parameters, {weights.name} stores {stored:,}: "
         "the config does not describe these weights; refused before building the model"
     )
+
+
+def check_config_matches_count(config: Any, stored: int, where: Path, what: str) -> None:
+    """CheckpointError unless `config` implies `stored` parameters (the tensors a checkpoint holds, counted
+    from its files before any model is built)."""
+    implied = implied_parameters(config)
+    if stored == implied or stored == implied + _tied_head_parameters(config):
+        return
+    raise CheckpointError(
+        f"{where / 'config.json'} implies {implied:,} parameters, {what} stores {stored:,}: "
+        "the config does not describe these weights; refused before building the model"
+    )

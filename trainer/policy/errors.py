@@ -26,6 +26,10 @@ class CheckpointError(PolicyError, DataError):
     """A checkpoint that could not be written or read (disk full, permission, missing or altered file)."""
 
 
+class ShardMismatchError(CheckpointError):
+    """A shard that is missing, added, or whose size or sha256 differs from the committed manifest."""
+
+
 class UnsafeMetadataError(CheckpointError, InputError):
     """A DCP `.metadata` naming a global outside the allow list: refused before any of it ran."""
 

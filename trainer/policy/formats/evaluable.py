@@ -41,6 +41,13 @@ def load_checkpoint(
     """Detect, load (every shard checked against `expected` as it is read) and build; CheckpointError."""
     info = detect(Path(path))
     state, manifest = load_state_dict(info, dtype=dtype, expected=expected)
+    if model_factory is None:  # a config.json of 100000 layers must not allocate them: counted on meta first
+        from trainer.policy.config_check import check_config_matches_count
+        from trainer.policy.formats.model_code import hf_config
+
+        shards = [s.path for s in manifest.shards if not s.path.endswith(".metadata")]
+        what = shards[0] if len(shards) == 1 else f"the {len(shards)} shards"
+        check_config_matches_count(hf_config(info), sum(t.numel() for t in state.values()), info.path, what)
     model, prov = build_model(
         info, dtype=dtype, device="cpu", model_code=model_code, model_factory=model_factory, capacity=capacity
     )

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer.policy.errors import CheckpointError
+from trainer.policy.errors import CheckpointError, ShardMismatchError
 from trainer.policy.formats.detect import DCP_METADATA, CheckpointInfo
 from trainer.policy.formats.manifest import Manifest, ShardDigest
 
@@ -84,6 +84,14 @@ def load_state_dict(
     return state, Manifest(digests)
 
 
+def hash_shards(info: CheckpointInfo, expected: Manifest | None = None, threads: int | None = None) -> Manifest:
+    """The manifest of `info`'s shards, each checked against `expected`, without loading any tensor."""
+    files = shard_files(info)
+    _check_listing(info, files, expected)
+    read = _parallel(info, files, expected, lambda buf, path: None, threads)
+    return Manifest(tuple(d for d, _ in read.values()))
+
+
 def _rel(info: CheckpointInfo, path: Path) -> str:
     return path.relative_to(info.weights_dir).as_posix()
 
@@ -96,21 +104,21 @@ def _check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest |
     for shard in expected.shards:
         f = present.get(shard.path)
         if f is None:
-            raise CheckpointError(
+            raise ShardMismatchError(
                 f"{info.weights_dir / shard.path}: shard missing: the checkpoint was committed with it; "
-                "it was deleted or moved after the commit, so the checkpoint is not evaluated"
+                "it was deleted or moved after training committed it; it is not scored"
             )
         if f.stat().st_size != shard.bytes:
-            raise CheckpointError(
+            raise ShardMismatchError(
                 f"{f}: shard has {f.stat().st_size} bytes, committed with {shard.bytes}: it was altered after "
-                "the commit, so the checkpoint is not evaluated"
+                "training committed it; it is not scored"
             )
     extra = sorted(set(present) - {s.path for s in expected.shards})
     if extra:
-        raise CheckpointError(
+        raise ShardMismatchError(
             f"{info.weights_dir / extra[0]}: shard not in the committed manifest"
             + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
-            + ": files were added after the commit, so the checkpoint is not evaluated"
+            + ": files were added after training committed it; it is not scored"
         )
 
 
@@ -129,9 +137,9 @@ def _parallel(
             digest = ShardDigest(rel, len(buf), _sha256(buf))
             want = expected.get(rel) if expected is not None else None
             if want is not None and want != digest:
-                raise CheckpointError(
+                raise ShardMismatchError(
                     f"{path}: shard sha256 is {digest.sha256[:16]}..., committed {want.sha256[:16]}...: it was "
-                    "altered after the commit, so the checkpoint is not evaluated"
+                    "altered after training committed it; it is not scored"
                 )
             return digest, parse(buf, path)
 
@@ -233,7 +241,7 @@ def _dcp(
             wanted.setdefault(shard, []).append((fqn, tuple(chunk.offsets), tuple(chunk.sizes), si.offset, si.length))
     missing = sorted(set(wanted) - set(files))
     if missing:
-        raise CheckpointError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
+        raise ShardMismatchError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
 
     def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:
         out = []

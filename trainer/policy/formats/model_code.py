@@ -70,8 +70,9 @@ def build_model(
     return model.to(dtype=target).to(device).eval(), prov
 
 
-def _hf_model(info: CheckpointInfo, dtype: torch.dtype) -> nn.Module:
-    from transformers import AutoConfig, AutoModelForCausalLM
+def hf_config(info: CheckpointInfo) -> Any:
+    """The transformers config of `info`'s model config; CheckpointError when it names no known model."""
+    from transformers import AutoConfig
 
     config = dict(info.config)
     kind = config.pop("model_type", None)
@@ -81,10 +82,18 @@ def _hf_model(info: CheckpointInfo, dtype: torch.dtype) -> nn.Module:
             "the model with its own code"
         )
     try:
-        hf_config = AutoConfig.for_model(kind, **config)
-        model: nn.Module = AutoModelForCausalLM.from_config(hf_config, dtype=dtype)
+        return AutoConfig.for_model(kind, **config)
+    except (ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{info.path}: no Hugging Face config for model_type {kind!r}: {e}") from e
+
+
+def _hf_model(info: CheckpointInfo, dtype: torch.dtype) -> nn.Module:
+    from transformers import AutoModelForCausalLM
+
+    try:
+        model: nn.Module = AutoModelForCausalLM.from_config(hf_config(info), dtype=dtype)
     except (ValueError, KeyError, TypeError, RuntimeError) as e:
-        raise CheckpointError(f"{info.path}: no Hugging Face causal LM for model_type {kind!r}: {e}") from e
+        raise CheckpointError(f"{info.path}: no Hugging Face causal LM for its config: {e}") from e
     return model
 
 
@@ -97,6 +106,7 @@ def _factory_model(info: CheckpointInfo, root: Path, spec: str, capacity: bool) 
     root = root.resolve()
     if not root.is_dir():
         raise ModelCodeError(f"--model-code {root}: no such directory")
+    check_not_shadowed(root)  # a package of the tree already loaded from elsewhere: the import would reuse it
     sys.path.insert(0, str(root))
     try:
         module = importlib.import_module(module_name)

@@ -233,9 +233,11 @@ def integrity(
     expected = committed_manifest(cp, directory)
     if expected is None:  # a commit without shard digests (an older import): its tree hashed before loading
         digest = check_hash(cp, weights_path(directory, cp))
-    elif not load:  # nothing is loaded here (the submitter's command loads it): the shards hashed alone
-        digest = hash_shards(cp, directory, expected)
-    else:  # hashed by the loader, shard by shard, as it reads them
+    else:
+        if not load:  # nothing is loaded here (the submitter's command loads it): the shards hashed alone
+            hash_shards(cp, directory, expected)
+        # else hashed by the loader, shard by shard, as it reads them. Either way the digest is what the
+        # commit recorded: the manifest's root for a sharded commit, the one file's sha256 otherwise.
         digest = expected.root if cp.manifest is not None else cp.sha256
     timings["hash_s"] = time.monotonic() - t
     check = ctx.options.fingerprint

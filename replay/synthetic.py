@@ -32,6 +32,7 @@ from recorder.kinds import (
     RunOpened,
     RunStart,
     StepMetrics,
+    TrainStatus,
     TrainStop,
     WeightUpdate,
 )
@@ -131,6 +132,7 @@ def record_run(
     checkpoint_paths: Mapping[int, str] | None = None,
     checkpoint_data: CheckpointData | None = None,
     stopped: bool = True,
+    stop_status: TrainStatus = "completed",
 ) -> RunDir:
     """Record a run; `evals` are (step, accuracy) in the order they were performed.
 
@@ -192,7 +194,7 @@ def record_run(
         end = t0_ns + (60 * steps + blocked) * S
         if stopped:
             w.append(BlockStop(), step=steps, samples_count=steps * gbs, time_ns=end)
-            w.append(TrainStop(status="completed", reason=""), step=steps, samples_count=steps * gbs, time_ns=end)
+            w.append(TrainStop(status=stop_status, reason=""), step=steps, samples_count=steps * gbs, time_ns=end)
     # Evaluations start after training stopped (default 400 s, later if training ran longer).
     start_s = eval_start_s if eval_start_s is not None else max(400, (end - t0_ns) // S + 30)
     record_evals(run, evals, gbs, start_s, eval_s, segments=evaluator_segments, target=target)

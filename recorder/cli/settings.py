@@ -43,6 +43,7 @@ MEANINGS: dict[str, str] = {
     "config_filename": "config_filename in the mllog (default: the --config file's name)",
     "checkpoint.sync": "true: the loop waits for each save, fsync included",
     "checkpoint.max_pending": "Asynchronous saves in flight before a save blocks the loop",
+    "checkpoint.format": "auto (dcp under torchrun, else safetensors), safetensors, or dcp: one shard per rank",
     "eval.k": "pass@k of the offline evaluation",
     "eval.temperature": "Sampling temperature of the evaluation",
     "eval.top_p": "Top-p of the evaluation",

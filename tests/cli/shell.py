@@ -28,7 +28,7 @@ def make_root(root: Path) -> Path:
     """The worked example, evaluated (19, 18, 20: official passes at 19), and a run killed at step 2."""
     worked = record_worked_example(root, "worked")
     record_evaluation(worked, [(19, 0.72), (18, 0.70), (20, 0.71)])
-    record_run(root, "killed", gbs=256, steps=2)
+    record_run(root, "killed", gbs=256, steps=2, stop_status="failed", last_metrics_s=120)  # died at step 2
     return root
 
 

@@ -182,7 +182,8 @@ def test_a_path_outside_the_run_is_refused(tmp_path: Path) -> None:
 
 def test_bad_runs_are_refused_before_any_event(tmp_path: Path) -> None:
     running = record_run(tmp_path, run_id="running", steps=18, stopped=False, files=False)
-    with pytest.raises(NotEvaluableError, match="training has not stopped"):
+    # its trainer closed without train_stop: verify's train-stop-recorded refuses it first
+    with pytest.raises((NotEvaluableError, UnverifiedRunError), match="training has not stopped|train-stop-recorded"):
         evaluate_run(running.path, Options())
     gappy = record_run(tmp_path, run_id="gappy", steps=20, checkpoint_steps=[19, 20], files=False)
     with pytest.raises(SeriesError, match="starts at step 19"):

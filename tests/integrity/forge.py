@@ -113,3 +113,23 @@ def edit_json(path: Path, **changes: Any) -> None:
     doc = json.loads(path.read_text())
     doc.update(changes)
     path.write_text(json.dumps(doc))
+
+
+def in_trainer(edit: Callable[[list[Row]], object]) -> Callable[[Path], None]:
+    """An attack that edits the run's trainer segment in place (`edit` may change the list or return one)."""
+
+    def attack(run: Path) -> None:
+        rewrite(trainer_segment(run), lambda events: edit(events) or events)  # type: ignore[func-returns-value]
+
+    attack.__qualname__ = getattr(edit, "__name__", "attack")
+    return attack
+
+
+def in_evaluator(edit: Callable[[list[Row]], object]) -> Callable[[Path], None]:
+    """An attack that edits the run's first evaluator segment in place."""
+
+    def attack(run: Path) -> None:
+        rewrite(evaluator_segment(run), lambda events: edit(events) or events)  # type: ignore[func-returns-value]
+
+    attack.__qualname__ = getattr(edit, "__name__", "attack")
+    return attack

@@ -21,29 +21,14 @@ from replay.derive import derive_run
 from replay.errors import UnverifiedRunError
 from replay.trust import verified
 from tests.helpers import run_cli
-from tests.integrity.forge import Row, event, rewrite, rows, write
-from tests.integrity.forge import evaluator_segment as _evaluator
+from tests.integrity.forge import Row, event, rows, write
 from tests.integrity.forge import first_event as _first
+from tests.integrity.forge import in_evaluator as _in_evaluator
+from tests.integrity.forge import in_trainer as _in_trainer
 from tests.integrity.forge import trainer_segment as _trainer
 
 S = 1_000_000_000
 GBS = 256
-
-
-def _in_trainer(edit: Callable[[list[Row]], object]) -> Callable[[Path], None]:
-    def attack(run: Path) -> None:
-        rewrite(_trainer(run), lambda events: edit(events) or events)  # type: ignore[func-returns-value]
-
-    attack.__qualname__ = getattr(edit, "__name__", "attack")
-    return attack
-
-
-def _in_evaluator(edit: Callable[[list[Row]], object]) -> Callable[[Path], None]:
-    def attack(run: Path) -> None:
-        rewrite(_evaluator(run), lambda events: edit(events) or events)  # type: ignore[func-returns-value]
-
-    attack.__qualname__ = getattr(edit, "__name__", "attack")
-    return attack
 
 
 def _early_update_18(run: Path) -> Row:

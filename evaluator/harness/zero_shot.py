@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,9 +188,8 @@ def _score(
     workers = ctx.workers
     t = time.monotonic()
     with _quiet():
-        out = _simple_evaluate(
-            lm_eval, CheckpointLM(workers.harness, batch_size=options.evaluation.batch_size), tasks, options
-        )
+        lm = CheckpointLM(workers.harness, batch_size=options.evaluation.batch_size)
+        out = simple_evaluate(lm_eval, lm, tasks, limit=options.examples)  # stderr is not recorded here
     timings["score_s"] = time.monotonic() - t
     if out is None:
         raise RuntimeError("lm_eval.simple_evaluate returned nothing (not rank 0?)")
@@ -255,22 +254,25 @@ def _score(
     return WrittenResults(doc, path, sha, results)
 
 
-def _simple_evaluate(lm_eval: Any, lm: CheckpointLM, tasks: list[TaskData], options: HarnessOptions) -> Any:
+def simple_evaluate(
+    lm_eval: Any, lm: CheckpointLM, tasks: Sequence[TaskData], *, limit: int | None, stderr: bool = False
+) -> Any:
+    """lm-eval's simple_evaluate as every zero-shot path runs it: 0-shot, fixed seeds, only this project's
+    task configs. `stderr`: bootstrap the metrics' standard errors (lm-eval's default), else none."""
     from lm_eval.tasks import TaskManager
 
-    # 0-shot, no bootstrap (stderr is not recorded), fixed seeds; only this project's task configs.
     return lm_eval.simple_evaluate(
         model=lm,
         tasks=[lm_eval_config(task) for task in tasks],
         num_fewshot=0,
-        limit=options.examples,
-        bootstrap_iters=0,
+        limit=limit,
         log_samples=True,
         task_manager=TaskManager(include_defaults=False),
         random_seed=0,
         numpy_random_seed=0,
         torch_random_seed=0,
         fewshot_random_seed=0,
+        **({} if stderr else {"bootstrap_iters": 0}),
     )
 
 

@@ -95,27 +95,15 @@ def _score(model: Any, tokenizer: Any, job: Job) -> tuple[dict[str, dict[str, An
     import os
 
     import lm_eval
-    from lm_eval.tasks import TaskManager
 
     from evaluator.harness.adapter import CheckpointLM
-    from evaluator.harness.taskset import lm_eval_config
-    from evaluator.harness.zero_shot import _quiet
+    from evaluator.harness.zero_shot import _quiet, simple_evaluate
 
     if not job.online:
         os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
     with _quiet():
-        out = lm_eval.simple_evaluate(
-            model=CheckpointLM.local(model, tokenizer, batch_size=job.batch_size),
-            tasks=[lm_eval_config(t) for t in job.tasks],
-            num_fewshot=0,
-            limit=job.limit,
-            log_samples=True,
-            task_manager=TaskManager(include_defaults=False),
-            random_seed=0,
-            numpy_random_seed=0,
-            torch_random_seed=0,
-            fewshot_random_seed=0,
-        )
+        lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size)
+        out = simple_evaluate(lm_eval, lm, job.tasks, limit=job.limit, stderr=True)
     return {t.name: _task(out, t, job.log_samples) for t in job.tasks}, out.get("lm_eval_version")
 
 

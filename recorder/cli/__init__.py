@@ -6,6 +6,7 @@ checkers) stay inside the commands, so `recorder --help` starts fast.
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Annotated
 
@@ -65,3 +66,7 @@ def main() -> None:
         else:
             err.print(line(label("error:", "bold red"), str(e)))
         sys.exit(e.exit_code)
+    finally:
+        # The command has finished or said why not: a Ctrl-C while the interpreter shuts down (Ray, torch and
+        # rich threads joining) must not turn its exit status into death by SIGINT.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

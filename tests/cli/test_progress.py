@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,7 +26,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _raw_terminal(*args: str) -> str:
     """Everything drawn on the terminal, progress frames included (they are erased when the work ends)."""
-    done = subprocess.run(["script", "-qc", " ".join([EXE, *args]), "/dev/null"], capture_output=True, text=True)
+    # a wide terminal whatever COLUMNS the tests run under: the assertions read the progress line's words
+    env = os.environ | {"COLUMNS": "160"}
+    done = subprocess.run(
+        ["script", "-qc", " ".join([EXE, *args]), "/dev/null"], capture_output=True, text=True, env=env
+    )
     return done.stdout
 
 

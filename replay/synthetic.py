@@ -147,6 +147,10 @@ def record_run(
     vs = validation_start(gbs)
     saved = set(checkpoint_steps) if checkpoint_steps is not None else set(range(vs, steps + 1))
     division = "closed" if closed else "open"
+    # Checkpoint files are written before the writer opens: writing them takes real time, which the
+    # segment's monotonic clock would count against the synthetic wall times.
+    updates = {step: t0_ns + (60 * step + 2 * len(saved & set(range(1, step)))) * S for step in range(1, steps + 1)}
+    files = {step: checkpoint_data(run, step, updates[step]) for step in saved if step <= steps and checkpoint_data}
     with LogWriter(run, "trainer", clock=lambda: t0_ns) as w:
         opened = RunOpened(
             benchmark="qwen35_397b_grpo",
@@ -167,9 +171,8 @@ def record_run(
         w.append(InitStop(), time_ns=t0_ns)
         w.append(RunStart(), time_ns=t0_ns)
         w.append(BlockStart(), step=1, samples_count=0, time_ns=t0_ns)
-        blocked = 0
         for step in range(1, steps + 1):
-            update = t0_ns + (60 * step + blocked) * S
+            update = updates[step]
             if step not in skip_weight_update:
                 w.append(WeightUpdate(), step=step, samples_count=step * gbs, time_ns=update)
             if step in saved:
@@ -185,13 +188,11 @@ def record_run(
                     format="safetensors",
                     dtype="bfloat16",
                 )
-                if checkpoint_data is not None:
-                    committed = dataclasses.replace(committed, **checkpoint_data(run, step, update))
+                committed = dataclasses.replace(committed, **files.get(step, {}))
                 w.append(committed, step=step, samples_count=step * gbs, time_ns=update + 30 * S)
-                blocked += 2
             metrics_at = t0_ns + last_metrics_s * S if (step == steps and last_metrics_s) else update + 2 * S
             w.append(step_metrics(step), step=step, samples_count=step * gbs, time_ns=metrics_at)
-        end = t0_ns + (60 * steps + blocked) * S
+        end = t0_ns + (60 * steps + 2 * len(saved & set(range(1, steps + 1)))) * S
         if stopped:
             w.append(BlockStop(), step=steps, samples_count=steps * gbs, time_ns=end)
             w.append(TrainStop(status=stop_status, reason=""), step=steps, samples_count=steps * gbs, time_ns=end)

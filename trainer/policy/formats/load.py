@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from trainer.policy.errors import CheckpointError, ShardMismatchError
 from trainer.policy.formats.detect import DCP_METADATA, CheckpointInfo
@@ -159,6 +159,7 @@ def _mapped(path: Path) -> Iterator[memoryview]:
                 yield memoryview(b"")
                 return
             with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) as m:
+                _advise_sequential(m)
                 view = memoryview(m)
                 try:
                     yield view
@@ -166,6 +167,40 @@ def _mapped(path: Path) -> Iterator[memoryview]:
                     view.release()
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read the shard ({e.strerror})") from e
+
+
+def _advise_sequential(m: mmap.mmap) -> None:
+    """Read-ahead for one front-to-back pass: without it a cold shard is faulted in page by page."""
+    if hasattr(m, "madvise"):  # not on every platform
+        m.madvise(mmap.MADV_SEQUENTIAL)
+        m.madvise(mmap.MADV_WILLNEED)
+
+
+class _ViewReader(io.RawIOBase):
+    """A read-only file over a memoryview, so torch.load reads a chunk without a copy into a BytesIO."""
+
+    def __init__(self, view: memoryview) -> None:
+        self._view, self._pos = view, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        n = max(0, min(len(buffer), len(self._view) - self._pos))
+        memoryview(buffer).cast("B")[:n] = self._view[self._pos : self._pos + n]
+        self._pos += n
+        return n
 
 
 def _sha256(buf: memoryview) -> str:
@@ -247,10 +282,12 @@ def _dcp(
         out = []
         for fqn, offsets, _sizes, start, length in wanted.get(path, []):
             try:
-                part = torch.load(io.BytesIO(buf[start : start + length]), map_location="cpu", weights_only=True)
+                stream = cast("IO[bytes]", _ViewReader(buf[start : start + length]))
+                part = torch.load(stream, map_location="cpu", weights_only=True)
             except Exception as e:  # torch.load raises UnpicklingError, RuntimeError, EOFError...
                 raise CheckpointError(f"{path}: {fqn} at byte {start} cannot be read ({e})") from e
-            out.append((fqn, offsets, _cast(part, dtype)))
+            # torch.load's tensor owns its memory (not the mapping's): cast without a second copy
+            out.append((fqn, offsets, part.to(dtype) if part.is_floating_point() else part))
         return out
 
     rest = [f for f in files if f != meta_file]

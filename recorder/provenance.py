@@ -80,10 +80,13 @@ def provenance() -> dict[str, Any]:
 
 def cpu_kernels() -> dict[str, str | None]:
     """The CPU kernels torch computes with (trainer/policy/kernels.py pins them for the tiny model): ATen's
-    capability (once torch has loaded; before, what the environment asks for) and MKL's code path."""
+    capability (once torch has loaded; before, what the environment asks for) and MKL's code path.
+
+    The environment asks in lower case (`default`) and torch names its capability in upper case (`DEFAULT`):
+    a run that records before torch loads records torch's name, so the evaluator reads one spelling."""
     torch: Any = sys.modules.get("torch")
     asked = os.environ.get("ATEN_CPU_CAPABILITY")
     return {
-        "aten": asked if torch is None else str(torch.backends.cpu.get_cpu_capability()),
+        "aten": (asked and asked.upper()) if torch is None else str(torch.backends.cpu.get_cpu_capability()),
         "mkl_cbwr": os.environ.get("MKL_CBWR"),
     }

@@ -29,16 +29,15 @@ from recorder.log import LogWriter
 from recorder.run import RunDir
 from trainer.checkpoint import CheckpointWriter
 from trainer.config import TrainConfig
-from trainer.device import resolve_device, resolve_dtype
 from trainer.distributed import DistributedError, Ranks, join_process_group, leave_process_group
 from trainer.errors import TrainerError
-from trainer.loop import WRITER, GRPOTrainer, StepResult, TrainSummary
+from trainer.loop import GRPOTrainer, StepResult, TrainSummary
 from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
-from trainer.policy.model import ModelConfig, build_model, build_tokenizer
+from trainer.policy.model import ModelConfig
 from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
 from trainer.sharded_checkpoint import ShardedCheckpointWriter
-from trainer.training_task import training_task
+from trainer.start import WRITER
 
 
 class StoppedByLauncher(TrainerError, DataError):
@@ -91,40 +90,26 @@ class DataParallelTrainer(GRPOTrainer):
         problems = check_data_parallel(cfg, ranks)
         if problems:
             raise DistributedError("; ".join(problems))
-        super().__init__(cfg, root=root, run_id=run_id, model_cfg=model_cfg)
-        self.ranks = ranks
+        super().__init__(cfg, root=root, run_id=run_id, ranks=ranks, model_cfg=model_cfg)
         self.rank_log: LogWriter | None = None
         self.shard_bytes = 0
         self.cleaned_up = False
 
     def setup(self) -> RunDir:
-        """Rank 0 sets the run up as one process does; the others build the same model and wait for its init."""
+        """Rank 0 sets the run up as one process does; the others (start mode `ranks`) build the same model
+        and wait for its init."""
         pin_cpu_kernels(wants_pinned())  # before the process group loads torch
         join_process_group(self.ranks)
         # torchrun stops every rank with SIGTERM when one fails: rank 0 then records train_stop, not nothing.
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
-        if self.ranks.is_main:
-            return super().setup()
+        return super().setup()
+
+    def _device(self) -> Any:
+        """The config's device; on a rank other than 0, a GPU without an index is this rank's local one."""
         import torch
 
-        cfg = self.cfg
-        torch.set_num_threads(cfg.threads)
-        torch.manual_seed(cfg.seed)
-        self.device, self.dtype = self._rank_device(), resolve_dtype(cfg.dtype)
-        self.tokenizer = build_tokenizer(self.model_cfg)
-        self.model = build_model(self.model_cfg)
-        self.task = training_task(cfg.task, self.tokenizer)
-        self.model.to(device=self.device, dtype=self.dtype)
-        self._start_engines()
-        self.summary = TrainSummary(self.run_dir)
-        return self.run_dir
-
-    def _rank_device(self) -> Any:
-        """The config's device; a GPU without an index is this rank's local one."""
-        import torch
-
-        device = resolve_device(self.cfg.device)
-        if device.type == "cuda" and device.index is None:
+        device = super()._device()
+        if self.start == "ranks" and device.type == "cuda" and device.index is None:
             device = torch.device("cuda", self.ranks.local_rank)
             torch.cuda.set_device(device)
         return device

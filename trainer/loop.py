@@ -1,6 +1,8 @@
 """The GRPO recipe: `setup`, `train`, `save_checkpoint`, `cleanup` (torchtune's recipe protocol).
 
-Event order: run_opened, mllog_config x N, (warm-up, untimed), init_start, init_stop, run_start,
+How a session starts (a new run, a resumed one, a data-parallel rank) is its start mode (trainer/start.py).
+
+Event order of a new run: run_opened, mllog_config x N, (warm-up, untimed), init_start, init_stop, run_start,
 block_start, then per step: weight_update, [checkpoint save; its checkpoint_committed arrives when durable],
 step_metrics; block_stop, train_stop. Checkpoints exactly from the validation start to the final step.
 """
@@ -14,16 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recorder.interrupts import deferred_interrupts
 from recorder.kinds import (
     NULL,
     BlockStart,
     BlockStop,
     InitStart,
     InitStop,
-    MllogConfig,
     Payload,
-    RunOpened,
     RunStart,
     StepMetrics,
     TrainStatus,
@@ -32,25 +31,23 @@ from recorder.kinds import (
     WeightUpdate,
 )
 from recorder.log import LogWriter
-from recorder.provenance import provenance
-from recorder.rules import BENCHMARK
 from recorder.run import RunDir
 from trainer.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_payload
 from trainer.config import TrainConfig
 from trainer.device import resolve_device, resolve_dtype, synchronize
 from trainer.distributed import Ranks
 from trainer.errors import CheckpointError, TrainingFailed
-from trainer.mllog_keys import mllog_config_items
+from trainer.policy.checkpoint_files import load_checkpoint
 from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import sample_seed
 from trainer.policy.tokenizer import Tokenizer
+from trainer.resume import ResumePlan, open_resumed_session
 from trainer.rollout import Rollout, TorchRollout
 from trainer.sharded_checkpoint import ShardedCheckpointWriter
+from trainer.start import StartMode, open_fresh_run, start_mode
 from trainer.training_task import TrainingTask, training_task
 from trainer.warmup import WarmupResult, warm_start
-
-WRITER = "trainer"
 
 
 @dataclass(frozen=True)
@@ -77,21 +74,6 @@ class TrainSummary:
     warmup: WarmupResult | None = None
 
 
-def run_opened(cfg: TrainConfig, **resumed: Any) -> RunOpened:
-    """A training session's first event: the benchmark, rule and target it trains for, its resolved config
-    and provenance. `resumed`: what a resumed session adds (resumed_from, resumed_at_step, ...; resume.py)."""
-    return RunOpened(
-        benchmark=BENCHMARK,
-        ruleset=cfg.ruleset,
-        division=cfg.division,
-        global_batch_size=cfg.global_batch_size,
-        target=cfg.eval.target,
-        config=cfg.to_dict(),
-        provenance=provenance(),
-        **({"resumed_from": None} | resumed),
-    )
-
-
 class GRPOTrainer:
     """One training run. `run()` does setup, train and cleanup, and records train_stop either way."""
 
@@ -101,6 +83,8 @@ class GRPOTrainer:
         *,
         root: Path,
         run_id: str | None = None,
+        resume: ResumePlan | None = None,
+        ranks: Ranks | None = None,
         ray_address: str | None = None,
         use_ray: bool = False,
         on_step: Callable[[StepResult, int], None] | None = None,
@@ -109,49 +93,82 @@ class GRPOTrainer:
         tokenizer: Tokenizer | None = None,
         task: TrainingTask | None = None,
     ) -> None:
-        """`model`, `tokenizer` and `task` replace what `cfg` names (a bench or a test bringing its own);
-        an injected model gets no warm-up."""
+        """`resume`: continue that planned run (trainer/resume.py); `ranks`: this process's place under
+        torchrun (trainer/data_parallel.py). `model`, `tokenizer` and `task` replace what `cfg` names (a bench
+        or a test bringing its own); an injected model gets no warm-up."""
         self.cfg = cfg
         self.model_cfg = model_cfg or ModelConfig(name=cfg.model, init_seed=cfg.seed)
         self._given_model, self._given_tokenizer, self._given_task = model, tokenizer, task
         self.root, self.run_id = Path(root), run_id
         self.use_ray, self.ray_address = use_ray, ray_address
         self.on_step = on_step
-        self.first_step = 1  # a resumed session starts after its checkpoint's step (trainer/resume.py)
+        self.plan = resume
+        self.ranks = ranks or Ranks()
+        self.start: StartMode = start_mode(resuming=resume is not None, ranks=self.ranks)
+        self.first_step = 1  # a resumed session starts after its checkpoint's step
         self.last_step: int | None = None
-        self.ranks = Ranks()  # one process; trainer/data_parallel.py sets this rank's place under torchrun
         self.log: LogWriter | None = None  # data parallel: rank 0's only (the other ranks record no run events)
         self.ckpt: CheckpointWriter | ShardedCheckpointWriter | None = None
         self.rollout: Rollout | None = None
+        self.model: Any = None  # from setup (`_load_policy`)
+
+    @classmethod
+    def resuming(cls, plan: ResumePlan, **kwargs: Any) -> GRPOTrainer:
+        """A trainer that continues `plan`'s run in its folder, with its recorded config."""
+        # run_id names the folder to reopen; the events appended keep the run's recorded id (LogWriter)
+        return cls(plan.config, root=plan.run.path.parent, run_id=plan.run.path.name, resume=plan, **kwargs)
 
     # -- setup ---------------------------------------------------------------------------------------------
     def setup(self) -> RunDir:
-        """Create the run (an existing id is refused), record the config, warm start, open the timed region."""
+        """Open the session the start mode asks for, load the policy, start the engines; a fresh run then
+        opens the timed region."""
         cfg = self.cfg
-        # The folder and its first events, or none of them: Ctrl-C here waits until run_opened is recorded, so
-        # an interrupted run always has the events that say whose it is (and then its train_stop).
-        with deferred_interrupts():
-            self.run_dir = RunDir.create(self.root, self.run_id)  # first: a taken run id is refused before torch
-            self.summary = TrainSummary(self.run_dir)
-            log = LogWriter(self.run_dir, WRITER)
-            log.append(run_opened(cfg))
-            for key, value in mllog_config_items(cfg):
-                log.append(MllogConfig(), key=key, value=value)
-            self.log = log
-        pin_cpu_kernels(wants_pinned())  # before torch loads (RECORDER_CPU_KERNELS=pinned)
+        pin_cpu_kernels(wants_pinned())  # before torch loads, and before run_opened records the kernels
+        if self.start == "fresh":
+            self.run_dir, self.log = open_fresh_run(cfg, self.root, self.run_id)  # a taken id: refused before torch
         import torch
 
         torch.set_num_threads(cfg.threads)
-        torch.manual_seed(cfg.seed)
-        self.device, self.dtype = resolve_device(cfg.device), resolve_dtype(cfg.dtype)
-        self.tokenizer = self._given_tokenizer or build_tokenizer(self.model_cfg)
-        self.model: Any = self._given_model if self._given_model is not None else build_model(self.model_cfg)
-        self.task = self._given_task or training_task(cfg.task, self.tokenizer)
-        warm = cfg.warmup.enabled and cfg.model == "tiny" and cfg.task == "addition" and self._given_model is None
-        if warm:
-            self.summary.warmup = warm_start(self.model, self.tokenizer, cfg, self.model_cfg)
+        if self.plan is not None:  # torch loaded: its run_opened records the kernels torch computes with
+            self.run_dir, self.log = self.plan.run, open_resumed_session(self.plan)
+        else:
+            torch.manual_seed(cfg.seed)  # a resumed session's weights come from its checkpoint, not the seed
+        self.device, self.dtype = self._device(), resolve_dtype(cfg.dtype)
+        warmup = self._load_policy()
         _to_device(self.model, self.device, self.dtype)
-        w = self.summary.warmup
+        if self.start == "fresh":
+            self._record_init_start(warmup)
+        self._start_engines()
+        self.summary = TrainSummary(self.run_dir, warmup=warmup)  # a rank's run folder is known from here on
+        if self.log is not None:
+            self.log.append(InitStop())
+        if self.start == "fresh":
+            assert self.log is not None
+            self.log.append(RunStart())
+        return self.run_dir
+
+    def _device(self) -> Any:
+        return resolve_device(self.cfg.device)
+
+    def _load_policy(self) -> WarmupResult | None:
+        """The model, tokenizer and task: a resumed session's from its checkpoint, else built from the config
+        (or given); a fresh run's own tiny model is warm-started. Returns the warm-up, if there was one."""
+        cfg = self.cfg
+        if self.plan is not None:
+            self.model, self.tokenizer = load_checkpoint(self.plan.checkpoint)
+            self.task = training_task(cfg.task, self.tokenizer)
+            self.first_step, self.last_step = self.plan.step + 1, self.plan.step
+            return None
+        self.tokenizer = self._given_tokenizer or build_tokenizer(self.model_cfg)
+        self.model = self._given_model if self._given_model is not None else build_model(self.model_cfg)
+        self.task = self._given_task or training_task(cfg.task, self.tokenizer)
+        tiny_addition = cfg.model == "tiny" and cfg.task == "addition" and self._given_model is None
+        if self.start == "fresh" and cfg.warmup.enabled and tiny_addition:
+            return warm_start(self.model, self.tokenizer, cfg, self.model_cfg)
+        return None
+
+    def _record_init_start(self, w: WarmupResult | None) -> None:
+        assert self.log is not None
         warmup = (
             NULL
             if w is None
@@ -164,10 +181,6 @@ class GRPOTrainer:
             )
         )
         self.log.append(InitStart(warmup=warmup))
-        self._start_engines()
-        self.log.append(InitStop())
-        self.log.append(RunStart())
-        return self.run_dir
 
     def _start_engines(self) -> None:
         """The optimizer (fresh AdamW state), the rollout backend and the checkpoint writer, for self.model."""

@@ -19,22 +19,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from recorder.events import Event
 from recorder.interrupts import deferred_interrupts
-from recorder.kinds import NULL, CheckpointCommitted, InitStart, InitStop, RunOpened, TrainStop
+from recorder.kinds import NULL, CheckpointCommitted, InitStart, RunOpened, TrainStop
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.run import RunDir
 from recorder.verify import verify_run
 from trainer.config import TrainConfig, config_from_dict
-from trainer.device import resolve_device, resolve_dtype
 from trainer.errors import TrainerError
-from trainer.loop import WRITER, GRPOTrainer, TrainSummary, _to_device, run_opened
-from trainer.policy.checkpoint_files import file_sha256, load_checkpoint
-from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
-from trainer.training_task import training_task
+from trainer.policy.checkpoint_files import file_sha256
+from trainer.start import WRITER, run_opened
 
 
 class ResumeError(TrainerError):
@@ -118,54 +114,24 @@ def _inside(run: RunDir, event: Event, committed: CheckpointCommitted) -> Path:
     return target
 
 
-class ResumedTrainer(GRPOTrainer):
-    """A GRPOTrainer whose setup opens the existing run and loads the plan's checkpoint."""
-
-    def __init__(self, plan: ResumePlan, **kwargs: Any) -> None:
-        # run_id names the folder to reopen; the events appended keep the run's recorded id (LogWriter)
-        super().__init__(plan.config, root=plan.run.path.parent, run_id=plan.run.path.name, **kwargs)
-        self.plan = plan
-
-    def setup(self) -> RunDir:
-        pin_cpu_kernels(wants_pinned())  # before torch loads (trainer/policy/kernels.py)
-        import torch
-
-        plan, cfg = self.plan, self.cfg
-        self.run_dir = plan.run
-        torch.set_num_threads(cfg.threads)
-        self.summary = TrainSummary(self.run_dir)
-        with deferred_interrupts():  # the new segment and its run_opened, or neither (recorder.interrupts)
-            self.log = self._open_session(plan, cfg)
-        return self._load(plan, cfg)
-
-    def _open_session(self, plan: ResumePlan, cfg: TrainConfig) -> LogWriter:
+def open_resumed_session(plan: ResumePlan) -> LogWriter:
+    """The resumed session's own segment: the uncommitted checkpoints set aside, then its run_opened (what it
+    resumed from) and init_start. All of it or none: Ctrl-C waits until it is recorded (recorder.interrupts)."""
+    with deferred_interrupts():
         set_aside = [_set_aside(p) for p in plan.orphans]
-        log = LogWriter(self.run_dir, WRITER)
+        log = LogWriter(plan.run, WRITER)
         log.append(
             run_opened(
-                cfg,
+                plan.config,
                 resumed_from=log.run_id,
                 resumed_at_step=plan.step,
-                resumed_checkpoint=str(plan.checkpoint.relative_to(self.run_dir.path.resolve())),
+                resumed_checkpoint=str(plan.checkpoint.relative_to(plan.run.path.resolve())),
                 optimizer="re-initialised (checkpoints are weights-only)",
-                set_aside=tuple(str(p.relative_to(self.run_dir.path)) for p in set_aside),
+                set_aside=tuple(str(p.relative_to(plan.run.path)) for p in set_aside),
             )
         )
         log.append(InitStart(warmup=NULL))
-        return log
-
-    def _load(self, plan: ResumePlan, cfg: TrainConfig) -> RunDir:
-        self.model, self.tokenizer = load_checkpoint(plan.checkpoint)
-        # As GRPOTrainer.setup does for a new run: the device, dtype and task the recorded config names.
-        self.device, self.dtype = resolve_device(cfg.device), resolve_dtype(cfg.dtype)
-        self.task = training_task(cfg.task, self.tokenizer)
-        _to_device(self.model, self.device, self.dtype)
-        self.first_step = plan.step + 1
-        self.last_step = plan.step
-        self._start_engines()
-        assert self.log is not None
-        self.log.append(InitStop())
-        return self.run_dir
+    return log
 
 
 def _set_aside(path: Path) -> Path:

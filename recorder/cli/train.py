@@ -147,14 +147,14 @@ def _trainer(
     from trainer.loop import GRPOTrainer
 
     if resume is not None:
-        from trainer.resume import ResumedTrainer, plan_resume
+        from trainer.resume import plan_resume
 
         plan = plan_resume(resume)
         typer.echo(
             f"resuming {plan.run.path} after step {plan.step} from {plan.checkpoint.name} "
             "(weights restored; optimizer re-initialised)"
         )
-        return ResumedTrainer(plan, use_ray=use_ray, ray_address=ray_address)
+        return GRPOTrainer.resuming(plan, use_ray=use_ray, ray_address=ray_address)
     assert cfg is not None
     if ranks.distributed:
         from trainer.data_parallel import DataParallelTrainer

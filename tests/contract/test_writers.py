@@ -67,7 +67,7 @@ class TestResumedTrainer(WriterContract):
 
         from trainer.config import load_config
         from trainer.loop import GRPOTrainer
-        from trainer.resume import ResumedTrainer, plan_resume
+        from trainer.resume import plan_resume
 
         trainer = GRPOTrainer(load_config(sets=TINY), root=root, run_id="killed", model_cfg=_small_model())
         run = _keeping_threads(trainer.run).run
@@ -76,7 +76,7 @@ class TestResumedTrainer(WriterContract):
         with open(segment.path, "r+b") as f:
             f.truncate(segment.offsets[cut + 1])
         shutil.rmtree(run.checkpoints / "step_0000007")
-        _keeping_threads(ResumedTrainer(plan_resume(run.path)).run)
+        _keeping_threads(GRPOTrainer.resuming(plan_resume(run.path)).run)
         return run
 
     def own_segments(self, run: RunDir) -> list[Segment]:

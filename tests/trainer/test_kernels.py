@@ -9,8 +9,10 @@ weights and the samples. Pinned, every kernel set gives the same digest; with th
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -87,7 +89,36 @@ def test_the_evaluator_pins_only_a_run_recorded_as_pinned() -> None:
     from trainer.policy.kernels import recorded_pinned
 
     assert recorded_pinned({"cpu_kernels": {"aten": "DEFAULT", "mkl_cbwr": "COMPATIBLE"}})
+    assert recorded_pinned({"cpu_kernels": {"aten": "default", "mkl_cbwr": "COMPATIBLE"}})  # the environment's
+    assert not recorded_pinned({"cpu_kernels": {"aten": None, "mkl_cbwr": "COMPATIBLE"}})
     assert not recorded_pinned({"cpu_kernels": {"aten": "AVX512", "mkl_cbwr": None}})
     assert not recorded_pinned({"cpu_kernels": {"aten": "DEFAULT", "mkl_cbwr": None}})  # portable ATen, MKL by CPU
     assert not recorded_pinned({"host": "an import: no kernels recorded"})
     assert not recorded_pinned(None)
+
+
+PINNED_RUN = """
+import sys
+from pathlib import Path
+from trainer.config import load_config
+from trainer.loop import GRPOTrainer
+from trainer.policy.model import ModelConfig
+assert "torch" not in sys.modules  # the pin is read when torch loads: setup must set it first
+small = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
+trainer = GRPOTrainer(load_config(sets=["warmup.enabled=false"]), root=Path(sys.argv[1]), run_id="pinned",
+                      model_cfg=small)
+trainer.setup()
+trainer.cleanup("interrupted", "stopped after setup")
+"""
+
+
+def test_a_new_run_trained_pinned_records_kernels_the_evaluator_pins_for(tmp_path: Path) -> None:
+    from recorder.reader import read_run
+    from trainer.policy.kernels import PINNED, recorded_pinned
+
+    env = {k: v for k, v in os.environ.items() if k not in PINNED} | {"RECORDER_CPU_KERNELS": "pinned"}
+    subprocess.run([sys.executable, "-c", PINNED_RUN, str(tmp_path)], env=env, cwd=REPO, check=True)
+    opened = next(e for e in read_run(tmp_path / "pinned").events if e.kind == "run_opened")
+    provenance = opened.data["provenance"]
+    assert provenance["cpu_kernels"] == {"aten": "DEFAULT", "mkl_cbwr": "COMPATIBLE"}, provenance
+    assert recorded_pinned(provenance)

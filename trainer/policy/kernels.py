@@ -33,9 +33,14 @@ def wants_pinned() -> bool:
 
 
 def recorded_pinned(provenance: Mapping[str, Any] | None) -> bool:
-    """Whether a run's recorded provenance says it computed with the pinned kernels."""
+    """Whether a run's recorded provenance says it computed with the pinned kernels. ATen's capability is
+    compared in torch's spelling whatever its case: a run that recorded the environment's request before
+    torch loaded wrote it in lower case."""
     kernels = (provenance or {}).get("cpu_kernels")
-    return isinstance(kernels, Mapping) and kernels == {"aten": "DEFAULT", "mkl_cbwr": PINNED["MKL_CBWR"]}
+    if not isinstance(kernels, Mapping) or set(kernels) != {"aten", "mkl_cbwr"}:
+        return False
+    aten = kernels["aten"]
+    return isinstance(aten, str) and aten.upper() == "DEFAULT" and kernels["mkl_cbwr"] == PINNED["MKL_CBWR"]
 
 
 def pin_cpu_kernels(pinned: bool) -> bool:

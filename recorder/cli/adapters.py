@@ -16,32 +16,38 @@ from recorder.cli.signing import SigningKeyOption, apply_signing_key
 
 
 def _utc_ns(ns: int) -> str:
-    return dt.datetime.fromtimestamp(ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    # whole seconds and microseconds apart: a float of Unix-epoch nanoseconds cannot hold every millisecond
+    at = dt.datetime.fromtimestamp(ns // 10**9, dt.UTC) + dt.timedelta(microseconds=ns % 10**9 // 1000)
+    return at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _run_import(root: Path, into: Path, task: Path | None, gbs: int | None) -> tuple[Any, list[tuple[str, ...]]]:
-    """(the import's report, a table row per checkpoint): an FSDP2 job's torch DCP series, else NeMo-RL's."""
+COLUMNS = ("step", "samples", "weight update (UTC)")
+Rows = list[tuple[str, ...]]
+
+
+def _run_import(root: Path, into: Path, task: Path | None, gbs: int | None) -> tuple[Any, tuple[str, ...], Rows]:
+    """(the import's report, its table's columns, a row per checkpoint): an FSDP2 job's torch DCP series (with
+    where each weight-update time came from), else NeMo-RL's."""
     from recorder.adapters import dcp, nemo
     from trainer.policy.hf_fingerprint import hf_fingerprinter
 
     if dcp.layout_of(root) is not None:
         report = dcp.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task), global_batch_size=gbs)
-        rows: list[tuple[str, ...]] = [
+        rows: Rows = [
             (str(c.step), str(c.samples), _utc_ns(c.weight_update_ns), c.timing, str(c.path))
             for c in report.checkpoints
         ]
-        return report, rows
+        return report, (*COLUMNS, "timing", "path"), rows
     if gbs is not None:
-        raise typer.BadParameter(
-            "a NeMo-RL series gives its own (config.yaml); leave it out", param_hint="--global-batch-size"
+        raise nemo.NemoImportError(
+            f"{root}: a NeMo-RL series gives its global batch size in config.yaml: leave out --global-batch-size"
         )
     nemo_report = nemo.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task))
     ns = nemo.NS_PER_MS
-    nemo_rows: list[tuple[str, ...]] = [
-        (str(c.step), str(c.samples), _utc_ns(c.weight_update_ms * ns), "training_info.json", str(c.path))
-        for c in nemo_report.checkpoints
+    nemo_rows: Rows = [
+        (str(c.step), str(c.samples), _utc_ns(c.weight_update_ms * ns), str(c.path)) for c in nemo_report.checkpoints
     ]
-    return nemo_report, nemo_rows
+    return nemo_report, (*COLUMNS, "path"), nemo_rows
 
 
 def import_checkpoints(
@@ -75,9 +81,9 @@ def import_checkpoints(
     if not os.path.lexists(into):
         check_run_id(into.name)  # a new run: its folder name is its id, checked before anything is read
     apply_signing_key(signing_key)
-    report, rows = _run_import(checkpoint_root, into, task, global_batch_size)
+    report, columns, rows = _run_import(checkpoint_root, into, task, global_batch_size)
     table = Table(title=f"{recorded_run_id(report.run)}: {len(rows)} checkpoints (GBS {report.global_batch_size})")
-    for col in ("step", "samples", "weight update (UTC)", "timing", "path"):
+    for col in columns:
         table.add_column(col)
     for row in rows:
         table.add_row(*row)

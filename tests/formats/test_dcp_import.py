@@ -1,7 +1,8 @@
 """`recorder import-checkpoints` on the torch DCP series an FSDP2 job writes (archives `fsdp2_epoch_N/`,
 snapshots `RUN/snapshots/step_N/`), written by real torch.distributed.checkpoint: each checkpoint becomes a
-weight update and a commit with the manifest of its shards, `recorder verify` holds, a shard changed after
-import is named by verify and refused by eval, and bad input is one `error:` line with nothing written."""
+weight update and a commit with the manifest of its shards, `recorder verify` holds, `recorder eval` scores
+it sample for sample as the same weights in safetensors, a shard changed after import is named by verify
+and refused by eval and audit, and bad input is one `error:` line with nothing written."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from recorder.run import RunDir
 from recorder.verify import verify_run
 from tests.formats import fixtures
 from tests.helpers import run_cli
+from tests.zero_shot.conftest import pretraining  # noqa: F401  (the two-rank FSDP2 job, trained once)
 from trainer.policy.hf_fingerprint import hf_fingerprinter
 from trainer.policy.taskspec import shipped
 
@@ -226,3 +228,39 @@ def test_eval_scores_dcp_checkpoints_sample_for_sample_as_their_safetensors(tmp_
     completions = [[x["completion_sha256"] for x in fsdp[s]] for s in STEPS]
     assert completions[0] != completions[1]  # the steps' weights differ, and so do their completions
     assert run_cli("verify", str(tmp_path / "runs" / "fsdp")).returncode == 0
+    # audit re-reads the imported checkpoint where it lies, every shard checked against the commit's manifest
+    _flip(snapshots / "snapshots" / "step_19" / "__0_0.distcp")
+    done = run_cli("audit", str(tmp_path / "runs" / "fsdp"), "--steps", "19", "--task", str(spec), "--force")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "step 19: MISSING EVIDENCE" in done.stdout and "step_19/__0_0.distcp: shard sha256" in done.stdout
+
+
+def _letters_spec(where: Path) -> Path:
+    """A spec in the job's alphabet (lower-case letters, space and punctuation): its dev split fingerprints."""
+    where.mkdir()
+    (where / "data.jsonl").write_text('{"id": "q0", "prompt": "the cat sees the", "answer": "dog"}\n')
+    (where / "dev.jsonl").write_text('{"id": "d0", "prompt": "the big dog runs over", "answer": " the stone."}\n')
+    (where / "spec.toml").write_text(SPEC.replace('kind = "numeric"', 'kind = "exact"'))
+    return where / "spec.toml"
+
+
+@pytest.mark.slow
+def test_a_two_rank_fsdp2_job_s_archive_and_snapshots_import_and_verify(
+    pretraining: Path,  # noqa: F811  (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    """The series torchrun wrote (tests/zero_shot/train_tiny.py: FSDP2 over two gloo ranks): every rank's
+    shard is in the manifest and the world size is the job's."""
+    for series, into, steps in (
+        (pretraining / "run", tmp_path / "snapshots", [10, 20]),
+        (pretraining, tmp_path / "archive", [20]),
+    ):
+        fingerprint = hf_fingerprinter(_letters_spec(tmp_path / f"spec-{into.name}"))
+        report = dcp.import_checkpoints(series, into, fingerprint=fingerprint, global_batch_size=1280)
+        assert [c.step for c in report.checkpoints] == steps
+        commits = _events(into, "checkpoint_committed")
+        shards = {s["path"] for c in commits for s in c.data["manifest"]["shards"]}
+        assert shards == {".metadata", "__0_0.distcp", "__1_0.distcp"}
+        (opened,) = _events(into, "run_opened")
+        assert opened.data["config"]["source_world_size"] == 2
+        assert verify_run(RunDir.open(into)).ok

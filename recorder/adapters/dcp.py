@@ -78,7 +78,9 @@ class DcpImportReport:
 
 def layout_of(root: Path) -> Layout | None:
     """Which DCP layout `root` holds: archives in it, snapshots in it or in its `snapshots/`; None if neither."""
-    if root.is_dir() and any(_ARCHIVE.fullmatch(p.name) and p.is_dir() for p in root.iterdir()):
+    if not root.is_dir():
+        return None
+    if any(_ARCHIVE.fullmatch(p.name) and p.is_dir() for p in root.iterdir()):
         return "dcp-archive"
     if root.name == "snapshots" or (root / "snapshots").is_dir():
         return "dcp-snapshot"

@@ -216,25 +216,27 @@ def test_eval_scores_dcp_checkpoints_sample_for_sample_as_their_safetensors(tmp_
 
     spec = _spec(tmp_path / "spec")
     snapshots = write_snapshots(tmp_path / "job")
+    archives = write_archives(tmp_path / "archives", tmp_path / "job")
     tok = sample_series.tokenizer()
     hf = tmp_path / "hf"
     for step in STEPS:
         sample_series.write_step(hf, step, _update_ms(step), tok, _model(step)[1])
-    for source, run in ((snapshots, tmp_path / "runs" / "fsdp"), (hf, tmp_path / "runs" / "hf")):
-        if source is hf:
-            nemo.import_checkpoints(source, run, fingerprint=hf_fingerprinter(spec))
-        else:
-            dcp.import_checkpoints(source, run, fingerprint=hf_fingerprinter(spec), global_batch_size=GBS)
-        evaluate_run(run, Options(task=spec, all=True))
-    fsdp, safetensors = _samples(tmp_path / "runs" / "fsdp"), _samples(tmp_path / "runs" / "hf")
+    nemo.import_checkpoints(hf, tmp_path / "runs" / "hf", fingerprint=hf_fingerprinter(spec))
+    for series in (snapshots, archives):
+        dcp.import_checkpoints(
+            series, tmp_path / "runs" / series.name, fingerprint=hf_fingerprinter(spec), global_batch_size=GBS
+        )
+    for name in ("hf", "job", "archives"):
+        evaluate_run(tmp_path / "runs" / name, Options(task=spec, all=True))
+    fsdp, safetensors = _samples(tmp_path / "runs" / "job"), _samples(tmp_path / "runs" / "hf")
     assert sorted(fsdp) == list(STEPS) and all(len(fsdp[s]) == 12 for s in STEPS)
-    assert fsdp == safetensors
+    assert fsdp == safetensors == _samples(tmp_path / "runs" / "archives")
     completions = [[x["completion_sha256"] for x in fsdp[s]] for s in STEPS]
     assert completions[0] != completions[1]  # the steps' weights differ, and so do their completions
-    assert run_cli("verify", str(tmp_path / "runs" / "fsdp")).returncode == 0
+    assert run_cli("verify", str(tmp_path / "runs" / "job")).returncode == 0
     # audit re-reads the imported checkpoint where it lies, every shard checked against the commit's manifest
     _flip(snapshots / "snapshots" / "step_19" / "__0_0.distcp")
-    done = run_cli("audit", str(tmp_path / "runs" / "fsdp"), "--steps", "19", "--task", str(spec), "--force")
+    done = run_cli("audit", str(tmp_path / "runs" / "job"), "--steps", "19", "--task", str(spec), "--force")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "step 19: MISSING EVIDENCE" in done.stdout and "step_19/__0_0.distcp: shard sha256" in done.stdout
 

@@ -98,6 +98,9 @@ def test_snapshots_become_commits_with_the_manifest_of_their_shards(tmp_path: Pa
     (stop,) = _events(run, "train_stop")
     assert stop.step == 19
     assert verify_run(RunDir.open(run)).ok
+    (series / "snapshots").rename(series / "elsewhere")  # a series moved away is not checked, and said so
+    report_moved = verify_run(RunDir.open(run))
+    assert report_moved.ok and any("step_19 is missing: not checked" in w for w in report_moved.warnings)
 
 
 def test_archives_take_step_and_time_from_their_meta_through_the_cli(tmp_path: Path) -> None:

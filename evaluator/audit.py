@@ -24,7 +24,7 @@ from evaluator.checkpoints import CommittedCheckpoint, committed, resolve
 from evaluator.errors import CheckpointRefused, MissingEvidenceError, NothingToAuditError, SettingsError
 from evaluator.evaluate import sample_and_score
 from evaluator.facts import RunFacts, read_facts
-from evaluator.integrity import check_hash, weights_path
+from evaluator.integrity import check_hash, committed_manifest, hash_shards, weights_path
 from evaluator.reproduction import Difference, RecordedEvaluation, Status, first_difference, recorded_evaluation
 from evaluator.results import sample_rows
 from evaluator.scoring import Loading
@@ -222,7 +222,12 @@ def _checked_checkpoint(facts: RunFacts, cp: CommittedCheckpoint | None, step: i
         raise MissingEvidenceError(f"step {step}: no checkpoint_committed for it: nothing to re-evaluate")
     try:
         directory = resolve(facts.run.path, cp)
-        check_hash(cp, weights_path(directory, cp))
+        if cp.manifest is None:
+            check_hash(cp, weights_path(directory, cp))
+        else:  # a sharded or imported checkpoint: every shard its manifest names, where the commit put it
+            expected = committed_manifest(cp, directory)
+            assert expected is not None
+            hash_shards(cp, directory, expected)
     except CheckpointRefused as e:
         raise MissingEvidenceError(f"step {step}: its checkpoint cannot be re-evaluated: {e}") from e
     return directory

@@ -14,7 +14,7 @@ from typing import Any
 
 from evaluator.errors import SeriesError, UnsafePathError
 from recorder.events import Event
-from recorder.kinds import CheckpointCommitted
+from recorder.kinds import IMPORTED_FORMATS, CheckpointCommitted
 from recorder.rules import series_problems, validation_start_step
 
 
@@ -30,7 +30,7 @@ class CommittedCheckpoint:
     weight_update_ns: int | None
     fingerprint: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
-    format: str | None = None  # None: the policy's own; "nemo-rl-*": recorder.adapters.nemo's import
+    format: str | None = None  # None: the policy's own; "nemo-rl-*", "dcp-*": an import (recorder.adapters)
     manifest: dict[str, Any] | None = None  # every shard's digest (trainer.policy.formats.manifest)
     segment: str = ""
     seq: int = -1
@@ -105,8 +105,9 @@ def resolve(run_path: Path, cp: CommittedCheckpoint) -> Path:
     """The checkpoint directory inside the run directory; UnsafePathError if it would leave it.
 
     Symlinks are resolved first, so a link inside the run pointing elsewhere is refused too. An imported
-    NeMo-RL series (format `nemo-rl-*`) stays where it was trained: `import-checkpoints` recorded its path
-    relative to the run, and it may lead outside; its weights' manifest hash still has to match.
+    series (NeMo-RL's `nemo-rl-*`, an FSDP2 job's `dcp-archive` / `dcp-snapshot`) stays where it was trained:
+    `import-checkpoints` recorded its path relative to the run, and it may lead outside; its weights'
+    manifest hash still has to match.
     """
     rel = PurePosixPath(cp.path)
     if not cp.path or rel.is_absolute() or Path(cp.path).is_absolute():
@@ -116,7 +117,7 @@ def resolve(run_path: Path, cp: CommittedCheckpoint) -> Path:
         )
     root = run_path.resolve()
     target = (root / Path(*rel.parts)).resolve()
-    imported = (cp.format or "").startswith("nemo-rl")
+    imported = cp.format in IMPORTED_FORMATS
     if target != root and root not in target.parents and not imported:
         raise UnsafePathError(
             f"{cp.where}: checkpoint path {cp.path!r} resolves to {target}, outside the run directory {root}: refused"

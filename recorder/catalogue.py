@@ -51,7 +51,7 @@ def may_write(writer: str, kind: str) -> bool:
     return kind in catalogue() and _writers_re(kind).fullmatch(writer) is not None
 
 
-IMPORTERS = "import"  # the importers' writer names: `import` (mllog), `import-nemo` (NeMo-RL checkpoints)
+IMPORTERS = "import"  # the importers' writer names: `import` (mllog), `import-nemo` (NeMo-RL), `import-dcp` (torch DCP)
 
 
 def records_timing_of(writer: str, owner: str) -> bool:

@@ -46,10 +46,21 @@ def null_if_none(value: T | None) -> T | Null:
 
 
 TrainStatus = Literal["completed", "failed", "interrupted"]
-Source = Literal["trl", "nemo-rl"]  # the adapter that wrote a run's events
+Source = Literal["trl", "nemo-rl", "fsdp2"]  # the adapter that wrote a run's events
 CheckpointFormat = Literal[
-    "safetensors", "safetensors-adapter", "safetensors-index", "torch-dcp", "nemo-rl-mcore", "nemo-rl-hf"
+    "safetensors",
+    "safetensors-adapter",
+    "safetensors-index",
+    "torch-dcp",
+    "nemo-rl-mcore",
+    "nemo-rl-hf",
+    "dcp-archive",
+    "dcp-snapshot",
 ]
+# Imported formats whose series stays where it was trained (its path, relative to the run, may leave it),
+# checked by the manifest recorded at import.
+IMPORTED_FORMATS: tuple[CheckpointFormat, ...] = ("nemo-rl-mcore", "nemo-rl-hf", "dcp-archive", "dcp-snapshot")
+Timing = Literal["meta", "shard-mtime"]  # where an imported weight-update time came from
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _FLATTEN = "flatten"  # field metadata: a mapping whose entries are keys of `data` itself
 
@@ -399,6 +410,7 @@ class CheckpointCommitted(Payload):
     files: Mapping[str, str] | None = None  # the trainer's config.json and tokenizer.json: name -> sha256
     # every shard's path, bytes and sha256 with `root` (= sha256) over the list (trainer.policy.formats.manifest)
     manifest: Mapping[str, Any] | None = None
+    timing: Timing | None = None  # imports that do not read it from a training log: its source
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

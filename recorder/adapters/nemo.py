@@ -25,27 +25,31 @@ file system saw it).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from recorder.adapters.series import (
+    INT64_MAX,
+    AlreadyImportedError,
+    Fingerprinter,
+    SeriesCommit,
+    step_problems,
+    write_series,
+    written_ns,
+)
 from recorder.errors import DataError, InputError
-from recorder.kinds import CheckpointCommitted, RunOpened, TrainStop, WeightUpdate
-from recorder.log import LogWriter
+from recorder.kinds import RunOpened
 from recorder.provenance import provenance
-from recorder.reader import read_run
-from recorder.rules import BENCHMARK, RULESET, validation_start_step
+from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
 from recorder.run_files import tree_digest
 
-# a checkpoint directory's (fingerprint record, manifest of its Megatron-Core weights or None)
-Fingerprinter = Callable[[Path], tuple[dict[str, Any], dict[str, Any] | None]]
+__all__ = ["AlreadyImportedError", "Fingerprinter", "import_checkpoints"]
 SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
 HF_FORMAT: Final = "nemo-rl-hf"
 NS_PER_MS = 1_000_000
-INT64_MAX = 2**63 - 1  # events store steps, samples and times as int64
 
 
 class NemoImportError(InputError):
@@ -58,10 +62,6 @@ class NoCheckpointsError(NemoImportError):
 
 class CheckpointLayoutError(NemoImportError):
     """A `step_N` directory that lacks a file NeMo-RL writes, or whose files disagree with it."""
-
-
-class AlreadyImportedError(NemoImportError):
-    """A run that already holds checkpoint commits for the steps being imported."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,7 +88,8 @@ def discover(root: Path) -> list[Path]:
     ]
     if not found:
         raise NoCheckpointsError(
-            f"{root}: no step_N checkpoint directories (is this NeMo-RL's checkpointing.checkpoint_dir?)"
+            f"{root}: no step_N checkpoint directories (NeMo-RL's checkpointing.checkpoint_dir), fsdp2_epoch_N/ "
+            "archives or snapshots/step_N/ (torch DCP): point at the folder that holds them"
         )
     return sorted(found, key=lambda p: int(p.name.removeprefix("step_")))
 
@@ -185,22 +186,7 @@ def global_batch_size(config: dict[str, Any]) -> int:
 
 def series_problems(checkpoints: list[NemoCheckpoint], gbs: int) -> list[str]:
     """Departures from the rule: the series must start at the validation start and have no gaps."""
-    start = validation_start_step(gbs)
-    steps = [c.step for c in checkpoints]
-    problems = []
-    if steps[0] != start:
-        problems.append(f"the series starts at step {steps[0]}, not at the validation start {start} (GBS {gbs})")
-    missing = sorted(set(range(max(start, steps[0]), steps[-1] + 1)) - set(steps))
-    if missing:
-        problems.append(f"missing checkpoints for steps {', '.join(map(str, missing))} (was keep_top_k pruning them?)")
-    for c in checkpoints:
-        if c.samples != c.step * gbs:
-            problems.append(f"step {c.step}: {c.samples} samples consumed, expected step x GBS = {c.step * gbs}")
-    return problems
-
-
-def _written_ns(directory: Path) -> int:
-    return max(p.stat().st_mtime_ns for p in directory.rglob("*") if p.is_file())
+    return step_problems([(c.step, c.samples) for c in checkpoints], gbs, "was keep_top_k pruning them?")
 
 
 @dataclass(frozen=True)
@@ -210,22 +196,6 @@ class NemoImportReport:
     global_batch_size: int
     problems: list[str]
     evaluated: bool  # the run already holds evaluation results (e.g. from NeMo-RL's own evaluator's mllog)
-
-
-def _relative(path: Path, run: RunDir) -> str:
-    # Relative even when the series lives outside the run: the path must resolve from the run directory.
-    import os
-
-    return Path(os.path.relpath(path.resolve(), run.path.resolve())).as_posix()
-
-
-def _open_run(into: Path) -> tuple[RunDir, set[str], set[int]]:
-    """The run (created when missing), the kinds it already holds, and the steps it already committed."""
-    if not into.exists():
-        return RunDir.create(into.parent, into.name), set(), set()
-    run = RunDir.open(into)
-    events = read_run(run).events
-    return run, {e.kind for e in events}, {e.step for e in events if e.kind == "checkpoint_committed" and e.step}
 
 
 def import_checkpoints(
@@ -242,33 +212,14 @@ def import_checkpoints(
     checkpoints = [read_checkpoint(p) for p in discover(root)]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
-    fingerprints = {c.step: _fingerprint(c, fingerprint) for c in checkpoints}  # before anything is written
-    run, kinds, committed = _open_run(into)  # kinds before this import
-    clash = sorted(committed & {c.step for c in checkpoints})
-    if clash:
-        raise AlreadyImportedError(
-            f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
-            "commits; import into a new run directory"
-        )
-    with LogWriter(run, writer) as log:
-        if "run_opened" not in kinds:
-            _run_opened(log, checkpoints[0], gbs)
-        for c in checkpoints:
-            _commit(log, run, c, *fingerprints[c.step])
-        if "train_stop" not in kinds:
-            last = checkpoints[-1]
-            log.append(
-                TrainStop(status="completed", reason=""),
-                step=last.step,
-                samples_count=last.samples,
-                time_ns=last.weight_update_ms * NS_PER_MS,
-            )
+    commits = [_series_commit(c, *_fingerprint(c, fingerprint)) for c in checkpoints]  # before anything is written
+    run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs), commits)
     return NemoImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds)
 
 
-def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
+def _run_opened(first: NemoCheckpoint, gbs: int) -> RunOpened:
     mlperf = (first.config.get("logger") or {}).get("mlperf") or {}
-    opened = RunOpened(
+    return RunOpened(
         benchmark=mlperf.get("benchmark", BENCHMARK),
         ruleset=RULESET,
         division=mlperf.get("division"),
@@ -278,7 +229,6 @@ def _run_opened(log: LogWriter, first: NemoCheckpoint, gbs: int) -> None:
         resumed_from=None,
         source=SOURCE,
     )
-    log.append(opened, time_ns=first.weight_update_ms * NS_PER_MS)
 
 
 def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -296,26 +246,21 @@ def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[
         raise CheckpointLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
 
 
-def _commit(
-    log: LogWriter, run: RunDir, c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dict[str, Any] | None
-) -> None:
-    update_ns = c.weight_update_ms * NS_PER_MS
-    log.append(WeightUpdate(source=SOURCE), step=c.step, samples_count=c.samples, time_ns=update_ns)
+def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dict[str, Any] | None) -> SeriesCommit:
     # the Megatron weights' manifest root is their tree digest: hashed once, while they were loaded
     sha256, size = (
         (manifest["root"], sum(s["bytes"] for s in manifest["shards"]))
         if manifest
         else tree_digest(c.path / "policy" / "weights")
     )
-    written = _written_ns(c.path)
-    committed = CheckpointCommitted(
-        path=_relative(c.path, run),
+    return SeriesCommit(
+        step=c.step,
+        samples=c.samples,
+        path=c.path,
+        weight_update_ns=c.weight_update_ms * NS_PER_MS,
+        save_end_ns=written_ns([p for p in c.path.rglob("*") if p.is_file()]),
         sha256=sha256,
         bytes=size,
-        weight_update_ns=update_ns,
-        save_begin_ns=None,
-        save_end_ns=written,
-        blocked_ns=None,
         fingerprint=fingerprint,
         format=HF_FORMAT if c.hf else FORMAT,
         dtype=_dtype(c.config),
@@ -323,7 +268,6 @@ def _commit(
         prompts=c.prompts,
         manifest=manifest,
     )
-    log.append(committed, step=c.step, samples_count=c.samples, time_ns=written)
 
 
 def _dtype(config: dict[str, Any]) -> str | None:

@@ -9,9 +9,10 @@ the events mean. Each rule below has a name that every failure carries, with the
 - update-order: within a session, weight updates go up with the step and with time.
 - update-before-commit: a commit names its step's weight update (`weight_update_ns`) and comes after it.
 - one-commit-per-step: no step is committed twice with different weights.
-- commit-inside-run: a commit's path stays inside the run directory.
-- commit-sha: the committed weights file has the recorded size and sha256 (a sharded checkpoint: every shard
-  its manifest names, and the manifest's root is the sha256).
+- commit-inside-run: a commit's path stays inside the run directory (an imported torch DCP series: relative).
+- commit-sha: the committed weights file has the recorded size and sha256 (a sharded checkpoint, or an
+  imported torch DCP series wherever it lies: every shard its manifest names, and the manifest's root is
+  the sha256).
 - eval-precision: an evaluation in bf16 or in the dtype the run's rollouts were generated in.
 - commit-metadata: the weights' own metadata (step, weight update, run id) match the commit.
 - commit-files: config.json and tokenizer files hashed into the commit still match.
@@ -32,8 +33,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from recorder.catalogue import may_write, records_timing_of
 from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER
@@ -73,6 +75,7 @@ STEP_ONLY = frozenset({"step_metrics", "rank_step"})
 WEIGHTS_FILE = "model.safetensors"
 TRAINER_FORMAT = "safetensors"
 SHARDED_FORMAT = "torch-dcp"  # the trainer's sharded checkpoint: one DCP shard per rank, and its manifest
+IMPORTED_DCP_FORMATS = ("dcp-archive", "dcp-snapshot")  # an FSDP2 job's series, imported where it lies
 
 
 def kept(kind: str, writer: str) -> bool:
@@ -221,6 +224,9 @@ def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: 
     if d.format == SHARDED_FORMAT:
         _check_shards(run, commit, found)
         return
+    if d.format in IMPORTED_DCP_FORMATS:
+        _check_imported_shards(run, commit, found)
+        return
     if d.format != TRAINER_FORMAT:
         return  # adapters' formats (directories, indexes) are checked when evaluated
     directory = inside(run, d.path)
@@ -259,21 +265,48 @@ def _check_shards(run: RunDir, commit: Commit, found: Findings) -> None:
     if directory is None or not normalized(d.path):
         found.fail(e, "commit-inside-run", f"checkpoint path {d.path!r} leaves the run directory or is not plain")
         return
+    _check_manifest(commit, lambda rel: inside(run, f"{d.path}/{rel}"), found)
+    for name, sha in sorted((d.files or {}).items()):
+        path = inside(run, f"{d.path}/{name}")
+        if path is None or not path.is_file() or sha256_file(path) != sha:
+            found.fail(e, "commit-files", f"step {e.step}'s {name} is missing or not the committed one")
+
+
+def _check_imported_shards(run: RunDir, commit: Commit, found: Findings) -> None:
+    """Rule commit-sha for an imported torch DCP series (recorder.adapters.dcp): it stays where the job wrote
+    it, so its recorded path may lead outside the run; every shard its manifest names must still be there,
+    inside that checkpoint directory, with its size and sha256."""
+    e, d = commit.event, commit.data
+    if PurePosixPath(d.path).is_absolute() or Path(d.path).is_absolute():
+        found.fail(e, "commit-inside-run", f"checkpoint path {d.path!r} is not relative to the run directory")
+        return
+    directory = (run.path / Path(*PurePosixPath(d.path).parts)).resolve()
+    if not directory.is_dir():
+        found.warnings.append(f"{e.segment} seq {e.seq}: step {e.step}'s imported {directory} is missing: not checked")
+        return
+
+    def shard(rel: str) -> Path | None:
+        path = (directory / rel).resolve()
+        return path if directory in path.parents else None
+
+    _check_manifest(commit, shard, found)
+
+
+def _check_manifest(commit: Commit, locate: Callable[[str], Path | None], found: Findings) -> None:
+    """Every shard the commit's manifest names (found by `locate`, None: not where it may be) has its size and
+    sha256, and the manifest's root is the commit's sha256."""
+    e, d = commit.event, commit.data
     shards = list((d.manifest or {}).get("shards") or [])
     lines = "".join(f"{s.get('sha256')}  {s.get('path')}\n" for s in sorted(shards, key=lambda s: str(s.get("path"))))
     if not shards or hashlib.sha256(lines.encode()).hexdigest() != d.sha256:
         found.fail(e, "commit-sha", f"step {e.step}'s manifest is missing or its root is not the commit's sha256")
         return
     for shard in shards:
-        path = inside(run, f"{d.path}/{shard.get('path')}")
+        path = locate(str(shard.get("path")))
         if path is None or not path.is_file():
             found.fail(e, "commit-sha", f"step {e.step}'s shard {shard.get('path')} is missing")
         elif path.stat().st_size != shard.get("bytes") or sha256_file(path) != shard.get("sha256"):
             found.fail(e, "commit-sha", f"step {e.step}'s shard {shard.get('path')} is not the committed one")
-    for name, sha in sorted((d.files or {}).items()):
-        path = inside(run, f"{d.path}/{name}")
-        if path is None or not path.is_file() or sha256_file(path) != sha:
-            found.fail(e, "commit-files", f"step {e.step}'s {name} is missing or not the committed one")
 
 
 def _check_metadata(weights: Path, commit: Commit, run_id: str | None, found: Findings) -> None:

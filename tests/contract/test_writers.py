@@ -197,6 +197,19 @@ class TestNemoImporter(WriterContract):
         return RunDir.open(root / "runs" / "nemo")
 
 
+class TestDcpImporter(WriterContract):
+    writer = "import-dcp"
+
+    def record(self, root: Path) -> RunDir:
+        from recorder.adapters.dcp import import_checkpoints
+        from tests.formats.test_dcp_import import write_snapshots
+        from trainer.policy.hf_fingerprint import hf_fingerprinter
+
+        series = write_snapshots(root / "job")
+        import_checkpoints(series, root / "runs" / "fsdp", fingerprint=hf_fingerprinter(None), global_batch_size=256)
+        return RunDir.open(root / "runs" / "fsdp")
+
+
 class TestMllogDropIn(WriterContract):
     writer = "mllog"
 
@@ -222,6 +235,10 @@ class TestSignedMllogImporter(TestMllogImporter):
 
 
 class TestSignedNemoImporter(TestNemoImporter):
+    signed = True
+
+
+class TestSignedDcpImporter(TestDcpImporter):
     signed = True
 
 

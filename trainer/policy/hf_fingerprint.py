@@ -1,7 +1,8 @@
 """The fingerprint record of a checkpoint directory, which an importer records and the evaluator recomputes
 before scoring: the mean log-likelihood of a task spec's dev split, else of the fixed texts
 (fingerprint.FIXED_TEXTS), in float32. The checkpoint is loaded through trainer.policy.formats (Hugging Face
-safetensors, or Megatron-Core torch_dist, whose files are hashed while read into a manifest). Importers take it
+safetensors, or the torch DCP shards of Megatron-Core torch_dist or an FSDP2 job, whose files are hashed while
+read into a manifest). Importers take it
 as a function, so that they need neither torch nor the policy."""
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from trainer.policy.taskspec import load_spec
 
 # (the fingerprint record, the manifest of Megatron-Core weights, hashed while loaded, or None)
 Fingerprinter = Callable[[Path], tuple[dict[str, Any], dict[str, Any] | None]]
+SHARDED = ("mcore-torch-dist", "torch-dcp")  # formats whose manifest, hashed while loaded, the import records
 
 
 def hf_fingerprinter(task: Path | None) -> Fingerprinter:
-    """A function giving a checkpoint directory's fingerprint record and Megatron-Core manifest, over `task`'s
+    """A function giving a checkpoint directory's fingerprint record and DCP shards' manifest, over `task`'s
     dev split (a spec file) when it has one, else the fixed texts. The spec is read now, so a bad one is
     refused before any checkpoint is loaded; each call loads its checkpoint in float32 (CheckpointError when
     the weights cannot be loaded)."""
@@ -33,7 +35,7 @@ def hf_fingerprinter(task: Path | None) -> Fingerprinter:
             fingerprint = texts_record(model, tokenizer, dev, f"dev:{spec.name}")
         else:
             fingerprint = texts_record(model, tokenizer, FIXED_TEXTS, "fixed")
-        manifest = loaded.manifest.to_dict() if loaded.info.format == "mcore-torch-dist" else None
+        manifest = loaded.manifest.to_dict() if loaded.info.format in SHARDED else None
         return fingerprint | {"dtype": "fp32"}, manifest
 
     return record

@@ -1,0 +1,302 @@
+"""Import the torch.distributed.checkpoint (DCP) series an FSDP2 training job writes, as `weight_update` and
+`checkpoint_committed` events (recorder.adapters.series).
+
+Two layouts, each checkpoint one directory of `__R_0.distcp` shards (one per rank) and the `.metadata` DCP
+writes last:
+
+    ROOT/fsdp2_epoch_N/            an archive (format `dcp-archive`): final_meta.json names its `source` (the
+                                   training run directory) and may hold step, source_world_size and timing
+    RUN/snapshots/step_N/          a snapshot (format `dcp-snapshot`): meta.json optional (step,
+                                   source_world_size, timing)
+
+A meta file's `step` wins over the directory's name; an archive's name (an epoch) gives none. Samples are
+the meta's `samples_count` (or `consumed_samples`), else step x the global batch size (the meta's
+`global_batch_size`, or the caller's). The weight-update time is the meta's `weight_update_ns`,
+`weight_update_ms` or `timestamp` (Unix seconds), recorded with `timing: "meta"`; without one it is the
+newest shard's modification time (`timing: "shard-mtime"`). Every checkpoint is fingerprinted by the function
+the caller passes in (the CLI: trainer.policy.hf_fingerprint's), which loads it, hashing each shard as it is
+read: that manifest is the commit's, so `recorder verify` and `recorder eval` name any shard changed since.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from recorder.adapters.series import Fingerprinter, SeriesCommit, step_problems, write_series, written_ns
+from recorder.errors import DataError, InputError
+from recorder.kinds import RunOpened, Timing
+from recorder.provenance import provenance
+from recorder.rules import BENCHMARK, RULESET
+from recorder.run import RunDir
+
+SOURCE: Final = "fsdp2"
+WRITER: Final = "import-dcp"
+METADATA: Final = ".metadata"
+Layout = Literal["dcp-archive", "dcp-snapshot"]
+_ARCHIVE = re.compile(r"fsdp2_epoch_(\d+)")
+_SNAPSHOT = re.compile(r"step_(\d+)")
+_META = {"dcp-archive": "final_meta.json", "dcp-snapshot": "meta.json"}
+_NS = {"weight_update_ns": 1, "weight_update_ms": 1_000_000, "timestamp": 1_000_000_000}
+_MAX_NS = 2**63 - 1
+
+
+class DcpImportError(InputError):
+    """Base of the errors of a torch DCP checkpoint import."""
+
+
+class DcpLayoutError(DcpImportError):
+    """A checkpoint directory that lacks a file DCP or the job writes, or whose files disagree."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DcpCheckpoint:
+    """One archive or snapshot, as its files describe it."""
+
+    step: int
+    path: Path
+    samples: int
+    weight_update_ns: int
+    timing: Timing
+    shards: tuple[Path, ...]  # `.metadata` and the `*.distcp` files
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DcpImportReport:
+    run: RunDir
+    layout: Layout
+    checkpoints: list[DcpCheckpoint]
+    global_batch_size: int
+    problems: list[str]
+    evaluated: bool  # the run already holds evaluation results
+
+
+def layout_of(root: Path) -> Layout | None:
+    """Which DCP layout `root` holds: archives in it, snapshots in it or in its `snapshots/`; None if neither."""
+    if not root.is_dir():
+        return None
+    if any(_ARCHIVE.fullmatch(p.name) and p.is_dir() for p in root.iterdir()):
+        return "dcp-archive"
+    if root.name == "snapshots" or (root / "snapshots").is_dir():
+        return "dcp-snapshot"
+    return None
+
+
+def discover(root: Path, layout: Layout) -> list[Path]:
+    """The checkpoint directories of `layout` under `root`, by the number in their name."""
+    where, pattern = (root, _ARCHIVE) if layout == "dcp-archive" else (_snapshots(root), _SNAPSHOT)
+    found = [(int(m.group(1)), p) for p in where.iterdir() if p.is_dir() and (m := pattern.fullmatch(p.name))]
+    if not found:
+        expected = "fsdp2_epoch_N/" if layout == "dcp-archive" else "step_N/"
+        raise DcpLayoutError(f"{where}: no {expected} checkpoint directories: point at the folder that holds them")
+    return [p for _, p in sorted(found)]
+
+
+def _snapshots(root: Path) -> Path:
+    return root if root.name == "snapshots" else root / "snapshots"
+
+
+def read_checkpoint(path: Path, layout: Layout, gbs: int | None) -> DcpCheckpoint:
+    """Read and check one archive or snapshot; `gbs` (samples per step) when the caller gave it."""
+    shards = _shards(path)
+    meta_path = path / _META[layout]
+    meta = _meta(meta_path, required=layout == "dcp-archive")
+    _check_source(meta, meta_path, path)
+    step = _step(meta, meta_path, path, layout)
+    samples = _int(meta, ("samples_count", "consumed_samples"), meta_path)
+    if samples is None:
+        per_step = gbs or _int(meta, ("global_batch_size",), meta_path)
+        if per_step is None:
+            raise DcpLayoutError(
+                f"{meta_path}: neither samples_count nor global_batch_size says how many samples step {step} "
+                "consumed: pass --global-batch-size (samples per step)"
+            )
+        samples = step * per_step
+    update_ns = _meta_time(meta, meta_path)
+    timing: Timing = "meta" if update_ns is not None else "shard-mtime"
+    return DcpCheckpoint(
+        step=step,
+        path=path,
+        samples=samples,
+        weight_update_ns=update_ns if update_ns is not None else written_ns(list(shards)),
+        timing=timing,
+        shards=shards,
+        meta=meta,
+    )
+
+
+def _shards(path: Path) -> tuple[Path, ...]:
+    metadata = path / METADATA
+    if not metadata.is_file():
+        raise DcpLayoutError(
+            f"{metadata}: missing (torch.distributed.checkpoint writes it when every shard is saved): the save "
+            f"did not finish; save it again or move {path.name} out of the series"
+        )
+    distcp = sorted(path.glob("*.distcp"))
+    if not distcp:
+        raise DcpLayoutError(f"{path}: no *.distcp shards beside {METADATA}: save the checkpoint again")
+    return (metadata, *distcp)
+
+
+def _meta(path: Path, *, required: bool) -> dict[str, Any]:
+    if not path.is_file():
+        if required:
+            raise DcpLayoutError(f"{path}: missing (an FSDP2 archive's final_meta.json names its source run)")
+        return {}
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError, RecursionError) as e:
+        raise DcpLayoutError(f"{path}: not a readable JSON file ({e})") from e
+    if not isinstance(loaded, dict):
+        raise DcpLayoutError(f"{path}: expected a JSON object")
+    return loaded
+
+
+def _check_source(meta: dict[str, Any], meta_path: Path, path: Path) -> None:
+    source = meta.get("source")
+    if source is None:
+        return
+    if not isinstance(source, str) or not source:
+        raise DcpLayoutError(f"{meta_path}: source must name the training run directory, got {source!r}")
+    run = Path(source) if Path(source).is_absolute() else path.parent / source
+    if not run.is_dir():
+        raise DcpLayoutError(
+            f"{meta_path}: source {source} does not exist: the training run (its config.json and tokenizer) "
+            "was moved or deleted; set source to where it is now"
+        )
+
+
+def _int(meta: dict[str, Any], keys: tuple[str, ...], meta_path: Path) -> int | None:
+    key = next((k for k in keys if k in meta), None)
+    if key is None:
+        return None
+    value = meta[key]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= _MAX_NS:
+        raise DcpLayoutError(f"{meta_path}: {key} must be a positive integer, got {value!r}")
+    return value
+
+
+def _step(meta: dict[str, Any], meta_path: Path, path: Path, layout: Layout) -> int:
+    step = _int(meta, ("step",), meta_path)
+    if step is not None:
+        return step
+    if layout == "dcp-snapshot":
+        return int(path.name.removeprefix("step_"))
+    raise DcpLayoutError(f'{meta_path}: no step (an archive\'s name gives an epoch, not a step): add "step": N')
+
+
+def _meta_time(meta: dict[str, Any], meta_path: Path) -> int | None:
+    key = next((k for k in _NS if k in meta), None)
+    if key is None:
+        return None
+    value = meta[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise DcpLayoutError(f"{meta_path}: {key} must be a positive number, got {value!r}")
+    ns = int(value * _NS[key]) if isinstance(value, float) else value * _NS[key]
+    if ns > _MAX_NS:
+        raise DcpLayoutError(f"{meta_path}: {key} {value} is later than the recorder can store")
+    return ns
+
+
+def import_checkpoints(
+    root: Path,
+    into: Path,
+    *,
+    fingerprint: Fingerprinter,
+    global_batch_size: int | None = None,
+    writer: str = WRITER,
+) -> DcpImportReport:
+    """Append a weight_update and a checkpoint_committed per archive or snapshot under `root` to the run
+    `into` (created if missing), with run_opened for a new run and train_stop at the final checkpoint.
+
+    Everything is read, and every checkpoint loaded and fingerprinted, before anything is written."""
+    layout = layout_of(root)
+    if layout is None:
+        raise DcpLayoutError(f"{root}: neither fsdp2_epoch_N/ archives nor a snapshots/ folder")
+    checkpoints = sorted(
+        (read_checkpoint(p, layout, global_batch_size) for p in discover(root, layout)), key=lambda c: c.step
+    )
+    _check_distinct(checkpoints)
+    gbs = _series_gbs(checkpoints, global_batch_size)
+    problems = step_problems([(c.step, c.samples) for c in checkpoints], gbs, "were they deleted?")
+    commits = [_series_commit(c, layout, fingerprint) for c in checkpoints]
+    run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs, layout), commits)
+    return DcpImportReport(run, layout, checkpoints, gbs, problems, "eval_result" in kinds)
+
+
+def _check_distinct(checkpoints: list[DcpCheckpoint]) -> None:
+    for a, b in zip(checkpoints, checkpoints[1:], strict=False):
+        if a.step == b.step:
+            raise DcpLayoutError(f"{a.path} and {b.path} both hold step {a.step}: move one out of the series")
+
+
+def _series_gbs(checkpoints: list[DcpCheckpoint], given: int | None) -> int:
+    """The caller's global batch size, else the meta's, else the first step's samples per step."""
+    if given is not None:
+        return given
+    first = checkpoints[0]
+    gbs = first.meta.get("global_batch_size")
+    if isinstance(gbs, int) and not isinstance(gbs, bool) and gbs > 0:
+        return gbs
+    if first.samples % first.step:
+        raise DcpLayoutError(
+            f"{first.path}: {first.samples} samples after step {first.step} give no whole global batch size: "
+            "pass --global-batch-size (samples per step)"
+        )
+    return first.samples // first.step
+
+
+def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter) -> SeriesCommit:
+    try:
+        record, manifest = fingerprint(c.path)
+    except DataError as e:
+        raise DcpLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
+    if manifest is None:  # the loader hashes every shard it reads: a DCP load always gives one
+        raise DcpLayoutError(f"{c.path}: the fingerprint function gave no manifest of the shards it read")
+    return SeriesCommit(
+        step=c.step,
+        samples=c.samples,
+        path=c.path,
+        weight_update_ns=c.weight_update_ns,
+        save_end_ns=max(written_ns(list(c.shards)), c.weight_update_ns),
+        sha256=manifest["root"],
+        bytes=sum(s["bytes"] for s in manifest["shards"]),
+        fingerprint=record,
+        format=layout,
+        dtype=_dtype(c.meta),
+        source=SOURCE,
+        manifest=manifest,
+        timing=c.timing,
+    )
+
+
+def _dtype(meta: dict[str, Any]) -> str | None:
+    dtype = meta.get("dtype")
+    return dtype if isinstance(dtype, str) else None
+
+
+def _run_opened(first: DcpCheckpoint, gbs: int, layout: Layout) -> RunOpened:
+    world = first.meta.get("source_world_size")
+    config = {
+        "layout": layout,
+        "global_batch_size": gbs,
+        "source_world_size": world if isinstance(world, int) else len(first.shards) - 1,
+        "meta": first.meta,
+    }
+    return RunOpened(
+        benchmark=BENCHMARK,
+        ruleset=RULESET,
+        division=None,
+        global_batch_size=gbs,
+        config=config,
+        provenance=provenance(),
+        resumed_from=None,
+        source=SOURCE,
+    )

@@ -10,7 +10,8 @@
   its step_metrics: neither can be dated earlier than the work it follows (trainer/loop.py times the step
   from after the previous step's metrics were appended to before its own are).
 - save-window (our trainer): a checkpoint's save lies inside its step: weight update <= save begin <=
-  save end <= commit, the loop blocked for no longer than the save took nor than the step took.
+  save end <= commit, the loop blocked for no longer than the save took nor (our trainer, whose step
+  includes its save) than the step took.
 - train-stop-recorded (our trainer): a trainer session that closed its segment recorded how training
   ended (`train_stop`), and a completed one stopped at the configured `max_steps`. A session that ended
   without one (killed) leaves the run incomplete: its evaluations fail eval-after-train-stop.
@@ -117,7 +118,7 @@ def _check_steps(session: list[Event], ours: bool, found: Findings) -> None:
         if e.kind == "step_metrics" and e.step in began and ours:
             _check_window(e, began[e.step], timings.get(e.step, {}).get("step_s"), "took", found)
         if e.kind == "checkpoint_committed" and e.step is not None:
-            _check_save(e, updates.get(e.step), timings.get(e.step, {}), found)
+            _check_save(e, updates.get(e.step), timings.get(e.step, {}) if ours else {}, found)
         if e.kind not in ASYNC_KINDS:
             anchor = e
 
@@ -134,6 +135,8 @@ def _check_window(e: Event, anchor: Event, seconds: float | None, did: str, foun
 
 
 def _check_save(e: Event, update: Event | None, timing: dict[str, float], found: Findings) -> None:
+    """Rule save-window. `timing` is empty for a foreign trainer: transformers saves after the step it timed,
+    so only our trainer's step includes the save that blocked it."""
     d = parsed(CheckpointCommitted, e, Findings())  # a payload that does not parse fails in facts
     if d is None or d.save_begin_ns is None or d.blocked_ns is None or d.weight_update_ns is None:
         return

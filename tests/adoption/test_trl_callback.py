@@ -19,7 +19,9 @@ from trl import GRPOConfig, GRPOTrainer
 from recorder.adapters.trl import RecorderCallback, layout_problems, sha256_file, step_metrics
 from recorder.reader import read_run
 from recorder.run import RunDir
+from recorder.verify import verify_run
 from tests.helpers import run_cli
+from tests.integrity.forge import Row, copy_run, rewrite
 
 STEPS = 3
 
@@ -108,6 +110,24 @@ def test_run_verifies(trl_run: tuple[RunDir, WeightsAtUpdate]) -> None:
     done = run_cli("verify", str(run.path))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verify: intact" in done.stdout
+
+
+def test_a_save_that_blocks_longer_than_its_step_is_no_alarm(
+    trl_run: tuple[RunDir, WeightsAtUpdate], tmp_path: Path
+) -> None:
+    """Transformers saves after the step it timed, so its saves may outlast its steps (short steps on a busy
+    machine): only our trainer's step includes its save."""
+    run = copy_run(trl_run[0].path, tmp_path)
+
+    def short_steps(events: list[Row]) -> list[Row]:
+        for e in events:
+            if e["kind"] == "step_metrics":
+                e["data"] = {**e["data"], "step_s": 1e-6}
+        return events
+
+    rewrite(run / "events" / "trainer-0001.arrows", short_steps)
+    result = verify_run(run)
+    assert result.ok, result.problems
 
 
 def test_weight_updates_match_the_checkpoints(trl_run: tuple[RunDir, WeightsAtUpdate]) -> None:

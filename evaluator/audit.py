@@ -28,7 +28,7 @@ from evaluator.integrity import check_hash, committed_manifest, hash_shards, wei
 from evaluator.reproduction import Difference, RecordedEvaluation, Status, first_difference, recorded_evaluation
 from evaluator.results import sample_rows
 from evaluator.scoring import Loading
-from evaluator.settings import DEFAULT_BATCH_SIZE, Dtype
+from evaluator.settings import DEFAULT_BATCH_SIZE, Dtype, short_dtype
 from evaluator.workers import Workers, start_workers
 from recorder.errors import RecorderError
 from recorder.provenance import provenance
@@ -237,7 +237,8 @@ def _load(
     pool: Workers, directory: Path, facts: RunFacts, options: AuditOptions, recorded: RecordedEvaluation, step: int
 ) -> None:
     """Load the weights into every worker, in the dtype the evaluation recorded (Hugging Face checkpoints)."""
-    dtype: Dtype = recorded.dtype if recorded.dtype in get_args(Dtype) else "fp32"  # type: ignore[assignment]
+    short = short_dtype(recorded.dtype)  # "bf16" as results.json writes it, or a torch name ("bfloat16")
+    dtype: Dtype = short if short in get_args(Dtype) else "fp32"  # type: ignore[assignment]
     try:
         pool.load(str(directory), None, Loading(task=str(facts.task), dtype=dtype, device=options.device))
     except CheckpointError as e:

@@ -180,8 +180,11 @@ def _kept(summary: ZeroShotSummary, left: list[Target]) -> str:
     )
     if not left:
         return f"zero-shot: interrupted; {kept}; every checkpoint had finished"
+    events = [t.label for t in left if t.kind == "recorder-run"]
+    if events:  # its harness session records what it scored, and the step it stopped in as interrupted
+        kept += f"; {', '.join(events)} keep(s) the eval events of the steps scored"
     return (
-        f"zero-shot: interrupted; {kept}; nothing written for {', '.join(t.label for t in left)}: "
+        f"zero-shot: interrupted; {kept}; no result directory for {', '.join(t.label for t in left)}: "
         f"run recorder zero-shot {' '.join(shlex.quote(str(t.path)) for t in left)} (with the same options)"
     )
 

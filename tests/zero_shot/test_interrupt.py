@@ -75,21 +75,42 @@ def test_ctrl_c_keeps_the_finished_checkpoints_and_says_how_to_go_on(
     assert _group_gone(pgid), "a process of the interrupted command is still running"
 
 
+STALLING_MODEL = '''"""A team's model whose build never ends when its config says `stall`: only a kill ends its worker."""
+
+import time
+
+from transformers import LlamaConfig, LlamaForCausalLM
+
+
+def build(config, *, capacity=True):
+    while config.get("stall"):
+        time.sleep(0.5)
+    fields = {k: v for k, v in config.items() if k not in ("model_type", "stall")}
+    return LlamaForCausalLM(LlamaConfig(**fields))
+'''
+
+
 def test_an_error_in_one_worker_kills_every_actor(training: Path, hf_cache: Path, ray_cluster: None) -> None:
     import ray
 
+    from evaluator.zero_shot.loading import ModelCode
     from evaluator.zero_shot.options import ZeroShotOptions
     from evaluator.zero_shot.run import zero_shot
 
     run, other = training / "run", training / "other"
     shutil.copytree(run, other)
-    (other / "data/holdout.txt").write_text("a\n")  # too little text for one row: that worker raises
+    (run / "data/holdout.txt").write_text("a\n")  # too little text for one row: this worker raises
+    config = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps(config | {"stall": True}))  # this one never finishes loading
+    (training / "teamcode/stalling").mkdir(parents=True)
+    (training / "teamcode/stalling/__init__.py").write_text(STALLING_MODEL)
+    code = ModelCode(root=training / "teamcode", factory="stalling:build")
     paths = [run / "snapshots/step_10", other / "snapshots/step_20"]
-    options = ZeroShotOptions(tasks=("piqa",), limit=1, hf_cache=hf_cache, workers=2)
+    options = ZeroShotOptions(tasks=("piqa",), limit=1, hf_cache=hf_cache, workers=2, code=code)
     cpus = ray.cluster_resources()["CPU"]
     with pytest.raises(Exception, match="too little text"):
         zero_shot(paths, options, echo=lambda _: None)
-    deadline = time.monotonic() + 60  # this process still holds the cluster: only a kill frees the actors' CPUs
+    deadline = time.monotonic() + 60  # the stalled worker frees its CPU only when it is killed
     while ray.available_resources().get("CPU", 0) < cpus and time.monotonic() < deadline:
         time.sleep(0.5)
     assert ray.available_resources().get("CPU", 0) == cpus, "a worker of the failed command is still running"

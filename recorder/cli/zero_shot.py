@@ -95,7 +95,8 @@ def collect_command(paths: Paths) -> None:
     """Print the table again from the newest zero-shot results of each PATH (checkpoint, run or -o DIR)."""
     from evaluator.zero_shot.collect import collect
 
-    console.print(collect(paths), highlight=False, soft_wrap=True, end="")
+    width = console.width if console.is_terminal else None
+    console.print(collect(paths, width), highlight=False, soft_wrap=True, end="")
 
 
 def _echo(text: str) -> None:

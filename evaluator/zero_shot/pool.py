@@ -17,14 +17,14 @@ POLL_S = 0.2  # how often the driver looks at the workers' progress (and can sto
 
 
 @dataclass(slots=True)
-class Workers:
+class WorkersUsed:
     """The workers' name ("local", "ray:N", "ray:N (1 GPU each)"), known once they started."""
 
     name: str = field(default="local")
 
 
 def run_jobs(
-    jobs: list[Job], workers: Workers, *, count: int | None, address: str | None, report: Report | None = None
+    jobs: list[Job], workers: WorkersUsed, *, count: int | None, address: str | None, report: Report | None = None
 ) -> Iterator[tuple[int, Outcome]]:
     """(index in `jobs`, its result or the RecorderError that stopped it) as each job finishes, on `count`
     workers (None: one per job). Nothing starts until the iterator is read."""
@@ -43,7 +43,7 @@ def _local(jobs: list[Job], report: Report | None) -> Iterator[tuple[int, Outcom
 
 
 def _on_ray(
-    jobs: list[Job], n: int, address: str | None, report: Report | None, workers: Workers
+    jobs: list[Job], n: int, address: str | None, report: Report | None, workers: WorkersUsed
 ) -> Iterator[tuple[int, Outcome]]:
     import ray
     from ray.util.queue import Queue

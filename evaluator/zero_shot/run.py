@@ -15,7 +15,7 @@ from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
 from evaluator.zero_shot.job import Job, JobResult, Report, parts
 from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.outputs import SCHEMA, table, write_outputs
-from evaluator.zero_shot.pool import Workers, run_jobs
+from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
 from evaluator.zero_shot.tasks import resolve_task_data
@@ -159,7 +159,7 @@ def _evaluate(
     for job in jobs:
         if report is not None:
             report(job.label, "waiting", 0, parts(job))
-    workers = Workers()
+    workers = WorkersUsed()
     count, address = options.workers, options.ray_address
     for j, outcome in run_jobs(jobs, workers, count=count, address=address, report=report) if jobs else ():
         p = prepared[index[j]]

@@ -21,21 +21,38 @@ class CheckpointLM(LM):  # type: ignore[misc]
     """A loaded checkpoint behind lm-eval's model interface. `compute` runs on the evaluator's workers (in
     this process, or Ray actors each holding the checkpoint); `local` builds one around a model in hand."""
 
-    def __init__(self, compute: Compute, *, batch_size: int) -> None:
+    def __init__(self, compute: Compute, *, batch_size: int, on_task: Callable[[str], None] | None = None) -> None:
         super().__init__()
         self.compute = compute
         self.batch_size = batch_size
+        self.on_task = on_task  # told each task's name as its requests start (then they run task by task)
 
     @classmethod
-    def local(cls, model: Any, tokenizer: Any, *, batch_size: int) -> CheckpointLM:
+    def local(
+        cls, model: Any, tokenizer: Any, *, batch_size: int, on_task: Callable[[str], None] | None = None
+    ) -> CheckpointLM:
         def compute(name: str, requests: list[Any], size: int) -> list[Any]:
             return list(loglik.METHODS[name](model, tokenizer, requests, batch_size=size))
 
-        return cls(compute, batch_size=batch_size)
+        return cls(compute, batch_size=batch_size, on_task=on_task)
 
     def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[tuple[float, bool]]:
         pairs = [(str(r.args[0]), str(r.args[1])) for r in requests]
+        if self.on_task is not None:
+            return self._by_task("loglikelihood", requests, pairs)
         return self.compute("loglikelihood", pairs, self.batch_size)
+
+    def _by_task(self, method: str, requests: list[Any], items: list[Any]) -> list[Any]:
+        """Each task's requests in turn, its name told first; the results in request order. A request's
+        result does not depend on the others in its batch, so the grouping changes no score."""
+        assert self.on_task is not None
+        out: list[Any] = [None] * len(requests)
+        for task in dict.fromkeys(str(r.task_name) for r in requests):
+            where = [i for i, r in enumerate(requests) if str(r.task_name) == task]
+            self.on_task(task)
+            for i, value in zip(where, self.compute(method, [items[i] for i in where], self.batch_size), strict=True):
+                out[i] = value
+        return out
 
     def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list[float]:
         return self.compute("loglikelihood_rolling", [str(r.args[0]) for r in requests], self.batch_size)

@@ -18,12 +18,13 @@ def result_base(path: Path) -> Path:
     return path
 
 
-def collect(paths: list[Path]) -> str:
-    """The table of the newest result per checkpoint under every PATH; ZeroShotInputError when there is none."""
+def collect(paths: list[Path], width: int | None = None) -> str:
+    """The table of the newest result per checkpoint under every PATH (in blocks that fit `width`, when
+    given); ZeroShotInputError when there is none."""
     docs: list[dict[str, Any]] = []
     for path in paths:
         found = newest_results(result_base(path.resolve()))
         if not found:
             raise ZeroShotInputError(f"{path}: no zero-shot results.json under it: run recorder zero-shot {path}")
         docs.extend(json.loads(p.read_text()) for p in found)
-    return table(docs)
+    return table(docs, width)

@@ -17,3 +17,9 @@ class ZeroShotInputError(ZeroShotError, InputError):
 class HoldoutMismatchError(ZeroShotError, DataError):
     """The recomputed holdout loss is further from the logged one than the tolerance: weights, tokenizer or
     code do not match the training's."""
+
+
+class ZeroShotInterrupted(ZeroShotError):
+    """Ctrl-C stopped the command: the message says which checkpoints' results were written and how to go on."""
+
+    exit_code = 130

@@ -5,6 +5,7 @@ Ray actor (`ZeroShotWorker`), one checkpoint per actor."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,11 @@ from evaluator.harness.taskset import TaskData
 from evaluator.zero_shot.loading import ModelCode, load
 from evaluator.zero_shot.training_run import HoldoutPlan
 from trainer.policy.formats.detect import CheckpointInfo
+
+# What a worker is doing: (checkpoint label, what it starts now, parts done, parts in all). The parts are
+# loading, the holdout loss (when planned) and each task; "done" when the checkpoint is finished.
+Report = Callable[[str, str, int, int], None]
+DONE = "done"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,15 +55,25 @@ class JobResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def run_job(job: Job) -> JobResult:
-    """Load the checkpoint, recompute its holdout loss (if planned); score unless the gap aborts it."""
+def parts(job: Job) -> int:
+    """How many parts `report` counts for this job: loading, the holdout loss if planned, each task."""
+    return 1 + (job.holdout is not None) + len(job.tasks)
+
+
+def run_job(job: Job, report: Report | None = None) -> JobResult:
+    """Load the checkpoint, recompute its holdout loss (if planned); score unless the gap aborts it. `report`
+    hears of each part as it starts."""
     from evaluator.zero_shot.holdout import holdout_loss
 
+    total = parts(job)
+    say: Report = report or (lambda label, doing, done, of: None)
+    say(job.label, "loading", 0, total)
     t0 = time.monotonic()
     loaded = load(job.info, dtype=job.dtype, device=resolve_device(job.device), code=job.code)
     timings = {"load_s": time.monotonic() - t0}
     loss = None
     if job.holdout is not None:
+        say(job.label, "holdout loss", 1, total)
         t = time.monotonic()
         loss = holdout_loss(loaded.model, loaded.tokenizer, job.holdout, batch_size=job.batch_size)
         timings["holdout_s"] = time.monotonic() - t
@@ -66,8 +82,9 @@ def run_job(job: Job) -> JobResult:
     aborted = loss is not None and job.reference is not None and abs(loss - job.reference) > job.max_gap
     if not aborted:
         t = time.monotonic()
-        tasks, version = _score(loaded.model, loaded.tokenizer, job)
+        tasks, version = _score(loaded.model, loaded.tokenizer, job, say)
         timings["score_s"] = time.monotonic() - t
+    say(job.label, DONE, total, total)
     return JobResult(
         label=job.label,
         tasks=tasks,
@@ -91,7 +108,7 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _score(model: Any, tokenizer: Any, job: Job) -> tuple[dict[str, dict[str, Any]], str | None]:
+def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str, dict[str, Any]], str | None]:
     import os
 
     import lm_eval
@@ -101,8 +118,14 @@ def _score(model: Any, tokenizer: Any, job: Job) -> tuple[dict[str, dict[str, An
 
     if not job.online:
         os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
+    first, started = parts(job) - len(job.tasks), list[str]()
+
+    def on_task(name: str) -> None:
+        say(job.label, name, first + len(started), parts(job))
+        started.append(name)
+
     with _quiet():
-        lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size)
+        lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)
         out = simple_evaluate(lm_eval, lm, job.tasks, limit=job.limit, stderr=True)
     return {t.name: _task(out, t, job.log_samples) for t in job.tasks}, out.get("lm_eval_version")
 
@@ -143,5 +166,7 @@ class ZeroShotWorker:
     def ready(self) -> bool:
         return True
 
-    def run(self, job: Job) -> JobResult:
-        return run_job(job)
+    def run(self, job: Job, queue: Any = None) -> JobResult:
+        """`queue` (a ray.util.queue.Queue): where this worker's progress goes, for the driver to show."""
+        report = None if queue is None else (lambda *what: queue.put_nowait(what))
+        return run_job(job, report)

@@ -3,6 +3,7 @@ checkpoint (one per worker), then write each one's results and print the table o
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -10,16 +11,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator.harness.taskset import TaskData
-from evaluator.zero_shot.errors import ZeroShotInputError
-from evaluator.zero_shot.job import Job, JobResult
+from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
+from evaluator.zero_shot.job import Job, JobResult, Report, parts
 from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.outputs import SCHEMA, table, write_outputs
-from evaluator.zero_shot.pool import run_jobs
+from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
 from evaluator.zero_shot.tasks import resolve_task_data
 from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from recorder.errors import RecorderError
+from recorder.interrupts import deferred_interrupts
 from recorder.provenance import provenance
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ class ZeroShotSummary:
     written: list[Path] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     table: str = ""
+    interrupted: bool = False
 
 
 def prepare(paths: list[Path], options: ZeroShotOptions) -> tuple[list[TaskData], list[Prepared]]:
@@ -96,8 +99,14 @@ def _run_config(t: Target) -> dict[str, Any]:
     return config
 
 
-def zero_shot(paths: list[Path], options: ZeroShotOptions, *, echo: Echo) -> ZeroShotSummary:
-    """Evaluate every PATH; the table once all are done. Holdout aborts and load failures are in `failed`."""
+def zero_shot(
+    paths: list[Path], options: ZeroShotOptions, *, echo: Echo, width: int | None = None, report: Report | None = None
+) -> ZeroShotSummary:
+    """Evaluate every PATH; the table once all are done (in blocks that fit `width`, when given; whole in the
+    files). Holdout aborts and load failures are in `failed`. `report` hears what each worker does.
+
+    Ctrl-C: the finished checkpoints' results are written as at the end (whole: no Ctrl-C while writing), the
+    interrupted and waiting ones write nothing, and ZeroShotInterrupted says which is which."""
     tasks, prepared = prepare(paths, options)
     log: list[str] = []
 
@@ -110,27 +119,74 @@ def zero_shot(paths: list[Path], options: ZeroShotOptions, *, echo: Echo) -> Zer
         + (f", {options.limit} example(s) per task" if options.limit else "")
     )
     summary = ZeroShotSummary()
-    checkpoints = [p for p in prepared if p.job is not None]
-    jobs = [p.job for p in checkpoints if p.job is not None]
-    outcomes, workers = run_jobs(jobs, workers=options.workers, address=options.ray_address) if jobs else ([], "")
-    results: list[tuple[Path, dict[str, Any]]] = []  # (results directory less its time stamp, document)
-    for p, outcome in zip(checkpoints, outcomes, strict=True):
-        doc = _judge(p, outcome, options, workers, say)
-        if doc is None:
-            summary.failed.append(p.target.label)
-        else:
-            results.append((p.target.results_dir("", options.out), doc))
-    for p in prepared:
-        if p.job is None:
-            results.extend(_recorder_run(p.target, tasks, options, say, summary))
+    finished: dict[int, list[tuple[Path, dict[str, Any]]]] = {}  # index in `prepared`: its results
+    try:
+        _evaluate(prepared, tasks, options, say, summary, finished, report)
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    results = [r for i in sorted(finished) for r in finished[i]]
     summary.docs = [doc for _, doc in results]
     summary.table = table(summary.docs)
-    say(summary.table.rstrip("\n"))
+    log.append(summary.table.rstrip("\n"))
+    if not summary.interrupted:
+        echo(table(summary.docs, width).rstrip("\n"))
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     text = "\n".join(log) + "\n"
-    for where, doc in results:
-        summary.written.append(write_outputs(where.with_name(f"{where.name}{stamp}"), doc, summary.table, text))
+    try:
+        with deferred_interrupts():  # each result directory whole, or not at all
+            for where, doc in results:
+                summary.written.append(write_outputs(where.with_name(f"{where.name}{stamp}"), doc, summary.table, text))
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    if summary.interrupted:
+        left = [p.target for i, p in enumerate(prepared) if i not in finished]
+        raise ZeroShotInterrupted(_kept(summary, left))
     return summary
+
+
+def _evaluate(
+    prepared: list[Prepared],
+    tasks: list[TaskData],
+    options: ZeroShotOptions,
+    say: Echo,
+    summary: ZeroShotSummary,
+    finished: dict[int, list[tuple[Path, dict[str, Any]]]],
+    report: Report | None,
+) -> None:
+    """Each checkpoint's job on the workers, then each recorder run; `finished` fills as each one ends."""
+    index = [i for i, p in enumerate(prepared) if p.job is not None]
+    jobs = [p.job for p in prepared if p.job is not None]
+    for job in jobs:
+        if report is not None:
+            report(job.label, "waiting", 0, parts(job))
+    workers = WorkersUsed()
+    count, address = options.workers, options.ray_address
+    for j, outcome in run_jobs(jobs, workers, count=count, address=address, report=report) if jobs else ():
+        p = prepared[index[j]]
+        with deferred_interrupts():  # a checkpoint said finished is kept
+            doc = _judge(p, outcome, options, workers.name, say)
+            if doc is None:
+                summary.failed.append(p.target.label)
+            finished[index[j]] = [] if doc is None else [(p.target.results_dir("", options.out), doc)]
+    for i, p in enumerate(prepared):
+        if p.job is None:
+            finished[i] = _recorder_run(p.target, tasks, options, say, summary)
+
+
+def _kept(summary: ZeroShotSummary, left: list[Target]) -> str:
+    """The one line Ctrl-C leaves: what was written, what was not, and how to go on."""
+    kept = f"kept the results of {len(summary.written)} finished checkpoint(s)" + (
+        " (" + ", ".join(str(w.parent) for w in summary.written) + ")" if summary.written else ""
+    )
+    if not left:
+        return f"zero-shot: interrupted; {kept}; every checkpoint had finished"
+    events = [t.label for t in left if t.kind == "recorder-run"]
+    if events:  # its harness session records what it scored, and the step it stopped in as interrupted
+        kept += f"; {', '.join(events)} keep(s) the eval events of the steps scored"
+    return (
+        f"zero-shot: interrupted; {kept}; no result directory for {', '.join(t.label for t in left)}: "
+        f"run recorder zero-shot {' '.join(shlex.quote(str(t.path)) for t in left)} (with the same options)"
+    )
 
 
 def _judge(

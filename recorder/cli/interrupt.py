@@ -28,6 +28,8 @@ KEPT = {
     "report": "no report was written (it is written whole at the end); run it again",
     "verify": "nothing was judged and nothing changed; run it again",
     "check-submission": "the submission was not changed (it is checked on a copy); run it again",
+    "zero-shot": "no result was written (each checkpoint's is written when the command ends); run it again",
+    "collect": "nothing was changed; run it again",
     "compact": "runs compacted before it are kept; the rest read from their segments: run it again",
 }
 DEFAULT_KEPT = "nothing was changed; run it again"

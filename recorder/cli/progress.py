@@ -15,6 +15,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -71,6 +72,56 @@ class UntilFirst:
             self._bar = None
 
     def __enter__(self) -> UntilFirst:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done()
+
+
+class PerItem:
+    """Progress of several items worked on at once (checkpoints on workers): one bar for all of them (parts
+    done of all, how many items are finished, the time left) and one line per unfinished item saying what it
+    does now. `report(item, doing, done, total)` is called from the main thread; `doing` "done" ends an item.
+    On a pipe it draws nothing."""
+
+    def __init__(self, description: str) -> None:
+        self._description = description
+        self._items: dict[str, tuple[int, int]] = {}  # item: (parts done, parts in all)
+        self._rows: dict[str, TaskID] = {}
+        self._bar: Progress | None = None
+        self._all: TaskID | None = None
+        if err.is_terminal:
+            columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+            self._bar = Progress(*columns, TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True)
+
+    def report(self, item: str, doing: str, done: int, total: int) -> None:
+        if self._bar is None:
+            return
+        if self._all is None:
+            self._all = self._bar.add_task(self._description, total=None)
+            self._bar.start()
+        self._items[item] = (done, total)
+        if doing == "done":
+            if item in self._rows:
+                self._bar.remove_task(self._rows.pop(item))
+        elif item not in self._rows:
+            self._rows[item] = self._bar.add_task(f"  {item}: {doing}", total=total, completed=done)
+        else:
+            self._bar.update(self._rows[item], description=f"  {item}: {doing}", completed=done)
+        finished = sum(d == t for d, t in self._items.values())
+        self._bar.update(
+            self._all,
+            description=f"{self._description}: {finished}/{len(self._items)} done",
+            total=sum(t for _, t in self._items.values()),
+            completed=sum(d for d, _ in self._items.values()),
+        )
+
+    def done(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def __enter__(self) -> PerItem:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,4 +1,4 @@
-"""`recorder zero-shot` and `recorder collect`. Imports only typer here; the evaluator loads lazily."""
+"""`recorder zero-shot` and `recorder collect`. Imports typer and rich here; the evaluator loads lazily."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import typer
 
 from recorder.cli.output import console
+from recorder.cli.progress import PerItem
 from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 
 Paths = Annotated[
@@ -81,7 +82,9 @@ def zero_shot_command(
         train_world_size=train_world_size, code=ModelCode(root=model_code, factory=model_factory), dtype=dtype,
         device=device, batch_size=batch_size, workers=workers, ray_address=ray_address, out=out, task=task,
     )  # fmt: skip
-    summary = zero_shot(paths, options, echo=_echo)
+    with PerItem("zero-shot") as shown:
+        width = console.width if console.is_terminal else None
+        summary = zero_shot(paths, options, echo=_echo, width=width, report=shown.report)
     for path in summary.written:
         console.print(f"wrote {path.parent}", highlight=False, soft_wrap=True)
     if summary.failed:
@@ -92,7 +95,8 @@ def collect_command(paths: Paths) -> None:
     """Print the table again from the newest zero-shot results of each PATH (checkpoint, run or -o DIR)."""
     from evaluator.zero_shot.collect import collect
 
-    console.print(collect(paths), highlight=False, soft_wrap=True, end="")
+    width = console.width if console.is_terminal else None
+    console.print(collect(paths, width), highlight=False, soft_wrap=True, end="")
 
 
 def _echo(text: str) -> None:

@@ -1,6 +1,7 @@
 """The holdout check against what the small training run logged: it passes on the checkpoint as trained;
-a logged value moved by 0.01 or a swapped tokenizer aborts naming both values and the gap; `record` stores
-the value; the training world size comes from the shards and from `source_world_size`."""
+a logged value moved by 0.01 or a swapped tokenizer aborts naming both values and the gap, and of two
+checkpoints the one that passes is scored while the other aborts; `record` stores the value; the training
+world size comes from the shards and from `source_world_size`."""
 
 from __future__ import annotations
 
@@ -44,6 +45,42 @@ def test_a_logged_loss_moved_by_001_aborts_with_both_values_and_the_gap(training
     assert f"logged {logged + 0.01:.6f}" in done.stdout and "gap 0.0100" in done.stdout
     assert f"recomputed eval/loss {logged:.6f}" in done.stdout
     assert not (run / "eval_results").exists()
+
+
+def test_of_two_checkpoints_one_passes_and_one_aborts_naming_both_values_and_the_gap(
+    training: Path, hf_cache: Path
+) -> None:
+    run = training / "run"
+    logged = _logged(run)
+    _shift(run, 20, -0.02)
+    out = training / "results"
+    paths = [str(run / "snapshots/step_10"), str(run / "snapshots/step_20")]
+    done = run_cli("zero-shot", *paths, "--hf-cache", str(hf_cache), "--tasks", "piqa", "--limit", "1", "-o", str(out))
+    assert done.returncode == 1, done.stdout + done.stderr
+    [failed] = [line for line in done.stdout.splitlines() if "holdout check failed" in line]
+    assert failed.startswith("run/step_20: holdout check failed: ")
+    assert f"recomputed eval/loss {logged[20]:.6f}" in failed and f"logged {logged[20] - 0.02:.6f}" in failed
+    assert "gap 0.0200" in failed and "> 0.005" in failed
+    [path] = list(out.glob("*/results.json"))
+    doc = json.loads(path.read_text())
+    assert doc["label"] == "run/step_10" and doc["holdout"]["passed"]
+    assert doc["holdout"]["logged"] == logged[10] and doc["holdout"]["gap"] <= 0.005
+    assert [line.split()[0] for line in (path.parent / "summary.txt").read_text().splitlines()] == [
+        "checkpoint",
+        "run/step_10",
+    ]
+
+
+def test_world_size_from_the_number_of_shards(training: Path, hf_cache: Path) -> None:
+    run = training / "run"
+    config = json.loads((run / "training.json").read_text())
+    (run / "training.json").write_text(json.dumps(config | {"world_size": 1}))  # a stale config: the shards win
+    assert json.loads((run / "meta.json").read_text()) == {"step": 20}
+    assert len(list(run.glob("__*_0.distcp"))) == 2
+    summary, _ = _run([run], hf_cache)
+    [doc] = summary.docs
+    assert doc["checkpoint"]["train_world_size"] == 2 and doc["holdout"]["world_size"] == 2
+    assert doc["holdout"]["passed"], doc["holdout"]
 
 
 def test_a_swapped_tokenizer_aborts(training: Path, hf_cache: Path) -> None:

@@ -131,3 +131,30 @@ def test_the_table_lines_up_tasks_first_seen_and_averages() -> None:
         "run            20  0.5000    0.2500   0.3750   2.5000",
         "run/step_10    10  0.7500         -   0.7500        -",
     ]
+
+
+def test_the_table_in_blocks_that_fit_a_width_and_as_lines_below_it() -> None:
+    tasks = ["arc_easy", "arc_challenge", "hellaswag"]
+    docs = [
+        {"label": "a-long-run-name/step_20", "checkpoint": {"step": 20}, "scores": dict.fromkeys(tasks, 0.5)},
+        {"label": "b/step_10", "checkpoint": {"step": 10}, "scores": {"hellaswag": 0.25}, "holdout": {}},
+    ]
+    assert table(docs, 60).splitlines() == [
+        "checkpoint               step  arc_easy  arc_challenge",
+        "a-long-run-name/step_20    20    0.5000         0.5000",
+        "b/step_10                  10         -              -",
+        "",
+        "checkpoint               step  hellaswag  average  holdout",
+        "a-long-run-name/step_20    20     0.5000   0.5000        -",
+        "b/step_10                  10     0.2500   0.2500        -",
+    ]
+    assert table(docs, 200) == table(docs)  # wide enough: one block, as in the files
+    assert table(docs, 40).splitlines()[:7] == [
+        "a-long-run-name/step_20",
+        "  step: 20",
+        "  arc_easy: 0.5000",
+        "  arc_challenge: 0.5000",
+        "  hellaswag: 0.5000",
+        "  average: 0.5000",
+        "  holdout: -",
+    ]

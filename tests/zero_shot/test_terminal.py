@@ -1,0 +1,95 @@
+"""`recorder zero-shot` on a real terminal (a pseudo-terminal from `script`) 80 and 40 columns wide: every
+checkpoint's name whole, the table in blocks of columns that fit, and progress naming the checkpoints; on a
+pipe and in summary.txt the table is one block, and no progress is drawn."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluator.zero_shot.tasks import TASKS
+from tests.helpers import run_cli
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script`"),
+]
+pytest.importorskip("lm_eval")
+
+EXE = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+RUN = "pretraining-llama-tiny-fsdp2-seed1234-lr3e-3"  # a name as long as teams give their runs
+
+
+@pytest.fixture
+def snapshots(training: Path) -> list[Path]:
+    run = training / RUN
+    (training / "run").rename(run)
+    return [run / "snapshots/step_10", run / "snapshots/step_20"]
+
+
+def _on_terminal(columns: int, args: list[str]) -> str:
+    """Everything drawn on a terminal `columns` wide (progress frames too), carriage returns as newlines."""
+    command = f"stty cols {columns} rows 60; {shlex.join([EXE, *args])}"
+    done = subprocess.run(
+        ["script", "-qc", command, "/dev/null"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": str(columns)},
+        timeout=600,
+    )
+    return done.stdout
+
+
+def _plain(raw: str) -> str:
+    return ANSI.sub("", raw).replace("\r", "\n")
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path], hf_cache: Path, columns: int) -> None:
+    labels = [f"{RUN}/step_10", f"{RUN}/step_20"]
+    out = snapshots[0].parents[2] / "results"
+    args = ["zero-shot", *map(str, snapshots), "--hf-cache", str(hf_cache), "--limit", "1", "--workers", "1"]
+    raw = _on_terminal(columns, [*args, "-o", str(out)])
+    text = _plain(raw)
+    assert "Traceback" not in text, text
+    [first, second] = sorted(out.glob("*/results.json"))
+    assert [json.loads(p.read_text())["label"] for p in (first, second)] == labels
+    summary = (first.parent / "summary.txt").read_text().splitlines()
+    assert summary[0].split() == ["checkpoint", "step", *TASKS, "average", "holdout"]  # the file: one block
+    assert [line.split()[0] for line in summary[1:]] == labels
+    table = text[text.rindex(f"{labels[1]}: ") :].split("\n", 1)[1]  # what follows the last checkpoint's line
+    for label in labels:
+        assert label in table, table
+    for task in TASKS:
+        assert task in table, table
+    rows = [line for line in table.splitlines() if line.split()[:1] in ([labels[0]], [labels[1]])]
+    if columns == 80:
+        heads = [line for line in table.splitlines() if line.startswith("checkpoint ")]
+        assert len(heads) > 1 and len(rows) == 2 * len(heads), table  # blocks, each led by every name
+        assert all(len(line) <= columns for line in [*heads, *rows]), table
+        assert "/2 done" in text and "loading" in text  # the progress: checkpoints done, what each does
+        again = _plain(_on_terminal(columns, ["collect", str(out)]))
+        drawn = [line for line in table.splitlines() if line in heads or line in rows]
+        assert [line for line in again.splitlines() if line.strip()] == drawn, again  # the same blocks
+    else:  # not even the names fit beside a score: one block of lines per checkpoint
+        assert [line for line in rows] == labels, table
+        assert f"  {TASKS[0]}: " in table and "  holdout: " in table, table
+
+
+def test_a_pipe_gets_the_whole_table_and_no_progress(snapshots: list[Path], hf_cache: Path) -> None:
+    out = snapshots[0].parents[2] / "results"
+    args = ["--hf-cache", str(hf_cache), "--limit", "1", "--tasks", "piqa,arc_easy", "-o", str(out)]
+    done = run_cli("zero-shot", *map(str, snapshots), *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "\x1b" not in done.stdout + done.stderr and "loading" not in done.stderr and "done" not in done.stderr
+    [summary] = {p.read_text() for p in out.glob("*/summary.txt")}
+    assert summary in done.stdout and summary.splitlines()[0].split()[2:4] == ["piqa", "arc_easy"]

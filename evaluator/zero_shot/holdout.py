@@ -12,16 +12,28 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.training_run import HoldoutPlan
 from trainer.policy.tokenizer import Tokenizer
 
 
 def documents(path: Path) -> list[str]:
     """One document per non-empty line; a JSON-lines file gives each record's "text"."""
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if path.suffix == ".jsonl":
-        return [str(json.loads(line)["text"]) for line in lines]
-    return lines
+    try:
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise ZeroShotInputError(f"{path}: cannot read the holdout data ({e}); point --holdout-data at it") from e
+    if path.suffix != ".jsonl":
+        return lines
+    docs = []
+    for number, line in enumerate(lines, 1):
+        try:
+            docs.append(str(json.loads(line)["text"]))
+        except (ValueError, KeyError, TypeError) as e:
+            raise ZeroShotInputError(
+                f'{path}: record {number} is not a JSON object with a "text" field ({type(e).__name__}: {e})'
+            ) from e
+    return docs
 
 
 def rank_rows(docs: list[list[int]], plan: HoldoutPlan) -> list[list[list[int]]]:
@@ -43,7 +55,10 @@ def holdout_loss(model: Any, tokenizer: Tokenizer, plan: HoldoutPlan, *, batch_s
     docs = [tokenizer.encode(d) + [tokenizer.eos_id] for d in documents(plan.data)]
     ranks = rank_rows(docs, plan)
     if any(not rows for rows in ranks):
-        raise ValueError(f"{plan.data}: too little text for one row of {plan.seq_len + 1} tokens per rank")
+        raise ZeroShotInputError(
+            f"{plan.data}: too little text for one row of {plan.seq_len + 1} tokens on each of "
+            f"{plan.world_size} ranks; give --holdout-data the run's holdout set, or --holdout off"
+        )
     device = next(model.parameters()).device
     means = []
     model.eval()

@@ -10,12 +10,13 @@ import pytest
 
 from evaluator.harness.taskset import SHIPPED_DATA
 from evaluator.zero_shot.errors import ZeroShotInputError
-from evaluator.zero_shot.holdout import rank_rows
+from evaluator.zero_shot.holdout import documents, holdout_loss, rank_rows
 from evaluator.zero_shot.outputs import table
 from evaluator.zero_shot.reference import logged_loss
 from evaluator.zero_shot.tasks import parse_task_names
 from evaluator.zero_shot.training_run import HoldoutPlan
 from tests.helpers import run_cli
+from trainer.policy.tokenizer import from_json
 
 
 def _files(root: Path) -> list[str]:
@@ -85,6 +86,19 @@ def test_a_holdout_file_without_the_step(tmp_path: Path) -> None:
     assert str(run / "tensorboard_scalars.json") in message and "no eval/loss at step 30" in message
     assert "logged at steps: 10, 20" in message and "--holdout record" in message
     assert _files(tmp_path) == before
+
+
+def test_holdout_data_a_user_can_fix_is_an_input_error(tmp_path: Path) -> None:
+    bad = tmp_path / "holdout.jsonl"
+    bad.write_text('{"text": "ab"}\n{"body": "ba"}\n')
+    with pytest.raises(ZeroShotInputError, match=r"holdout.jsonl: record 2 is not a JSON object with a \"text\""):
+        documents(bad)
+    short = tmp_path / "holdout.txt"
+    short.write_text("ab\n")
+    plan = HoldoutPlan(data=short, seq_len=4, tokens=64, world_size=2)
+    tokenizer = from_json(json.dumps({"type": "char", "chars": "ab", "specials": []}))
+    with pytest.raises(ZeroShotInputError, match="too little text .* on each of 2 ranks; give --holdout-data"):
+        holdout_loss(None, tokenizer, plan, batch_size=1)
 
 
 def test_the_training_world_size_changes_the_packing() -> None:

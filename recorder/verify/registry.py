@@ -30,6 +30,11 @@ _RULES = (
         "trust",
         "a signed run whose signed-segments list is missing, not its key's, or names segments deleted or cut",
     ),
+    Rule(
+        "adopted-segment",
+        "trust",
+        "a segment left open by a killed writer and adopted on resume that changed after its adoption",
+    ),
     Rule("payload", "facts", "an event whose data does not parse as its kind's payload"),
     Rule("kind-writer", "facts", "an event of a kind its writer may not record (the catalogue's `writers`)"),
     Rule("run-writer", "facts", "a run_start, weight update, commit or train_stop not from the run's writer"),

@@ -340,3 +340,35 @@ def test_the_config_rule_names_what_differs(attacked: Path) -> None:
     problem = next(p for p in verify_run(attacked).problems if p.rule == "eval-config")
     assert "eval.temperature 1.0, the mllog line generation_validation_rollout_temperature 0.1" in problem.message
     assert json.dumps(problem.seq) == "0"
+
+
+def test_an_adopted_segment_appended_to_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signed run whose trainer died before it closed, its open segment adopted by a resumed writer (as
+    `recorder train --resume` does; tests/integrity/test_adoption.py kills and resumes a real trainer), then
+    one event appended to that segment, rechained."""
+    import os
+    import subprocess
+    import sys
+
+    from recorder.adoption import adopt, adoptable
+    from recorder.log import LogWriter
+    from recorder.signing import SIGNING_KEY_ENV, load_signer
+    from tests.integrity.forge import write_open
+
+    assert run_cli("keygen", "-o", str(tmp_path / "key")).returncode == 0
+    monkeypatch.setenv(SIGNING_KEY_ENV, str(tmp_path / "key"))
+    run = RunDir.create(tmp_path, "killed")
+    killed = (  # the writer dies after its appends: no closing record, so no signature
+        "import os, sys; from recorder.log import LogWriter; from recorder.kinds import RunStart; "
+        "w = LogWriter(sys.argv[1], 'trainer'); w.append(RunStart()); w.append(RunStart()); os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", killed, str(run.path)], check=True, env=dict(os.environ))
+    signer = load_signer(tmp_path / "key")
+    adopt(run, signer, adoptable(run, verify_run(run, untrusted_ok=True).segments, "trainer", signer.public_key_hex))
+    LogWriter(run, "trainer").close()  # the resumed session's own segment, signed
+    assert verify_run(run).ok, verify_run(run).problems
+    segment = run.events / "trainer-0001.arrows"
+    events = rows(segment)
+    write_open(segment, [*events, {**events[-1], "time_ns": events[-1]["time_ns"] + 1}])
+    problems = verify_run(run).problems
+    assert [(p.rule, p.segment, p.seq) for p in problems] == [("adopted-segment", segment.name, len(events))]

@@ -176,6 +176,18 @@ def config_eval_redefined(events: list[Row]) -> None:
     opened["data"] = {**opened["data"], "config": {**config, "eval": {**config["eval"], "k": 32, "temperature": 1.0}}}
 
 
+def eval_sampled_hotter_everywhere(events: list[Row]) -> None:
+    """config.eval and the run's own mllog lines both say temperature 1.0: consistent with each other (so
+    eval-config holds), but not the benchmark's evaluation, which the run claims by its target and tasks."""
+    config_eval_redefined(events)
+    opened = _first(events, "run_opened")
+    config = opened["data"]["config"]
+    opened["data"]["config"] = {**config, "eval": {**config["eval"], "k": 4}}
+    for e in events:
+        if e["kind"] == "mllog_config" and e["key"] == "generation_validation_rollout_temperature":
+            e["value"] = 1.0
+
+
 CASES: list[tuple[Callable[[Path], None], str, str]] = [
     (update_in_a_rank_segment, "kind-writer", "trainer-rank0-0001.arrows"),
     (update_in_an_evaluator_segment, "kind-writer", "evaluator-0002.arrows"),
@@ -197,6 +209,7 @@ CASES: list[tuple[Callable[[Path], None], str, str]] = [
     (_in_evaluator(keyless_decoy_result), "eval-result-key", "evaluator-0001.arrows"),
     (_in_evaluator(stray_early_eval_start), "one-evaluation-open", "evaluator-0001.arrows"),
     (_in_trainer(config_eval_redefined), "eval-config", "trainer-0001.arrows"),
+    (_in_trainer(eval_sampled_hotter_everywhere), "benchmark-eval", "trainer-0001.arrows"),
 ]
 
 
@@ -340,6 +353,33 @@ def test_the_config_rule_names_what_differs(attacked: Path) -> None:
     problem = next(p for p in verify_run(attacked).problems if p.rule == "eval-config")
     assert "eval.temperature 1.0, the mllog line generation_validation_rollout_temperature 0.1" in problem.message
     assert json.dumps(problem.seq) == "0"
+
+
+def test_the_hotter_evaluation_breaks_no_other_rule_and_is_reported_by_no_command_as_a_pass(attacked: Path) -> None:
+    _in_trainer(eval_sampled_hotter_everywhere)(attacked)
+    problems = verify_run(attacked).problems
+    assert {p.rule for p in problems} == {"benchmark-eval"}, problems
+    assert "temperature 1.0, not 0.1" in problems[0].message
+    for command in ("verify", "replay", "score"):  # refused: the run fails verify
+        done = run_cli(command, str(attacked))
+        assert done.returncode == 1 and "benchmark-eval" in done.stdout + done.stderr, done.stdout + done.stderr
+    table = _wide_cli("evals", str(attacked))  # the events as they are: no pass, no fail
+    verdicts = [x.split()[6:8] for x in table.splitlines() if x.split()[:1] in (["18"], ["19"])]
+    assert verdicts == [["NOT", "COMPARABLE"]] * 2 and "temperature 1.0, not 0.1" in table, table
+
+
+def _wide_cli(*args: str) -> str:
+    """`recorder ARGS` on a terminal wide enough for every cell on one line, whatever the tests run under."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    exe = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
+    env = os.environ | {"COLUMNS": "400"}
+    done = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=600)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout
 
 
 def test_an_adopted_segment_appended_to_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,7 @@ from recorder.manifest import manifest_path
 from recorder.reader import recorded_run_id
 from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
 from recorder.report.series import CHECKPOINT_COLUMNS, STEP_COLUMNS
-from recorder.rules import is_standard_target, validation_start_step
+from recorder.rules import eval_deviations, is_standard_target, validation_start_step
 from recorder.run import RunDir
 from recorder.verify.proof import audited, proof_words, signatures_proven
 
@@ -68,6 +68,7 @@ class RunFacts:
     open_segments: int = 0
     proof: str = ""  # what the verdict rests on (recorder.verify.proof)
     provenance: dict[str, Any] = field(default_factory=dict)  # run_opened's, of the first session
+    config_eval: dict[str, Any] | None = None  # the first run_opened's config.eval (imports record none)
 
     @cached_property
     def run_id(self) -> str:
@@ -85,6 +86,11 @@ class RunFacts:
         imported = self.facts.get("origin") == "imported"
         targets = ({e["target"] for e in self.evals} if not imported else set()) | {self.facts.get("target")}
         return sorted(t for t in targets if t is not None and not is_standard_target(t))
+
+    @property
+    def other_evaluation(self) -> list[str]:
+        """How the run's recorded evaluation settings differ from the benchmark's (recorder.rules)."""
+        return eval_deviations(self.config_eval or {})
 
     @property
     def goal(self) -> tuple[str, float] | None:
@@ -190,7 +196,7 @@ def read_views(history: History, facts: RunFacts) -> None:
         "data->>'resumed_checkpoint' AS resumed_checkpoint, "
         f"data->>'status' AS status, data->>'reason' AS reason, step, segment, "
         "CASE WHEN writer = 'import' THEN data->'provenance'->>'imported_from' END AS imported_from, "  # the importer's
-        f"data->>'provenance' AS provenance FROM events {where} "
+        f"data->>'provenance' AS provenance, data->'config'->>'eval' AS config_eval FROM events {where} "
         "AND kind IN ('run_opened', 'train_stop') ORDER BY time_ns"
     ).to_pylist():
         if r["kind"] == "run_opened" and r["source"]:
@@ -200,5 +206,8 @@ def read_views(history: History, facts: RunFacts) -> None:
             facts.imported_from = r["imported_from"]
         if r["kind"] == "run_opened" and r["provenance"] and not facts.provenance:
             facts.provenance = json.loads(r["provenance"])
+        if r["kind"] == "run_opened" and r["config_eval"] and facts.config_eval is None:
+            found = json.loads(r["config_eval"])
+            facts.config_eval = found if isinstance(found, dict) else None
         if r["kind"] == "train_stop":
             facts.train_stop = r

@@ -6,6 +6,9 @@ each such segment in the signed manifest (recorder.manifest) as adopted, with it
 last digest and the file's size. Verify then accepts exactly those bytes (`adopted-segment`): an event
 appended, altered or cut after adoption, or the segment closed later, is refused.
 
+An adopted segment stays open on disk (a writer never reopens a segment), but it is not live: compaction
+and the history (`recorder.manifest.adopted_segments`) treat it as finished.
+
 Only segments of the resuming writer's own name, opened with its own key (or killed before they recorded
 an event), and not listed already, are adopted: a segment listed once is never listed again, so adoption
 cannot launder a change made after it.

@@ -96,6 +96,18 @@ def read_manifest(run: RunDir) -> Manifest | None:
     return Manifest(run_id, key, segments, valid)
 
 
+def adopted_segments(run: RunDir) -> frozenset[str]:
+    """The segments a signed manifest lists as adopted: their writers are gone, so they are not live, and
+    verify holds them to the bytes listed. Empty when there is no manifest, or one that does not verify."""
+    try:
+        manifest = read_manifest(run)
+    except ManifestError:
+        return frozenset()
+    if manifest is None or not manifest.signature_valid:
+        return frozenset()
+    return frozenset(n for n, e in manifest.segments.items() if e.adopted_bytes is not None)
+
+
 def _entry(data: dict[str, object]) -> Entry:
     adopted = data.get("adopted_bytes")
     if adopted is not None and (not isinstance(adopted, int) or isinstance(adopted, bool)):

@@ -22,7 +22,7 @@ import pyarrow as pa
 from recorder.derived_state import verified_unchanged
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
-from recorder.manifest import manifest_path
+from recorder.manifest import adopted_segments, manifest_path
 from recorder.reader import recorded_run_id
 from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
 from recorder.report.series import CHECKPOINT_COLUMNS, STEP_COLUMNS
@@ -139,7 +139,9 @@ def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFact
         problems = [f"UNTRUSTED (judged with --untrusted-ok): {p}" for p in report.untrusted]
         problems += [str(p) for p in report.problems]
         signed = signatures_proven(report)
-        warnings, open_segments = list(report.warnings), sum(1 for s in report.segments if not s.closed)
+        adopted = adopted_segments(run)  # open, but their writers are gone (recorder.adoption)
+        warnings = list(report.warnings)
+        open_segments = sum(1 for s in report.segments if not s.closed and s.name not in adopted)
         events = sum(s.events for s in report.segments)
     recheck = budget.take(events)
     if not recheck:

@@ -102,6 +102,19 @@ def test_the_resumed_run_verifies_and_replays_with_no_flag(resumed: Path, keys: 
     assert rp.stdout.startswith("resumed:"), rp.stdout + rp.stderr
 
 
+def test_an_adopted_segment_is_not_live(resumed: Path, tmp_path: Path) -> None:
+    """Its writer is gone: the run compacts, and the report does not call it live."""
+    from recorder.history.compact import compact_run
+
+    run = tmp_path / resumed.name
+    shutil.copytree(resumed, run)
+    page = tmp_path / "r.html"
+    done = run_cli("report", str(run), "-o", str(page))  # from the segments
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "RESUMED" in page.read_text() and ">LIVE<" not in page.read_text()
+    assert compact_run(run).status == "compacted"
+
+
 def test_a_torn_tail_is_adopted_with_its_bytes(killed: Path, keys: Path, tmp_path: Path) -> None:
     torn = tmp_path / "torn" / killed.name
     shutil.copytree(killed, torn)

@@ -8,6 +8,11 @@ that writers closing together do not lose each other's entries. `recorder verify
 run, that this file exists, that its signature is the run's key's, that every segment it lists is there
 with exactly the events listed, and that every signed segment is listed.
 
+A writer killed before it closed leaves its segment unsigned, perhaps with a torn tail. The signed writer
+that resumes the run adopts that segment: it lists it as adopted, with the events it holds, the digest of
+its last complete event and its size in bytes, so that verify accepts exactly those bytes (the
+`adopted-segment` rule) and nothing appended after them.
+
 What it cannot catch: a copy of an older manifest put back together with the deletion of every segment
 signed after it (a rollback to an earlier, genuinely signed state of the run).
 """
@@ -35,8 +40,15 @@ MANIFEST_LIMIT = 16 * 1024 * 1024  # ~100k segments; a larger file is not a mani
 class Entry:
     """One signed segment as its writer closed it."""
 
-    events: int  # counting the closing record
-    digest: str  # the closing record's digest (hex)
+    events: int  # counting the closing record (an adopted segment: its complete events)
+    digest: str  # the closing record's digest (hex); an adopted segment: its last complete event's, or ""
+    adopted_bytes: int | None = None  # set when a resuming writer adopted the segment: its size then
+
+    def to_data(self) -> dict[str, int | str]:
+        data: dict[str, int | str] = {"events": self.events, "digest": self.digest}
+        if self.adopted_bytes is not None:  # absent otherwise: the lists signed before adoption still verify
+            data["adopted_bytes"] = self.adopted_bytes
+        return data
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,7 @@ def _message(run_id: str, public_key: str, segments: Mapping[str, Entry]) -> byt
     body = {
         "run_id": run_id,
         "public_key": public_key,
-        "segments": {n: {"events": e.events, "digest": e.digest} for n, e in sorted(segments.items())},
+        "segments": {n: e.to_data() for n, e in sorted(segments.items())},
     }
     return DOMAIN + canonical.dumps(body).encode()
 
@@ -74,7 +86,7 @@ def read_manifest(run: RunDir) -> Manifest | None:
         return None
     try:
         data = canonical.loads(read_bounded(path, MANIFEST_LIMIT, "signed-segments manifest").decode())
-        segments = {str(n): Entry(int(e["events"]), str(e["digest"])) for n, e in dict(data["segments"]).items()}
+        segments = {str(n): _entry(dict(e)) for n, e in dict(data["segments"]).items()}
         run_id, key, signature = str(data["run_id"]), str(data["public_key"]), data["signature"]
     except IrregularFileError as e:
         raise ManifestError(str(e).split(": ", 1)[-1]) from e
@@ -82,6 +94,25 @@ def read_manifest(run: RunDir) -> Manifest | None:
         raise ManifestError(f"not a signed-segments manifest ({type(e).__name__}: {e})") from e
     valid = message_signature_valid(key, signature, _message(run_id, key, segments))
     return Manifest(run_id, key, segments, valid)
+
+
+def adopted_segments(run: RunDir) -> frozenset[str]:
+    """The segments a signed manifest lists as adopted: their writers are gone, so they are not live, and
+    verify holds them to the bytes listed. Empty when there is no manifest, or one that does not verify."""
+    try:
+        manifest = read_manifest(run)
+    except ManifestError:
+        return frozenset()
+    if manifest is None or not manifest.signature_valid:
+        return frozenset()
+    return frozenset(n for n, e in manifest.segments.items() if e.adopted_bytes is not None)
+
+
+def _entry(data: dict[str, object]) -> Entry:
+    adopted = data.get("adopted_bytes")
+    if adopted is not None and (not isinstance(adopted, int) or isinstance(adopted, bool)):
+        raise TypeError(f"adopted_bytes {adopted!r} is not a size in bytes")
+    return Entry(int(data["events"]), str(data["digest"]), adopted)  # type: ignore[call-overload]
 
 
 def record_signed_segment(run: RunDir, run_id: str, signer: Signer, name: str, entry: Entry) -> None:

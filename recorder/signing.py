@@ -225,14 +225,22 @@ class SignatureState:
 
 
 def signature_state(
-    signed_by: str | None, opened_with: str | None, bad: bool, trusted: Mapping[str, str] | None
+    signed_by: str | None,
+    opened_with: str | None,
+    bad: bool,
+    trusted: Mapping[str, str] | None,
+    adopted_by: str | None = None,
 ) -> SignatureState:
     """The report for one segment: signed by a trusted key (by name), by an untrusted key, unsigned, or a
     bad signature. `signed_by`: the key whose signature verified; `opened_with`: the key segment_opened
     recorded (set also for a segment whose writer did not close). `trusted` None: no key was given to trust,
-    so a signature is named by its key's fingerprint alone."""
+    so a signature is named by its key's fingerprint alone. `adopted_by`: the key whose signed manifest
+    lists this unclosed segment as adopted by a resumed writer (recorder.adoption), as verify accepted it."""
     if bad:
         return SignatureState("bad signature", False)
+    if signed_by is None and adopted_by is not None:
+        name = trusted.get(adopted_by) if trusted is not None else None
+        return SignatureState(f"adopted on resume, listed by {name or fingerprint(adopted_by)}", name is not None)
     if signed_by is not None and trusted is None:
         return SignatureState(f"signed by {fingerprint(signed_by)}", False)
     if signed_by is not None and trusted is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder.rules import TARGET, validation_start_step
+from recorder.rules import EVAL_K, EVAL_SAMPLES, EVAL_TEMPERATURE, EVAL_TOP_P, TARGET, validation_start_step
 from trainer.errors import ConfigError
 from trainer.policy.taskspec import BUILTIN_TASK
 
@@ -38,12 +38,12 @@ class CheckpointSettings:
 class EvalSettings:
     """What the offline evaluator uses (it reads these from run_opened.data.config.eval)."""
 
-    k: int = 4
-    temperature: float = 0.1
-    top_p: float = 0.95
+    k: int = EVAL_K
+    temperature: float = EVAL_TEMPERATURE
+    top_p: float = EVAL_TOP_P
     target: float = TARGET
     max_new_tokens: int = 5
-    samples: int = 251  # validation tasks scored (mllog eval_samples)
+    samples: int = EVAL_SAMPLES  # validation tasks scored (mllog eval_samples)
     # Resolved by load_config, never typed: the task spec the evaluation scores (a run on a spec: that file,
     # absolute; the built-in task: None, the shipped addition spec) and its sha256 (the file and its data), so
     # that `recorder eval` scores what the run trained on and verify can tell when an evaluation did not.

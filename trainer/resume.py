@@ -12,6 +12,10 @@ It appends to the same run in a new segment (a writer never reopens a segment): 
 `resumed_from` (the run id), `resumed_at_step` and `resumed_checkpoint`, then the remaining steps. A
 checkpoint directory left by the killed session without a commit event is moved aside (never referenced,
 never overwritten). Replay marks a resumed run: its history is kept, but it is not a valid timed MLPerf run.
+
+A signed run's killed session left its segment unsigned (no closing record, perhaps a torn tail): the
+resumed session, signing with the same key, adopts it (recorder.adoption) before it writes, so the run
+verifies under its trust again, and exactly the adopted bytes are accepted.
 """
 
 from __future__ import annotations
@@ -20,13 +24,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from recorder.adoption import adopt, adoptable
 from recorder.events import Event
 from recorder.interrupts import deferred_interrupts
 from recorder.kinds import NULL, CheckpointCommitted, InitStart, RunOpened, TrainStop
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.run import RunDir
+from recorder.signing import signer_from_environment
 from recorder.verify import verify_run
+from recorder.verify.summary import SegmentSummary
+from recorder.verify.trust import untrusted_ok_from_environment
 from trainer.config import TrainConfig, config_from_dict
 from trainer.errors import TrainerError
 from trainer.policy.checkpoint_files import file_sha256
@@ -46,14 +54,22 @@ class ResumePlan:
     step: int  # the checkpoint's step: training continues at step + 1
     checkpoint: Path  # inside the run directory
     orphans: tuple[Path, ...]  # checkpoint directories with no commit event (set aside before training)
+    adopted: tuple[SegmentSummary, ...] = ()  # the killed sessions' open segments, adopted when signing
 
 
 def plan_resume(run_dir: Path | str) -> ResumePlan:
     """Check the run can be resumed and pick the checkpoint; raises ResumeError saying why not."""
-    report = verify_run(run_dir)
-    if not report.ok:  # never continue from (or append to) a log that was altered
+    report = verify_run(run_dir, untrusted_ok=True)
+    signer = signer_from_environment()
+    key = signer.public_key_hex if signer is not None else ""
+    adopted = tuple(adoptable(report.run, report.segments, WRITER, key)) if signer is not None else ()
+    names = {s.name for s in adopted}
+    # what the adoption mends is not a problem; any other trust problem is, unless the caller judged past it
+    untrusted = [] if untrusted_ok_from_environment() else [p for p in report.untrusted if p.segment not in names]
+    problems = [*report.problems, *untrusted]
+    if problems:  # never continue from (or append to) a log that was altered
         raise ResumeError(
-            f"{report.run.path} fails verification ({report.problems[0]}); run `recorder verify "
+            f"{report.run.path} fails verification ({problems[0]}); run `recorder verify "
             f"{report.run.path}`: an altered run is not resumed"
         )
     log = read_run(run_dir)
@@ -97,7 +113,7 @@ def plan_resume(run_dir: Path | str) -> ResumePlan:
         for p in sorted(run.checkpoints.glob("step_*"))
         if str(PurePosixPath(p.relative_to(run.path))) not in referenced
     )
-    return ResumePlan(run, cfg, last.step, checkpoint, orphans)
+    return ResumePlan(run, cfg, last.step, checkpoint, orphans, adopted)
 
 
 def _inside(run: RunDir, event: Event, committed: CheckpointCommitted) -> Path:
@@ -119,7 +135,10 @@ def open_resumed_session(plan: ResumePlan) -> LogWriter:
     resumed from) and init_start. All of it or none: Ctrl-C waits until it is recorded (recorder.interrupts)."""
     with deferred_interrupts():
         set_aside = [_set_aside(p) for p in plan.orphans]
-        log = LogWriter(plan.run, WRITER)
+        signer = signer_from_environment()
+        if plan.adopted and signer is not None:
+            adopt(plan.run, signer, plan.adopted)
+        log = LogWriter(plan.run, WRITER, signer=signer)
         log.append(
             run_opened(
                 plan.config,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -14,7 +15,7 @@ from recorder.cli.progress import UntilFirst
 from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 from recorder.cli.tables import Col, print_fitted, set_wide
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
-from recorder.rules import not_comparable, recorded_target
+from recorder.rules import eval_deviations, not_comparable, recorded_target
 
 LOCAL_RAY = "local"
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from evaluator.attempts import Attempt
     from evaluator.session import Outcome, Summary
     from evaluator.settings import Options
+    from recorder.events import Event
     from recorder.goals import Goal
 
 
@@ -335,19 +337,41 @@ def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
             f"first passing checkpoint: step {s.passing_step} ({compared} > {s.eval_cfg.target})",
             highlight=False,
         )
-    _print_not_comparable(s.eval_cfg.target)
+    cfg = s.eval_cfg
+    settings = {"k": cfg.k, "samples": cfg.samples, "temperature": cfg.temperature, "top_p": cfg.top_p}
+    _print_not_comparable(cfg.target, settings)
 
 
-def _print_not_comparable(target: float | None) -> None:
-    why = not_comparable(target)
-    if why is not None:
-        console.print(
-            line(
-                label("NOT COMPARABLE:", "yellow"),
-                f"{why}; eval, the history and replay judge passing by the run's own target, and the 6.1.0 "
-                "checker by the ruleset's",
-            )
+def _print_not_comparable(target: float | None, settings: Mapping[str, Any] | None = None) -> None:
+    """The NOT COMPARABLE line: another target than the ruleset's, or an evaluation with other settings
+    (`config.eval`'s names) than the benchmark's."""
+    why = not_comparable(target, settings)
+    if why is None:
+        return
+    if not_comparable(target) is not None:
+        why += (
+            "; eval, the history and replay judge passing by the run's own target, and the 6.1.0 checker by the "
+            "ruleset's"
         )
+    else:
+        why += "; its scores pass or fail nothing against the benchmark"
+    console.print(line(label("NOT COMPARABLE:", "yellow"), why))
+
+
+def _config_eval(opened: Event | None) -> Mapping[str, Any] | None:
+    """A recorded run's `config.eval` (imports record none: their settings are their evaluations')."""
+    from recorder.upcast import upcast_data
+
+    config = upcast_data("run_opened", opened.data).get("config") if opened is not None else None
+    section = config.get("eval") if isinstance(config, Mapping) else None
+    return section if isinstance(section, Mapping) else None
+
+
+def _other_evaluation(result: EvalResult) -> bool:
+    """Whether our evaluator scored this result otherwise than the benchmark (k, tasks, task spec)."""
+    if result.k is None:  # the submitter's command, an import's own line: settings unknown
+        return False
+    return bool(eval_deviations({"k": result.k, "samples": result.n, "task_sha256": result.task_sha256}))
 
 
 def _utc(time_ns: int | None) -> str:
@@ -386,6 +410,8 @@ def evals(
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
     # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
     goal = opened_goal(opened.data if opened else None)
+    settings = _config_eval(opened)
+    comparable = not eval_deviations(settings or {})
     rows = attempts(log.events)
     day = next(
         (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""
@@ -396,13 +422,22 @@ def evals(
     print_fitted(
         console,
         EVALS_COLUMNS,
-        [_evals_row(a, goal) for a in rows],
+        [_evals_row(a, goal, comparable) for a in rows],
         title + (f", started {day} UTC" if day else ""),
         box=box.SIMPLE,
         pad_edge=False,
         collapse_padding=True,
     )
-    _print_not_comparable(recorded_target(opened.data if opened else None))  # an import's own target is its benchmark's
+    # an import's own target is its benchmark's
+    _print_not_comparable(recorded_target(opened.data if opened else None), settings)
+    if comparable and any(a.result is not None and _other_evaluation(EvalResult.from_event(a.result)) for a in rows):
+        console.print(
+            line(
+                label("NOT COMPARABLE:", "yellow"),
+                "evaluations scored otherwise than the benchmark (pass@4 over its 251 tasks of the shipped spec) "
+                "pass or fail nothing",
+            )
+        )
     zero_shot = _zero_shot_table(log.events)
     if zero_shot is not None:
         console.print(zero_shot)
@@ -444,13 +479,17 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
     return table
 
 
-def _evals_row(a: Attempt, goal: Goal | None) -> list[str]:
+def _evals_row(a: Attempt, goal: Goal | None, comparable: bool) -> list[str]:
+    """One evaluation; `comparable`: the run's recorded settings are the benchmark's (else, as for a result
+    scored with other settings, its pass column says NOT COMPARABLE rather than yes or no)."""
     end = a.stop or a.failed or a.closed_by
     seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
     acc = a.accuracy
     passed = "" if acc is None or goal is None else ("yes" if goal.passes(acc) else "no")
     if a.result is not None:
         result = EvalResult.from_event(a.result)
+        if passed and (not comparable or _other_evaluation(result)):
+            passed = "NOT COMPARABLE"
         detail = (result.results or "").removeprefix("derived/evals/")
         if result.unverified is not None:  # evaluated with --force from a run that fails verify
             detail = f"UNVERIFIED ({result.unverified}) {detail}"

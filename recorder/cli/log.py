@@ -133,7 +133,21 @@ def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] 
     from recorder.verify import SIGNATURE_RULE
 
     bad = any(p.segment == s.name and p.rule == SIGNATURE_RULE for p in report.problems)
-    return signature_state(s.signed_by, s.opened_with, bad, trusted)
+    return signature_state(s.signed_by, s.opened_with, bad, trusted, _adopted_by(report, s))
+
+
+def _adopted_by(report: VerifyReport, s: SegmentSummary) -> str | None:
+    """The key that adopted `s` (recorder.adoption), when verify found nothing wrong with it."""
+    from recorder.manifest import ManifestError, read_manifest
+
+    if s.closed or any(p.segment == s.name for p in [*report.problems, *report.untrusted]):
+        return None
+    try:
+        manifest = read_manifest(report.run)
+    except ManifestError:
+        return None
+    entry = manifest.segments.get(s.name) if manifest is not None and manifest.signature_valid else None
+    return manifest.public_key if manifest is not None and entry is not None and entry.adopted_bytes else None
 
 
 def events(

@@ -95,6 +95,7 @@ def _atomic_write(path: Path, write: object) -> None:
 
 def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult:
     """Write `derived/events.parquet` for a closed run. A live run is skipped; a damaged one raises."""
+    from recorder.manifest import adopted_segments
     from recorder.verify import verify_run
 
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
@@ -105,7 +106,8 @@ def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult
     report = verify_run(run, facts=False)  # the cache copies bytes; replay and eval judge the facts
     if not report.ok:
         raise CompactError(f"{run.path}: not compacted, `recorder verify {run.path}` fails: {report.problems[0]}")
-    open_segments = [s.name for s in report.segments if not s.closed]
+    adopted = adopted_segments(run)  # left open by a killed writer, held to their bytes by verify
+    open_segments = [s.name for s in report.segments if not s.closed and s.name not in adopted]
     if open_segments:
         return CompactResult(
             run_id, "live", sum(s.events for s in report.segments), f"segment {open_segments[0]} is still open"

@@ -25,6 +25,7 @@ from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
 from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
 from recorder.history.limits import SpillFolder, connection_config, run_limited
+from recorder.manifest import adopted_segments
 from recorder.reader import read_run, recorded_run_id
 from recorder.rules import BENCHMARK, is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
@@ -274,6 +275,7 @@ def _load_segments(run: RunDir, run_id: str, out: _Sources) -> None:
     if altered:
         raise HistoryError(f"`recorder verify` fails: {altered[0]}")
     table = log.table()
+    adopted = adopted_segments(run)  # open, but their writers are gone (recorder.adoption)
     out.live.append(table)
     out.runs.append(
         RunSource(
@@ -282,7 +284,7 @@ def _load_segments(run: RunDir, run_id: str, out: _Sources) -> None:
             "segments",
             table.num_rows,
             len(log.segments),
-            sum(1 for s in log.segments if not s.closed),
+            sum(1 for s in log.segments if not s.closed and s.name not in adopted),
             sum(t.bytes_lost for t in log.torn),
         )
     )

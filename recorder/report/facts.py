@@ -22,11 +22,11 @@ import pyarrow as pa
 from recorder.derived_state import verified_unchanged
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
-from recorder.manifest import manifest_path
+from recorder.manifest import adopted_segments, manifest_path
 from recorder.reader import recorded_run_id
 from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
 from recorder.report.series import CHECKPOINT_COLUMNS, STEP_COLUMNS
-from recorder.rules import is_standard_target, validation_start_step
+from recorder.rules import eval_deviations, is_standard_target, validation_start_step
 from recorder.run import RunDir
 from recorder.verify.proof import audited, proof_words, signatures_proven
 
@@ -68,6 +68,7 @@ class RunFacts:
     open_segments: int = 0
     proof: str = ""  # what the verdict rests on (recorder.verify.proof)
     provenance: dict[str, Any] = field(default_factory=dict)  # run_opened's, of the first session
+    config_eval: dict[str, Any] | None = None  # the first run_opened's config.eval (imports record none)
 
     @cached_property
     def run_id(self) -> str:
@@ -85,6 +86,11 @@ class RunFacts:
         imported = self.facts.get("origin") == "imported"
         targets = ({e["target"] for e in self.evals} if not imported else set()) | {self.facts.get("target")}
         return sorted(t for t in targets if t is not None and not is_standard_target(t))
+
+    @property
+    def other_evaluation(self) -> list[str]:
+        """How the run's recorded evaluation settings differ from the benchmark's (recorder.rules)."""
+        return eval_deviations(self.config_eval or {})
 
     @property
     def goal(self) -> tuple[str, float] | None:
@@ -133,7 +139,9 @@ def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFact
         problems = [f"UNTRUSTED (judged with --untrusted-ok): {p}" for p in report.untrusted]
         problems += [str(p) for p in report.problems]
         signed = signatures_proven(report)
-        warnings, open_segments = list(report.warnings), sum(1 for s in report.segments if not s.closed)
+        adopted = adopted_segments(run)  # open, but their writers are gone (recorder.adoption)
+        warnings = list(report.warnings)
+        open_segments = sum(1 for s in report.segments if not s.closed and s.name not in adopted)
         events = sum(s.events for s in report.segments)
     recheck = budget.take(events)
     if not recheck:
@@ -190,7 +198,7 @@ def read_views(history: History, facts: RunFacts) -> None:
         "data->>'resumed_checkpoint' AS resumed_checkpoint, "
         f"data->>'status' AS status, data->>'reason' AS reason, step, segment, "
         "CASE WHEN writer = 'import' THEN data->'provenance'->>'imported_from' END AS imported_from, "  # the importer's
-        f"data->>'provenance' AS provenance FROM events {where} "
+        f"data->>'provenance' AS provenance, data->'config'->>'eval' AS config_eval FROM events {where} "
         "AND kind IN ('run_opened', 'train_stop') ORDER BY time_ns"
     ).to_pylist():
         if r["kind"] == "run_opened" and r["source"]:
@@ -200,5 +208,8 @@ def read_views(history: History, facts: RunFacts) -> None:
             facts.imported_from = r["imported_from"]
         if r["kind"] == "run_opened" and r["provenance"] and not facts.provenance:
             facts.provenance = json.loads(r["provenance"])
+        if r["kind"] == "run_opened" and r["config_eval"] and facts.config_eval is None:
+            found = json.loads(r["config_eval"])
+            facts.config_eval = found if isinstance(found, dict) else None
         if r["kind"] == "train_stop":
             facts.train_stop = r

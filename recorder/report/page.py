@@ -99,7 +99,7 @@ def badges(f: RunFacts) -> str:
         out.append('<span class="badge">UNVERIFIED</span>')
     if f.resumed:
         out.append('<span class="badge warn">RESUMED</span>')
-    if f.not_comparable:
+    if f.not_comparable or f.other_evaluation:
         out.append('<span class="badge warn">NOT COMPARABLE</span>')
     if f.open_segments:
         out.append('<span class="badge warn">LIVE</span>')

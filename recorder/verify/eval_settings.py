@@ -12,6 +12,12 @@ and `eval_samples` (trainer/mllog_keys.py writes them from the same config), and
 `run_opened.target`. A config.eval rewritten to sample hotter, or more often, than the lines the run
 submitted say, describes another benchmark.
 
+Rule benchmark-eval holds a run that claims the benchmark to the ruleset's evaluation (recorder.rules
+BENCHMARK_EVAL): a run whose target is the ruleset's and whose config.eval scores the built-in task's 251
+validation tasks must score them pass@4 at temperature 0.1 and top_p 0.95 with the shipped spec, and each
+of its benchmark results (and any result over those 251 tasks at that target) pass@4 over them. A run that
+does not claim it (another target, task or count of tasks) is shown NOT COMPARABLE wherever it is scored.
+
 Imported runs record no such section (their config is the foreign trainer's): `recorder eval --task` gives
 their settings, and only one-task-spec holds them together. A run recorded before `task_sha256` existed is
 checked on k and samples only.
@@ -25,7 +31,11 @@ from typing import Any, TypeGuard
 
 from recorder.events import Event
 from recorder.kinds import EvalResult, RunOpened
+from recorder.rules import EVAL_SAMPLES, EVAL_TASK_SHA256, TARGET, eval_deviations, is_standard_target, recorded_target
+from recorder.upcast import upcast_data
 from recorder.verify.findings import Findings
+
+BENCHMARK_EVAL_RULE = "benchmark-eval"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +123,46 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, numbers) and isinstance(b, numbers)):
         return a == b
     return float(a) == float(b)
+
+
+def benchmark_section(opened: RunOpened) -> Mapping[str, Any] | None:
+    """The run's `config.eval` when it claims the benchmark: the ruleset's target, scored over the built-in
+    task's 251 validation tasks; None otherwise (no section, or another target, task or count)."""
+    data = upcast_data("run_opened", opened.to_data())
+    config = data.get("config")
+    section = config.get("eval") if isinstance(config, Mapping) else None
+    if not isinstance(section, Mapping) or not is_standard_target(recorded_target(opened.to_data())):
+        return None
+    if section.get("task") is not None or not _same(section.get("samples"), EVAL_SAMPLES):
+        return None
+    return section
+
+
+def check_benchmark_config(opened: RunOpened, found: Findings, at: Event) -> None:
+    """Rule benchmark-eval on `config.eval` (of `at`, the run's first run_opened)."""
+    section = benchmark_section(opened)
+    why = eval_deviations(section) if section is not None else []
+    if why:
+        found.fail(
+            at,
+            BENCHMARK_EVAL_RULE,
+            f"the run claims the benchmark (target {TARGET:g}, the {EVAL_SAMPLES} validation tasks of the built-in "
+            f"task) but config.eval evaluates with {'; '.join(why)}: that scores another benchmark",
+        )
+
+
+def check_benchmark_result(e: Event, result: EvalResult, claimed: bool, target: float | None, found: Findings) -> None:
+    """Rule benchmark-eval on a benchmark result of our evaluator: in a run that claims the benchmark, or
+    scored over the benchmark's tasks at its target, it is pass@4 over the 251 tasks of the shipped spec."""
+    if result.k is None or result.backend == "command":
+        return
+    on_the_set = result.n == EVAL_SAMPLES and result.task_sha256 in (None, EVAL_TASK_SHA256)
+    if not (claimed or (on_the_set and is_standard_target(target))):
+        return
+    why = eval_deviations({"k": result.k, "samples": result.n, "task_sha256": result.task_sha256})
+    if why:
+        found.fail(
+            e,
+            BENCHMARK_EVAL_RULE,
+            f"evaluation of step {e.step} scores the benchmark with {'; '.join(why)}: not the ruleset's evaluation",
+        )

@@ -22,6 +22,7 @@ the events mean. Each rule below has a name that every failure carries, with the
 - eval-evidence: an evaluator's result has its `results.json`, with the recorded sha256, and that file
   states the same step, checkpoint, run and score.
 - eval-settings: it scored with the k, task count and task spec the run recorded (recorder/verify/eval_settings.py).
+- benchmark-eval: a run that claims the benchmark was evaluated with the ruleset's settings (the same file).
 
 A checkpoint file that is missing is a warning (it cannot be checked; nothing can be evaluated from it).
 Payloads are read through recorder/kinds.py: one that does not parse fails with rule `payload`.
@@ -42,13 +43,20 @@ from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER
 from recorder.events import Event
 from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
 from recorder.reader import run_id_from
-from recorder.rules import validation_start_step
+from recorder.rules import recorded_target, validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import inside, normalized, sha256_file
 from recorder.safetensors_header import HeaderError, read_header
 from recorder.upcast import upcast_data
 from recorder.verify.clocks import check_wall_clock
-from recorder.verify.eval_settings import RecordedEval, check_eval_config, check_eval_settings
+from recorder.verify.eval_settings import (
+    RecordedEval,
+    benchmark_section,
+    check_benchmark_config,
+    check_benchmark_result,
+    check_eval_config,
+    check_eval_settings,
+)
 from recorder.verify.evidence import RESULTS_LIMIT, check_evidence
 from recorder.verify.findings import Findings, parsed
 from recorder.verify.sessions import check_clocks, check_opened, check_sessions, check_steps
@@ -115,6 +123,7 @@ def check_facts(run: RunDir, events: list[Event]) -> Findings:
         check_trainer_timeline(by_seq, opened, found)
         if opened is not None:
             check_eval_config(opened, [e for e in by_seq if e.kind == "mllog_config"], found, _first_opened(by_seq))
+            check_benchmark_config(opened, found, _first_opened(by_seq))
     run_start = min((e.time_ns for e in by_seq if e.kind == "run_start"), default=None)
     for e in by_seq:
         if e.kind == "train_stop" and run_start is not None and e.time_ns < run_start:
@@ -356,6 +365,8 @@ class _RunFacts:
     commits: dict[int, Commit]
     validation_start: int | None
     recorded: RecordedEval | None  # how the run said it is evaluated (None: it did not say)
+    claimed: bool  # its config.eval claims the benchmark's evaluation (rule benchmark-eval)
+    target: float | None  # its recorded pass target
 
 
 def _check_evaluations(
@@ -378,6 +389,8 @@ def _check_evaluations(
         commits,
         _validation_start(opened),
         RecordedEval.from_config(upcast_data("run_opened", opened.to_data())["config"]) if opened is not None else None,
+        opened is not None and benchmark_section(opened) is not None,
+        recorded_target(opened.to_data()) if opened is not None else None,
     )
     # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
     # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.
@@ -437,6 +450,8 @@ def _check_evaluations(
                 check_evidence(run, e, result, run_id, commit.data.sha256 if commit else None, found)
                 if e.key == BENCHMARK_METRIC and facts.recorded is not None:
                     check_eval_settings(e, result, facts.recorded, found)
+                if e.key == BENCHMARK_METRIC:
+                    check_benchmark_result(e, result, facts.claimed, facts.target, found)
 
 
 _DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}

@@ -30,6 +30,11 @@ _RULES = (
         "trust",
         "a signed run whose signed-segments list is missing, not its key's, or names segments deleted or cut",
     ),
+    Rule(
+        "adopted-segment",
+        "trust",
+        "a segment left open by a killed writer and adopted on resume that changed after its adoption",
+    ),
     Rule("payload", "facts", "an event whose data does not parse as its kind's payload"),
     Rule("kind-writer", "facts", "an event of a kind its writer may not record (the catalogue's `writers`)"),
     Rule("run-writer", "facts", "a run_start, weight update, commit or train_stop not from the run's writer"),
@@ -78,6 +83,12 @@ _RULES = (
     Rule("eval-from-validation-start", "facts", "an evaluation of a step before the validation start"),
     Rule("one-task-spec", "facts", "evaluations of one run scored with different task specs"),
     Rule("eval-settings", "facts", "an evaluation whose k, task count or task spec differ from the run's"),
+    Rule(
+        "benchmark-eval",
+        "facts",
+        "a run claiming the benchmark (target 0.69, its 251 tasks) evaluated otherwise than the ruleset: pass@4, "
+        "temperature 0.1, top_p 0.95, the shipped task spec",
+    ),
     Rule("eval-config", "facts", "a `config.eval` that differs from the run's own mllog_config lines or target", True),
     Rule("eval-evidence", "facts", "a results.json missing, altered, or stating another step, score or setting"),
     Rule("derived-scores", "derived", "a row of derived/scores.jsonl that the events do not derive"),

@@ -387,5 +387,14 @@ def _read_whole(p: Path, run_id: str | None, report: VerifyReport, keep_all: boo
     problems = _check_whole(segment, chain)
     events = segment.events()
     kept = [for_rules(e) for e in events if kept_kind(e.kind, e.writer)]
-    summary = chain.summary(segment.table.num_rows, segment.closed, segment.torn)
+    summary = dataclasses.replace(
+        chain.summary(segment.table.num_rows, segment.closed, segment.torn), size=_bytes_read(segment)
+    )
     return _Streamed(summary, problems, kept, events if keep_all else [])
+
+
+def _bytes_read(segment: Segment) -> int:
+    """The size of the file as `read_segment` read it (what a resuming writer adopts)."""
+    if segment.torn is not None:
+        return segment.torn.offset + segment.torn.bytes_lost
+    return segment.offsets[-1] + (len(END_OF_STREAM) if segment.closed else 0)

@@ -5,6 +5,8 @@ is the one its first trainer segment opened with (else the first signed segment'
 (`--trust` or RECORDER_TRUST, a list of KEY.pub paths separated by `:`), every run is judged by them, signed
 or not. Under either, each segment must be signed by an accepted key, and the manifest (recorder.manifest)
 must be signed by one, list only segments that are there as it lists them, and list every signed segment.
+A segment the manifest lists as adopted (recorder.adoption: left open by a killed writer, vouched for by
+the signed writer that resumed the run) must hold exactly the events and bytes it held when adopted.
 Every command that calls `verify_run` (replay, score, eval, report, the history's re-checks) therefore
 refuses what these rules refuse, with no flag; the opt-out is theirs (`--untrusted-ok`, replay.trust).
 """
@@ -16,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from recorder.manifest import MANIFEST_FILE, Manifest, ManifestError, read_manifest
+from recorder.manifest import MANIFEST_FILE, Entry, Manifest, ManifestError, read_manifest
 from recorder.run import RunDir
 from recorder.segment import parse_segment_name
 from recorder.signing import SIGNING_KEY_ENV, fingerprint, load_trusted
@@ -28,7 +30,8 @@ if TYPE_CHECKING:
 TRUST_ENV = "RECORDER_TRUST"
 SIGNED_RUN_RULE = "signed-run"
 SIGNED_SET_RULE = "signed-set"
-TRUST_RULES = frozenset({SIGNED_RUN_RULE, SIGNED_SET_RULE})
+ADOPTED_SEGMENT_RULE = "adopted-segment"
+TRUST_RULES = frozenset({SIGNED_RUN_RULE, SIGNED_SET_RULE, ADOPTED_SEGMENT_RULE})
 UNTRUSTED_OK_ENV = "RECORDER_UNTRUSTED_OK"  # set by a command's --untrusted-ok, for its workers too
 
 
@@ -89,10 +92,13 @@ def trust_problems(
 
 
 def _segment_problem(
-    s: SegmentSummary, accepted: Mapping[str, str], whose: str, listed: Mapping[str, object]
+    s: SegmentSummary, accepted: Mapping[str, str], whose: str, listed: Mapping[str, Entry]
 ) -> list[Problem]:
     if s.signed_by in accepted:
         return []
+    entry = listed.get(s.name)
+    if s.signed_by is None and entry is not None and entry.adopted_bytes is not None:
+        return []  # judged with the manifest (adopted-segment)
     if s.signed_by is not None:
         why = f"signed by {fingerprint(s.signed_by)}, not by {whose}"
     elif s.opened_with is not None:
@@ -136,6 +142,8 @@ def _manifest_problems(
             continue
         if s is None:
             out.append(problem(f"{name} is listed as signed but is not in events/: a signed segment was deleted"))
+        elif entry.adopted_bytes is not None:
+            out.extend(_adoption_problems(s, entry, manifest.public_key))
         elif s.events != entry.events or s.digest != entry.digest:
             out.append(
                 problem(
@@ -148,3 +156,19 @@ def _manifest_problems(
         if s.signed_by is not None and s.name not in manifest.segments and s.name not in flagged:
             out.append(problem("signed, but not in the run's signed list (the list was rolled back)", s.name))
     return out
+
+
+def _adoption_problems(s: SegmentSummary, entry: Entry, key: str) -> list[Problem]:
+    """An adopted segment holds exactly what the resuming writer found: its events (the last one's digest),
+    its bytes, no closing record, and the adopting key's segment_opened (none only when it holds no event)."""
+    found = f"{s.events} events, {s.size} bytes{', closed' if s.closed else ''}"
+    adopted = f"{entry.events} events, {entry.adopted_bytes} bytes"
+    if s.opened_with != key and (s.opened_with is not None or entry.events):
+        why = "it was not opened with the key that adopted it"
+    elif s.closed or s.events != entry.events or (s.digest or "") != entry.digest or s.size != entry.adopted_bytes:
+        why = "it changed after it was adopted (appended to, cut, altered or closed)"
+    else:
+        return []
+    seq = min(s.events, entry.events)  # the first event past what both hold in common, or the end
+    message = f"adopted by the writer that resumed the run at {adopted}, now {found}: {why}"
+    return [Problem(s.name, seq, message, ADOPTED_SEGMENT_RULE)]

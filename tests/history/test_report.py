@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from recorder.report.page import build_report
+from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.history import report_runs
 
@@ -83,6 +84,16 @@ def test_a_run_judged_by_another_target_is_marked_not_comparable(tmp_path: Path)
     run = report_runs.aborted(tmp_path, "easy", target=0.6)
     page = report(run.path, tmp_path / "r.html")
     assert "NOT COMPARABLE: judged by pass target 0.6, not the ruleset's 0.69" in top(page)
+    assert '<span class="badge warn">NOT COMPARABLE</span>' in page
+
+
+def test_a_run_evaluated_otherwise_than_the_benchmark_is_marked_not_comparable(tmp_path: Path) -> None:
+    from replay.synthetic import record_run
+
+    run = record_run(tmp_path, "few", gbs=256, steps=20, evals=[], target=0.69, eval_samples=64)
+    assert verify_run(run.path).ok  # an honest run that does not claim the benchmark
+    page = report(run.path, tmp_path / "r.html")
+    assert "NOT COMPARABLE: evaluated otherwise than the benchmark (samples 64, not 251)" in top(page)
     assert '<span class="badge warn">NOT COMPARABLE</span>' in page
 
 

@@ -60,6 +60,15 @@ def write(segment: Path, events: list[Row], *, run_id: str | None = None, writer
             "data": {**closing, "events": len(events)},
         }
     )
+    segment.write_bytes(_encoded(events, run_id, writer) + END_OF_STREAM)
+
+
+def write_open(segment: Path, events: list[Row]) -> None:
+    """Write `events` as a segment whose writer did not close, renumbered and rechained."""
+    segment.write_bytes(_encoded(events, None, None))
+
+
+def _encoded(events: list[Row], run_id: str | None, writer: str | None) -> bytes:
     previous, body = GENESIS_DIGEST, [schema_message(arrow_schema())]
     for seq, e in enumerate(events):
         cols = (
@@ -77,8 +86,7 @@ def write(segment: Path, events: list[Row], *, run_id: str | None = None, writer
         )
         previous = chain_digest(previous, canonical_bytes(*cols))
         body.append(row_encoder().encode((*cols, previous.hex())))
-    body.append(END_OF_STREAM)
-    segment.write_bytes(b"".join(body))
+    return b"".join(body)
 
 
 def rewrite(segment: Path, edit: Callable[[list[Row]], list[Row]]) -> None:

@@ -176,6 +176,18 @@ def config_eval_redefined(events: list[Row]) -> None:
     opened["data"] = {**opened["data"], "config": {**config, "eval": {**config["eval"], "k": 32, "temperature": 1.0}}}
 
 
+def eval_sampled_hotter_everywhere(events: list[Row]) -> None:
+    """config.eval and the run's own mllog lines both say temperature 1.0: consistent with each other (so
+    eval-config holds), but not the benchmark's evaluation, which the run claims by its target and tasks."""
+    config_eval_redefined(events)
+    opened = _first(events, "run_opened")
+    config = opened["data"]["config"]
+    opened["data"]["config"] = {**config, "eval": {**config["eval"], "k": 4}}
+    for e in events:
+        if e["kind"] == "mllog_config" and e["key"] == "generation_validation_rollout_temperature":
+            e["value"] = 1.0
+
+
 CASES: list[tuple[Callable[[Path], None], str, str]] = [
     (update_in_a_rank_segment, "kind-writer", "trainer-rank0-0001.arrows"),
     (update_in_an_evaluator_segment, "kind-writer", "evaluator-0002.arrows"),
@@ -197,6 +209,7 @@ CASES: list[tuple[Callable[[Path], None], str, str]] = [
     (_in_evaluator(keyless_decoy_result), "eval-result-key", "evaluator-0001.arrows"),
     (_in_evaluator(stray_early_eval_start), "one-evaluation-open", "evaluator-0001.arrows"),
     (_in_trainer(config_eval_redefined), "eval-config", "trainer-0001.arrows"),
+    (_in_trainer(eval_sampled_hotter_everywhere), "benchmark-eval", "trainer-0001.arrows"),
 ]
 
 
@@ -340,3 +353,62 @@ def test_the_config_rule_names_what_differs(attacked: Path) -> None:
     problem = next(p for p in verify_run(attacked).problems if p.rule == "eval-config")
     assert "eval.temperature 1.0, the mllog line generation_validation_rollout_temperature 0.1" in problem.message
     assert json.dumps(problem.seq) == "0"
+
+
+def test_the_hotter_evaluation_breaks_no_other_rule_and_is_reported_by_no_command_as_a_pass(attacked: Path) -> None:
+    _in_trainer(eval_sampled_hotter_everywhere)(attacked)
+    problems = verify_run(attacked).problems
+    assert {p.rule for p in problems} == {"benchmark-eval"}, problems
+    assert "temperature 1.0, not 0.1" in problems[0].message
+    for command in ("verify", "replay", "score"):  # refused: the run fails verify
+        done = run_cli(command, str(attacked))
+        assert done.returncode == 1 and "benchmark-eval" in done.stdout + done.stderr, done.stdout + done.stderr
+    table = _wide_cli("evals", str(attacked))  # the events as they are: no pass, no fail
+    verdicts = [x.split()[6:8] for x in table.splitlines() if x.split()[:1] in (["18"], ["19"])]
+    assert verdicts == [["NOT", "COMPARABLE"]] * 2 and "temperature 1.0, not 0.1" in table, table
+
+
+def _wide_cli(*args: str) -> str:
+    """`recorder ARGS` on a terminal wide enough for every cell on one line, whatever the tests run under."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    exe = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
+    env = os.environ | {"COLUMNS": "400"}
+    done = subprocess.run([exe, *args], capture_output=True, text=True, env=env, timeout=600)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout
+
+
+def test_an_adopted_segment_appended_to_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signed run whose trainer died before it closed, its open segment adopted by a resumed writer (as
+    `recorder train --resume` does; tests/integrity/test_adoption.py kills and resumes a real trainer), then
+    one event appended to that segment, rechained."""
+    import os
+    import subprocess
+    import sys
+
+    from recorder.adoption import adopt, adoptable
+    from recorder.log import LogWriter
+    from recorder.signing import SIGNING_KEY_ENV, load_signer
+    from tests.integrity.forge import write_open
+
+    assert run_cli("keygen", "-o", str(tmp_path / "key")).returncode == 0
+    monkeypatch.setenv(SIGNING_KEY_ENV, str(tmp_path / "key"))
+    run = RunDir.create(tmp_path, "killed")
+    killed = (  # the writer dies after its appends: no closing record, so no signature
+        "import os, sys; from recorder.log import LogWriter; from recorder.kinds import RunStart; "
+        "w = LogWriter(sys.argv[1], 'trainer'); w.append(RunStart()); w.append(RunStart()); os._exit(0)"
+    )
+    subprocess.run([sys.executable, "-c", killed, str(run.path)], check=True, env=dict(os.environ))
+    signer = load_signer(tmp_path / "key")
+    adopt(run, signer, adoptable(run, verify_run(run, untrusted_ok=True).segments, "trainer", signer.public_key_hex))
+    LogWriter(run, "trainer").close()  # the resumed session's own segment, signed
+    assert verify_run(run).ok, verify_run(run).problems
+    segment = run.events / "trainer-0001.arrows"
+    events = rows(segment)
+    write_open(segment, [*events, {**events[-1], "time_ns": events[-1]["time_ns"] + 1}])
+    problems = verify_run(run).problems
+    assert [(p.rule, p.segment, p.seq) for p in problems] == [("adopted-segment", segment.name, len(events))]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from recorder.rules import EVAL_TASK_SHA256
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.integrity.forge import Row, rewrite, rows, write
@@ -254,11 +255,14 @@ def test_each_attack_is_caught_by_its_rule(
     assert named[0].segment == segment and named[0].seq is not None, named
 
 
-def test_only_the_recorded_settings_tell_an_evaluation_of_another_benchmark(attacked: Path) -> None:
+def test_only_the_recorded_and_the_rulesets_settings_tell_an_evaluation_of_another_benchmark(attacked: Path) -> None:
     every_evaluation_with_an_easier_spec(attacked)  # consistent: one spec, evidence that matches its events
     problems = verify_run(attacked).problems
-    assert problems and {p.rule for p in problems} == {"eval-settings"}, problems
-    assert f"task spec {EASIER[:16]}..., not the built-in addition task" in problems[0].message
+    assert problems and {p.rule for p in problems} == {"eval-settings", "benchmark-eval"}, problems
+    recorded = next(p for p in problems if p.rule == "eval-settings")
+    assert f"task spec {EASIER[:16]}..., not the built-in addition task" in recorded.message
+    ruleset = next(p for p in problems if p.rule == "benchmark-eval")
+    assert f"task_sha256 {EASIER[:16]}..., not {EVAL_TASK_SHA256[:16]}..." in ruleset.message
 
 
 def test_the_cli_names_segment_seq_and_rule_and_replay_refuses(attacked: Path) -> None:

@@ -15,6 +15,16 @@ def test_defaults_resolve():
     assert cfg.division == "open" and cfg.to_dict()["eval"]["samples"] == 251
 
 
+def test_the_default_evaluation_is_the_benchmarks():
+    """The embedded default evaluates as the ruleset does (recorder.rules.BENCHMARK_EVAL, which verify's
+    benchmark-eval rule holds a claiming run to), on the shipped spec whose sha256 it names."""
+    from recorder.rules import BENCHMARK_EVAL, eval_deviations
+
+    section = load_config().to_dict()["eval"]
+    assert {name: section[name] for name in BENCHMARK_EVAL} == dict(BENCHMARK_EVAL)
+    assert eval_deviations(section) == [] and eval_deviations({**section, "top_p": 1.0}) == ["top_p 1.0, not 0.95"]
+
+
 def test_validation_start_rule():
     assert validation_start_step(256) == 18
     assert validation_start_step(512) == 10  # ceil(2.5 + 7.5) = ceil(10.0)

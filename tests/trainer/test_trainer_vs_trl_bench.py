@@ -36,7 +36,7 @@ def check(summary: dict[str, Any]) -> None:
     assert summary["ours_peak_rss_mb"] > 0 and summary["trl_peak_rss_mb"] > 0
 
 
-def test_both_sides_in_one_process_end_with_the_json_the_issue_names() -> None:
+def test_both_sides_in_one_process_end_with_one_summary_json() -> None:
     out, summary = bench()
     check(summary)
     assert "ratio ours/TRL tokens/s" in out

@@ -1,7 +1,8 @@
 """A checkpoint's state dict, every shard hashed while it is read: one read serves the digest and the load.
 
-Each shard is mapped once; a thread hashes it and, if it is the one `expected` names, parses its tensors
-from the same mapping (threads overlap: hashlib and torch's copies release the GIL). A shard that differs
+Each shard is read once, into memory of our own, and hashed block by block as it arrives; if it is the one
+`expected` names, its tensors are parsed from that memory (threads overlap: reads, hashlib and torch's
+copies release the GIL). A shard that differs
 from `expected` (size or sha256), one that is missing and one the manifest does not name each raise
 CheckpointError naming the shard, before any of its bytes are parsed. DCP is read without a process group:
 the allow-listed `.metadata` says where every tensor chunk lies, and each chunk is read with torch's
@@ -16,9 +17,8 @@ import json
 import mmap
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -29,7 +29,7 @@ from trainer.policy.formats.manifest import Manifest, ShardDigest
 if TYPE_CHECKING:
     import torch
 
-HASH_BLOCK = 8 << 20
+READ_BLOCK = 4 << 20  # fits a server CPU's cache: hashed before it is evicted
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 # Everything a training checkpoint holds besides the model: never loaded into the evaluated model.
 NOT_MODEL = ("optim", "optimizer", "lr_scheduler", "rng_state", "dataloader", "extra_state")
@@ -88,7 +88,7 @@ def hash_shards(info: CheckpointInfo, expected: Manifest | None = None, threads:
     """The manifest of `info`'s shards, each checked against `expected`, without loading any tensor."""
     files = shard_files(info)
     _check_listing(info, files, expected)
-    read = _parallel(info, files, expected, lambda buf, path: None, threads)
+    read = _parallel(info, files, expected, None, threads)
     return Manifest(tuple(d for d, _ in read.values()))
 
 
@@ -126,22 +126,23 @@ def _parallel(
     info: CheckpointInfo,
     files: list[Path],
     expected: Manifest | None,
-    parse: Callable[[memoryview, Path], Any],
+    parse: Callable[[memoryview, Path], Any] | None,
     threads: int | None,
 ) -> dict[str, tuple[ShardDigest, Any]]:
-    """rel path -> (its digest, `parse` of its bytes), each shard hashed then parsed in one thread."""
+    """rel path -> (its digest, `parse` of its bytes), each shard read, hashed and checked, then parsed, in one
+    thread; `parse` None: only hashed, through one small buffer."""
 
     def one(path: Path) -> tuple[ShardDigest, Any]:
         rel = _rel(info, path)
-        with _mapped(path) as buf:
-            digest = ShardDigest(rel, len(buf), _sha256(buf))
-            want = expected.get(rel) if expected is not None else None
-            if want is not None and want != digest:
-                raise ShardMismatchError(
-                    f"{path}: shard sha256 is {digest.sha256[:16]}..., committed {want.sha256[:16]}...: it was "
-                    "altered after training committed it; it is not scored"
-                )
-            return digest, parse(buf, path)
+        buf, sha = _read_hashed(path, keep=parse is not None)
+        digest = ShardDigest(rel, os.path.getsize(path) if buf is None else len(buf), sha)
+        want = expected.get(rel) if expected is not None else None
+        if want is not None and want != digest:
+            raise ShardMismatchError(
+                f"{path}: shard sha256 is {digest.sha256[:16]}..., committed {want.sha256[:16]}...: it was "
+                "altered after training committed it; it is not scored"
+            )
+        return digest, None if parse is None or buf is None else parse(buf, path)
 
     workers = threads or min(len(files), os.cpu_count() or 1, 16) or 1
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shard") as pool:
@@ -149,31 +150,29 @@ def _parallel(
     return {d.path: (d, parsed) for d, parsed in results}
 
 
-@contextmanager
-def _mapped(path: Path) -> Iterator[memoryview]:
-    """The file's bytes, mapped copy-on-write (writable, so torch may view them; nothing is written back)."""
+def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
+    """(the file's bytes in memory of our own, or None when not `keep`; its sha256), read once: each block is
+    hashed as it arrives, while it is still in the CPU's cache, and the kernel reads ahead meanwhile."""
     try:
-        with open(path, "rb") as f:
+        with open(path, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                yield memoryview(b"")
-                return
-            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) as m:
-                _advise_sequential(m)
-                view = memoryview(m)
-                try:
-                    yield view
-                finally:
-                    view.release()
+            if hasattr(os, "posix_fadvise"):  # a larger read-ahead window: not on every platform
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+            # anonymous memory: pages are zeroed as they are first written, never in a pass of their own
+            whole = memoryview(mmap.mmap(-1, size)) if keep and size else None
+            block = None if whole is not None else memoryview(bytearray(min(size, READ_BLOCK)))
+            h, pos = hashlib.sha256(), 0
+            while pos < size:
+                into = whole[pos : pos + READ_BLOCK] if whole is not None else block
+                assert into is not None
+                n = f.readinto(into[: size - pos])
+                if not n:
+                    raise CheckpointError(f"{path}: the shard ended at byte {pos} of {size}: it changed while read")
+                h.update(into[:n])
+                pos += n
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read the shard ({e.strerror})") from e
-
-
-def _advise_sequential(m: mmap.mmap) -> None:
-    """Read-ahead for one front-to-back pass: without it a cold shard is faulted in page by page."""
-    if hasattr(m, "madvise"):  # not on every platform
-        m.madvise(mmap.MADV_SEQUENTIAL)
-        m.madvise(mmap.MADV_WILLNEED)
+    return (whole if whole is not None else memoryview(b"") if keep else None), h.hexdigest()
 
 
 class _ViewReader(io.RawIOBase):
@@ -203,13 +202,6 @@ class _ViewReader(io.RawIOBase):
         return n
 
 
-def _sha256(buf: memoryview) -> str:
-    h = hashlib.sha256()
-    for start in range(0, len(buf), HASH_BLOCK):
-        h.update(buf[start : start + HASH_BLOCK])
-    return h.hexdigest()
-
-
 def _safetensors(buf: memoryview, path: Path, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """The tensors of one safetensors file, parsed from its bytes (the header is JSON; nothing unpickled)."""
     import torch
@@ -229,15 +221,15 @@ def _safetensors(buf: memoryview, path: Path, dtype: torch.dtype) -> dict[str, t
                 if count
                 else torch.empty(0, dtype=kind)
             )
-            out[name] = _cast(view.reshape(spec["shape"]), dtype)
+            out[name] = _as(view.reshape(spec["shape"]), dtype)
     except (struct.error, ValueError, KeyError, TypeError, RuntimeError) as e:
         raise CheckpointError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from e
     return out
 
 
-def _cast(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """A copy of `t` (never a view of the mapping), floating tensors in `dtype`."""
-    return t.to(dtype, copy=True) if t.is_floating_point() else t.clone()
+def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`t`, a floating one in `dtype` (a view of the shard's buffer where it already is: nothing copied)."""
+    return t.to(dtype) if t.is_floating_point() else t
 
 
 def _dcp(
@@ -286,8 +278,7 @@ def _dcp(
                 part = torch.load(stream, map_location="cpu", weights_only=True)
             except Exception as e:  # torch.load raises UnpicklingError, RuntimeError, EOFError...
                 raise CheckpointError(f"{path}: {fqn} at byte {start} cannot be read ({e})") from e
-            # torch.load's tensor owns its memory (not the mapping's): cast without a second copy
-            out.append((fqn, offsets, part.to(dtype) if part.is_floating_point() else part))
+            out.append((fqn, offsets, _as(part, dtype)))
         return out
 
     rest = [f for f in files if f != meta_file]

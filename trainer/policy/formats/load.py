@@ -1,8 +1,9 @@
 """A checkpoint's state dict, every shard hashed while it is read: one read serves the digest and the load.
 
-Each shard is read once, into memory of our own, and hashed block by block as it arrives; if it is the one
-`expected` names, its tensors are parsed from that memory (threads overlap: reads, hashlib and torch's
-copies release the GIL). A shard that differs
+Each shard is read once and hashed block by block; if it is the one `expected` names, its tensors are
+parsed from the same bytes: a safetensors shard is read into memory of our own that its tensors then view
+(no copy), a DCP shard is mapped, since torch.load copies each chunk out anyway (threads overlap: reads,
+hashlib and torch's copies release the GIL). A shard that differs
 from `expected` (size or sha256), one that is missing and one the manifest does not name each raise
 CheckpointError naming the shard, before any of its bytes are parsed. DCP is read without a process group:
 the allow-listed `.metadata` says where every tensor chunk lies, and each chunk is read with torch's
@@ -17,8 +18,9 @@ import json
 import mmap
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -128,26 +130,65 @@ def _parallel(
     expected: Manifest | None,
     parse: Callable[[memoryview, Path], Any] | None,
     threads: int | None,
+    *,
+    mapped: bool = False,
 ) -> dict[str, tuple[ShardDigest, Any]]:
     """rel path -> (its digest, `parse` of its bytes), each shard read, hashed and checked, then parsed, in one
-    thread; `parse` None: only hashed, through one small buffer."""
+    thread. The bytes are read into memory of our own (parse may keep views of them), or with `mapped`, for a
+    parse that copies what it keeps, hashed and parsed from one mapping of the file; `parse` None: only hashed,
+    through one small buffer."""
 
-    def one(path: Path) -> tuple[ShardDigest, Any]:
-        rel = _rel(info, path)
-        buf, sha = _read_hashed(path, keep=parse is not None)
-        digest = ShardDigest(rel, os.path.getsize(path) if buf is None else len(buf), sha)
-        want = expected.get(rel) if expected is not None else None
+    def checked(path: Path, size: int, sha: str) -> ShardDigest:
+        digest = ShardDigest(_rel(info, path), size, sha)
+        want = expected.get(digest.path) if expected is not None else None
         if want is not None and want != digest:
             raise ShardMismatchError(
                 f"{path}: shard sha256 is {digest.sha256[:16]}..., committed {want.sha256[:16]}...: it was "
                 "altered after training committed it; it is not scored"
             )
+        return digest
+
+    def one(path: Path) -> tuple[ShardDigest, Any]:
+        if mapped and parse is not None:
+            with _mapped(path) as view:
+                return checked(path, len(view), _sha256(view)), parse(view, path)
+        buf, sha = _read_hashed(path, keep=parse is not None)
+        digest = checked(path, os.path.getsize(path) if buf is None else len(buf), sha)
         return digest, None if parse is None or buf is None else parse(buf, path)
 
     workers = threads or min(len(files), os.cpu_count() or 1, 16) or 1
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shard") as pool:
         results = list(pool.map(one, files))
     return {d.path: (d, parsed) for d, parsed in results}
+
+
+@contextmanager
+def _mapped(path: Path) -> Iterator[memoryview]:
+    """The file's bytes, mapped read-only and read ahead for one front-to-back pass."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                yield memoryview(b"")
+                return
+            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as m:
+                if hasattr(m, "madvise"):  # not on every platform
+                    m.madvise(mmap.MADV_SEQUENTIAL)
+                    m.madvise(mmap.MADV_WILLNEED)
+                view = memoryview(m)
+                try:
+                    yield view
+                finally:
+                    view.release()
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read the shard ({e.strerror})") from e
+
+
+def _sha256(view: memoryview) -> str:
+    h = hashlib.sha256()
+    for start in range(0, len(view), READ_BLOCK):
+        h.update(view[start : start + READ_BLOCK])
+    return h.hexdigest()
 
 
 def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
@@ -282,7 +323,7 @@ def _dcp(
         return out
 
     rest = [f for f in files if f != meta_file]
-    read |= _parallel(info, rest, expected, chunks, threads)
+    read |= _parallel(info, rest, expected, chunks, threads, mapped=True)  # torch.load copies what it reads
     pieces: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
     for _, parts in read.values():
         for fqn, offsets, part in parts or []:

@@ -3,6 +3,7 @@ checkpoint (one per worker), then write each one's results and print the table o
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from evaluator.harness.taskset import TaskData
 from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
 from evaluator.zero_shot.job import Job, JobResult, Report, parts
 from evaluator.zero_shot.options import ZeroShotOptions
-from evaluator.zero_shot.outputs import SCHEMA, table, write_outputs
+from evaluator.zero_shot.outputs import SCHEMA, newest_results, table, write_outputs
 from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
@@ -119,7 +120,7 @@ def zero_shot(
         + (f", {options.limit} example(s) per task" if options.limit else "")
     )
     summary = ZeroShotSummary()
-    finished: dict[int, list[tuple[Path, dict[str, Any]]]] = {}  # index in `prepared`: its results
+    finished: dict[int, list[tuple[Path | None, dict[str, Any]]]] = {}  # in `prepared`: results (None: earlier)
     try:
         _evaluate(prepared, tasks, options, say, summary, finished, report)
     except KeyboardInterrupt:
@@ -135,7 +136,10 @@ def zero_shot(
     try:
         with deferred_interrupts():  # each result directory whole, or not at all
             for where, doc in results:
-                summary.written.append(write_outputs(where.with_name(f"{where.name}{stamp}"), doc, summary.table, text))
+                if where is not None:
+                    summary.written.append(
+                        write_outputs(where.with_name(f"{where.name}{stamp}"), doc, summary.table, text)
+                    )
     except KeyboardInterrupt:
         summary.interrupted = True
     if summary.interrupted:
@@ -150,7 +154,7 @@ def _evaluate(
     options: ZeroShotOptions,
     say: Echo,
     summary: ZeroShotSummary,
-    finished: dict[int, list[tuple[Path, dict[str, Any]]]],
+    finished: dict[int, list[tuple[Path | None, dict[str, Any]]]],
     report: Report | None,
 ) -> None:
     """Each checkpoint's job on the workers, then each recorder run; `finished` fills as each one ends."""
@@ -284,9 +288,10 @@ def _document(
 
 def _recorder_run(
     t: Target, tasks: list[TaskData], options: ZeroShotOptions, say: Echo, summary: ZeroShotSummary
-) -> list[tuple[Path, dict[str, Any]]]:
+) -> list[tuple[Path | None, dict[str, Any]]]:
     """A recorder run: the harness session scores its committed checkpoints and records eval events; each
-    scored step's (results directory less its time stamp, document)."""
+    scored step's (results directory less its time stamp, document), a step scored before (None, its newest
+    document)."""
     from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
     from evaluator.settings import Options
     from trainer.policy.taskspec import BUILTIN_TASK, shipped
@@ -299,7 +304,7 @@ def _recorder_run(
         task=options.task or (None if _trained_here(t.path) else shipped(BUILTIN_TASK)),
     )
     result = evaluate_harness(t.path, how)
-    docs: list[tuple[Path, dict[str, Any]]] = []
+    docs: list[tuple[Path | None, dict[str, Any]]] = []
     for o in result.outcomes:
         label = f"{t.label}/step_{o.step}"
         if o.status == "failed":
@@ -307,13 +312,30 @@ def _recorder_run(
             summary.failed.append(label)
             continue
         if o.status != "scored" or o.results is None:
-            say(f"{label}: skipped ({o.reason})")
+            earlier = _earlier_result(t, o.step, label)
+            if earlier is None:
+                say(f"{label}: skipped ({o.reason})")
+            else:  # in the table as scored before, nothing written again
+                say(
+                    f"{label}: scored earlier: "
+                    + ", ".join(f"{k} {v:.4f}" for k, v in earlier.get("scores", {}).items())
+                )
+                docs.append((None, earlier))
             continue
         say(f"{label}: " + ", ".join(f"{k} {v:.4f}" for k, v in o.scores.items()))
         where = options.out / f"{label.replace('/', '_')}_" if options.out else t.path / RESULTS / f"step_{o.step:07d}"
         doc = _harness_document(t, o, label, result.segment, options)
         docs.append((where / f"{PREFIX}_" if not options.out else where, doc))
     return docs
+
+
+def _earlier_result(t: Target, step: int, label: str) -> dict[str, Any] | None:
+    """The newest zero-shot result of this step of the run, as `recorder collect` finds it."""
+    for path in newest_results(t.path / RESULTS / f"step_{step:07d}"):
+        doc: dict[str, Any] = json.loads(path.read_text())
+        if doc.get("label") == label:
+            return doc
+    return None
 
 
 def _trained_here(run: Path) -> bool:

@@ -34,6 +34,12 @@ def test_a_recorder_run_is_scored_and_recorded_as_events(trained_run: Path, tmp_
         assert doc["scores"] == {t: events[(step, t)] for t in ("piqa", "social_iqa")}
         assert doc["holdout"]["mode"] == "fingerprint" and doc["events"]["writer"] == "harness"
         assert (path.parent / "summary.txt").read_text() in done.stdout
+    table = (path.parent / "summary.txt").read_text()
+
+    again = run_cli("zero-shot", str(run), "--hf-cache", str(hf_cache), "--tasks", "piqa,siqa", "--limit", "2")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "scored earlier: piqa" in again.stdout and table in again.stdout  # the same table, nothing rescored
+    assert len(list(run.glob("eval_results/step_*/zero_shot_*"))) == 2
 
 
 def test_an_imported_series_is_scored_with_the_spec_it_was_fingerprinted_with(tmp_path: Path, hf_cache: Path) -> None:

@@ -75,18 +75,24 @@ def test_ctrl_c_keeps_the_finished_checkpoints_and_says_how_to_go_on(
     assert _group_gone(pgid), "a process of the interrupted command is still running"
 
 
-STALLING_MODEL = '''"""A team's model whose build never ends when its config says `stall`: only a kill ends its worker."""
+STALLING_MODEL = '''"""A team's model whose build never ends when its config says `stall` (only a kill ends its worker) and
+whose forward raises when it says `fail`."""
 
 import time
 
 from transformers import LlamaConfig, LlamaForCausalLM
 
 
+class Failing(LlamaForCausalLM):
+    def forward(self, *args, **kwargs):
+        raise RuntimeError("the team's model code failed")
+
+
 def build(config, *, capacity=True):
     while config.get("stall"):
         time.sleep(0.5)
-    fields = {k: v for k, v in config.items() if k not in ("model_type", "stall")}
-    return LlamaForCausalLM(LlamaConfig(**fields))
+    fields = {k: v for k, v in config.items() if k not in ("model_type", "stall", "fail")}
+    return (Failing if config.get("fail") else LlamaForCausalLM)(LlamaConfig(**fields))
 '''
 
 
@@ -99,8 +105,8 @@ def test_an_error_in_one_worker_kills_every_actor(training: Path, hf_cache: Path
 
     run, other = training / "run", training / "other"
     shutil.copytree(run, other)
-    (run / "data/holdout.txt").write_text("a\n")  # too little text for one row: this worker raises
     config = json.loads((other / "config.json").read_text())
+    (run / "config.json").write_text(json.dumps(config | {"fail": True}))  # this one raises where none is expected
     (other / "config.json").write_text(json.dumps(config | {"stall": True}))  # this one never finishes loading
     (training / "teamcode/stalling").mkdir(parents=True)
     (training / "teamcode/stalling/__init__.py").write_text(STALLING_MODEL)
@@ -108,7 +114,7 @@ def test_an_error_in_one_worker_kills_every_actor(training: Path, hf_cache: Path
     paths = [run / "snapshots/step_10", other / "snapshots/step_20"]
     options = ZeroShotOptions(tasks=("piqa",), limit=1, hf_cache=hf_cache, workers=2, code=code)
     cpus = ray.cluster_resources()["CPU"]
-    with pytest.raises(Exception, match="too little text"):
+    with pytest.raises(Exception, match="the team's model code failed"):
         zero_shot(paths, options, echo=lambda _: None)
     deadline = time.monotonic() + 60  # the stalled worker frees its CPU only when it is killed
     while ray.available_resources().get("CPU", 0) < cpus and time.monotonic() < deadline:

@@ -115,8 +115,11 @@ def zero_shot(
         log.append(text)
         echo(text)
 
+    jobs = sum(p.job is not None for p in prepared)
+    what = [f"{jobs} checkpoint(s)"] if jobs else []
+    what += [f"{len(prepared) - jobs} recorder run(s), each committed step"] if len(prepared) > jobs else []
     say(
-        f"zero-shot: {len(prepared)} checkpoint(s), tasks {', '.join(t.name for t in tasks)}"
+        f"zero-shot: {', '.join(what)}; tasks {', '.join(t.name for t in tasks)}"
         + (f", {options.limit} example(s) per task" if options.limit else "")
     )
     summary = ZeroShotSummary()

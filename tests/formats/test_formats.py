@@ -3,6 +3,7 @@ giving the model the same logits as the Hugging Face safetensors of the same wei
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 from pathlib import Path
@@ -112,6 +113,26 @@ def test_a_hostile_metadata_is_refused_and_nothing_of_it_runs(tmp_path: Path, we
     marker = tmp_path / "ran"
     (snap / ".metadata").write_bytes(pickle.dumps(_RunsACommand(marker)))
     with pytest.raises(UnsafeMetadataError, match=r"\.metadata: names posix\.system"):
+        load_checkpoint(snap, dtype="fp32")
+    assert not marker.exists()
+
+
+def test_a_hostile_tensor_chunk_is_refused_naming_shard_and_tensor_and_nothing_runs(
+    tmp_path: Path, weights: tuple
+) -> None:
+    tok, model = weights
+    snap = fixtures.write_snapshot(tmp_path / "run", 1, tok, model)
+    fqn, info = max(
+        ((i.fqn, si) for i, si in load_metadata(snap / ".metadata").storage_data.items()), key=lambda p: p[1].length
+    )
+    marker, hostile = tmp_path / "ran", io.BytesIO()
+    torch.save(_RunsACommand(marker), hostile)  # a torch.save archive whose pickle calls os.system
+    shard = snap / info.relative_path
+    data = bytearray(shard.read_bytes())
+    end = info.offset + info.length
+    data[end - len(hostile.getvalue()) : end] = hostile.getvalue()  # the chunk's region now ends in it
+    shard.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=rf"{shard.name}: {fqn} at byte {info.offset} .*names posix\.system"):
         load_checkpoint(snap, dtype="fp32")
     assert not marker.exists()
 

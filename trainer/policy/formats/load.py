@@ -1,32 +1,31 @@
 """A checkpoint's state dict, every shard hashed while it is read: one read serves the digest and the load.
 
-Each shard is read once and hashed block by block; if it is the one `expected` names, its tensors are
-parsed from the same bytes: a safetensors shard is read into memory of our own that its tensors then view
-(no copy), a DCP shard is mapped, since torch.load copies each chunk out anyway (threads overlap: reads,
-hashlib and torch's copies release the GIL). A shard that differs
+Each shard is read once, into memory of our own, and hashed block by block as it arrives; if it is the one
+`expected` names, its tensors are views of the same bytes, nothing copied: a safetensors tensor by its
+header, a DCP chunk by its torch.save archive (trainer/policy/formats/torch_save_view.py). One thread per
+shard: reads and hashlib release the GIL. A shard that differs
 from `expected` (size or sha256), one that is missing and one the manifest does not name each raise
 CheckpointError naming the shard, before any of its bytes are parsed. DCP is read without a process group:
-the allow-listed `.metadata` says where every tensor chunk lies, and each chunk is read with torch's
-weights-only loader, as torch's own reader does.
+the allow-listed `.metadata` says where every tensor chunk lies, and each chunk's pickle is read through an
+allow list too.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import mmap
 import os
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from trainer.policy.errors import CheckpointError, ShardMismatchError
 from trainer.policy.formats.detect import DCP_METADATA, CheckpointInfo
 from trainer.policy.formats.manifest import Manifest, ShardDigest
+from trainer.policy.formats.torch_save_view import TorchSaveError, view_tensor
 
 if TYPE_CHECKING:
     import torch
@@ -130,13 +129,10 @@ def _parallel(
     expected: Manifest | None,
     parse: Callable[[memoryview, Path], Any] | None,
     threads: int | None,
-    *,
-    mapped: bool = False,
 ) -> dict[str, tuple[ShardDigest, Any]]:
     """rel path -> (its digest, `parse` of its bytes), each shard read, hashed and checked, then parsed, in one
-    thread. The bytes are read into memory of our own (parse may keep views of them), or with `mapped`, for a
-    parse that copies what it keeps, hashed and parsed from one mapping of the file; `parse` None: only hashed,
-    through one small buffer."""
+    thread. The bytes are read into memory of our own, which the parsed tensors view; `parse` None: only
+    hashed, through one small buffer."""
 
     def checked(path: Path, size: int, sha: str) -> ShardDigest:
         digest = ShardDigest(_rel(info, path), size, sha)
@@ -149,9 +145,6 @@ def _parallel(
         return digest
 
     def one(path: Path) -> tuple[ShardDigest, Any]:
-        if mapped and parse is not None:
-            with _mapped(path) as view:
-                return checked(path, len(view), _sha256(view)), parse(view, path)
         buf, sha = _read_hashed(path, keep=parse is not None)
         digest = checked(path, os.path.getsize(path) if buf is None else len(buf), sha)
         return digest, None if parse is None or buf is None else parse(buf, path)
@@ -160,35 +153,6 @@ def _parallel(
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shard") as pool:
         results = list(pool.map(one, files))
     return {d.path: (d, parsed) for d, parsed in results}
-
-
-@contextmanager
-def _mapped(path: Path) -> Iterator[memoryview]:
-    """The file's bytes, mapped read-only and read ahead for one front-to-back pass."""
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                yield memoryview(b"")
-                return
-            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as m:
-                if hasattr(m, "madvise"):  # not on every platform
-                    m.madvise(mmap.MADV_SEQUENTIAL)
-                    m.madvise(mmap.MADV_WILLNEED)
-                view = memoryview(m)
-                try:
-                    yield view
-                finally:
-                    view.release()
-    except OSError as e:
-        raise CheckpointError(f"{path}: cannot read the shard ({e.strerror})") from e
-
-
-def _sha256(view: memoryview) -> str:
-    h = hashlib.sha256()
-    for start in range(0, len(view), READ_BLOCK):
-        h.update(view[start : start + READ_BLOCK])
-    return h.hexdigest()
 
 
 def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
@@ -214,33 +178,6 @@ def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read the shard ({e.strerror})") from e
     return (whole if whole is not None else memoryview(b"") if keep else None), h.hexdigest()
-
-
-class _ViewReader(io.RawIOBase):
-    """A read-only file over a memoryview, so torch.load reads a chunk without a copy into a BytesIO."""
-
-    def __init__(self, view: memoryview) -> None:
-        self._view, self._pos = view, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        n = max(0, min(len(buffer), len(self._view) - self._pos))
-        memoryview(buffer).cast("B")[:n] = self._view[self._pos : self._pos + n]
-        self._pos += n
-        return n
 
 
 def _safetensors(buf: memoryview, path: Path, dtype: torch.dtype) -> dict[str, torch.Tensor]:
@@ -313,17 +250,19 @@ def _dcp(
 
     def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:
         out = []
-        for fqn, offsets, _sizes, start, length in wanted.get(path, []):
+        for fqn, offsets, sizes, start, length in wanted.get(path, []):
             try:
-                stream = cast("IO[bytes]", _ViewReader(buf[start : start + length]))
-                part = torch.load(stream, map_location="cpu", weights_only=True)
-            except Exception as e:  # torch.load raises UnpicklingError, RuntimeError, EOFError...
+                part = view_tensor(buf, start, length)
+            except (TorchSaveError, struct.error, ValueError, TypeError, RuntimeError) as e:
                 raise CheckpointError(f"{path}: {fqn} at byte {start} cannot be read ({e})") from e
+            if tuple(part.shape) != sizes:
+                shape = list(part.shape)
+                raise CheckpointError(f"{path}: {fqn} at byte {start} is {shape}, .metadata says {list(sizes)}")
             out.append((fqn, offsets, _as(part, dtype)))
         return out
 
     rest = [f for f in files if f != meta_file]
-    read |= _parallel(info, rest, expected, chunks, threads, mapped=True)  # torch.load copies what it reads
+    read |= _parallel(info, rest, expected, chunks, threads)
     pieces: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
     for _, parts in read.values():
         for fqn, offsets, part in parts or []:

@@ -13,6 +13,7 @@ import pytest
 from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.run import ZeroShotSummary, zero_shot
 from tests.helpers import run_cli
+from tests.results_shape import assert_written_in_shape
 
 pytestmark = [pytest.mark.slow]
 pytest.importorskip("lm_eval")
@@ -81,6 +82,8 @@ def test_world_size_from_the_number_of_shards(training: Path, hf_cache: Path) ->
     [doc] = summary.docs
     assert doc["checkpoint"]["train_world_size"] == 2 and doc["holdout"]["world_size"] == 2
     assert doc["holdout"]["passed"], doc["holdout"]
+    [written] = summary.written
+    assert_written_in_shape(written, "zero_shot")
 
 
 def test_a_swapped_tokenizer_aborts(training: Path, hf_cache: Path) -> None:

@@ -1,12 +1,13 @@
 """What every results.json class shares: its fields are the file's keys in the file's order, encoded as the
-evaluators have always written the file, and parsed back with every type checked.
+evaluators write the file, and parsed back with every type checked.
 
 The encoding (`to_json`): JSON indented by one space, keys in field order, non-ASCII text as it is, no NaN or
 infinity (a score that is not a number is a bug, not evidence), and a final newline. A nested `Part` is an
 object with its own fields; a `Mapping` is an open object (provenance, timings: what the writer had).
 
-A field that defaults to None is a key some documents leave out: `to_dict` leaves it out when None. A field
-without a default is always written, null where its value is None.
+A field that defaults to None is a key some documents leave out: `to_dict` leaves it out when None, and a
+file may lack it. Every other field is always written (null where its value is None) and must be in the file:
+`schema` too, although it defaults to the class's own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import types
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
 
 from recorder.errors import DataError
@@ -50,7 +51,7 @@ class Part:
         unexpected = [k for k in raw if k not in known]
         if unexpected:
             raise ResultsDocError(f"{where or cls.__name__}: unexpected key {unexpected[0]!r}")
-        missing = [n for n, f in known.items() if n not in raw and f.default is MISSING]
+        missing = [n for n, f in known.items() if n not in raw and f.default is not None]
         if missing:
             raise ResultsDocError(f"{where or cls.__name__}: lacks {', '.join(missing)}")
         return cls(**{k: _parse(v, hints[k], _join(where, k)) for k, v in raw.items()})

@@ -129,6 +129,7 @@ def test_an_optional_key_is_left_out_when_none_and_a_null_one_is_written() -> No
     ("change", "message"),
     [
         (lambda d: d.pop("k"), "lacks k"),
+        (lambda d: d.pop("schema"), "lacks schema"),
         (lambda d: d.update(extra=1), "unexpected key 'extra'"),
         (lambda d: d.update(step="18"), "step: str '18', expected int"),
         (lambda d: d.update(passed=1), "passed: int 1, expected bool"),
@@ -156,7 +157,7 @@ def test_what_is_not_json_is_a_results_doc_error() -> None:
 def test_a_zero_shot_result_of_a_recorder_runs_step_is_told_apart_by_its_events() -> None:
     with pytest.raises(ResultsDocError, match="ZeroShotResults: lacks"):
         zero_shot_from_json(b"{}")
-    with pytest.raises(ResultsDocError, match="ZeroShotStepResults: lacks label"):
+    with pytest.raises(ResultsDocError, match="ZeroShotStepResults: lacks schema, label"):
         zero_shot_from_json(b'{"events": {}}')
     assert ZeroShotStepResults.__dataclass_fields__["events"]  # the key that tells them apart is a field
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, get_args
 
 from evaluator.attempts import Attempt, attempts, deciding, scored
 from evaluator.checkpoints import CommittedCheckpoint, committed, resolve
@@ -32,6 +32,7 @@ from evaluator.settings import DEFAULT_BATCH_SIZE, Dtype, short_dtype
 from evaluator.workers import Workers, start_workers
 from recorder.errors import RecorderError
 from recorder.provenance import provenance
+from recorder.results.evaluation import SampleRow
 from recorder.run import RunDir, derived_dir, write_derived
 from trainer.policy import CheckpointError
 
@@ -199,7 +200,7 @@ def _verdict(
     diff: Difference | None,
     *,
     t0: float,
-    rows: list[dict[str, Any]] | None = None,
+    rows: Sequence[SampleRow] = (),
     score: float | None = None,
 ) -> StepAudit:
     return StepAudit(
@@ -209,7 +210,7 @@ def _verdict(
         difference=diff,
         recorded_accuracy=recorded.accuracy,
         recomputed_accuracy=score,
-        samples=len(rows or []),
+        samples=len(rows),
         results=recorded.results,
         seconds=time.monotonic() - t0,
     )

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from evaluator.checkpoints import CommittedCheckpoint, resolve
 from evaluator.errors import CommandFailed
-from evaluator.results import SCHEMA, results_dir, write_results
+from evaluator.results import results_dir, write_results
 from recorder.kinds import EvalResult
 from recorder.provenance import provenance
+from recorder.results.evaluation import CommandCheckpoint, CommandResults
 
 if TYPE_CHECKING:
     from evaluator.facts import RunFacts
@@ -115,7 +116,7 @@ def score_with_command(
     clock: Callable[[], int],
     start_ns: int,
     t0: float,
-) -> tuple[dict[str, Any], Path, str, list[tuple[str, float, EvalResult]]]:
+) -> tuple[CommandResults, Path, str, list[tuple[str, float, EvalResult]]]:
     """Run the command on a checkpoint that passed the integrity checks (`checked`: weights sha256,
     fingerprint report, timings). -> (results.json's document, its path, its sha256, the eval_result)."""
     digest, fp, timings = checked
@@ -129,24 +130,23 @@ def score_with_command(
     accuracy, samples, records = read_output(out, f"step {cp.step}", command)
     timings["total_s"] = time.monotonic() - t0
     target = facts.eval_cfg.target
-    doc = {
-        "schema": SCHEMA,
-        "run_id": facts.run_id,
-        "step": cp.step,
-        "samples_count": cp.samples_count,
-        "metric": "accuracy (submitter's command)",
-        "score": accuracy,
-        "n_tasks": samples,
-        "target": target,
-        "passed": accuracy > target,
-        "backend": {"name": "command"},
-        "checkpoint": {"path": cp.path, "sha256": digest, "bytes": cp.bytes, "weight_update_ns": cp.weight_update_ns},
-        "fingerprint": fp,
-        "provenance": {**provenance(), "command": command},
-        "timings": {"start_ns": start_ns, "end_ns": clock(), **{k: round(v, 6) for k, v in timings.items()}},
-        "evaluator_segment": segment,
-        "records": records,
-    }
+    doc = CommandResults(
+        run_id=facts.run_id,
+        step=cp.step,
+        samples_count=cp.samples_count,
+        metric="accuracy (submitter's command)",
+        score=accuracy,
+        n_tasks=samples,
+        target=target,
+        passed=accuracy > target,
+        backend={"name": "command"},
+        checkpoint=CommandCheckpoint(path=cp.path, sha256=digest, bytes=cp.bytes, weight_update_ns=cp.weight_update_ns),
+        fingerprint=fp,
+        provenance={**provenance(), "command": command},
+        timings={"start_ns": start_ns, "end_ns": clock(), **{k: round(v, 6) for k, v in timings.items()}},
+        evaluator_segment=segment,
+        records=None if records is None else tuple(records),
+    )
     path = folder / "results.json"
     sha = write_results(path, doc)
     return (

@@ -23,7 +23,7 @@ from evaluator.integrity import (
     weights_path,
 )
 from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
-from evaluator.results import SCHEMA, Sample, results_dir, sample_rows, task_set_sha256, write_results
+from evaluator.results import Sample, results_dir, sample_rows, task_set_sha256, write_results
 from evaluator.scoring import Generation, Loading
 from evaluator.settings import Dtype, Options, RunEvalConfig, eval_dtype, rule_precision, short_dtype
 from evaluator.vllm_backend import VllmWorkers
@@ -31,6 +31,15 @@ from evaluator.workers import Workers
 from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
 from recorder.log import LogWriter
 from recorder.provenance import provenance
+from recorder.results.document import Document
+from recorder.results.evaluation import (
+    CommandResults,
+    CommitRecord,
+    PassAtKResults,
+    SamplingSettings,
+    ScoredCheckpoint,
+    TaskSet,
+)
 from recorder.rules import passes
 from trainer.policy import CheckpointError
 from trainer.policy.errors import ModelCodeError, ShardMismatchError, UnsafeMetadataError
@@ -96,7 +105,7 @@ class WrittenResults:
     """What a scoring wrote: results.json's document, where it lies and its sha256, and the eval_result
     events it gives as (key, value, payload); evaluate_checkpoint adds results and results_sha256."""
 
-    doc: dict[str, Any]
+    doc: Document
     path: Path
     sha256: str
     results: list[tuple[str, float, EvalResult]]
@@ -206,7 +215,7 @@ def record_written(ctx: Context, cp: CommittedCheckpoint, written: WrittenResult
         )
     w.append(EvalStop(), step=cp.step, samples_count=cp.samples_count)
     return CheckpointEvaluation(
-        accuracy=written.doc.get("score"),
+        accuracy=written.doc.score if isinstance(written.doc, (PassAtKResults, CommandResults)) else None,
         scores={key: value for key, value, _ in written.results},
         results=rel,
         seconds=time.monotonic() - t0,
@@ -294,23 +303,24 @@ def _score(ctx: Context, cp: CommittedCheckpoint, t0: float) -> WrittenResults:
     )
     timings["score_s"] = time.monotonic() - t
     timings["total_s"] = time.monotonic() - t0
-    doc = _document(ctx, cp, digest, fp, s.gen, s.samples, s.pairs, s.full, s.score, timings, start_ns)
+    backend = _backend(ctx, cp)
+    doc = _document(ctx, cp, digest, fp, s, backend, timings, start_ns)
     path = results_dir(ctx.facts.run, cp.step) / "results.json"
     sha = write_results(path, doc)
     accuracy = (
         "accuracy",
         s.score,
         EvalResult(
-            metric=doc["metric"],
-            n=doc["n_tasks"],
-            k=doc["k"],
-            target=doc["target"],
+            metric=doc.metric,
+            n=doc.n_tasks,
+            k=doc.k,
+            target=doc.target,
             task=ctx.spec.name,
             task_sha256=ctx.spec.sha256,
             backend=ctx.options.backend,
-            batch_invariant=doc["backend"]["batch_invariant"],
-            dtype=doc["backend"]["dtype"],
-            device=doc["backend"]["device"],
+            batch_invariant=backend["batch_invariant"],
+            dtype=backend["dtype"],
+            device=backend["device"],
         ),
     )
     return WrittenResults(doc, path, sha, [accuracy])
@@ -400,52 +410,53 @@ def _document(
     cp: CommittedCheckpoint,
     digest: str,
     fp: dict[str, Any],
-    gen: Generation,
-    samples: list[Sample],
-    pairs: list[tuple[str, str]],
-    full: int,
-    score: float,
+    s: Sampled,
+    backend: dict[str, Any],
     timings: dict[str, float],
     start_ns: int,
-) -> dict[str, Any]:
-    cfg = ctx.facts.eval_cfg
-    tasks_passed = sum(any(s.correct for s in samples[t * cfg.k : (t + 1) * cfg.k]) for t in range(len(pairs)))
-    return {
-        "schema": SCHEMA,
-        "run_id": ctx.writer.run_id,
-        "step": cp.step,
-        "samples_count": cp.samples_count,
-        "metric": cfg.metric,
-        "score": score,
-        "k": cfg.k,
-        "n_tasks": len(pairs),
-        "tasks_passed": tasks_passed,
-        "target": cfg.target,
-        "passed": passes(score, cfg.target),
-        "complete_task_set": len(pairs) == full,
-        "settings": {
-            "temperature": gen.temperature,
-            "top_p": gen.top_p,
-            "max_new_tokens": gen.max_new_tokens,
-            "batch_size": gen.batch_size,
-            "workers": ctx.workers.name,
-            "seeds": f"sample_seed({SEED_DOMAIN!r}, task, sample)",
-        },
-        "checkpoint": {
-            "path": cp.path,
-            "sha256": digest,
-            "bytes": cp.bytes,
-            "dtype": cp.dtype,
-            "weight_update_ns": cp.weight_update_ns,
-            "committed": {"segment": cp.segment, "seq": cp.seq},
-        },
-        "fingerprint": fp,
-        "task_set": {"name": "validation", "n": len(pairs), "of": full, "sha256": task_set_sha256(pairs)},
-        "task": ctx.spec.describe(),
-        "backend": _backend(ctx, cp),
-        "provenance": provenance(),
-        "unverified": ctx.facts.unverified,
-        "timings": {"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},
-        "evaluator_segment": ctx.writer.segment,
-        "samples": sample_rows(samples, pairs),
-    }
+) -> PassAtKResults:
+    cfg, gen, samples, pairs, full, score = ctx.facts.eval_cfg, s.gen, s.samples, s.pairs, s.full, s.score
+    tasks_passed = sum(any(x.correct for x in samples[t * cfg.k : (t + 1) * cfg.k]) for t in range(len(pairs)))
+    return PassAtKResults(
+        run_id=ctx.writer.run_id,
+        step=cp.step,
+        samples_count=cp.samples_count,
+        metric=cfg.metric,
+        score=score,
+        k=cfg.k,
+        n_tasks=len(pairs),
+        tasks_passed=tasks_passed,
+        target=cfg.target,
+        passed=passes(score, cfg.target),
+        complete_task_set=len(pairs) == full,
+        settings=SamplingSettings(
+            temperature=gen.temperature,
+            top_p=gen.top_p,
+            max_new_tokens=gen.max_new_tokens,
+            batch_size=gen.batch_size,
+            workers=ctx.workers.name,
+            seeds=f"sample_seed({SEED_DOMAIN!r}, task, sample)",
+        ),
+        checkpoint=scored_checkpoint(cp, digest),
+        fingerprint=fp,
+        task_set=TaskSet(name="validation", n=len(pairs), of=full, sha256=task_set_sha256(pairs)),
+        task=ctx.spec.describe(),
+        backend=backend,
+        provenance=provenance(),
+        unverified=tuple(ctx.facts.unverified),
+        timings={"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},
+        evaluator_segment=ctx.writer.segment,
+        samples=sample_rows(samples, pairs),
+    )
+
+
+def scored_checkpoint(cp: CommittedCheckpoint, digest: str) -> ScoredCheckpoint:
+    """results.json's `checkpoint`: as committed, with the digest its weights were checked against."""
+    return ScoredCheckpoint(
+        path=cp.path,
+        sha256=digest,
+        bytes=cp.bytes,
+        dtype=cp.dtype,
+        weight_update_ns=cp.weight_update_ns,
+        committed=CommitRecord(segment=cp.segment, seq=cp.seq),
+    )

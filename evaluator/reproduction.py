@@ -9,18 +9,21 @@ sample where they part.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from evaluator.attempts import Attempt
 from evaluator.errors import MissingEvidenceError
 from recorder.kinds import EvalResult
+from recorder.results.claims import EvaluationClaims
+from recorder.results.evaluation import SampleRow
 from recorder.run import RunDir
 from recorder.verify.facts import RESULTS_LIMIT, inside, sha256_file
 
 Status = Literal["reproduced", "differs", "missing evidence"]
 
-# What a results.json records per sample, in the order a difference is reported.
+# Every field of a results.json's SampleRow, in the order a difference is reported.
 SAMPLE_FIELDS = (
     "task",
     "sample",
@@ -35,41 +38,35 @@ SAMPLE_FIELDS = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecordedEvaluation:
-    """One scored evaluation as the run recorded it: the eval_result's accuracy and its results.json."""
+    """One scored evaluation as the run recorded it: the eval_result's accuracy and what its results.json
+    claims (checked here, never trusted)."""
 
     step: int
     accuracy: float | None  # the eval_result event's value: the score the run claims
     results: str  # results.json, relative to the run
     results_sha256: str
-    doc: dict[str, Any]
+    claims: EvaluationClaims
 
     @property
     def samples(self) -> list[Any]:
-        rows = self.doc.get("samples")
+        rows = self.claims.samples
         return rows if isinstance(rows, list) else []
 
     @property
     def spec_sha256(self) -> str | None:
-        task = self.doc.get("task")
-        value = task.get("spec_sha256") if isinstance(task, dict) else None
-        return value if isinstance(value, str) else None
+        return _text(self.claims.task_spec_sha256)
 
     @property
     def dtype(self) -> str | None:
-        return self._backend("dtype")
+        return _text(self.claims.backend_dtype)
 
     @property
     def device(self) -> str | None:
-        return self._backend("device")
+        return _text(self.claims.backend_device)
 
     @property
     def backend(self) -> str | None:
-        return self._backend("name")
-
-    def _backend(self, key: str) -> str | None:
-        backend = self.doc.get("backend")
-        value = backend.get(key) if isinstance(backend, dict) else None
-        return value if isinstance(value, str) else None
+        return _text(self.claims.backend_name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,37 +98,43 @@ def recorded_evaluation(run: RunDir, attempt: Attempt) -> RecordedEvaluation:
         doc = json.loads(path.read_bytes())
     except (ValueError, RecursionError):  # RecursionError: nested deeper than Python parses
         raise MissingEvidenceError(f"{where}: {result.results} is not JSON") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("samples"), list):
+    claims = EvaluationClaims.of(doc)
+    if not isinstance(claims.samples, list):
         raise MissingEvidenceError(
             f"{where}: {result.results} has no per-sample completion hashes (an evaluation by --backend command "
             "records only its score): nothing to reproduce bit for bit"
         )
     assert result.results is not None  # inside() accepted it
     return RecordedEvaluation(
-        step=attempt.step, accuracy=attempt.accuracy, results=result.results, results_sha256=found, doc=doc
+        step=attempt.step, accuracy=attempt.accuracy, results=result.results, results_sha256=found, claims=claims
     )
 
 
-def first_difference(recorded: RecordedEvaluation, samples: list[dict[str, Any]], accuracy: float) -> Difference | None:
+def first_difference(recorded: RecordedEvaluation, samples: Sequence[SampleRow], accuracy: float) -> Difference | None:
     """Where the re-evaluation (`samples` as results.json rows, `accuracy`) first parts from the record, or
     None when every sample's hashes and outcome, and the accuracy, are the same bits."""
     for i, (old, new) in enumerate(zip(recorded.samples, samples, strict=False)):
         old = old if isinstance(old, dict) else {}
         for name in SAMPLE_FIELDS:
-            if old.get(name) != new[name] or type(old.get(name)) is not type(new[name]):
+            mine = getattr(new, name)
+            if old.get(name) != mine or type(old.get(name)) is not type(mine):
                 return Difference(
-                    what=f"sample {i} (task {new['task']} sample {new['sample']}): {name}",
+                    what=f"sample {i} (task {new.task} sample {new.sample}): {name}",
                     recorded=old.get(name),
-                    recomputed=new[name],
+                    recomputed=mine,
                 )
     if len(recorded.samples) != len(samples):
         return Difference(what="samples", recorded=len(recorded.samples), recomputed=len(samples))
     if recorded.accuracy is None or recorded.accuracy != accuracy:
         return Difference(what="accuracy", recorded=recorded.accuracy, recomputed=accuracy)
-    score = recorded.doc.get("score")
+    score = recorded.claims.score
     if not isinstance(score, float) or score != accuracy:
         return Difference(what="results.json score", recorded=score, recomputed=accuracy)
     return None
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _short(value: Any) -> str:

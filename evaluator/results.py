@@ -1,23 +1,20 @@
 """results.json: the evidence behind one score, under `derived/evals/step_NNNNNNN/`.
 
-It holds what a reviewer needs to re-check the score without trusting the evaluator: the checkpoint's
-path and hash, the task set's hash, a hash of every prompt, completion and target with its outcome, the
-settings, the fingerprint comparison (or that it was skipped), the code's provenance and the timings.
+Its documents are typed in the core (recorder.results); here, what the evaluator computes for them (a
+sample's rows, the task set's hash) and the atomic write of one under the run.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from recorder import canonical
+from recorder.results.document import Document
+from recorder.results.evaluation import SampleRow
 from recorder.run import RunDir, derived_dir, write_derived
-
-SCHEMA = "recorder.eval.results/1"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,30 +46,25 @@ def results_dir(run: RunDir, step: int, *more: str) -> Path:
     return derived_dir(run, "evals", f"step_{step:07d}", *more)
 
 
-def sample_rows(samples: Sequence[Sample], pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+def sample_rows(samples: Sequence[Sample], pairs: Sequence[tuple[str, str]]) -> tuple[SampleRow, ...]:
     """Per-sample hashes of prompt, completion and target, with seed, reward and outcome."""
-    return [
-        {
-            "task": s.task,
-            "sample": s.sample,
-            "seed": s.seed,
-            "prompt_sha256": sha256_text(pairs[s.task][0]),
-            "completion_sha256": sha256_text(s.completion),
-            "target_sha256": sha256_text(pairs[s.task][1]),
-            "reward": s.reward,
-            "correct": s.correct,
-        }
+    return tuple(
+        SampleRow(
+            task=s.task,
+            sample=s.sample,
+            seed=s.seed,
+            prompt_sha256=sha256_text(pairs[s.task][0]),
+            completion_sha256=sha256_text(s.completion),
+            target_sha256=sha256_text(pairs[s.task][1]),
+            reward=s.reward,
+            correct=s.correct,
+        )
         for s in samples
-    ]
+    )
 
 
-def write_results(path: Path, doc: dict[str, Any]) -> str:
+def write_results(path: Path, doc: Document) -> str:
     """Write `doc` atomically (temporary file, fsync, rename); returns the file's sha256."""
-    body = (json.dumps(doc, indent=1, sort_keys=False, ensure_ascii=False, allow_nan=False) + "\n").encode()
+    body = doc.to_json()
     write_derived(path, body)
     return hashlib.sha256(body).hexdigest()
-
-
-def read_results(path: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(path.read_text())
-    return doc

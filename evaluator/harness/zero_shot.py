@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from evaluator.attempts import HARNESS_WRITER, attempts
 from evaluator.checkpoints import CommittedCheckpoint, resolve
-from evaluator.evaluate import Context, WrittenResults, evaluate_checkpoint, integrity
+from evaluator.evaluate import Context, WrittenResults, evaluate_checkpoint, integrity, scored_checkpoint
 from evaluator.facts import read_facts
 from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
 from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
@@ -33,12 +33,12 @@ from recorder.kinds import EvalResult, EvalStart
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.reader import recorded_run_id
+from recorder.results.harness import HarnessInfo, HarnessResults, HarnessSettings, HarnessTask
 from recorder.run import RunDir
 
 if TYPE_CHECKING:
     from evaluator.harness.adapter import CheckpointLM  # imports lm-eval: only once it is known to be there
 
-SCHEMA = "recorder.eval.harness/1"
 HARNESS: Final = "lm-eval"
 
 
@@ -198,56 +198,50 @@ def _score(
         metrics = out["results"][task.name]
         value = float(metrics[f"{task.metric},none"])
         n = int(out["n-samples"][task.name]["effective"])
-        per_task[task.name] = {
-            "metric": task.metric,
-            "score": value,
-            "n": n,
-            "of": int(out["n-samples"][task.name]["original"]),
-            "metrics": {
+        per_task[task.name] = HarnessTask(
+            metric=task.metric,
+            score=value,
+            n=n,
+            of=int(out["n-samples"][task.name]["original"]),
+            metrics={
                 k.removesuffix(",none"): v for k, v in metrics.items() if k.endswith(",none") and isinstance(v, float)
             },
-            "version": out["versions"].get(task.name),
-            "data_file": str(task.data),
-            **({"data_files": [str(f) for f in task.files]} if task.files else {}),
-            "data_sha256": task.data_sha256,
-            "config_sha256": sha256_text(task.config.read_text()),
-            "samples": [_sample_row(s) for s in out["samples"][task.name]],
-        }
+            version=out["versions"].get(task.name),
+            data_file=str(task.data),
+            data_files=tuple(str(f) for f in task.files) or None,
+            data_sha256=task.data_sha256,
+            config_sha256=sha256_text(task.config.read_text()),
+            samples=tuple(_sample_row(s) for s in out["samples"][task.name]),
+        )
         results.append((task.name, value, EvalResult(metric=task.metric, n=n, harness=HARNESS, num_fewshot=0)))
     timings["total_s"] = time.monotonic() - t0
-    doc = {
-        "schema": SCHEMA,
-        "run_id": ctx.writer.run_id,
-        "step": cp.step,
-        "samples_count": cp.samples_count,
-        "harness": {
-            "name": HARNESS,
-            "version": out.get("lm_eval_version"),
-            "num_fewshot": 0,
-            "scoring": "sum log-likelihood of each continuation; acc_norm divides it by the "
+    max_length, encoding = _model_notes(resolve(ctx.facts.run.path, cp))
+    doc = HarnessResults(
+        run_id=ctx.writer.run_id,
+        step=cp.step,
+        samples_count=cp.samples_count,
+        harness=HarnessInfo(
+            name=HARNESS,
+            version=out.get("lm_eval_version"),
+            num_fewshot=0,
+            scoring="sum log-likelihood of each continuation; acc_norm divides it by the "
             "continuation's length in bytes",
-        },
-        "scores": {name: d["score"] for name, d in per_task.items()},
-        "settings": {
-            "batch_size": options.evaluation.batch_size,
-            "examples_limit": options.examples,
-            **_model_notes(resolve(ctx.facts.run.path, cp)),
-            "workers": workers.name,
-        },
-        "checkpoint": {
-            "path": cp.path,
-            "sha256": digest,
-            "bytes": cp.bytes,
-            "dtype": cp.dtype,
-            "weight_update_ns": cp.weight_update_ns,
-            "committed": {"segment": cp.segment, "seq": cp.seq},
-        },
-        "fingerprint": fp,
-        "provenance": provenance(),
-        "timings": {"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},
-        "evaluator_segment": ctx.writer.segment,
-        "tasks": per_task,
-    }
+        ),
+        scores={name: d.score for name, d in per_task.items()},
+        settings=HarnessSettings(
+            batch_size=options.evaluation.batch_size,
+            examples_limit=options.examples,
+            max_length=max_length,
+            encoding=encoding,
+            workers=workers.name,
+        ),
+        checkpoint=scored_checkpoint(cp, digest),
+        fingerprint=fp,
+        provenance=provenance(),
+        timings={"start_ns": start_ns, "end_ns": ctx.clock(), **{k: round(v, 6) for k, v in timings.items()}},
+        evaluator_segment=ctx.writer.segment,
+        tasks=per_task,
+    )
     segment = ctx.writer.segment.removesuffix(".arrows")
     path = results_dir(ctx.facts.run, cp.step, "harness", segment) / "results.json"
     sha = write_results(path, doc)
@@ -276,8 +270,8 @@ def simple_evaluate(
     )
 
 
-def _model_notes(directory: Path) -> dict[str, Any]:
-    """max_length and encoding, from the checkpoint's files (the workers hold the model, not the driver)."""
+def _model_notes(directory: Path) -> tuple[int | None, str]:
+    """(max_length, encoding), from the checkpoint's files (the workers hold the model, not the driver)."""
     import json
 
     from evaluator.harness.loglik import encoding_note
@@ -286,11 +280,11 @@ def _model_notes(directory: Path) -> dict[str, Any]:
     if not (directory / "config.json").is_file():  # a Hugging Face layout (NeMo-RL's policy/weights/, ...)
         dirs = find_dirs(directory)
         config = json.loads((dirs.model / "config.json").read_text())
-        return {"max_length": config.get("max_position_embeddings"), "encoding": encoding_note(False)}
+        return config.get("max_position_embeddings"), encoding_note(False)
     config = json.loads((directory / "config.json").read_text())
     tokenizer = directory / "tokenizer.json"
     char = tokenizer.is_file() and json.loads(tokenizer.read_text()).get("type") == "char"
-    return {"max_length": config.get("max_position_embeddings"), "encoding": encoding_note(char)}
+    return config.get("max_position_embeddings"), encoding_note(char)
 
 
 @contextmanager

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.outputs import newest_results, table
 from evaluator.zero_shot.targets import RESULTS, target
+from recorder.results.zero_shot import ZeroShotDocument
 
 
 def result_base(path: Path) -> Path:
@@ -21,10 +20,10 @@ def result_base(path: Path) -> Path:
 def collect(paths: list[Path], width: int | None = None) -> str:
     """The table of the newest result per checkpoint under every PATH (in blocks that fit `width`, when
     given); ZeroShotInputError when there is none."""
-    docs: list[dict[str, Any]] = []
+    docs: list[ZeroShotDocument] = []
     for path in paths:
         found = newest_results(result_base(path.resolve()))
         if not found:
             raise ZeroShotInputError(f"{path}: no zero-shot results.json under it: run recorder zero-shot {path}")
-        docs.extend(json.loads(p.read_text()) for p in found)
+        docs.extend(found)
     return table(docs, width)

@@ -5,23 +5,23 @@ blocks that fit its width, each block led by the checkpoint's name, which is nev
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from evaluator.results import write_results
 from recorder.output import write_output
+from recorder.results.document import ResultsDocError
+from recorder.results.zero_shot import ZeroShotDocument, zero_shot_from_json
 
-SCHEMA = "recorder.zero-shot/1"
 GAP = 2  # spaces between two columns
 
 
-def table(docs: list[dict[str, Any]], width: int | None = None) -> str:
+def table(docs: Sequence[ZeroShotDocument], width: int | None = None) -> str:
     """One row per result (checkpoint, step, each task's score, the average, the holdout loss), tasks in
     first-seen order. `width` None: every column in one block (files, pipes). Otherwise the score columns are
     split into blocks that fit `width`, each led by the checkpoint and step; where not even one score column
     fits beside them, each row is a block of `name: value` lines. A checkpoint's name is never cut."""
-    tasks = list(dict.fromkeys(t for d in docs for t in d.get("scores", {})))
+    tasks = list(dict.fromkeys(t for d in docs for t in d.scores))
     head = ["checkpoint", "step", *tasks, "average", "holdout"]
     rows = [head] + [_row(d, tasks) for d in docs]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -65,22 +65,21 @@ def _records(rows: list[list[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _row(doc: dict[str, Any], tasks: list[str]) -> list[str]:
-    scores = doc.get("scores", {})
+def _row(doc: ZeroShotDocument, tasks: list[str]) -> list[str]:
+    scores = doc.scores
     values = [scores[t] for t in tasks if t in scores]
     avg = f"{sum(values) / len(values):.4f}" if values else "-"
-    check = doc.get("holdout") or {}
-    loss = check.get("recomputed")
+    loss = doc.holdout.get("recomputed")
     return [
-        str(doc.get("label", doc.get("checkpoint", {}).get("path", "?"))),
-        str(doc.get("checkpoint", {}).get("step", "-")),
+        doc.label,
+        str(doc.checkpoint.step),
         *(f"{scores[t]:.4f}" if t in scores else "-" for t in tasks),
         avg,
         f"{loss:.4f}" if isinstance(loss, float) else "-",
     ]
 
 
-def write_outputs(directory: Path, doc: dict[str, Any], summary: str, log: str) -> Path:
+def write_outputs(directory: Path, doc: ZeroShotDocument, summary: str, log: str) -> Path:
     """results.json, summary.txt and eval.log in `directory` (made here, under -o DIR when given: each file
     written as recorder.output writes a user's path); returns results.json's path."""
     directory.mkdir(parents=True, exist_ok=False)
@@ -91,18 +90,15 @@ def write_outputs(directory: Path, doc: dict[str, Any], summary: str, log: str) 
     return path
 
 
-def newest_results(base: Path) -> list[Path]:
-    """results.json of the newest zero_shot result under `base` per checkpoint (newest by its finish time)."""
-    newest: dict[str, tuple[str, Path]] = {}
+def newest_results(base: Path) -> list[ZeroShotDocument]:
+    """The newest zero-shot result under `base` per checkpoint (newest by its finish time), in the order of
+    their files' paths; a results.json of another kind, or unreadable, is passed over."""
+    newest: dict[str, tuple[str, Path, ZeroShotDocument]] = {}
     for path in sorted(base.rglob("results.json")):
         try:
-            doc = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            doc = zero_shot_from_json(path.read_bytes())
+        except (OSError, ResultsDocError):
             continue
-        if doc.get("schema") != SCHEMA:
-            continue
-        key = str(doc.get("label"))
-        stamp = str(doc.get("finished", ""))
-        if key not in newest or stamp >= newest[key][0]:
-            newest[key] = (stamp, path)
-    return [p for _, p in sorted(newest.values(), key=lambda sp: str(sp[1]))]
+        if doc.label not in newest or doc.finished >= newest[doc.label][0]:
+            newest[doc.label] = (doc.finished, path, doc)
+    return [doc for _, _, doc in sorted(newest.values(), key=lambda found: str(found[1]))]

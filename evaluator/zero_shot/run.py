@@ -3,7 +3,6 @@ checkpoint (one per worker), then write each one's results and print the table o
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ from evaluator.harness.taskset import TaskData
 from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
 from evaluator.zero_shot.job import Job, JobResult, Report, parts
 from evaluator.zero_shot.options import ZeroShotOptions
-from evaluator.zero_shot.outputs import SCHEMA, newest_results, table, write_outputs
+from evaluator.zero_shot.outputs import newest_results, table, write_outputs
 from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
@@ -24,6 +23,18 @@ from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdo
 from recorder.errors import RecorderError
 from recorder.interrupts import deferred_interrupts
 from recorder.provenance import provenance
+from recorder.results.harness import HarnessResults
+from recorder.results.zero_shot import (
+    HarnessVersion,
+    LoadedCheckpoint,
+    RecordedEvents,
+    StepCheckpoint,
+    StepSettings,
+    ZeroShotDocument,
+    ZeroShotResults,
+    ZeroShotSettings,
+    ZeroShotStepResults,
+)
 
 if TYPE_CHECKING:
     from evaluator.harness.zero_shot import StepOutcome
@@ -42,7 +53,7 @@ class Prepared:
 
 @dataclass(slots=True, kw_only=True)
 class ZeroShotSummary:
-    docs: list[dict[str, Any]] = field(default_factory=list)
+    docs: list[ZeroShotDocument] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     table: str = ""
@@ -123,7 +134,7 @@ def zero_shot(
         + (f", {options.limit} example(s) per task" if options.limit else "")
     )
     summary = ZeroShotSummary()
-    finished: dict[int, list[tuple[Path | None, dict[str, Any]]]] = {}  # in `prepared`: results (None: earlier)
+    finished: dict[int, list[tuple[Path | None, ZeroShotDocument]]] = {}  # in `prepared`: results (None: earlier)
     try:
         _evaluate(prepared, tasks, options, say, summary, finished, report)
     except KeyboardInterrupt:
@@ -157,7 +168,7 @@ def _evaluate(
     options: ZeroShotOptions,
     say: Echo,
     summary: ZeroShotSummary,
-    finished: dict[int, list[tuple[Path | None, dict[str, Any]]]],
+    finished: dict[int, list[tuple[Path | None, ZeroShotDocument]]],
     report: Report | None,
 ) -> None:
     """Each checkpoint's job on the workers, then each recorder run; `finished` fills as each one ends."""
@@ -198,7 +209,7 @@ def _kept(summary: ZeroShotSummary, left: list[Target]) -> str:
 
 def _judge(
     p: Prepared, outcome: JobResult | RecorderError, options: ZeroShotOptions, workers: str, say: Echo
-) -> dict[str, Any] | None:
+) -> ZeroShotResults | None:
     """The result's document, or None (said why) for a failed load or a holdout gap over the tolerance."""
     t = p.target
     if isinstance(outcome, RecorderError):
@@ -253,45 +264,44 @@ def _plan(plan: HoldoutPlan) -> dict[str, Any]:
 
 def _document(
     p: Prepared, r: JobResult, options: ZeroShotOptions, workers: str, check: dict[str, Any], scores: dict[str, float]
-) -> dict[str, Any]:
+) -> ZeroShotResults:
     t, info = p.target, p.target.info
     assert info is not None
-    return {
-        "schema": SCHEMA,
-        "label": t.label,
-        "scores": scores,
-        "checkpoint": {
-            "path": str(t.path),
-            "kind": t.kind,
-            "format": info.format,
-            "step": info.step,
-            "run": str(t.run),
-            "train_world_size": info.world_size,
-            "manifest": r.manifest,
-        },
-        "settings": {
-            "tasks": list(scores),
-            "limit": options.limit,
-            "num_fewshot": 0,
-            "dtype": options.dtype,
-            "device": r.device,
-            "batch_size": options.batch_size,
-            "workers": workers,
-            "capacity": False if r.provenance is not None else None,
-        },
-        "code": r.provenance,
-        "holdout": check,
-        "harness": {"name": "lm-eval", "version": r.lm_eval_version},
-        "tasks": r.tasks,
-        "timings": {k: round(v, 6) for k, v in r.timings.items()},
-        "provenance": provenance(),
-        "finished": datetime.now(UTC).isoformat(),
-    }
+    return ZeroShotResults(
+        label=t.label,
+        scores=scores,
+        checkpoint=LoadedCheckpoint(
+            path=str(t.path),
+            kind=t.kind,
+            format=info.format,
+            step=info.step,
+            run=str(t.run),
+            train_world_size=info.world_size,
+            manifest=r.manifest,
+        ),
+        settings=ZeroShotSettings(
+            tasks=tuple(scores),
+            limit=options.limit,
+            num_fewshot=0,
+            dtype=options.dtype,
+            device=r.device,
+            batch_size=options.batch_size,
+            workers=workers,
+            capacity=False if r.provenance is not None else None,
+        ),
+        code=r.provenance,
+        holdout=check,
+        harness=HarnessVersion(name="lm-eval", version=r.lm_eval_version),
+        tasks=r.tasks,
+        timings={k: round(v, 6) for k, v in r.timings.items()},
+        provenance=provenance(),
+        finished=datetime.now(UTC).isoformat(),
+    )
 
 
 def _recorder_run(
     t: Target, tasks: list[TaskData], options: ZeroShotOptions, say: Echo, summary: ZeroShotSummary
-) -> list[tuple[Path | None, dict[str, Any]]]:
+) -> list[tuple[Path | None, ZeroShotDocument]]:
     """A recorder run: the harness session scores its committed checkpoints and records eval events; each
     scored step's (results directory less its time stamp, document), a step scored before (None, its newest
     document)."""
@@ -307,7 +317,7 @@ def _recorder_run(
         task=options.task or (None if _trained_here(t.path) else shipped(BUILTIN_TASK)),
     )
     result = evaluate_harness(t.path, how)
-    docs: list[tuple[Path | None, dict[str, Any]]] = []
+    docs: list[tuple[Path | None, ZeroShotDocument]] = []
     for o in result.outcomes:
         label = f"{t.label}/step_{o.step}"
         if o.status == "failed":
@@ -319,10 +329,7 @@ def _recorder_run(
             if earlier is None:
                 say(f"{label}: skipped ({o.reason})")
             else:  # in the table as scored before, nothing written again
-                say(
-                    f"{label}: scored earlier: "
-                    + ", ".join(f"{k} {v:.4f}" for k, v in earlier.get("scores", {}).items())
-                )
+                say(f"{label}: scored earlier: " + ", ".join(f"{k} {v:.4f}" for k, v in earlier.scores.items()))
                 docs.append((None, earlier))
             continue
         say(f"{label}: " + ", ".join(f"{k} {v:.4f}" for k, v in o.scores.items()))
@@ -332,13 +339,9 @@ def _recorder_run(
     return docs
 
 
-def _earlier_result(t: Target, step: int, label: str) -> dict[str, Any] | None:
+def _earlier_result(t: Target, step: int, label: str) -> ZeroShotDocument | None:
     """The newest zero-shot result of this step of the run, as `recorder collect` finds it."""
-    for path in newest_results(t.path / RESULTS / f"step_{step:07d}"):
-        doc: dict[str, Any] = json.loads(path.read_text())
-        if doc.get("label") == label:
-            return doc
-    return None
+    return next((d for d in newest_results(t.path / RESULTS / f"step_{step:07d}") if d.label == label), None)
 
 
 def _trained_here(run: Path) -> bool:
@@ -354,26 +357,28 @@ def _trained_here(run: Path) -> bool:
 
 def _harness_document(
     t: Target, o: StepOutcome, label: str, segment: str | None, options: ZeroShotOptions
-) -> dict[str, Any]:
+) -> ZeroShotStepResults:
     """A scored step of a recorder run, from the harness session's own results.json."""
-    from evaluator.results import read_results
-
     assert o.results is not None
-    harness = read_results(t.path / o.results)  # relative to the run
-    return {
-        "schema": SCHEMA,
-        "label": label,
-        "scores": o.scores,
-        "checkpoint": {
-            "path": str(t.path),
-            "kind": t.kind,
-            "format": "recorder",
-            "step": o.step,
-            "sha256": harness["checkpoint"]["sha256"],
-        },
-        "settings": harness["settings"] | {"limit": options.limit, "dtype": "fp32"},
-        "holdout": {"mode": "fingerprint", "fingerprint": harness.get("fingerprint")},
-        "events": {"writer": "harness", "segment": segment, "results": o.results},
-        "tasks": harness["tasks"],
-        "finished": datetime.now(UTC).isoformat(),
-    }
+    harness = HarnessResults.from_json((t.path / o.results).read_bytes())  # relative to the run
+    ran = harness.settings
+    return ZeroShotStepResults(
+        label=label,
+        scores=o.scores,
+        checkpoint=StepCheckpoint(
+            path=str(t.path), kind=t.kind, format="recorder", step=o.step, sha256=harness.checkpoint.sha256
+        ),
+        settings=StepSettings(
+            batch_size=ran.batch_size,
+            examples_limit=ran.examples_limit,
+            max_length=ran.max_length,
+            encoding=ran.encoding,
+            workers=ran.workers,
+            limit=options.limit,
+            dtype="fp32",
+        ),
+        holdout={"mode": "fingerprint", "fingerprint": harness.fingerprint},
+        events=RecordedEvents(writer="harness", segment=segment, results=o.results),
+        tasks=harness.tasks,
+        finished=datetime.now(UTC).isoformat(),
+    )

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import TypeGuard
 
 from recorder.errors import EventDecodeError
 from recorder.events import Event
 from recorder.kinds import EvalResult
+from recorder.results.claims import EvaluationClaims
 from recorder.run import RunDir
 from recorder.run_files import inside, sha256_file
 from recorder.verify.findings import Findings
@@ -44,54 +45,50 @@ def check_evidence(
         return
     try:
         with open(path, "rb") as f:  # streamed: memory stays bounded whatever the file's size
-            doc, tally = read_results(f)
+            claims, tally = read_results(f)
     except ResultsFormatError as why:
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} {why}")
         return
     except (ValueError, RecursionError):  # a UnicodeDecodeError; RecursionError: nested deeper than Python parses
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} is not JSON")
         return
-    doc = doc if isinstance(doc, dict) else {}
-    for message in _disagreements(doc, tally, e, d, run_id, committed_sha256):
+    for message in _disagreements(claims, tally, e, d, run_id, committed_sha256):
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} {message}")
         return
 
 
 def _disagreements(
-    doc: dict[str, Any],
+    doc: EvaluationClaims,
     tally: SampleTally | None,
     e: Event,
     d: EvalResult,
     run_id: str | None,
     committed_sha256: str | None,
 ) -> Iterator[str]:
-    if doc.get("step") != e.step:
-        yield f"is about step {doc.get('step')!r}"
-    checkpoint = doc.get("checkpoint")
-    checkpoint = checkpoint if isinstance(checkpoint, dict) else {}
-    if committed_sha256 is not None and checkpoint.get("sha256") not in (None, committed_sha256):
+    if doc.step != e.step:
+        yield f"is about step {doc.step!r}"
+    if committed_sha256 is not None and doc.checkpoint_sha256 not in (None, committed_sha256):
         yield "scored other weights than the commit's"
-    if run_id is not None and doc.get("run_id") not in (None, run_id):
-        yield f"belongs to run {doc.get('run_id')!r}"
+    if run_id is not None and doc.run_id not in (None, run_id):
+        yield f"belongs to run {doc.run_id!r}"
     try:
         value = e.value
     except EventDecodeError:
         value = None
-    if e.key == "accuracy" and "score" in doc and not _same_number(doc.get("score"), value):
-        yield f"states score {doc.get('score')!r}, the event {value!r}"
-    task = doc.get("task")
-    spec = task.get("spec_sha256") if isinstance(task, dict) else None
+    if e.key == "accuracy" and "score" in doc.stated and not _same_number(doc.score, value):
+        yield f"states score {doc.score!r}, the event {value!r}"
+    spec = doc.task_spec_sha256
     if d.task_sha256 is not None and spec is not None and spec != d.task_sha256:
         yield "names another task spec than the event"
-    for name, recorded in (("n_tasks", d.n), ("k", d.k)):
-        if recorded is not None and name in doc and doc[name] != recorded:
-            yield f"states {name} {doc[name]!r}, the event {recorded!r}"
+    for name, stated, recorded in (("n_tasks", doc.n_tasks, d.n), ("k", doc.k, d.k)):
+        if recorded is not None and name in doc.stated and stated != recorded:
+            yield f"states {name} {stated!r}, the event {recorded!r}"
     yield from _tally(doc, tally)
 
 
-def _tally(doc: dict[str, Any], tally: SampleTally | None) -> Iterator[str]:
+def _tally(doc: EvaluationClaims, tally: SampleTally | None) -> Iterator[str]:
     """The tally and the per-sample outcomes must be possible and add up to the score."""
-    n, passed = doc.get("n_tasks"), doc.get("tasks_passed")
+    n, passed = doc.n_tasks, doc.tasks_passed
     if n is not None and not (_count(n) and n > 0):
         yield f"states n_tasks {n!r}: not a positive count"
         return
@@ -102,8 +99,8 @@ def _tally(doc: dict[str, Any], tally: SampleTally | None) -> Iterator[str]:
         yield from _samples(tally, doc)
 
 
-def _samples(tally: SampleTally, doc: dict[str, Any]) -> Iterator[str]:
-    n, passed, k, score = doc.get("n_tasks"), doc.get("tasks_passed"), doc.get("k"), doc.get("score")
+def _samples(tally: SampleTally, doc: EvaluationClaims) -> Iterator[str]:
+    n, passed, k, score = doc.n_tasks, doc.tasks_passed, doc.k, doc.score
     if tally.bad_index:
         yield "lists a sample without integer task and sample indices"
         return
@@ -127,7 +124,7 @@ def _samples(tally: SampleTally, doc: dict[str, Any]) -> Iterator[str]:
         yield f"states score {score!r}, but its samples solve {solved} of {n} tasks"
 
 
-def _count(x: object) -> bool:
+def _count(x: object) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 

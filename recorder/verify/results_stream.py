@@ -1,4 +1,5 @@
-"""A results.json read within a memory bound: its top-level fields whole, its `samples` one at a time.
+"""A results.json read within a memory bound: its top-level fields whole (as the claims they make, see
+recorder.results.claims), its `samples` one at a time.
 
 `json.loads` of a results.json builds every sample as a dict: about twenty-five times the file's size in
 memory (a 100 MB file took 2.6 GB). The evidence rule needs the top-level fields and, of the samples, only
@@ -14,6 +15,8 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import IO, Any
+
+from recorder.results.claims import SAMPLES, EvaluationClaims
 
 CHUNK = 1 << 20
 VALUE_LIMIT = 16 << 20  # a top-level field or one sample; the evaluator's are a few hundred bytes
@@ -109,15 +112,16 @@ class _Reader:
             self.fill()
 
 
-def read_results(f: IO[bytes]) -> tuple[Any, SampleTally | None]:
-    """The document without its `samples` (a dict, or whatever else the file holds), and the samples' tally
-    when `samples` is a non-empty list. ResultsFormatError for what is not JSON or is too large to read."""
+def read_results(f: IO[bytes]) -> tuple[EvaluationClaims, SampleTally | None]:
+    """The claims of the document's top-level fields but its samples (none when the file holds something
+    else than an object), and the samples' tally when they are a non-empty list. ResultsFormatError for what
+    is not JSON or is too large to read."""
     r = _Reader(f)
     if r.peek() != "{":
-        whole = r.value()
+        r.value()
         if r.peek():
             raise ResultsFormatError("is not JSON (extra data after the document)")
-        return whole, None
+        return EvaluationClaims.of(None), None
     r.take("{")
     doc: dict[str, Any] = {}
     tally: SampleTally | None = None
@@ -129,17 +133,17 @@ def read_results(f: IO[bytes]) -> tuple[Any, SampleTally | None]:
             if not isinstance(key, str):
                 raise ResultsFormatError("is not JSON (an object key that is not a string)")
             r.take(":")
-            if key == "samples" and r.peek() == "[":
+            if key == SAMPLES and r.peek() == "[":
                 tally = _samples(r)
                 doc.pop(key, None)
             else:
                 doc[key] = r.value()
-                tally = None if key == "samples" else tally
+                tally = None if key == SAMPLES else tally
             if r.take(",}") == "}":
                 break
     if r.peek():
         raise ResultsFormatError("is not JSON (extra data after the document)")
-    return doc, tally if tally is not None and tally.count else None
+    return EvaluationClaims.of(doc), tally if tally is not None and tally.count else None
 
 
 def _samples(r: _Reader) -> SampleTally:

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from replay.synthetic import record_run
-from tests.cli.test_terminal_tables import EXE, _on_terminal
-from tests.helpers import run_cli
+from tests.helpers import RECORDER, on_terminal, run_cli
 
 pytestmark = pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script`")
 LOG = "mlperf-results/training/small_llm_moe_pretraining/primus/rcp_logs/gbs64/run_0.log"  # 4,600 lines
@@ -29,7 +28,7 @@ def _raw_terminal(*args: str) -> str:
     # a wide terminal whatever COLUMNS the tests run under: the assertions read the progress line's words
     env = os.environ | {"COLUMNS": "160"}
     done = subprocess.run(
-        ["script", "-qc", " ".join([EXE, *args]), "/dev/null"], capture_output=True, text=True, env=env
+        ["script", "-qc", " ".join([RECORDER, *args]), "/dev/null"], capture_output=True, text=True, env=env
     )
     return done.stdout
 
@@ -56,4 +55,4 @@ def test_import_and_runs_show_progress_on_a_terminal_only(corpus: Path, tmp_path
     assert piped.returncode == 0 and "import: 1 file" not in piped.stdout + piped.stderr
     assert "runs: reading the runs" in _raw_terminal("runs", "--root", str(tmp_path / "a"))
     assert "runs: reading" not in run_cli("runs", "--root", str(tmp_path / "a")).stderr
-    assert _on_terminal(80, "runs", "--root", str(tmp_path / "a")).count("run_0") >= 1
+    assert on_terminal(80, "runs", "--root", str(tmp_path / "a")).count("run_0") >= 1

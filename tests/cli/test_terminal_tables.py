@@ -7,40 +7,19 @@ leaving out low-value columns and saying which; at 40 they still show every id w
 
 from __future__ import annotations
 
-import os
-import re
-import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from replay.scores import write_scores
 from replay.synthetic import record_run
+from tests.helpers import on_terminal
 
-EXE = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # four ids alike in their first 20 characters: a table that cuts them to `in…` makes them one
 IDS = [f"interrupted-resume-check-{n}" for n in ("alpha", "bravo", "charlie", "delta")]
 
 pytestmark = pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script`")
-
-
-def _on_terminal(columns: int, *args: str) -> str:
-    """What `recorder ARGS` prints on a terminal `columns` wide, as plain text."""
-    command = f"stty cols {columns} rows 200; {shlex.join([EXE, *args])}"
-    done = subprocess.run(
-        ["script", "-qc", command, "/dev/null"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": str(columns)},
-        timeout=600,
-    )
-    text = ANSI.sub("", done.stdout).replace("\r", "")
-    assert "Traceback" not in text, text
-    return text
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +38,7 @@ def _table_lines(text: str) -> list[str]:
 
 @pytest.mark.parametrize("columns", [80, 40])
 def test_runs_shows_every_run_id_whole(root: Path, columns: int) -> None:
-    text = _on_terminal(columns, "runs", "--root", str(root))
+    text = on_terminal(columns, "runs", "--root", str(root))
     for run_id in IDS:
         assert run_id in text, text
     assert max((len(x) for x in _table_lines(text)), default=0) <= columns, text
@@ -68,7 +47,7 @@ def test_runs_shows_every_run_id_whole(root: Path, columns: int) -> None:
 
 
 def test_runs_wide_gives_every_column(root: Path) -> None:
-    text = _on_terminal(80, "runs", "--root", str(root), "--wide")
+    text = on_terminal(80, "runs", "--root", str(root), "--wide")
     for name in ("origin", "benchmark", "division", "scored_as", "source", "events"):
         assert name in text, text
 
@@ -76,10 +55,10 @@ def test_runs_wide_gives_every_column(root: Path) -> None:
 @pytest.mark.parametrize("columns", [80, 40])
 def test_evals_and_score_show_ids_whole(root: Path, columns: int) -> None:
     run = root / IDS[2]
-    evals = _on_terminal(columns, "evals", str(run))
+    evals = on_terminal(columns, "evals", str(run))
     assert IDS[2] in evals and "0.7200" in evals and "0.7000" in evals, evals
     assert max((len(x) for x in _table_lines(evals)), default=0) <= columns, evals
-    score = _on_terminal(columns, "score", *(str(root / i) for i in IDS))
+    score = on_terminal(columns, "score", *(str(root / i) for i in IDS))
     for run_id in IDS:
         assert run_id in score, score
 
@@ -87,7 +66,5 @@ def test_evals_and_score_show_ids_whole(root: Path, columns: int) -> None:
 @pytest.mark.parametrize("columns", [80, 40])
 def test_check_submission_shows_the_system_and_benchmark_whole(corpus: Path, tmp_path: Path, columns: int) -> None:
     folder = corpus / "mlperf-results/training_results_v5.1/Wiwynn"
-    text = _on_terminal(
-        columns, "check-submission", str(folder), "--ruleset", "5.1.0", "--root", str(tmp_path / "runs")
-    )
+    text = on_terminal(columns, "check-submission", str(folder), "--ruleset", "5.1.0", "--root", str(tmp_path / "runs"))
     assert "1xKinabalux18x4GB200" in text and "llama2_70b_lora" in text, text

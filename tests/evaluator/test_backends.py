@@ -15,6 +15,7 @@ from evaluator.session import evaluate_run
 from evaluator.settings import Options
 from recorder.reader import read_run
 from tests.helpers import run_cli
+from tests.results_shape import assert_written_in_shape
 from trainer.policy.taskspec import load_spec
 
 UPDATES_MS = {18: 1_780_001_080_000}
@@ -91,6 +92,7 @@ def test_the_command_backends_summary_names_what_it_compared(imported: tuple[Pat
     start, result = _data(run, "eval_start"), _data(run, "eval_result")
     assert start["backend"] == result["backend"] == "command"
     assert "task" not in start and "batch_invariant" not in result  # the command's own evaluation scored
+    assert_written_in_shape(run / result["results"], "command")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed here")

@@ -17,6 +17,7 @@ from recorder.reader import read_run
 from recorder.verify import verify_run
 from tests.evaluator.synth import record_run
 from tests.helpers import run_cli
+from tests.results_shape import assert_written_in_shape
 
 PASS_ALL, PASS_NONE = -1.0, 1.0  # random models score 0.0: > -1 passes, > 1 never does
 
@@ -86,6 +87,7 @@ def test_results_json_is_evidence(tmp_path: Path) -> None:
     assert "torch" in doc["provenance"]["packages"]
     assert doc["fingerprint"]["checked"] is True and doc["fingerprint"]["max_abs_diff"] <= 0.005
     assert {"hash_s", "load_s", "score_s", "total_s", "start_ns", "end_ns"} <= set(doc["timings"])
+    assert_written_in_shape(path, "pass_at_k")
 
 
 def test_limit_then_resume_evaluates_only_what_is_missing(tmp_path: Path) -> None:

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.taskset import DEFAULT_TASKS, ENV, SHIPPED_DATA
-from evaluator.results import read_results
 from recorder.log import LogWriter
 from recorder.reader import read_run
+from recorder.results.harness import HarnessResults
 from recorder.run import RunDir
 from tests.helpers import run_cli
+from tests.results_shape import assert_written_in_shape
 
 pytest.importorskip("lm_eval")
 pytest.importorskip("torch")
@@ -62,11 +63,13 @@ def test_both_checkpoints_scored_on_every_task_with_the_same_scores_for_two_batc
     # the log-likelihoods behind them agree too (float32 batched matmuls: to ~1e-6, not bit for bit)
     for step in (18, 19):
         docs = [
-            read_results(next((run / "derived/evals").glob(f"step_{step:07d}/harness/*/results.json")))
+            HarnessResults.from_json(
+                next((run / "derived/evals").glob(f"step_{step:07d}/harness/*/results.json")).read_bytes()
+            )
             for run in scored_pair
         ]
         for task in DEFAULT_TASKS:
-            a, b = (d["tasks"][task]["samples"] for d in docs)
+            a, b = (d.tasks[task].samples for d in docs)
             assert [x["doc_hash"] for x in a] == [x["doc_hash"] for x in b]
             lls = [
                 (p, q)
@@ -99,6 +102,7 @@ def test_events_are_keyed_by_task_and_results_json_holds_the_evidence(
         assert doc["fingerprint"]["checked"] is True and doc["fingerprint"]["max_abs_diff"] <= 0.005
         assert doc["harness"]["version"].startswith("0.4.") and doc["harness"]["num_fewshot"] == 0
         assert doc["provenance"] and doc["settings"]["batch_size"] == 1
+        assert_written_in_shape(path, "harness")
         for r in results:
             t = doc["tasks"][r.key]
             assert t["score"] == r.value and t["metric"] == r.data["metric"] and t["n"] == r.data["n"] == 24

@@ -13,6 +13,7 @@ import pytest
 from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.run import ZeroShotSummary, zero_shot
 from tests.helpers import run_cli
+from tests.results_shape import assert_written_in_shape
 
 pytestmark = [pytest.mark.slow]
 pytest.importorskip("lm_eval")
@@ -79,8 +80,10 @@ def test_world_size_from_the_number_of_shards(training: Path, hf_cache: Path) ->
     assert len(list(run.glob("__*_0.distcp"))) == 2
     summary, _ = _run([run], hf_cache)
     [doc] = summary.docs
-    assert doc["checkpoint"]["train_world_size"] == 2 and doc["holdout"]["world_size"] == 2
-    assert doc["holdout"]["passed"], doc["holdout"]
+    assert doc.checkpoint.train_world_size == 2 and doc.holdout["world_size"] == 2
+    assert doc.holdout["passed"], doc.holdout
+    [written] = summary.written
+    assert_written_in_shape(written, "zero_shot")
 
 
 def test_a_swapped_tokenizer_aborts(training: Path, hf_cache: Path) -> None:
@@ -99,10 +102,10 @@ def test_the_check_passes_against_tensorboards_event_file(training: Path, hf_cac
     (run / "tensorboard_scalars.json").unlink()
     summary, _ = _run([run / "snapshots/step_20"], hf_cache)
     [doc] = summary.docs
-    check = doc["holdout"]
+    check = doc.holdout
     assert check["source"] == str(run / "tb") and check["passed"]
     assert check["logged"] == pytest.approx(logged, abs=1e-6)  # TensorBoard keeps float32
-    assert check["world_size"] == 2 and doc["checkpoint"]["train_world_size"] == 2  # the snapshot's meta
+    assert check["world_size"] == 2 and doc.checkpoint.train_world_size == 2  # the snapshot's meta
 
 
 def test_record_stores_the_loss_of_a_checkpoint_between_logged_evaluations(training: Path, hf_cache: Path) -> None:
@@ -129,7 +132,7 @@ def test_world_size_from_source_world_size_of_a_consolidated_archive(training: P
     (single / "final_meta.json").write_text((archive / "final_meta.json").read_text())
     summary, _ = _run([single], hf_cache)
     [doc] = summary.docs
-    assert doc["checkpoint"]["train_world_size"] == 2 and doc["holdout"]["passed"]
+    assert doc.checkpoint.train_world_size == 2 and doc.holdout["passed"]
     # the packing depends on it: the same weights at world size 1 miss the logged value
     summary, out = _run([single], hf_cache, train_world_size=1)
     assert summary.failed == ["consolidated"] and "holdout check failed" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,7 @@ from evaluator.zero_shot.outputs import table
 from evaluator.zero_shot.reference import logged_loss
 from evaluator.zero_shot.tasks import parse_task_names
 from evaluator.zero_shot.training_run import HoldoutPlan
+from recorder.results.zero_shot import RecordedEvents, StepCheckpoint, StepSettings, ZeroShotStepResults
 from tests.helpers import run_cli
 from trainer.policy.tokenizer import from_json
 
@@ -130,15 +132,26 @@ def test_task_names_are_lm_evals_with_siqa_as_an_alias() -> None:
         parse_task_names("easy_qa")
 
 
+def _result(label: str, step: int, scores: dict[str, float], holdout: dict[str, Any]) -> ZeroShotStepResults:
+    """A result whose fields the table does not show are placeholders."""
+    return ZeroShotStepResults(
+        label=label,
+        scores=scores,
+        checkpoint=StepCheckpoint(path=label, kind="recorder-run", format="recorder", step=step, sha256="0" * 64),
+        settings=StepSettings(
+            batch_size=1, examples_limit=None, max_length=None, encoding="", workers="local", limit=None, dtype="fp32"
+        ),
+        holdout=holdout,
+        events=RecordedEvents(writer="harness", segment=None, results=""),
+        tasks={},
+        finished="",
+    )
+
+
 def test_the_table_lines_up_tasks_first_seen_and_averages() -> None:
     docs = [
-        {
-            "label": "run",
-            "checkpoint": {"step": 20},
-            "scores": {"piqa": 0.5, "arc_easy": 0.25},
-            "holdout": {"recomputed": 2.5},
-        },
-        {"label": "run/step_10", "checkpoint": {"step": 10}, "scores": {"piqa": 0.75}, "holdout": {"mode": "off"}},
+        _result("run", 20, {"piqa": 0.5, "arc_easy": 0.25}, {"recomputed": 2.5}),
+        _result("run/step_10", 10, {"piqa": 0.75}, {"mode": "off"}),
     ]
     assert table(docs).splitlines() == [
         "checkpoint   step    piqa  arc_easy  average  holdout",
@@ -150,8 +163,8 @@ def test_the_table_lines_up_tasks_first_seen_and_averages() -> None:
 def test_the_table_in_blocks_that_fit_a_width_and_as_lines_below_it() -> None:
     tasks = ["arc_easy", "arc_challenge", "hellaswag"]
     docs = [
-        {"label": "a-long-run-name/step_20", "checkpoint": {"step": 20}, "scores": dict.fromkeys(tasks, 0.5)},
-        {"label": "b/step_10", "checkpoint": {"step": 10}, "scores": {"hellaswag": 0.25}, "holdout": {}},
+        _result("a-long-run-name/step_20", 20, dict.fromkeys(tasks, 0.5), {}),
+        _result("b/step_10", 10, {"hellaswag": 0.25}, {}),
     ]
     assert table(docs, 60).splitlines() == [
         "checkpoint               step  arc_easy  arc_challenge",

@@ -12,6 +12,7 @@ import pytest
 
 from recorder.reader import read_run
 from tests.helpers import run_cli
+from tests.results_shape import assert_written_in_shape
 
 pytestmark = [pytest.mark.slow]
 pytest.importorskip("lm_eval")
@@ -34,6 +35,7 @@ def test_a_recorder_run_is_scored_and_recorded_as_events(trained_run: Path, tmp_
         assert doc["scores"] == {t: events[(step, t)] for t in ("piqa", "social_iqa")}
         assert doc["holdout"]["mode"] == "fingerprint" and doc["events"]["writer"] == "harness"
         assert (path.parent / "summary.txt").read_text() in done.stdout
+        assert_written_in_shape(path, "zero_shot_step")
     table = (path.parent / "summary.txt").read_text()
 
     again = run_cli("zero-shot", str(run), "--hf-cache", str(hf_cache), "--tasks", "piqa,siqa", "--limit", "2")

@@ -5,18 +5,13 @@ pipe and in summary.txt the table is one block, and no progress is drawn."""
 from __future__ import annotations
 
 import json
-import os
-import re
-import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from evaluator.zero_shot.tasks import TASKS
-from tests.helpers import run_cli
+from tests.helpers import on_terminal, run_cli
 
 pytestmark = [
     pytest.mark.slow,
@@ -24,8 +19,6 @@ pytestmark = [
 ]
 pytest.importorskip("lm_eval")
 
-EXE = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 RUN = "pretraining-llama-tiny-fsdp2-seed1234-lr3e-3"  # a name as long as teams give their runs
 
 
@@ -36,31 +29,12 @@ def snapshots(training: Path) -> list[Path]:
     return [run / "snapshots/step_10", run / "snapshots/step_20"]
 
 
-def _on_terminal(columns: int, args: list[str]) -> str:
-    """Everything drawn on a terminal `columns` wide (progress frames too), carriage returns as newlines."""
-    command = f"stty cols {columns} rows 60; {shlex.join([EXE, *args])}"
-    done = subprocess.run(
-        ["script", "-qc", command, "/dev/null"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COLUMNS": str(columns)},
-        timeout=600,
-    )
-    return done.stdout
-
-
-def _plain(raw: str) -> str:
-    return ANSI.sub("", raw).replace("\r", "\n")
-
-
 @pytest.mark.parametrize("columns", [80, 40])
 def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path], hf_cache: Path, columns: int) -> None:
     labels = [f"{RUN}/step_10", f"{RUN}/step_20"]
     out = snapshots[0].parents[2] / "results"
     args = ["zero-shot", *map(str, snapshots), "--hf-cache", str(hf_cache), "--limit", "1", "--workers", "1"]
-    raw = _on_terminal(columns, [*args, "-o", str(out)])
-    text = _plain(raw)
-    assert "Traceback" not in text, text
+    text = on_terminal(columns, *args, "-o", str(out))
     [first, second] = sorted(out.glob("*/results.json"))
     assert [json.loads(p.read_text())["label"] for p in (first, second)] == labels
     summary = (first.parent / "summary.txt").read_text().splitlines()
@@ -77,7 +51,7 @@ def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path]
         assert len(heads) > 1 and len(rows) == 2 * len(heads), table  # blocks, each led by every name
         assert all(len(line) <= columns for line in [*heads, *rows]), table
         assert "/2 done" in text and "loading" in text  # the progress: checkpoints done, what each does
-        again = _plain(_on_terminal(columns, ["collect", str(out)]))
+        again = on_terminal(columns, "collect", str(out))
         drawn = [line for line in table.splitlines() if line in heads or line in rows]
         assert [line for line in again.splitlines() if line.strip()] == drawn, again  # the same blocks
     else:  # not even the names fit beside a score: one block of lines per checkpoint

@@ -12,6 +12,7 @@ import pytest
 from evaluator.zero_shot.loading import ModelCode
 from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.run import zero_shot
+from recorder.results.zero_shot import ZeroShotResults
 from tests.helpers import run_cli
 
 pytestmark = [pytest.mark.slow]
@@ -50,9 +51,9 @@ def test_two_checkpoints_on_two_ray_workers_equal_one_worker_and_any_batch_size(
     out: list[str] = []
     two = zero_shot(paths, _options(hf_cache, workers=2), echo=out.append)
     one = zero_shot(paths, _options(hf_cache, workers=1, batch_size=1), echo=lambda _: None)
-    assert [d["settings"]["workers"] for d in two.docs] == ["ray:2", "ray:2"]
-    assert [d["settings"]["workers"] for d in one.docs] == ["local", "local"]
-    assert [d["scores"] for d in two.docs] == [d["scores"] for d in one.docs]
+    assert [d.settings.workers for d in two.docs] == ["ray:2", "ray:2"]
+    assert [d.settings.workers for d in one.docs] == ["local", "local"]
+    assert [d.scores for d in two.docs] == [d.scores for d in one.docs]
     assert two.table == one.table and out[-1] == two.table.rstrip("\n") and out.count(out[-1]) == 1
     done = run_cli("collect", *map(str, paths))
     assert done.returncode == 0, done.stderr
@@ -75,12 +76,13 @@ def test_the_teams_model_code_evaluates_with_capacity_off_and_its_provenance(tra
     custom = zero_shot([run], _options(hf_cache, code=code, out=training / "custom"), echo=lambda _: None)
     plain = zero_shot([run], _options(hf_cache, out=training / "plain"), echo=lambda _: None)
     [doc], [ref] = custom.docs, plain.docs
-    assert doc["scores"] == ref["scores"] and doc["holdout"]["passed"]
-    assert doc["settings"]["capacity"] is False
-    files = {f["path"]: f["sha256"] for f in doc["code"]["files"]}
+    assert isinstance(doc, ZeroShotResults) and doc.code is not None
+    assert doc.scores == ref.scores and doc.holdout["passed"]
+    assert doc.settings.capacity is False
+    files = {f["path"]: f["sha256"] for f in doc.code["files"]}
     model_py = hashlib.sha256((tree / "tiny_moe/model.py").read_bytes()).hexdigest()
     assert files == {"tiny_moe/__init__.py": hashlib.sha256(b"").hexdigest(), "tiny_moe/model.py": model_py}
-    assert doc["code"]["git_commit"] == commit and doc["code"]["git_dirty"] is False
-    assert doc["code"]["factory"] == "tiny_moe.model:build"
+    assert doc.code["git_commit"] == commit and doc.code["git_dirty"] is False
+    assert doc.code["factory"] == "tiny_moe.model:build"
     [written] = custom.written
     assert written.parent.parent == training / "custom" and written.parent.name.startswith("run_")

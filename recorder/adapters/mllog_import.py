@@ -21,6 +21,7 @@ from typing import Any
 
 from mlperf_logging.mllog import constants as C
 
+from recorder.interrupts import deferred_interrupts
 from recorder.kinds import (
     BlockStart,
     BlockStop,
@@ -296,11 +297,13 @@ def import_file(
     gbs = _int(firsts.get(C.GLOBAL_BATCH_SIZE))
     times = [t for _, p in parsed if (t := _time_ns(p.time_ms)) is not None]
     last_ns = times[0] if times else 0
-    run = RunDir.create(root, run_id or default_run_id(path))
-    report = MllogImportReport(path, run)
-    if problem is not None:
-        report.warnings.append(f"{problem}: replay --check reports the checker's verdict; score refuses the run")
+    run: RunDir | None = None
     try:
+        with deferred_interrupts():  # the folder and `run` naming it for the removal below, or neither
+            run = RunDir.create(root, run_id or default_run_id(path))
+        report = MllogImportReport(path, run)
+        if problem is not None:
+            report.warnings.append(f"{problem}: replay --check reports the checker's verdict; score refuses the run")
         # The file is the record and stays where it is: one fsync at close (recorder/log.py's durability policy).
         with LogWriter(run, WRITER, clock=lambda: last_ns, durability="at-close") as w:
             opened = RunOpened(
@@ -349,6 +352,8 @@ def import_file(
                     rec.recognize(p, last_ns, line_no)
             rec.flush()
     except BaseException:  # Ctrl-C or a failure mid-file: no half-imported run is left (the file is the record)
-        shutil.rmtree(run.path, ignore_errors=True)
+        if run is not None:
+            with deferred_interrupts():  # a second Ctrl-C waits until the half-read run is gone
+                shutil.rmtree(run.path, ignore_errors=True)
         raise
     return report

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from recorder.errors import InputError
+from recorder.interrupts import deferred_interrupts
 from recorder.kinds import CheckpointCommitted, CheckpointFormat, RunOpened, Source, Timing, TrainStop, WeightUpdate
 from recorder.log import LogWriter
 from recorder.reader import read_run
@@ -94,16 +95,18 @@ def write_series(into: Path, writer: str, opened: RunOpened, commits: list[Serie
 
     `opened` is recorded (at the first weight update) only when the run has no run_opened yet. A run that
     already committed any of the steps is refused before anything is written."""
-    run, kinds, committed = _open_run(into)
-    clash = sorted(committed & {c.step for c in commits})
-    if clash:
-        raise AlreadyImportedError(
-            f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
-            "commits; import into a new run directory"
-        )
-    with LogWriter(run, writer) as log:
+    with deferred_interrupts():  # a new run's folder and its run_opened, or neither
+        run, kinds, committed = _open_run(into)
+        clash = sorted(committed & {c.step for c in commits})
+        if clash:
+            raise AlreadyImportedError(
+                f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
+                "commits; import into a new run directory"
+            )
+        log = LogWriter(run, writer)
         if "run_opened" not in kinds:
             log.append(opened, time_ns=commits[0].weight_update_ns)
+    with log:
         for c in commits:
             _commit(log, run, c)
         if "train_stop" not in kinds:

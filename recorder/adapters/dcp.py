@@ -108,9 +108,15 @@ def read_checkpoint(path: Path, layout: Layout, gbs: int | None) -> DcpCheckpoin
     meta = _meta(meta_path, required=layout == "dcp-archive")
     _check_source(meta, meta_path, path)
     step = _step(meta, meta_path, path, layout)
+    stated = _int(meta, ("global_batch_size",), meta_path)
+    if gbs is not None and stated is not None and gbs != stated:
+        raise DcpLayoutError(
+            f"{meta_path}: global_batch_size is {stated}, --global-batch-size {gbs}: leave the option out, or "
+            "correct the file if it is the one that is wrong"
+        )
     samples = _int(meta, ("samples_count", "consumed_samples"), meta_path)
     if samples is None:
-        per_step = gbs or _int(meta, ("global_batch_size",), meta_path)
+        per_step = gbs or stated
         if per_step is None:
             raise DcpLayoutError(
                 f"{meta_path}: neither samples_count nor global_batch_size says how many samples step {step} "

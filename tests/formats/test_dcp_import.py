@@ -133,7 +133,7 @@ def _refused(done: Any, run: Path, *words: str) -> None:
     assert not run.exists()
 
 
-@pytest.mark.parametrize("damage", ["no checkpoints", "source gone", "no .metadata", "no step"])
+@pytest.mark.parametrize("damage", ["no checkpoints", "source gone", "no .metadata", "no step", "batch size"])
 def test_bad_input_is_one_error_line_naming_the_file_and_nothing_is_written(tmp_path: Path, damage: str) -> None:
     series = write_archives(tmp_path / "archives", tmp_path / "job")
     archive = series / "fsdp2_epoch_2"
@@ -147,10 +147,14 @@ def test_bad_input_is_one_error_line_naming_the_file_and_nothing_is_written(tmp_
     elif damage == "no .metadata":
         (archive / ".metadata").unlink()
         words = (f"{archive / '.metadata'}: missing", "save it again")
-    else:
+    elif damage == "no step":
         meta = json.loads((archive / "final_meta.json").read_text())
         (archive / "final_meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "step"}))
         words = (f"{archive / 'final_meta.json'}: no step", 'add "step": N')
+    else:  # the meta and the option disagree: neither silently wins
+        meta = json.loads((archive / "final_meta.json").read_text())
+        (archive / "final_meta.json").write_text(json.dumps(meta | {"global_batch_size": 2 * GBS}))
+        words = (f"{archive / 'final_meta.json'}: global_batch_size is {2 * GBS}, --global-batch-size {GBS}",)
     run = tmp_path / "runs" / "fsdp"
     done = run_cli("import-checkpoints", str(series), "--into", str(run), "--global-batch-size", str(GBS))
     _refused(done, run, *words)

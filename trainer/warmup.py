@@ -21,7 +21,7 @@ from trainer.policy.sampling import generate, sample_seed
 from trainer.policy.task import Task, dev_tasks, reward, warmup_tasks
 from trainer.policy.tokenizer import Tokenizer
 
-VERSION = "warmup-v1"  # bump when the warm-up's code changes what it produces
+VERSION = "warmup-v2"  # bump when the warm-up's code changes what it produces
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,6 @@ def _train(model: Any, tokenizer: Tokenizer, cfg: TrainConfig) -> tuple[int, flo
         opt.zero_grad(set_to_none=True)
         nll.backward()
         opt.step()
-        if b % w.check_every == 0:
+        if b % w.check_every == 0 or acc >= w.stop_dev_accuracy - w.check_every_batch_within:
             acc = dev_acc()
     return w.max_batches, acc

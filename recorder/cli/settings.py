@@ -55,6 +55,7 @@ MEANINGS: dict[str, str] = {
     "warmup.learning_rate": "Warm-up learning rate",
     "warmup.max_batches": "Most warm-up batches",
     "warmup.check_every": "Dev accuracy measured every this many warm-up batches",
+    "warmup.check_every_batch_within": "... and every batch once the last check was this close to the stop",
     "warmup.stop_dev_accuracy": "Warm-up stops at the first check reaching this dev accuracy",
     "warmup.cache_dir": "Where warm-up inits are cached",
 }

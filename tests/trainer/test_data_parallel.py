@@ -22,7 +22,7 @@ from trainer.data_parallel import check_data_parallel
 from trainer.distributed import Ranks
 
 DEFAULT = load_config()
-# The default config decides both: 16 prompts x 16 samples = 256, CEIL(2.5 + 3840/256) = 18 when written.
+# The default config decides both: 64 prompts x 4 samples = 256, CEIL(2.5 + 3840/256) = 18 when written.
 GBS, VALIDATION_START = DEFAULT.global_batch_size, DEFAULT.validation_start
 WORLD = 2
 
@@ -36,13 +36,16 @@ def test_the_ranks_shares_are_the_whole_batch_in_order(world: int) -> None:
 
 
 def test_settings_data_parallel_cannot_run_are_named() -> None:
-    cfg = load_config(sets=["num_prompts_per_step=3", "updates_per_rollout=1", "micro_batch_size=16", "rollout=vllm"])
+    sixteen = "num_generations_per_prompt=16"
+    cfg = load_config(
+        sets=["num_prompts_per_step=3", sixteen, "updates_per_rollout=1", "micro_batch_size=16", "rollout=vllm"]
+    )
     problems = check_data_parallel(cfg, Ranks(0, 4))
     assert len(problems) == 2
     assert problems[0].startswith("num_prompts_per_step: 3 prompts cannot be shared by 4 ranks")
     assert problems[1].startswith("rollout: vllm")
     assert check_data_parallel(DEFAULT, Ranks(0, WORLD)) == []
-    (mini,) = check_data_parallel(load_config(sets=["num_prompts_per_step=12"]), Ranks(0, WORLD))  # 4 updates
+    (mini,) = check_data_parallel(load_config(sets=["num_prompts_per_step=12", sixteen]), Ranks(0, WORLD))  # 4 updates
     assert mini.startswith("updates_per_rollout: 4 mini-batches of whole prompts on each of 2 ranks need")
 
 

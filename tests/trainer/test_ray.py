@@ -12,7 +12,9 @@ SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size
 
 
 def test_grpo_steps_over_ray_match_torch(ray_cluster, tmp_path):
-    cfg = load_config(sets=["warmup.enabled=false", "num_prompts_per_step=4", "micro_batch_size=32"])
+    cfg = load_config(
+        sets=["warmup.enabled=false", "num_prompts_per_step=4", "num_generations_per_prompt=16", "micro_batch_size=32"]
+    )
     results = {}
     for use_ray in (False, True):
         t = GRPOTrainer(cfg, root=tmp_path, run_id=f"ray-{use_ray}", use_ray=use_ray, model_cfg=SMALL)

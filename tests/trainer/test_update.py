@@ -86,9 +86,10 @@ def test_ratio_against_current_weights_would_differ():
 
 def test_updates_must_split_the_prompts_into_equal_mini_batches():
     assert load_config(sets=["updates_per_rollout=2"]).gradient_accumulation_steps == 2  # 256 / 2 / 64
+    prompts = ["num_prompts_per_step=16", "num_generations_per_prompt=16"]
     for bad in ("updates_per_rollout=3", "updates_per_rollout=32", "updates_per_rollout=0"):
         with pytest.raises(ConfigError, match="updates_per_rollout: .* split the 16 prompts of a step"):
-            load_config(sets=[bad])
+            load_config(sets=[*prompts, bad])
 
 
 def test_the_first_mini_batch_knows_its_loss_gradient_before_the_forward(monkeypatch):

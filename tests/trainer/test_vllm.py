@@ -20,7 +20,15 @@ def test_vllm_rollout_follows_refits_and_trains(tmp_path):
     from trainer.loop import GRPOTrainer
     from trainer.rollout import TorchRollout
 
-    cfg = load_config(sets=["rollout=vllm", "warmup.enabled=false", "num_prompts_per_step=4", "micro_batch_size=32"])
+    cfg = load_config(
+        sets=[
+            "rollout=vllm",
+            "warmup.enabled=false",
+            "num_prompts_per_step=4",
+            "num_generations_per_prompt=16",
+            "micro_batch_size=32",
+        ]
+    )
     t = GRPOTrainer(cfg, root=tmp_path, run_id="v")
     t.setup()
     try:

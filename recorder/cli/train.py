@@ -216,7 +216,8 @@ def _interrupted(trainer: GRPOTrainer) -> TrainInterrupted:
         return TrainInterrupted("interrupted before the run was created; nothing was recorded")
     step = (trainer.last_step or 0) + 1
     summary = getattr(trainer, "summary", None)
-    committed = bool(summary and summary.checkpoints) or hasattr(trainer, "plan")
+    # a resumed run started from a committed checkpoint, so it can be resumed again even before its own first
+    committed = bool(summary and summary.checkpoints) or getattr(trainer, "plan", None) is not None
     if not committed:
         return TrainInterrupted(
             f"interrupted at step {step}, before the first checkpoint: {run_dir.path} cannot be resumed "

@@ -30,6 +30,7 @@ def test_grpo_steps_on_smollm2(tmp_path):
         sets=[
             "model=smollm2-135m",
             "num_prompts_per_step=2",
+            "num_generations_per_prompt=16",
             "updates_per_rollout=2",  # the default 4 would not split 2 prompts into whole-prompt mini-batches
             "micro_batch_size=8",
             "max_new_tokens=4",

@@ -3,7 +3,7 @@
 Records a run whose trainer segment is about `--mb` MiB: many steps, each a `weight_update` and a
 `step_metrics` with the trainer's numbers and an `extra` of per-step statistics (as a long run logs), then
 checkpoints of the last two steps and their evaluations (the second passes). Then, each in a fresh process
-measured alone (`os.wait4`: that child's own peak RSS), `recorder verify` (the peer) and `recorder replay`
+measured alone (its own peak RSS, not this process's), `recorder verify` (the peer) and `recorder replay`
 (what `recorder replay` does: verify, derive the official log and write it, every interpretation's row of
 scores.jsonl). The compliance checker, which `recorder replay` runs on each interpretation's log, is
 mlperf-logging's memory and time, not ours: `--check` adds the whole `recorder replay` command as a third row.
@@ -15,7 +15,6 @@ mlperf-logging's memory and time, not ours: `--check` adds the whole `recorder r
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -129,19 +128,29 @@ def record(root: Path, mb: int) -> tuple[RunDir, int]:
     return run, step
 
 
+# A child spawned straight from this process starts with this process's peak RSS as its own ru_maxrss (the
+# kernel keeps the larger across exec, and this process built the run), so a launcher of a few MiB spawns the
+# command and reports the command's own peak, from its RUSAGE_CHILDREN, on a last line of its own.
+PEAK = "peak-rss-kib"
+LAUNCH = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[1:])\n"
+    f"print('\\n{PEAK}', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode)\n"
+)
+
+
 def measured(args: list[str]) -> tuple[float, float, str]:
-    """Run a command alone; its wall seconds, its own peak RSS (MiB, from os.wait4) and its stdout."""
+    """Run a command alone; its wall seconds, its own peak RSS (MiB) and its stdout."""
     with tempfile.TemporaryFile("w+") as out:
         t = time.perf_counter()
-        child = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, text=True)
-        _, status, usage = os.wait4(child.pid, 0)  # before Popen reaps it: this child's own rusage
+        subprocess.run([sys.executable, "-c", LAUNCH, *args], stdout=out, stderr=subprocess.STDOUT, text=True)
         seconds = time.perf_counter() - t
-        child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
-        text = out.read()
-    if child.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed (exit {child.returncode}):\n{text}")
-    return seconds, usage.ru_maxrss / 1024, text
+        text, _, trailer = out.read().rpartition(f"\n{PEAK} ")
+    kib, returncode = (int(x) for x in trailer.split())
+    if returncode != 0:
+        sys.exit(f"{' '.join(args)} failed (exit {returncode}):\n{text}")
+    return seconds, kib / 1024, text
 
 
 def main() -> None:

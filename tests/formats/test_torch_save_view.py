@@ -7,6 +7,7 @@ import ctypes
 import io
 import os
 import pickle
+import struct
 import zipfile
 from collections import OrderedDict
 from pathlib import Path
@@ -109,4 +110,15 @@ def test_bytes_that_are_no_tensor_archive_are_refused() -> None:
     buf, _ = _archive(torch.arange(4))
     buf[buf.index(b"_rebuild_tensor_v2") + 3] ^= 1  # the pickle altered: its checksum no longer holds
     with pytest.raises(TorchSaveError, match="not a torch.save archive"):
+        view_tensor(memoryview(buf), 0, len(buf))
+
+
+def test_a_storage_record_said_to_reach_past_its_archive_is_refused() -> None:
+    """Its bytes would be the next chunk's in the shard, or past its end: never viewed."""
+    buf = _crafted((4,))
+    entry = buf.index(b"PK\x01\x02")  # the first central directory entry; its name follows at +46
+    while not bytes(buf[entry + 46 : entry + 46 + 14]).startswith(b"archive/data/0"):
+        entry = buf.index(b"PK\x01\x02", entry + 4)
+    struct.pack_into("<II", buf, entry + 20, 1 << 20, 1 << 20)  # its central directory's two sizes
+    with pytest.raises(TorchSaveError, match="storage record '0' lies past the archive"):
         view_tensor(memoryview(buf), 0, len(buf))

@@ -54,7 +54,7 @@ class _ArchiveView:
     """The records of one torch.save zip, located without reading their contents."""
 
     def __init__(self, buf: memoryview, start: int, length: int) -> None:
-        self.buf, self.start = buf, start
+        self.buf, self.start, self.end = buf, start, min(start + length, len(buf))
         try:
             self.zip = zipfile.ZipFile(_ViewReader(buf[start : start + length]))
         except (zipfile.BadZipFile, ValueError) as e:
@@ -89,10 +89,15 @@ class _ArchiveView:
         if info.compress_type != zipfile.ZIP_STORED:
             raise TorchSaveError(f"storage record {key!r} is compressed")
         at = self.start + info.header_offset
+        if at + _LOCAL_HEADER.size > self.end:
+            raise TorchSaveError(f"storage record {key!r} lies past the archive")
         fields = _LOCAL_HEADER.unpack_from(self.buf, at)
         if fields[0] != b"PK\x03\x04":
             raise TorchSaveError(f"storage record {key!r} has no local header")
-        return at + _LOCAL_HEADER.size + fields[-2] + fields[-1], info.file_size
+        begin = at + _LOCAL_HEADER.size + fields[-2] + fields[-1]
+        if begin + info.file_size > self.end:  # never another chunk's bytes, nor past the shard
+            raise TorchSaveError(f"storage record {key!r} lies past the archive")
+        return begin, info.file_size
 
 
 class _Unpickler(pickle.Unpickler):

@@ -95,17 +95,21 @@ def write_series(into: Path, writer: str, opened: RunOpened, commits: list[Serie
 
     `opened` is recorded (at the first weight update) only when the run has no run_opened yet. A run that
     already committed any of the steps is refused before anything is written."""
-    with deferred_interrupts():  # a new run's folder and its run_opened, or neither
-        run, kinds, committed = _open_run(into)
-        clash = sorted(committed & {c.step for c in commits})
-        if clash:
-            raise AlreadyImportedError(
-                f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
-                "commits; import into a new run directory"
-            )
-        log = LogWriter(run, writer)
-        if "run_opened" not in kinds:
-            log.append(opened, time_ns=commits[0].weight_update_ns)
+    try:
+        with deferred_interrupts():  # a new run's folder and its run_opened, or neither
+            run, kinds, committed = _open_run(into)
+            clash = sorted(committed & {c.step for c in commits})
+            if clash:
+                raise AlreadyImportedError(
+                    f"{run.path}: steps {', '.join(map(str, clash))} already have checkpoint "
+                    "commits; import into a new run directory"
+                )
+            log = LogWriter(run, writer)
+            if "run_opened" not in kinds:
+                log.append(opened, time_ns=commits[0].weight_update_ns)
+    except KeyboardInterrupt:  # raised after the block completed: its segment is closed, as below
+        log.close()
+        raise
     with log:
         for c in commits:
             _commit(log, run, c)

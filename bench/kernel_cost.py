@@ -13,7 +13,7 @@ import time
 
 from trainer.policy.kernels import is_pinned, pin_cpu_kernels, wants_pinned
 
-pin_cpu_kernels(wants_pinned())
+pin_cpu_kernels(wants_pinned("tiny", "torch"))  # the tiny model, as the trainer pins it
 
 import torch  # noqa: E402  (after the pin: the kernels are chosen when torch loads)
 

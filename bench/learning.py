@@ -1,11 +1,14 @@
 """Learning is real, per CPU kernel set: `recorder train` seeds under each float order torch offers here.
 
 Each run is its own `recorder train` process, started with a kernel set's ATEN_CPU_CAPABILITY and MKL_CBWR as
-another CPU would pick them (`--pinned`: with RECORDER_CPU_KERNELS=pinned, which overrides both); then a scoring process under the same environment scores the warm-up init and every checkpoint with
-the evaluator's pass@k (salt "eval", as `recorder eval` samples). One JSON line per run is appended to
+another CPU would pick them, and RECORDER_CPU_KERNELS as `--cpu-kernels` says (auto, the default: the tiny
+model pins, which overrides both; native: the set's own kernels). A scoring process under the same
+environment then scores the warm-up init and every checkpoint with the evaluator's pass@k (salt "eval", as
+`recorder eval` samples). One JSON line per run is appended to
 `--out` as it ends, so that nothing measured is lost.
 
     nice -n 19 python -m bench.learning --kernels avx512,avx2,default --seeds 0-4 --out learning.jsonl
+    nice -n 19 python -m bench.learning --kernels avx512 --cpu-kernels native   # the CPU's own float order
 """
 
 from __future__ import annotations
@@ -31,11 +34,9 @@ KERNEL_SETS: Mapping[str, Mapping[str, str]] = {
 REPO = Path(__file__).resolve().parents[1]
 
 
-def kernel_env(kernels: str, *, pinned: bool = False) -> dict[str, str]:
-    """This process's environment with a kernel set's variables (and, `pinned`, the recorder's pin on)."""
-    env = {**os.environ, **KERNEL_SETS[kernels], "OMP_NUM_THREADS": "1"}
-    env["RECORDER_CPU_KERNELS"] = "pinned" if pinned else "native"
-    return env
+def kernel_env(kernels: str, cpu_kernels: str = "auto") -> dict[str, str]:
+    """This process's environment with a kernel set's variables and RECORDER_CPU_KERNELS=`cpu_kernels`."""
+    return {**os.environ, **KERNEL_SETS[kernels], "OMP_NUM_THREADS": "1", "RECORDER_CPU_KERNELS": cpu_kernels}
 
 
 def capability(kernels: str) -> str:
@@ -52,11 +53,11 @@ def offered(kernels: str) -> bool:
 
 
 def train_and_score(
-    kernels: str, seed: int, root: Path, cache_dir: Path, *, pinned: bool = False, sets: list[str] | None = None
+    kernels: str, seed: int, root: Path, cache_dir: Path, *, cpu_kernels: str = "auto", sets: list[str] | None = None
 ) -> dict[str, Any]:
     """One `recorder train` run of `seed` under `kernels`, then its init and checkpoints scored likewise."""
-    env = kernel_env(kernels, pinned=pinned)
-    run_id = f"{kernels}-{'pinned' if pinned else 'native'}-seed{seed}"
+    env = kernel_env(kernels, cpu_kernels)
+    run_id = f"{kernels}-{cpu_kernels}-seed{seed}"
     argv = [sys.executable, "-m", "recorder.cli", "train", "--root", str(root), "--run-id", run_id]
     for item in [f"seed={seed}", f"warmup.cache_dir={cache_dir}", *(sets or [])]:
         argv += ["--set", item]
@@ -66,7 +67,7 @@ def train_and_score(
     scoring = [sys.executable, "-m", "bench.learning", "--score", str(root / run_id)]
     done = subprocess.run(scoring, env=env, check=True, capture_output=True, text=True, cwd=REPO)
     scores = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"kernels": kernels, "pinned": pinned, "seed": seed, "train_wall_s": round(wall, 1), **scores}
+    return {"kernels": kernels, "cpu_kernels": cpu_kernels, "seed": seed, "train_wall_s": round(wall, 1), **scores}
 
 
 def score_run(run_path: Path) -> dict[str, Any]:
@@ -121,7 +122,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", default="avx512,avx2,default", help="kernel sets, comma-separated")
     parser.add_argument("--seeds", default="0-4", help="N or N-M")
-    parser.add_argument("--pinned", action="store_true", help="pinned kernels (RECORDER_CPU_KERNELS=pinned)")
+    parser.add_argument(
+        "--cpu-kernels", default="auto", choices=["auto", "native", "pinned"], help="RECORDER_CPU_KERNELS"
+    )
     parser.add_argument("--root", type=Path, default=Path("/tmp/bench-learning"), help="where the runs go")
     parser.add_argument("--cache", type=Path, help="warm-up cache (default: one per kernel set under --root)")
     parser.add_argument("--set", dest="sets", action="append", default=[], help="more `recorder train --set`s")
@@ -137,7 +140,7 @@ def main() -> None:
             continue
         cache = args.cache or args.root / f"warmup-{kernels}"
         for seed in _seeds(args.seeds):
-            row = train_and_score(kernels, seed, args.root, cache, pinned=args.pinned, sets=args.sets)
+            row = train_and_score(kernels, seed, args.root, cache, cpu_kernels=args.cpu_kernels, sets=args.sets)
             with args.out.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             print(json.dumps(row), flush=True)

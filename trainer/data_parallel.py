@@ -32,7 +32,7 @@ from trainer.config import TrainConfig
 from trainer.distributed import DistributedError, Ranks, join_process_group, leave_process_group
 from trainer.errors import TrainerError
 from trainer.loop import GRPOTrainer, StepResult, TrainSummary
-from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
+from trainer.policy.kernels import pin_cpu_kernels
 from trainer.policy.model import ModelConfig
 from trainer.policy.tokenizer import Tokenizer
 from trainer.rollout import Rollout, TorchRollout
@@ -98,7 +98,7 @@ class DataParallelTrainer(GRPOTrainer):
     def setup(self) -> RunDir:
         """Rank 0 sets the run up as one process does; the others (start mode `ranks`) build the same model
         and wait for its init."""
-        pin_cpu_kernels(wants_pinned())  # before the process group loads torch
+        pin_cpu_kernels(self.pinned())  # before the process group loads torch
         join_process_group(self.ranks)
         # torchrun stops every rank with SIGTERM when one fails: rank 0 then records train_stop, not nothing.
         signal.signal(signal.SIGTERM, _stop_on_sigterm)

@@ -119,11 +119,18 @@ class GRPOTrainer:
         return cls(plan.config, root=plan.run.path.parent, run_id=plan.run.path.name, resume=plan, **kwargs)
 
     # -- setup ---------------------------------------------------------------------------------------------
+    def pinned(self) -> bool:
+        """Whether this session computes with pinned CPU kernels (trainer/policy/kernels.py): as the
+        environment asks for a new run, as it started for a resumed one (one run, one float order)."""
+        if self.plan is not None:
+            return self.plan.pinned
+        return wants_pinned(self.cfg.model, self.cfg.rollout)
+
     def setup(self) -> RunDir:
         """Open the session the start mode asks for, load the policy, start the engines; a fresh run then
         opens the timed region."""
         cfg = self.cfg
-        pin_cpu_kernels(wants_pinned())  # before torch loads, and before run_opened records the kernels
+        pin_cpu_kernels(self.pinned())  # before torch loads, and before run_opened records the kernels
         if self.start == "fresh":
             self.run_dir, self.log = open_fresh_run(cfg, self.root, self.run_id)  # a taken id: refused before torch
         import torch

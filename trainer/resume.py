@@ -38,6 +38,7 @@ from recorder.verify.trust import untrusted_ok_from_environment
 from trainer.config import TrainConfig, config_from_dict
 from trainer.errors import TrainerError
 from trainer.policy.checkpoint_files import file_sha256
+from trainer.policy.kernels import recorded_pinned
 from trainer.start import WRITER, run_opened
 
 
@@ -55,6 +56,7 @@ class ResumePlan:
     checkpoint: Path  # inside the run directory
     orphans: tuple[Path, ...]  # checkpoint directories with no commit event (set aside before training)
     adopted: tuple[SegmentSummary, ...] = ()  # the killed sessions' open segments, adopted when signing
+    pinned: bool = False  # the run started with pinned CPU kernels: its sessions keep that float order
 
 
 def plan_resume(run_dir: Path | str) -> ResumePlan:
@@ -113,7 +115,8 @@ def plan_resume(run_dir: Path | str) -> ResumePlan:
         for p in sorted(run.checkpoints.glob("step_*"))
         if str(PurePosixPath(p.relative_to(run.path))) not in referenced
     )
-    return ResumePlan(run, cfg, last.step, checkpoint, orphans, adopted)
+    pinned = recorded_pinned(opened.provenance)
+    return ResumePlan(run, cfg, last.step, checkpoint, orphans, adopted, pinned)
 
 
 def _inside(run: RunDir, event: Event, committed: CheckpointCommitted) -> Path:

@@ -136,6 +136,7 @@ def _trainer(
 ) -> GRPOTrainer:
     """The trainer the options ask for: a resumed run, one rank of a data-parallel run, or a fresh run."""
     from trainer.config import load_config
+    from trainer.policy.kernels import wants_pinned
 
     if resume is not None:
         from trainer.resume import ResumeError
@@ -143,6 +144,8 @@ def _trainer(
         if config is not None or sets or run_id is not None:
             raise ResumeError("--resume continues a run with its recorded config: drop --config, --set and --run-id")
     cfg = load_config(config, sets) if resume is None else None  # every config error comes before the wait
+    if cfg is not None:
+        wants_pinned(cfg.model, cfg.rollout)  # a RECORDER_CPU_KERNELS it does not know, likewise
     err.print("train: starting (loading torch and the model; a new seed's warm-up takes about two minutes)")
     from trainer.loop import GRPOTrainer
 

@@ -184,3 +184,14 @@ def test_an_altered_run_is_not_resumed(tmp_path: Path, killed: Path) -> None:
     r = run_cli("train", "--resume", str(run))
     assert r.returncode == 2 and "fails verification" in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert len(list((run / "events").iterdir())) == 1
+
+
+def test_a_resumed_run_keeps_the_kernels_it_started_with(killed: Path, tmp_path: Path) -> None:
+    """The tiny model trains pinned by default; a session resumed under RECORDER_CPU_KERNELS=native still
+    computes pinned, as the run started: one run, one float order."""
+    run = _copy(killed, tmp_path)
+    env = os.environ | {"RECORDER_CPU_KERNELS": "native"}
+    r = subprocess.run([recorder_exe(), "train", "--resume", str(run)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    kernels = [e.data["provenance"]["cpu_kernels"] for e in read_run(run).events if e.kind == "run_opened"]
+    assert kernels == [{"aten": "DEFAULT", "mkl_cbwr": "COMPATIBLE"}] * 2, kernels

@@ -1,7 +1,7 @@
-"""Pinned CPU kernels (RECORDER_CPU_KERNELS=pinned): one float order under every kernel set a CPU would pick.
+"""Pinned CPU kernels (the tiny model's default): one float order under every kernel set a CPU would pick.
 
 Each probe is a fresh process (ATEN_CPU_CAPABILITY and MKL_CBWR are read when torch loads) started with a
-kernel set's variables, as a CPU of that kind would choose them; it pins as the trainer does when asked, then builds the
+kernel set's variables, as a CPU of that kind would choose them; it pins as the trainer pins the tiny model, then builds the
 tiny model from its seed, trains four warm-up batches and samples completions, and prints a digest of the
 weights and the samples. Pinned, every kernel set gives the same digest; with the pin off they differ.
 """
@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from bench.learning import KERNEL_SETS, capability, kernel_env
-from tests.helpers import REPO
+from tests.helpers import RECORDER, REPO
 
 PROBE = """
 import hashlib, json
 from trainer.policy.kernels import is_pinned, pin_cpu_kernels, wants_pinned
-pin_cpu_kernels(wants_pinned())
+pin_cpu_kernels(wants_pinned("tiny", "torch"))
 import torch
 from trainer.grpo import build_batch, token_logprobs
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
@@ -59,7 +59,7 @@ def _offered() -> list[str]:
 def _probe(kernels: str, *, pinned: bool) -> dict[str, object]:
     done = subprocess.run(
         [sys.executable, "-c", PROBE],
-        env=kernel_env(kernels, pinned=pinned),
+        env=kernel_env(kernels, "auto" if pinned else "native"),
         capture_output=True,
         text=True,
         cwd=REPO,
@@ -112,13 +112,52 @@ trainer.cleanup("interrupted", "stopped after setup")
 """
 
 
-def test_a_new_run_trained_pinned_records_kernels_the_evaluator_pins_for(tmp_path: Path) -> None:
+@pytest.mark.parametrize("choice", [None, "pinned", "native"])
+def test_a_new_tiny_run_records_the_kernels_it_computed_with(choice: str | None, tmp_path: Path) -> None:
+    """Unset (auto) and pinned pin the tiny model; native keeps the CPU's own kernels. What the run records is
+    what the evaluator pins its evaluation by."""
     from recorder.reader import read_run
-    from trainer.policy.kernels import PINNED, recorded_pinned
+    from trainer.policy.kernels import CHOICE, PINNED, recorded_pinned
 
-    env = {k: v for k, v in os.environ.items() if k not in PINNED} | {"RECORDER_CPU_KERNELS": "pinned"}
+    env = {k: v for k, v in os.environ.items() if k not in {*PINNED, CHOICE}} | ({CHOICE: choice} if choice else {})
     subprocess.run([sys.executable, "-c", PINNED_RUN, str(tmp_path)], env=env, cwd=REPO, check=True)
     opened = next(e for e in read_run(tmp_path / "pinned").events if e.kind == "run_opened")
     provenance = opened.data["provenance"]
-    assert provenance["cpu_kernels"] == {"aten": "DEFAULT", "mkl_cbwr": "COMPATIBLE"}, provenance
-    assert recorded_pinned(provenance)
+    if choice == "native":
+        assert provenance["cpu_kernels"]["mkl_cbwr"] is None, provenance
+        assert not recorded_pinned(provenance)
+    else:
+        assert provenance["cpu_kernels"] == {"aten": "DEFAULT", "mkl_cbwr": "COMPATIBLE"}, provenance
+        assert recorded_pinned(provenance)
+
+
+@pytest.mark.parametrize(
+    ("choice", "model", "rollout", "pinned"),
+    [
+        (None, "tiny", "auto", True),
+        ("auto", "tiny", "torch", True),
+        (" Auto ", "tiny", "auto", True),
+        (None, "tiny", "vllm", False),  # vLLM's CPU backend brings its own kernels
+        (None, "smollm2-135m", "auto", False),
+        ("native", "tiny", "auto", False),
+        ("pinned", "smollm2-135m", "auto", True),
+    ],
+)
+def test_auto_pins_the_tiny_model_with_a_torch_rollout_only(
+    choice: str | None, model: str, rollout: str, pinned: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trainer.policy.kernels import CHOICE, wants_pinned
+
+    if choice is None:
+        monkeypatch.delenv(CHOICE, raising=False)
+    else:
+        monkeypatch.setenv(CHOICE, choice)
+    assert wants_pinned(model, rollout) is pinned
+
+
+def test_a_kernel_choice_it_does_not_know_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    env = {**os.environ, "RECORDER_CPU_KERNELS": "pined"}
+    r = subprocess.run([RECORDER, "train", "--root", str(tmp_path)], capture_output=True, text=True, env=env)
+    assert r.returncode == 2, r.stderr
+    assert "RECORDER_CPU_KERNELS='pined': expected one of auto, native, pinned" in r.stderr
+    assert "starting" not in r.stderr and not any(tmp_path.iterdir())

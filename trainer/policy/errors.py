@@ -14,6 +14,10 @@ class ModelError(PolicyError):
     """A model that cannot be built or loaded (no usable tokenizer, not a causal LM, a missing package file)."""
 
 
+class KernelChoiceError(PolicyError, InputError):
+    """A RECORDER_CPU_KERNELS value other than auto, native or pinned."""
+
+
 class TaskError(PolicyError, InputError):
     """A task spec or verifier that cannot be used."""
 

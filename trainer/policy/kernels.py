@@ -1,19 +1,24 @@
-"""Pinned CPU kernels: one float order, so the same bits, on every x86-64 CPU (opt-in).
+"""Pinned CPU kernels: one float order, so the same bits, on every x86-64 CPU (the tiny model's default).
 
 torch picks its CPU kernels by the CPU it runs on (ATen: AVX-512, AVX2 or portable code; MKL: a GEMM code
 path per CPU family), and each sums floats in its own order. The tiny model's warm-up and GRPO path amplify
-those last-bit differences into different runs: the default run's step 18 scored 0.829 with AVX-512 kernels
-and 0.773 with AVX2 ones on one AMD EPYC, 0.721 on an Intel Xeon (bench/README.md, "Learning is real").
+those last-bit differences into different runs: on one Intel Xeon the default seed's better checkpoint
+scored 0.749, 0.749 and 0.793 under its AVX-512, AVX2 and portable kernels, and 3 to 5 of 5 seeds crossed
+the target depending on the set (bench/README.md, "Learning is real"). A main job that passes on one CPU and
+fails on the next is not a default.
 
-`RECORDER_CPU_KERNELS=pinned` makes a run compute with ATen's portable kernels and MKL's compatible code
-path (`PINNED`), which every x86-64 CPU runs alike at a fixed thread count (the config's `threads`): the
-run takes the same path on every machine. It is not the default because it costs: about 3x the CPU time
-of the tiny model's training (MKL's compatible path most of it), measured in bench/README.md.
+Pinned, a run computes with ATen's portable kernels and MKL's compatible code path (`PINNED`), which every
+x86-64 CPU runs alike at a fixed thread count (the config's `threads`), so every kernel set a CPU would pick
+takes the same path. `RECORDER_CPU_KERNELS` chooses: `auto` (unset) pins the built-in tiny model trained
+with its torch rollout, where the float order decides the outcome and the cost is small (a first run, warm-up
+included, about 2.5x the wall time; later runs about 1.3x); `native` keeps the CPU's own kernels (fastest);
+`pinned` pins any run. A pretrained model or a vLLM rollout is not pinned by default: it does not sit on
+that edge, and portable kernels would cost it far more.
 
 Both variables are read once, when torch loads: `pin_cpu_kernels` runs before the first `import torch` of
 the trainer's process (Ray workers and torchrun ranks inherit the environment); the run records the kernels
-it computed with (`provenance.cpu_kernels`), and the evaluator pins a pinned run's evaluation likewise. In a
-process that already loaded torch it changes nothing, and `is_pinned` says so.
+it computed with (`provenance.cpu_kernels`), a resumed run keeps them, and the evaluator pins a pinned run's
+evaluation likewise. In a process that already loaded torch it changes nothing, and `is_pinned` says so.
 """
 
 from __future__ import annotations
@@ -23,13 +28,23 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from trainer.policy.errors import KernelChoiceError
+
 PINNED: Mapping[str, str] = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
-CHOICE = "RECORDER_CPU_KERNELS"  # native (the CPU's own, the default) | pinned
+CHOICE = "RECORDER_CPU_KERNELS"
+CHOICES = ("auto", "native", "pinned")
 
 
-def wants_pinned() -> bool:
-    """Whether this process was asked to pin (`RECORDER_CPU_KERNELS=pinned`)."""
-    return os.environ.get(CHOICE, "native") == "pinned"
+def wants_pinned(model: str, rollout: str) -> bool:
+    """Whether a run of `model` with `rollout` computes pinned, as `RECORDER_CPU_KERNELS` says (unset: auto,
+    which pins the built-in tiny model with a torch rollout). A value it does not know is refused, not read
+    as native: a misspelt `pinned` would silently change the run's float order."""
+    choice = os.environ.get(CHOICE, "").strip().lower() or "auto"
+    if choice not in CHOICES:
+        raise KernelChoiceError(f"{CHOICE}={os.environ[CHOICE]!r}: expected one of {', '.join(CHOICES)} (unset: auto)")
+    if choice == "auto":
+        return model == "tiny" and rollout != "vllm"
+    return choice == "pinned"
 
 
 def recorded_pinned(provenance: Mapping[str, Any] | None) -> bool:

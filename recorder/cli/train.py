@@ -78,6 +78,7 @@ def train(
 
     Ctrl-C stops the run (its train_stop is recorded) and exits 130; `--resume RUN` continues it.
     Under `torchrun --nproc-per-node N -m recorder.cli train ...` it trains data-parallel (rank 0 prints).
+    The tiny model trains with pinned CPU kernels: one run on every CPU kernel set (RECORDER_CPU_KERNELS).
     """
     from recorder.run import check_run_id
     from trainer.distributed import DistributedError, launched_ranks

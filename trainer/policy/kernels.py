@@ -1,4 +1,4 @@
-"""Pinned CPU kernels: one float order, so the same bits, on every x86-64 CPU (the tiny model's default).
+"""Pinned CPU kernels: one float order whichever kernels the CPU offers (the tiny model's default).
 
 torch picks its CPU kernels by the CPU it runs on (ATen: AVX-512, AVX2 or portable code; MKL: a GEMM code
 path per CPU family), and each sums floats in its own order. The tiny model's warm-up and GRPO path amplify
@@ -8,12 +8,13 @@ the target depending on the set (bench/README.md, "Learning is real"). A main jo
 fails on the next is not a default.
 
 Pinned, a run computes with ATen's portable kernels and MKL's compatible code path (`PINNED`), which every
-x86-64 CPU runs alike at a fixed thread count (the config's `threads`), so every kernel set a CPU would pick
-takes the same path. `RECORDER_CPU_KERNELS` chooses: `auto` (unset) pins the built-in tiny model trained
-with its torch rollout, where the float order decides the outcome and the cost is small (a first run, warm-up
-included, about 2.5x the wall time; later runs about 1.3x); `native` keeps the CPU's own kernels (fastest);
-`pinned` pins any run. A pretrained model or a vLLM rollout is not pinned by default: it does not sit on
-that edge, and portable kernels would cost it far more.
+x86-64 CPU can run, at a fixed thread count (the config's `threads`), so every kernel set a CPU would pick
+takes the same path (on one Xeon, AVX-512, AVX2 and portable settings gave the same inits and scores).
+`RECORDER_CPU_KERNELS` chooses: `auto` (unset) pins the built-in tiny model trained with its torch rollout,
+where the float order decides the outcome and the cost is bearable (a first run, warm-up included, about 2.5x
+the wall time; later runs about 1.3x); `native` keeps the CPU's own kernels (fastest); `pinned` pins any run.
+A pretrained model or a vLLM rollout is not pinned by default: it does not sit on that edge, and portable
+kernels would cost it far more.
 
 Both variables are read once, when torch loads: `pin_cpu_kernels` runs before the first `import torch` of
 the trainer's process (Ray workers and torchrun ranks inherit the environment); the run records the kernels

@@ -89,10 +89,15 @@ def dcp_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _train(tmp_path_factory.mktemp("dcp"), "dcp", "dcp")
 
 
+# One thread per rank on a small machine, and the CPU's own kernels: the single-process run the ranks are
+# compared with (`trained_run`) trains inside this test process, where torch loaded before any pin could be
+# set, so the ranks compute in its float order (and take its warm-up from the cache).
+_RANK_ENV = {**os.environ, "OMP_NUM_THREADS": "1", "RECORDER_CPU_KERNELS": "native"}
+
+
 def _train(root: Path, run_id: str, fmt: str) -> Path:
     command = [*_launch(root, run_id), "--set", f"max_steps={VALIDATION_START}", "--set", f"checkpoint.format={fmt}"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one thread per rank on a small machine
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
+    done = subprocess.run(command, capture_output=True, text=True, env=_RANK_ENV, timeout=1200)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"trained {VALIDATION_START} steps ({GBS} samples each)" in done.stdout
     assert done.stdout.count("run: ") == 1  # rank 0 speaks for the run
@@ -172,7 +177,7 @@ def test_a_stopped_job_records_why_and_closes_every_segment(tmp_path: Path) -> N
         [*_launch(tmp_path, "stopped"), "--set", f"max_steps={VALIDATION_START}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env=_RANK_ENV,
     )
     run = tmp_path / "stopped"
     deadline = time.monotonic() + 600

@@ -47,7 +47,7 @@ from trainer.rollout import Rollout, TorchRollout
 from trainer.sharded_checkpoint import ShardedCheckpointWriter
 from trainer.start import StartMode, open_fresh_run, start_mode
 from trainer.training_task import TrainingTask, training_task
-from trainer.warmup import WarmupResult, warm_start
+from trainer.warmup import WarmupCheck, WarmupResult, warm_start
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,7 @@ class GRPOTrainer:
         self.root, self.run_id = Path(root), run_id
         self.use_ray, self.ray_address = use_ray, ray_address
         self.on_step = on_step
+        self.on_warmup: WarmupCheck | None = None  # each dev check of a warm-up made now (trainer/warmup.py)
         self.plan = resume
         self.ranks = ranks or Ranks()
         self.start: StartMode = start_mode(resuming=resume is not None, ranks=self.ranks)
@@ -171,7 +172,7 @@ class GRPOTrainer:
         self.task = self._given_task or training_task(cfg.task, self.tokenizer)
         tiny_addition = cfg.model == "tiny" and cfg.task == "addition" and self._given_model is None
         if self.start == "fresh" and cfg.warmup.enabled and tiny_addition:
-            return warm_start(self.model, self.tokenizer, cfg, self.model_cfg)
+            return warm_start(self.model, self.tokenizer, cfg, self.model_cfg, self.on_warmup)
         return None
 
     def _record_init_start(self, w: WarmupResult | None) -> None:

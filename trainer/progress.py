@@ -34,15 +34,24 @@ class Progress:
             self._task = self._bar.add_task("train", total=self.total, info="warming up")
         return self
 
+    def warming(self, status: str) -> None:
+        """What the warm-up is doing, in the bar's place for the step (nothing on a pipe: the heartbeat says it)."""
+        if self._bar is not None:
+            self._bar.update(self._task, info=status)
+
     def __call__(self, r: StepResult, checkpoints: int) -> None:
+        before = r.step < self.validation_start
+        if self._bar is not None:  # short enough that the step count and the time keep their place at 80 columns
+            saved = f"saves from {self.validation_start}" if before else f"{checkpoints} saved"
+            self._bar.update(
+                self._task, completed=r.step, info=f"reward {r.reward:.3f}  {r.step_s:.2f} s/step  {saved}"
+            )
+            return
         info = (
             f"reward {r.reward:.3f}  {r.step_s:.2f} s/step  checkpoints {checkpoints}"
-            f"{'  (saving from step ' + str(self.validation_start) + ')' if r.step < self.validation_start else ''}"
+            f"{'  (saving from step ' + str(self.validation_start) + ')' if before else ''}"
         )
-        if self._bar is not None:
-            self._bar.update(self._task, completed=r.step, info=info)
-        else:
-            print(f"step {r.step}/{self.total}  {info}", flush=True)
+        print(f"step {r.step}/{self.total}  {info}", flush=True)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from trainer.policy.task import Task, dev_tasks, reward, warmup_tasks
 from trainer.policy.tokenizer import Tokenizer
 
 VERSION = "warmup-v2"  # bump when the warm-up's code changes what it produces
+WarmupCheck = Callable[[int, float], None]  # (batches trained, dev pass@k measured after them)
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,11 @@ def cache_key(cfg: TrainConfig, model_cfg: ModelConfig) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def warm_start(model: Any, tokenizer: Tokenizer, cfg: TrainConfig, model_cfg: ModelConfig) -> WarmupResult:
-    """Load the cached init for this config into `model`, or train it (and cache it)."""
+def warm_start(
+    model: Any, tokenizer: Tokenizer, cfg: TrainConfig, model_cfg: ModelConfig, on_check: WarmupCheck | None = None
+) -> WarmupResult:
+    """Load the cached init for this config into `model`, or train it (and cache it), calling `on_check` after
+    each dev check of the training (the minutes a first run waits on)."""
     import time
 
     from safetensors.torch import load_file, save_file
@@ -87,7 +92,7 @@ def warm_start(model: Any, tokenizer: Tokenizer, cfg: TrainConfig, model_cfg: Mo
         model.load_state_dict(load_file(str(weights)), strict=True)
         info = json.loads(meta.read_text())
         return WarmupResult(info["batches"], info["dev_accuracy"], True, time.perf_counter() - t0, str(directory))
-    batches, acc = _train(model, tokenizer, cfg)
+    batches, acc = _train(model, tokenizer, cfg, on_check)
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f".tmp-{time.time_ns()}.safetensors"
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
@@ -96,7 +101,7 @@ def warm_start(model: Any, tokenizer: Tokenizer, cfg: TrainConfig, model_cfg: Mo
     return WarmupResult(batches, acc, False, time.perf_counter() - t0, str(directory))
 
 
-def _train(model: Any, tokenizer: Tokenizer, cfg: TrainConfig) -> tuple[int, float]:
+def _train(model: Any, tokenizer: Tokenizer, cfg: TrainConfig, on_check: WarmupCheck | None) -> tuple[int, float]:
     import torch
 
     w, ev = cfg.warmup, cfg.eval
@@ -116,6 +121,8 @@ def _train(model: Any, tokenizer: Tokenizer, cfg: TrainConfig) -> tuple[int, flo
         )
 
     acc = dev_acc()
+    if on_check is not None:
+        on_check(0, acc)
     for b in range(1, w.max_batches + 1):
         if acc >= w.stop_dev_accuracy:
             return b - 1, acc
@@ -131,4 +138,6 @@ def _train(model: Any, tokenizer: Tokenizer, cfg: TrainConfig) -> tuple[int, flo
         opt.step()
         if b % w.check_every == 0 or acc >= w.stop_dev_accuracy - w.check_every_batch_within:
             acc = dev_acc()
+            if on_check is not None:
+                on_check(b, acc)
     return w.max_batches, acc

@@ -12,17 +12,19 @@ INTERVAL_S = 10.0
 
 
 class Heartbeat:
-    """Prints `still starting (N s)` every INTERVAL_S until `stop()` (the first step) or the block ends."""
+    """Prints `train: STATUS (N s)` every INTERVAL_S until `stop()` (the first step) or the block ends; the
+    status is `still starting` until the caller says what it is doing (`status`, e.g. the warm-up's batch)."""
 
     def __init__(self, console: Console, interval_s: float = INTERVAL_S) -> None:
         self.console, self.interval_s = console, interval_s
+        self.status = "still starting"
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="recorder-heartbeat", daemon=True)
 
     def _beat(self) -> None:
         start = time.monotonic()
         while not self._stopped.wait(self.interval_s):
-            self.console.print(f"train: still starting ({time.monotonic() - start:.0f} s)")
+            self.console.print(f"train: {self.status} ({time.monotonic() - start:.0f} s)")
 
     def stop(self) -> None:
         self._stopped.set()

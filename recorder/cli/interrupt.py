@@ -53,5 +53,17 @@ def interruptible(name: str, command: F) -> F:
             return command(*args, **kwargs)
         except KeyboardInterrupt:
             raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
+        except RuntimeError as e:
+            if not interrupted_in_duckdb(e):
+                raise
+            raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
 
     return run  # type: ignore[return-value]
+
+
+def interrupted_in_duckdb(e: BaseException) -> bool:
+    """Whether `e` is Ctrl-C as DuckDB's Python client reports it: a SIGINT that lands while a statement runs
+    in the main thread (opening the history's views, a command's own query) interrupts the statement and
+    comes out as RuntimeError('Query interrupted'), the KeyboardInterrupt consumed (duckdb 2.0). Queries run
+    in a worker thread under a time limit are told apart by `recorder.history.limits`."""
+    return type(e) is RuntimeError and str(e) == "Query interrupted"

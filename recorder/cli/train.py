@@ -5,6 +5,7 @@ Only typer at module level: torch and the trainer load inside the command.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -199,14 +200,23 @@ def _train_rank(ranks: Ranks, config: Path | None, sets: list[str] | None, root:
 
 
 def _run(trainer: GRPOTrainer, progress: Progress) -> TrainSummary:
-    """Run the trainer with progress lines (and a heartbeat until step 1); Ctrl-C becomes TrainInterrupted."""
-    with Heartbeat(err) as heartbeat, progress:
+    """Run the trainer with progress: a bar on a terminal; on a pipe a line per step, and a heartbeat line until
+    step 1 that says what the warm-up is at. Ctrl-C becomes TrainInterrupted."""
+    beats = Heartbeat(err) if not progress.tty else nullcontext(None)  # on a terminal the bar says it live
+    with beats as heartbeat, progress:
+        stop, k = trainer.cfg.warmup.stop_dev_accuracy, trainer.cfg.eval.k
+
+        def on_warmup(batches: int, accuracy: float) -> None:
+            progress.warming(f"warm-up batch {batches}, dev {accuracy:.2f} of {stop:.2f}")
+            if heartbeat is not None:
+                heartbeat.status = f"warming up: batch {batches}, dev pass@{k} {accuracy:.2f} (stops at {stop:.2f})"
 
         def on_step(result: StepResult, checkpoints: int) -> None:
-            heartbeat.stop()
+            if heartbeat is not None:
+                heartbeat.stop()
             progress(result, checkpoints)
 
-        trainer.on_step = on_step
+        trainer.on_warmup, trainer.on_step = on_warmup, on_step
         try:
             return trainer.run()
         except KeyboardInterrupt:

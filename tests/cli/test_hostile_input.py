@@ -204,3 +204,39 @@ def test_a_run_killed_before_its_first_checkpoint_has_no_minutes(tmp_path: Path)
 def test_version() -> None:
     r = run_main("--version")
     assert r.code == 0 and r.out.startswith("recorder 0.")
+
+
+def test_ctrl_c_inside_a_duckdb_statement_of_the_main_thread_is_an_interrupt_not_a_traceback(tmp_path: Path) -> None:
+    """DuckDB turns a SIGINT that lands inside a main-thread statement (the history's views being opened)
+    into RuntimeError('Query interrupted'): the command still says it was interrupted, exit 130."""
+    import threading
+
+    import duckdb
+
+    from recorder.cli.interrupt import CommandInterrupted, interruptible
+
+    # A streaming sum: no memory to spill, and hours of work, so the SIGINT lands inside it. A fallback
+    # interrupt after 30 s ends it if the signal did not (then the error is not the signal's and the test fails).
+    con = duckdb.connect(config={"temp_directory": str(tmp_path), "max_temp_directory_size": "1MB"})
+
+    fallback = threading.Timer(30, con.interrupt)
+
+    def opening_views() -> None:
+        threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+        fallback.start()
+        con.execute("SELECT sum(range) FROM range(1000000000000)")
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a command's process has it
+    try:
+        with pytest.raises(CommandInterrupted) as stopped:
+            interruptible("query", opening_views)()
+    finally:
+        fallback.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert stopped.value.exit_code == 130 and str(stopped.value).startswith("query: interrupted; ")
+
+    def failing() -> None:
+        raise RuntimeError("Query interrupted by something else")
+
+    with pytest.raises(RuntimeError):  # any other RuntimeError is left as it is
+        interruptible("query", failing)()

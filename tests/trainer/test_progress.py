@@ -34,3 +34,41 @@ def test_rich_bar_on_a_tty(capsys):
     with Progress(19, 18, tty=True) as p:
         p(_r(1), 0)
     assert "step 1/19" not in capsys.readouterr().out  # the bar, not plain lines
+
+
+def test_on_a_terminal_80_columns_wide_the_bar_keeps_the_step_count_and_the_time_whole(tmp_path):
+    """A first run's warm-up shows its batch and dev accuracy in the bar, and each step's line keeps `N/19`
+    and the elapsed time: the step's details are short enough not to push them out."""
+    import re
+    import shutil
+
+    import pytest
+
+    from tests.helpers import on_terminal
+
+    if shutil.which("script") is None:
+        pytest.skip("util-linux `script` is not installed")
+    short_warmup = ["--set", f"warmup.cache_dir={tmp_path / 'cache'}", "--set", "warmup.max_batches=12"]
+    shown = on_terminal(80, "train", "--root", str(tmp_path / "runs"), "--run-id", "bar", *short_warmup)
+    assert re.search(r"warm-up batch 10, dev \d\.\d\d of 0\.58 \d:\d\d:\d\d", shown), shown
+    for step in (1, 18, 19):
+        assert re.search(rf" {step:>2}/19 reward \d\.\d{{3}} .* \d:\d\d:\d\d$", shown, re.M), (step, shown)
+    assert "…" not in shown, shown
+
+
+def test_a_heartbeat_says_what_the_command_is_at(tmp_path):
+    import io
+    import time
+
+    from rich.console import Console
+
+    from recorder.cli.heartbeat import Heartbeat
+
+    out = io.StringIO()
+    with Heartbeat(Console(file=out, width=200), interval_s=0.05) as beat:
+        time.sleep(0.2)
+        beat.status = "warming up: batch 20, dev pass@4 0.10 (stops at 0.58)"
+        time.sleep(0.2)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("train: still starting (")
+    assert lines[-1].startswith("train: warming up: batch 20, dev pass@4 0.10 (stops at 0.58) (")

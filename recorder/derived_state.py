@@ -93,8 +93,9 @@ def stale_note(run: RunDir, name: str, heads: Heads) -> str:
     now = sum(seq + 1 for seq, _ in heads.values())
     version = record.get("recorder")
     by = f" by recorder {version}" if version != __version__ else ""
+    segments = f"{len(then)} segment{'' if len(then) == 1 else 's'}"
     return (
-        f"derived/{name}: stale, derived{by} from {was} events in {len(then)} segments; the run now holds "
+        f"derived/{name}: stale, derived{by} from {was} events in {segments}; the run now holds "
         f"{now} in {len(heads)} (a cache, not the record: `recorder replay {run.path}` refreshes it)"
     )
 

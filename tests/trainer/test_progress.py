@@ -1,3 +1,13 @@
+import io
+import re
+import shutil
+import time
+
+import pytest
+from rich.console import Console
+
+from recorder.cli.heartbeat import Heartbeat
+from tests.helpers import on_terminal
 from trainer.loop import StepResult
 from trainer.progress import Progress
 
@@ -39,13 +49,6 @@ def test_rich_bar_on_a_tty(capsys):
 def test_on_a_terminal_80_columns_wide_the_bar_keeps_the_step_count_and_the_time_whole(tmp_path):
     """A first run's warm-up shows its batch and dev accuracy in the bar, and each step's line keeps `N/19`
     and the elapsed time: the step's details are short enough not to push them out."""
-    import re
-    import shutil
-
-    import pytest
-
-    from tests.helpers import on_terminal
-
     if shutil.which("script") is None:
         pytest.skip("util-linux `script` is not installed")
     short_warmup = ["--set", f"warmup.cache_dir={tmp_path / 'cache'}", "--set", "warmup.max_batches=12"]
@@ -57,13 +60,6 @@ def test_on_a_terminal_80_columns_wide_the_bar_keeps_the_step_count_and_the_time
 
 
 def test_a_heartbeat_says_what_the_command_is_at(tmp_path):
-    import io
-    import time
-
-    from rich.console import Console
-
-    from recorder.cli.heartbeat import Heartbeat
-
     out = io.StringIO()
     with Heartbeat(Console(file=out, width=200), interval_s=0.05) as beat:
         time.sleep(0.2)

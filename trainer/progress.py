@@ -37,14 +37,17 @@ class Progress:
     def warming(self, status: str) -> None:
         """What the warm-up is doing, in the bar's place for the step (nothing on a pipe: the heartbeat says it)."""
         if self._bar is not None:
-            self._bar.update(self._task, info=status)
+            self._bar.update(self._task, info=status, refresh=True)  # drawn now, not at the next tick
 
     def __call__(self, r: StepResult, checkpoints: int) -> None:
         before = r.step < self.validation_start
         if self._bar is not None:  # short enough that the step count and the time keep their place at 80 columns
             saved = f"saves from {self.validation_start}" if before else f"{checkpoints} saved"
             self._bar.update(
-                self._task, completed=r.step, info=f"reward {r.reward:.3f}  {r.step_s:.2f} s/step  {saved}"
+                self._task,
+                completed=r.step,
+                refresh=True,
+                info=f"reward {r.reward:.3f}  {r.step_s:.2f} s/step  {saved}",
             )
             return
         info = (

@@ -72,6 +72,12 @@ def load_tokenizer(info: CheckpointInfo, *, trust_remote_code: bool = False) -> 
     """The checkpoint's tokenizer: the policy's own tokenizer.json (no tokenizer_config.json beside it), else
     the Hugging Face tokenizer files, with their chat template."""
     where = info.tokenizer_dir
+    if where is None and info.format == "mcore-torch-dist":
+        raise CheckpointError(
+            f"{info.path}: no tokenizer: NeMo-RL's Megatron checkpoints hold none, and the base model's "
+            f"({info.model_name or 'config.yaml names no policy.model_name'}) is not a local directory or in the "
+            "Hugging Face cache: pass --tokenizer DIR"
+        )
     if where is None:
         raise CheckpointError(
             f"{info.path}: no tokenizer files (tokenizer.json, tokenizer_config.json, tokenizer.model) next to the "

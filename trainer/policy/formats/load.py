@@ -79,9 +79,10 @@ def load_state_dict(
         return state, Manifest(tuple(d for d, _ in read.values()))
     state, digests = _dcp(info, files, expected, target, threads)
     if info.format == "mcore-torch-dist":
+        from trainer.policy.formats.detect import require_config
         from trainer.policy.formats.mcore_names import to_hf
 
-        state = to_hf(state, info.config, where=info.path)
+        state = to_hf(state, require_config(info), where=info.path)
     return state, Manifest(digests)
 
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.formats import fixtures
+from tests.checkpoints import fixtures
+from trainer.policy.checkpoints import Manifest, ShardDigest, detect, load_state_dict
+from trainer.policy.checkpoints.evaluable import load_checkpoint
+from trainer.policy.checkpoints.safe_metadata import load_metadata
 from trainer.policy.errors import CheckpointError, UnsafeMetadataError
-from trainer.policy.formats import Manifest, ShardDigest, detect, load_state_dict
-from trainer.policy.formats.evaluable import load_checkpoint
-from trainer.policy.formats.safe_metadata import load_metadata
 
 IDS = [1, 7, 12, 40, 3, 9]
 

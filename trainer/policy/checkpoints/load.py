@@ -230,7 +230,9 @@ def _dcp(
     read[_rel(info, meta_file)] = (read[_rel(info, meta_file)][0], None)
     # (shard file, fqn, chunk offsets, chunk sizes, storage offset, length) for every model tensor chunk
     wanted: dict[Path, list[tuple[str, tuple[int, ...], tuple[int, ...], int, int]]] = {}
-    storage = {(i.fqn, tuple(i.offset)): si for i, si in metadata.storage_data.items()}
+    # Byte entries (an optimizer's scalars, a step, Megatron's `_extra_state`, rng state) have no offset: they
+    # are hashed with their shard and never read into the model.
+    storage = {(i.fqn, tuple(i.offset)): si for i, si in metadata.storage_data.items() if i.offset is not None}
     tensors: dict[str, Any] = {}
     for fqn, md in metadata.state_dict_metadata.items():
         if not isinstance(md, TensorStorageMetadata) or _not_model(fqn):

@@ -39,7 +39,7 @@ from recorder.kinds import (  # noqa: E402
 )
 from recorder.log import LogWriter  # noqa: E402
 from recorder.run import RunDir  # noqa: E402
-from replay.synthetic import T0, S, record_evals  # noqa: E402
+from tests.kit.synthetic import T0, S, record_evals  # noqa: E402
 
 GBS = 256
 # What `recorder replay RUN` does, less mlperf-logging's compliance checker (it checks every interpretation's

@@ -16,8 +16,8 @@ import pytest
 from recorder.history.lock import LOCK_NAME
 from recorder.log import LogWriter
 from recorder.run import RUN_ID_RULE, RunDir
-from replay.synthetic import record_worked_example
 from tests.cli.shell import make_root, run_main, run_process
+from tests.kit.synthetic import record_worked_example
 
 
 def _hostile_log(corpus: Path, tmp_path: Path) -> Path:

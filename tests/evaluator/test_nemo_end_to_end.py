@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import sample_series
 from tests.evaluator import nemo_run
 from tests.helpers import run_cli
+from tests.kit import sample_series
 from trainer.policy.taskspec import shipped
 
 STEPS = (18, 19, 20)  # GBS 256: validation start 18; training stopped after 20 (the slow SmolLM2 series)

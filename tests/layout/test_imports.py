@@ -1,7 +1,7 @@
 """The layout's promises, read from the source: no import cycles, a core that imports only the core, and no
 import along an arrow the design forbids (docs/design.md, section 6): History to Replay or to the report,
 the Policy to the rest of the Trainer, the Evaluator to the adapters, to the History or to the Trainer outside
-its policy, Replay to anything but the core, the adapters to the Trainer, anything to the CLI, bench to tests.
+its policy, Replay to anything but the core, the adapters to the Trainer, anything to the CLI, bench to tests but their kit.
 
 Every import counts, also those inside functions: a lazy import still ties one module to the other. Each check
 is also run on a small graph that breaks it, so that no check passes because it cannot fail.
@@ -207,30 +207,48 @@ def test_each_arrow_check_finds_a_crossing(arrow: Arrow) -> None:
 BENCH = ROOT / "bench"
 
 
-def imported_top_names(source: str) -> set[str]:
-    """The top-level names a script imports anywhere in its body (inside functions too)."""
+def imported_modules(source: str) -> set[str]:
+    """The modules a script imports anywhere in its body (inside functions too), as written."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            names.update(a.name.split(".")[0] for a in node.names)
+            names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.update(f"{node.module}.{a.name}" for a in node.names)
     return names
 
 
-def bench_scripts_importing_tests(scripts: list[Path]) -> list[str]:
-    return [p.name for p in scripts if "tests" in imported_top_names(p.read_text())]
+def importing_tests_outside_kit(scripts: list[Path]) -> list[str]:
+    """The scripts importing anything of `tests` but its kit (the builders tests and benches share)."""
+
+    def outside_kit(module: str) -> bool:
+        return module.split(".")[0] == "tests" and not (module == "tests.kit" or module.startswith("tests.kit."))
+
+    return [p.name for p in scripts if any(outside_kit(m) for m in imported_modules(p.read_text()))]
 
 
-def test_bench_does_not_import_tests() -> None:
-    """A bench measures the product; what it shares with the tests lives in the package (evaluator.sample_series,
-    replay.synthetic), so that the tests can change without a bench breaking."""
-    assert bench_scripts_importing_tests(sorted(BENCH.glob("*.py"))) == []
+def product_modules_importing_tests(files: list[Path]) -> list[str]:
+    """Product modules importing `tests` at all: an installed wheel has no tests, so no fixture maker either."""
+    return [p.name for p in files if any(m.split(".")[0] == "tests" for m in imported_modules(p.read_text()))]
 
 
-def test_the_bench_check_finds_an_import_of_tests(tmp_path: Path) -> None:
+def test_bench_imports_only_the_test_kit() -> None:
+    """A bench measures the product; what it shares with the tests lives in tests/kit (tests.kit.synthetic,
+    tests.kit.sample_series), so that the rest of the tests can change without a bench breaking."""
+    assert importing_tests_outside_kit(sorted(BENCH.glob("*.py"))) == []
+
+
+def test_the_product_holds_no_test_builder() -> None:
+    product = [p for top in ("recorder", "replay", "trainer", "evaluator") for p in (ROOT / top).rglob("*.py")]
+    assert product_modules_importing_tests(product) == []
+
+
+def test_the_kit_checks_find_an_import_of_tests(tmp_path: Path) -> None:
     script = tmp_path / "bench_like.py"
     script.write_text("def series():\n    from tests.evaluator import nemo_run\n    return nemo_run\n")
+    kit = tmp_path / "kit_user.py"
+    kit.write_text("import json\nfrom tests.kit import sample_series\nimport tests.kit.synthetic\n")
     clean = tmp_path / "clean.py"
-    clean.write_text("import json\nfrom evaluator import sample_series\n")
-    assert bench_scripts_importing_tests([script, clean]) == ["bench_like.py"]
+    clean.write_text("import json\nfrom evaluator import sweep\n")
+    assert importing_tests_outside_kit([script, kit, clean]) == ["bench_like.py"]
+    assert product_modules_importing_tests([script, kit, clean]) == ["bench_like.py", "kit_user.py"]

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from recorder.rules import TARGET, not_comparable, passes, recorded_target
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 
 def _csv(root: Path, sql: str) -> list[str]:

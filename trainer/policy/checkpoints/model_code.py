@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.errors import CheckpointError, ModelCodeError
-from trainer.policy.formats.detect import CheckpointInfo
 
 if TYPE_CHECKING:
     import torch
@@ -57,7 +57,7 @@ def build_model(
     capacity: bool = True,
 ) -> tuple[nn.Module, CodeProvenance | None]:
     """(the model for `info`'s weights, in `dtype` on `device`, eval mode; the code's provenance or None)."""
-    from trainer.policy.formats.load import torch_dtype
+    from trainer.policy.checkpoints.load import torch_dtype
 
     target = torch_dtype(dtype)
     if model_factory is None:
@@ -74,7 +74,7 @@ def hf_config(info: CheckpointInfo) -> Any:
     """The transformers config of `info`'s model config; CheckpointError when it names no known model."""
     from transformers import AutoConfig
 
-    from trainer.policy.formats.detect import require_config
+    from trainer.policy.checkpoints.detect import require_config
 
     config = dict(require_config(info))
     kind = config.pop("model_type", None)
@@ -171,7 +171,7 @@ def _provenance(root: Path, spec: str) -> CodeProvenance:
 def load_weights(model: nn.Module, state: dict[str, Any], info: CheckpointInfo) -> None:
     """`state` into `model`, every name matched both ways (a tied output layer may be left out); the
     names are compared first so that a mismatch says which, in words."""
-    from trainer.policy.formats.hf_layout import fuse_experts
+    from trainer.policy.checkpoints.hf_layout import fuse_experts
 
     own = model.state_dict()
     state = fuse_experts(fit_names(state, set(own)), set(own))

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from recorder import __version__
-from recorder.cli import adapters, audit, evaluate, history, log, replay, report, signing, train, zero_shot
+from recorder.cli import adapters, audit, evaluate, export, history, log, replay, report, signing, train, zero_shot
 from recorder.cli.interrupt import interruptible
 from recorder.cli.output import console, err, label, line
 from recorder.cli.quiet import quiet_other_libraries
@@ -28,7 +28,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _group in (log, signing, train, evaluate, zero_shot, audit, history, adapters, replay, report):
+for _group in (log, signing, train, evaluate, zero_shot, audit, history, adapters, export, replay, report):
     _group.register(app)
 for _command in app.registered_commands:  # Ctrl-C anywhere in a command: one line, exit 130
     if _command.callback is not None:

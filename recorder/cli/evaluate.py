@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
+from recorder.cli.adapters import ModelConfigOption, TokenizerOption
 from recorder.cli.output import console, label, line, warning
 from recorder.cli.progress import UntilFirst
 from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
@@ -119,6 +120,8 @@ _AS_GIVEN = (
     "force",
     "model_code",
     "model_factory",
+    "model_config",
+    "tokenizer",
     "tensor_parallel_size",
     "pipeline_parallel_size",
     "enable_expert_parallel",
@@ -149,6 +152,8 @@ def eval_command(
     device: _DeviceOpt = "cpu",
     model_code: _ModelCodeOpt = None,
     model_factory: _ModelFactoryOpt = None,
+    model_config: ModelConfigOption = None,
+    tokenizer: TokenizerOption = None,
     tensor_parallel_size: _TensorParallelOpt = 1,
     pipeline_parallel_size: _PipelineParallelOpt = 1,
     enable_expert_parallel: _ExpertParallelOpt = False,

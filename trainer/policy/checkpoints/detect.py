@@ -9,7 +9,7 @@
   Megatron's names) and `training_info.json`. NeMo-RL's Megatron worker writes neither the Hugging Face
   config nor the tokenizer: they are those of the base model its `config.yaml` names (`policy.model_name`,
   `policy.tokenizer.name`), found as a local directory or in the Hugging Face cache (offline), or given with
-  `--model-config DIR` and `--tokenizer DIR` (`use_model_source`). Without a config the shards can still be
+  `--model-config DIR` and `--tokenizer DIR` (a ModelSource). Without a config the shards can still be
   hashed; building the model then fails naming what to pass.
 """
 
@@ -30,19 +30,29 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 META_FILES = ("final_meta.json", "meta.json")  # an archive's, a snapshot's
 _RANK_SHARD = re.compile(r"__(\d+)_0\.distcp")
 _STEP = re.compile(r"(?:step|iter)_0*(\d+)")
-_model_source: dict[str, Path | None] = {"config": None, "tokenizer": None}
 
 
-def use_model_source(*, config: Path | None, tokenizer: Path | None) -> None:
-    """Where this process finds the Hugging Face config and the tokenizer of checkpoints that hold neither
-    (`--model-config DIR`, `--tokenizer DIR`): each a directory, as `save_pretrained` leaves it."""
-    for what, where in (("--model-config", config), ("--tokenizer", tokenizer)):
-        if where is not None and not Path(where).is_dir():
-            raise CheckpointError(f"{what} {where}: no such directory")
-    if config is not None and not (Path(config) / "config.json").is_file():
-        raise CheckpointError(f"--model-config {config}: no config.json in it")
-    _model_source["config"] = Path(config) if config is not None else None
-    _model_source["tokenizer"] = Path(tokenizer) if tokenizer is not None else None
+@dataclass(frozen=True, slots=True)
+class ModelSource:
+    """Where the Hugging Face config and the tokenizer of checkpoints that hold neither are (`--model-config
+    DIR`, `--tokenizer DIR`): each a directory as `save_pretrained` leaves it. What the checkpoint holds wins."""
+
+    config: Path | None = None
+    tokenizer: Path | None = None
+
+    def __post_init__(self) -> None:
+        for what, where in (("--model-config", self.config), ("--tokenizer", self.tokenizer)):
+            if where is not None and not Path(where).is_dir():
+                raise CheckpointError(f"{what} {where}: no such directory")
+        if self.config is not None and not (Path(self.config) / "config.json").is_file():
+            raise CheckpointError(f"--model-config {self.config}: no config.json in it")
+
+    @classmethod
+    def of(cls, config: str | Path | None, tokenizer: str | Path | None) -> ModelSource | None:
+        """None when neither is given."""
+        if config is None and tokenizer is None:
+            return None
+        return cls(Path(config) if config else None, Path(tokenizer) if tokenizer else None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,15 +70,16 @@ class CheckpointInfo:
     model_name: str | None = None  # the base model a NeMo-RL config.yaml names (policy.model_name)
 
 
-def detect(path: Path) -> CheckpointInfo:
-    """The format of the checkpoint at `path`; CheckpointError naming the path and what was expected."""
+def detect(path: Path, source: ModelSource | None = None) -> CheckpointInfo:
+    """The format of the checkpoint at `path`; CheckpointError naming the path and what was expected.
+    `source`: the config and tokenizer of a Megatron-Core checkpoint that holds neither."""
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"{path}: no such checkpoint directory")
     if (path / "policy" / "weights").is_dir() and (path / "training_info.json").is_file():
         iters = sorted((path / "policy" / "weights").glob("iter_*"))
         if iters and (iters[-1] / DCP_METADATA).is_file():
-            return _mcore(path, iters[-1])
+            return _mcore(path, iters[-1], source or ModelSource())
     if (path / DCP_METADATA).is_file():
         return _dcp(path)
     from trainer.policy.checkpoints.hf_checkpoint import find_dirs
@@ -142,21 +153,21 @@ def _dcp(path: Path) -> CheckpointInfo:
     )
 
 
-def _mcore(path: Path, iteration: Path) -> CheckpointInfo:
+def _mcore(path: Path, iteration: Path, source: ModelSource) -> CheckpointInfo:
     weights = path / "policy" / "weights"
     nemo = _nemo_config(path)
-    policy = nemo.get("policy") if isinstance(nemo.get("policy"), dict) else {}
+    policy = _section(nemo, "policy")
     model_name = policy.get("model_name") if isinstance(policy.get("model_name"), str) else None
-    tok = policy.get("tokenizer") if isinstance(policy.get("tokenizer"), dict) else {}
+    tok = _section(policy, "tokenizer")
     tokenizer_name = tok.get("name") if isinstance(tok.get("name"), str) else model_name
     places = [weights, iteration, path / "policy" / "tokenizer", path / "policy"]
     config_dir = next((p for p in places if (p / "config.json").is_file()), None)
-    config_dir = config_dir or _model_source["config"] or _base_model_dir(model_name, "config.json")
+    config_dir = config_dir or source.config or _base_model_dir(model_name, "config.json")
     info = _json(path / "training_info.json")
     step = info.get("current_step")
     tokenizer = _tokenizer_dir([path / "policy" / "tokenizer", path / "tokenizer", weights])
     if tokenizer is None:
-        tokenizer = _model_source["tokenizer"] or _base_model_dir(tokenizer_name, *TOKENIZER_FILES)
+        tokenizer = source.tokenizer or _base_model_dir(tokenizer_name, *TOKENIZER_FILES)
     return CheckpointInfo(
         path=path,
         format="mcore-torch-dist",
@@ -180,6 +191,11 @@ def require_config(info: CheckpointInfo) -> dict[str, Any]:
         f"save it): {named}not found as a local directory or in the Hugging Face cache: pass --model-config DIR "
         "(the base model's directory with its config.json)"
     )
+
+
+def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _nemo_config(path: Path) -> dict[str, Any]:

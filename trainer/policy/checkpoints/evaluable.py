@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.policy.checkpoints.detect import CheckpointInfo, detect
+from trainer.policy.checkpoints.detect import CheckpointInfo, ModelSource, detect
 from trainer.policy.checkpoints.load import load_state_dict, torch_dtype
 from trainer.policy.checkpoints.manifest import Manifest
 from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, load_weights
@@ -37,9 +37,10 @@ def load_checkpoint(
     model_factory: str | None = None,
     capacity: bool = True,
     trust_remote_code: bool = False,
+    source: ModelSource | None = None,
 ) -> Loaded:
     """Detect, load (every shard checked against `expected` as it is read) and build; CheckpointError."""
-    info = detect(Path(path))
+    info = detect(Path(path), source)
     state, manifest = load_state_dict(info, dtype=dtype, expected=expected)
     if model_factory is None:  # a config.json of 100000 layers must not allocate them: counted on meta first
         from trainer.policy.checkpoints.model_code import hf_config

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trainer.policy.checkpoints.detect import ModelSource
 from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, texts_record
 from trainer.policy.taskspec import load_spec
@@ -20,7 +21,7 @@ Fingerprinter = Callable[[Path], tuple[dict[str, Any], dict[str, Any] | None]]
 SHARDED = ("mcore-torch-dist", "torch-dcp")  # formats whose manifest, hashed while loaded, the import records
 
 
-def hf_fingerprinter(task: Path | None) -> Fingerprinter:
+def hf_fingerprinter(task: Path | None, source: ModelSource | None = None) -> Fingerprinter:
     """A function giving a checkpoint directory's fingerprint record and DCP shards' manifest, over `task`'s
     dev split (a spec file) when it has one, else the fixed texts. The spec is read now, so a bad one is
     refused before any checkpoint is loaded; each call loads its checkpoint in float32 (CheckpointError when
@@ -29,7 +30,7 @@ def hf_fingerprinter(task: Path | None) -> Fingerprinter:
     dev = spec.fingerprint_texts() if spec is not None else None
 
     def record(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        loaded = load_checkpoint(path, dtype="fp32")
+        loaded = load_checkpoint(path, dtype="fp32", source=source)
         model, tokenizer = loaded.model, loaded.tokenizer
         if dev is not None and spec is not None:
             fingerprint = texts_record(model, tokenizer, dev, f"dev:{spec.name}")

@@ -245,6 +245,7 @@ def _dcp(
                 raise CheckpointError(f"{meta_file}: {fqn} chunk at {list(chunk.offsets)} has no storage record")
             if si.transform_descriptors:
                 raise CheckpointError(f"{meta_file}: {fqn} is stored with {si.transform_descriptors}: not supported")
+            _check_placement(meta_file, fqn, tuple(chunk.offsets), tuple(chunk.sizes), tuple(md.size))
             shard = meta_file.parent / si.relative_path
             wanted.setdefault(shard, []).append((fqn, tuple(chunk.offsets), tuple(chunk.sizes), si.offset, si.length))
     missing = sorted(set(wanted) - set(files))
@@ -254,6 +255,11 @@ def _dcp(
     def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:
         out = []
         for fqn, offsets, sizes, start, length in wanted.get(path, []):
+            if start < 0 or length <= 0 or start + length > len(buf):
+                raise CheckpointError(
+                    f"{path}: {fqn}: its record, bytes {start} to {start + length}, lies outside the shard "
+                    f"({len(buf)} bytes): the .metadata does not describe this shard; refused"
+                )
             try:
                 part = view_tensor(buf, start, length)
             except (TorchSaveError, struct.error, ValueError, TypeError, RuntimeError) as e:
@@ -284,6 +290,19 @@ def _dcp(
             region.copy_(part)
         state[fqn] = full
     return state, tuple(d for d, _ in read.values())
+
+
+def _check_placement(
+    meta_file: Path, fqn: str, offsets: tuple[int, ...], sizes: tuple[int, ...], size: tuple[int, ...]
+) -> None:
+    """A chunk lies inside its tensor: as many dimensions, and offset + size within each."""
+    inside = len(offsets) == len(sizes) == len(size) and all(
+        0 <= o and 0 <= n and o + n <= s for o, n, s in zip(offsets, sizes, size, strict=True)
+    )
+    if not inside:
+        raise CheckpointError(
+            f"{meta_file}: {fqn}: a chunk at {list(offsets)} of {list(sizes)} lies outside the tensor {list(size)}"
+        )
 
 
 def _not_model(fqn: str) -> bool:

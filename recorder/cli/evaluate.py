@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, label, line, warning
-from recorder.cli.progress import UntilFirst
-from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
-from recorder.cli.tables import Col, print_fitted, set_wide
+from recorder.cli._output import console, label, line, warning
+from recorder.cli._progress import UntilFirst
+from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
+from recorder.cli._tables import Col, print_fitted, set_wide
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import eval_deviations, not_comparable, recorded_target
 

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 import typer
 
-from recorder.cli.output import console
-from recorder.cli.progress import PerItem
-from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
+from recorder.cli._output import console
+from recorder.cli._progress import PerItem
+from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 
 Paths = Annotated[
     list[Path], typer.Argument(help="Checkpoints: run dirs, snapshots, archives, checkpoint dirs, recorder runs.")

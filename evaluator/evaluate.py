@@ -49,7 +49,7 @@ from trainer.policy.errors import ModelCodeError, ShardMismatchError, UnsafeMeta
 ABORTS = (UnsafeMetadataError, ModelCodeError)
 
 if TYPE_CHECKING:
-    from evaluator.facts import RunFacts
+    from evaluator.run_facts import RunFacts
     from trainer.policy.checkpoints.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 

@@ -3,7 +3,7 @@
 The sampling settings (k, temperature, top_p, max_new_tokens) and the target come from the resolved config
 training recorded, never from evaluator defaults: evaluating with other settings would score a different
 benchmark. Options only choose how (order, workers, batch size), which cannot change a score. The task spec
-is the one the run trained on (evaluator/facts.py check_recorded_task); only an imported run, which recorded
+is the one the run trained on (evaluator/run_facts.py check_recorded_task); only an imported run, which recorded
 no settings of ours, takes them from `--task`.
 """
 

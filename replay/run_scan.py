@@ -11,9 +11,9 @@ from recorder.reader import TornTail, read_run
 from recorder.rules import recorded_target
 from recorder.segment import skipped_entries
 from recorder.verify import VerifyReport
+from replay.preflight import ClockStep, ClockWatch, Resume
 from replay.source import EventSource, InMemory, Streamed
 from replay.timeline import Timeline, TimelineBuilder
-from replay.trust import ClockStep, ClockWatch, Resume
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class RunScan:
     source: EventSource
     timeline: Timeline
     resumed: list[Resume]
-    target: float | None  # the pass target its first run_opened recorded (replay.trust.run_target)
+    target: float | None  # the pass target its first run_opened recorded (replay.preflight.run_target)
     clock_steps: list[ClockStep]
     imported: bool  # mllog lines and no weight update: as-recorded is its default interpretation
     opened: dict[str, Any]  # its first run_opened's data ({} when none)

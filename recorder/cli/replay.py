@@ -20,7 +20,7 @@ from recorder.errors import RecorderError
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from replay.derived import Notice, ReplayResult
+    from replay.run_replay import Notice, ReplayResult
     from replay.set_score import SetScore
 
 RulesetOpt = Annotated[
@@ -68,7 +68,7 @@ def replay(
     untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
-    from replay.derived import ReplayRequest, replay_run
+    from replay.run_replay import ReplayRequest, replay_run
 
     apply_untrusted_ok(untrusted_ok)
     # Every option is checked before the run is read or anything written.
@@ -96,7 +96,7 @@ def replay(
 
 
 def _notice_line(notice: Notice) -> Text:
-    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
+    from replay.preflight import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
 
     if notice.kind == "warning":
         return warning(notice.text)
@@ -110,7 +110,7 @@ def _notice_line(notice: Notice) -> Text:
 
 
 def _print_replayed(result: ReplayResult) -> None:
-    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
+    from replay.preflight import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
 
     d = result.derivation
     assert d is not None  # a replay that was not refused derived its interpretation

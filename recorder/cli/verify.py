@@ -131,7 +131,7 @@ def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] 
 
 def _adopted_by(report: VerifyReport, s: SegmentSummary) -> str | None:
     """The key that adopted `s` (recorder.adoption), when verify found nothing wrong with it."""
-    from recorder.manifest import ManifestError, read_manifest
+    from recorder.signed_segments import ManifestError, read_manifest
 
     if s.closed or any(p.segment == s.name for p in [*report.problems, *report.untrusted]):
         return None

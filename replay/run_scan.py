@@ -37,7 +37,8 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
     builder = TimelineBuilder(keep_events=keep_events)
     clock = ClockWatch()
     resumed: list[Resume] = []
-    first_opened: dict[str, Any] | None = None
+    first_opened: RunOpened | None = None
+    first_data: dict[str, Any] | None = None
     lines = updates = False
     heads: dict[str, tuple[int, str]] = {}
     for e in source.events():
@@ -46,9 +47,10 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
         clock.add(e)
         kind = e.kind
         if kind == "run_opened":
+            opened = RunOpened.from_event(e)
             if first_opened is None:
-                first_opened = e.data
-            if (opened := RunOpened.from_event(e)).resumed_from:
+                first_opened, first_data = opened, e.data
+            if opened.resumed_from:
                 resumed.append(Resume(e.segment, opened.resumed_at_step))
         lines = lines or kind == "mllog_line"
         updates = updates or kind == "weight_update"
@@ -61,7 +63,7 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
         target,
         clock.steps(),
         lines and not updates,
-        first_opened or {},
+        first_data or {},
         timeline.run_id or None,
         heads,
     )

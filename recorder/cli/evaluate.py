@@ -360,9 +360,9 @@ def _print_not_comparable(target: float | None, settings: Mapping[str, Any] | No
 
 def _config_eval(opened: Event | None) -> Mapping[str, Any] | None:
     """A recorded run's `config.eval` (imports record none: their settings are their evaluations')."""
-    from recorder.upcast import upcast_data
+    from recorder.kinds import RunOpened
 
-    config = upcast_data("run_opened", opened.data).get("config") if opened is not None else None
+    config = RunOpened.from_event(opened).config if opened is not None else None
     section = config.get("eval") if isinstance(config, Mapping) else None
     return section if isinstance(section, Mapping) else None
 
@@ -404,12 +404,13 @@ def evals(
 
     from evaluator.attempts import attempts
     from recorder.goals import opened_goal
+    from recorder.kinds import RunOpened
     from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
     # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
-    goal = opened_goal(opened.data if opened else None)
+    goal = opened_goal(RunOpened.from_event(opened) if opened else None)
     settings = _config_eval(opened)
     comparable = not eval_deviations(settings or {})
     rows = attempts(log.events)
@@ -429,7 +430,7 @@ def evals(
         collapse_padding=True,
     )
     # an import's own target is its benchmark's
-    _print_not_comparable(recorded_target(opened.data if opened else None), settings)
+    _print_not_comparable(recorded_target(RunOpened.from_event(opened) if opened else None), settings)
     if comparable and any(a.result is not None and _other_evaluation(EvalResult.from_event(a.result)) for a in rows):
         console.print(
             line(

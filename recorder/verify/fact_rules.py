@@ -47,7 +47,6 @@ from recorder.rules import recorded_target, validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import inside, normalized, sha256_file
 from recorder.safetensors_header import HeaderError, read_header
-from recorder.upcast import upcast_data
 from recorder.verify.clocks import check_wall_clock
 from recorder.verify.eval_settings import (
     RecordedEval,
@@ -388,9 +387,9 @@ def _check_evaluations(
         _stops(events),
         commits,
         _validation_start(opened),
-        RecordedEval.from_config(upcast_data("run_opened", opened.to_data())["config"]) if opened is not None else None,
+        RecordedEval.from_config(opened.config) if opened is not None else None,
         opened is not None and benchmark_section(opened) is not None,
-        recorded_target(opened.to_data()) if opened is not None else None,
+        recorded_target(opened),
     )
     # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
     # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.

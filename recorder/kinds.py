@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Literal, Self, TypeVar, get_type_hints
 
+from recorder.checkpoint_formats import CheckpointFormat
 from recorder.codec import Dialect, Mismatch, decode, taken_as_is
 from recorder.errors import DataError
 from recorder.events import Event
@@ -48,19 +49,6 @@ def null_if_none(value: T | None) -> T | Null:
 
 TrainStatus = Literal["completed", "failed", "interrupted"]
 Source = Literal["trl", "nemo-rl", "fsdp2"]  # the adapter that wrote a run's events
-CheckpointFormat = Literal[
-    "safetensors",
-    "safetensors-adapter",
-    "safetensors-index",
-    "torch-dcp",
-    "nemo-rl-mcore",
-    "nemo-rl-hf",
-    "dcp-archive",
-    "dcp-snapshot",
-]
-# Imported formats whose series stays where it was trained (its path, relative to the run, may leave it),
-# checked by the manifest recorded at import.
-IMPORTED_FORMATS: tuple[CheckpointFormat, ...] = ("nemo-rl-mcore", "nemo-rl-hf", "dcp-archive", "dcp-snapshot")
 Timing = Literal["meta", "shard-mtime"]  # where an imported weight-update time came from
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _FLATTEN = "flatten"  # field metadata: a mapping whose entries are keys of `data` itself

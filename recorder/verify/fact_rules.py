@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from recorder.catalogue import may_write, records_timing_of
+from recorder.checkpoint_formats import recorded_format
 from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER
 from recorder.events import Event
 from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
@@ -80,9 +81,6 @@ KINDS = frozenset(
 # logged in them. An event of a kind its writer may not record is kept the same way, whatever its kind.
 STEP_ONLY = frozenset({"step_metrics", "rank_step"})
 WEIGHTS_FILE = "model.safetensors"
-TRAINER_FORMAT = "safetensors"
-SHARDED_FORMAT = "torch-dcp"  # the trainer's sharded checkpoint: one DCP shard per rank, and its manifest
-IMPORTED_DCP_FORMATS = ("dcp-archive", "dcp-snapshot")  # an FSDP2 job's series, imported where it lies
 
 
 def kept(kind: str, writer: str) -> bool:
@@ -229,13 +227,14 @@ def _check_commits(
 
 def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: Findings) -> None:
     e, d = commit.event, commit.data
-    if d.format == SHARDED_FORMAT:
+    files = recorded_format(d.format).files
+    if files == "shards":
         _check_shards(run, commit, found)
         return
-    if d.format in IMPORTED_DCP_FORMATS:
+    if files == "imported-shards":
         _check_imported_shards(run, commit, found)
         return
-    if d.format != TRAINER_FORMAT:
+    if files == "when-evaluated":
         return  # adapters' formats (directories, indexes) are checked when evaluated
     directory = inside(run, d.path)
     if directory is None or not normalized(d.path):

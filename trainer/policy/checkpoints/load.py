@@ -54,35 +54,62 @@ def torch_dtype(dtype: torch.dtype | str) -> torch.dtype:
 
 def shard_files(info: CheckpointInfo) -> list[Path]:
     """The files a checkpoint's manifest covers, relative paths taken from `info.weights_dir`."""
-    w = info.weights_dir
-    if info.format == "recorder":
-        return [w / "model.safetensors"]
-    if info.format == "hf-safetensors":
-        from trainer.policy.checkpoints.hf_checkpoint import find_dirs
+    from trainer.policy.checkpoints.readers import reader
 
-        return list(find_dirs(info.path).weights)
-    if info.format == "torch-dcp":
-        return sorted([w / DCP_METADATA, *w.glob("*.distcp")])
-    return sorted(p for p in w.rglob("*") if p.is_file())  # MCore: every file, as the NeMo-RL import hashes
+    return reader(info.format).shard_files(info)
+
+
+def safetensors_file(info: CheckpointInfo) -> list[Path]:
+    """The recorder's own checkpoint: its one model.safetensors."""
+    return [info.weights_dir / "model.safetensors"]
+
+
+def hf_files(info: CheckpointInfo) -> list[Path]:
+    """A Hugging Face directory's safetensors files (one, or the shards its index names)."""
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
+
+    return list(find_dirs(info.path).weights)
+
+
+def dcp_files(info: CheckpointInfo) -> list[Path]:
+    """A torch DCP checkpoint: `.metadata` and every `*.distcp` shard."""
+    return sorted([info.weights_dir / DCP_METADATA, *info.weights_dir.glob("*.distcp")])
+
+
+def every_file(info: CheckpointInfo) -> list[Path]:
+    """Every file under the weights directory, as the NeMo-RL import hashes a Megatron checkpoint."""
+    return sorted(p for p in info.weights_dir.rglob("*") if p.is_file())
 
 
 def load_state_dict(
     info: CheckpointInfo, *, dtype: torch.dtype | str, expected: Manifest | None = None, threads: int | None = None
 ) -> tuple[dict[str, torch.Tensor], Manifest]:
     """(the model's state dict, floating tensors in `dtype`, the manifest of the shards read)."""
+    from trainer.policy.checkpoints.readers import reader
+
     files = shard_files(info)
     _check_listing(info, files, expected)
-    target = torch_dtype(dtype)
-    if info.format in ("recorder", "hf-safetensors"):
-        read = _parallel(info, files, expected, lambda buf, path: _safetensors(buf, path, target), threads)
-        state = {k: v for _, part in read.values() for k, v in part.items()}
-        return state, Manifest(tuple(d for d, _ in read.values()))
-    state, digests = _dcp(info, files, expected, target, threads)
-    if info.format == "mcore-torch-dist":
-        from trainer.policy.checkpoints.mcore_names import to_hf
-
-        state = to_hf(state, info.config, where=info.path)
+    state, digests = reader(info.format).read(info, files, expected, torch_dtype(dtype), threads)
     return state, Manifest(digests)
+
+
+def read_safetensors(
+    info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
+) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
+    """Safetensors files: each parsed from its bytes (the header is JSON; nothing unpickled)."""
+    read = _parallel(info, files, expected, lambda buf, path: _safetensors(buf, path, dtype), threads)
+    state = {k: v for _, part in read.values() for k, v in part.items()}
+    return state, tuple(d for d, _ in read.values())
+
+
+def read_mcore(
+    info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
+) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
+    """Megatron-Core torch_dist: a DCP checkpoint whose names are mapped to the Hugging Face model's."""
+    from trainer.policy.checkpoints.mcore_names import to_hf
+
+    state, digests = read_dcp(info, files, expected, dtype, threads)
+    return to_hf(state, info.config, where=info.path), digests
 
 
 def hash_shards(info: CheckpointInfo, expected: Manifest | None = None, threads: int | None = None) -> Manifest:
@@ -210,7 +237,7 @@ def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return t.to(dtype) if t.is_floating_point() else t
 
 
-def _dcp(
+def read_dcp(
     info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
 ) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
     """(the model tensors, the digests of every file read). The

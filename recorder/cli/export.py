@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from recorder.cli.adapters import ModelConfigOption, TokenizerOption
-from recorder.cli.output import console
+from recorder.cli._model_source import ModelConfigOption, TokenizerOption
+from recorder.cli._output import console
 
 
 def export_hf(

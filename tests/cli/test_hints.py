@@ -99,7 +99,7 @@ def test_the_stale_note_names_the_command_that_refreshes_the_cache(tmp_path: Pat
 
 
 def test_interrupt_hints_name_commands_that_exist() -> None:
-    from recorder.cli.interrupt import KEPT
+    from recorder.cli._interrupt import KEPT
 
     for text in KEPT.values():
         for named in re.findall(r"`recorder ([a-z-]+)", text):

@@ -8,7 +8,7 @@ from pathlib import Path
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.run import RunDir
-from replay.trust import clock_steps
+from replay.preflight import clock_steps
 from tests.helpers import run_cli
 from tests.kit.synthetic import record_run
 

@@ -13,8 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.policy.checkpoints.detect import TOKENIZER_FILES, ModelSource, detect, require_config
-from trainer.policy.checkpoints.load import load_state_dict
+from trainer.policy.checkpoints.detect import TOKENIZER_FILES, ModelSource, require_config
+from trainer.policy.checkpoints.readers import detect, load_state_dict
 from trainer.policy.errors import ExportTargetError
 
 # what `save_pretrained` leaves beside tokenizer.json that a tokenizer load reads

@@ -11,8 +11,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, label, line
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli._model_source import ModelConfigOption, TokenizerOption
+from recorder.cli._output import console, label, line
+from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
 
 def _utc_ns(ns: int) -> str:
@@ -21,23 +22,6 @@ def _utc_ns(ns: int) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-# A NeMo-RL Megatron series holds neither the Hugging Face config nor the tokenizer: its base model's.
-ModelConfigOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--model-config",
-        help="The base model's directory with its config.json, for Megatron-Core weights that come without one "
-        "(default: config.yaml's policy.model_name, a local directory or in the Hugging Face cache).",
-    ),
-]
-TokenizerOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--tokenizer",
-        help="The tokenizer's directory, for checkpoints that come without one (default: config.yaml's "
-        "policy.tokenizer.name, a local directory or in the Hugging Face cache).",
-    ),
-]
 COLUMNS = ("step", "samples", "weight update (UTC)")
 Rows = list[tuple[str, ...]]
 

@@ -483,10 +483,14 @@ SELECT r.run_id, f.benchmark, f.division, f.global_batch_size, f.steps, f.train_
   nullif(concat_ws(' ',
     CASE WHEN coalesce(f.resumed, false) THEN 'resumed' END,
     CASE WHEN s.verified = false THEN 'unverified' END,
-    CASE WHEN NOT ({is_standard_target_sql("f.target")}) THEN 'other-target' END), '') AS flags,
+    CASE WHEN NOT ({is_standard_target_sql("f.target")}) THEN 'other-target' END,
+    CASE WHEN {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AND s.comparable = false
+         THEN 'other-evaluation' END), '') AS flags,
   CASE WHEN f.imported THEN 'imported' ELSE 'recorded' END AS origin,
   r.source, r.events, r.segments, r.open_segments, r.path, f.target,
-  {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AS comparable,
+  -- the scores' comparable is recorder.comparability's (the evaluation too); the target holds before any score
+  {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false)
+    AND coalesce(s.comparable, true) AS comparable,
   -- what its evaluations are judged by: the target it recorded, else its benchmark's (recorder.goals)
   coalesce(f.target, g.target) AS pass_target, g.op AS pass_op
 FROM _run_sources r LEFT JOIN _run_facts f USING (run_id) LEFT JOIN score s USING (run_id)

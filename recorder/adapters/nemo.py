@@ -24,7 +24,6 @@ file system saw it).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -41,6 +40,7 @@ from recorder.adapters.series import (
 from recorder.errors import DataError, InputError
 from recorder.kinds import RunOpened
 from recorder.provenance import provenance
+from recorder.regular import IrregularFileError, first_irregular, read_json
 from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
 from recorder.run_files import tree_digest
@@ -91,18 +91,20 @@ def discover(root: Path) -> list[Path]:
             f"{root}: no step_N checkpoint directories (NeMo-RL's checkpointing.checkpoint_dir), fsdp2_epoch_N/ "
             "archives or snapshots/step_N/ (torch DCP): point at the folder that holds them"
         )
+    for p in found:  # before a byte is read: every checkpoint a plain tree of the series' own files
+        why = first_irregular(p)
+        if why is not None:
+            raise CheckpointLayoutError(f"{why}: refused in a checkpoint series (every file a regular file in it)")
     return sorted(found, key=lambda p: int(p.name.removeprefix("step_")))
 
 
 def _load_json(path: Path) -> dict[str, Any]:
-    try:
-        loaded = json.loads(path.read_text())
+    try:  # a regular file of at most JSON_LIMIT: a FIFO, a symlink or a sparse giant is named, never read
+        loaded = read_json(path)
     except FileNotFoundError as e:
         raise CheckpointLayoutError(f"{path}: missing (NeMo-RL writes it with every checkpoint)") from e
-    except json.JSONDecodeError as e:
-        raise CheckpointLayoutError(f"{path}: not JSON (line {e.lineno}: {e.msg})") from e
-    except RecursionError as e:
-        raise CheckpointLayoutError(f"{path}: not JSON (nested deeper than Python parses)") from e
+    except IrregularFileError as e:
+        raise CheckpointLayoutError(str(e)) from e
     if not isinstance(loaded, dict):
         raise CheckpointLayoutError(f"{path}: expected a JSON object")
     return loaded

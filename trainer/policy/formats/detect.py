@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,10 +146,14 @@ def _mcore(path: Path, iteration: Path) -> CheckpointInfo:
 
 
 def _json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError) as e:
-        raise CheckpointError(f"{path}: not a readable JSON file ({e})") from e
+    from recorder.regular import IrregularFileError, read_json
+
+    try:  # bounded and regular (a Hugging Face cache links its config.json: followed, a loop named)
+        doc = read_json(path, follow=True)
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{path}: missing") from e
+    except IrregularFileError as e:
+        raise CheckpointError(str(e)) from e
     if not isinstance(doc, dict):
         raise CheckpointError(f"{path}: expected a JSON object")
     return doc

@@ -16,12 +16,14 @@ import hashlib
 import json
 import mmap
 import os
+import stat
 import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recorder.regular import kind_of
 from trainer.policy.errors import CheckpointError, ShardMismatchError
 from trainer.policy.formats.detect import DCP_METADATA, CheckpointInfo
 from trainer.policy.formats.manifest import Manifest, ShardDigest
@@ -63,7 +65,29 @@ def shard_files(info: CheckpointInfo) -> list[Path]:
         return list(find_dirs(info.path).weights)
     if info.format == "torch-dcp":
         return sorted([w / DCP_METADATA, *w.glob("*.distcp")])
-    return sorted(p for p in w.rglob("*") if p.is_file())  # MCore: every file, as the NeMo-RL import hashes
+    return _every_file(w)  # MCore: every file, as the NeMo-RL import hashes
+
+
+def _every_file(weights: Path) -> list[Path]:
+    """Every regular file under `weights`, walked without following a link; CheckpointError naming the first
+    entry that is neither a file nor a folder (a FIFO would block its reader, a device never end, a symlink
+    could loop or lead out of the checkpoint)."""
+    found: list[Path] = []
+    folders = [weights]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path))
+                else:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    raise CheckpointError(
+                        f"{entry.path}: {kind_of(mode)} among the weights, not a regular file: refused (remove it, "
+                        "or replace a link with the file it names)"
+                    )
+    return sorted(found)
 
 
 def load_state_dict(
@@ -159,7 +183,13 @@ def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
     """(the file's bytes in memory of our own, or None when not `keep`; its sha256), read once: each block is
     hashed as it arrives, while it is still in the CPU's cache, and the kernel reads ahead meanwhile."""
     try:
-        with open(path, "rb", buffering=0) as f:
+        # never blocks on a FIFO; anything but a regular file is refused before a byte is read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise CheckpointError(f"{path}: {kind_of(mode)}, not a regular file: refused as a shard")
+        with open(fd, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
             if hasattr(os, "posix_fadvise"):  # a larger read-ahead window: not on every platform
                 os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)

@@ -29,6 +29,9 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+# The checkpoint series builders the tests share live in tests/kit, beside this folder.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
 REPO = Path(__file__).resolve().parents[1]
 STEPS = (18, 19)
 
@@ -49,8 +52,8 @@ class Side:
 
 
 def make_series(root: Path, model: str) -> Path:
-    """Two checkpoints (steps 18, 19) of `model` in NeMo-RL's layout, written by evaluator.sample_series (as the tests write them)."""
-    from evaluator import sample_series
+    """Two checkpoints (steps 18, 19) of `model` in NeMo-RL's layout, written by tests.kit.sample_series."""
+    from tests.kit import sample_series
 
     if model == "smollm2":
         return sample_series.write_smollm2_series(root, STEPS)
@@ -90,7 +93,7 @@ def lm_eval_hf(series: Path, spec_path: Path, tasks: int | None, batch_size: int
     from lm_eval.models.huggingface import HFLM
 
     from evaluator.passk import pass_at_k, sample_plan
-    from trainer.policy.hf_checkpoint import find_dirs, load_hf_checkpoint
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs, load_hf_checkpoint
     from trainer.policy.taskspec import load_spec
 
     torch.set_num_threads(threads)
@@ -167,7 +170,7 @@ def run_vllm_side(run: Path, spec: Path, tasks: int) -> None:
 
 def measure(args: Any, tmp: Path) -> list[Side]:
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
     from trainer.policy.taskspec import shipped
 
     args.threads = args.threads or (os.cpu_count() or 1)

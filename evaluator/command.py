@@ -30,7 +30,7 @@ from recorder.provenance import provenance
 from recorder.results.evaluation import CommandCheckpoint, CommandResults
 
 if TYPE_CHECKING:
-    from evaluator.facts import RunFacts
+    from evaluator.run_facts import RunFacts
 
 OUTPUT = "command-output.json"
 

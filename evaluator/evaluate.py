@@ -28,6 +28,7 @@ from evaluator.scoring import Generation, Loading
 from evaluator.settings import Dtype, Options, RunEvalConfig, eval_dtype, rule_precision, short_dtype
 from evaluator.vllm_backend import VllmWorkers
 from evaluator.workers import Workers
+from recorder.checkpoint_formats import recorded_format
 from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
 from recorder.log import LogWriter
 from recorder.provenance import provenance
@@ -49,8 +50,8 @@ from trainer.policy.errors import ModelCodeError, ShardMismatchError, UnsafeMeta
 ABORTS = (UnsafeMetadataError, ModelCodeError)
 
 if TYPE_CHECKING:
-    from evaluator.facts import RunFacts
-    from trainer.policy.formats.manifest import Manifest
+    from evaluator.run_facts import RunFacts
+    from trainer.policy.checkpoints.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
 
@@ -381,7 +382,7 @@ def fingerprint_dtype(cp: CommittedCheckpoint) -> Dtype:
     """The dtype `cp`'s fingerprint was computed in: recorded with it, else the trainer's (the run's dtype:
     it fingerprints the weights it trains), else float32 (an import loads Hugging Face weights in it)."""
     recorded = short_dtype(str(cp.fingerprint.get("dtype") or ""))
-    if recorded is None and cp.format in (None, "safetensors", "torch-dcp"):
+    if recorded is None and recorded_format(cp.format).fingerprint_in_run_dtype:
         recorded = short_dtype(cp.dtype)
     return recorded if recorded in ("fp32", "bf16", "fp16") else "fp32"  # type: ignore[return-value]
 

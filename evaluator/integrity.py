@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 from evaluator.checkpoints import CommittedCheckpoint
 from evaluator.errors import FingerprintMismatchError, HashMismatchError, MissingCheckpointError
+from recorder.checkpoint_formats import recorded_format
 from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
-    from trainer.policy.formats.manifest import Manifest
+    from trainer.policy.checkpoints.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
 WEIGHTS_FILE = "model.safetensors"
-NEMO_WEIGHTS = Path("policy", "weights")  # recorder.adapters.nemo: what its recorded sha256 covers
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -40,8 +40,8 @@ def weights_path(directory: Path, cp: CommittedCheckpoint) -> Path:
             f"{cp.where}: checkpoint directory {directory} is missing: it was moved or "
             "deleted after training committed it"
         )
-    if (cp.format or "").startswith("nemo-rl"):
-        weights = directory / NEMO_WEIGHTS
+    if recorded_format(cp.format).weights_dir:
+        weights = directory / recorded_format(cp.format).weights_dir
         if not weights.is_dir():
             raise MissingCheckpointError(f"{cp.where}: {weights} is missing: the checkpoint is incomplete")
         return weights
@@ -95,7 +95,7 @@ def recorded_fingerprint(cp: CommittedCheckpoint) -> tuple[str, float]:
 def fingerprint_texts(cp: CommittedCheckpoint, spec: TaskSpec) -> list[str]:
     """The texts the recorded fingerprint was computed over: the built-in holdout (the trainer's method), or
     the fixed texts or `spec`'s dev split, recognised by their hash; FingerprintMismatchError otherwise."""
-    from trainer.policy.fingerprint import FIXED_TEXTS, METHOD, TEXTS_METHOD, texts_sha256
+    from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, METHOD, TEXTS_METHOD, texts_sha256
     from trainer.policy.task import holdout_texts
 
     method = cp.fingerprint.get("method")
@@ -137,7 +137,7 @@ def committed_manifest(cp: CommittedCheckpoint, directory: Path) -> Manifest | N
     """The shard digests `cp` was committed with: its manifest, or (the policy's single weights file) that
     file's; None for a commit that recorded only a tree digest (checked by `check_hash`, a read before
     loading). HashMismatchError when the manifest's root is not the commit's sha256."""
-    from trainer.policy.formats.manifest import Manifest, ShardDigest
+    from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
 
     if cp.manifest is None:
         weights_path(directory, cp)  # MissingCheckpointError naming what is gone
@@ -154,7 +154,7 @@ def committed_manifest(cp: CommittedCheckpoint, directory: Path) -> Manifest | N
                 f"{cp.sha256[:16]}...: the commit is inconsistent; it is not scored"
             )
         return manifest
-    if cp.format in (None, "safetensors") and cp.bytes is not None:
+    if recorded_format(cp.format).single_file and cp.bytes is not None:
         return Manifest((ShardDigest(WEIGHTS_FILE, cp.bytes, cp.sha256),))
     return None
 
@@ -170,9 +170,9 @@ def _present(directory: Path, cp: CommittedCheckpoint) -> None:
 def hash_shards(cp: CommittedCheckpoint, directory: Path, expected: Manifest) -> str:
     """The root of `directory`'s shards, every one checked against `expected` (nothing loaded);
     HashMismatchError naming the shard that differs."""
+    from trainer.policy.checkpoints.detect import detect
+    from trainer.policy.checkpoints.load import hash_shards as hash_files
     from trainer.policy.errors import ShardMismatchError
-    from trainer.policy.formats.detect import detect
-    from trainer.policy.formats.load import hash_shards as hash_files
 
     try:
         return hash_files(detect(directory), expected).root

@@ -16,17 +16,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from recorder.kinds import EvalResult
+from recorder.kinds import EvalResult, RunOpened
 from recorder.rules import TARGET, eval_deviations, is_standard_target, recorded_target
 
 NOT_COMPARABLE = "NOT COMPARABLE"
 
 
-def config_eval(opened: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+def config_eval(opened: RunOpened | None) -> Mapping[str, Any] | None:
     """A recorded run's `config.eval` (imports record none: their settings are their evaluations')."""
-    from recorder.upcast import upcast_data
-
-    config = upcast_data("run_opened", opened).get("config") if opened is not None else None
+    config = opened.config if opened is not None else None
     section = config.get("eval") if isinstance(config, Mapping) else None
     return section if isinstance(section, Mapping) else None
 
@@ -39,22 +37,35 @@ def scored_with(result: EvalResult) -> Mapping[str, Any] | None:
     return {"k": result.k, "samples": result.n, "task_sha256": result.task_sha256}
 
 
-def why_not_comparable(opened: Mapping[str, Any] | None, scored: Iterable[Mapping[str, Any] | None] = ()) -> str | None:
-    """Why a run is not comparable to MLPerf results, or None when it is. `opened`: its first run_opened's data;
+def why_not_comparable(opened: RunOpened | None, scored: Iterable[Mapping[str, Any] | None] = ()) -> str | None:
+    """Why a run is not comparable to MLPerf results, or None when it is. `opened`: its first run_opened;
     `scored`: how each of its benchmark results was scored (`scored_with`)."""
-    target = recorded_target(opened)
-    why = [] if is_standard_target(target) else [f"the run's pass target is {target:g}, not the ruleset's {TARGET:g}"]
-    return "; ".join(why + evaluated_otherwise(opened, scored)) or None
+    return why_not_judged(recorded_target(opened), config_eval(opened), scored)
 
 
-def evaluated_otherwise(opened: Mapping[str, Any] | None, scored: Iterable[Mapping[str, Any] | None] = ()) -> list[str]:
-    """How the run's evaluation is not the benchmark's, as recorded (`config.eval`) and as done (`scored`):
-    the part of `why_not_comparable` that is not the target."""
+def why_not_judged(
+    target: float | None, section: Mapping[str, Any] | None, scored: Iterable[Mapping[str, Any] | None] = ()
+) -> str | None:
+    """`why_not_comparable` of a run judged by `target` and evaluated with `section` (`config.eval`'s names)."""
+    why = [target_reason(target)] if not is_standard_target(target) else []
+    return "; ".join(why + evaluated_otherwise(section, scored)) or None
+
+
+def evaluated_otherwise(
+    section: Mapping[str, Any] | None, scored: Iterable[Mapping[str, Any] | None] = ()
+) -> list[str]:
+    """How the run's evaluation is not the benchmark's, as recorded (`section`: its `config.eval`) and as done
+    (`scored`): the part of `why_not_comparable` that is not the target."""
     why = []
-    recorded = eval_deviations(config_eval(opened) or {})
+    recorded = eval_deviations(section or {})
     if recorded:
         why.append(f"its evaluation is not the benchmark's ({', '.join(recorded)})")
     done = list(dict.fromkeys(d for s in scored if s is not None for d in eval_deviations(s)))
     if done:
         why.append(f"its results were scored otherwise than the benchmark ({', '.join(done)})")
     return why
+
+
+def target_reason(target: float | None) -> str:
+    """Why a run judged by `target` is not comparable ('' for the ruleset's own)."""
+    return "" if is_standard_target(target) else f"the run's pass target is {target:g}, not the ruleset's {TARGET:g}"

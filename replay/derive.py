@@ -40,7 +40,7 @@ from replay.mllog_format import (
     parse_line,
 )
 from replay.recorded_types import first_type_problem
-from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
+from replay.ruleset_facts import TRACKED_STATS, Ruleset, get_ruleset
 from replay.rulesets import get_known
 from replay.source import EventSource, InMemory, StepData
 from replay.timeline import Config, Evaluation, Point, StepMetrics, Timeline, build_timeline

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from evaluator.attempts import HARNESS_WRITER, attempts
 from evaluator.checkpoints import CommittedCheckpoint, resolve
 from evaluator.evaluate import Context, WrittenResults, evaluate_checkpoint, integrity, scored_checkpoint
-from evaluator.facts import read_facts
 from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
 from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
 from evaluator.order import arrange
 from evaluator.results import results_dir, sha256_text, write_results
+from evaluator.run_facts import read_facts
 from evaluator.session import close_interrupted, session_lock
 from evaluator.settings import Options
 from evaluator.workers import Workers, start_workers
@@ -275,7 +275,7 @@ def _model_notes(directory: Path) -> tuple[int | None, str]:
     import json
 
     from evaluator.harness.loglik import encoding_note
-    from trainer.policy.hf_checkpoint import find_dirs
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
 
     if not (directory / "config.json").is_file():  # a Hugging Face layout (NeMo-RL's policy/weights/, ...)
         dirs = find_dirs(directory)

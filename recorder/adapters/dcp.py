@@ -1,5 +1,5 @@
 """Import the torch.distributed.checkpoint (DCP) series an FSDP2 training job writes, as `weight_update` and
-`checkpoint_committed` events (recorder.adapters.series).
+`checkpoint_committed` events (recorder.adapters.series_import).
 
 Two layouts, each checkpoint one directory of `__R_0.distcp` shards (one per rank) and the `.metadata` DCP
 writes last:
@@ -14,7 +14,7 @@ the meta's `samples_count` (or `consumed_samples`), else step x the global batch
 `global_batch_size`, or the caller's). The weight-update time is the meta's `weight_update_ns`,
 `weight_update_ms` or `timestamp` (Unix seconds), recorded with `timing: "meta"`; without one it is the
 newest shard's modification time (`timing: "shard-mtime"`). Every checkpoint is fingerprinted by the function
-the caller passes in (the CLI: trainer.policy.hf_fingerprint's), which loads it, hashing each shard as it is
+the caller passes in (the CLI: trainer.policy.checkpoints.hf_fingerprint's), which loads it, hashing each shard as it is
 read: that manifest is the commit's, so `recorder verify` and `recorder eval` name any shard changed since.
 """
 
@@ -27,13 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from recorder.adapters.series import Fingerprinter, SeriesCommit, step_problems, write_series, written_ns
+from recorder.adapters.series_import import Fingerprinter, SeriesCommit, step_problems, write_series, written_ns
 from recorder.errors import DataError, InputError
 from recorder.kinds import RunOpened, Timing
 from recorder.provenance import provenance
-from recorder.regular import IrregularFileError, first_irregular, read_json
 from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
+from recorder.untrusted_files import IrregularFileError, first_irregular, read_json
 
 SOURCE: Final = "fsdp2"
 WRITER: Final = "import-dcp"

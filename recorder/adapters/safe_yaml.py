@@ -37,7 +37,7 @@ def load_plain_yaml(path: Path) -> Any:
 
     Raises FileNotFoundError and yaml.YAMLError as yaml does, for the caller to word.
     """
-    from recorder.regular import IrregularFileError, read_bounded
+    from recorder.untrusted_files import IrregularFileError, read_bounded
 
     if not os.path.lexists(path):
         raise FileNotFoundError(2, "No such file or directory", str(path))

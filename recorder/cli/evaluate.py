@@ -9,11 +9,18 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, label, line, warning
-from recorder.cli.progress import UntilFirst
-from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
-from recorder.cli.tables import Col, print_fitted, set_wide
-from recorder.comparability import NOT_COMPARABLE, evaluated_otherwise, scored_with, why_not_comparable
+from recorder.cli._output import console, label, line, warning
+from recorder.cli._progress import UntilFirst
+from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
+from recorder.cli._tables import Col, print_fitted, set_wide
+from recorder.comparability import (
+    NOT_COMPARABLE,
+    config_eval,
+    evaluated_otherwise,
+    scored_with,
+    why_not_comparable,
+    why_not_judged,
+)
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import is_standard_target, recorded_target
 
@@ -338,7 +345,7 @@ def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
         )
     cfg = s.eval_cfg
     settings = {"k": cfg.k, "samples": cfg.samples, "temperature": cfg.temperature, "top_p": cfg.top_p}
-    _print_not_comparable(why_not_comparable({"target": cfg.target, "config": {"eval": settings}}), cfg.target)
+    _print_not_comparable(why_not_judged(cfg.target, settings), cfg.target)
 
 
 def _print_not_comparable(why: str | None, target: float | None) -> None:
@@ -385,18 +392,19 @@ def evals(
 
     from evaluator.attempts import attempts
     from recorder.goals import opened_goal
+    from recorder.kinds import RunOpened
     from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
     # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
-    goal = opened_goal(opened.data if opened else None)
+    run_opened = RunOpened.from_event(opened) if opened else None
+    goal = opened_goal(run_opened)
     rows = attempts(log.events)
-    opened_data = opened.data if opened else None
     scored = [scored_with(EvalResult.from_event(a.result)) for a in rows if a.result is not None]
-    why_not = why_not_comparable(opened_data, scored)
+    why_not = why_not_comparable(run_opened, scored)
     # judged by its own target, a result still passes or fails it; evaluated otherwise, it does neither
-    benchmark_evaluation = not evaluated_otherwise(opened_data, scored)
+    benchmark_evaluation = not evaluated_otherwise(config_eval(run_opened), scored)
     day = next(
         (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""
     )
@@ -413,7 +421,7 @@ def evals(
         collapse_padding=True,
     )
     # an import's own target is its benchmark's
-    _print_not_comparable(why_not, recorded_target(opened_data))
+    _print_not_comparable(why_not, recorded_target(run_opened))
     zero_shot = _zero_shot_table(log.events)
     if zero_shot is not None:
         console.print(zero_shot)

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, cut, err, label, line, make_console, warning
-from recorder.cli.paths import check_output, write_failed
-from recorder.cli.progress import working
-from recorder.cli.tables import Col, print_fitted, set_wide
-from recorder.comparability import why_not_comparable
+from recorder.cli._output import console, cut, err, label, line, make_console, warning
+from recorder.cli._paths import check_output, write_failed
+from recorder.cli._progress import working
+from recorder.cli._tables import Col, print_fitted, set_wide
+from recorder.comparability import target_reason
 from recorder.output import output_file, write_output
 from recorder.run import RunDir
 
@@ -286,7 +286,7 @@ def _apart_reason(target: float | None, flags: str | None) -> str:
     """Why a run of the runs view does not compare: its target, a resume, else its evaluation (flag
     other-evaluation; its scores' `why` says how it differs, from recorder.comparability)."""
     resumed = "resumed" in (flags or "").split()
-    return why_not_comparable({"target": target}) or (
+    return target_reason(target) or (
         "resumed from a checkpoint" if resumed else "evaluated otherwise than the benchmark"
     )
 

@@ -33,10 +33,10 @@ from recorder.history.limits import (
     resident_bytes,
     run_limited,
 )
-from recorder.manifest import adopted_segments
 from recorder.reader import read_run, recorded_run_id
 from recorder.rules import BENCHMARK, is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
+from recorder.signed_segments import adopted_segments
 from recorder.verify import check_segment
 
 if TYPE_CHECKING:

@@ -32,7 +32,6 @@ from typing import Any, TypeGuard
 from recorder.events import Event
 from recorder.kinds import EvalResult, RunOpened
 from recorder.rules import EVAL_SAMPLES, EVAL_TASK_SHA256, TARGET, eval_deviations, is_standard_target, recorded_target
-from recorder.upcast import upcast_data
 from recorder.verify.findings import Findings
 
 BENCHMARK_EVAL_RULE = "benchmark-eval"
@@ -130,10 +129,9 @@ def benchmark_section(opened: RunOpened) -> Mapping[str, Any] | None:
     validation tasks of the benchmark's task set, known by its content (the spec's sha256, whatever the file is
     called: a renamed copy claims it too; a run recorded before the hash, by naming the built-in task); None
     otherwise (no section, or another target, task set or count)."""
-    data = upcast_data("run_opened", opened.to_data())
-    config = data.get("config")
+    config = opened.config
     section = config.get("eval") if isinstance(config, Mapping) else None
-    if not isinstance(section, Mapping) or not is_standard_target(recorded_target(opened.to_data())):
+    if not isinstance(section, Mapping) or not is_standard_target(recorded_target(opened)):
         return None
     sha = section.get("task_sha256")
     the_set = sha == EVAL_TASK_SHA256 if sha is not None else section.get("task") is None

@@ -1,5 +1,5 @@
 """Writes a checkpoint series in NeMo-RL's deferred-evaluation layout (what its trainer publishes) with a tiny
-Llama's Megatron-Core weights; evaluator.sample_series writes the Hugging Face ones, from the same config."""
+Llama's Megatron-Core weights; tests.kit.sample_series writes the Hugging Face ones, from the same config."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from evaluator import sample_series
-from evaluator.sample_series import GENERATIONS, PROMPTS, WRITE_MS, config
+from tests.kit import sample_series
+from tests.kit.sample_series import GENERATIONS, PROMPTS, WRITE_MS, config
 
 __all__ = ["GENERATIONS", "PROMPTS", "WRITE_MS", "config", "write_checkpoint"]
 
@@ -23,7 +23,7 @@ def _tokenizer() -> Any:
 
 
 def _tiny(step: int) -> tuple[Any, Any]:
-    """A 16-wide random Llama, its weights differing by step (evaluator/sample_series.py)."""
+    """A 16-wide random Llama, its weights differing by step (tests/kit/sample_series.py)."""
     tok = _tokenizer()
     return tok, sample_series.model(len(tok), step, hidden_size=16)
 
@@ -32,10 +32,10 @@ def write_checkpoint(
     root: Path, step: int, update_ms: int, *, prompts_per_step: int = PROMPTS, cfg: dict[str, Any] | None = None
 ) -> Path:
     """`root/step_N` with training_info.json, config.yaml and a tiny Llama's Megatron-Core weights
-    (`policy/weights/iter_0000000/`, torch DCP with Megatron's names; tests/formats/fixtures.py), their
+    (`policy/weights/iter_0000000/`, torch DCP with Megatron's names; tests/checkpoints/fixtures.py), their
     modification times set to WRITE_MS after the weight update (as a save that took that long would leave
     them)."""
-    from tests.formats import fixtures
+    from tests.checkpoints import fixtures
 
     path = root / f"step_{step}"
     tok, model = _tiny(step)

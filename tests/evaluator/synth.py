@@ -1,4 +1,4 @@
-"""Small synthetic runs for evaluator tests: replay.synthetic's run builder, with real tiny-model
+"""Small synthetic runs for evaluator tests: tests.kit.synthetic's run builder, with real tiny-model
 checkpoints written with the trainer's own functions behind its commits.
 
 The models are random (untrained), so pass@k is 0: the tests choose the run's `eval.target` to decide
@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from recorder.run import RunDir
-from replay import synthetic
+from tests.kit import synthetic
 
 
 @functools.cache
 def _tiny_checkpoint_parts(
     init_seed: int, sharpen: float, hidden_size: int = 32
 ) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
-    from trainer.policy.fingerprint import fingerprint_record
+    from trainer.policy.checkpoints.fingerprint import fingerprint_record
     from trainer.policy.model import ModelConfig, build_model
     from trainer.policy.tokenizer import CharTokenizer
 
@@ -45,7 +45,7 @@ def write_tiny_checkpoint(
     hidden_size: int = 32,
 ) -> dict[str, Any]:
     """A real checkpoint directory (trainer format); returns its checkpoint_committed data (path unset)."""
-    from trainer.policy.checkpoint_files import write_checkpoint
+    from trainer.policy.checkpoints.files import write_checkpoint
 
     tensors, config_json, tok_json, fp = _tiny_checkpoint_parts(init_seed, sharpen, hidden_size)
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -75,7 +75,7 @@ def record_run(
     sharpen: float = 40.0,
     hidden_size: int = 32,
 ) -> RunDir:
-    """replay.synthetic's run (steps of 60 s, checkpoints from the validation start unless `checkpoint_steps`)
+    """tests.kit.synthetic's run (steps of 60 s, checkpoints from the validation start unless `checkpoint_steps`)
     with the evaluator's settings (`target`, `samples` tasks) and, unless `files=False`, a real tiny
     checkpoint behind every commit."""
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from evaluator import sample_series
 from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
 from evaluator.vllm_backend import VllmWorkers
@@ -30,6 +29,7 @@ from recorder.reader import read_run
 from recorder.rules import TARGET
 from tests.contract.workers_contract import WorkersContract
 from tests.evaluator.synth import record_run
+from tests.kit import sample_series
 from trainer.policy.taskspec import shipped
 
 pytestmark = pytest.mark.vllm
@@ -74,7 +74,7 @@ def engine() -> Iterator[SharedEngine]:
 def _hf_run(tmp: Path, spec: Path) -> Path:
     """The tiny Llama's series imported with `spec` (its fingerprints are of that spec's dev split)."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
     # steps far enough apart that their greedy completions differ: the engine must follow each checkpoint
     series = sample_series.write_series(tmp / "ckpt", UPDATES_MS, hidden_size=64, nudge=0.5)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.hostile_inputs import (
+from tests.helpers import run_cli
+from tests.kit.hostile_inputs import (
     deep_config_yaml,
     fifo_dcp_shard,
     fifo_mcore_weight,
@@ -17,7 +18,6 @@ from bench.hostile_inputs import (
     sparse_final_meta,
     symlink_loop_mcore,
 )
-from tests.helpers import run_cli
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 
 def _honest_failing_log(tmp_path: Path) -> Path:

@@ -1,0 +1,105 @@
+"""`recorder import-checkpoints`: a checkpoint series trained elsewhere (NeMo-RL, an FSDP2 job's torch DCP
+archives or snapshots) becomes events of a run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from recorder.cli._output import console, label, line
+from recorder.cli._signing import SigningKeyOption, apply_signing_key
+
+
+def _utc_ns(ns: int) -> str:
+    # whole seconds and microseconds apart: a float of Unix-epoch nanoseconds cannot hold every millisecond
+    at = dt.datetime.fromtimestamp(ns // 10**9, dt.UTC) + dt.timedelta(microseconds=ns % 10**9 // 1000)
+    return at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+COLUMNS = ("step", "samples", "weight update (UTC)")
+Rows = list[tuple[str, ...]]
+
+
+def _run_import(root: Path, into: Path, task: Path | None, gbs: int | None) -> tuple[Any, tuple[str, ...], Rows]:
+    """(the import's report, its table's columns, a row per checkpoint): an FSDP2 job's torch DCP series (with
+    where each weight-update time came from), else NeMo-RL's."""
+    from recorder.adapters import dcp, nemo
+    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+
+    if dcp.layout_of(root) is not None:
+        report = dcp.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task), global_batch_size=gbs)
+        rows: Rows = [
+            (str(c.step), str(c.samples), _utc_ns(c.weight_update_ns), c.timing, str(c.path))
+            for c in report.checkpoints
+        ]
+        return report, (*COLUMNS, "timing", "path"), rows
+    if gbs is not None:
+        raise nemo.NemoImportError(
+            f"{root}: a NeMo-RL series gives its global batch size in config.yaml: leave out --global-batch-size"
+        )
+    nemo_report = nemo.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task))
+    ns = nemo.NS_PER_MS
+    nemo_rows: Rows = [
+        (str(c.step), str(c.samples), _utc_ns(c.weight_update_ms * ns), str(c.path)) for c in nemo_report.checkpoints
+    ]
+    return nemo_report, (*COLUMNS, "path"), nemo_rows
+
+
+def import_checkpoints(
+    checkpoint_root: Annotated[
+        Path,
+        typer.Argument(
+            help="The series: NeMo-RL's checkpointing.checkpoint_dir (step_N/), a folder of FSDP2 fsdp2_epoch_N/ "
+            "archives, or a run directory with snapshots/step_N/ (torch DCP)."
+        ),
+    ],
+    into: Annotated[Path, typer.Option("--into", help="The run directory to append to (created if missing).")],
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when the series breaks the 6.1 rule.")] = False,
+    task: Annotated[
+        Path | None,
+        typer.Option(help="Fingerprint over this task spec's dev split (default: fixed texts)."),
+    ] = None,
+    global_batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--global-batch-size",
+            min=1,
+            help="Samples per step, for torch DCP checkpoints whose meta file gives neither samples nor it.",
+        ),
+    ] = None,
+    signing_key: SigningKeyOption = None,
+) -> None:
+    """Record a checkpoint series trained elsewhere as weight_update and checkpoint_committed events."""
+    from recorder.reader import recorded_run_id
+    from recorder.run import check_run_id
+
+    if not os.path.lexists(into):
+        check_run_id(into.name)  # a new run: its folder name is its id, checked before anything is read
+    apply_signing_key(signing_key)
+    report, columns, rows = _run_import(checkpoint_root, into, task, global_batch_size)
+    table = Table(title=f"{recorded_run_id(report.run)}: {len(rows)} checkpoints (GBS {report.global_batch_size})")
+    for col in columns:
+        table.add_column(col)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    for problem in report.problems:
+        console.print(line(label("rule:", "yellow"), problem))
+    step = (
+        f"recorder replay {report.run.path}"
+        if report.evaluated
+        else "evaluate the checkpoints (eval_start/eval_result/eval_stop events), then recorder replay "
+        f"{report.run.path}"
+    )
+    console.print(f"imported into {report.run.path}; next: {step}", highlight=False)
+    if report.problems and strict:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import-checkpoints")(import_checkpoints)

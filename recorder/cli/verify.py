@@ -1,0 +1,147 @@
+"""`recorder verify`: a run's log checked byte by byte, its rules and its signatures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from recorder.cli._output import console, label, line, warning
+from recorder.cli._progress import progress, working
+
+if TYPE_CHECKING:
+    from recorder.signing import SignatureState
+    from recorder.verify import SegmentSummary, VerifyReport
+
+
+_TrustOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--trust",
+        help="A public key (KEY.pub) whose signatures you trust; every segment must carry one. Repeatable. "
+        "Default: the keys $RECORDER_TRUST names (paths separated by ':').",
+    ),
+]
+_RequireSignedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--require-signed", help="Exit 1 unless every segment is signed by a --trust key (as --trust implies)."
+    ),
+]
+
+
+def verify(
+    run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")],
+    trust: _TrustOpt = None,
+    require_signed: _RequireSignedOpt = False,
+) -> None:
+    """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts
+    and derived/scores.jsonl (re-derived from the events).
+
+    Torn tails are warnings. A signed run is judged by its own key: an unsigned segment, one signed by another
+    key, or a signed segment deleted or cut fails (exit 1). With --trust, each segment is reported signed by
+    a trusted key (by its file name), signed by an untrusted key, or unsigned, and only trusted keys pass.
+    """
+    from recorder.history.cache import verify_with_cache
+    from recorder.reader import recorded_run_id
+    from recorder.signing import load_trusted
+    from recorder.verify.trust import trusted_from_environment
+
+    if require_signed and not trust and not os.environ.get("RECORDER_TRUST"):
+        raise typer.BadParameter("--require-signed needs the keys to trust: --trust KEY.pub", param_hint="--trust")
+    trusted = load_trusted(trust) if trust else trusted_from_environment()
+    with progress(f"verify: reading {run_dir}'s segments", _segment_bytes(run_dir), unit="bytes") as advance:
+        report = verify_with_cache(run_dir, trusted=trusted, progress=advance)
+    if report.ok:
+        with working("verify: checking derived/scores.jsonl against the events"):
+            _derived_scores(report)
+    if report.ok:
+        _keep_verdict(report)
+    total = sum(s.events for s in report.segments)
+    console.print(f"run {recorded_run_id(report.run)}: {len(report.segments)} segments, {total} events")
+    untrusted = 0
+    for s in report.segments:
+        state = "closed" if s.closed else "open (writer did not close)"
+        signature = _signature(report, s, trusted)
+        shown = trusted is not None or s.opened_with is not None or signature.text == "bad signature"
+        untrusted += not signature.trusted
+        console.print(f"  {s.name}  {s.events} events  {state}" + (f"  {signature.text}" if shown else ""))
+    for torn in report.torn:
+        if torn.bytes_lost:
+            console.print(warning(str(torn)))
+    for note in report.warnings:
+        console.print(warning(note))
+    for problem in report.problems:
+        console.print(line(label("ALTERED:", "bold red"), str(problem)))
+    if not report.ok:
+        console.print(f"verify: FAILED ({len(report.problems)} problems)")
+        raise typer.Exit(1)
+    if require_signed and untrusted:
+        console.print(f"verify: FAILED ({untrusted} of {len(report.segments)} segments not signed by a trusted key)")
+        raise typer.Exit(1)
+    console.print("verify: intact")
+
+
+def _segment_bytes(run_dir: Path) -> int | None:
+    """The size of every segment, for the progress bar (None when the folder cannot be listed)."""
+    try:
+        return sum(p.stat().st_size for p in (run_dir / "events").glob("*.arrows") if p.is_file())
+    except OSError:
+        return None
+
+
+def _derived_scores(report: VerifyReport) -> None:
+    """derived/scores.jsonl against what the events derive (replay.scores_check): a cache that claims the
+    current events and disagrees with them fails verify; one derived from earlier events is a note."""
+    from recorder.derived_state import stale_note
+    from replay.run_scan import scan_run
+    from replay.scores import SCORES_FILE, scores_claim
+    from replay.scores_check import check_scores
+    from replay.source import Streamed
+
+    run = report.run
+    if not os.path.lexists(run.derived / SCORES_FILE):
+        return
+    scan = scan_run(Streamed(run))  # an intact run: streamed
+    if scores_claim(run, scan.heads) == "stale":
+        report.warnings.append(stale_note(run, SCORES_FILE, scan.heads))
+        return
+    report.problems.extend(m.problem() for m in check_scores(run, scan))
+
+
+def _keep_verdict(report: VerifyReport) -> None:
+    """The run's verified-state record (recorder.derived_state), for readers that would verify it again."""
+    from recorder.derived_state import record_verified
+
+    if report.untrusted:  # judged past its trust problems (--untrusted-ok): no verdict for others to reuse
+        return
+    if all(s.closed and s.size >= 0 and s.head for s in report.segments):  # a closed run: it stays so
+        record_verified(report.run, {s.name: (s.events, s.head, s.size) for s in report.segments})
+
+
+def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] | None) -> SignatureState:
+    from recorder.signing import signature_state
+    from recorder.verify import SIGNATURE_RULE
+
+    bad = any(p.segment == s.name and p.rule == SIGNATURE_RULE for p in report.problems)
+    return signature_state(s.signed_by, s.opened_with, bad, trusted, _adopted_by(report, s))
+
+
+def _adopted_by(report: VerifyReport, s: SegmentSummary) -> str | None:
+    """The key that adopted `s` (recorder.adoption), when verify found nothing wrong with it."""
+    from recorder.signed_segments import ManifestError, read_manifest
+
+    if s.closed or any(p.segment == s.name for p in [*report.problems, *report.untrusted]):
+        return None
+    try:
+        manifest = read_manifest(report.run)
+    except ManifestError:
+        return None
+    entry = manifest.segments.get(s.name) if manifest is not None and manifest.signature_valid else None
+    return manifest.public_key if manifest is not None and entry is not None and entry.adopted_bytes else None
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(verify)

@@ -1,0 +1,319 @@
+"""Replay a run and keep its derived files: what `recorder replay` does, and what `recorder report` needs.
+
+Two entry points share one way of writing: `replay_run` (the command: verify, scan once, derive one
+interpretation or compare them all, check, write) and `ensure_derived` (the report: the files, written only
+when missing or older than the segments). Both write the scores through `write_scores` and the mllog through
+`write_mllog`, so a file under `derived/` holds the same bytes whichever of the two wrote it. Nothing here
+prints: what the command shows comes back as `Notice`s and a `ReplayResult`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from recorder.errors import InputError, RecorderError
+from recorder.output import output_file, write_output
+from recorder.reader import read_run
+from recorder.rules import BENCHMARK
+from recorder.run import RunDir, derived_dir, write_derived
+from recorder.verify.proof import proven_by
+from replay.check import CheckResult, compliance_lines, mlperf_logging_version, rcp, rcp_not_run
+from replay.derive import Derivation, derive_from
+from replay.errors import NoCheckpointError, NotEvaluatedError, ReplayError, ReplayOutputError
+from replay.interpretations import AS_RECORDED, get_interpretation
+from replay.preflight import UNTRUSTED, UNVERIFIED, mark_rows, verified
+from replay.rulesets import KnownRuleset, get_known, ruleset_for_run
+from replay.run_scan import RunScan, scan_run, scan_verified
+from replay.scores import SCORES_FILE, Outcome, applicable_to, compute_scores, scores_claim, write_rows
+from replay.scores_check import check_scores
+from replay.source import InMemory, Streamed
+
+OFFICIAL = "official"
+
+
+def write_scores(
+    run: RunDir,
+    scan: RunScan,
+    ruleset: str | None,
+    unverified: list[str],
+    done: dict[str, Outcome] | None = None,
+    untrusted: list[str] | None = None,
+    check: bool = True,
+) -> list[dict[str, Any]]:
+    """Every applicable interpretation's row, carrying the run's trust marks (unverified, untrusted and
+    judged with --untrusted-ok, resumed, its own target), written to `derived/scores.jsonl` with the events
+    it was derived from (derived/state.json). `done`: derivations (and verdicts) already made; `check`:
+    whether the compliance checker judges the interpretations not in `done` (else their verdict is null)."""
+    rows = compute_scores(run, ruleset, check=check, done=done, scan=scan)
+    marked = mark_rows(
+        rows, unverified=unverified, resumed=scan.resumed, not_comparable=scan.not_comparable, untrusted=untrusted
+    )
+    write_rows(run, marked, scan.heads)
+    return marked
+
+
+def mllog_path(run: RunDir, interpretation: str, unverified: list[str], untrusted: list[str] | None = None) -> Path:
+    """Where the run's mllog under `interpretation` lives (marked in its name when derived unverified or
+    judged past its trust problems)."""
+    marks = (f".{UNTRUSTED}" if untrusted else "") + (f".{UNVERIFIED}" if unverified else "")
+    return run.derived / f"result_{interpretation}{marks}.txt"
+
+
+def write_mllog(
+    run: RunDir,
+    scan: RunScan,
+    ruleset: str,
+    interpretation: str,
+    unverified: list[str],
+    output: Path | None = None,
+    untrusted: list[str] | None = None,
+) -> tuple[Derivation, Path]:
+    """Derive the run's mllog and write it: under `derived/` (never through a symlink out of the run), or to
+    `output`, which then gets an `.UNVERIFIED` sidecar when the run failed verification. Nothing is written
+    when the derivation raises (ReplayError)."""
+    d = derive_from(scan.timeline, scan.source, ruleset, interpretation)
+    if output is None:
+        path = derived_dir(run) / mllog_path(run, interpretation, unverified, untrusted).name
+        write_derived(path, d.chunks())
+        return d, path
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output_file(output) as f:  # never through a symlink planted at -o
+            f.writelines(d.chunks())
+    except OSError as e:
+        raise ReplayOutputError(f"-o {output}: cannot write ({e.strerror or e})") from e
+    if unverified:  # a chosen name gets a sidecar, so the mark sits next to the file
+        write_output(
+            output.with_name(output.name + f".{UNVERIFIED}"),
+            "derived with --force from a run that fails verification:\n" + "\n".join(unverified) + "\n",
+        )
+    return d, output
+
+
+def run_checks(
+    d: Derivation,
+    known: KnownRuleset,
+    tl_benchmark: str | None,
+    division: str | None,
+    kept: tuple[RunDir, Path] | None,
+    mismatch: str | None = None,
+) -> list[CheckResult]:
+    """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
+    RCPs for the benchmark and the division is not open (RCPs bind the closed division only). `kept`: the run
+    and the derived file holding `d`'s lines, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it).
+    `mismatch`: why the ruleset does not know the log's benchmark; the checker then cannot run, and says so."""
+    benchmark = tl_benchmark or BENCHMARK  # a run that states no benchmark is the recorder's own
+    if mismatch is not None:
+        why = f"{mismatch}, so it has no rules to judge this log by"
+        return [CheckResult("compliance checker", known.name, False, (why,), mlperf_logging_version(), ran=False)]
+    checks = [compliance_lines(d.lines, known.name)]
+    if not known.has_rcps(benchmark):
+        checks.append(rcp_not_run(known.name, f"training {known.name} has no RCPs for {benchmark}"))
+    elif division == "open":
+        checks.append(rcp_not_run(known.name, "open division: RCPs bind the closed division only"))
+    elif kept is not None:
+        from replay.rcp_cache import cached_rcp
+
+        checks.append(cached_rcp(*kept, known.name)[0])
+    else:
+        checks.append(rcp([d.text()], known.name))  # -o: a log outside the run, read whole
+    return checks
+
+
+@dataclass(frozen=True)
+class ReplayRequest:
+    """What `recorder replay` was asked; the names are checked when the request is made, before any read."""
+
+    run_dir: Path
+    ruleset: str | None = None
+    interpretation: str | None = None
+    compare: bool = False
+    output: Path | None = None
+    check: bool = False
+    force: bool = False
+
+    def __post_init__(self) -> None:
+        if self.ruleset is not None:
+            get_known(self.ruleset)
+        if self.interpretation is not None:
+            get_interpretation(self.interpretation)
+
+
+NoticeKind = Literal["warning", "unverified", "untrusted", "resumed", "not-comparable"]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One thing replay says about the run before its result (the command chooses how it looks)."""
+
+    kind: NoticeKind
+    text: str
+
+
+@dataclass
+class ReplayResult:
+    """What one replay found and wrote. `refused`: the error to raise once the notices are shown."""
+
+    notices: list[Notice]
+    interpretation: str
+    ruleset: str
+    refused: RecorderError | None = None
+    rows: list[dict[str, Any]] = field(default_factory=list)  # written to derived/scores.jsonl
+    derivation: Derivation | None = None
+    path: Path | None = None  # where the mllog went
+    checks: list[CheckResult] = field(default_factory=list)
+    mismatch: str | None = None  # why the ruleset does not know the run's benchmark
+    unverified: bool = False
+    untrusted: list[str] = field(default_factory=list)  # trust problems judged past with --untrusted-ok
+    resumed: bool = False
+    comparable: bool = True
+    proof: str = ""  # what the verdict rests on (recorder.verify.proof)
+
+    @property
+    def failed(self) -> bool:
+        """The data says no: a checker that failed, or (with --check) could not judge a benchmark the ruleset
+        does not know. As recorded, such a log is replayed from its own lines: no checker needed."""
+        return not all(c.ok and c.error is None and (c.ran or c.tool != "compliance checker") for c in self.checks)
+
+
+def _notices(
+    scan: RunScan, unverified: list[str], untrusted: list[str], torn: list[Any], known: KnownRuleset
+) -> list[Notice]:
+    notices = [Notice("unverified", p) for p in unverified]
+    notices += [Notice("untrusted", f"{p} (judged anyway: --untrusted-ok)") for p in untrusted]
+    notices += [Notice("warning", str(t)) for t in torn]  # a writer died mid-append: its complete events count
+    notices += [Notice("warning", str(j)) for j in scan.clock_steps]
+    notices += [
+        Notice("resumed", f"{r}: its history is kept, but a resumed run is not a valid timed MLPerf run")
+        for r in scan.resumed
+    ]
+    why_not = scan.not_comparable
+    if why_not is not None:
+        notices.append(
+            Notice(
+                "not-comparable",
+                f"{why_not}; eval, the history and replay judge passing by the run's own target, and the "
+                f"{known.name} checker by the ruleset's",
+            )
+        )
+    return notices
+
+
+def replay_run(request: ReplayRequest) -> ReplayResult:
+    """Verify the run (refused unless `force`: UnverifiedRunError), scan it once, and derive and write what
+        `request` asks, with its scores. An error raised once the notices are known comes back as `refused`, so
+    that the command shows them first."""
+    unverified, report = verified(request.run_dir, request.force)
+    scan, torn, skipped = scan_verified(report)  # an intact run is streamed: the facts are kept, not the events
+    tl, run = scan.timeline, report.run
+    default = AS_RECORDED if scan.imported else OFFICIAL
+    name = request.interpretation or default
+    as_recorded = name == AS_RECORDED and not request.compare
+    # refuses before anything is written; as recorded, the checker may judge a log whose benchmark the run's
+    # own ruleset does not know (the data says no: exit 1 after the checkers, with why)
+    lenient = as_recorded and request.ruleset is None
+    known = ruleset_for_run(request.ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=lenient)
+    result = ReplayResult([Notice("warning", f"{run.events}/{entry}") for entry in skipped], name, known.name)
+    result.mismatch = known.benchmark_problem(tl.benchmark, tl.division)
+    result.unverified, result.resumed = bool(unverified), bool(scan.resumed)
+    result.untrusted = [str(p) for p in report.untrusted]
+    result.comparable = scan.not_comparable is None
+    if request.interpretation == AS_RECORDED and not tl.mllog_segments:  # an imported mllog's lines
+        result.refused = InputError(
+            f"{request.run_dir}: as-recorded replays imported logs, and this run has no imported mllog lines: "
+            "use --interpretation official, or --compare"
+        )
+        return result
+    result.notices += _notices(scan, unverified, result.untrusted, torn, known)
+    if request.compare:
+        result.rows = write_scores(run, scan, known.name, unverified, untrusted=result.untrusted, check=request.check)
+        return result
+    try:
+        _derive(request, result, run, scan, known, unverified)
+        result.proof = proven_by(report, result.derivation.passing_step if result.derivation else None)
+    except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
+        result.refused = NotEvaluatedError(f"{e}; evaluate them: recorder eval {request.run_dir}")
+    except NoCheckpointError as e:  # the history shows `no checkpoint` too, without waiting for `compact`
+        write_scores(run, scan, request.ruleset, unverified, untrusted=result.untrusted, check=False)
+        result.refused = e
+    except RecorderError as e:  # a fact the derivation needs is missing, a file cannot be written: after the notices
+        result.refused = e
+    return result
+
+
+def _derive(
+    request: ReplayRequest, result: ReplayResult, run: RunDir, scan: RunScan, known: KnownRuleset, unverified: list[str]
+) -> None:
+    name, tl = result.interpretation, scan.timeline
+    d, path = write_mllog(run, scan, known.name, name, unverified, request.output, result.untrusted)
+    kept = (run, path) if request.output is None else None  # a log under derived/: its RCP verdict is kept there
+    checks = run_checks(d, known, tl.benchmark, tl.division, kept, result.mismatch) if request.check else []
+    done = {name: (d, checks[0] if checks else None)}
+    result.derivation, result.path, result.checks = d, path, checks
+    # the checker judges only what --check asks about: each other interpretation's verdict is left null
+    result.rows = write_scores(run, scan, request.ruleset, unverified, done, result.untrusted, check=False)
+
+
+@dataclass(frozen=True)
+class DerivedFiles:
+    """A run's score rows and derived mllog, as `ensure_derived` left them."""
+
+    rows: list[dict[str, Any]]
+    interpretation: str  # the mllog's: official, or as-recorded for an imported run
+    mllog: Path | None
+    why: str  # why there is no mllog, when there is none
+
+
+def _newest_segment_ns(run: RunDir) -> int:
+    return max((p.stat().st_mtime_ns for p in run.events.glob("*.arrows")), default=0)
+
+
+def _fresh(path: Path, run: RunDir) -> bool:
+    """A derived file written after the last change to any segment still describes the run."""
+    return path.exists() and path.stat().st_mtime_ns >= _newest_segment_ns(run)
+
+
+def _is_imported(run: RunDir) -> bool:
+    return any(p.name.startswith("import-") for p in run.events.glob("*.arrows"))
+
+
+def ensure_derived(run: RunDir, ruleset: str | None, unverified: list[str], recheck: bool = True) -> DerivedFiles:
+    """The run's score rows and derived mllog, written when missing or stale, and the scores re-derived and
+    rewritten when they disagree with the events (when `recheck`: replay.scores_check.RecheckBudget allowed
+    it). `unverified`: the problems verify found (the run is then read whole, and its files marked)."""
+    name = AS_RECORDED if _is_imported(run) else OFFICIAL
+    scores_path = run.derived / SCORES_FILE
+    mllog = mllog_path(run, name, unverified)
+    scan = _lazy_scan(run, unverified)  # one pass over the events, made at most once and only when needed
+    # a scores file derived from other events is stale (recorder.derived_state); one that claims the current
+    # events is still a file anyone can edit: re-derived when it disagrees
+    if recheck and scores_path.exists():
+        stale = scores_claim(run, scan().heads) == "stale" or bool(check_scores(run, scan()))
+    else:
+        stale = not _fresh(scores_path, run)
+    if stale:
+        write_scores(run, scan(), ruleset, unverified)
+    rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
+    if _fresh(mllog, run):
+        return DerivedFiles(rows, name, mllog, "")
+    try:
+        _, mllog = write_mllog(run, scan(), applicable_to(scan().timeline, ruleset)[0], name, unverified)
+    except ReplayError as e:
+        return DerivedFiles(rows, name, None, str(e))
+    return DerivedFiles(rows, name, mllog, "")
+
+
+def _lazy_scan(run: RunDir, unverified: list[str]) -> Callable[[], RunScan]:
+    made: list[RunScan] = []
+
+    def scan() -> RunScan:
+        if not made:  # an intact run is streamed (its facts kept, not its events); a damaged one read whole
+            source = InMemory(read_run(run).events) if unverified else Streamed(run)
+            made.append(scan_run(source, keep_events=bool(unverified)))
+        return made[0]
+
+    return scan

@@ -1,0 +1,199 @@
+"""Which checkpoint format a directory holds, detected from its files (never from its name alone).
+
+- `recorder`: the recorder's own `step_NNNNNNN/` (model.safetensors whose metadata holds weight_update_ns,
+  config.json, tokenizer.json);
+- `hf-safetensors`: config.json and safetensors weights, in the directory or where NeMo-RL keeps them;
+- `torch-dcp`: `.metadata` and `*.distcp` shards: the recorder's sharded `step_NNNNNNN/`, an FSDP2
+  `fsdp2_epoch_N/` archive (`final_meta.json` names its `source` run) or a `<run>/snapshots/step_N/`;
+- `mcore-torch-dist`: NeMo-RL's Megatron checkpoint, `step_N/policy/weights/iter_*/` (DCP shards with
+  Megatron's names), `policy/tokenizer/` and `training_info.json`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from recorder.checkpoint_formats import ReaderName
+from trainer.policy.errors import CheckpointError
+
+DCP_METADATA = ".metadata"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+META_FILES = ("final_meta.json", "meta.json")  # an archive's, a snapshot's
+_RANK_SHARD = re.compile(r"__(\d+)_0\.distcp")
+_STEP = re.compile(r"(?:step|iter)_0*(\d+)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckpointInfo:
+    """What a checkpoint directory holds, as its files say."""
+
+    path: Path
+    format: ReaderName  # the reader that recognised it (trainer.policy.checkpoints.readers)
+    step: int | None
+    world_size: int | None  # ranks that wrote it: `__R_0.distcp` files, or the meta's source_world_size
+    source_run: Path | None  # the run an archive or snapshot belongs to
+    config: dict[str, Any] = field(default_factory=dict)  # the model's config.json
+    tokenizer_dir: Path | None = None
+    weights_dir: Path = Path()  # the directory whose files the manifest covers
+
+
+def detect(path: Path) -> CheckpointInfo:
+    """The format of the checkpoint at `path`, as the first reader that recognises it says (readers.READERS,
+    most specific layout first); CheckpointError naming the path and what each reader expects."""
+    from trainer.policy.checkpoints.readers import READERS
+
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(f"{path}: no such checkpoint directory")
+    for reader in READERS:
+        info = reader.detect(path)
+        if info is not None:
+            return info
+    raise CheckpointError(
+        f"{path}: not a checkpoint this evaluator reads: expected " + ", or ".join(reader.expects for reader in READERS)
+    )
+
+
+def detect_mcore(path: Path) -> CheckpointInfo | None:
+    """NeMo-RL's Megatron checkpoint: `policy/weights/iter_*/` torch_dist beside `training_info.json`."""
+    if not ((path / "policy" / "weights").is_dir() and (path / "training_info.json").is_file()):
+        return None
+    iters = sorted((path / "policy" / "weights").glob("iter_*"))
+    return _mcore(path, iters[-1]) if iters and (iters[-1] / DCP_METADATA).is_file() else None
+
+
+def detect_dcp(path: Path) -> CheckpointInfo | None:
+    """A torch distributed checkpoint: `.metadata` beside its `*.distcp` shards."""
+    return _dcp(path) if (path / DCP_METADATA).is_file() else None
+
+
+def detect_recorder(path: Path) -> CheckpointInfo | None:
+    """The recorder's own `step_NNNNNNN/`: model.safetensors whose metadata holds its weight-update time."""
+    if not ((path / "model.safetensors").is_file() and (path / "config.json").is_file()):
+        return None
+    from recorder.safetensors_header import HeaderError, read_header
+
+    try:
+        own = "weight_update_ns" in read_header(path / "model.safetensors").metadata
+    except HeaderError as e:
+        raise CheckpointError(str(e)) from e
+    if not own:
+        return None
+    return CheckpointInfo(
+        path=path,
+        format="recorder",
+        step=_step(path.name),
+        world_size=None,
+        source_run=_run_of(path),
+        config=_json(path / "config.json"),
+        tokenizer_dir=path,
+        weights_dir=path,
+    )
+
+
+def detect_hf(path: Path) -> CheckpointInfo | None:
+    """Any Hugging Face causal LM directory: config.json and safetensors weights, where NeMo-RL keeps them too."""
+    from trainer.policy.checkpoints.hf_checkpoint import MODEL_PLACES, find_dirs
+
+    if not any((path / place / "config.json").is_file() for place in MODEL_PLACES):
+        return None
+    dirs = find_dirs(path)  # a Hugging Face directory: CheckpointError naming what it lacks
+    return CheckpointInfo(
+        path=path,
+        format="hf-safetensors",
+        step=_step(path.name),
+        world_size=None,
+        source_run=None,
+        config=_json(dirs.model / "config.json"),
+        tokenizer_dir=dirs.tokenizer,
+        weights_dir=dirs.model,
+    )
+
+
+def _dcp(path: Path) -> CheckpointInfo:
+    meta = next((_json(path / m) for m in META_FILES if (path / m).is_file()), {})
+    source = meta.get("source")
+    if isinstance(source, str) and source:
+        run: Path | None = Path(source) if Path(source).is_absolute() else (path.parent / source)
+    elif path.parent.name == "snapshots":
+        run = path.parent.parent
+    else:
+        run = _run_of(path)
+    places = [path, *([run, run / "model"] if run is not None else [])]
+    config_file = next((p / "config.json" for p in places if (p / "config.json").is_file()), None)
+    config = _json(config_file) if config_file else meta.get("config") or meta.get("model_config")
+    if not isinstance(config, dict) or not config:
+        raise CheckpointError(
+            f"{path}: a torch DCP checkpoint without a model config: expected config.json in "
+            f"{', '.join(str(p) for p in places)} or a 'config' object in {' or '.join(META_FILES)}"
+        )
+    step = meta.get("step")
+    world = meta.get("source_world_size")
+    return CheckpointInfo(
+        path=path,
+        format="torch-dcp",
+        step=step if isinstance(step, int) and not isinstance(step, bool) else _step(path.name),
+        world_size=world if isinstance(world, int) and not isinstance(world, bool) else _ranks(path),
+        source_run=run,
+        config=config,
+        tokenizer_dir=_tokenizer_dir([path, path / "tokenizer", *([run, run / "tokenizer"] if run else [])]),
+        weights_dir=path,
+    )
+
+
+def _mcore(path: Path, iteration: Path) -> CheckpointInfo:
+    weights = path / "policy" / "weights"
+    places = [weights, iteration, path / "policy" / "tokenizer", path / "policy"]
+    config_file = next((p / "config.json" for p in places if (p / "config.json").is_file()), None)
+    if config_file is None:
+        raise CheckpointError(
+            f"{path}: Megatron-Core weights without the Hugging Face config they map to: expected config.json "
+            f"in {', '.join(str(p) for p in places)}"
+        )
+    info = _json(path / "training_info.json")
+    step = info.get("current_step")
+    return CheckpointInfo(
+        path=path,
+        format="mcore-torch-dist",
+        step=step if isinstance(step, int) and not isinstance(step, bool) else _step(path.name),
+        world_size=_ranks(iteration),
+        source_run=None,
+        config=_json(config_file),
+        tokenizer_dir=_tokenizer_dir([path / "policy" / "tokenizer", path / "tokenizer", weights]),
+        weights_dir=weights,
+    )
+
+
+def _json(path: Path) -> dict[str, Any]:
+    from recorder.untrusted_files import IrregularFileError, read_json
+
+    try:  # bounded and regular (a Hugging Face cache links its config.json: followed, a loop named)
+        doc = read_json(path, follow=True)
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{path}: missing") from e
+    except IrregularFileError as e:
+        raise CheckpointError(str(e)) from e
+    if not isinstance(doc, dict):
+        raise CheckpointError(f"{path}: expected a JSON object")
+    return doc
+
+
+def _step(name: str) -> int | None:
+    m = _STEP.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def _ranks(path: Path) -> int | None:
+    return sum(1 for p in path.iterdir() if _RANK_SHARD.fullmatch(p.name)) or None
+
+
+def _run_of(path: Path) -> Path | None:
+    """The run directory of a checkpoint under `<run>/checkpoints/`."""
+    return path.parent.parent if path.parent.name == "checkpoints" else None
+
+
+def _tokenizer_dir(places: list[Path]) -> Path | None:
+    return next((p for p in places if any((p / f).is_file() for f in TOKENIZER_FILES)), None)

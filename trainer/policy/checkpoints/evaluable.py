@@ -1,0 +1,92 @@
+"""A checkpoint made ready to evaluate: detected, its shards hashed while loaded into its model, and its
+tokenizer. What `recorder eval` and the zero-shot evaluation both load through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainer.policy.checkpoints.detect import CheckpointInfo, detect
+from trainer.policy.checkpoints.load import load_state_dict, torch_dtype
+from trainer.policy.checkpoints.manifest import Manifest
+from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, load_weights
+from trainer.policy.errors import CheckpointError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Loaded:
+    """A loaded checkpoint: the model (eval mode), its tokenizer, what was read and how."""
+
+    model: Any
+    tokenizer: Any
+    info: CheckpointInfo
+    manifest: Manifest
+    provenance: CodeProvenance | None
+    dtype: str  # torch's name of the dtype the weights are in: "bfloat16", "float32"
+    device: str  # where they are: "cpu", "cuda:0"
+
+
+def load_checkpoint(
+    path: Path,
+    *,
+    dtype: Any,
+    device: str = "cpu",
+    expected: Manifest | None = None,
+    model_code: Path | None = None,
+    model_factory: str | None = None,
+    capacity: bool = True,
+    trust_remote_code: bool = False,
+) -> Loaded:
+    """Detect, load (every shard checked against `expected` as it is read) and build; CheckpointError."""
+    info = detect(Path(path))
+    state, manifest = load_state_dict(info, dtype=dtype, expected=expected)
+    if model_factory is None:  # a config.json of 100000 layers must not allocate them: counted on meta first
+        from trainer.policy.checkpoints.model_code import hf_config
+        from trainer.policy.config_check import check_config_matches_count
+
+        shards = [s.path for s in manifest.shards if not s.path.endswith(".metadata")]
+        what = shards[0] if len(shards) == 1 else f"the {len(shards)} shards"
+        check_config_matches_count(hf_config(info), sum(t.numel() for t in state.values()), info.path, what)
+    model, prov = build_model(
+        info, dtype=dtype, device="cpu", model_code=model_code, model_factory=model_factory, capacity=capacity
+    )
+    load_weights(model, state, info)
+    del state
+    model = model.to(device)
+    param = next(iter(model.parameters()), None)
+    used_dtype = str(param.dtype).removeprefix("torch.") if param is not None else str(torch_dtype(dtype))
+    used_device = str(param.device) if param is not None else device
+    return Loaded(
+        model=model,
+        tokenizer=load_tokenizer(info, trust_remote_code=trust_remote_code),
+        info=info,
+        manifest=manifest,
+        provenance=prov,
+        dtype=used_dtype,
+        device=used_device,
+    )
+
+
+def load_tokenizer(info: CheckpointInfo, *, trust_remote_code: bool = False) -> Any:
+    """The checkpoint's tokenizer: the policy's own tokenizer.json (no tokenizer_config.json beside it), else
+    the Hugging Face tokenizer files, with their chat template."""
+    where = info.tokenizer_dir
+    if where is None:
+        raise CheckpointError(
+            f"{info.path}: no tokenizer files (tokenizer.json, tokenizer_config.json, tokenizer.model) next to the "
+            "weights, in tokenizer/ or in the run it came from: save the tokenizer with the checkpoint"
+        )
+    if (where / "tokenizer.json").is_file() and not (where / "tokenizer_config.json").is_file():
+        from trainer.policy.tokenizer import from_json
+
+        return from_json((where / "tokenizer.json").read_text())
+    from transformers import AutoTokenizer
+
+    from trainer.policy.checkpoints.hf_checkpoint import ChatTokenizer
+
+    try:
+        hf = AutoTokenizer.from_pretrained(str(where), trust_remote_code=trust_remote_code, local_files_only=True)
+    except (OSError, ValueError, KeyError) as e:
+        raise CheckpointError(f"{where}: cannot load the tokenizer: {e}") from e
+    return ChatTokenizer(hf)

@@ -1,0 +1,341 @@
+"""A checkpoint's state dict, every shard hashed while it is read: one read serves the digest and the load.
+
+Each shard is read once, into memory of our own, and hashed block by block as it arrives; if it is the one
+`expected` names, its tensors are views of the same bytes, nothing copied: a safetensors tensor by its
+header, a DCP chunk by its torch.save archive (trainer/policy/checkpoints/torch_save_view.py). One thread per
+shard: reads and hashlib release the GIL. A shard that differs
+from `expected` (size or sha256), one that is missing and one the manifest does not name each raise
+CheckpointError naming the shard, before any of its bytes are parsed. DCP is read without a process group:
+the allow-listed `.metadata` says where every tensor chunk lies, and each chunk's pickle is read through an
+allow list too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import stat
+import struct
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recorder.untrusted_files import kind_of
+from trainer.policy.checkpoints.detect import DCP_METADATA, CheckpointInfo
+from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
+from trainer.policy.errors import CheckpointError, ShardMismatchError
+
+if TYPE_CHECKING:
+    import torch
+
+READ_BLOCK = 4 << 20  # fits a server CPU's cache: hashed before it is evicted
+DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+# Everything a training checkpoint holds besides the model: never loaded into the evaluated model.
+NOT_MODEL = ("optim", "optimizer", "lr_scheduler", "rng_state", "dataloader", "extra_state")
+_SAFETENSORS_DTYPES = {
+    "F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64", "I32": "int32",
+    "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+}  # fmt: skip
+
+
+def torch_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """`dtype` as a torch.dtype: "bf16", "fp32", "fp16" or a torch.dtype."""
+    import torch
+
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in DTYPES:
+        raise CheckpointError(f"dtype {dtype!r}: expected one of {', '.join(DTYPES)}")
+    result: torch.dtype = getattr(torch, DTYPES[dtype])
+    return result
+
+
+def shard_files(info: CheckpointInfo) -> list[Path]:
+    """The files a checkpoint's manifest covers, relative paths taken from `info.weights_dir`."""
+    from trainer.policy.checkpoints.readers import reader
+
+    return reader(info.format).shard_files(info)
+
+
+def safetensors_file(info: CheckpointInfo) -> list[Path]:
+    """The recorder's own checkpoint: its one model.safetensors."""
+    return [info.weights_dir / "model.safetensors"]
+
+
+def hf_files(info: CheckpointInfo) -> list[Path]:
+    """A Hugging Face directory's safetensors files (one, or the shards its index names)."""
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
+
+    return list(find_dirs(info.path).weights)
+
+
+def dcp_files(info: CheckpointInfo) -> list[Path]:
+    """A torch DCP checkpoint: `.metadata` and every `*.distcp` shard."""
+    return sorted([info.weights_dir / DCP_METADATA, *info.weights_dir.glob("*.distcp")])
+
+
+def every_file(info: CheckpointInfo) -> list[Path]:
+    """Every file under the weights directory, as the NeMo-RL import hashes a Megatron checkpoint, walked
+    without following a link; CheckpointError naming the first entry that is neither a file nor a folder (a
+    FIFO would block its reader, a device never end, a symlink could loop or lead out of the checkpoint)."""
+    found: list[Path] = []
+    folders = [info.weights_dir]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path))
+                else:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    raise CheckpointError(
+                        f"{entry.path}: {kind_of(mode)} among the weights, not a regular file: refused (remove it, "
+                        "or replace a link with the file it names)"
+                    )
+    return sorted(found)
+
+
+def load_state_dict(
+    info: CheckpointInfo, *, dtype: torch.dtype | str, expected: Manifest | None = None, threads: int | None = None
+) -> tuple[dict[str, torch.Tensor], Manifest]:
+    """(the model's state dict, floating tensors in `dtype`, the manifest of the shards read)."""
+    from trainer.policy.checkpoints.readers import reader
+
+    files = shard_files(info)
+    _check_listing(info, files, expected)
+    state, digests = reader(info.format).read(info, files, expected, torch_dtype(dtype), threads)
+    return state, Manifest(digests)
+
+
+def read_safetensors(
+    info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
+) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
+    """Safetensors files: each parsed from its bytes (the header is JSON; nothing unpickled)."""
+    read = _parallel(info, files, expected, lambda buf, path: _safetensors(buf, path, dtype), threads)
+    state = {k: v for _, part in read.values() for k, v in part.items()}
+    return state, tuple(d for d, _ in read.values())
+
+
+def read_mcore(
+    info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
+) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
+    """Megatron-Core torch_dist: a DCP checkpoint whose names are mapped to the Hugging Face model's."""
+    from trainer.policy.checkpoints.mcore_names import to_hf
+
+    state, digests = read_dcp(info, files, expected, dtype, threads)
+    return to_hf(state, info.config, where=info.path), digests
+
+
+def hash_shards(info: CheckpointInfo, expected: Manifest | None = None, threads: int | None = None) -> Manifest:
+    """The manifest of `info`'s shards, each checked against `expected`, without loading any tensor."""
+    files = shard_files(info)
+    _check_listing(info, files, expected)
+    read = _parallel(info, files, expected, None, threads)
+    return Manifest(tuple(d for d, _ in read.values()))
+
+
+def _rel(info: CheckpointInfo, path: Path) -> str:
+    return path.relative_to(info.weights_dir).as_posix()
+
+
+def _check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest | None) -> None:
+    """Before reading a byte: every shard `expected` names is there with its size, and no other."""
+    if expected is None:
+        return
+    present = {_rel(info, f): f for f in files}
+    for shard in expected.shards:
+        f = present.get(shard.path)
+        if f is None:
+            raise ShardMismatchError(
+                f"{info.weights_dir / shard.path}: shard missing: the checkpoint was committed with it; "
+                "it was deleted or moved after training committed it; it is not scored"
+            )
+        if f.stat().st_size != shard.bytes:
+            raise ShardMismatchError(
+                f"{f}: shard has {f.stat().st_size} bytes, committed with {shard.bytes}: it was altered after "
+                "training committed it; it is not scored"
+            )
+    extra = sorted(set(present) - {s.path for s in expected.shards})
+    if extra:
+        raise ShardMismatchError(
+            f"{info.weights_dir / extra[0]}: shard not in the committed manifest"
+            + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
+            + ": files were added after training committed it; it is not scored"
+        )
+
+
+def _parallel(
+    info: CheckpointInfo,
+    files: list[Path],
+    expected: Manifest | None,
+    parse: Callable[[memoryview, Path], Any] | None,
+    threads: int | None,
+) -> dict[str, tuple[ShardDigest, Any]]:
+    """rel path -> (its digest, `parse` of its bytes), each shard read, hashed and checked, then parsed, in one
+    thread. The bytes are read into memory of our own, which the parsed tensors view; `parse` None: only
+    hashed, through one small buffer."""
+
+    def checked(path: Path, size: int, sha: str) -> ShardDigest:
+        digest = ShardDigest(_rel(info, path), size, sha)
+        want = expected.get(digest.path) if expected is not None else None
+        if want is not None and want != digest:
+            raise ShardMismatchError(
+                f"{path}: shard sha256 is {digest.sha256[:16]}..., committed {want.sha256[:16]}...: it was "
+                "altered after training committed it; it is not scored"
+            )
+        return digest
+
+    def one(path: Path) -> tuple[ShardDigest, Any]:
+        buf, sha = _read_hashed(path, keep=parse is not None)
+        digest = checked(path, os.path.getsize(path) if buf is None else len(buf), sha)
+        return digest, None if parse is None or buf is None else parse(buf, path)
+
+    workers = threads or min(len(files), os.cpu_count() or 1, 16) or 1
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="shard") as pool:
+        results = list(pool.map(one, files))
+    return {d.path: (d, parsed) for d, parsed in results}
+
+
+def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
+    """(the file's bytes in memory of our own, or None when not `keep`; its sha256), read once: each block is
+    hashed as it arrives, while it is still in the CPU's cache, and the kernel reads ahead meanwhile."""
+    try:
+        # never blocks on a FIFO; anything but a regular file is refused before a byte is read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise CheckpointError(f"{path}: {kind_of(mode)}, not a regular file: refused as a shard")
+        with open(fd, "rb", buffering=0) as f:
+            size = os.fstat(f.fileno()).st_size
+            if hasattr(os, "posix_fadvise"):  # a larger read-ahead window: not on every platform
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+            # anonymous memory: pages are zeroed as they are first written, never in a pass of their own
+            whole = memoryview(mmap.mmap(-1, size)) if keep and size else None
+            block = None if whole is not None else memoryview(bytearray(min(size, READ_BLOCK)))
+            h, pos = hashlib.sha256(), 0
+            while pos < size:
+                into = whole[pos : pos + READ_BLOCK] if whole is not None else block
+                assert into is not None
+                n = f.readinto(into[: size - pos])
+                if not n:
+                    raise CheckpointError(f"{path}: the shard ended at byte {pos} of {size}: it changed while read")
+                h.update(into[:n])
+                pos += n
+    except OSError as e:
+        raise CheckpointError(f"{path}: cannot read the shard ({e.strerror})") from e
+    return (whole if whole is not None else memoryview(b"") if keep else None), h.hexdigest()
+
+
+def _safetensors(buf: memoryview, path: Path, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """The tensors of one safetensors file, parsed from its bytes (the header is JSON; nothing unpickled)."""
+    import torch
+
+    try:
+        (length,) = struct.unpack("<Q", buf[:8])
+        header = json.loads(bytes(buf[8 : 8 + length]))
+        header.pop("__metadata__", None)
+        base = 8 + length
+        out = {}
+        for name, spec in header.items():
+            begin, end = spec["data_offsets"]
+            kind = getattr(torch, _SAFETENSORS_DTYPES[spec["dtype"]])
+            count = (end - begin) // kind.itemsize
+            view = (
+                torch.frombuffer(buf, dtype=kind, count=count, offset=base + begin)
+                if count
+                else torch.empty(0, dtype=kind)
+            )
+            out[name] = _as(view.reshape(spec["shape"]), dtype)
+    except (struct.error, ValueError, KeyError, TypeError, RuntimeError) as e:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from e
+    return out
+
+
+def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`t`, a floating one in `dtype` (a view of the shard's buffer where it already is: nothing copied)."""
+    return t.to(dtype) if t.is_floating_point() else t
+
+
+def read_dcp(
+    info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
+) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
+    """(the model tensors, the digests of every file read). The
+    `.metadata` is read (and hashed) first; then each shard's thread reads the chunks it holds, and tensors
+    cut across shards (FSDP's dim-0 shards) are put together afterwards."""
+    import torch
+    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
+
+    from trainer.policy.checkpoints.safe_metadata import load_metadata
+
+    metas = [f for f in files if f.name == DCP_METADATA]
+    meta_file = min(metas, key=lambda f: len(f.parts), default=None)
+    if meta_file is None:
+        raise CheckpointError(f"{info.weights_dir}: no {DCP_METADATA}: a torch distributed checkpoint needs it")
+    read = _parallel(info, [meta_file], expected, lambda buf, path: load_metadata(path, bytes(buf)), 1)
+    metadata = read[_rel(info, meta_file)][1]
+    read[_rel(info, meta_file)] = (read[_rel(info, meta_file)][0], None)
+    # (shard file, fqn, chunk offsets, chunk sizes, storage offset, length) for every model tensor chunk
+    wanted: dict[Path, list[tuple[str, tuple[int, ...], tuple[int, ...], int, int]]] = {}
+    # Byte entries (an optimizer's scalars, a step, Megatron's `_extra_state`, rng state) have no offset: they
+    # are hashed with their shard and never read into the model.
+    storage = {(i.fqn, tuple(i.offset)): si for i, si in metadata.storage_data.items() if i.offset is not None}
+    tensors: dict[str, Any] = {}
+    for fqn, md in metadata.state_dict_metadata.items():
+        if not isinstance(md, TensorStorageMetadata) or _not_model(fqn):
+            continue
+        tensors[fqn] = md
+        for chunk in md.chunks:
+            si = storage.get((fqn, tuple(chunk.offsets)))
+            if si is None:
+                raise CheckpointError(f"{meta_file}: {fqn} chunk at {list(chunk.offsets)} has no storage record")
+            if si.transform_descriptors:
+                raise CheckpointError(f"{meta_file}: {fqn} is stored with {si.transform_descriptors}: not supported")
+            shard = meta_file.parent / si.relative_path
+            wanted.setdefault(shard, []).append((fqn, tuple(chunk.offsets), tuple(chunk.sizes), si.offset, si.length))
+    missing = sorted(set(wanted) - set(files))
+    if missing:
+        raise ShardMismatchError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
+
+    def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:
+        out = []
+        for fqn, offsets, sizes, start, length in wanted.get(path, []):
+            try:
+                part = view_tensor(buf, start, length)
+            except (TorchSaveError, struct.error, ValueError, TypeError, RuntimeError) as e:
+                raise CheckpointError(f"{path}: {fqn} at byte {start} cannot be read ({e})") from e
+            if tuple(part.shape) != sizes:
+                shape = list(part.shape)
+                raise CheckpointError(f"{path}: {fqn} at byte {start} is {shape}, .metadata says {list(sizes)}")
+            out.append((fqn, offsets, _as(part, dtype)))
+        return out
+
+    rest = [f for f in files if f != meta_file]
+    read |= _parallel(info, rest, expected, chunks, threads)
+    pieces: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
+    for _, parts in read.values():
+        for fqn, offsets, part in parts or []:
+            pieces.setdefault(fqn, []).append((offsets, part))
+    state: dict[str, Any] = {}
+    for fqn, md in tensors.items():
+        found = pieces.get(fqn, [])
+        if len(found) == 1 and tuple(found[0][1].shape) == tuple(md.size):
+            state[fqn] = found[0][1]
+            continue
+        full = torch.empty(tuple(md.size), dtype=found[0][1].dtype if found else dtype)
+        for offsets, part in found:
+            region = full
+            for dim, (offset, size) in enumerate(zip(offsets, part.shape, strict=True)):
+                region = region.narrow(dim, offset, size)
+            region.copy_(part)
+        state[fqn] = full
+    return state, tuple(d for d, _ in read.values())
+
+
+def _not_model(fqn: str) -> bool:
+    return fqn.split(".", 1)[0] in NOT_MODEL or fqn.endswith("_extra_state")

@@ -1,0 +1,221 @@
+"""The model a checkpoint's weights go into: the Hugging Face class its config names, or the team's own
+code (`--model-code ROOT --model-factory package.module:build`), with the provenance of that code.
+
+The factory is called with the checkpoint's config (a dict) and, when it takes one, `capacity=` (whether
+MoE layers keep their expert capacity limit); it returns an `nn.Module` whose state_dict names match the
+checkpoint's. Provenance: every file imported from ROOT with its sha256, ROOT's git commit and whether
+tracked files differ from it. A module of one of ROOT's top-level packages that was imported from
+elsewhere (an installed copy, a module already loaded) is a shadowed module: the model would run code that
+is not the tree's, so the build is refused, naming it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainer.policy.checkpoints.detect import CheckpointInfo
+from trainer.policy.errors import CheckpointError, ModelCodeError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CodeProvenance:
+    """Which code built the model: the files imported from ROOT, its commit, whether it was dirty."""
+
+    root: str
+    factory: str
+    files: tuple[tuple[str, str], ...]  # (path relative to root, sha256), sorted
+    git_commit: str | None
+    git_dirty: bool | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "factory": self.factory,
+            "files": [{"path": p, "sha256": h} for p, h in self.files],
+            "git_commit": self.git_commit,
+            "git_dirty": self.git_dirty,
+        }
+
+
+def build_model(
+    info: CheckpointInfo,
+    *,
+    dtype: torch.dtype | str,
+    device: str,
+    model_code: Path | None = None,
+    model_factory: str | None = None,
+    capacity: bool = True,
+) -> tuple[nn.Module, CodeProvenance | None]:
+    """(the model for `info`'s weights, in `dtype` on `device`, eval mode; the code's provenance or None)."""
+    from trainer.policy.checkpoints.load import torch_dtype
+
+    target = torch_dtype(dtype)
+    if model_factory is None:
+        if model_code is not None:
+            raise ModelCodeError("--model-code needs --model-factory package.module:function naming the builder")
+        return _hf_model(info, target).to(device).eval(), None
+    if model_code is None:
+        raise ModelCodeError(f"--model-factory {model_factory} needs --model-code ROOT: the tree it is imported from")
+    model, prov = _factory_model(info, Path(model_code), model_factory, capacity)
+    return model.to(dtype=target).to(device).eval(), prov
+
+
+def hf_config(info: CheckpointInfo) -> Any:
+    """The transformers config of `info`'s model config; CheckpointError when it names no known model."""
+    from transformers import AutoConfig
+
+    config = dict(info.config)
+    kind = config.pop("model_type", None)
+    if not isinstance(kind, str):
+        raise CheckpointError(
+            f"{info.path}: the model config has no model_type: pass --model-code and --model-factory to build "
+            "the model with its own code"
+        )
+    try:
+        return AutoConfig.for_model(kind, **config)
+    except (ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{info.path}: no Hugging Face config for model_type {kind!r}: {e}") from e
+
+
+def _hf_model(info: CheckpointInfo, dtype: torch.dtype) -> nn.Module:
+    from transformers import AutoModelForCausalLM
+
+    try:
+        model: nn.Module = AutoModelForCausalLM.from_config(hf_config(info), dtype=dtype)
+    except (ValueError, KeyError, TypeError, RuntimeError) as e:
+        raise CheckpointError(f"{info.path}: no Hugging Face causal LM for its config: {e}") from e
+    return model
+
+
+def _factory_model(info: CheckpointInfo, root: Path, spec: str, capacity: bool) -> tuple[nn.Module, CodeProvenance]:
+    from torch import nn
+
+    module_name, _, func_name = spec.partition(":")
+    if not module_name or not func_name:
+        raise ModelCodeError(f"--model-factory {spec!r}: expected package.module:function")
+    root = root.resolve()
+    if not root.is_dir():
+        raise ModelCodeError(f"--model-code {root}: no such directory")
+    check_not_shadowed(root)  # a package of the tree already loaded from elsewhere: the import would reuse it
+    sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # the team's code may raise anything while importing
+        raise ModelCodeError(f"--model-factory {spec}: importing {module_name} from {root} failed: {e}") from e
+    finally:
+        sys.path.remove(str(root))
+    check_not_shadowed(root)
+    factory = getattr(module, func_name, None)
+    if not callable(factory):
+        raise ModelCodeError(f"--model-factory {spec}: {module_name} has no function {func_name}")
+    takes_capacity = "capacity" in inspect.signature(factory).parameters
+    try:
+        model = factory(dict(info.config), capacity=capacity) if takes_capacity else factory(dict(info.config))
+    except Exception as e:
+        raise ModelCodeError(f"--model-factory {spec}: building the model failed: {type(e).__name__}: {e}") from e
+    if not isinstance(model, nn.Module):
+        raise ModelCodeError(f"--model-factory {spec}: returned a {type(model).__name__}, not a torch nn.Module")
+    check_not_shadowed(root, model)
+    return model, _provenance(root, spec)
+
+
+def _packages(root: Path) -> set[str]:
+    """The top-level modules and packages ROOT provides."""
+    return {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+
+
+def check_not_shadowed(root: Path, model: Any = None) -> None:
+    """ModelCodeError naming the first loaded module of one of ROOT's packages that does not come from ROOT
+    (and, given the model, any of its classes' modules)."""
+    packages = _packages(root)
+    names = {n for n in sys.modules if n.split(".", 1)[0] in packages}
+    if model is not None:
+        names |= {type(m).__module__ for m in model.modules() if type(m).__module__.split(".", 1)[0] in packages}
+    for name in sorted(names):
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if file is None:  # a namespace package has no file; its modules are checked themselves
+            continue
+        if root not in Path(file).resolve().parents:
+            raise ModelCodeError(
+                f"module {name} is imported from {file}, outside --model-code {root}, which has its own "
+                f"{name.split('.', 1)[0]}: the model would run code that is not the tree's; uninstall or rename "
+                "the other copy, or run in a fresh process"
+            )
+
+
+def _provenance(root: Path, spec: str) -> CodeProvenance:
+    from recorder.provenance import git_state
+
+    files = set()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file and root in Path(file).resolve().parents:
+            path = Path(file).resolve()
+            files.add((path.relative_to(root).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest()))
+    commit, dirty = git_state.__wrapped__(root)
+    return CodeProvenance(root=str(root), factory=spec, files=tuple(sorted(files)), git_commit=commit, git_dirty=dirty)
+
+
+def load_weights(model: nn.Module, state: dict[str, Any], info: CheckpointInfo) -> None:
+    """`state` into `model`, every name matched both ways (a tied output layer may be left out); the
+    names are compared first so that a mismatch says which, in words."""
+    own = model.state_dict()
+    state = fit_names(state, set(own))
+    missing = sorted(set(own) - set(state) - _tied(model))
+    unexpected = sorted(set(state) - set(own))
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{info.path}: the checkpoint's tensors do not match the model's: "
+            + (f"missing {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}; " if missing else "")
+            + (
+                f"not in the model {', '.join(unexpected[:5])}{' ...' if len(unexpected) > 5 else ''}"
+                if unexpected
+                else ""
+            )
+        )
+    shapes = [k for k in state if tuple(state[k].shape) != tuple(own[k].shape)]
+    if shapes:
+        k = shapes[0]
+        raise CheckpointError(
+            f"{info.path}: {k} is {tuple(state[k].shape)} in the checkpoint, {tuple(own[k].shape)} in the model"
+        )
+    model.load_state_dict(state, strict=False)
+    tie = getattr(model, "tie_weights", None)
+    if callable(tie):  # transformers models re-tie a shared output layer after a load
+        tie()
+
+
+WRAPPER_PREFIXES = ("model.", "module.", "_orig_mod.")  # {"model": sd} saved whole, DDP, torch.compile
+
+
+def fit_names(state: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """`state` with a wrapper's prefix taken off every name, when that makes more of them the model's."""
+    best = state
+    for prefix in WRAPPER_PREFIXES:
+        if state and all(k.startswith(prefix) for k in state):
+            stripped = {k.removeprefix(prefix): v for k, v in state.items()}
+            if len(names & set(stripped)) > len(names & set(best)):
+                best = stripped
+    return best
+
+
+def _tied(model: nn.Module) -> set[str]:
+    """Names that share their tensor with another parameter (tied embeddings): optional in a checkpoint."""
+    seen: dict[int, str] = {}
+    tied = set()
+    for name, p in model.state_dict(keep_vars=True).items():
+        if id(p) in seen:
+            tied.add(name)
+        else:
+            seen[id(p)] = name
+    return tied

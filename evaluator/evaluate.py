@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluator.checkpoints import CommittedCheckpoint, resolve
+from evaluator.committed import CommittedCheckpoint, resolve
 from evaluator.errors import CheckpointRefused, EvaluationCrashed, HashMismatchError, UnloadableCheckpointError
 from evaluator.integrity import (
     check_fingerprint,
@@ -23,7 +23,7 @@ from evaluator.integrity import (
     weights_path,
 )
 from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
-from evaluator.results import Sample, results_dir, sample_rows, task_set_sha256, write_results
+from evaluator.results_files import Sample, results_dir, sample_rows, task_set_sha256, write_results
 from evaluator.scoring import Generation, Loading
 from evaluator.settings import Dtype, Options, RunEvalConfig, eval_dtype, rule_precision, short_dtype
 from evaluator.vllm_backend import VllmWorkers

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluator.checkpoints import CommittedCheckpoint
+from evaluator.committed import CommittedCheckpoint
 from evaluator.errors import FingerprintMismatchError, HashMismatchError, MissingCheckpointError
 from recorder.checkpoint_formats import recorded_format
 from trainer.policy.errors import CheckpointError
@@ -170,8 +170,8 @@ def _present(directory: Path, cp: CommittedCheckpoint) -> None:
 def hash_shards(cp: CommittedCheckpoint, directory: Path, expected: Manifest) -> str:
     """The root of `directory`'s shards, every one checked against `expected` (nothing loaded);
     HashMismatchError naming the shard that differs."""
-    from trainer.policy.checkpoints.detect import detect
-    from trainer.policy.checkpoints.load import hash_shards as hash_files
+    from trainer.policy.checkpoints.readers import detect
+    from trainer.policy.checkpoints.readers import hash_shards as hash_files
     from trainer.policy.errors import ShardMismatchError
 
     try:

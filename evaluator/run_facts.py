@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
+from evaluator.committed import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError, SettingsError, UnverifiedRunError
 from evaluator.settings import RunEvalConfig, run_eval_config
 from recorder.catalogue import may_write

@@ -246,8 +246,8 @@ def _harness_eval(
     """`eval --harness lm-eval`: of the options, those the harness reads (the others are the benchmark's)."""
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
+    from evaluator.harness.run_session import HarnessOptions, evaluate_harness
     from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
-    from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
     from evaluator.order import parse_order
     from evaluator.settings import Options
 

@@ -73,7 +73,7 @@ def zero_shot_command(
     from evaluator.zero_shot.loading import ModelCode
     from evaluator.zero_shot.options import ZeroShotOptions
     from evaluator.zero_shot.runner import zero_shot
-    from evaluator.zero_shot.tasks import parse_task_names
+    from evaluator.zero_shot.task_sources import parse_task_names
 
     apply_key_options(signing_key, untrusted_ok)
     options = ZeroShotOptions(

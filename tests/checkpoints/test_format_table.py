@@ -18,9 +18,10 @@ from recorder import checkpoint_formats
 from recorder.checkpoint_formats import RecordedFormat, recorded_format
 from tests.checkpoints import fixtures
 from trainer.policy.checkpoints import load, readers
-from trainer.policy.checkpoints.detect import CheckpointInfo, detect
+from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+from trainer.policy.checkpoints.readers import detect
 
 IDS = [1, 7, 12, 40, 3, 9]
 
@@ -48,7 +49,7 @@ def _read_npz(
         arrays = np.load(io.BytesIO(bytes(buf)), allow_pickle=False)
         return {k: torch.from_numpy(arrays[k]).to(dtype) for k in arrays.files}
 
-    read = load._parallel(info, files, expected, parse, threads)
+    read = load.read_shards(info, files, expected, parse, threads)
     return {k: v for _, part in read.values() for k, v in part.items()}, tuple(d for d, _ in read.values())
 
 

@@ -40,23 +40,6 @@ class CheckpointInfo:
     weights_dir: Path = Path()  # the directory whose files the manifest covers
 
 
-def detect(path: Path) -> CheckpointInfo:
-    """The format of the checkpoint at `path`, as the first reader that recognises it says (readers.READERS,
-    most specific layout first); CheckpointError naming the path and what each reader expects."""
-    from trainer.policy.checkpoints.readers import READERS
-
-    path = Path(path)
-    if not path.is_dir():
-        raise CheckpointError(f"{path}: no such checkpoint directory")
-    for reader in READERS:
-        info = reader.detect(path)
-        if info is not None:
-            return info
-    raise CheckpointError(
-        f"{path}: not a checkpoint this evaluator reads: expected " + ", or ".join(reader.expects for reader in READERS)
-    )
-
-
 def detect_mcore(path: Path) -> CheckpointInfo | None:
     """NeMo-RL's Megatron checkpoint: `policy/weights/iter_*/` torch_dist beside `training_info.json`."""
     if not ((path / "policy" / "weights").is_dir() and (path / "training_info.json").is_file()):

@@ -54,13 +54,6 @@ def torch_dtype(dtype: torch.dtype | str) -> torch.dtype:
     return result
 
 
-def shard_files(info: CheckpointInfo) -> list[Path]:
-    """The files a checkpoint's manifest covers, relative paths taken from `info.weights_dir`."""
-    from trainer.policy.checkpoints.readers import reader
-
-    return reader(info.format).shard_files(info)
-
-
 def safetensors_file(info: CheckpointInfo) -> list[Path]:
     """The recorder's own checkpoint: its one model.safetensors."""
     return [info.weights_dir / "model.safetensors"]
@@ -100,23 +93,11 @@ def every_file(info: CheckpointInfo) -> list[Path]:
     return sorted(found)
 
 
-def load_state_dict(
-    info: CheckpointInfo, *, dtype: torch.dtype | str, expected: Manifest | None = None, threads: int | None = None
-) -> tuple[dict[str, torch.Tensor], Manifest]:
-    """(the model's state dict, floating tensors in `dtype`, the manifest of the shards read)."""
-    from trainer.policy.checkpoints.readers import reader
-
-    files = shard_files(info)
-    _check_listing(info, files, expected)
-    state, digests = reader(info.format).read(info, files, expected, torch_dtype(dtype), threads)
-    return state, Manifest(digests)
-
-
 def read_safetensors(
     info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
 ) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
     """Safetensors files: each parsed from its bytes (the header is JSON; nothing unpickled)."""
-    read = _parallel(info, files, expected, lambda buf, path: _safetensors(buf, path, dtype), threads)
+    read = read_shards(info, files, expected, lambda buf, path: _safetensors(buf, path, dtype), threads)
     state = {k: v for _, part in read.values() for k, v in part.items()}
     return state, tuple(d for d, _ in read.values())
 
@@ -131,19 +112,11 @@ def read_mcore(
     return to_hf(state, info.config, where=info.path), digests
 
 
-def hash_shards(info: CheckpointInfo, expected: Manifest | None = None, threads: int | None = None) -> Manifest:
-    """The manifest of `info`'s shards, each checked against `expected`, without loading any tensor."""
-    files = shard_files(info)
-    _check_listing(info, files, expected)
-    read = _parallel(info, files, expected, None, threads)
-    return Manifest(tuple(d for d, _ in read.values()))
-
-
 def _rel(info: CheckpointInfo, path: Path) -> str:
     return path.relative_to(info.weights_dir).as_posix()
 
 
-def _check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest | None) -> None:
+def check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest | None) -> None:
     """Before reading a byte: every shard `expected` names is there with its size, and no other."""
     if expected is None:
         return
@@ -169,7 +142,7 @@ def _check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest |
         )
 
 
-def _parallel(
+def read_shards(
     info: CheckpointInfo,
     files: list[Path],
     expected: Manifest | None,
@@ -277,7 +250,7 @@ def read_dcp(
     meta_file = min(metas, key=lambda f: len(f.parts), default=None)
     if meta_file is None:
         raise CheckpointError(f"{info.weights_dir}: no {DCP_METADATA}: a torch distributed checkpoint needs it")
-    read = _parallel(info, [meta_file], expected, lambda buf, path: load_metadata(path, bytes(buf)), 1)
+    read = read_shards(info, [meta_file], expected, lambda buf, path: load_metadata(path, bytes(buf)), 1)
     metadata = read[_rel(info, meta_file)][1]
     read[_rel(info, meta_file)] = (read[_rel(info, meta_file)][0], None)
     # (shard file, fqn, chunk offsets, chunk sizes, storage offset, length) for every model tensor chunk
@@ -316,7 +289,7 @@ def read_dcp(
         return out
 
     rest = [f for f in files if f != meta_file]
-    read |= _parallel(info, rest, expected, chunks, threads)
+    read |= read_shards(info, rest, expected, chunks, threads)
     pieces: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
     for _, parts in read.values():
         for fqn, offsets, part in parts or []:

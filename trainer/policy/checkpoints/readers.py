@@ -19,6 +19,7 @@ from recorder.checkpoint_formats import ReaderName
 from trainer.policy.checkpoints import load
 from trainer.policy.checkpoints.detect import CheckpointInfo, detect_dcp, detect_hf, detect_mcore, detect_recorder
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
     import torch
@@ -77,6 +78,44 @@ READERS: tuple[Reader, ...] = (
 )
 
 
+def detect(path: Path) -> CheckpointInfo:
+    """The format of the checkpoint at `path`, as the first reader that recognises it says (readers.READERS,
+    most specific layout first); CheckpointError naming the path and what each reader expects."""
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(f"{path}: no such checkpoint directory")
+    for row in READERS:
+        info = row.detect(path)
+        if info is not None:
+            return info
+    raise CheckpointError(
+        f"{path}: not a checkpoint this evaluator reads: expected " + ", or ".join(row.expects for row in READERS)
+    )
+
+
 def reader(name: ReaderName) -> Reader:
     """The reader detection named."""
     return next(r for r in READERS if r.name == name)
+
+
+def shard_files(info: CheckpointInfo) -> list[Path]:
+    """The files a checkpoint's manifest covers, relative paths taken from `info.weights_dir`."""
+    return reader(info.format).shard_files(info)
+
+
+def load_state_dict(
+    info: CheckpointInfo, *, dtype: torch.dtype | str, expected: Manifest | None = None, threads: int | None = None
+) -> tuple[dict[str, torch.Tensor], Manifest]:
+    """(the model's state dict, floating tensors in `dtype`, the manifest of the shards read)."""
+    files = shard_files(info)
+    load.check_listing(info, files, expected)
+    state, digests = reader(info.format).read(info, files, expected, load.torch_dtype(dtype), threads)
+    return state, Manifest(digests)
+
+
+def hash_shards(info: CheckpointInfo, expected: Manifest | None = None, threads: int | None = None) -> Manifest:
+    """The manifest of `info`'s shards, each checked against `expected`, without loading any tensor."""
+    files = shard_files(info)
+    load.check_listing(info, files, expected)
+    read = load.read_shards(info, files, expected, None, threads)
+    return Manifest(tuple(d for d, _ in read.values()))

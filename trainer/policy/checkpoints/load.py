@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recorder.untrusted_files import kind_of
+from trainer.policy.checkpoints.chunk_cover import Chunk, check_cover, check_storage
 from trainer.policy.checkpoints.detect import DCP_METADATA, CheckpointInfo
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
 from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
@@ -274,6 +275,7 @@ def read_dcp(
     missing = sorted(set(wanted) - set(files))
     if missing:
         raise ShardMismatchError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
+    _check_declared(meta_file, tensors, wanted)
 
     def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:
         out = []
@@ -285,6 +287,9 @@ def read_dcp(
             if tuple(part.shape) != sizes:
                 shape = list(part.shape)
                 raise CheckpointError(f"{path}: {fqn} at byte {start} is {shape}, .metadata says {list(sizes)}")
+            declared = tensors[fqn].properties.dtype
+            if part.dtype != declared:  # the storage bounds were checked for the declared element size
+                raise CheckpointError(f"{path}: {fqn} at byte {start} is {part.dtype}, .metadata says {declared}")
             out.append((fqn, offsets, _as(part, dtype)))
         return out
 
@@ -308,6 +313,24 @@ def read_dcp(
             region.copy_(part)
         state[fqn] = full
     return state, tuple(d for d, _ in read.values())
+
+
+def _check_declared(
+    meta_file: Path,
+    tensors: dict[str, Any],
+    wanted: dict[Path, list[tuple[str, tuple[int, ...], tuple[int, ...], int, int]]],
+) -> None:
+    """Before any memory is allocated or any chunk read: each model tensor `.metadata` declares is covered
+    exactly by its chunks, and each chunk fits in its storage record inside its shard (chunk_cover)."""
+    by_tensor: dict[str, list[Chunk]] = {fqn: [] for fqn in tensors}
+    for shard, placed in wanted.items():
+        size = os.path.getsize(shard)
+        for fqn, offsets, sizes, start, length in placed:
+            chunk = Chunk(offsets, sizes, str(shard), start, length)
+            check_storage(str(meta_file), fqn, chunk, tensors[fqn].properties.dtype.itemsize, size)
+            by_tensor[fqn].append(chunk)
+    for fqn, md in tensors.items():
+        check_cover(str(meta_file), fqn, tuple(md.size), by_tensor[fqn])
 
 
 def _not_model(fqn: str) -> bool:

@@ -271,6 +271,9 @@ def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter)
         raise DcpLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
     if manifest is None:  # the loader hashes every shard it reads: a DCP load always gives one
         raise DcpLayoutError(f"{c.path}: the fingerprint function gave no manifest of the shards it read")
+    # the config.json and tokenizer files loading read (from the archive's source run): hashed into the commit
+    files = manifest.get("files")
+    manifest = {k: v for k, v in manifest.items() if k != "files"}
     return SeriesCommit(
         step=c.step,
         samples=c.samples,
@@ -285,6 +288,7 @@ def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter)
         source=SOURCE,
         manifest=manifest,
         timing=c.timing,
+        files=files if isinstance(files, dict) and files else None,
     )
 
 

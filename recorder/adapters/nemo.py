@@ -245,9 +245,11 @@ def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[
             "uses)"
         )
     try:
-        return fingerprint(c.path)
+        record, manifest = fingerprint(c.path)
     except DataError as e:
         raise CheckpointLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
+    # a NeMo-RL step's whole tree is its manifest (every file of the weights); companions are not kept apart
+    return record, None if manifest is None else {k: v for k, v in manifest.items() if k != "files"}
 
 
 def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dict[str, Any] | None) -> SeriesCommit:

@@ -38,6 +38,19 @@ class CheckpointInfo:
     config: dict[str, Any] = field(default_factory=dict)  # the model's config.json
     tokenizer_dir: Path | None = None
     weights_dir: Path = Path()  # the directory whose files the manifest covers
+    config_file: Path | None = None  # where `config` was read from (None: a meta's config object)
+
+    def companion_files(self) -> list[Path]:
+        """The files besides the weights that loading reads: the config.json and the regular files of the
+        tokenizer's directory (the Hugging Face tokenizer reads any of them)."""
+        found = [self.config_file] if self.config_file is not None else []
+        if self.tokenizer_dir is not None:  # the shards beside it are the manifest's already
+            found += sorted(
+                p
+                for p in self.tokenizer_dir.iterdir()
+                if p.is_file() and p.suffix != ".distcp" and p.name != DCP_METADATA
+            )
+        return list(dict.fromkeys(found))
 
 
 def detect_mcore(path: Path) -> CheckpointInfo | None:
@@ -124,6 +137,7 @@ def _dcp(path: Path) -> CheckpointInfo:
         config=config,
         tokenizer_dir=_tokenizer_dir([path, path / "tokenizer", *([run, run / "tokenizer"] if run else [])]),
         weights_dir=path,
+        config_file=config_file,
     )
 
 

@@ -44,11 +44,7 @@ def _results(run: Path, step: int) -> dict:  # type: ignore[type-arg]
     return doc
 
 
-# each takes minutes (every checkpoint generates the task's samples): one in the default tier
-BY_TORCH = [pytest.param(kind, marks=[] if kind == "dense-tp2" else [pytest.mark.slow]) for kind in SERIES]
-
-
-@pytest.mark.parametrize("kind", BY_TORCH)
+@pytest.mark.parametrize("kind", SERIES)
 def test_a_megatron_core_series_is_evaluated_by_our_torch_backend(kind: str, tmp_path: Path) -> None:
     run, _ = _import(tmp_path, kind)
     spec = shipped("next-number")

@@ -90,7 +90,7 @@ def lm_eval_hf(series: Path, spec_path: Path, tasks: int | None, batch_size: int
     from lm_eval.models.huggingface import HFLM
 
     from evaluator.passk import pass_at_k, sample_plan
-    from trainer.policy.hf_checkpoint import find_dirs, load_hf_checkpoint
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs, load_hf_checkpoint
     from trainer.policy.taskspec import load_spec
 
     torch.set_num_threads(threads)
@@ -167,7 +167,7 @@ def run_vllm_side(run: Path, spec: Path, tasks: int) -> None:
 
 def measure(args: Any, tmp: Path) -> list[Side]:
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
     from trainer.policy.taskspec import shipped
 
     args.threads = args.threads or (os.cpu_count() or 1)

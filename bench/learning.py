@@ -96,7 +96,7 @@ def score_run(run_path: Path) -> dict[str, Any]:
     pin_cpu_kernels(recorded_pinned(opened.data["provenance"]))
     from safetensors.torch import load_file
 
-    from trainer.policy.checkpoint_files import load_checkpoint
+    from trainer.policy.checkpoints.files import load_checkpoint
     from trainer.policy.task import validation_tasks
     from trainer.warmup import pass_at_k
 

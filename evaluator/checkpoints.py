@@ -31,7 +31,7 @@ class CommittedCheckpoint:
     fingerprint: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
     format: str | None = None  # None: the policy's own; "nemo-rl-*", "dcp-*": an import (recorder.adapters)
-    manifest: dict[str, Any] | None = None  # every shard's digest (trainer.policy.formats.manifest)
+    manifest: dict[str, Any] | None = None  # every shard's digest (trainer.policy.checkpoints.manifest)
     segment: str = ""
     seq: int = -1
 

@@ -50,7 +50,7 @@ ABORTS = (UnsafeMetadataError, ModelCodeError)
 
 if TYPE_CHECKING:
     from evaluator.facts import RunFacts
-    from trainer.policy.formats.manifest import Manifest
+    from trainer.policy.checkpoints.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
 

@@ -18,7 +18,7 @@ from evaluator.errors import FingerprintMismatchError, HashMismatchError, Missin
 from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
-    from trainer.policy.formats.manifest import Manifest
+    from trainer.policy.checkpoints.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
 WEIGHTS_FILE = "model.safetensors"
@@ -95,7 +95,7 @@ def recorded_fingerprint(cp: CommittedCheckpoint) -> tuple[str, float]:
 def fingerprint_texts(cp: CommittedCheckpoint, spec: TaskSpec) -> list[str]:
     """The texts the recorded fingerprint was computed over: the built-in holdout (the trainer's method), or
     the fixed texts or `spec`'s dev split, recognised by their hash; FingerprintMismatchError otherwise."""
-    from trainer.policy.fingerprint import FIXED_TEXTS, METHOD, TEXTS_METHOD, texts_sha256
+    from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, METHOD, TEXTS_METHOD, texts_sha256
     from trainer.policy.task import holdout_texts
 
     method = cp.fingerprint.get("method")
@@ -137,7 +137,7 @@ def committed_manifest(cp: CommittedCheckpoint, directory: Path) -> Manifest | N
     """The shard digests `cp` was committed with: its manifest, or (the policy's single weights file) that
     file's; None for a commit that recorded only a tree digest (checked by `check_hash`, a read before
     loading). HashMismatchError when the manifest's root is not the commit's sha256."""
-    from trainer.policy.formats.manifest import Manifest, ShardDigest
+    from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
 
     if cp.manifest is None:
         weights_path(directory, cp)  # MissingCheckpointError naming what is gone
@@ -170,9 +170,9 @@ def _present(directory: Path, cp: CommittedCheckpoint) -> None:
 def hash_shards(cp: CommittedCheckpoint, directory: Path, expected: Manifest) -> str:
     """The root of `directory`'s shards, every one checked against `expected` (nothing loaded);
     HashMismatchError naming the shard that differs."""
+    from trainer.policy.checkpoints.detect import detect
+    from trainer.policy.checkpoints.load import hash_shards as hash_files
     from trainer.policy.errors import ShardMismatchError
-    from trainer.policy.formats.detect import detect
-    from trainer.policy.formats.load import hash_shards as hash_files
 
     try:
         return hash_files(detect(directory), expected).root

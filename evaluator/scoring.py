@@ -51,10 +51,10 @@ def chunks(items: list[Any], size: int) -> list[list[Any]]:
 
 
 def load_model(checkpoint_dir: Path, loading: Loading) -> Any:
-    """The checkpoint loaded in `loading.dtype` on `loading.device` (trainer.policy.formats: any format it
+    """The checkpoint loaded in `loading.dtype` on `loading.device` (trainer.policy.checkpoints: any format it
     detects, every shard checked against `loading.expected` while it is read)."""
-    from trainer.policy.formats.evaluable import load_checkpoint
-    from trainer.policy.formats.manifest import Manifest
+    from trainer.policy.checkpoints.evaluable import load_checkpoint
+    from trainer.policy.checkpoints.manifest import Manifest
 
     return load_checkpoint(
         checkpoint_dir,
@@ -99,11 +99,11 @@ class Scorer:
         self.model, self.tokenizer, self.loaded = loaded.model, loaded.tokenizer, checkpoint_dir
         measured = None
         if texts is not None:
-            from trainer.policy.fingerprint import fingerprint
+            from trainer.policy.checkpoints.fingerprint import fingerprint
 
             measured = float(fingerprint(self.model, self.tokenizer, texts))
         if first != loading.dtype:
-            from trainer.policy.formats.load import torch_dtype
+            from trainer.policy.checkpoints.load import torch_dtype
 
             self.model = self.model.to(torch_dtype(loading.dtype))
         self.placed = placement(loaded) | {"dtype": loading.dtype}
@@ -155,7 +155,7 @@ SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
 def placement(loaded: Any) -> dict[str, Any]:
-    """results.json's account of a loaded checkpoint (trainer.policy.formats.evaluable.Loaded)."""
+    """results.json's account of a loaded checkpoint (trainer.policy.checkpoints.evaluable.Loaded)."""
     out: dict[str, Any] = {
         "dtype": SHORT_DTYPES.get(loaded.dtype, loaded.dtype),
         "device": loaded.device,

@@ -75,7 +75,7 @@ class Options:
     dtype: Dtype | None = None  # None: the dtype the checkpoint's run rolled out in (the rule's precision)
     device: str = "cpu"
     trust_remote_code: bool = False
-    model_code: Path | None = None  # the team's model code and its factory (trainer.policy.formats.model_code)
+    model_code: Path | None = None  # the team's model code and its factory (trainer.policy.checkpoints.model_code)
     model_factory: str | None = None
     tensor_parallel_size: int = 1  # --backend vllm: how the engine spreads a large model
     pipeline_parallel_size: int = 1

@@ -79,7 +79,7 @@ class BatchCheck:
 def engine_dir(checkpoint_dir: Path) -> Path:
     """The directory vLLM loads: the policy's own checkpoint (config.json + model.safetensors) as it is, a
     Hugging Face checkpoint's model directory (NeMo-RL keeps it under policy/weights)."""
-    from trainer.policy.hf_checkpoint import find_dirs
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
 
     if (checkpoint_dir / "config.json").is_file() and (checkpoint_dir / "model.safetensors").is_file():
         return checkpoint_dir
@@ -212,7 +212,7 @@ class VllmWorkers:
         self.placed = placement(loaded) | {"dtype": loading.dtype, "device": "vllm engine"}
         measured = None
         if texts is not None:
-            from trainer.policy.fingerprint import fingerprint
+            from trainer.policy.checkpoints.fingerprint import fingerprint
 
             measured = float(fingerprint(model, self.tokenizer, texts))
         del model  # the engine holds its own copy

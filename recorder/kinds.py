@@ -408,7 +408,7 @@ class CheckpointCommitted(Payload):
     source: Source | None = None
     prompts: int | None = None
     files: Mapping[str, str] | None = None  # the trainer's config.json and tokenizer.json: name -> sha256
-    # every shard's path, bytes and sha256 with `root` (= sha256) over the list (trainer.policy.formats.manifest)
+    # every shard's path, bytes and sha256 with `root` (= sha256) over the list (trainer.policy.checkpoints.manifest)
     manifest: Mapping[str, Any] | None = None
     timing: Timing | None = None  # imports that do not read it from a training log: its source
 

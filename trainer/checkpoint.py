@@ -25,8 +25,8 @@ from typing import Any
 from recorder.errors import RecorderError
 from recorder.kinds import CheckpointCommitted
 from trainer.errors import CheckpointError
-from trainer.policy.checkpoint_files import step_dirname, write_checkpoint
-from trainer.policy.fingerprint import fingerprint_record
+from trainer.policy.checkpoints.files import step_dirname, write_checkpoint
+from trainer.policy.checkpoints.fingerprint import fingerprint_record
 from trainer.policy.tokenizer import Tokenizer
 from trainer.snapshot_buffer import Snapshot, SnapshotBuffer
 

@@ -37,7 +37,7 @@ from trainer.config import TrainConfig
 from trainer.device import resolve_device, resolve_dtype, synchronize
 from trainer.distributed import Ranks
 from trainer.errors import CheckpointError, TrainingFailed
-from trainer.policy.checkpoint_files import load_checkpoint
+from trainer.policy.checkpoints.files import load_checkpoint
 from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import sample_seed

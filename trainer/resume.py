@@ -37,7 +37,7 @@ from recorder.verify.summary import SegmentSummary
 from recorder.verify.trust import untrusted_ok_from_environment
 from trainer.config import TrainConfig, config_from_dict
 from trainer.errors import TrainerError
-from trainer.policy.checkpoint_files import file_sha256
+from trainer.policy.checkpoints.files import file_sha256
 from trainer.policy.kernels import recorded_pinned
 from trainer.start import WRITER, run_opened
 

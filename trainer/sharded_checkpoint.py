@@ -1,5 +1,5 @@
 """Sharded checkpoints (`checkpoint.format=dcp`, the default under torchrun): every rank writes its own shard
-of the weights through torch DCP, hashing it as it writes (trainer.policy.formats.dcp_write), and rank 0
+of the weights through torch DCP, hashing it as it writes (trainer.policy.checkpoints.dcp_write), and rank 0
 commits the manifest of all shards once the directory is in place.
 
 The save is synchronous: DCP's planning and the gathering of the digests are collectives on the training
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from trainer.checkpoint import SavedCheckpoint
-from trainer.policy.checkpoint_files import step_dirname
-from trainer.policy.fingerprint import fingerprint_record
-from trainer.policy.formats.dcp_write import write_dcp_checkpoint
+from trainer.policy.checkpoints.dcp_write import write_dcp_checkpoint
+from trainer.policy.checkpoints.files import step_dirname
+from trainer.policy.checkpoints.fingerprint import fingerprint_record
 from trainer.policy.tokenizer import Tokenizer
 
 

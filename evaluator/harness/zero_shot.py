@@ -275,7 +275,7 @@ def _model_notes(directory: Path) -> tuple[int | None, str]:
     import json
 
     from evaluator.harness.loglik import encoding_note
-    from trainer.policy.hf_checkpoint import find_dirs
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
 
     if not (directory / "config.json").is_file():  # a Hugging Face layout (NeMo-RL's policy/weights/, ...)
         dirs = find_dirs(directory)

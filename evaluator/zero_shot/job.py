@@ -12,7 +12,7 @@ from typing import Any
 from evaluator.harness.taskset import TaskData
 from evaluator.zero_shot.loading import ModelCode, load
 from evaluator.zero_shot.training_run import HoldoutPlan
-from trainer.policy.formats.detect import CheckpointInfo
+from trainer.policy.checkpoints.detect import CheckpointInfo
 
 # What a worker is doing: (checkpoint label, what it starts now, parts done, parts in all). The parts are
 # loading, the holdout loss (when planned) and each task; "done" when the checkpoint is finished.

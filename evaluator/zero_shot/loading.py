@@ -1,4 +1,4 @@
-"""A checkpoint of any format loaded for scoring, through the formats' loader (trainer/policy/formats/):
+"""A checkpoint of any format loaded for scoring, through the formats' loader (trainer/policy/checkpoints/):
 detected, every shard hashed as it is read, the model built from its config or the team's own factory
 (MoE capacity off: a sample's score must not depend on its batch), its tokenizer."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainer.policy.formats.detect import CheckpointInfo
-from trainer.policy.formats.evaluable import Loaded, load_checkpoint
+from trainer.policy.checkpoints.detect import CheckpointInfo
+from trainer.policy.checkpoints.evaluable import Loaded, load_checkpoint
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

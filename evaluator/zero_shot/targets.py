@@ -17,8 +17,8 @@ from typing import Literal
 
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
+from trainer.policy.checkpoints.detect import CheckpointInfo, detect
 from trainer.policy.errors import CheckpointError
-from trainer.policy.formats.detect import CheckpointInfo, detect
 
 Kind = Literal["recorder-run", "run", "snapshot", "archive", "checkpoint"]
 RESULTS = "eval_results"

@@ -29,7 +29,7 @@ def _run_import(root: Path, into: Path, task: Path | None, gbs: int | None) -> t
     """(the import's report, its table's columns, a row per checkpoint): an FSDP2 job's torch DCP series (with
     where each weight-update time came from), else NeMo-RL's."""
     from recorder.adapters import dcp, nemo
-    from trainer.policy.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
     if dcp.layout_of(root) is not None:
         report = dcp.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task), global_batch_size=gbs)

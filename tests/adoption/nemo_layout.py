@@ -32,10 +32,10 @@ def write_checkpoint(
     root: Path, step: int, update_ms: int, *, prompts_per_step: int = PROMPTS, cfg: dict[str, Any] | None = None
 ) -> Path:
     """`root/step_N` with training_info.json, config.yaml and a tiny Llama's Megatron-Core weights
-    (`policy/weights/iter_0000000/`, torch DCP with Megatron's names; tests/formats/fixtures.py), their
+    (`policy/weights/iter_0000000/`, torch DCP with Megatron's names; tests/checkpoints/fixtures.py), their
     modification times set to WRITE_MS after the weight update (as a save that took that long would leave
     them)."""
-    from tests.formats import fixtures
+    from tests.checkpoints import fixtures
 
     path = root / f"step_{step}"
     tok, model = _tiny(step)

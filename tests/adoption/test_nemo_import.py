@@ -24,7 +24,7 @@ from recorder.verify import verify_run
 from replay.synthetic import write_evidence
 from tests.adoption import nemo_layout
 from tests.helpers import run_cli
-from trainer.policy.hf_fingerprint import hf_fingerprinter
+from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
 MS = 1_000_000
 FINGERPRINT = hf_fingerprinter(None)  # what `recorder import-checkpoints` passes without --task
@@ -61,7 +61,7 @@ def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
     assert (run / c19["path"]).resolve() == (root / "step_19").resolve()
     assert (c19["sha256"], c19["bytes"]) == tree_digest(root / "step_19" / "policy" / "weights")
     assert (c19["blocked_ns"], c19["source"], c19["dtype"]) == (None, "nemo-rl", "bfloat16")
-    # the Megatron weights load (trainer.policy.formats), so they are fingerprinted like Hugging Face ones
+    # the Megatron weights load (trainer.policy.checkpoints), so they are fingerprinted like Hugging Face ones
     assert (c19["fingerprint"]["texts"], c19["fingerprint"]["dtype"]) == ("fixed", "fp32")
     assert c19["manifest"]["root"] == c19["sha256"]
     assert commits[1].time_ns == c19["save_end_ns"] == (UPDATES_MS[19] + nemo_layout.WRITE_MS) * MS  # file mtimes

@@ -189,7 +189,7 @@ class TestNemoImporter(WriterContract):
     def record(self, root: Path) -> RunDir:
         from recorder.adapters.nemo import import_checkpoints
         from tests.adoption import nemo_layout
-        from trainer.policy.hf_fingerprint import hf_fingerprinter
+        from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
         for step in (18, 19, 20):
             nemo_layout.write_checkpoint(root / "ckpt", step, T0_MS + step * 60_000)
@@ -202,8 +202,8 @@ class TestDcpImporter(WriterContract):
 
     def record(self, root: Path) -> RunDir:
         from recorder.adapters.dcp import import_checkpoints
-        from tests.formats.test_dcp_import import write_snapshots
-        from trainer.policy.hf_fingerprint import hf_fingerprinter
+        from tests.checkpoints.test_dcp_import import write_snapshots
+        from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
         series = write_snapshots(root / "job")
         import_checkpoints(series, root / "runs" / "fsdp", fingerprint=hf_fingerprinter(None), global_batch_size=256)

@@ -37,7 +37,7 @@ kind = "numeric"
 def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(run with one imported tiny Llama checkpoint, its task spec)."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
     tmp = tmp_path_factory.mktemp("backends")
     rows = [{"id": f"q{i}", "prompt": f"{i} plus {i}?", "answer": str(2 * i)} for i in range(3)]

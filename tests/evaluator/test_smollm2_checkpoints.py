@@ -38,7 +38,7 @@ def test_smollm2_evaluates_on_the_math_word_spec(smollm2_series: Path, tmp_path:
     from evaluator.settings import Options
     from recorder.adapters.nemo import import_checkpoints
     from recorder.reader import read_run
-    from trainer.policy.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
     from trainer.policy.taskspec import load_spec, shipped
 
     spec = shipped("math-word")

@@ -88,7 +88,7 @@ def check_after_kill(run: Path, killed: Killed, printed: str, kind: str) -> int:
 def check_checkpoints(run: Path) -> None:
     """Every checkpoint_committed names a complete checkpoint with the recorded sha256; no temporary
     directory is ever referenced by an event."""
-    from trainer.policy.checkpoint_files import file_sha256
+    from trainer.policy.checkpoints.files import file_sha256
 
     for e in read_run(run).events:
         if e.kind != "checkpoint_committed":

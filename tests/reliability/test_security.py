@@ -24,13 +24,13 @@ UNSAFE = re.compile(
 
 # The two reviewed exceptions, each a restricted unpickler of a torch DCP checkpoint: its `.metadata` through
 # an allow list of DCP's own classes, and a DCP tensor chunk's torch.save pickle through an allow list of
-# torch's tensor rebuilds, storage classes and dtypes (hostile globals refused for both: tests/formats).
+# torch's tensor rebuilds, storage classes and dtypes (hostile globals refused for both: tests/checkpoints).
 # Anything else that unpickles is a finding.
 ALLOWED = {
-    "trainer/policy/formats/safe_metadata.py": re.compile(
+    "trainer/policy/checkpoints/safe_metadata.py": re.compile(
         r"_AllowListUnpickler|^torch's own weights-only|^`\.metadata`"
     ),
-    "trainer/policy/formats/torch_save_view.py": re.compile(r"^class _Unpickler\(pickle\.Unpickler\):$"),
+    "trainer/policy/checkpoints/torch_save_view.py": re.compile(r"^class _Unpickler\(pickle\.Unpickler\):$"),
 }
 
 
@@ -71,7 +71,7 @@ def test_malicious_pickles_next_to_the_weights_are_never_loaded(tmp_path: Path, 
     for cp in sorted((run / "checkpoints").iterdir()):
         for name in ("pytorch_model.bin", "training_args.bin", "optimizer.pt", "rng_state.pth", "state.pkl"):
             (cp / name).write_bytes(payload)
-    from trainer.policy.checkpoint_files import load_checkpoint
+    from trainer.policy.checkpoints.files import load_checkpoint
 
     load_checkpoint(run / "checkpoints" / "step_0000018")
     r = run_cli("eval", str(run), "--all")
@@ -89,7 +89,7 @@ def test_a_pickle_in_place_of_the_weights_is_refused(tmp_path: Path, trained: Pa
     weights = run / "checkpoints" / "step_0000018" / "model.safetensors"
     weights.write_bytes(pickle.dumps(_Boom(marker)))
     from trainer.errors import CheckpointError
-    from trainer.policy.checkpoint_files import load_checkpoint
+    from trainer.policy.checkpoints.files import load_checkpoint
 
     with pytest.raises(CheckpointError):
         load_checkpoint(weights.parent)
@@ -107,7 +107,7 @@ def test_loading_a_checkpoint_calls_no_unpickler(monkeypatch: pytest.MonkeyPatch
     """torch.load and pickle's loaders are booby-trapped while a checkpoint loads: none is called."""
     import torch
 
-    from trainer.policy.checkpoint_files import load_checkpoint
+    from trainer.policy.checkpoints.files import load_checkpoint
 
     calls: list[str] = []
 
@@ -136,7 +136,7 @@ def test_query_cannot_write_or_attach(tmp_path: Path) -> None:
 
 def test_reading_metadata_of_a_pickle_is_a_typed_error(tmp_path: Path) -> None:
     from trainer.errors import CheckpointError
-    from trainer.policy.checkpoint_files import read_metadata
+    from trainer.policy.checkpoints.files import read_metadata
 
     (tmp_path / "model.safetensors").write_bytes(pickle.dumps({"a": 1}))
     with pytest.raises(CheckpointError, match="not a readable safetensors file"):

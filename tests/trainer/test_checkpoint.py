@@ -5,8 +5,8 @@ import torch
 
 from trainer.checkpoint import CheckpointWriter
 from trainer.errors import CheckpointError
-from trainer.policy.checkpoint_files import file_sha256, load_checkpoint, read_metadata, step_dirname, write_checkpoint
-from trainer.policy.fingerprint import fingerprint, matches
+from trainer.policy.checkpoints.files import file_sha256, load_checkpoint, read_metadata, step_dirname, write_checkpoint
+from trainer.policy.checkpoints.fingerprint import fingerprint, matches
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 
 SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)

@@ -219,6 +219,6 @@ def test_sharded_checkpoints_score_as_the_consolidated_ones_and_a_bad_shard_is_n
     shard.write_bytes(bytes(data))
     found = verify_run(dcp_run)
     assert not found.ok and "__1_0.distcp" in str(found.problems)
-    # a run that fails verify is not evaluated (the loader's own refusal: tests/formats/test_formats.py)
+    # a run that fails verify is not evaluated (the loader's own refusal: tests/checkpoints/test_formats.py)
     refused = run_cli("eval", str(dcp_run), "--all")
     assert refused.returncode != 0 and "__1_0.distcp" in refused.stderr.replace("\n", ""), refused.stderr

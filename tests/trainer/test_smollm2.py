@@ -10,8 +10,8 @@ import pytest
 from recorder.reader import read_run
 from trainer.config import load_config
 from trainer.loop import GRPOTrainer
-from trainer.policy.checkpoint_files import load_checkpoint
-from trainer.policy.fingerprint import fingerprint, matches
+from trainer.policy.checkpoints.files import load_checkpoint
+from trainer.policy.checkpoints.fingerprint import fingerprint, matches
 from trainer.policy.taskspec import load_spec
 
 pytestmark = [

@@ -5,7 +5,7 @@ import torch
 from safetensors.torch import load_file
 
 from trainer.checkpoint import CheckpointWriter
-from trainer.policy.checkpoint_files import WEIGHTS
+from trainer.policy.checkpoints.files import WEIGHTS
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.snapshot_buffer import SnapshotBuffer
 

@@ -7,8 +7,8 @@ import pytest
 from recorder.reader import read_run
 from recorder.verify import verify_run
 from replay.rules import get_ruleset
-from trainer.policy.checkpoint_files import file_sha256, load_checkpoint, read_metadata
-from trainer.policy.fingerprint import fingerprint, matches
+from trainer.policy.checkpoints.files import file_sha256, load_checkpoint, read_metadata
+from trainer.policy.checkpoints.fingerprint import fingerprint, matches
 
 GBS, VALIDATION_START, FINAL = 256, 18, 19
 

@@ -18,10 +18,10 @@ from recorder.adapters import dcp
 from recorder.reader import read_run
 from recorder.run import RunDir
 from recorder.verify import verify_run
-from tests.formats import fixtures
+from tests.checkpoints import fixtures
 from tests.helpers import run_cli
 from tests.zero_shot.conftest import pretraining  # noqa: F401  (the two-rank FSDP2 job, trained once)
-from trainer.policy.hf_fingerprint import hf_fingerprinter
+from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 from trainer.policy.taskspec import shipped
 
 GBS = 256  # validation start 18

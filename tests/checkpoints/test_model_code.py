@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.formats import fixtures
+from tests.checkpoints import fixtures
+from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.errors import ModelCodeError
-from trainer.policy.formats.evaluable import load_checkpoint
 
 FACTORY = """
 from transformers import LlamaConfig, LlamaForCausalLM

@@ -4,7 +4,7 @@ Every rank writes its own `__R_0.distcp` (FSDP2's local shards) into one tempora
 writes `.metadata`. Each file's sha256 is computed from the bytes on their way to the file (no re-read), the
 files are fsynced, the digests gathered on rank 0, which writes config.json and tokenizer.json, fsyncs the
 directory and renames it into place: a checkpoint directory exists once every shard is durable, never half.
-The manifest (trainer.policy.formats.manifest) covers `.metadata` and every shard.
+The manifest (trainer.policy.checkpoints.manifest) covers `.metadata` and every shard.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from recorder.run import fsync_dir
+from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
 from trainer.policy.errors import CheckpointError
-from trainer.policy.formats.manifest import Manifest, ShardDigest
 
 
 class _HashingStream(io.RawIOBase):

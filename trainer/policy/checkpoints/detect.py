@@ -52,7 +52,7 @@ def detect(path: Path) -> CheckpointInfo:
             return _mcore(path, iters[-1])
     if (path / DCP_METADATA).is_file():
         return _dcp(path)
-    from trainer.policy.hf_checkpoint import find_dirs
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
 
     if (path / "model.safetensors").is_file() and (path / "config.json").is_file():
         from recorder.safetensors_header import HeaderError, read_header

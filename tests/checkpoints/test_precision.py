@@ -22,8 +22,8 @@ STEP = 18  # GBS 256: the validation start
 
 def _bf16_checkpoint(run: RunDir, step: int, update: int) -> dict[str, Any]:
     """The trainer's own checkpoint of a dtype=bf16 run: bf16 weights, fingerprinted as the trainer does."""
-    from trainer.policy.checkpoint_files import write_checkpoint
-    from trainer.policy.fingerprint import fingerprint_record
+    from trainer.policy.checkpoints.files import write_checkpoint
+    from trainer.policy.checkpoints.fingerprint import fingerprint_record
     from trainer.policy.model import ModelConfig, build_model
     from trainer.policy.tokenizer import CharTokenizer
 

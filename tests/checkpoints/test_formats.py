@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.formats import fixtures
+from tests.checkpoints import fixtures
+from trainer.policy.checkpoints import Manifest, ShardDigest, detect, load_state_dict
+from trainer.policy.checkpoints.evaluable import load_checkpoint
+from trainer.policy.checkpoints.safe_metadata import load_metadata
 from trainer.policy.errors import CheckpointError, UnsafeMetadataError
-from trainer.policy.formats import Manifest, ShardDigest, detect, load_state_dict
-from trainer.policy.formats.evaluable import load_checkpoint
-from trainer.policy.formats.safe_metadata import load_metadata
 
 IDS = [1, 7, 12, 40, 3, 9]
 
@@ -47,6 +47,25 @@ def test_a_dcp_snapshot_and_an_fsdp2_archive_give_the_safetensors_logits(tmp_pat
     want = fixtures.logits(model, IDS)
     for path in (snap, archive):
         assert torch.equal(fixtures.logits(load_checkpoint(path, dtype="fp32").model, IDS), want)
+
+
+def test_a_dcp_with_optimizer_state_and_scalars_loads_the_model_alone(tmp_path: Path, weights: tuple) -> None:
+    """A training snapshot as torch DCP saves one: the model beside AdamW's state (tensors and the param
+    groups' plain numbers, which DCP stores as byte entries) and the step as an int."""
+    tok, model = weights
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model(torch.tensor([IDS])).logits.sum().backward()
+    optimizer.step()
+    snap = fixtures.write_dcp(
+        tmp_path / "snapshots" / "step_10",
+        {"model": fixtures.state(model), "optim": optimizer.state_dict(), "step": 10},
+    )
+    (tmp_path / "config.json").write_text(json.dumps(model.config.to_dict()))
+    info = detect(snap)
+    state, manifest = load_state_dict(info, dtype="fp32")
+    assert set(state) == {f"model.{k}" for k in model.state_dict()}
+    assert all(torch.equal(state[f"model.{k}"], v) for k, v in model.state_dict().items())
+    assert {s.path for s in manifest.shards} == {".metadata", *(p.name for p in snap.glob("*.distcp"))}
 
 
 def test_megatron_names_in_nemo_rl_layout_map_to_the_hugging_face_model(tmp_path: Path) -> None:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.errors import CheckpointError, ModelCodeError
-from trainer.policy.formats.detect import CheckpointInfo
 
 if TYPE_CHECKING:
     import torch
@@ -57,7 +57,7 @@ def build_model(
     capacity: bool = True,
 ) -> tuple[nn.Module, CodeProvenance | None]:
     """(the model for `info`'s weights, in `dtype` on `device`, eval mode; the code's provenance or None)."""
-    from trainer.policy.formats.load import torch_dtype
+    from trainer.policy.checkpoints.load import torch_dtype
 
     target = torch_dtype(dtype)
     if model_factory is None:

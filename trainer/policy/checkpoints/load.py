@@ -2,7 +2,7 @@
 
 Each shard is read once, into memory of our own, and hashed block by block as it arrives; if it is the one
 `expected` names, its tensors are views of the same bytes, nothing copied: a safetensors tensor by its
-header, a DCP chunk by its torch.save archive (trainer/policy/formats/torch_save_view.py). One thread per
+header, a DCP chunk by its torch.save archive (trainer/policy/checkpoints/torch_save_view.py). One thread per
 shard: reads and hashlib release the GIL. A shard that differs
 from `expected` (size or sha256), one that is missing and one the manifest does not name each raise
 CheckpointError naming the shard, before any of its bytes are parsed. DCP is read without a process group:
@@ -22,10 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainer.policy.checkpoints.detect import DCP_METADATA, CheckpointInfo
+from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
 from trainer.policy.errors import CheckpointError, ShardMismatchError
-from trainer.policy.formats.detect import DCP_METADATA, CheckpointInfo
-from trainer.policy.formats.manifest import Manifest, ShardDigest
-from trainer.policy.formats.torch_save_view import TorchSaveError, view_tensor
 
 if TYPE_CHECKING:
     import torch
@@ -58,7 +58,7 @@ def shard_files(info: CheckpointInfo) -> list[Path]:
     if info.format == "recorder":
         return [w / "model.safetensors"]
     if info.format == "hf-safetensors":
-        from trainer.policy.hf_checkpoint import find_dirs
+        from trainer.policy.checkpoints.hf_checkpoint import find_dirs
 
         return list(find_dirs(info.path).weights)
     if info.format == "torch-dcp":
@@ -79,7 +79,7 @@ def load_state_dict(
         return state, Manifest(tuple(d for d, _ in read.values()))
     state, digests = _dcp(info, files, expected, target, threads)
     if info.format == "mcore-torch-dist":
-        from trainer.policy.formats.mcore_names import to_hf
+        from trainer.policy.checkpoints.mcore_names import to_hf
 
         state = to_hf(state, info.config, where=info.path)
     return state, Manifest(digests)
@@ -219,7 +219,7 @@ def _dcp(
     import torch
     from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 
-    from trainer.policy.formats.safe_metadata import load_metadata
+    from trainer.policy.checkpoints.safe_metadata import load_metadata
 
     metas = [f for f in files if f.name == DCP_METADATA]
     meta_file = min(metas, key=lambda f: len(f.parts), default=None)
@@ -230,7 +230,9 @@ def _dcp(
     read[_rel(info, meta_file)] = (read[_rel(info, meta_file)][0], None)
     # (shard file, fqn, chunk offsets, chunk sizes, storage offset, length) for every model tensor chunk
     wanted: dict[Path, list[tuple[str, tuple[int, ...], tuple[int, ...], int, int]]] = {}
-    storage = {(i.fqn, tuple(i.offset)): si for i, si in metadata.storage_data.items()}
+    # Byte entries (an optimizer's scalars, a step, Megatron's `_extra_state`, rng state) have no offset: they
+    # are hashed with their shard and never read into the model.
+    storage = {(i.fqn, tuple(i.offset)): si for i, si in metadata.storage_data.items() if i.offset is not None}
     tensors: dict[str, Any] = {}
     for fqn, md in metadata.state_dict_metadata.items():
         if not isinstance(md, TensorStorageMetadata) or _not_model(fqn):

@@ -1,6 +1,6 @@
 """The fingerprint record of a checkpoint directory, which an importer records and the evaluator recomputes
 before scoring: the mean log-likelihood of a task spec's dev split, else of the fixed texts
-(fingerprint.FIXED_TEXTS), in float32. The checkpoint is loaded through trainer.policy.formats (Hugging Face
+(fingerprint.FIXED_TEXTS), in float32. The checkpoint is loaded through trainer.policy.checkpoints (Hugging Face
 safetensors, or the torch DCP shards of Megatron-Core torch_dist or an FSDP2 job, whose files are hashed while
 read into a manifest). Importers take it
 as a function, so that they need neither torch nor the policy."""
@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainer.policy.fingerprint import FIXED_TEXTS, texts_record
-from trainer.policy.formats.evaluable import load_checkpoint
+from trainer.policy.checkpoints.evaluable import load_checkpoint
+from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, texts_record
 from trainer.policy.taskspec import load_spec
 
 # (the fingerprint record, the manifest of Megatron-Core weights, hashed while loaded, or None)

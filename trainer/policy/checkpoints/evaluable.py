@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.policy.checkpoints.detect import CheckpointInfo, detect
+from trainer.policy.checkpoints.load import load_state_dict, torch_dtype
+from trainer.policy.checkpoints.manifest import Manifest
+from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, load_weights
 from trainer.policy.errors import CheckpointError
-from trainer.policy.formats.detect import CheckpointInfo, detect
-from trainer.policy.formats.load import load_state_dict, torch_dtype
-from trainer.policy.formats.manifest import Manifest
-from trainer.policy.formats.model_code import CodeProvenance, build_model, load_weights
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,8 +42,8 @@ def load_checkpoint(
     info = detect(Path(path))
     state, manifest = load_state_dict(info, dtype=dtype, expected=expected)
     if model_factory is None:  # a config.json of 100000 layers must not allocate them: counted on meta first
+        from trainer.policy.checkpoints.model_code import hf_config
         from trainer.policy.config_check import check_config_matches_count
-        from trainer.policy.formats.model_code import hf_config
 
         shards = [s.path for s in manifest.shards if not s.path.endswith(".metadata")]
         what = shards[0] if len(shards) == 1 else f"the {len(shards)} shards"
@@ -83,7 +83,7 @@ def load_tokenizer(info: CheckpointInfo, *, trust_remote_code: bool = False) -> 
         return from_json((where / "tokenizer.json").read_text())
     from transformers import AutoTokenizer
 
-    from trainer.policy.hf_checkpoint import ChatTokenizer
+    from trainer.policy.checkpoints.hf_checkpoint import ChatTokenizer
 
     try:
         hf = AutoTokenizer.from_pretrained(str(where), trust_remote_code=trust_remote_code, local_files_only=True)

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from tests.adoption import nemo_layout
+from tests.checkpoints.test_formats import _RunsACommand
 from tests.evaluator import nemo_run
 from tests.evaluator.test_nemo_end_to_end import COMMAND, SMALL_STEPS, check_replay
-from tests.formats.test_formats import _RunsACommand
 from tests.helpers import run_cli
 from trainer.policy.taskspec import shipped
 

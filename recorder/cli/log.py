@@ -81,14 +81,22 @@ def verify(
     for note in report.warnings:
         console.print(warning(note))
     for problem in report.problems:
-        console.print(line(label("ALTERED:", "bold red"), str(problem)))
+        console.print(line(label("UNTRUSTED:" if problem.untrusted else "ALTERED:", "bold red"), str(problem)))
     if not report.ok:
-        console.print(f"verify: FAILED ({len(report.problems)} problems)")
+        console.print(_failed(report))
         raise typer.Exit(1)
     if require_signed and untrusted:
         console.print(f"verify: FAILED ({untrusted} of {len(report.segments)} segments not signed by a trusted key)")
         raise typer.Exit(1)
     console.print("verify: intact")
+
+
+def _failed(report: VerifyReport) -> str:
+    """The verdict line of a run that fails: untrusted alone is said as such, not as an alteration."""
+    count = len(report.problems)
+    if all(p.untrusted for p in report.problems):
+        return f"verify: UNTRUSTED ({count} problems: not signed by an accepted key; no alteration found)"
+    return f"verify: FAILED ({count} problems)"
 
 
 def _segment_bytes(run_dir: Path) -> int | None:

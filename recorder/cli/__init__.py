@@ -14,6 +14,7 @@ import typer
 
 from recorder import __version__
 from recorder.cli import adapters, audit, evaluate, history, log, replay, report, signing, train, zero_shot
+from recorder.cli.closed_pipe import quiet_when_the_reader_leaves
 from recorder.cli.interrupt import interruptible
 from recorder.cli.output import console, err, label, line
 from recorder.cli.quiet import quiet_other_libraries
@@ -33,7 +34,7 @@ for _group in (log, signing, train, evaluate, zero_shot, audit, history, adapter
 for _command in app.registered_commands:  # Ctrl-C anywhere in a command: one line, exit 130
     if _command.callback is not None:
         _name = _command.name or _command.callback.__name__.replace("_", "-")
-        _command.callback = interruptible(_name, _command.callback)
+        _command.callback = interruptible(_name, quiet_when_the_reader_leaves(_command.callback))
 
 
 def _print_version(value: bool) -> None:

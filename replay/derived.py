@@ -234,13 +234,27 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
         _derive(request, result, run, scan, known, unverified)
         result.proof = proven_by(report, result.derivation.passing_step if result.derivation else None)
     except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
-        result.refused = NotEvaluatedError(f"{e}; evaluate them: recorder eval {request.run_dir}")
+        command = eval_command(request.run_dir, scan.opened)
+        note = f" ({SPEC_NOTE})" if "SPEC.toml" in command else ""
+        result.refused = NotEvaluatedError(f"{e}; evaluate them: {command}{note}")
     except NoCheckpointError as e:  # the history shows `no checkpoint` too, without waiting for `compact`
         write_scores(run, scan, request.ruleset, unverified, untrusted=result.untrusted, check=False)
         result.refused = e
     except RecorderError as e:  # a fact the derivation needs is missing, a file cannot be written: after the notices
         result.refused = e
     return result
+
+
+# Said where a `recorder eval` needs --task SPEC.toml: what to put there, and why.
+SPEC_NOTE = "SPEC.toml: the task spec it trained on; this run records no evaluation settings of its own"
+
+
+def eval_command(run_dir: Path | str, opened: dict[str, Any], task: Path | None = None) -> str:
+    """The `recorder eval` that works on this run: a run not recorded by `recorder train` has no evaluation
+    settings of its own, so it needs the task spec it was trained on (`task` when known, else SPEC.toml)."""
+    if isinstance((opened.get("config") or {}).get("eval"), dict):
+        return f"recorder eval {run_dir}"
+    return f"recorder eval {run_dir} --task {task or 'SPEC.toml'}"
 
 
 def _derive(

@@ -49,9 +49,33 @@ def write_scores(
     it was derived from (derived/state.json). `done`: derivations (and verdicts) already made; `check`:
     whether the compliance checker judges the interpretations not in `done` (else their verdict is null)."""
     rows = compute_scores(run, ruleset, check=check, done=done, scan=scan)
+    if not check:
+        _keep_recorded_verdicts(run, scan, rows)
     marked = mark_rows(rows, unverified=unverified, resumed=scan.resumed, target=scan.target, untrusted=untrusted)
     write_rows(run, marked, scan.heads)
     return marked
+
+
+def _keep_recorded_verdicts(run: RunDir, scan: RunScan, rows: list[dict[str, Any]]) -> None:
+    """The compliance checker's verdicts an earlier `replay --check` recorded, kept in rows that derive the
+    same mllog from the same events (the scores file claims them, under this mlperf-logging): `--compare`
+    after `--check` still shows them, and so does the report."""
+    from replay.scores_check import recorded_rows
+
+    if scores_claim(run, scan.heads) != "current":
+        return
+    recorded = recorded_rows(run)
+    if not isinstance(recorded, list):
+        return
+    same = ("ruleset", "interpretation", "status", "passing_step", "run_start_ns", "run_stop_ns", "minutes")
+    verdicts = {
+        tuple(old.get(k) for k in same): old["checker"]
+        for _, old in recorded
+        if isinstance(old, dict) and isinstance(old.get("checker"), str)
+    }
+    for row in rows:
+        if row["checker"] is None:
+            row["checker"] = verdicts.get(tuple(row.get(k) for k in same))
 
 
 def mllog_path(run: RunDir, interpretation: str, unverified: list[str], untrusted: list[str] | None = None) -> Path:

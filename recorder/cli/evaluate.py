@@ -14,7 +14,6 @@ from recorder.cli.output import console, label, line, warning
 from recorder.cli.progress import UntilFirst
 from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 from recorder.cli.tables import Col, print_fitted, set_wide
-from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import eval_deviations, not_comparable, recorded_target
 
 LOCAL_RAY = "local"
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from evaluator.settings import Options
     from recorder.events import Event
     from recorder.goals import Goal
+    from recorder.kinds import EvalResult
 
 
 _RunDirOpt = Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")]
@@ -369,6 +369,7 @@ def _config_eval(opened: Event | None) -> Mapping[str, Any] | None:
 
 def _other_evaluation(result: EvalResult) -> bool:
     """Whether our evaluator scored this result otherwise than the benchmark (k, tasks, task spec)."""
+
     if result.k is None:  # the submitter's command, an import's own line: settings unknown
         return False
     return bool(eval_deviations({"k": result.k, "samples": result.n, "task_sha256": result.task_sha256}))
@@ -404,6 +405,7 @@ def evals(
 
     from evaluator.attempts import attempts
     from recorder.goals import opened_goal
+    from recorder.kinds import EvalResult
     from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
@@ -448,6 +450,7 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
     from rich import box
 
     from evaluator.attempts import HARNESS_WRITER
+    from recorder.kinds import EvalFailed, EvalResult
 
     scores: dict[int, dict[str, str]] = {}
     failed: dict[int, str] = {}
@@ -482,6 +485,8 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
 def _evals_row(a: Attempt, goal: Goal | None, comparable: bool) -> list[str]:
     """One evaluation; `comparable`: the run's recorded settings are the benchmark's (else, as for a result
     scored with other settings, its pass column says NOT COMPARABLE rather than yes or no)."""
+    from recorder.kinds import EvalFailed, EvalResult, EvalStart
+
     end = a.stop or a.failed or a.closed_by
     seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
     acc = a.accuracy

@@ -114,7 +114,7 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
     import lm_eval
 
     from evaluator.harness.adapter import CheckpointLM
-    from evaluator.harness.zero_shot import _quiet, simple_evaluate
+    from evaluator.harness.lm_eval_run import quiet, simple_evaluate
 
     if not job.online:
         os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
@@ -124,14 +124,14 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
         say(job.label, name, first + len(started), parts(job))
         started.append(name)
 
-    with _quiet():
+    with quiet():
         lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)
         out = simple_evaluate(lm_eval, lm, job.tasks, limit=job.limit, stderr=True)
     return {t.name: _task(out, t, job.log_samples) for t in job.tasks}, out.get("lm_eval_version")
 
 
 def _task(out: dict[str, Any], task: TaskData, log_samples: bool) -> dict[str, Any]:
-    from evaluator.harness.zero_shot import _sample_row
+    from evaluator.harness.lm_eval_run import sample_row
 
     metrics = out["results"][task.name]
     row: dict[str, Any] = {
@@ -147,7 +147,7 @@ def _task(out: dict[str, Any], task: TaskData, log_samples: bool) -> dict[str, A
         "data_sha256": task.data_sha256,
     }
     if log_samples:
-        row["samples"] = [_sample_row(s) for s in out["samples"][task.name]]
+        row["samples"] = [sample_row(s) for s in out["samples"][task.name]]
     return row
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from evaluator.results import write_results
+from evaluator.results_files import write_results
 from recorder.output import write_output
 from recorder.results.document import ResultsDocError
 from recorder.results.zero_shot import ZeroShotDocument, zero_shot_from_json

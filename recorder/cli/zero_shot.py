@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 import typer
 
-from recorder.cli.output import console
-from recorder.cli.progress import PerItem
-from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
+from recorder.cli._output import console
+from recorder.cli._progress import PerItem
+from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 
 Paths = Annotated[
     list[Path], typer.Argument(help="Checkpoints: run dirs, snapshots, archives, checkpoint dirs, recorder runs.")
@@ -72,8 +72,8 @@ def zero_shot_command(
     """
     from evaluator.zero_shot.loading import ModelCode
     from evaluator.zero_shot.options import ZeroShotOptions
-    from evaluator.zero_shot.run import zero_shot
-    from evaluator.zero_shot.tasks import parse_task_names
+    from evaluator.zero_shot.runner import zero_shot
+    from evaluator.zero_shot.task_sources import parse_task_names
 
     apply_key_options(signing_key, untrusted_ok)
     options = ZeroShotOptions(

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import sample_series
 from tests.evaluator import nemo_run
 from tests.helpers import run_cli
+from tests.kit import sample_series
 from trainer.policy.taskspec import shipped
 
 pytest.importorskip("torch")

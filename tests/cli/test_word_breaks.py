@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from replay.scores import write_scores
-from replay.synthetic import record_run
 from tests.helpers import on_terminal
+from tests.kit.synthetic import record_run
 
 COLUMNS = 80
 pytestmark = pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script`")

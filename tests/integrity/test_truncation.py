@@ -9,8 +9,8 @@ from pathlib import Path
 
 from recorder.verify import verify_run
 from recorder.verify.truncation import TRUNCATED_RULE
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 
 def _cut(segment: Path, fraction: float) -> None:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, label, line
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli._output import console, label, line
+from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
 if TYPE_CHECKING:
     from recorder.run import RunDir
@@ -102,7 +102,7 @@ def _next_step(run: RunDir, evaluated: bool, task: Path | None) -> str:
     """The one command that works next: replay once evaluations are recorded; else eval, with the task spec
     the series was fingerprinted with when the run records no evaluation settings of its own."""
     from recorder.reader import read_run
-    from replay.derived import SPEC_NOTE, eval_command
+    from replay.run_replay import SPEC_NOTE, eval_command
 
     if evaluated:
         return f"recorder replay {run.path}"

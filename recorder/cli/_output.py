@@ -49,7 +49,7 @@ class SafeConsole(Console):
 
     def on_broken_pipe(self) -> None:
         """The reader left (`| head`): rich would exit 1 here; the command ends quietly with 0 instead
-        (recorder.cli.closed_pipe)."""
+        (recorder.cli._closed_pipe)."""
         raise BrokenPipeError
 
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:

@@ -188,13 +188,28 @@ def _evaluate(run_dir: Path, options: Options) -> Summary:
     first one (verify, torch and the model load first)."""
     from evaluator.session import evaluate_run
 
-    with UntilFirst("eval: verifying the run, loading torch and the model") as waiting:
+    with UntilFirst(_waiting_for(options)) as waiting:
 
         def on_outcome(o: Outcome) -> None:
             waiting.done()
             _print_outcome(o)
 
         return evaluate_run(run_dir, options, on_outcome=on_outcome)
+
+
+def _waiting_for(options: Options) -> str:
+    """What the first result waits for: in-process torch, or Ray actors that each load torch and the model
+    (evaluator.workers.start_workers picks Ray for more than one worker or a cluster address)."""
+    if options.backend == "vllm":
+        return "eval: verifying the run, starting the vLLM engine"
+    if options.workers > 1 or options.ray_address is not None:
+        ray = (
+            "starting Ray"
+            if options.ray_address in (None, LOCAL_RAY)
+            else f"connecting to Ray at {options.ray_address}"
+        )
+        return f"eval: verifying the run, {ray}, {options.workers} worker(s) each loading torch and the model"
+    return "eval: verifying the run, loading torch and the model"
 
 
 def _check_harness_options(

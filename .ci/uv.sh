@@ -6,7 +6,11 @@ if [ "$(.venv-uv/bin/uv --version 2>/dev/null)" != "uv $UV_PINNED" ]; then
   .venv-uv/bin/python -m pip install -q "uv==$UV_PINNED"
 fi
 UV=$PWD/.venv-uv/bin/uv
-# pip's find-links (this machine's CPU wheels) serve uv too, unless UV_FIND_LINKS says otherwise
-if [ -z "${UV_FIND_LINKS:-}" ] && [ -n "${PIP_FIND_LINKS:-}" ]; then
-  export UV_FIND_LINKS=$PIP_FIND_LINKS
+# pip's find-links (this machine's CPU wheels: PIP_FIND_LINKS, else pip's configuration files) serve uv
+# too, unless UV_FIND_LINKS says otherwise
+if [ -z "${UV_FIND_LINKS:-}" ]; then
+  links=${PIP_FIND_LINKS:-$("${PYTHON:-python3}" -m pip config get global.find-links 2>/dev/null || true)}
+  if [ -n "$links" ]; then
+    export UV_FIND_LINKS=$links
+  fi
 fi

@@ -15,7 +15,6 @@ from recorder.cli._output import console, cut, err, label, line, make_console, w
 from recorder.cli._paths import check_output, write_failed
 from recorder.cli._progress import working
 from recorder.cli._tables import Col, print_fitted, set_wide
-from recorder.comparability import target_reason
 from recorder.output import output_file, write_output
 from recorder.run import RunDir
 
@@ -292,6 +291,8 @@ def _judge_trust(row: dict[str, Any], report: VerifyReport) -> list[str]:
 def _apart_reason(target: float | None, flags: str | None) -> str:
     """Why a run of the runs view does not compare: its target, a resume, else its evaluation (flag
     other-evaluation; its scores' `why` says how it differs, from recorder.comparability)."""
+    from recorder.comparability import target_reason  # it reads event payloads: pyarrow, loaded on use
+
     resumed = "resumed" in (flags or "").split()
     return target_reason(target) or (
         "resumed from a checkpoint" if resumed else "evaluated otherwise than the benchmark"

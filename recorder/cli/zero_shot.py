@@ -86,7 +86,7 @@ def zero_shot_command(
         width = console.width if console.is_terminal else None
         summary = zero_shot(paths, options, echo=_echo, width=width, report=shown.report)
     for path in summary.written:
-        console.print(f"wrote {path.parent}", highlight=False, soft_wrap=True)
+        console.print(f"wrote {path.parent}", highlight=False)
     if summary.failed:
         raise typer.Exit(1)
 
@@ -96,11 +96,11 @@ def collect_command(paths: Paths) -> None:
     from evaluator.zero_shot.collect import collect
 
     width = console.width if console.is_terminal else None
-    console.print(collect(paths, width), highlight=False, soft_wrap=True, end="")
+    console.print(collect(paths, width), highlight=False, end="")
 
 
 def _echo(text: str) -> None:
-    console.print(text, highlight=False, soft_wrap=True, markup=False)
+    console.print(text, highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ class Job:
     holdout: HoldoutPlan | None
     tokenizer: Path | None = None  # the team's tokenizer (train_metadata.yaml, --tokenizer); None: the checkpoint's
     capacity: bool = False  # MoE capacity while scoring (MOE_SKIP_CAPACITY=0 turns it on)
+    processes: int = 1  # processes this checkpoint's requests are split across (NPROC_PER_NODE)
     reference: float | None = None  # the logged eval/loss; None: record without comparing
     max_gap: float = 0.005
     log_samples: bool = False
@@ -136,6 +138,7 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
 
     from evaluator.harness.adapter import CheckpointLM
     from evaluator.harness.zero_shot import _quiet, simple_evaluate
+    from evaluator.zero_shot.split import split_compute
 
     if not job.online:
         os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
@@ -145,8 +148,12 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
         say(job.label, name, first + len(started), parts(job))
         started.append(name)
 
-    with _quiet():
-        lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)
+    with _quiet(), ExitStack() as stack:
+        if job.processes > 1:
+            compute = stack.enter_context(split_compute(job, resolve_device(job.device), job.processes))
+            lm = CheckpointLM(compute, batch_size=job.batch_size, on_task=on_task)
+        else:
+            lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)
         out = simple_evaluate(lm_eval, lm, job.tasks, limit=job.limit, stderr=True)
     return {t.name: _task(out, t, job.log_samples) for t in job.tasks}, out.get("lm_eval_version")
 

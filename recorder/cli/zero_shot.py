@@ -81,6 +81,12 @@ Device = Annotated[str, typer.Option(help="cpu, cuda, or auto (each worker's acc
 BatchSize = Annotated[
     int, typer.Option(help="Requests per forward pass (scores do not depend on it).", envvar="EVAL_BATCH_SIZE_MCQ")
 ]
+Nproc = Annotated[
+    int,
+    typer.Option(
+        "--nproc", help="Processes (devices) one checkpoint's requests are split across.", envvar="NPROC_PER_NODE"
+    ),
+]
 Workers = Annotated[int | None, typer.Option(help="Ray actors, one checkpoint each (default: one per PATH).")]
 RayAddress = Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local one).")]
 TaskSpec = Annotated[
@@ -116,6 +122,7 @@ def zero_shot_command(
     dtype: Dtype = "fp32",
     device: Device = "auto",
     batch_size: BatchSize = 32,
+    nproc: Nproc = 1,
     workers: Workers = None,
     ray_address: RayAddress = None,
     out: Out = None,
@@ -144,6 +151,7 @@ def zero_shot_command(
         train_world_size=train_world_size, code=code, dtype=dtype, device=device, batch_size=batch_size,
         workers=workers, ray_address=ray_address, out=out, task=task, epoch=epoch, config_dir=config_dir,
         tokenizer=tokenizer, skip_capacity=moe_skip_capacity, sources=parse_sources(task_source),
+        processes=nproc,
     )  # fmt: skip
     with PerItem("zero-shot") as shown:
         width = console.width if console.is_terminal else None

@@ -134,3 +134,19 @@ def test_the_seeds_environment_variables_drive_the_same_run_as_the_options(tmp_p
     newest = max(by_env.glob("*/results.json"), key=lambda p: json.loads(p.read_text())["finished"])
     assert json.loads(newest.read_text())["holdout"] == {"mode": "off"}
     assert not list(newest.parent.glob("samples_*.jsonl"))
+
+
+@pytest.mark.slow
+def test_one_checkpoint_split_across_two_processes_scores_the_same(tmp_path: Path, hf_cache: Path) -> None:
+    team = team_tree.copy(tmp_path / "team")
+    args = ["zero-shot", str(team / RUN / "snapshots/step_0000010"), "--hf-cache", str(hf_cache), "--limit", "5"]
+    args += ["--model-code", str(team), "--model-factory", FACTORY, "--workers", "1", "--log-samples"]
+    one = run_cli(*args, "-o", str(tmp_path / "one"))
+    two = _cli(*args, "-o", str(tmp_path / "two"), env={"NPROC_PER_NODE": "2"})
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stdout + two.stderr
+    [a], [b] = list((tmp_path / "one").glob("*/results.json")), list((tmp_path / "two").glob("*/results.json"))
+    first, second = ZeroShotResults.from_json(a.read_bytes()), ZeroShotResults.from_json(b.read_bytes())
+    assert first.settings.processes is None and second.settings.processes == 2
+    assert first.scores == second.scores and len(first.scores) == 7
+    for task in first.scores:
+        assert (a.parent / f"samples_{task}.jsonl").read_text() == (b.parent / f"samples_{task}.jsonl").read_text()

@@ -1,7 +1,7 @@
 """One checkpoint's lm-eval requests split across N local processes (`--nproc`, the seed's NPROC_PER_NODE):
 each process loads the checkpoint once (on `cuda:i` when scoring on CUDA) and scores a contiguous share of
-each call's requests; the shares are put back in request order. Every request is scored on its own row
-(evaluator/harness/loglik.py), so the scores do not depend on N."""
+each call's requests, cut at the batches one process would form; the shares are put back in request order.
+So every request is scored in the same batch as unsplit, and each log-likelihood is the same bits for any N."""
 
 from __future__ import annotations
 
@@ -17,14 +17,17 @@ if TYPE_CHECKING:
 _LOADED: dict[str, Any] = {}  # in each process: its model and tokenizer
 
 
-def shares(items: list[Any], n: int) -> list[list[Any]]:
-    """`items` in at most n contiguous shares of sizes differing by at most one (none empty)."""
-    size, extra = divmod(len(items), n)
+def shares(items: list[Any], n: int, batch: int = 1) -> list[list[Any]]:
+    """`items` in at most n contiguous shares, none empty, each a whole number of `batch`-sized batches (the
+    last may be short) and their counts within one of each other: every share's batches are the batches one
+    process would form, so each request meets the same batch neighbours, padding and kernels as unsplit."""
+    batches = [items[i : i + batch] for i in range(0, len(items), batch)]
+    size, extra = divmod(len(batches), n)
     out, start = [], 0
     for i in range(n):
         end = start + size + (i < extra)
         if end > start:
-            out.append(items[start:end])
+            out.append([x for b in batches[start:end] for x in b])
         start = end
     return out
 
@@ -32,25 +35,28 @@ def shares(items: list[Any], n: int) -> list[list[Any]]:
 @contextmanager
 def split_compute(job: Job, device: str, n: int) -> Iterator[Any]:
     """A `compute(method, requests, batch_size)` for CheckpointLM that runs on n processes of their own."""
+    import torch
+
+    threads = torch.get_num_threads()  # the kernels' float order follows it: the children use the driver's
     context = multiprocessing.get_context("spawn")
     slots = context.Queue()
     for i in range(n):
         slots.put(f"cuda:{i}" if device == "cuda" else device)
-    with ProcessPoolExecutor(n, mp_context=context, initializer=_load, initargs=(job, slots)) as pool:
+    with ProcessPoolExecutor(n, mp_context=context, initializer=_load, initargs=(job, slots, threads)) as pool:
 
         def compute(method: str, requests: list[Any], batch_size: int) -> list[Any]:
-            parts = pool.map(_compute, [(method, share, batch_size) for share in shares(requests, n)])
+            parts = pool.map(_compute, [(method, share, batch_size) for share in shares(requests, n, batch_size)])
             return [result for part in parts for result in part]
 
         yield compute
 
 
-def _load(job: Job, slots: Any) -> None:
+def _load(job: Job, slots: Any, threads: int) -> None:
     import torch
 
     from evaluator.zero_shot.loading import build, read
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     weights = read(job.info, tokenizer=job.tokenizer)
     device = slots.get()
     _LOADED["model"] = build(weights, dtype=job.dtype, device=device, code=job.code, capacity=job.capacity)

@@ -1,5 +1,5 @@
-"""How one checkpoint's requests are shared among --nproc processes: contiguous, in order, none empty, sizes
-within one of each other."""
+"""How one checkpoint's requests are shared among --nproc processes: contiguous, in order, none empty, cut
+where the unsplit batches are cut, with batch counts within one of each other."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ from hypothesis import strategies as st
 from evaluator.zero_shot.split import shares
 
 
-@given(st.lists(st.integers(), max_size=50), st.integers(min_value=1, max_value=9))
-def test_shares_are_the_requests_in_order_in_balanced_contiguous_parts(items: list[int], n: int) -> None:
-    parts = shares(items, n)
+@given(st.lists(st.integers(), max_size=50), st.integers(min_value=1, max_value=9), st.integers(1, 7))
+def test_shares_are_the_requests_in_order_cut_at_the_batches_one_process_forms(
+    items: list[int], n: int, batch: int
+) -> None:
+    parts = shares(items, n, batch)
     assert [x for part in parts for x in part] == items
-    assert len(parts) == min(n, len(items)) and all(parts)
-    assert max(map(len, parts), default=0) - min(map(len, parts), default=0) <= 1
+    batches = -(-len(items) // batch)
+    assert len(parts) == min(n, batches) and all(parts)
+    starts = [sum(map(len, parts[:i])) for i in range(len(parts))]
+    assert all(start % batch == 0 for start in starts)  # each share begins where a batch of the whole begins
+    counts = [-(-len(p) // batch) for p in parts]
+    assert max(counts, default=0) - min(counts, default=0) <= 1

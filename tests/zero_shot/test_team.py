@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -177,6 +178,20 @@ def test_world_size_of_a_model_only_export_from_its_meta(team: Path, hf_cache: P
     assert doc.holdout["world_size"] == 2 and doc.holdout["passed"]
     summary, out = _run([archive], team, hf_cache, tasks=("piqa",), limit=1, train_world_size=1)
     assert summary.failed == ["tiny/run1/epoch_2"] and "holdout check failed" in out
+
+
+def test_world_size_of_a_model_only_snapshot_export_from_snapshot_meta(team: Path, hf_cache: Path) -> None:
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict_loader import _load_state_dict_from_keys
+
+    snapshot = team / RUN / "snapshots/step_0000020"
+    state = _load_state_dict_from_keys(keys={"model"}, checkpoint_id=str(snapshot))
+    shutil.rmtree(snapshot)
+    dcp.save(state, checkpoint_id=str(snapshot), no_dist=True)
+    (snapshot / "snapshot_meta.json").write_text(json.dumps({"step": 20, "source_world_size": 2}))
+    summary, _ = _run([snapshot], team, hf_cache, tasks=("piqa",), limit=1)
+    [doc] = summary.docs
+    assert doc.checkpoint.train_world_size == 2 and doc.holdout["world_size"] == 2 and doc.holdout["passed"]
 
 
 def test_the_teams_own_loss_function_as_the_holdout_hook(team: Path, hf_cache: Path) -> None:

@@ -29,6 +29,9 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+# The checkpoint series builders the tests share live in tests/kit, beside this folder.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
 REPO = Path(__file__).resolve().parents[1]
 STEPS = (18, 19)
 
@@ -49,8 +52,8 @@ class Side:
 
 
 def make_series(root: Path, model: str) -> Path:
-    """Two checkpoints (steps 18, 19) of `model` in NeMo-RL's layout, written by evaluator.sample_series (as the tests write them)."""
-    from evaluator import sample_series
+    """Two checkpoints (steps 18, 19) of `model` in NeMo-RL's layout, written by tests.kit.sample_series."""
+    from tests.kit import sample_series
 
     if model == "smollm2":
         return sample_series.write_smollm2_series(root, STEPS)

@@ -40,7 +40,7 @@ GBS = 256
 def synthetic_events(target: int) -> list[Event]:
     """A closed-division GBS-256 run: per step a weight update, its metrics and (from step 18) a checkpoint;
     the validation-start checkpoint is evaluated and passes. About `target` events."""
-    from replay.synthetic import CLOSED_256
+    from tests.kit.synthetic import CLOSED_256
 
     events: list[Event] = []
 

@@ -39,7 +39,7 @@ from recorder.kinds import (  # noqa: E402
 )
 from recorder.log import LogWriter  # noqa: E402
 from recorder.run import RunDir  # noqa: E402
-from replay.synthetic import T0, S, record_evals  # noqa: E402
+from tests.kit.synthetic import T0, S, record_evals  # noqa: E402
 
 GBS = 256
 # What `recorder replay RUN` does, less mlperf-logging's compliance checker (it checks every interpretation's
@@ -52,7 +52,7 @@ from replay.derive import derive_from
 from replay.run_scan import scan_run
 from replay.scores import compute_scores, write_rows
 from replay.source import Streamed
-from replay.trust import verified
+from replay.preflight import verified
 problems, report = verified(sys.argv[1], False)
 scan = scan_run(Streamed(report.run))
 d = derive_from(scan.timeline, scan.source, "6.1.0", "official")

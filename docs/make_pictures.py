@@ -1,6 +1,6 @@
 """Regenerate the docs' pictures: `python docs/make_pictures.py` (needs the `plot` extra).
 
-worked-example.png: docs/design.md section 5's run (replay.synthetic.record_worked_example) evaluated in the
+worked-example.png: docs/design.md section 5's run (tests.kit.synthetic.record_worked_example) evaluated in the
 order 19, 18, 20, scored by replay under every interpretation.
 rcp-gbs256-seed1.png: a real reference convergence log, imported.
 reward-curves.png: the reward of the six GBS 256 reference runs.
@@ -17,7 +17,7 @@ from recorder.adapters.mllog_import import import_file
 from recorder.log import LogWriter
 from recorder.run import RunDir
 from replay.scores import write_scores
-from replay.synthetic import S, record_worked_example
+from tests.kit.synthetic import S, record_worked_example
 
 DOCS = Path(__file__).resolve().parent
 CORPUS = DOCS.parents[1] / "shared" / "corpus" / "qwen35_397b_grpo_rcp"

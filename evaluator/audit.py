@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
 from evaluator.attempts import Attempt, attempts, deciding, scored
-from evaluator.checkpoints import CommittedCheckpoint, committed, resolve
+from evaluator.committed import CommittedCheckpoint, committed, resolve
 from evaluator.errors import CheckpointRefused, MissingEvidenceError, NothingToAuditError, SettingsError
 from evaluator.evaluate import sample_and_score
-from evaluator.facts import RunFacts, read_facts
 from evaluator.integrity import check_hash, committed_manifest, hash_shards, weights_path
 from evaluator.reproduction import Difference, RecordedEvaluation, Status, first_difference, recorded_evaluation
-from evaluator.results import sample_rows
+from evaluator.results_files import sample_rows
+from evaluator.run_facts import RunFacts, read_facts
 from evaluator.scoring import Loading
 from evaluator.settings import DEFAULT_BATCH_SIZE, Dtype, short_dtype
 from evaluator.workers import Workers, start_workers

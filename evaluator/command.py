@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluator.checkpoints import CommittedCheckpoint, resolve
+from evaluator.committed import CommittedCheckpoint, resolve
 from evaluator.errors import CommandFailed
-from evaluator.results import results_dir, write_results
+from evaluator.results_files import results_dir, write_results
 from recorder.kinds import EvalResult
 from recorder.provenance import provenance
 from recorder.results.evaluation import CommandCheckpoint, CommandResults
 
 if TYPE_CHECKING:
-    from evaluator.facts import RunFacts
+    from evaluator.run_facts import RunFacts
 
 OUTPUT = "command-output.json"
 

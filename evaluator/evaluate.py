@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evaluator.checkpoints import CommittedCheckpoint, resolve
+from evaluator.committed import CommittedCheckpoint, resolve
 from evaluator.errors import CheckpointRefused, EvaluationCrashed, HashMismatchError, UnloadableCheckpointError
 from evaluator.integrity import (
     check_fingerprint,
@@ -23,11 +23,12 @@ from evaluator.integrity import (
     weights_path,
 )
 from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
-from evaluator.results import Sample, results_dir, sample_rows, task_set_sha256, write_results
+from evaluator.results_files import Sample, results_dir, sample_rows, task_set_sha256, write_results
 from evaluator.scoring import Generation, Loading
 from evaluator.settings import Dtype, Options, RunEvalConfig, eval_dtype, rule_precision, short_dtype
 from evaluator.vllm_backend import VllmWorkers
 from evaluator.workers import Workers
+from recorder.checkpoint_formats import recorded_format
 from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
 from recorder.log import LogWriter
 from recorder.provenance import provenance
@@ -49,7 +50,7 @@ from trainer.policy.errors import ModelCodeError, ShardMismatchError, UnsafeMeta
 ABORTS = (UnsafeMetadataError, ModelCodeError)
 
 if TYPE_CHECKING:
-    from evaluator.facts import RunFacts
+    from evaluator.run_facts import RunFacts
     from trainer.policy.checkpoints.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
@@ -381,7 +382,7 @@ def fingerprint_dtype(cp: CommittedCheckpoint) -> Dtype:
     """The dtype `cp`'s fingerprint was computed in: recorded with it, else the trainer's (the run's dtype:
     it fingerprints the weights it trains), else float32 (an import loads Hugging Face weights in it)."""
     recorded = short_dtype(str(cp.fingerprint.get("dtype") or ""))
-    if recorded is None and cp.format in (None, "safetensors", "torch-dcp"):
+    if recorded is None and recorded_format(cp.format).fingerprint_in_run_dtype:
         recorded = short_dtype(cp.dtype)
     return recorded if recorded in ("fp32", "bf16", "fp16") else "fp32"  # type: ignore[return-value]
 

@@ -13,8 +13,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evaluator.checkpoints import CommittedCheckpoint
+from evaluator.committed import CommittedCheckpoint
 from evaluator.errors import FingerprintMismatchError, HashMismatchError, MissingCheckpointError
+from recorder.checkpoint_formats import recorded_format
 from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from trainer.policy.taskspec import TaskSpec
 
 WEIGHTS_FILE = "model.safetensors"
-NEMO_WEIGHTS = Path("policy", "weights")  # recorder.adapters.nemo: what its recorded sha256 covers
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -40,8 +40,8 @@ def weights_path(directory: Path, cp: CommittedCheckpoint) -> Path:
             f"{cp.where}: checkpoint directory {directory} is missing: it was moved or "
             "deleted after training committed it"
         )
-    if (cp.format or "").startswith("nemo-rl"):
-        weights = directory / NEMO_WEIGHTS
+    if recorded_format(cp.format).weights_dir:
+        weights = directory / recorded_format(cp.format).weights_dir
         if not weights.is_dir():
             raise MissingCheckpointError(f"{cp.where}: {weights} is missing: the checkpoint is incomplete")
         return weights
@@ -154,7 +154,7 @@ def committed_manifest(cp: CommittedCheckpoint, directory: Path) -> Manifest | N
                 f"{cp.sha256[:16]}...: the commit is inconsistent; it is not scored"
             )
         return manifest
-    if cp.format in (None, "safetensors") and cp.bytes is not None:
+    if recorded_format(cp.format).single_file and cp.bytes is not None:
         return Manifest((ShardDigest(WEIGHTS_FILE, cp.bytes, cp.sha256),))
     return None
 
@@ -170,8 +170,8 @@ def _present(directory: Path, cp: CommittedCheckpoint) -> None:
 def hash_shards(cp: CommittedCheckpoint, directory: Path, expected: Manifest) -> str:
     """The root of `directory`'s shards, every one checked against `expected` (nothing loaded);
     HashMismatchError naming the shard that differs."""
-    from trainer.policy.checkpoints.detect import detect
-    from trainer.policy.checkpoints.load import hash_shards as hash_files
+    from trainer.policy.checkpoints.readers import detect
+    from trainer.policy.checkpoints.readers import hash_shards as hash_files
     from trainer.policy.errors import ShardMismatchError
 
     try:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from evaluator.command import CommandRun, execute
 from evaluator.passk import sample_seed
-from evaluator.results import Sample
+from evaluator.results_files import Sample
 from evaluator.settings import Dtype
 
 if TYPE_CHECKING:

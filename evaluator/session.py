@@ -20,8 +20,8 @@ from typing import Literal
 from evaluator.attempts import Attempt, attempts, open_attempts, scored
 from evaluator.errors import EvaluatorBusyError, RunNotWritableError
 from evaluator.evaluate import CheckpointEvaluation, Context
-from evaluator.facts import RunFacts, read_facts
 from evaluator.order import arrange
+from evaluator.run_facts import RunFacts, read_facts
 from evaluator.settings import Options, RunEvalConfig
 from evaluator.sweep import HandOut, sweep
 from evaluator.workers import Workers, start_workers

@@ -3,7 +3,7 @@
 The sampling settings (k, temperature, top_p, max_new_tokens) and the target come from the resolved config
 training recorded, never from evaluator defaults: evaluating with other settings would score a different
 benchmark. Options only choose how (order, workers, batch size), which cannot change a score. The task spec
-is the one the run trained on (evaluator/facts.py check_recorded_task); only an imported run, which recorded
+is the one the run trained on (evaluator/run_facts.py check_recorded_task); only an imported run, which recorded
 no settings of ours, takes them from `--task`.
 """
 
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from evaluator.errors import SettingsError
 from evaluator.order import Order
 from recorder.rules import recorded_target
 
 if TYPE_CHECKING:
+    from recorder.kinds import RunOpened
     from trainer.policy.taskspec import TaskSpec
 
 Backend = Literal["torch", "vllm", "command"]
@@ -120,11 +121,11 @@ class Options:
 _EVAL_KEYS = {"k": int, "temperature": float, "top_p": float, "target": float, "max_new_tokens": int, "samples": int}
 
 
-def run_eval_config(opened: dict[str, Any]) -> RunEvalConfig:
+def run_eval_config(opened: RunOpened) -> RunEvalConfig:
     """The eval settings a run recorded in run_opened: `config["eval"]` with k, temperature, top_p, target,
     max_new_tokens, samples (trainer/config.py EvalSettings); the target is the run's recorded one
     (recorder.rules.recorded_target), the same that the history and replay judge by."""
-    config = opened.get("config") or {}
+    config = opened.config
     section = config.get("eval")
     if not isinstance(section, dict):
         raise SettingsError(

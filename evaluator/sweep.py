@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
-from evaluator.checkpoints import CommittedCheckpoint
+from evaluator.committed import CommittedCheckpoint
 from evaluator.errors import CheckpointRefused
 from evaluator.evaluate import (
     ABORTS,

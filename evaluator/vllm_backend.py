@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from evaluator.command import CommandRun
 from evaluator.errors import CheckpointRefused, EvalError
 from evaluator.passk import sample_seed
-from evaluator.results import Sample
+from evaluator.results_files import Sample
 from evaluator.scoring import Generation, Loading, load_model, placement
 from recorder.errors import InputError
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from evaluator.command import CommandRun, execute
-from evaluator.results import Sample
+from evaluator.results_files import Sample
 from evaluator.scoring import Generation, Loading, Scorer
 
 

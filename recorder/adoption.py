@@ -2,12 +2,12 @@
 
 A writer killed with SIGKILL writes no closing record, so its segment is unsigned (and may end in a torn
 tail): under the run's trust it would fail every verdict. The resuming writer, holding the same key, lists
-each such segment in the signed manifest (recorder.manifest) as adopted, with its complete events, their
+each such segment in the signed manifest (recorder.signed_segments) as adopted, with its complete events, their
 last digest and the file's size. Verify then accepts exactly those bytes (`adopted-segment`): an event
 appended, altered or cut after adoption, or the segment closed later, is refused.
 
 An adopted segment stays open on disk (a writer never reopens a segment), but it is not live: compaction
-and the history (`recorder.manifest.adopted_segments`) treat it as finished.
+and the history (`recorder.signed_segments.adopted_segments`) treat it as finished.
 
 Only segments of the resuming writer's own name, opened with its own key (or killed before they recorded
 an event), and not listed already, are adopted: a segment listed once is never listed again, so adoption
@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from recorder.manifest import Entry, read_manifest, record_signed_segment
 from recorder.reader import recorded_run_id
 from recorder.run import RunDir
 from recorder.segment import parse_segment_name
+from recorder.signed_segments import Entry, read_manifest, record_signed_segment
 from recorder.signing import Signer
 from recorder.verify.summary import SegmentSummary
 

@@ -14,15 +14,17 @@ records none, and is judged by its benchmark's goal, never by qwen35_397b_grpo's
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import yaml
 
 from recorder import rules
+
+if TYPE_CHECKING:
+    from recorder.kinds import RunOpened
 
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 _COMPARISON = re.compile(
@@ -162,15 +164,11 @@ def run_goal(benchmark: str | None, recorded_target: float | None, ruleset: str 
     return own
 
 
-def opened_goal(opened: Mapping[str, Any] | None) -> Goal | None:
-    """`run_goal` from a run's first run_opened data (its benchmark, recorded target and ruleset)."""
-    data = opened or {}
-    benchmark, ruleset = data.get("benchmark"), data.get("ruleset")
-    return run_goal(
-        benchmark if isinstance(benchmark, str) else None,
-        rules.recorded_target(data),
-        ruleset if isinstance(ruleset, str) else None,
-    )
+def opened_goal(opened: RunOpened | None) -> Goal | None:
+    """`run_goal` from a run's first run_opened (its benchmark, recorded target and ruleset)."""
+    if opened is None:
+        return run_goal(None, None, None)
+    return run_goal(opened.benchmark, rules.recorded_target(opened), opened.ruleset)
 
 
 def all_goals() -> dict[str, Goal]:

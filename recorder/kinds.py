@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import enum
 import math
-import types
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
-from typing import Any, ClassVar, Literal, Self, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, Self, TypeVar, get_type_hints
 
+from recorder.checkpoint_formats import CheckpointFormat
+from recorder.codec import Dialect, Mismatch, decode, taken_as_is
 from recorder.errors import DataError
 from recorder.events import Event
+from recorder.upcast import upcast
 
 
 class PayloadError(DataError):
@@ -47,19 +49,6 @@ def null_if_none(value: T | None) -> T | Null:
 
 TrainStatus = Literal["completed", "failed", "interrupted"]
 Source = Literal["trl", "nemo-rl", "fsdp2"]  # the adapter that wrote a run's events
-CheckpointFormat = Literal[
-    "safetensors",
-    "safetensors-adapter",
-    "safetensors-index",
-    "torch-dcp",
-    "nemo-rl-mcore",
-    "nemo-rl-hf",
-    "dcp-archive",
-    "dcp-snapshot",
-]
-# Imported formats whose series stays where it was trained (its path, relative to the run, may leave it),
-# checked by the manifest recorded at import.
-IMPORTED_FORMATS: tuple[CheckpointFormat, ...] = ("nemo-rl-mcore", "nemo-rl-hf", "dcp-archive", "dcp-snapshot")
 Timing = Literal["meta", "shard-mtime"]  # where an imported weight-update time came from
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _FLATTEN = "flatten"  # field metadata: a mapping whose entries are keys of `data` itself
@@ -86,11 +75,19 @@ class Payload:
 
     @classmethod
     def from_event(cls, event: Event) -> Self:
-        """The payload of `event`; PayloadError naming the segment and seq if it does not match."""
+        """The payload of `event` in today's shape (older payloads upcast on read: recorder.upcast); PayloadError
+        naming the segment and seq if it does not match. `to_data` of it is what was recorded, plus what the
+        upcast filled in."""
         where = f"{event.segment or event.writer} seq {event.seq} ({event.kind})"
         if event.kind != cls.KIND:
             raise PayloadError(f"{where}: not a {cls.KIND} event")
-        return cls.from_data(event.data, where=where)
+        return cls.from_recorded(event.data, where=where)
+
+    @classmethod
+    def from_recorded(cls, data: Mapping[str, Any] | None, *, where: str = "") -> Self:
+        """The payload of `data` as an event of this kind recorded it, in today's shape (older payloads upcast
+        on read: recorder.upcast); PayloadError prefixed by `where`."""
+        return cls.from_data(upcast(cls.KIND, data), where=where)
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any], *, where: str = "") -> Self:
@@ -107,8 +104,8 @@ class Payload:
                 rest[name] = raw
                 continue
             try:
-                values[name] = raw if type(raw) in fast[name] else _parse(raw, tp, name)
-            except _Mismatch as e:
+                values[name] = raw if type(raw) in fast[name] else decode(raw, tp, name, EVENTS)
+            except Mismatch as e:
                 if flat is not None:  # a foreign trainer's value under one of our names: kept by its own name
                     rest[name] = raw
                     continue
@@ -123,7 +120,23 @@ class Payload:
 
 _Spec = tuple[dict[str, Any], dict[str, frozenset[type]], frozenset[str], str | None]
 _SPECS: dict[type, _Spec] = {}
-_JSON_TYPES: frozenset[type] = frozenset({str, int, float, bool, list, dict, type(None)})
+
+
+def _nested(tp: Any, raw: Any, where: str) -> Any:
+    if not isinstance(raw, dict):
+        raise EVENTS.mismatch(where, raw, tp)
+    try:
+        return tp.from_data(raw, where=where)
+    except PayloadError as e:
+        raise Mismatch(str(e)) from None
+
+
+EVENTS = Dialect(
+    null=Null,
+    non_finite=_NON_FINITE,
+    is_nested=lambda tp: isinstance(tp, type) and is_dataclass(tp) and issubclass(tp, Payload),
+    nested=_nested,
+)
 
 
 def _spec(cls: type) -> _Spec:
@@ -136,101 +149,8 @@ def _spec(cls: type) -> _Spec:
         required = frozenset(
             f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING and f.name != flat
         )
-        _SPECS[cls] = (types_, {n: _taken_as_is(tp) for n, tp in types_.items()}, required, flat)
+        _SPECS[cls] = (types_, {n: taken_as_is(tp, EVENTS) for n, tp in types_.items()}, required, flat)
     return _SPECS[cls]
-
-
-def _taken_as_is(tp: Any) -> frozenset[type]:
-    """The JSON value types that need neither a check beyond their type nor a conversion for `tp`."""
-    if tp is Any:
-        return _JSON_TYPES
-    options = get_args(tp) if get_origin(tp) in (Union, types.UnionType) else (tp,)
-    simple: dict[Any, set[type]] = {
-        str: {str},
-        int: {int},
-        float: {float, int},
-        bool: {bool},
-        Mapping: {dict},
-        type(None): {type(None)},
-    }
-    out: set[type] = set()
-    for option in options:
-        if get_origin(option) is Mapping:
-            out.add(dict)
-        elif option is type(None) and Null in options:
-            continue  # null becomes NULL
-        else:
-            out |= simple.get(option, set())
-    return frozenset(out)
-
-
-class _Mismatch(Exception):
-    """A value that does not have its field's type (internal: becomes a PayloadError with the place)."""
-
-
-def _parse(raw: Any, tp: Any, name: str) -> Any:
-    """`raw` (parsed JSON) checked against the annotation `tp`, converted where the type says so."""
-    origin = get_origin(tp)
-    if tp is Any:
-        return raw
-    if origin in (Union, types.UnionType):
-        if raw is None and Null in get_args(tp):
-            return NULL
-        if raw is None and type(None) in get_args(tp):
-            return None
-        for option in get_args(tp):
-            if option is type(None):
-                continue
-            try:
-                return _parse(raw, option, name)
-            except _Mismatch:
-                continue
-        raise _Mismatch(f"{name} is {_show(raw)}, expected {_name(tp)}")
-    if tp is Null:
-        if raw is None:
-            return NULL
-    elif origin is Literal:
-        if raw in get_args(tp) and type(raw) in {type(a) for a in get_args(tp)}:
-            return raw
-    elif tp is bool:
-        if isinstance(raw, bool):
-            return raw
-    elif tp is int:
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            return raw
-    elif tp is float:
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            return raw  # an int stays an int, so that it is written back as it was
-        if isinstance(raw, str) and raw in _NON_FINITE:
-            return _NON_FINITE[raw]
-    elif tp is str:
-        if isinstance(raw, str):
-            return raw
-    elif origin is tuple:
-        if isinstance(raw, list):
-            (item,) = get_args(tp)[:1]
-            return tuple(_parse(x, item, f"{name}[{i}]") for i, x in enumerate(raw))
-    elif origin is Mapping or tp is Mapping:
-        if isinstance(raw, dict):
-            return raw
-    elif isinstance(tp, type) and is_dataclass(tp) and issubclass(tp, Payload):
-        if isinstance(raw, dict):
-            try:
-                return tp.from_data(raw, where=name)
-            except PayloadError as e:
-                raise _Mismatch(str(e)) from None
-    else:
-        raise AssertionError(f"kinds.py: no parser for the annotation {tp!r} of {name}")
-    raise _Mismatch(f"{name} is {_show(raw)}, expected {_name(tp)}")
-
-
-def _show(raw: Any) -> str:
-    text = repr(raw)
-    return f"{type(raw).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
-
-
-def _name(tp: Any) -> str:
-    return str(tp).replace("typing.", "").replace("collections.abc.", "")
 
 
 def _plain(value: Any) -> Any:

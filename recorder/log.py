@@ -30,10 +30,10 @@ from recorder.catalogue import check_kind, critical_kinds
 from recorder.errors import EncodeError, InputError, LogWriteError, WriterClosedError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.kinds import Payload, SegmentClosed, SegmentOpened
-from recorder.manifest import MANIFEST_FILE, Entry, manifest_path, record_signed_segment
 from recorder.reader import recorded_run_id
 from recorder.run import RunDir, fsync_dir
 from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row_encoder, schema_message, segment_name
+from recorder.signed_segments import MANIFEST_FILE, Entry, manifest_path, record_signed_segment
 from recorder.signing import ALGORITHM, SIGNING_KEY_ENV, Signer, signer_from_environment
 
 GROUP_COMMIT_S = 0.1
@@ -305,7 +305,7 @@ class LogWriter:
                 if self._flusher.is_alive():
                     self._flusher.join()
                 os.close(self._fd)
-            if self._signer is not None:  # the run's set of signed segments is signed too (recorder.manifest)
+            if self._signer is not None:  # the run's set of signed segments is signed too (recorder.signed_segments)
                 entry = Entry(events=self._seq, digest=self._previous.hex())
                 record_signed_segment(self.run, self.run_id, self._signer, self.segment, entry)
 

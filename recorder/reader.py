@@ -12,7 +12,6 @@ import pyarrow as pa
 
 from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import SCHEMA_VERSION, SCHEMA_VERSION_KEY, Event, arrow_schema
-from recorder.regular import read_regular
 from recorder.run import RunDir
 from recorder.segment import (
     CONTINUATION,
@@ -22,6 +21,7 @@ from recorder.segment import (
     schema_message,
     skipped_entries,
 )
+from recorder.untrusted_files import read_regular
 
 ARROW_ERRORS = (
     pa.ArrowInvalid,

@@ -9,7 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from recorder.kinds import RunOpened
 
 BENCHMARK = "qwen35_397b_grpo"
 RULESET = "6.1.0"
@@ -92,13 +95,10 @@ def passes_sql(accuracy: str, target: str) -> str:
     return f"({accuracy} > {target})"
 
 
-def recorded_target(opened: Mapping[str, Any] | None) -> float | None:
-    """The pass target a run recorded in its run_opened data, `target` (recorder.upcast reads it from the
-    config of runs recorded before the field). None when it recorded none (imported logs)."""
-    from recorder.upcast import upcast_data
-
-    value = upcast_data("run_opened", opened).get("target")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def recorded_target(opened: RunOpened | None) -> float | None:
+    """The pass target a run recorded in its run_opened, `target` (read from the config of runs recorded
+    before the field: RunOpened.from_event upcasts). None when it recorded none (imported logs)."""
+    return None if opened is None or opened.target is None else float(opened.target)
 
 
 def pass_target(recorded: float | None) -> float:

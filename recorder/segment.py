@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from recorder.events import arrow_schema
-from recorder.regular import irregular, is_regular
+from recorder.untrusted_files import irregular, is_regular
 
 CONTINUATION = b"\xff\xff\xff\xff"
 END_OF_STREAM = CONTINUATION + b"\x00\x00\x00\x00"

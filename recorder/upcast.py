@@ -46,7 +46,7 @@ UPCASTS: dict[tuple[str, int], tuple[Step, ...]] = {
 }
 
 
-def upcast_data(kind: str, data: Mapping[str, Any] | None, version: int = 1) -> dict[str, Any]:
+def upcast(kind: str, data: Mapping[str, Any] | None, version: int = 1) -> dict[str, Any]:
     """`data` of an event of `kind` from a segment of schema `version`, in today's shape (a new mapping;
     `data` itself is left as it is). None (no event) gives {}."""
     out = dict(data or {})

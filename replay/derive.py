@@ -39,7 +39,7 @@ from replay.mllog_format import (
     ns_to_ms,
     parse_line,
 )
-from replay.rules import TRACKED_STATS, Ruleset, get_ruleset
+from replay.ruleset_facts import TRACKED_STATS, Ruleset, get_ruleset
 from replay.rulesets import get_known
 from replay.source import EventSource, InMemory, StepData
 from replay.timeline import Config, Evaluation, Point, StepMetrics, Timeline, build_timeline

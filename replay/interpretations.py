@@ -13,7 +13,7 @@ from typing import Literal
 
 from recorder.rules import passes
 from replay.errors import NotEvaluatedError, NothingToEmitError, UnknownInterpretationError
-from replay.rules import Ruleset
+from replay.ruleset_facts import Ruleset
 from replay.timeline import Evaluation, Point, Timeline
 
 Status = Literal["success", "aborted"]

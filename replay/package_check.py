@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from recorder.regular import kind_of
+from recorder.untrusted_files import kind_of
 from replay.check import CheckResult, mlperf_logging_version
 from replay.errors import ImportFileError
 

@@ -11,9 +11,9 @@ from recorder.reader import TornTail, read_run
 from recorder.rules import recorded_target
 from recorder.segment import skipped_entries
 from recorder.verify import VerifyReport
+from replay.preflight import ClockStep, ClockWatch, Resume
 from replay.source import EventSource, InMemory, Streamed
 from replay.timeline import Timeline, TimelineBuilder
-from replay.trust import ClockStep, ClockWatch, Resume
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class RunScan:
     source: EventSource
     timeline: Timeline
     resumed: list[Resume]
-    target: float | None  # the pass target its first run_opened recorded (replay.trust.run_target)
+    target: float | None  # the pass target its first run_opened recorded (replay.preflight.run_target)
     clock_steps: list[ClockStep]
     imported: bool  # mllog lines and no weight update: as-recorded is its default interpretation
     opened: dict[str, Any]  # its first run_opened's data ({} when none)
@@ -37,7 +37,8 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
     builder = TimelineBuilder(keep_events=keep_events)
     clock = ClockWatch()
     resumed: list[Resume] = []
-    first_opened: dict[str, Any] | None = None
+    first_opened: RunOpened | None = None
+    first_data: dict[str, Any] | None = None
     lines = updates = False
     heads: dict[str, tuple[int, str]] = {}
     for e in source.events():
@@ -46,9 +47,10 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
         clock.add(e)
         kind = e.kind
         if kind == "run_opened":
+            opened = RunOpened.from_event(e)
             if first_opened is None:
-                first_opened = e.data
-            if (opened := RunOpened.from_event(e)).resumed_from:
+                first_opened, first_data = opened, e.data
+            if opened.resumed_from:
                 resumed.append(Resume(e.segment, opened.resumed_at_step))
         lines = lines or kind == "mllog_line"
         updates = updates or kind == "weight_update"
@@ -61,7 +63,7 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
         target,
         clock.steps(),
         lines and not updates,
-        first_opened or {},
+        first_data or {},
         timeline.run_id or None,
         heads,
     )

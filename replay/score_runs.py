@@ -22,12 +22,12 @@ from replay.check import CheckResult, compliance_lines, rcp
 from replay.derive import Derivation, derive_from
 from replay.errors import ReplayError, ScoreInputError
 from replay.interpretations import AS_RECORDED
+from replay.preflight import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED, mark_rows, verified
 from replay.rulesets import KnownRuleset, ruleset_for_run
 from replay.run_scan import RunScan, scan_verified
 from replay.scores import Outcome, compute_scores, write_rows
 from replay.set_score import RunOutcome, SetScore, score_set
 from replay.timeline import Timeline
-from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED, mark_rows, verified
 
 
 @dataclass

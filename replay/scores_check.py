@@ -18,8 +18,8 @@ from typing import Any
 
 from recorder.events import Event
 from recorder.reader import recorded_run_id
-from recorder.regular import is_regular
 from recorder.run import RunDir
+from recorder.untrusted_files import is_regular
 from recorder.verify.problem import Problem
 from replay.errors import ReplayError
 from replay.rulesets import get_known

@@ -358,7 +358,7 @@ class TimelineBuilder:
             ruleset=opened.ruleset if opened else None,
             division=opened.division if opened else None,
             global_batch_size=int(gbs) if isinstance(gbs, int) else None,
-            target=recorded_target(opened_event.data if opened_event else None),
+            target=recorded_target(opened),
             opened=_point(opened_event) if opened_event else None,
             configs=configs,
             init_start=_point(first["init_start"]) if "init_start" in first else None,

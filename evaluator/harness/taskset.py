@@ -2,7 +2,7 @@
 
 The task configs are lm-eval YAMLs shipped in tasks/; the data never come from a hub (none is reachable):
 `<data dir>/<task>.jsonl`, the data dir from --data-dir or RECORDER_EVAL_DATA. tasks/data/ holds small
-files written for the tests (python -m evaluator.harness.tasks.write_data), not the real datasets.
+files written for the tests (python -m tests.kit.write_data), not the real datasets.
 """
 
 from __future__ import annotations

@@ -137,8 +137,8 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
     import lm_eval
 
     from evaluator.harness.adapter import CheckpointLM
-    from evaluator.harness.zero_shot import _quiet, simple_evaluate
-    from evaluator.zero_shot.split import split_compute
+    from evaluator.harness.lm_eval_run import quiet, simple_evaluate
+    from evaluator.zero_shot.split import ScoringModel, split_compute
 
     if not job.online:
         os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
@@ -148,9 +148,12 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
         say(job.label, name, first + len(started), parts(job))
         started.append(name)
 
-    with _quiet(), ExitStack() as stack:
+    with quiet(), ExitStack() as stack:
         if job.processes > 1:
-            compute = stack.enter_context(split_compute(job, resolve_device(job.device), job.processes))
+            what = ScoringModel(
+                info=job.info, tokenizer=job.tokenizer, dtype=job.dtype, code=job.code, capacity=job.capacity
+            )
+            compute = stack.enter_context(split_compute(what, resolve_device(job.device), job.processes))
             lm = CheckpointLM(compute, batch_size=job.batch_size, on_task=on_task)
         else:
             lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)
@@ -159,7 +162,7 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
 
 
 def _task(out: dict[str, Any], task: TaskData, log_samples: bool) -> dict[str, Any]:
-    from evaluator.harness.zero_shot import _sample_row
+    from evaluator.harness.lm_eval_run import sample_row
 
     metrics = out["results"][task.name]
     row: dict[str, Any] = {
@@ -175,7 +178,7 @@ def _task(out: dict[str, Any], task: TaskData, log_samples: bool) -> dict[str, A
         "data_sha256": task.data_sha256,
     }
     if log_samples:
-        row["samples"] = [_sample_row(s) for s in out["samples"][task.name]]
+        row["samples"] = [sample_row(s) for s in out["samples"][task.name]]
     return row
 
 

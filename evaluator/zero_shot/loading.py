@@ -11,9 +11,9 @@ from typing import Any
 
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.evaluable import load_tokenizer
-from trainer.policy.checkpoints.load import load_state_dict
 from trainer.policy.checkpoints.manifest import Manifest
 from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, code_provenance, load_weights
+from trainer.policy.checkpoints.readers import load_state_dict
 from trainer.policy.errors import CheckpointError
 
 

@@ -8,7 +8,7 @@ from typing import Literal
 
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.loading import ModelCode
-from evaluator.zero_shot.tasks import TASKS, Sources
+from evaluator.zero_shot.task_sources import TASKS, Sources
 
 Holdout = Literal["on", "off", "record"]
 MAX_GAP = 0.005

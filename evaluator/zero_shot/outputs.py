@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluator.results import write_results
+from evaluator.results_files import write_results
 from recorder.output import write_output
 from recorder.results.document import ResultsDocError
 from recorder.results.zero_shot import ZeroShotDocument, zero_shot_from_json

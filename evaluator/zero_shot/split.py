@@ -9,10 +9,24 @@ import multiprocessing
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-if TYPE_CHECKING:
-    from evaluator.zero_shot.job import Job
+from evaluator.zero_shot.loading import ModelCode
+from trainer.policy.checkpoints.detect import CheckpointInfo
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoringModel:
+    """What each process loads: the checkpoint, its tokenizer, and the scoring model's numerics and code."""
+
+    info: CheckpointInfo
+    tokenizer: Path | None
+    dtype: str
+    code: ModelCode
+    capacity: bool
+
 
 _LOADED: dict[str, Any] = {}  # in each process: its model and tokenizer
 
@@ -33,7 +47,7 @@ def shares(items: list[Any], n: int, batch: int = 1) -> list[list[Any]]:
 
 
 @contextmanager
-def split_compute(job: Job, device: str, n: int) -> Iterator[Any]:
+def split_compute(model: ScoringModel, device: str, n: int) -> Iterator[Any]:
     """A `compute(method, requests, batch_size)` for CheckpointLM that runs on n processes of their own."""
     import torch
 
@@ -42,7 +56,7 @@ def split_compute(job: Job, device: str, n: int) -> Iterator[Any]:
     slots = context.Queue()
     for i in range(n):
         slots.put(f"cuda:{i}" if device == "cuda" else device)
-    with ProcessPoolExecutor(n, mp_context=context, initializer=_load, initargs=(job, slots, threads)) as pool:
+    with ProcessPoolExecutor(n, mp_context=context, initializer=_load, initargs=(model, slots, threads)) as pool:
 
         def compute(method: str, requests: list[Any], batch_size: int) -> list[Any]:
             parts = pool.map(_compute, [(method, share, batch_size) for share in shares(requests, n, batch_size)])
@@ -51,15 +65,15 @@ def split_compute(job: Job, device: str, n: int) -> Iterator[Any]:
         yield compute
 
 
-def _load(job: Job, slots: Any, threads: int) -> None:
+def _load(model: ScoringModel, slots: Any, threads: int) -> None:
     import torch
 
     from evaluator.zero_shot.loading import build, read
 
     torch.set_num_threads(threads)
-    weights = read(job.info, tokenizer=job.tokenizer)
+    weights = read(model.info, tokenizer=model.tokenizer)
     device = slots.get()
-    _LOADED["model"] = build(weights, dtype=job.dtype, device=device, code=job.code, capacity=job.capacity)
+    _LOADED["model"] = build(weights, dtype=model.dtype, device=device, code=model.code, capacity=model.capacity)
     _LOADED["tokenizer"] = weights.tokenizer
 
 

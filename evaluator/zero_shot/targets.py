@@ -18,7 +18,8 @@ from typing import Literal
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
-from trainer.policy.checkpoints.detect import CheckpointInfo, detect
+from trainer.policy.checkpoints.detect import CheckpointInfo
+from trainer.policy.checkpoints.readers import detect
 from trainer.policy.errors import CheckpointError
 
 Kind = Literal["recorder-run", "run", "snapshot", "archive", "checkpoint"]

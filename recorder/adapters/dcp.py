@@ -1,5 +1,5 @@
 """Import the torch.distributed.checkpoint (DCP) series an FSDP2 training job writes, as `weight_update` and
-`checkpoint_committed` events (recorder.adapters.series).
+`checkpoint_committed` events (recorder.adapters.series_import).
 
 Two layouts, each checkpoint one directory of `__R_0.distcp` shards (one per rank) and the `.metadata` DCP
 writes last:
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from recorder.adapters.series import Fingerprinter, SeriesCommit, step_problems, write_series, written_ns
+from recorder.adapters.series_import import Fingerprinter, SeriesCommit, step_problems, write_series, written_ns
 from recorder.errors import DataError, InputError
 from recorder.kinds import RunOpened, Timing
 from recorder.provenance import provenance

@@ -40,12 +40,12 @@ from recorder.kinds import (
     null_if_none,
 )
 from recorder.log import LogWriter
-from recorder.regular import IrregularFileError, read_bounded
 from recorder.rules import finite_score
 from recorder.run import RunDir
+from recorder.untrusted_files import IrregularFileError, read_bounded
 from replay.errors import ImportFileError
 from replay.mllog_format import LINE_LIMIT, TOKEN, ParsedLine, parse_line
-from replay.rules import TRACKED_STATS
+from replay.ruleset_facts import TRACKED_STATS
 from replay.rulesets import get_known, hpc_benchmarks
 
 WRITER = "import"

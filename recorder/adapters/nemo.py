@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from recorder.adapters.series import (
+from recorder.adapters.series_import import (
     INT64_MAX,
     AlreadyImportedError,
     Fingerprinter,

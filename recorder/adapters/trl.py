@@ -38,11 +38,11 @@ from typing import Any, Final
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from recorder.adapters.errors import MissingWeightsError
+from recorder.checkpoint_formats import CheckpointFormat
 from recorder.kinds import (
     BlockStart,
     BlockStop,
     CheckpointCommitted,
-    CheckpointFormat,
     InitStart,
     InitStop,
     Payload,

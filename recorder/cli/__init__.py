@@ -1,4 +1,5 @@
-"""The `recorder` command line: one module per command group, each parsing options and calling the library.
+"""The `recorder` command line: one module per command (or per noun: `history`, `evaluate`, `zero_shot`, `replay`),
+each parsing options and calling the library; the helpers they share are `_`-prefixed.
 
 Exit codes: 0 success, 1 the data says no, 2 usage or input error. Heavy imports (torch, duckdb, the
 checkers) stay inside the commands, so `recorder --help` starts fast.
@@ -13,10 +14,23 @@ from typing import Annotated
 import typer
 
 from recorder import __version__
-from recorder.cli import adapters, audit, evaluate, history, log, replay, report, signing, train, zero_shot
-from recorder.cli.interrupt import interruptible
-from recorder.cli.output import console, err, label, line
-from recorder.cli.quiet import quiet_other_libraries
+from recorder.cli import (
+    audit,
+    evaluate,
+    events,
+    history,
+    import_checkpoints,
+    import_mllog,
+    keygen,
+    replay,
+    report,
+    train,
+    verify,
+    zero_shot,
+)
+from recorder.cli._interrupt import interruptible
+from recorder.cli._output import console, err, label, line
+from recorder.cli._quiet import quiet_other_libraries
 from recorder.errors import RecorderError
 from recorder.interrupts import STARTING
 
@@ -28,7 +42,20 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for _group in (log, signing, train, evaluate, zero_shot, audit, history, adapters, replay, report):
+for _group in (
+    verify,
+    events,
+    keygen,
+    train,
+    evaluate,
+    zero_shot,
+    audit,
+    history,
+    import_checkpoints,
+    replay,
+    import_mllog,
+    report,
+):
     _group.register(app)
 for _command in app.registered_commands:  # Ctrl-C anywhere in a command: one line, exit 130
     if _command.callback is not None:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recorder.cli.output import console, label, line, warning
-from recorder.cli.progress import UntilFirst
+from recorder.cli._output import console, label, line, warning
+from recorder.cli._progress import UntilFirst
 
 if TYPE_CHECKING:
     from evaluator.audit import AuditReport, StepAudit

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, label, line, warning
-from recorder.cli.progress import UntilFirst
-from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
-from recorder.cli.tables import Col, print_fitted, set_wide
+from recorder.cli._output import console, label, line, warning
+from recorder.cli._progress import UntilFirst
+from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
+from recorder.cli._tables import Col, print_fitted, set_wide
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import eval_deviations, not_comparable, recorded_target
 
@@ -240,8 +240,8 @@ def _harness_eval(
     """`eval --harness lm-eval`: of the options, those the harness reads (the others are the benchmark's)."""
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
+    from evaluator.harness.run_session import HarnessOptions, evaluate_harness
     from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
-    from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
     from evaluator.order import parse_order
     from evaluator.settings import Options
 
@@ -360,9 +360,9 @@ def _print_not_comparable(target: float | None, settings: Mapping[str, Any] | No
 
 def _config_eval(opened: Event | None) -> Mapping[str, Any] | None:
     """A recorded run's `config.eval` (imports record none: their settings are their evaluations')."""
-    from recorder.upcast import upcast_data
+    from recorder.kinds import RunOpened
 
-    config = upcast_data("run_opened", opened.data).get("config") if opened is not None else None
+    config = RunOpened.from_event(opened).config if opened is not None else None
     section = config.get("eval") if isinstance(config, Mapping) else None
     return section if isinstance(section, Mapping) else None
 
@@ -404,12 +404,13 @@ def evals(
 
     from evaluator.attempts import attempts
     from recorder.goals import opened_goal
+    from recorder.kinds import RunOpened
     from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
     # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
-    goal = opened_goal(opened.data if opened else None)
+    goal = opened_goal(RunOpened.from_event(opened) if opened else None)
     settings = _config_eval(opened)
     comparable = not eval_deviations(settings or {})
     rows = attempts(log.events)
@@ -429,7 +430,7 @@ def evals(
         collapse_padding=True,
     )
     # an import's own target is its benchmark's
-    _print_not_comparable(recorded_target(opened.data if opened else None), settings)
+    _print_not_comparable(recorded_target(RunOpened.from_event(opened) if opened else None), settings)
     if comparable and any(a.result is not None and _other_evaluation(EvalResult.from_event(a.result)) for a in rows):
         console.print(
             line(

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, cut, err, label, line, make_console, warning
-from recorder.cli.paths import check_output, write_failed
-from recorder.cli.progress import working
-from recorder.cli.tables import Col, print_fitted, set_wide
+from recorder.cli._output import console, cut, err, label, line, make_console, warning
+from recorder.cli._paths import check_output, write_failed
+from recorder.cli._progress import working
+from recorder.cli._tables import Col, print_fitted, set_wide
 from recorder.output import output_file, write_output
 from recorder.rules import not_comparable
 from recorder.run import RunDir

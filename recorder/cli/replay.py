@@ -1,4 +1,4 @@
-"""`recorder replay`, `recorder import`, `recorder score`. Only typer and rich at module level: replay's
+"""`recorder replay`, `recorder score`, `recorder check-submission`. Only typer and rich at module level: replay's
 modules (and mlperf-logging) are imported inside the commands, so `recorder --help` stays fast."""
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, err, label, line, warning
-from recorder.cli.paths import check_output
-from recorder.cli.progress import progress, working
-from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_signing_key, apply_untrusted_ok
-from recorder.cli.tables import Col, print_fitted, set_wide
+from recorder.cli._output import console, err, label, line, warning
+from recorder.cli._paths import check_output
+from recorder.cli._progress import working
+from recorder.cli._signing import UntrustedOkOption, apply_untrusted_ok
+from recorder.cli._tables import Col, print_fitted, set_wide
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
     from rich.text import Text
 
-    from replay.derived import Notice, ReplayResult
+    from replay.run_replay import Notice, ReplayResult
     from replay.set_score import SetScore
 
 RulesetOpt = Annotated[
@@ -68,7 +68,7 @@ def replay(
     untrusted_ok: UntrustedOkOption = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
-    from replay.derived import ReplayRequest, replay_run
+    from replay.run_replay import ReplayRequest, replay_run
 
     apply_untrusted_ok(untrusted_ok)
     # Every option is checked before the run is read or anything written.
@@ -96,7 +96,7 @@ def replay(
 
 
 def _notice_line(notice: Notice) -> Text:
-    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
+    from replay.preflight import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
 
     if notice.kind == "warning":
         return warning(notice.text)
@@ -110,7 +110,7 @@ def _notice_line(notice: Notice) -> Text:
 
 
 def _print_replayed(result: ReplayResult) -> None:
-    from replay.trust import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
+    from replay.preflight import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
 
     d = result.derivation
     assert d is not None  # a replay that was not refused derived its interpretation
@@ -167,57 +167,6 @@ def _compare_table(rows: list[dict[str, Any]]) -> None:
                 "the run was resumed from a checkpoint; its history is kept, but it is not a valid timed MLPerf run",
             )
         )
-
-
-def import_(
-    paths: Annotated[
-        list[Path], typer.Argument(help="mllog files (result_N.txt, *.out, ...) or result folders (result_*.txt).")
-    ],
-    root: Annotated[Path, typer.Option("--root", help="Where the new runs go.")] = Path("runs"),
-    run_id: Annotated[str | None, typer.Option("--run-id", help="Run id (one file only).")] = None,
-    ruleset: Annotated[
-        str | None,
-        typer.Option("--ruleset", help="The logs' MLPerf Training ruleset: recorded, and the default of replay/score."),
-    ] = None,
-    signing_key: SigningKeyOption = None,
-) -> None:
-    """Import mllogs as runs: every ':::MLLOG' line kept verbatim, plus the kinds replay and history read.
-    A result folder brings its scaling.json and its system description (../../systems/<system>.json)."""
-    from recorder.adapters.mllog_import import ResultSet, import_file
-    from recorder.adapters.result_folder import read_result_folder
-    from replay.errors import ImportFileError
-    from replay.rulesets import get_known
-
-    if ruleset is not None:
-        get_known(ruleset)  # an unknown name is refused before anything is imported
-    apply_signing_key(signing_key)
-    jobs: list[tuple[Path, ResultSet | None]] = []
-    for path in paths:
-        if path.is_dir():
-            folder = read_result_folder(path)
-            jobs += [(f, folder.result_set) for f in folder.files]
-            for note in folder.notes:
-                console.print(line(label("note:", "yellow"), note))
-            if folder.result_set.scaling_file:
-                console.print(
-                    f"{path}: scaling factor {folder.result_set.scaling_factor!r} ({folder.result_set.scaling_file})",
-                    highlight=False,
-                )
-        else:
-            jobs.append((path, None))
-    if run_id and len(jobs) > 1:
-        raise ImportFileError(f"--run-id names one run, and {len(jobs)} files were given: drop --run-id")
-    sizes = [p.stat().st_size if p.is_file() else 0 for p, _ in jobs]  # a path that is no file: import says so
-    with progress(f"import: {len(jobs)} file(s)", sum(sizes), unit="bytes") as advance:
-        for (path, result_set), size in zip(jobs, sizes, strict=True):
-            report = import_file(path, root, run_id, ruleset, result_set)
-            advance(size)
-            kinds = ", ".join(f"{k} {n}" for k, n in sorted(report.kinds.items()))
-            console.print(f"{path} -> {report.run.path}: {report.lines} mllog lines; {kinds}", highlight=False)
-            for note in report.warnings:
-                console.print(warning(f"{path}: {note}"))
-            for line_no, why in report.malformed:
-                console.print(warning(f"{path}:{line_no}: {why} (kept verbatim as an mllog_line event)"))
 
 
 FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
@@ -402,6 +351,5 @@ def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, tab
 
 def register(app: typer.Typer) -> None:
     app.command()(replay)
-    app.command("import")(import_)
     app.command()(score)
     app.command("check-submission")(check_submission)

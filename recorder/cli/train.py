@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recorder.cli.heartbeat import Heartbeat
-from recorder.cli.output import err
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli._heartbeat import Heartbeat
+from recorder.cli._output import err
+from recorder.cli._signing import SigningKeyOption, apply_signing_key
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def train(
     from trainer.distributed import DistributedError, launched_ranks
 
     if list_settings:
-        from recorder.cli.settings import settings_markdown
+        from recorder.cli._settings import settings_markdown
 
         typer.echo(settings_markdown(), nl=False)
         return
@@ -96,7 +96,7 @@ def train(
     if (ranks.distributed or nproc > 1) and (resume is not None or ray or ray_address is not None):
         raise DistributedError("data-parallel training (torchrun) takes neither --resume nor --ray")
     if nproc > 1 and not ranks.distributed:
-        from recorder.cli.launch import launch_data_parallel
+        from recorder.cli._launch import launch_data_parallel
 
         raise typer.Exit(launch_data_parallel(nproc, config, sets, root, run_id))
     if not ranks.is_main:  # rank 0 speaks for the run; the others only train and record their own segment

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 import typer
 
-from recorder.cli.output import console
-from recorder.cli.progress import PerItem
-from recorder.cli.signing import SigningKeyOption, UntrustedOkOption, apply_key_options
+from recorder.cli._output import console
+from recorder.cli._progress import PerItem
+from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 
 Paths = Annotated[
     list[Path],
@@ -137,13 +137,11 @@ def zero_shot_command(
     """
     from evaluator.zero_shot.loading import ModelCode
     from evaluator.zero_shot.options import ZeroShotOptions
-    from evaluator.zero_shot.run import zero_shot
-    from evaluator.zero_shot.tasks import parse_sources, parse_task_names
+    from evaluator.zero_shot.runner import zero_shot
+    from evaluator.zero_shot.task_sources import parse_sources, parse_task_names
 
     apply_key_options(signing_key, untrusted_ok)
-    mode = HOLDOUT_MODES.get(holdout.strip().lower())
-    if mode is None:
-        raise typer.BadParameter(f"{holdout!r}: one of on (1), off (0), record", param_hint="--holdout")
+    mode = _holdout_mode(holdout)
     code = ModelCode(root=model_code, factory=model_factory, holdout_fn=holdout_fn)
     options = ZeroShotOptions(
         tasks=tuple(parse_task_names(tasks)), limit=limit, hf_cache=hf_cache, data_dir=data_dir, online=online,
@@ -160,6 +158,14 @@ def zero_shot_command(
         console.print(f"wrote {path.parent}", highlight=False, soft_wrap=True)
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _holdout_mode(value: str) -> str:
+    """--holdout / EVAL_HOLDOUT_CHECK as the options take it: on, off or record (1 and 0 are the seed's)."""
+    mode = HOLDOUT_MODES.get(value.strip().lower())
+    if mode is None:
+        raise typer.BadParameter(f"{value!r}: one of on (1), off (0), record", param_hint="--holdout")
+    return mode
 
 
 def collect_command(paths: Paths) -> None:

@@ -95,7 +95,7 @@ def _atomic_write(path: Path, write: object) -> None:
 
 def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult:
     """Write `derived/events.parquet` for a closed run. A live run is skipped; a damaged one raises."""
-    from recorder.manifest import adopted_segments
+    from recorder.signed_segments import adopted_segments
     from recorder.verify import verify_run
 
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)

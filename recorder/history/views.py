@@ -25,10 +25,10 @@ from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
 from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
 from recorder.history.limits import SpillFolder, connection_config, run_limited
-from recorder.manifest import adopted_segments
 from recorder.reader import read_run, recorded_run_id
 from recorder.rules import BENCHMARK, is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
+from recorder.signed_segments import adopted_segments
 from recorder.verify import check_segment
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recorder.report.facts import RunFacts
-from recorder.report.series import MIN_NS, bounds, end_ns, minutes, pick, rows, thin
+from recorder.report.long_series import MIN_NS, bounds, end_ns, minutes, pick, rows, thin
+from recorder.report.page_data import RunFacts
 from recorder.rules import TARGET
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")

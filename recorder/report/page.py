@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 from recorder.errors import InputError
 from recorder.output import write_output
 from recorder.report.charts import accuracy_by_step, reward_by_step, timeline
-from recorder.report.facts import VERIFIED_AT_COMPACTION, RunFacts, attach_rcp, gather, read_views
+from recorder.report.long_series import MAX_ROWS, MIN_NS, capped, end_ns
 from recorder.report.mllog_excerpt import HEAD, TAIL
+from recorder.report.page_data import VERIFIED_AT_COMPACTION, RunFacts, attach_rcp, gather, read_views
 from recorder.report.plotly_bundle import encoded
-from recorder.report.series import MAX_ROWS, MIN_NS, capped, end_ns
 from recorder.report.sets import set_section
 from recorder.report.story import what_happened
 

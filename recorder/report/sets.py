@@ -8,7 +8,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from recorder.report.charts import accuracy_by_step, reward_by_step, style
-from recorder.report.facts import RunFacts
+from recorder.report.page_data import RunFacts
 
 if TYPE_CHECKING:
     from replay.set_score import SetScore

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from recorder.report.facts import RunFacts
-from recorder.report.series import first_steps
+from recorder.report.long_series import first_steps
+from recorder.report.page_data import RunFacts
 from recorder.rules import TARGET
 
 

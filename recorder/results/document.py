@@ -13,11 +13,11 @@ file may lack it. Every other field is always written (null where its value is N
 from __future__ import annotations
 
 import json
-import types
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal, Self, Union, get_args, get_origin, get_type_hints
+from typing import Any, Self, get_type_hints
 
+from recorder.codec import Dialect, Mismatch, decode, join, show
 from recorder.errors import DataError
 
 
@@ -45,7 +45,7 @@ class Part:
     def from_dict(cls, raw: object, *, where: str = "") -> Self:
         """Parse a JSON object (as `json.loads` gives it); ResultsDocError naming the key at fault."""
         if not isinstance(raw, dict):
-            raise ResultsDocError(f"{where or cls.__name__}: {_show(raw)}, expected an object")
+            raise ResultsDocError(f"{where or cls.__name__}: {show(raw)}, expected an object")
         hints = _hints(cls)
         known = {f.name: f for f in fields(cls)}
         unexpected = [k for k in raw if k not in known]
@@ -54,7 +54,7 @@ class Part:
         missing = [n for n, f in known.items() if n not in raw and f.default is not None]
         if missing:
             raise ResultsDocError(f"{where or cls.__name__}: lacks {', '.join(missing)}")
-        return cls(**{k: _parse(v, hints[k], _join(where, k)) for k, v in raw.items()})
+        return cls(**{k: _parse(v, hints[k], join(where, k)) for k, v in raw.items()})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,56 +95,23 @@ def _encode(value: object) -> object:
     raise TypeError(f"results.json: cannot encode {type(value).__name__}")
 
 
-def _parse(raw: object, tp: Any, where: str) -> Any:
-    """`raw` checked against the annotation `tp`; tuples from lists, parts from objects."""
-    origin = get_origin(tp)
-    if tp is Any or tp is object:
-        return raw
-    if origin in (Union, types.UnionType):
-        if raw is None and type(None) in get_args(tp):
-            return None
-        for option in get_args(tp):
-            try:
-                return _parse(raw, option, where)
-            except ResultsDocError:
-                continue
-    elif origin is Literal:
-        if raw in get_args(tp) and type(raw) in {type(a) for a in get_args(tp)}:
-            return raw
-    elif tp in (str, bool) or tp is type(None):
-        if type(raw) is tp:
-            return raw
-    elif tp is int:
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            return raw
-    elif tp is float:
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            return raw  # an int stays an int, so that it is written back as it was read
-    elif origin is tuple:
-        if isinstance(raw, list):
-            item = get_args(tp)[0]
-            return tuple(_parse(x, item, f"{where}[{i}]") for i, x in enumerate(raw))
-    elif origin is Mapping:
-        if isinstance(raw, dict):
-            value = get_args(tp)[1]
-            return raw if value is Any else {k: _parse(v, value, _join(where, k)) for k, v in raw.items()}
-    elif isinstance(tp, type) and issubclass(tp, Part):
+def _nested(tp: type[Part], raw: object, where: str) -> Part:
+    try:
         return tp.from_dict(raw, where=where)
-    else:
-        raise AssertionError(f"recorder.results: no parser for the annotation {tp!r} of {where}")
-    raise ResultsDocError(f"{where}: {_show(raw)}, expected {_name(tp)}")
+    except ResultsDocError as e:
+        raise Mismatch(str(e)) from None
 
 
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
+RESULTS = Dialect(
+    typed_mappings=True,
+    path_errors=True,
+    is_nested=lambda tp: isinstance(tp, type) and issubclass(tp, Part),
+    nested=_nested,
+)
 
 
-def _show(raw: object) -> str:
-    text = repr(raw)
-    return f"{type(raw).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
-
-
-def _name(tp: Any) -> str:
-    if isinstance(tp, type):
-        return tp.__name__
-    return str(tp).replace("typing.", "").replace("collections.abc.", "")
+def _parse(raw: object, tp: Any, where: str) -> Any:
+    try:
+        return decode(raw, tp, where, RESULTS)
+    except Mismatch as e:
+        raise ResultsDocError(str(e)) from None

@@ -32,7 +32,6 @@ from typing import Any, TypeGuard
 from recorder.events import Event
 from recorder.kinds import EvalResult, RunOpened
 from recorder.rules import EVAL_SAMPLES, EVAL_TASK_SHA256, TARGET, eval_deviations, is_standard_target, recorded_target
-from recorder.upcast import upcast_data
 from recorder.verify.findings import Findings
 
 BENCHMARK_EVAL_RULE = "benchmark-eval"
@@ -128,10 +127,9 @@ def _same(a: object, b: object) -> bool:
 def benchmark_section(opened: RunOpened) -> Mapping[str, Any] | None:
     """The run's `config.eval` when it claims the benchmark: the ruleset's target, scored over the built-in
     task's 251 validation tasks; None otherwise (no section, or another target, task or count)."""
-    data = upcast_data("run_opened", opened.to_data())
-    config = data.get("config")
+    config = opened.config
     section = config.get("eval") if isinstance(config, Mapping) else None
-    if not isinstance(section, Mapping) or not is_standard_target(recorded_target(opened.to_data())):
+    if not isinstance(section, Mapping) or not is_standard_target(recorded_target(opened)):
         return None
     if section.get("task") is not None or not _same(section.get("samples"), EVAL_SAMPLES):
         return None

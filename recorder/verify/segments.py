@@ -3,7 +3,7 @@
 Segments are streamed: messages are read one at a time and checked in chunks (512 events or 1 MB), so
 memory stays bounded by the chunk or the largest event, not the segment. A segment the stream cannot read
 cleanly to its end (torn, damaged) is read whole by `read_segment`, which locates the damage. When every
-segment is intact, `recorder.verify.facts` checks that the timeline is possible and the evidence matches.
+segment is intact, `recorder.verify.fact_rules` checks that the timeline is possible and the evidence matches.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
 from recorder.kinds import PayloadError, SegmentClosed, SegmentOpened
 from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, merge, read_segment, recorded_run_id
-from recorder.regular import irregular, read_regular
 from recorder.run import RunDir
 from recorder.segment import (
     END_OF_STREAM,
@@ -36,8 +35,9 @@ from recorder.segment import (
     skipped_entries,
 )
 from recorder.signing import fingerprint, signature_valid
-from recorder.verify.facts import check_facts, for_rules
-from recorder.verify.facts import kept as kept_kind
+from recorder.untrusted_files import irregular, read_regular
+from recorder.verify.fact_rules import check_facts, for_rules
+from recorder.verify.fact_rules import kept as kept_kind
 from recorder.verify.problem import Problem
 from recorder.verify.summary import SegmentSummary
 from recorder.verify.trust import trust_problems, trusted_from_environment, untrusted_ok_from_environment

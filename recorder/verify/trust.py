@@ -3,12 +3,12 @@
 A run is signed when any of its segments opened with a key or it holds a signed-segments manifest; its key
 is the one its first trainer segment opened with (else the first signed segment's). Given trusted keys
 (`--trust` or RECORDER_TRUST, a list of KEY.pub paths separated by `:`), every run is judged by them, signed
-or not. Under either, each segment must be signed by an accepted key, and the manifest (recorder.manifest)
+or not. Under either, each segment must be signed by an accepted key, and the manifest (recorder.signed_segments)
 must be signed by one, list only segments that are there as it lists them, and list every signed segment.
 A segment the manifest lists as adopted (recorder.adoption: left open by a killed writer, vouched for by
 the signed writer that resumed the run) must hold exactly the events and bytes it held when adopted.
 Every command that calls `verify_run` (replay, score, eval, report, the history's re-checks) therefore
-refuses what these rules refuse, with no flag; the opt-out is theirs (`--untrusted-ok`, replay.trust).
+refuses what these rules refuse, with no flag; the opt-out is theirs (`--untrusted-ok`, replay.preflight).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from recorder.manifest import MANIFEST_FILE, Entry, Manifest, ManifestError, read_manifest
 from recorder.run import RunDir
 from recorder.segment import parse_segment_name
+from recorder.signed_segments import MANIFEST_FILE, Entry, Manifest, ManifestError, read_manifest
 from recorder.signing import SIGNING_KEY_ENV, fingerprint, load_trusted
 from recorder.verify.problem import Problem
 

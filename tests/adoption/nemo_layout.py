@@ -1,5 +1,5 @@
 """Writes a checkpoint series in NeMo-RL's deferred-evaluation layout (what its trainer publishes) with a tiny
-Llama's Megatron-Core weights; evaluator.sample_series writes the Hugging Face ones, from the same config."""
+Llama's Megatron-Core weights; tests.kit.sample_series writes the Hugging Face ones, from the same config."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from evaluator import sample_series
-from evaluator.sample_series import GENERATIONS, PROMPTS, WRITE_MS, config
+from tests.kit import sample_series
+from tests.kit.sample_series import GENERATIONS, PROMPTS, WRITE_MS, config
 
 __all__ = ["GENERATIONS", "PROMPTS", "WRITE_MS", "config", "write_checkpoint"]
 
@@ -23,7 +23,7 @@ def _tokenizer() -> Any:
 
 
 def _tiny(step: int) -> tuple[Any, Any]:
-    """A 16-wide random Llama, its weights differing by step (evaluator/sample_series.py)."""
+    """A 16-wide random Llama, its weights differing by step (tests/kit/sample_series.py)."""
     tok = _tokenizer()
     return tok, sample_series.model(len(tok), step, hidden_size=16)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -303,3 +305,17 @@ def test_threads_keep_line_numbers_file_order_and_event_order_in_step(tmp_path: 
     events = sorted((e for e in read_run(run).events if e.kind == "mllog_line"), key=lambda e: e.seq)
     assert [e.data["line_no"] for e in events] == list(range(1, 201))
     assert [e.data["line"] for e in events] == out.lines == mirror.read_text().splitlines()
+
+
+def test_both_import_spellings_of_mlperf_logging_work_and_share_one_module(tmp_path: Path) -> None:
+    """A trainer's `import mlperf_logging.mllog as mllog` becomes `import recorder.compat.mllog as mllog`, its
+    `from mlperf_logging import mllog` becomes `from recorder.compat import mllog`: one module either way."""
+    script = (
+        "import recorder.compat.mllog as spelled_as_module\n"
+        "from recorder.compat import mllog as spelled_from_package\n"
+        "assert spelled_as_module is spelled_from_package\n"
+        "print(spelled_as_module.__name__, callable(spelled_as_module.config))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["recorder.adapters.mllog", "True"]

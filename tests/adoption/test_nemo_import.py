@@ -21,9 +21,9 @@ from recorder.rules import validation_start_step as validation_start
 from recorder.run import RunDir
 from recorder.run_files import tree_digest
 from recorder.verify import verify_run
-from replay.synthetic import write_evidence
 from tests.adoption import nemo_layout
 from tests.helpers import run_cli
+from tests.kit.synthetic import write_evidence
 from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
 MS = 1_000_000

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 import torch.distributed.checkpoint as dcp
 
-from evaluator import sample_series
+from tests.kit import sample_series
 
 
 def tiny(step: int = 1, hidden_size: int = 32) -> tuple[Any, Any]:

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from evaluator import sample_series
 from recorder.adapters import dcp
 from recorder.reader import read_run
 from recorder.run import RunDir
 from recorder.verify import verify_run
 from tests.checkpoints import fixtures
 from tests.helpers import run_cli
+from tests.kit import sample_series
 from tests.zero_shot.conftest import pretraining  # noqa: F401  (the two-rank FSDP2 job, trained once)
 from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 from trainer.policy.taskspec import shipped

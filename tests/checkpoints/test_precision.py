@@ -15,7 +15,7 @@ from evaluator.settings import Options
 from recorder.reader import read_run
 from recorder.run import RunDir
 from recorder.verify import verify_run
-from replay import synthetic
+from tests.kit import synthetic
 
 STEP = 18  # GBS 256: the validation start
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recorder.run import RunDir
-from replay.synthetic import record_run, record_worked_example
 from tests.history.conftest import record_evaluation
+from tests.kit.synthetic import record_run, record_worked_example
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from replay.synthetic import record_run
 from tests.helpers import REPO, run_cli
+from tests.kit.synthetic import record_run
 
 
 def test_the_torchrun_line_in_train_help_starts_the_recorder() -> None:
@@ -83,7 +83,7 @@ def test_check_submission_says_what_the_rcp_checker_found(corpus: Path, tmp_path
 
 
 def test_the_stale_note_names_the_command_that_refreshes_the_cache(tmp_path: Path) -> None:
-    from replay.synthetic import record_evals
+    from tests.kit.synthetic import record_evals
 
     run = record_run(tmp_path / "runs", "s", gbs=256, steps=20, closed=True)
     run_cli("score", str(run.path))
@@ -99,7 +99,7 @@ def test_the_stale_note_names_the_command_that_refreshes_the_cache(tmp_path: Pat
 
 
 def test_interrupt_hints_name_commands_that_exist() -> None:
-    from recorder.cli.interrupt import KEPT
+    from recorder.cli._interrupt import KEPT
 
     for text in KEPT.values():
         for named in re.findall(r"`recorder ([a-z-]+)", text):

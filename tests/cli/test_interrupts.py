@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 EXE = shutil.which("recorder", path=str(Path(sys.executable).parent)) or "recorder"
 STARTING = "recorder: interrupted while starting; nothing was done"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 VICTIM = b"a file outside the run that nobody asked to change\n"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from replay.synthetic import record_worked_example
 from tests.cli.shell import run_process
 from tests.history.conftest import record_evaluation
+from tests.kit.synthetic import record_worked_example
 
 RUN_ID = "20261130-114405-demo-run-with-a-long-id"
 

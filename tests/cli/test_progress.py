@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.synthetic import record_run
 from tests.helpers import RECORDER, on_terminal, run_cli
+from tests.kit.synthetic import record_run
 
 pytestmark = pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script`")
 LOG = "mlperf-results/training/small_llm_moe_pretraining/primus/rcp_logs/gbs64/run_0.log"  # 4,600 lines

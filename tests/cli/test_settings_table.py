@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recorder.cli.settings import MEANINGS, setting_fields, settings_markdown
+from recorder.cli._settings import MEANINGS, setting_fields, settings_markdown
 from tests.helpers import REPO
 
 

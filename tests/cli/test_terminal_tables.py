@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from replay.scores import write_scores
-from replay.synthetic import record_run
 from tests.helpers import on_terminal
+from tests.kit.synthetic import record_run
 
 # four ids alike in their first 20 characters: a table that cuts them to `in…` makes them one
 IDS = [f"interrupted-resume-check-{n}" for n in ("alpha", "bravo", "charlie", "delta")]

@@ -130,8 +130,8 @@ class TestHarness(WriterContract):
     writer = "harness"
 
     def record(self, root: Path) -> RunDir:
+        from evaluator.harness.run_session import HarnessOptions, evaluate_harness
         from evaluator.harness.taskset import SHIPPED_DATA
-        from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
         from tests.evaluator.synth import record_run
 
         run = record_run(root, steps=19, samples=2)

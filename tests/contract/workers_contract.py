@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 
 from evaluator.passk import sample_plan
-from evaluator.results import Sample
+from evaluator.results_files import Sample
 from evaluator.scoring import Generation, Loading
 from evaluator.workers import LocalWorkers, Workers
 from trainer.policy.taskspec import shipped

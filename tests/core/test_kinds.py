@@ -45,7 +45,7 @@ def _round_trips(run: RunDir) -> int:
 
 
 def test_recorded_runs_round_trip_byte_for_byte(tmp_path: Path) -> None:
-    from replay.synthetic import record_run, record_worked_example
+    from tests.kit.synthetic import record_run, record_worked_example
 
     runs = [
         record_worked_example(tmp_path, "worked"),

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.synthetic import record_worked_example
 from tests.helpers import REPO
+from tests.kit.synthetic import record_worked_example
 
 # Make `import torch` (and friends) fail in the child, as on a machine without the `train` extra.
 BLOCK = (

@@ -8,7 +8,7 @@ from pathlib import Path
 from recorder.reader import read_run
 from recorder.segment import list_segments
 from recorder.verify import verify_run
-from replay.synthetic import record_evals, record_worked_example
+from tests.kit.synthetic import record_evals, record_worked_example
 
 
 def test_kept_events_are_read_runs_events(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ The configuration is the 6.1.0 closed `qwen35_397b_grpo` one at GBS 256 (16 prom
 values NeMo-RL's reference convergence logs state (../shared/corpus/qwen35_397b_grpo_rcp/GBS256), plus the
 disclosure keys 6.1.0 made mandatory (numerical precision, config file name), so that the derived log can
 pass the compliance checker and the RCP checker. Steps take 60 s; training stops after `final_step`. The
-checkpoint series is evaluator.sample_series's.
+checkpoint series is tests.kit.sample_series's.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from evaluator.sample_series import STEP_MS, T0_MS, update_ms
+from tests.kit.sample_series import STEP_MS, T0_MS, update_ms
 
 __all__ = ["GBS", "STEP_MS", "T0_MS", "TRAINING_CONFIG", "update_ms", "write_training_mllog"]
 GBS, PROMPTS, GENERATIONS = 256, 16, 16

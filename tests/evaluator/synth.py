@@ -1,4 +1,4 @@
-"""Small synthetic runs for evaluator tests: replay.synthetic's run builder, with real tiny-model
+"""Small synthetic runs for evaluator tests: tests.kit.synthetic's run builder, with real tiny-model
 checkpoints written with the trainer's own functions behind its commits.
 
 The models are random (untrained), so pass@k is 0: the tests choose the run's `eval.target` to decide
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.run import RunDir
-from replay import synthetic
+from tests.kit import synthetic
 
 
 @functools.cache
@@ -75,7 +75,7 @@ def record_run(
     sharpen: float = 40.0,
     hidden_size: int = 32,
 ) -> RunDir:
-    """replay.synthetic's run (steps of 60 s, checkpoints from the validation start unless `checkpoint_steps`)
+    """tests.kit.synthetic's run (steps of 60 s, checkpoints from the validation start unless `checkpoint_steps`)
     with the evaluator's settings (`target`, `samples` tasks) and, unless `files=False`, a real tiny
     checkpoint behind every commit."""
 

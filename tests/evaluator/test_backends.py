@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import sample_series
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
 from recorder.reader import read_run
 from tests.helpers import run_cli
+from tests.kit import sample_series
 from tests.results_shape import assert_written_in_shape
 from trainer.policy.taskspec import load_spec
 

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import sample_series
 from evaluator.order import parse_order
 from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
 from recorder.adapters.nemo import CheckpointLayoutError
 from recorder.reader import read_run
 from tests.helpers import run_cli
+from tests.kit import sample_series
 from trainer.policy import CheckpointError
 from trainer.policy.checkpoints.hf_checkpoint import load_hf_checkpoint
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import sample_series
 from tests.evaluator import nemo_run
 from tests.helpers import run_cli
+from tests.kit import sample_series
 from trainer.policy.taskspec import shipped
 
 STEPS = (18, 19, 20)  # GBS 256: validation start 18; training stopped after 20 (the slow SmolLM2 series)
@@ -55,7 +55,7 @@ def import_nemo_run(
 
 
 def assert_quiet(stderr: str) -> None:
-    """No chatter from the libraries we call (recorder/cli/quiet.py): transformers' progress bars ("Loading
+    """No chatter from the libraries we call (recorder/cli/_quiet.py): transformers' progress bars ("Loading
     weights: 100%|...| 21/21"), its warnings, Ray's banner."""
     assert not re.search(r"\d+%\|", stderr), stderr
     assert "Loading weights" not in stderr and "Token authentication" not in stderr, stderr

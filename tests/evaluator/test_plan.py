@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evaluator.attempts import attempts, open_attempts, scored
-from evaluator.checkpoints import CommittedCheckpoint, check_series, committed, resolve
+from evaluator.committed import CommittedCheckpoint, check_series, committed, resolve
 from evaluator.errors import OrderError, SeriesError, UnsafePathError
 from evaluator.order import Order, arrange, parse_order
 from evaluator.passk import pass_at_k, pass_at_k_task, sample_plan, sample_seed

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.errors import SettingsError
-from evaluator.facts import check_recorded_task, read_facts, task_path
+from evaluator.run_facts import check_recorded_task, read_facts, task_path
 from recorder.verify.eval_settings import RecordedEval
 from tests.helpers import run_cli
 from tests.trainer.specs import write_spec

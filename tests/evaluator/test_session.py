@@ -10,7 +10,7 @@ import pytest
 
 from evaluator.errors import NotEvaluableError, SeriesError, UnverifiedRunError
 from evaluator.order import parse_order
-from evaluator.results import sha256_text
+from evaluator.results_files import sha256_text
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
 from recorder.reader import read_run

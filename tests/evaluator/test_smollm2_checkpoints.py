@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import sample_series
 from tests.adoption import nemo_layout
+from tests.kit import sample_series
 
 pytestmark = pytest.mark.slow
 T0_MS = 1_780_000_000_000

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluator import sample_series
 from tests.evaluator.test_nemo_end_to_end import STEPS, check_replay, import_nemo_run
 from tests.helpers import run_cli
+from tests.kit import sample_series
 from trainer.policy.taskspec import shipped
 
 pytestmark = pytest.mark.slow

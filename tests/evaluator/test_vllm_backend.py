@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from evaluator import sample_series
 from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
 from evaluator.vllm_backend import VllmWorkers
@@ -30,6 +29,7 @@ from recorder.reader import read_run
 from recorder.rules import TARGET
 from tests.contract.workers_contract import WorkersContract
 from tests.evaluator.synth import record_run
+from tests.kit import sample_series
 from trainer.policy.taskspec import shipped
 
 pytestmark = pytest.mark.vllm

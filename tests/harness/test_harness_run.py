@@ -146,7 +146,7 @@ def test_query_shows_zero_shot_scores_per_step_beside_the_benchmark_accuracy(sco
 def test_ray_workers_give_the_same_scores(
     scored_pair: tuple[Path, Path], trained_run: Path, tmp_path: Path, ray_cluster: None
 ) -> None:
-    from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
+    from evaluator.harness.run_session import HarnessOptions, evaluate_harness
     from evaluator.order import parse_order
     from evaluator.settings import Options
 

@@ -27,10 +27,10 @@ def _scores(model: Any, tokenizer: Any) -> dict[str, float]:
     import lm_eval
 
     from evaluator.harness.adapter import CheckpointLM
-    from evaluator.harness.zero_shot import _quiet, simple_evaluate
+    from evaluator.harness.lm_eval_run import quiet, simple_evaluate
 
     tasks = resolve_tasks(["easy_qa"], SHIPPED_DATA)
-    with _quiet():
+    with quiet():
         out = simple_evaluate(lm_eval, CheckpointLM.local(model, tokenizer, batch_size=16), tasks, limit=None)
     r = out["results"]["easy_qa"]
     return {"acc": r["acc,none"], "acc_norm": r["acc_norm,none"], "n": out["n-samples"]["easy_qa"]["effective"]}

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.errors import MissingTaskDataError, UnknownTaskError
-from evaluator.harness.tasks import write_data
 from evaluator.harness.taskset import (
     DATA_ALIASES,
     DEFAULT_TASKS,
@@ -19,6 +18,7 @@ from evaluator.harness.taskset import (
     parse_tasks,
     resolve_tasks,
 )
+from tests.kit import write_data
 
 pytest.importorskip("lm_eval")
 

@@ -13,7 +13,7 @@ import pytest
 from recorder.log import LogWriter
 from recorder.reader import recorded_run_id
 from recorder.run import RunDir
-from replay.synthetic import S, record_worked_example, write_evidence
+from tests.kit.synthetic import S, record_worked_example, write_evidence
 
 T0 = 1_780_000_000 * S
 RCP_LOG = "qwen35_397b_grpo_rcp/GBS256/seed_1.out"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from recorder.log import LogWriter
 from recorder.run import RunDir
-from replay.synthetic import S, record_worked_example
 from tests.history.conftest import T0, record_evaluation
+from tests.kit.synthetic import S, record_worked_example
 
 GBS = 256
 

@@ -151,7 +151,7 @@ def test_verify_checks_the_compacted_cache(fresh_root: Path) -> None:
 
 def test_runs_says_which_runs_are_not_scored_yet(tmp_path: Path) -> None:
     """Scores are files replay writes: a fresh run has none, and `recorder runs` says how to get them."""
-    from replay.synthetic import record_worked_example
+    from tests.kit.synthetic import record_worked_example
 
     record_worked_example(tmp_path, "fresh")
     out = run_cli("runs", "--root", str(tmp_path))

@@ -88,7 +88,7 @@ def test_a_run_judged_by_another_target_is_marked_not_comparable(tmp_path: Path)
 
 
 def test_a_run_evaluated_otherwise_than_the_benchmark_is_marked_not_comparable(tmp_path: Path) -> None:
-    from replay.synthetic import record_run
+    from tests.kit.synthetic import record_run
 
     run = record_run(tmp_path, "few", gbs=256, steps=20, evals=[], target=0.69, eval_samples=64)
     assert verify_run(run.path).ok  # an honest run that does not claim the benchmark

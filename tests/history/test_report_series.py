@@ -10,8 +10,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recorder.report.long_series import MAX_ITEMS, MAX_POINTS, capped, pick, thin
 from recorder.report.mllog_excerpt import EMBED_BYTES, HEAD, TAIL, read_excerpt
-from recorder.report.series import MAX_ITEMS, MAX_POINTS, capped, pick, thin
 
 
 def thin_by_hand(ys: list[float]) -> list[int]:

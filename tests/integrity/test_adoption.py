@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.manifest import read_manifest
 from recorder.run import RunDir
+from recorder.signed_segments import read_manifest
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.integrity.forge import rows, write_open

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from replay.scores import write_scores
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 
 @pytest.fixture

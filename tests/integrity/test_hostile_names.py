@@ -20,8 +20,8 @@ import pytest
 from recorder.report.charts import plotly_text
 from recorder.report.page import build_report, script_json
 from recorder.verify import SEGMENT_NAME_RULE, verify_run
-from replay.synthetic import record_run
 from tests.integrity.forge import rewrite, rows
+from tests.kit.synthetic import record_run
 
 HOSTILE = '</script><!--<script>alert(1)//"\'&<img src=x onerror=alert(2)><a href="javascript:alert(3)">x</a>'
 

@@ -19,7 +19,7 @@ from recorder.run import RunDir
 from recorder.verify import verify_run
 from replay.derive import derive_run
 from replay.errors import UnverifiedRunError
-from replay.trust import verified
+from replay.preflight import verified
 from tests.helpers import run_cli
 from tests.integrity.forge import Row, event, rows, write
 from tests.integrity.forge import first_event as _first

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from recorder.verify.evidence import RESULTS_LIMIT
-from replay.synthetic import record_run
 from tests.integrity.forge import evaluator_segment, rows, write
+from tests.kit.synthetic import record_run
 
 MB = 1 << 20
 _PEAK = (

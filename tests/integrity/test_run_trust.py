@@ -17,9 +17,9 @@ from recorder.log import LogWriter
 from recorder.reader import read_segment
 from recorder.verify import verify_run
 from recorder.verify.trust import SIGNED_RUN_RULE, SIGNED_SET_RULE, TRUST_ENV
-from replay.synthetic import record_run
 from tests.helpers import run_cli
 from tests.integrity.forge import evaluator_segment, rows, write
+from tests.kit.synthetic import record_run
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,9 @@ from recorder.reader import read_run
 from recorder.run import RunDir
 from recorder.verify import SIGNATURE_RULE, verify_run
 from replay.derive import derive
-from replay.synthetic import record_run
 from tests.helpers import run_cli
 from tests.integrity.forge import rewrite, rows, write
+from tests.kit.synthetic import record_run
 
 
 @pytest.fixture(scope="module")

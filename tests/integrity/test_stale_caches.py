@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from recorder.run import RunDir
-from replay.synthetic import record_evals, record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_evals, record_run
 
 
 @pytest.fixture

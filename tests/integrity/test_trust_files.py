@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 
 def _trust_file(tmp_path: Path, what: str) -> str:

@@ -1,7 +1,6 @@
 """The layout's promises, read from the source: no import cycles, a core that imports only the core, and no
-import along an arrow the design forbids (docs/design.md, section 6): History to Replay or to the report,
-the Policy to the rest of the Trainer, the Evaluator to the adapters, to the History or to the Trainer outside
-its policy, Replay to anything but the core, the adapters to the Trainer, anything to the CLI, bench to tests.
+import between parts that the parts table does not allow (docs/design.md, section 6: core, history, replay,
+report, adapters, policy, trainer, evaluator, cli), bench to nothing of tests but their kit.
 
 Every import counts, also those inside functions: a lazy import still ties one module to the other. Each check
 is also run on a small graph that breaks it, so that no check passes because it cannot fail.
@@ -149,88 +148,140 @@ def _under(module: str, prefixes: tuple[str, ...]) -> bool:
 
 
 @dataclass(frozen=True)
-class Arrow:
-    """Modules under `source` (but those under `exempt`) import nothing under `target` (but under `allowed`)."""
+class Part:
+    """A named part of the layout: the modules under `modules` (the longest prefix decides) may import the
+    parts named in `uses`, and of a part listed in `only` just those modules."""
 
     name: str
-    source: tuple[str, ...]
-    target: tuple[str, ...]
-    allowed: tuple[str, ...] = ()
-    exempt: tuple[str, ...] = ()
-
-    def crossings(self, graph: dict[str, set[str]]) -> list[tuple[str, str]]:
-        """Every (importer, imported) of `graph` along this arrow."""
-        return sorted(
-            (m, t)
-            for m, imported in graph.items()
-            if _under(m, self.source) and not _under(m, self.exempt)
-            for t in imported
-            if _under(t, self.target) and not _under(t, self.allowed)
-        )
+    modules: tuple[str, ...]
+    uses: tuple[str, ...] = ()
+    only: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-FORBIDDEN = (
-    Arrow("history to replay", ("recorder.history",), ("replay",)),
-    Arrow("history to the report", ("recorder.history",), ("recorder.report",)),
-    Arrow("policy to trainer", ("trainer.policy",), ("trainer",), allowed=("trainer.policy",)),
-    Arrow("evaluator to adapters", ("evaluator",), ("recorder.adapters",)),
-    Arrow("evaluator to history", ("evaluator",), ("recorder.history",)),
-    Arrow("evaluator to trainer outside the policy", ("evaluator",), ("trainer",), allowed=("trainer.policy",)),
-    Arrow("replay to history", ("replay",), ("recorder.history",)),
-    Arrow(
-        "replay to what is above the core",
-        ("replay",),
-        ("trainer", "evaluator", "recorder.adapters", "recorder.report", "recorder.cli"),
+# The layout as a table (docs/design.md, section 6): an import from one part into another not in its `uses` is a
+# crossing. The core is what remains of `recorder` (and `schemas`) once the other parts are taken out.
+PARTS = (
+    Part("core", ("recorder", "schemas")),
+    Part("history", ("recorder.history",), uses=("core",)),
+    Part("replay", ("replay",), uses=("core",)),
+    Part("report", ("recorder.report",), uses=("core", "history", "replay")),
+    # The importers write mllog lines and look rulesets up exactly as replay does, and derive nothing.
+    Part(
+        "adapters",
+        ("recorder.adapters", "recorder.compat"),
+        uses=("core", "replay"),
+        only=(("replay", ("replay.mllog_format", "replay.errors", "replay.rulesets", "replay.ruleset_facts")),),
     ),
-    Arrow("adapters to trainer", ("recorder.adapters", "recorder.compat"), ("trainer",)),
-    Arrow("the report to the trainer or the evaluator", ("recorder.report",), ("trainer", "evaluator")),
-    Arrow("anything to the cli", PACKAGES, ("recorder.cli",), exempt=("recorder.cli",)),
+    Part("policy", ("trainer.policy",), uses=("core",)),
+    Part("trainer", ("trainer",), uses=("core", "policy")),
+    Part("evaluator", ("evaluator",), uses=("core", "policy")),
+    Part(
+        "cli",
+        ("recorder.cli",),
+        uses=("core", "history", "replay", "report", "adapters", "policy", "trainer", "evaluator"),
+    ),
 )
 
 
-@pytest.mark.parametrize("arrow", FORBIDDEN, ids=lambda a: a.name)
-def test_no_import_crosses_a_forbidden_arrow(arrow: Arrow) -> None:
-    assert arrow.crossings(GRAPH) == []
+def part_of(module: str, parts: tuple[Part, ...] = PARTS) -> Part:
+    """The part whose longest prefix holds `module`."""
+    prefix, owner = max(
+        ((p, part) for part in parts for p in part.modules if _under(module, (p,))), key=lambda pair: len(pair[0])
+    )
+    return owner
 
 
-@pytest.mark.parametrize("arrow", FORBIDDEN, ids=lambda a: a.name)
-def test_each_arrow_check_finds_a_crossing(arrow: Arrow) -> None:
-    importer, imported = f"{arrow.source[0]}.m", f"{arrow.target[0]}.t"
-    graph: dict[str, set[str]] = {importer: {imported}, imported: set()}
-    for allowed in arrow.allowed:  # an import of an allowed module is no crossing
-        graph[importer].add(f"{allowed}.a")
-    for exempt in arrow.exempt:  # nor is an exempt module's import
-        graph[f"{exempt}.e"] = {imported}
-    assert arrow.crossings(graph) == [(importer, imported)]
+def crossings(graph: dict[str, set[str]], parts: tuple[Part, ...] = PARTS) -> list[tuple[str, str]]:
+    """Every (importer, imported) of `graph` that goes from one part into another it may not use."""
+    out = []
+    for module, imported in graph.items():
+        source = part_of(module, parts)
+        for target_module in imported:
+            target = part_of(target_module, parts)
+            if target is source:
+                continue
+            only = dict(source.only).get(target.name)
+            if target.name not in source.uses or (only is not None and not _under(target_module, only)):
+                out.append((module, target_module))
+    return sorted(out)
+
+
+def test_every_module_belongs_to_a_part() -> None:
+    assert [
+        m for m in MODULES if m.split(".")[0] not in ("recorder", "schemas", "replay", "trainer", "evaluator")
+    ] == []
+
+
+def test_no_import_crosses_the_parts_table() -> None:
+    assert crossings(GRAPH) == []
+
+
+def _a_module_of(part: Part) -> str:
+    """A module name inside `part` and inside no part nested in it."""
+    return f"{part.modules[0]}.zz_probe"
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [(s, t) for s in PARTS for t in PARTS if s is not t and t.name not in s.uses],
+    ids=lambda p: p.name,
+)
+def test_each_forbidden_arrow_is_found(source: Part, target: Part) -> None:
+    importer, imported = _a_module_of(source), _a_module_of(target)
+    assert crossings({importer: {imported}, imported: set()}) == [(importer, imported)]
+
+
+def test_a_part_limited_to_some_modules_is_held_to_them() -> None:
+    adapters = next(p for p in PARTS if p.name == "adapters")
+    graph: dict[str, set[str]] = {_a_module_of(adapters): {"replay.mllog_format", "replay.derive"}}
+    assert crossings(graph) == [(_a_module_of(adapters), "replay.derive")]
 
 
 BENCH = ROOT / "bench"
 
 
-def imported_top_names(source: str) -> set[str]:
-    """The top-level names a script imports anywhere in its body (inside functions too)."""
+def imported_modules(source: str) -> set[str]:
+    """The modules a script imports anywhere in its body (inside functions too), as written."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            names.update(a.name.split(".")[0] for a in node.names)
+            names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.update(f"{node.module}.{a.name}" for a in node.names)
     return names
 
 
-def bench_scripts_importing_tests(scripts: list[Path]) -> list[str]:
-    return [p.name for p in scripts if "tests" in imported_top_names(p.read_text())]
+def importing_tests_outside_kit(scripts: list[Path]) -> list[str]:
+    """The scripts importing anything of `tests` but its kit (the builders tests and benches share)."""
+
+    def outside_kit(module: str) -> bool:
+        return module.split(".")[0] == "tests" and not (module == "tests.kit" or module.startswith("tests.kit."))
+
+    return [p.name for p in scripts if any(outside_kit(m) for m in imported_modules(p.read_text()))]
 
 
-def test_bench_does_not_import_tests() -> None:
-    """A bench measures the product; what it shares with the tests lives in the package (evaluator.sample_series,
-    replay.synthetic), so that the tests can change without a bench breaking."""
-    assert bench_scripts_importing_tests(sorted(BENCH.glob("*.py"))) == []
+def product_modules_importing_tests(files: list[Path]) -> list[str]:
+    """Product modules importing `tests` at all: an installed wheel has no tests, so no fixture maker either."""
+    return [p.name for p in files if any(m.split(".")[0] == "tests" for m in imported_modules(p.read_text()))]
 
 
-def test_the_bench_check_finds_an_import_of_tests(tmp_path: Path) -> None:
+def test_bench_imports_only_the_test_kit() -> None:
+    """A bench measures the product; what it shares with the tests lives in tests/kit (tests.kit.synthetic,
+    tests.kit.sample_series), so that the rest of the tests can change without a bench breaking."""
+    assert importing_tests_outside_kit(sorted(BENCH.glob("*.py"))) == []
+
+
+def test_the_product_holds_no_test_builder() -> None:
+    product = [p for top in ("recorder", "replay", "trainer", "evaluator") for p in (ROOT / top).rglob("*.py")]
+    assert product_modules_importing_tests(product) == []
+
+
+def test_the_kit_checks_find_an_import_of_tests(tmp_path: Path) -> None:
     script = tmp_path / "bench_like.py"
     script.write_text("def series():\n    from tests.evaluator import nemo_run\n    return nemo_run\n")
+    kit = tmp_path / "kit_user.py"
+    kit.write_text("import json\nfrom tests.kit import sample_series\nimport tests.kit.synthetic\n")
     clean = tmp_path / "clean.py"
-    clean.write_text("import json\nfrom evaluator import sample_series\n")
-    assert bench_scripts_importing_tests([script, clean]) == ["bench_like.py"]
+    clean.write_text("import json\nfrom evaluator import sweep\n")
+    assert importing_tests_outside_kit([script, kit, clean]) == ["bench_like.py"]
+    assert product_modules_importing_tests([script, kit, clean]) == ["bench_like.py", "kit_user.py"]

@@ -53,7 +53,7 @@ def main() -> None:
     seed_dir = TMP / "corpus"
     seed_dir.mkdir()
     if sys.argv[1] == "segment":  # start from a real segment so the fuzzer mutates valid structure
-        from replay.synthetic import record_run
+        from tests.kit.synthetic import record_run
 
         run = record_run(TMP / "seed", "s", gbs=256, steps=19)
         (seed_dir / "seg").write_bytes((run.events / "trainer-0001.arrows").read_bytes())

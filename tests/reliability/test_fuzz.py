@@ -17,7 +17,7 @@ from recorder.errors import RecorderError
 from recorder.reader import read_run
 from recorder.verify import verify_run
 from replay.derive import derive_run
-from replay.synthetic import record_run
+from tests.kit.synthetic import record_run
 from trainer.config import TrainConfig, load_config
 
 FUZZ = settings(max_examples=60, deadline=30_000, suppress_health_check=[HealthCheck.function_scoped_fixture])

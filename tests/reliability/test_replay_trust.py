@@ -8,9 +8,9 @@ from pathlib import Path
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.run import RunDir
-from replay.synthetic import record_run
-from replay.trust import clock_steps
+from replay.preflight import clock_steps
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 
 def _evaluated_run(root: Path, run_id: str = "r") -> Path:

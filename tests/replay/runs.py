@@ -1,8 +1,8 @@
-"""Synthetic runs for replay tests: `replay.synthetic` records them; here, the golden cases."""
+"""Synthetic runs for replay tests: `tests.kit.synthetic` records them; here, the golden cases."""
 
 from __future__ import annotations
 
-from replay.synthetic import CLOSED_256, T0, T0_S, S, record_evals, record_run, validation_start
+from tests.kit.synthetic import CLOSED_256, T0, T0_S, S, record_evals, record_run, validation_start
 
 __all__ = ["CASES", "CLOSED_256", "S", "T0", "T0_S", "record_evals", "record_run", "validation_start"]
 

@@ -17,7 +17,7 @@ from recorder.reader import read_run
 from replay.check import compliance, mlperf_logging_version, rcp
 from replay.derive import derive_run
 from replay.mllog_format import encode_line
-from replay.rules import get_ruleset
+from replay.ruleset_facts import get_ruleset
 from tests.replay.runs import record_run
 
 CHECKER_DIR = Path(sys.modules["mlperf_logging"].__file__ or "").parent / "compliance_checker" / "training_6.1.0"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recorder.goals import Goal, all_goals, benchmark_goal, opened_goal, parse_goal
+from recorder.kinds import RunOpened
 
 
 def test_a_loss_passes_at_or_below_its_target() -> None:
@@ -43,8 +44,10 @@ def test_every_installed_benchmark_with_one_metric_has_a_goal() -> None:
 
 
 def test_a_trained_run_is_judged_by_its_recorded_target_an_import_by_its_benchmark() -> None:
-    trained = {"benchmark": "qwen35_397b_grpo", "target": 0.5}
-    assert opened_goal(trained) == Goal(0.5, ">")
-    imported = {"benchmark": "llama2_70b_lora", "ruleset": "5.1.0", "config": {}}
-    assert opened_goal(imported) == Goal(0.925, "<=")
-    assert opened_goal({"benchmark": "no_such_benchmark"}) is None  # never 0.69 for an import
+    def opened(**data: object) -> RunOpened:
+        base = {"ruleset": None, "division": None, "global_batch_size": None, "config": {}, "provenance": {}}
+        return RunOpened.from_recorded(base | {"resumed_from": None} | data)
+
+    assert opened_goal(opened(benchmark="qwen35_397b_grpo", target=0.5)) == Goal(0.5, ">")
+    assert opened_goal(opened(benchmark="llama2_70b_lora", ruleset="5.1.0")) == Goal(0.925, "<=")
+    assert opened_goal(opened(benchmark="no_such_benchmark")) is None  # never 0.69 for an import

@@ -10,7 +10,7 @@ import pytest
 from recorder.reader import read_run
 from replay.derive import derive_run
 from replay.interpretations import INTERPRETATIONS
-from replay.synthetic import record_worked_example
+from tests.kit.synthetic import record_worked_example
 from tests.replay.runs import CASES, T0, record_evals, record_run
 
 GOLDEN = Path(__file__).parent / "golden"

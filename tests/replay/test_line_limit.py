@@ -10,8 +10,8 @@ from pathlib import Path
 from recorder.kinds import StepMetrics
 from replay.check import compliance_lines
 from replay.mllog_format import LINE_LIMIT
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 
 def _metrics(step: int) -> StepMetrics:

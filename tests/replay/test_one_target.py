@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from recorder.kinds import RunOpened
 from recorder.rules import TARGET, not_comparable, passes, recorded_target
-from replay.synthetic import record_run
 from tests.helpers import run_cli
+from tests.kit.synthetic import record_run
 
 
 def _csv(root: Path, sql: str) -> list[str]:
@@ -63,10 +64,15 @@ def test_the_rulesets_target_leaves_a_run_comparable(tmp_path: Path) -> None:
     assert "NOT COMPARABLE" not in run_cli("runs", "--root", str(tmp_path)).stdout
 
 
+def _opened(**data: object) -> RunOpened:
+    base = {"benchmark": None, "ruleset": None, "division": None, "global_batch_size": None}
+    return RunOpened.from_recorded(base | {"provenance": {}, "resumed_from": None} | data)
+
+
 def test_the_recorded_target_and_its_fallbacks() -> None:
-    assert recorded_target({"target": 0.5, "config": {"eval": {"target": 0.6}}}) == 0.5
-    assert recorded_target({"config": {"eval": {"target": 0.6}}}) == 0.6  # runs recorded before the field
-    assert recorded_target({"config": {}}) is None and recorded_target(None) is None
+    assert recorded_target(_opened(target=0.5, config={"eval": {"target": 0.6}})) == 0.5
+    assert recorded_target(_opened(config={"eval": {"target": 0.6}})) == 0.6  # runs recorded before the field
+    assert recorded_target(_opened(config={})) is None and recorded_target(None) is None
     assert not_comparable(None) is None and not_comparable(TARGET) is None
     assert not_comparable(0.5) == "the run's pass target is 0.5, not the ruleset's 0.69"
     assert passes(0.6, 0.5) and not passes(0.6) and not passes(TARGET) and not passes(None)

@@ -18,9 +18,9 @@ from recorder.run import RunDir
 from replay.derive import derive_from, derive_run
 from replay.errors import MissingFactError
 from replay.interpretations import INTERPRETATIONS
+from replay.preflight import clock_steps
 from replay.run_scan import scan_run
 from replay.source import Streamed
-from replay.trust import clock_steps
 from tests.helpers import run_cli
 from tests.replay.runs import CASES, record_run
 

@@ -6,7 +6,7 @@ import time
 import pytest
 from rich.console import Console
 
-from recorder.cli.heartbeat import Heartbeat
+from recorder.cli._heartbeat import Heartbeat
 from tests.helpers import on_terminal
 from trainer.loop import StepResult
 from trainer.progress import Progress

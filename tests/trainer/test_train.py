@@ -6,7 +6,7 @@ import pytest
 
 from recorder.reader import read_run
 from recorder.verify import verify_run
-from replay.rules import get_ruleset
+from replay.ruleset_facts import get_ruleset
 from trainer.policy.checkpoints.files import file_sha256, load_checkpoint, read_metadata
 from trainer.policy.checkpoints.fingerprint import fingerprint, matches
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from evaluator.harness.taskset import SHIPPED_DATA
-from evaluator.zero_shot.tasks import ALIASES, HUB
+from evaluator.zero_shot.task_sources import ALIASES, HUB
 
 
 def make_cache(root: Path) -> Path:

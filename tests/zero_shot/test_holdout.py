@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.zero_shot.options import ZeroShotOptions
-from evaluator.zero_shot.run import ZeroShotSummary, zero_shot
+from evaluator.zero_shot.runner import ZeroShotSummary, zero_shot
 from tests.helpers import run_cli
 from tests.results_shape import assert_written_in_shape
 

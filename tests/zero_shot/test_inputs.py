@@ -14,7 +14,7 @@ from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.holdout import documents, holdout_loss, rank_rows
 from evaluator.zero_shot.outputs import table
 from evaluator.zero_shot.reference import logged_loss
-from evaluator.zero_shot.tasks import parse_task_names
+from evaluator.zero_shot.task_sources import parse_task_names
 from evaluator.zero_shot.training_run import HoldoutPlan
 from recorder.results.zero_shot import RecordedEvents, StepCheckpoint, StepSettings, ZeroShotStepResults
 from tests.helpers import run_cli

@@ -101,7 +101,7 @@ def test_an_error_in_one_worker_kills_every_actor(training: Path, hf_cache: Path
 
     from evaluator.zero_shot.loading import ModelCode
     from evaluator.zero_shot.options import ZeroShotOptions
-    from evaluator.zero_shot.run import zero_shot
+    from evaluator.zero_shot.runner import zero_shot
 
     run, other = training / "run", training / "other"
     shutil.copytree(run, other)

@@ -45,8 +45,8 @@ def test_a_recorder_run_is_scored_and_recorded_as_events(trained_run: Path, tmp_
 
 
 def test_an_imported_series_is_scored_with_the_spec_it_was_fingerprinted_with(tmp_path: Path, hf_cache: Path) -> None:
-    from evaluator import sample_series
     from tests.evaluator.test_nemo_end_to_end import import_nemo_run
+    from tests.kit import sample_series
     from trainer.policy.taskspec import shipped
 
     series = sample_series.write_series(tmp_path / "checkpoints", {s: sample_series.update_ms(s) for s in (18, 19)})

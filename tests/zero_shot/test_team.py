@@ -19,7 +19,7 @@ import pytest
 
 from evaluator.zero_shot.loading import ModelCode
 from evaluator.zero_shot.options import ZeroShotOptions
-from evaluator.zero_shot.run import ZeroShotSummary, zero_shot
+from evaluator.zero_shot.runner import ZeroShotSummary, zero_shot
 from recorder.results.zero_shot import ZeroShotResults
 from tests.fixtures import team_tree
 from tests.helpers import RECORDER
@@ -126,7 +126,7 @@ def test_the_scoring_numerics_would_miss_the_logged_loss(team: Path, hf_cache: P
     from dataclasses import replace
 
     from evaluator.zero_shot.job import run_job
-    from evaluator.zero_shot.run import prepare
+    from evaluator.zero_shot.runner import prepare
 
     _, [prepared] = prepare([team / RUN / "snapshots/step_0000020"], _options(team, hf_cache, tasks=("piqa",), limit=1))
     job = prepared.job

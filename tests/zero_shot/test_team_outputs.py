@@ -17,7 +17,7 @@ import pytest
 
 from evaluator.zero_shot.loading import ModelCode
 from evaluator.zero_shot.options import ZeroShotOptions
-from evaluator.zero_shot.run import zero_shot
+from evaluator.zero_shot.runner import zero_shot
 from recorder.results.zero_shot import ZeroShotResults
 from tests.fixtures import team_tree
 from tests.helpers import RECORDER, run_cli

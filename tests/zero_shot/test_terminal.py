@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.zero_shot.tasks import TASKS
+from evaluator.zero_shot.task_sources import TASKS
 from tests.helpers import on_terminal, run_cli
 
 pytestmark = [

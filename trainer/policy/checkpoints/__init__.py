@@ -6,7 +6,7 @@ snapshots) and Megatron-Core `torch_dist` as NeMo-RL writes it.
 """
 
 from trainer.policy.checkpoints.detect import CheckpointInfo as CheckpointInfo
-from trainer.policy.checkpoints.detect import detect as detect
-from trainer.policy.checkpoints.load import load_state_dict as load_state_dict
 from trainer.policy.checkpoints.manifest import Manifest as Manifest
 from trainer.policy.checkpoints.manifest import ShardDigest as ShardDigest
+from trainer.policy.checkpoints.readers import detect as detect
+from trainer.policy.checkpoints.readers import load_state_dict as load_state_dict

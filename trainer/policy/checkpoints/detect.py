@@ -15,11 +15,11 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from recorder.checkpoint_formats import ReaderName
 from trainer.policy.errors import CheckpointError
 
-Format = Literal["hf-safetensors", "recorder", "torch-dcp", "mcore-torch-dist"]
 DCP_METADATA = ".metadata"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 META_FILES = ("final_meta.json", "meta.json")  # an archive's, a snapshot's
@@ -32,7 +32,7 @@ class CheckpointInfo:
     """What a checkpoint directory holds, as its files say."""
 
     path: Path
-    format: Format
+    format: ReaderName  # the reader that recognised it (trainer.policy.checkpoints.readers)
     step: int | None
     world_size: int | None  # ranks that wrote it: `__R_0.distcp` files, or the meta's source_world_size
     source_run: Path | None  # the run an archive or snapshot belongs to
@@ -41,45 +41,50 @@ class CheckpointInfo:
     weights_dir: Path = Path()  # the directory whose files the manifest covers
 
 
-def detect(path: Path) -> CheckpointInfo:
-    """The format of the checkpoint at `path`; CheckpointError naming the path and what was expected."""
-    path = Path(path)
-    if not path.is_dir():
-        raise CheckpointError(f"{path}: no such checkpoint directory")
-    if (path / "policy" / "weights").is_dir() and (path / "training_info.json").is_file():
-        iters = sorted((path / "policy" / "weights").glob("iter_*"))
-        if iters and (iters[-1] / DCP_METADATA).is_file():
-            return _mcore(path, iters[-1])
-    if (path / DCP_METADATA).is_file():
-        return _dcp(path)
-    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
+def detect_mcore(path: Path) -> CheckpointInfo | None:
+    """NeMo-RL's Megatron checkpoint: `policy/weights/iter_*/` torch_dist beside `training_info.json`."""
+    if not ((path / "policy" / "weights").is_dir() and (path / "training_info.json").is_file()):
+        return None
+    iters = sorted((path / "policy" / "weights").glob("iter_*"))
+    return _mcore(path, iters[-1]) if iters and (iters[-1] / DCP_METADATA).is_file() else None
 
-    if (path / "model.safetensors").is_file() and (path / "config.json").is_file():
-        from recorder.safetensors_header import HeaderError, read_header
 
-        try:
-            own = "weight_update_ns" in read_header(path / "model.safetensors").metadata
-        except HeaderError as e:
-            raise CheckpointError(str(e)) from e
-        if own:
-            return CheckpointInfo(
-                path=path,
-                format="recorder",
-                step=_step(path.name),
-                world_size=None,
-                source_run=_run_of(path),
-                config=_json(path / "config.json"),
-                tokenizer_dir=path,
-                weights_dir=path,
-            )
+def detect_dcp(path: Path) -> CheckpointInfo | None:
+    """A torch distributed checkpoint: `.metadata` beside its `*.distcp` shards."""
+    return _dcp(path) if (path / DCP_METADATA).is_file() else None
+
+
+def detect_recorder(path: Path) -> CheckpointInfo | None:
+    """The recorder's own `step_NNNNNNN/`: model.safetensors whose metadata holds its weight-update time."""
+    if not ((path / "model.safetensors").is_file() and (path / "config.json").is_file()):
+        return None
+    from recorder.safetensors_header import HeaderError, read_header
+
     try:
-        dirs = find_dirs(path)
-    except CheckpointError as e:
-        raise CheckpointError(
-            f"{path}: not a checkpoint this evaluator reads: expected config.json with *.safetensors "
-            f"(Hugging Face), {DCP_METADATA} with *.distcp (torch DCP), or policy/weights/iter_*/ with "
-            f"training_info.json (Megatron-Core torch_dist): {e}"
-        ) from e
+        own = "weight_update_ns" in read_header(path / "model.safetensors").metadata
+    except HeaderError as e:
+        raise CheckpointError(str(e)) from e
+    if not own:
+        return None
+    return CheckpointInfo(
+        path=path,
+        format="recorder",
+        step=_step(path.name),
+        world_size=None,
+        source_run=_run_of(path),
+        config=_json(path / "config.json"),
+        tokenizer_dir=path,
+        weights_dir=path,
+    )
+
+
+def detect_hf(path: Path) -> CheckpointInfo | None:
+    """Any Hugging Face causal LM directory: config.json and safetensors weights, where NeMo-RL keeps them too."""
+    from trainer.policy.checkpoints.hf_checkpoint import MODEL_PLACES, find_dirs
+
+    if not any((path / place / "config.json").is_file() for place in MODEL_PLACES):
+        return None
+    dirs = find_dirs(path)  # a Hugging Face directory: CheckpointError naming what it lacks
     return CheckpointInfo(
         path=path,
         format="hf-safetensors",

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.policy.checkpoints.detect import CheckpointInfo, detect
-from trainer.policy.checkpoints.load import load_state_dict, torch_dtype
+from trainer.policy.checkpoints.detect import CheckpointInfo
+from trainer.policy.checkpoints.load import torch_dtype
 from trainer.policy.checkpoints.manifest import Manifest
 from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, load_weights
+from trainer.policy.checkpoints.readers import detect, load_state_dict
 from trainer.policy.errors import CheckpointError
 
 

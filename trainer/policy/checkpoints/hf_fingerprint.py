@@ -13,11 +13,11 @@ from typing import Any
 
 from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, texts_record
+from trainer.policy.checkpoints.readers import reader
 from trainer.policy.taskspec import load_spec
 
 # (the fingerprint record, the manifest of Megatron-Core weights, hashed while loaded, or None)
 Fingerprinter = Callable[[Path], tuple[dict[str, Any], dict[str, Any] | None]]
-SHARDED = ("mcore-torch-dist", "torch-dcp")  # formats whose manifest, hashed while loaded, the import records
 
 
 def hf_fingerprinter(task: Path | None) -> Fingerprinter:
@@ -35,7 +35,7 @@ def hf_fingerprinter(task: Path | None) -> Fingerprinter:
             fingerprint = texts_record(model, tokenizer, dev, f"dev:{spec.name}")
         else:
             fingerprint = texts_record(model, tokenizer, FIXED_TEXTS, "fixed")
-        manifest = loaded.manifest.to_dict() if loaded.info.format in SHARDED else None
+        manifest = loaded.manifest.to_dict() if reader(loaded.info.format).sharded else None
         return fingerprint | {"dtype": "fp32"}, manifest
 
     return record

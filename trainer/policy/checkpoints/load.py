@@ -52,52 +52,52 @@ def torch_dtype(dtype: torch.dtype | str) -> torch.dtype:
     return result
 
 
-def shard_files(info: CheckpointInfo) -> list[Path]:
-    """The files a checkpoint's manifest covers, relative paths taken from `info.weights_dir`."""
-    w = info.weights_dir
-    if info.format == "recorder":
-        return [w / "model.safetensors"]
-    if info.format == "hf-safetensors":
-        from trainer.policy.checkpoints.hf_checkpoint import find_dirs
-
-        return list(find_dirs(info.path).weights)
-    if info.format == "torch-dcp":
-        return sorted([w / DCP_METADATA, *w.glob("*.distcp")])
-    return sorted(p for p in w.rglob("*") if p.is_file())  # MCore: every file, as the NeMo-RL import hashes
+def safetensors_file(info: CheckpointInfo) -> list[Path]:
+    """The recorder's own checkpoint: its one model.safetensors."""
+    return [info.weights_dir / "model.safetensors"]
 
 
-def load_state_dict(
-    info: CheckpointInfo, *, dtype: torch.dtype | str, expected: Manifest | None = None, threads: int | None = None
-) -> tuple[dict[str, torch.Tensor], Manifest]:
-    """(the model's state dict, floating tensors in `dtype`, the manifest of the shards read)."""
-    files = shard_files(info)
-    _check_listing(info, files, expected)
-    target = torch_dtype(dtype)
-    if info.format in ("recorder", "hf-safetensors"):
-        read = _parallel(info, files, expected, lambda buf, path: _safetensors(buf, path, target), threads)
-        state = {k: v for _, part in read.values() for k, v in part.items()}
-        return state, Manifest(tuple(d for d, _ in read.values()))
-    state, digests = _dcp(info, files, expected, target, threads)
-    if info.format == "mcore-torch-dist":
-        from trainer.policy.checkpoints.mcore_names import to_hf
+def hf_files(info: CheckpointInfo) -> list[Path]:
+    """A Hugging Face directory's safetensors files (one, or the shards its index names)."""
+    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
 
-        state = to_hf(state, info.config, where=info.path)
-    return state, Manifest(digests)
+    return list(find_dirs(info.path).weights)
 
 
-def hash_shards(info: CheckpointInfo, expected: Manifest | None = None, threads: int | None = None) -> Manifest:
-    """The manifest of `info`'s shards, each checked against `expected`, without loading any tensor."""
-    files = shard_files(info)
-    _check_listing(info, files, expected)
-    read = _parallel(info, files, expected, None, threads)
-    return Manifest(tuple(d for d, _ in read.values()))
+def dcp_files(info: CheckpointInfo) -> list[Path]:
+    """A torch DCP checkpoint: `.metadata` and every `*.distcp` shard."""
+    return sorted([info.weights_dir / DCP_METADATA, *info.weights_dir.glob("*.distcp")])
+
+
+def every_file(info: CheckpointInfo) -> list[Path]:
+    """Every file under the weights directory, as the NeMo-RL import hashes a Megatron checkpoint."""
+    return sorted(p for p in info.weights_dir.rglob("*") if p.is_file())
+
+
+def read_safetensors(
+    info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
+) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
+    """Safetensors files: each parsed from its bytes (the header is JSON; nothing unpickled)."""
+    read = read_shards(info, files, expected, lambda buf, path: _safetensors(buf, path, dtype), threads)
+    state = {k: v for _, part in read.values() for k, v in part.items()}
+    return state, tuple(d for d, _ in read.values())
+
+
+def read_mcore(
+    info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
+) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
+    """Megatron-Core torch_dist: a DCP checkpoint whose names are mapped to the Hugging Face model's."""
+    from trainer.policy.checkpoints.mcore_names import to_hf
+
+    state, digests = read_dcp(info, files, expected, dtype, threads)
+    return to_hf(state, info.config, where=info.path), digests
 
 
 def _rel(info: CheckpointInfo, path: Path) -> str:
     return path.relative_to(info.weights_dir).as_posix()
 
 
-def _check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest | None) -> None:
+def check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest | None) -> None:
     """Before reading a byte: every shard `expected` names is there with its size, and no other."""
     if expected is None:
         return
@@ -123,7 +123,7 @@ def _check_listing(info: CheckpointInfo, files: list[Path], expected: Manifest |
         )
 
 
-def _parallel(
+def read_shards(
     info: CheckpointInfo,
     files: list[Path],
     expected: Manifest | None,
@@ -210,7 +210,7 @@ def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return t.to(dtype) if t.is_floating_point() else t
 
 
-def _dcp(
+def read_dcp(
     info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
 ) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
     """(the model tensors, the digests of every file read). The
@@ -225,7 +225,7 @@ def _dcp(
     meta_file = min(metas, key=lambda f: len(f.parts), default=None)
     if meta_file is None:
         raise CheckpointError(f"{info.weights_dir}: no {DCP_METADATA}: a torch distributed checkpoint needs it")
-    read = _parallel(info, [meta_file], expected, lambda buf, path: load_metadata(path, bytes(buf)), 1)
+    read = read_shards(info, [meta_file], expected, lambda buf, path: load_metadata(path, bytes(buf)), 1)
     metadata = read[_rel(info, meta_file)][1]
     read[_rel(info, meta_file)] = (read[_rel(info, meta_file)][0], None)
     # (shard file, fqn, chunk offsets, chunk sizes, storage offset, length) for every model tensor chunk
@@ -264,7 +264,7 @@ def _dcp(
         return out
 
     rest = [f for f in files if f != meta_file]
-    read |= _parallel(info, rest, expected, chunks, threads)
+    read |= read_shards(info, rest, expected, chunks, threads)
     pieces: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
     for _, parts in read.values():
         for fqn, offsets, part in parts or []:

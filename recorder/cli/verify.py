@@ -1,26 +1,19 @@
-"""`recorder verify` and `recorder events`: looking at a run's log itself."""
+"""`recorder verify`: a run's log checked byte by byte, its rules and its signatures."""
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from recorder.cli.output import console, cut, err, label, line, warning
-from recorder.cli.progress import progress, working
+from recorder.cli._output import console, label, line, warning
+from recorder.cli._progress import progress, working
 
 if TYPE_CHECKING:
     from recorder.signing import SignatureState
     from recorder.verify import SegmentSummary, VerifyReport
-
-
-def _utc(time_ns: int) -> str:
-    return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 _TrustOpt = Annotated[
@@ -138,7 +131,7 @@ def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] 
 
 def _adopted_by(report: VerifyReport, s: SegmentSummary) -> str | None:
     """The key that adopted `s` (recorder.adoption), when verify found nothing wrong with it."""
-    from recorder.manifest import ManifestError, read_manifest
+    from recorder.signed_segments import ManifestError, read_manifest
 
     if s.closed or any(p.segment == s.name for p in [*report.problems, *report.untrusted]):
         return None
@@ -150,58 +143,5 @@ def _adopted_by(report: VerifyReport, s: SegmentSummary) -> str | None:
     return manifest.public_key if manifest is not None and entry is not None and entry.adopted_bytes else None
 
 
-def events(
-    run_dir: Annotated[Path, typer.Argument(help="The run directory.")],
-    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
-    fmt: Annotated[
-        Literal["table", "json"], typer.Option("--format", help="table or json (one object a line).")
-    ] = "table",
-) -> None:
-    """Print a run's events in merged order (for people debugging a run)."""
-    from recorder.catalogue import check_kind
-    from recorder.reader import read_run, recorded_run_id
-
-    for k in kind or []:
-        check_kind(k)
-    log = read_run(run_dir)
-    for skipped in log.skipped:
-        err.print(warning(f"{log.run.events}/{skipped}"))
-    selected = [e for e in log.events if not kind or e.kind in kind]
-    if fmt == "json":
-        for e in selected:
-            row = {
-                c: getattr(e, c)
-                for c in ("run_id", "writer", "seq", "time_ns", "mono_ns", "kind", "step", "samples_count", "key")
-            }
-            row.update(value=e.value, data=e.data, digest=e.digest, segment=e.segment)
-            typer.echo(json.dumps(row, sort_keys=False))
-        return
-    table = Table(title=f"{recorded_run_id(log.run)}: {len(selected)} events")
-    for col in ("time (UTC)", "writer", "seq", "kind", "step", "samples"):
-        table.add_column(col, no_wrap=True)
-    for col in ("key", "value", "data"):
-        table.add_column(col, overflow="fold")
-    for e in selected:
-        table.add_row(
-            _utc(e.time_ns),
-            e.writer,
-            str(e.seq),
-            e.kind,
-            _str(e.step),
-            _str(e.samples_count),
-            cut(e.key or ""),
-            cut(e.value_json or ""),
-            cut(e.data_json) if e.data_json != "{}" else "",
-        )
-    console.print(table)
-    for torn in log.torn:
-        console.print(warning(str(torn)))
-
-
-def _str(x: int | None) -> str:
-    return "" if x is None else str(x)
-
-
 def register(app: typer.Typer) -> None:
     app.command()(verify)
-    app.command()(events)

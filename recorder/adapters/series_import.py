@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from recorder.checkpoint_formats import CheckpointFormat
 from recorder.errors import InputError
 from recorder.interrupts import deferred_interrupts
-from recorder.kinds import CheckpointCommitted, CheckpointFormat, RunOpened, Source, Timing, TrainStop, WeightUpdate
+from recorder.kinds import CheckpointCommitted, RunOpened, Source, Timing, TrainStop, WeightUpdate
 from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.rules import validation_start_step

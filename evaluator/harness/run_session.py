@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from evaluator.attempts import HARNESS_WRITER, attempts
-from evaluator.checkpoints import CommittedCheckpoint, resolve
+from evaluator.committed import CommittedCheckpoint, resolve
 from evaluator.evaluate import Context, WrittenResults, evaluate_checkpoint, integrity, scored_checkpoint
-from evaluator.facts import read_facts
 from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
-from evaluator.harness.taskset import TaskData, data_dir, lm_eval_config, resolve_tasks
+from evaluator.harness.lm_eval_run import quiet, sample_row, simple_evaluate
+from evaluator.harness.taskset import TaskData, data_dir, resolve_tasks
 from evaluator.order import arrange
-from evaluator.results import results_dir, sha256_text, write_results
+from evaluator.results_files import results_dir, sha256_text, write_results
+from evaluator.run_facts import read_facts
 from evaluator.session import close_interrupted, session_lock
 from evaluator.settings import Options
 from evaluator.workers import Workers, start_workers
@@ -37,7 +38,7 @@ from recorder.results.harness import HarnessInfo, HarnessResults, HarnessSetting
 from recorder.run import RunDir
 
 if TYPE_CHECKING:
-    from evaluator.harness.adapter import CheckpointLM  # imports lm-eval: only once it is known to be there
+    pass  # imports lm-eval: only once it is known to be there
 
 HARNESS: Final = "lm-eval"
 
@@ -187,7 +188,7 @@ def _score(
     digest, fp, timings = integrity(ctx, cp)  # loads the checkpoint on every worker
     workers = ctx.workers
     t = time.monotonic()
-    with _quiet():
+    with quiet():
         lm = CheckpointLM(workers.harness, batch_size=options.evaluation.batch_size)
         out = simple_evaluate(lm_eval, lm, tasks, limit=options.examples)  # stderr is not recorded here
     timings["score_s"] = time.monotonic() - t
@@ -211,7 +212,7 @@ def _score(
             data_files=tuple(str(f) for f in task.files) or None,
             data_sha256=task.data_sha256,
             config_sha256=sha256_text(task.config.read_text()),
-            samples=tuple(_sample_row(s) for s in out["samples"][task.name]),
+            samples=tuple(sample_row(s) for s in out["samples"][task.name]),
         )
         results.append((task.name, value, EvalResult(metric=task.metric, n=n, harness=HARNESS, num_fewshot=0)))
     timings["total_s"] = time.monotonic() - t0
@@ -248,38 +249,6 @@ def _score(
     return WrittenResults(doc, path, sha, results)
 
 
-def simple_evaluate(
-    lm_eval: Any, lm: CheckpointLM, tasks: Sequence[TaskData], *, limit: int | None, stderr: bool = False
-) -> Any:
-    """lm-eval's simple_evaluate as every zero-shot path runs it: 0-shot, fixed seeds, only this project's
-    task configs. `stderr`: bootstrap the metrics' standard errors (lm-eval's default), else none."""
-    from lm_eval.tasks import TaskManager
-
-    manager = TaskManager(include_defaults=False)
-    configs: list[Any] = [lm_eval_config(task) for task in tasks]
-    index = getattr(manager, "_task_index", None)
-    if isinstance(index, dict):
-        # lm-eval 0.4.11 loses a config's task name while loading it, and looks every task up in its index to
-        # log its YAML's path: the tasks go in built, and indexed under their names.
-        from lm_eval.api.task import ConfigurableTask
-
-        configs = [ConfigurableTask(config=config) for config in configs]
-        index.update({t.name: {"type": "task", "yaml_path": str(t.config), "task": t.name} for t in tasks})
-    return lm_eval.simple_evaluate(
-        model=lm,
-        tasks=configs,
-        num_fewshot=0,
-        limit=limit,
-        log_samples=True,
-        task_manager=manager,
-        random_seed=0,
-        numpy_random_seed=0,
-        torch_random_seed=0,
-        fewshot_random_seed=0,
-        **({} if stderr else {"bootstrap_iters": 0}),
-    )
-
-
 def _model_notes(directory: Path) -> tuple[int | None, str]:
     """(max_length, encoding), from the checkpoint's files (the workers hold the model, not the driver)."""
     import json
@@ -295,36 +264,3 @@ def _model_notes(directory: Path) -> tuple[int | None, str]:
     tokenizer = directory / "tokenizer.json"
     char = tokenizer.is_file() and json.loads(tokenizer.read_text()).get("type") == "char"
     return config.get("max_position_embeddings"), encoding_note(char)
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """lm-eval's progress bars (stderr) and INFO/WARNING logs (e.g. "Overwriting default num_fewshot") off
-    for the call; errors still raise."""
-    import io
-    import logging
-    from contextlib import redirect_stderr
-
-    logger = logging.getLogger("lm_eval")
-    before = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with redirect_stderr(io.StringIO()):
-            yield
-    finally:
-        logger.setLevel(before)
-
-
-def _sample_row(s: dict[str, Any]) -> dict[str, Any]:
-    """Per example: lm-eval's hashes of document, prompt and target, the log-likelihoods and outcomes."""
-    return {
-        "doc_id": s["doc_id"],
-        "doc_hash": s.get("doc_hash"),
-        "prompt_hash": s.get("prompt_hash"),
-        "target_hash": s.get("target_hash"),
-        "target": s.get("target"),
-        "loglikelihoods": [
-            float(r[0][0]) if isinstance(r[0], (list, tuple)) else float(r[0]) for r in s.get("resps", [])
-        ],
-        **{m: s[m] for m in ("acc", "acc_norm") if m in s},
-    }

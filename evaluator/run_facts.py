@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.checkpoints import CommittedCheckpoint, check_series, committed
+from evaluator.committed import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError, SettingsError, UnverifiedRunError
 from evaluator.settings import RunEvalConfig, run_eval_config
 from recorder.catalogue import may_write
@@ -15,7 +15,6 @@ from recorder.events import Event
 from recorder.kinds import RunOpened
 from recorder.reader import read_run, run_id_from
 from recorder.run import RunDir
-from recorder.upcast import upcast_data
 from recorder.verify import verify_run
 from recorder.verify.eval_settings import RecordedEval
 from trainer.policy.taskspec import BUILTIN_TASK
@@ -123,17 +122,18 @@ def read_facts(
     if not cps:
         raise NotEvaluableError(f"{run.path}: no checkpoint_committed event: nothing to evaluate")
     candidates, problems = check_series(cps, gbs, stop.step, allow_gaps=allow_gaps)
-    config = upcast_data("run_opened", opened_event.data)["config"]  # older runs in today's shape
+    opened = RunOpened.from_event(opened_event)  # older runs in today's shape
+    config = opened.config
     recorded = RecordedEval.from_config(config)
     if recorded is not None:  # recorded by `recorder train`: its own settings, on its own task
         check_recorded_task(recorded, task_path(config, task), given=task is not None)
-        eval_cfg = run_eval_config(opened_event.data)
+        eval_cfg = run_eval_config(opened)
     elif task is not None:  # an import: the spec gives the settings
         from trainer.policy.taskspec import load_spec
 
         eval_cfg = RunEvalConfig.from_spec(load_spec(task))
     else:
-        eval_cfg = run_eval_config(opened_event.data)  # says to give --task
+        eval_cfg = run_eval_config(opened)  # says to give --task
     return RunFacts(
         run=run,
         run_id=run_id,

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from recorder.catalogue import may_write, records_timing_of
+from recorder.checkpoint_formats import recorded_format
 from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER
 from recorder.events import Event
 from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
@@ -47,7 +48,6 @@ from recorder.rules import recorded_target, validation_start_step
 from recorder.run import RunDir
 from recorder.run_files import inside, normalized, sha256_file
 from recorder.safetensors_header import HeaderError, read_header
-from recorder.upcast import upcast_data
 from recorder.verify.clocks import check_wall_clock
 from recorder.verify.eval_settings import (
     RecordedEval,
@@ -60,7 +60,7 @@ from recorder.verify.eval_settings import (
 from recorder.verify.evidence import RESULTS_LIMIT, check_evidence
 from recorder.verify.findings import Findings, parsed
 from recorder.verify.sessions import check_clocks, check_opened, check_sessions, check_steps
-from recorder.verify.timeline import (
+from recorder.verify.timeline_rules import (
     check_run_start,
     check_samples,
     check_trainer_timeline,
@@ -81,9 +81,6 @@ KINDS = frozenset(
 # logged in them. An event of a kind its writer may not record is kept the same way, whatever its kind.
 STEP_ONLY = frozenset({"step_metrics", "rank_step"})
 WEIGHTS_FILE = "model.safetensors"
-TRAINER_FORMAT = "safetensors"
-SHARDED_FORMAT = "torch-dcp"  # the trainer's sharded checkpoint: one DCP shard per rank, and its manifest
-IMPORTED_DCP_FORMATS = ("dcp-archive", "dcp-snapshot")  # an FSDP2 job's series, imported where it lies
 
 
 def kept(kind: str, writer: str) -> bool:
@@ -230,13 +227,14 @@ def _check_commits(
 
 def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: Findings) -> None:
     e, d = commit.event, commit.data
-    if d.format == SHARDED_FORMAT:
+    files = recorded_format(d.format).files
+    if files == "shards":
         _check_shards(run, commit, found)
         return
-    if d.format in IMPORTED_DCP_FORMATS:
+    if files == "imported-shards":
         _check_imported_shards(run, commit, found)
         return
-    if d.format != TRAINER_FORMAT:
+    if files == "when-evaluated":
         return  # adapters' formats (directories, indexes) are checked when evaluated
     directory = inside(run, d.path)
     if directory is None or not normalized(d.path):
@@ -388,9 +386,9 @@ def _check_evaluations(
         _stops(events),
         commits,
         _validation_start(opened),
-        RecordedEval.from_config(upcast_data("run_opened", opened.to_data())["config"]) if opened is not None else None,
+        RecordedEval.from_config(opened.config) if opened is not None else None,
         opened is not None and benchmark_section(opened) is not None,
-        recorded_target(opened.to_data()) if opened is not None else None,
+        recorded_target(opened),
     )
     # (segment, step) -> its eval_start not yet ended: one session may evaluate several checkpoints at once
     # (one per worker, evaluator/sweep.py), so a segment's evaluations can interleave.

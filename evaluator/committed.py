@@ -13,8 +13,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evaluator.errors import SeriesError, UnsafePathError
+from recorder.checkpoint_formats import recorded_format
 from recorder.events import Event
-from recorder.kinds import IMPORTED_FORMATS, CheckpointCommitted
+from recorder.kinds import CheckpointCommitted
 from recorder.rules import series_problems, validation_start_step
 
 
@@ -117,7 +118,7 @@ def resolve(run_path: Path, cp: CommittedCheckpoint) -> Path:
         )
     root = run_path.resolve()
     target = (root / Path(*rel.parts)).resolve()
-    imported = cp.format in IMPORTED_FORMATS
+    imported = recorded_format(cp.format).imported
     if target != root and root not in target.parents and not imported:
         raise UnsafePathError(
             f"{cp.where}: checkpoint path {cp.path!r} resolves to {target}, outside the run directory {root}: refused"

@@ -21,7 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from recorder.cli.output import err
+from recorder.cli._output import err
 
 Advance = Callable[[int], None]  # how much more is done (items, or bytes)
 

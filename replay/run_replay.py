@@ -25,12 +25,12 @@ from replay.check import CheckResult, compliance_lines, mlperf_logging_version, 
 from replay.derive import Derivation, derive_from
 from replay.errors import NoCheckpointError, NotEvaluatedError, ReplayError, ReplayOutputError
 from replay.interpretations import AS_RECORDED, get_interpretation
+from replay.preflight import UNTRUSTED, UNVERIFIED, mark_rows, verified
 from replay.rulesets import KnownRuleset, get_known, ruleset_for_run
 from replay.run_scan import RunScan, scan_run, scan_verified
 from replay.scores import SCORES_FILE, Outcome, applicable_to, compute_scores, scores_claim, write_rows
 from replay.scores_check import check_scores
 from replay.source import InMemory, Streamed
-from replay.trust import UNTRUSTED, UNVERIFIED, mark_rows, verified
 
 OFFICIAL = "official"
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from recorder import canonical
 from recorder.errors import LogWriteError
-from recorder.regular import IrregularFileError, read_bounded
 from recorder.run import RunDir
 from recorder.signing import Signer, message_signature_valid
+from recorder.untrusted_files import IrregularFileError, read_bounded
 
 MANIFEST_FILE = "signed-segments.json"
 DOMAIN = b"recorder signed-segments v1\n"

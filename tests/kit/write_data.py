@@ -1,4 +1,4 @@
-"""Writes the shipped task files under data/ (run: python -m evaluator.harness.tasks.write_data).
+"""Writes the shipped task files under evaluator/harness/tasks/data/ (run: python -m tests.kit.write_data).
 
 Every example here was written for this project's tests, never copied from the real datasets: small
 question banks, combined deterministically into the record layout of each Hugging Face dataset so that a
@@ -13,7 +13,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "evaluator" / "harness" / "tasks" / "data"
 LABELS = "ABCD"
 
 # (question, right answer, three wrong answers): everyday facts, the easy kind.

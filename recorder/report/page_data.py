@@ -1,7 +1,7 @@
 """What `recorder report` shows of a run, gathered from the history views and the files replay derives.
 
 Nothing here computes a score. Scores and the derived mllog are the files `recorder replay` writes under
-`derived/`; when one is missing or older than the run's segments, `replay.derived.ensure_derived` writes it
+`derived/`; when one is missing or older than the run's segments, `replay.run_replay.ensure_derived` writes it
 through the same functions `recorder replay` writes with. The RCP checker's verdict on the derived mllog
 is kept in `derived/rcp.json` (replay.rcp_cache), since the checker reads the whole log.
 
@@ -22,12 +22,12 @@ import pyarrow as pa
 from recorder.derived_state import verified_unchanged
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
-from recorder.manifest import adopted_segments, manifest_path
 from recorder.reader import recorded_run_id
+from recorder.report.long_series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
-from recorder.report.series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.rules import eval_deviations, is_standard_target, validation_start_step
 from recorder.run import RunDir
+from recorder.signed_segments import adopted_segments, manifest_path
 from recorder.verify.proof import audited, proof_words, signatures_proven
 
 if TYPE_CHECKING:
@@ -119,7 +119,7 @@ class RunFacts:
 def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFacts:
     """Verify the run, make sure replay's derived files are there (its scores re-derived as `budget` allows),
     and read the mllog and the RCP verdict."""
-    from replay.derived import ensure_derived
+    from replay.run_replay import ensure_derived
     from replay.scores_check import not_rechecked
 
     run = RunDir.open(run_dir)

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from recorder.cli.output import console, label, line
-from recorder.cli.signing import SigningKeyOption, apply_signing_key
+from recorder.cli._output import console, label, line
+from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
 
 def _utc_ns(ns: int) -> str:

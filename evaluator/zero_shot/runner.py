@@ -18,7 +18,7 @@ from evaluator.zero_shot.outputs import newest_results, table, write_outputs
 from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
-from evaluator.zero_shot.tasks import resolve_task_data
+from evaluator.zero_shot.task_sources import resolve_task_data
 from evaluator.zero_shot.team_config import read_team_config, team_holdout_plan
 from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from recorder.errors import RecorderError
@@ -38,7 +38,7 @@ from recorder.results.zero_shot import (
 )
 
 if TYPE_CHECKING:
-    from evaluator.harness.zero_shot import StepOutcome
+    from evaluator.harness.run_session import StepOutcome
 
 Echo = Callable[[str], None]
 
@@ -335,7 +335,7 @@ def _recorder_run(
     """A recorder run: the harness session scores its committed checkpoints and records eval events; each
     scored step's (results directory less its time stamp, document), a step scored before (None, its newest
     document)."""
-    from evaluator.harness.zero_shot import HarnessOptions, evaluate_harness
+    from evaluator.harness.run_session import HarnessOptions, evaluate_harness
     from evaluator.settings import Options
     from trainer.policy.taskspec import BUILTIN_TASK, shipped
 

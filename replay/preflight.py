@@ -103,7 +103,7 @@ def resumes(events: list[Event]) -> list[Resume]:
 
 def run_target(events: list[Event]) -> float | None:
     """The pass target the run recorded (its first run_opened), or None when it recorded none."""
-    return recorded_target(next((e.data for e in events if e.kind == "run_opened"), None))
+    return recorded_target(next((RunOpened.from_event(e) for e in events if e.kind == "run_opened"), None))
 
 
 def clock_steps(events: Iterable[Event]) -> list[ClockStep]:

@@ -1,0 +1,121 @@
+"""The checkpoint readers, one row each: how a directory is recognised, which files its manifest covers, and how
+its state dict is read with every shard hashed on the way.
+
+`detect` asks them in this order, the most specific layout first (a NeMo-RL Megatron step holds more than a
+plain DCP directory; the recorder's own safetensors is a Hugging Face directory with its weight-update time),
+and the Hugging Face reader last: any directory with a config.json is one, and it names what it lacks.
+A new on-disk format is its reader's functions plus a row here, and its recorded name a row of
+`recorder.checkpoint_formats.FORMATS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from recorder.checkpoint_formats import ReaderName
+from trainer.policy.checkpoints import load
+from trainer.policy.checkpoints.detect import CheckpointInfo, detect_dcp, detect_hf, detect_mcore, detect_recorder
+from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+from trainer.policy.errors import CheckpointError
+
+if TYPE_CHECKING:
+    import torch
+
+ReadStateDict = Callable[
+    [CheckpointInfo, list[Path], Manifest | None, "torch.dtype", int | None],
+    tuple[dict[str, Any], tuple[ShardDigest, ...]],
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reader:
+    """One checkpoint format as this evaluator reads it."""
+
+    name: ReaderName
+    expects: str  # what a directory of it holds, as an error names it
+    detect: Callable[[Path], CheckpointInfo | None]  # None: not this format
+    shard_files: Callable[[CheckpointInfo], list[Path]]
+    read: ReadStateDict  # (state dict, digests of every file read)
+    sharded: bool  # its manifest (many shards, hashed while read) is what an import records
+
+
+READERS: tuple[Reader, ...] = (
+    Reader(
+        name="mcore-torch-dist",
+        expects="policy/weights/iter_*/ with training_info.json (Megatron-Core torch_dist)",
+        detect=detect_mcore,
+        shard_files=load.every_file,
+        read=load.read_mcore,
+        sharded=True,
+    ),
+    Reader(
+        name="torch-dcp",
+        expects=".metadata with *.distcp (torch DCP)",
+        detect=detect_dcp,
+        shard_files=load.dcp_files,
+        read=load.read_dcp,
+        sharded=True,
+    ),
+    Reader(
+        name="recorder",
+        expects="model.safetensors recording its weight-update time (a recorder checkpoint)",
+        detect=detect_recorder,
+        shard_files=load.safetensors_file,
+        read=load.read_safetensors,
+        sharded=False,
+    ),
+    Reader(
+        name="hf-safetensors",
+        expects="config.json with *.safetensors (Hugging Face)",
+        detect=detect_hf,
+        shard_files=load.hf_files,
+        read=load.read_safetensors,
+        sharded=False,
+    ),
+)
+
+
+def detect(path: Path) -> CheckpointInfo:
+    """The format of the checkpoint at `path`, as the first reader that recognises it says (readers.READERS,
+    most specific layout first); CheckpointError naming the path and what each reader expects."""
+    path = Path(path)
+    if not path.is_dir():
+        raise CheckpointError(f"{path}: no such checkpoint directory")
+    for row in READERS:
+        info = row.detect(path)
+        if info is not None:
+            return info
+    raise CheckpointError(
+        f"{path}: not a checkpoint this evaluator reads: expected " + ", or ".join(row.expects for row in READERS)
+    )
+
+
+def reader(name: ReaderName) -> Reader:
+    """The reader detection named."""
+    return next(r for r in READERS if r.name == name)
+
+
+def shard_files(info: CheckpointInfo) -> list[Path]:
+    """The files a checkpoint's manifest covers, relative paths taken from `info.weights_dir`."""
+    return reader(info.format).shard_files(info)
+
+
+def load_state_dict(
+    info: CheckpointInfo, *, dtype: torch.dtype | str, expected: Manifest | None = None, threads: int | None = None
+) -> tuple[dict[str, torch.Tensor], Manifest]:
+    """(the model's state dict, floating tensors in `dtype`, the manifest of the shards read)."""
+    files = shard_files(info)
+    load.check_listing(info, files, expected)
+    state, digests = reader(info.format).read(info, files, expected, load.torch_dtype(dtype), threads)
+    return state, Manifest(digests)
+
+
+def hash_shards(info: CheckpointInfo, expected: Manifest | None = None, threads: int | None = None) -> Manifest:
+    """The manifest of `info`'s shards, each checked against `expected`, without loading any tensor."""
+    files = shard_files(info)
+    load.check_listing(info, files, expected)
+    read = load.read_shards(info, files, expected, None, threads)
+    return Manifest(tuple(d for d, _ in read.values()))

@@ -117,16 +117,6 @@ def is_standard_target_sql(target: str) -> str:
     return f"({target} IS NULL OR {target} = {TARGET!r})"
 
 
-def not_comparable(target: float | None, settings: Mapping[str, Any] | None = None) -> str | None:
-    """Why a run with this recorded target, evaluated with these `settings` (`config.eval`'s names; None:
-    not known), is not comparable to MLPerf results, or None when it is."""
-    why = [] if is_standard_target(target) else [f"the run's pass target is {target:g}, not the ruleset's {TARGET:g}"]
-    deviations = eval_deviations(settings or {})
-    if deviations:
-        why.append(f"its evaluation is not the benchmark's ({', '.join(deviations)})")
-    return "; ".join(why) or None
-
-
 def series_problems(steps: list[int], start: int, final_step: int | None) -> list[str]:
     """What is wrong with the committed steps under the rule; empty when the series is complete.
 

@@ -8,9 +8,11 @@ entry cannot be swapped between them). Whatever is not a regular file is named a
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from recorder.errors import InputError, SegmentError
 
@@ -70,15 +72,15 @@ class IrregularFileError(InputError):
     """An input that is not a regular file, or is larger than its reader allows."""
 
 
-def read_bounded(path: Path, limit: int, what: str = "file") -> bytes:
+def read_bounded(path: Path, limit: int, what: str = "file", *, follow: bool = False) -> bytes:
     """The bytes of a regular file of at most `limit` bytes, read through one descriptor that never follows
-    a symlink nor blocks (a FIFO); IrregularFileError naming it otherwise. A sparse file is judged by its
-    apparent size, and a file that grows while it is read stops at `limit + 1` bytes: nothing past the limit
-    is ever read."""
+    a symlink (unless `follow`: a Hugging Face cache links its files; a loop is then named) nor blocks (a
+    FIFO); IrregularFileError naming it otherwise. A sparse file is judged by its apparent size, and a file
+    that grows while it is read stops at `limit + 1` bytes: nothing past the limit is ever read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW))
     except OSError as e:
-        why = "a symlink, not followed" if os.path.islink(path) else e.strerror
+        why = "a symlink, not followed" if os.path.islink(path) and not follow else e.strerror
         raise IrregularFileError(f"{path}: cannot read the {what} ({why})") from e
     try:
         st = os.fstat(fd)
@@ -95,3 +97,47 @@ def read_bounded(path: Path, limit: int, what: str = "file") -> bytes:
     if len(data) > limit:
         raise IrregularFileError(f"{path}: grew past {limit:,} bytes while it was read; a {what} is smaller")
     return data
+
+
+JSON_LIMIT = 16 * 1024 * 1024  # a layout's meta, info and config files are a few KB
+
+
+def read_json(path: Path, what: str = "JSON file", *, limit: int = JSON_LIMIT, follow: bool = False) -> Any:
+    """The JSON document of a regular file of at most `limit` bytes (`read_bounded`); IrregularFileError naming
+    the file for anything else, for text that is not JSON, and for JSON nested deeper than Python parses.
+    FileNotFoundError when there is no such entry, for the caller to word."""
+    if not os.path.lexists(path):
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    data = read_bounded(path, limit, what, follow=follow)
+    try:
+        return json.loads(data)
+    except RecursionError as e:
+        raise IrregularFileError(f"{path}: not a readable {what} (nested deeper than Python parses)") from e
+    except ValueError as e:  # JSONDecodeError, and bytes that are not UTF-8
+        raise IrregularFileError(f"{path}: not a readable {what} ({e})") from e
+
+
+def first_irregular(directory: Path) -> str | None:
+    """Why `directory` is not a plain tree of folders and regular files, naming the first entry that is not
+    (walked without following a link: a FIFO would block its reader, a device never end, a symlink could loop
+    or lead out of the tree); None when it is. `directory` itself must not be a link either."""
+    folders = [directory]
+    while folders:
+        here = folders.pop()
+        try:
+            mode = here.lstat().st_mode
+        except OSError as e:
+            return f"{here}: cannot be read ({e.strerror})"
+        if not stat.S_ISDIR(mode):
+            return f"{here}: {kind_of(mode)}, not a folder"
+        try:
+            with os.scandir(here) as entries:
+                listed = sorted(entries, key=lambda x: x.name)
+        except OSError as e:
+            return f"{here}: cannot be listed ({e.strerror})"
+        for entry in listed:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False):
+                return f"{entry.path}: {kind_of(entry.stat(follow_symlinks=False).st_mode)}, not a regular file"
+    return None

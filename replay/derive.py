@@ -39,6 +39,7 @@ from replay.mllog_format import (
     ns_to_ms,
     parse_line,
 )
+from replay.recorded_types import first_type_problem
 from replay.ruleset_facts import TRACKED_STATS, Ruleset, get_ruleset
 from replay.rulesets import get_known
 from replay.source import EventSource, InMemory, StepData
@@ -306,7 +307,11 @@ def _as_recorded(tl: Timeline, source: EventSource, ruleset: str) -> Derivation:
         )
     start, stop = summarizer_start_stop(recorded_lines(tl, source))
     why = "the original lines"
-    if start is None or stop is None:
+    mistyped = first_type_problem(recorded_lines(tl, source))
+    if mistyped is not None:  # a verdict on lines read otherwise than they say is no verdict
+        start = stop = None
+        why = f"no verdict: the log's {mistyped}"
+    elif start is None or stop is None:
         why = f"no minutes: the log has no {'run_start' if start is None else 'run_stop'} line"
     elif start.parser_time_ms is None or stop.parser_time_ms is None:
         why = f"no minutes: its {'run_start' if start.parser_time_ms is None else 'run_stop'} line has no time_ms"

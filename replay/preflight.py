@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recorder.comparability import NOT_COMPARABLE
 from recorder.events import Event
 from recorder.kinds import RunOpened
-from recorder.rules import not_comparable, recorded_target
+from recorder.rules import recorded_target
 from recorder.run import RunDir
 from recorder.verify import VerifyReport, verify_run
 from replay.errors import UnverifiedRunError
@@ -25,7 +26,6 @@ from replay.errors import UnverifiedRunError
 UNVERIFIED = "UNVERIFIED"
 UNTRUSTED = "UNTRUSTED"
 RESUMED = "RESUMED"
-NOT_COMPARABLE = "NOT COMPARABLE"
 
 
 @dataclass(frozen=True)
@@ -145,12 +145,12 @@ def mark_rows(
     *,
     unverified: list[str],
     resumed: list[Resume],
-    target: float | None = None,
+    not_comparable: str | None = None,
     untrusted: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Scores rows carrying the run's trust marks: extra fields, and the reason prefixed to `why` (which the
-    history's scores view shows). `target`: the run's recorded pass target; `untrusted`: the trust problems
-    judged past with --untrusted-ok."""
+    history's scores view shows). `not_comparable`: why the run does not compare with MLPerf results
+    (recorder.comparability); `untrusted`: the trust problems judged past with --untrusted-ok."""
     marks = []
     if untrusted:
         marks.append(f"{UNTRUSTED} (judged with --untrusted-ok: {untrusted[0]})")
@@ -158,9 +158,8 @@ def mark_rows(
         marks.append(f"{UNVERIFIED} (derived with --force from a run that fails verification: {unverified[0]})")
     if resumed:
         marks.append(f"{RESUMED} ({'; '.join(map(str, resumed))}): not a valid timed MLPerf run")
-    why_not = not_comparable(target)
-    if why_not is not None:
-        marks.append(f"{NOT_COMPARABLE} ({why_not})")
+    if not_comparable is not None:
+        marks.append(f"{NOT_COMPARABLE} ({not_comparable})")
     if not marks:
         return rows
     prefix = "; ".join(marks)

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from recorder.errors import InputError, RecorderError
 from recorder.output import output_file, write_output
 from recorder.reader import read_run
-from recorder.rules import BENCHMARK, not_comparable
+from recorder.rules import BENCHMARK
 from recorder.run import RunDir, derived_dir, write_derived
 from recorder.verify.proof import proven_by
 from replay.check import CheckResult, compliance_lines, mlperf_logging_version, rcp, rcp_not_run
@@ -49,7 +49,9 @@ def write_scores(
     it was derived from (derived/state.json). `done`: derivations (and verdicts) already made; `check`:
     whether the compliance checker judges the interpretations not in `done` (else their verdict is null)."""
     rows = compute_scores(run, ruleset, check=check, done=done, scan=scan)
-    marked = mark_rows(rows, unverified=unverified, resumed=scan.resumed, target=scan.target, untrusted=untrusted)
+    marked = mark_rows(
+        rows, unverified=unverified, resumed=scan.resumed, not_comparable=scan.not_comparable, untrusted=untrusted
+    )
     write_rows(run, marked, scan.heads)
     return marked
 
@@ -189,7 +191,7 @@ def _notices(
         Notice("resumed", f"{r}: its history is kept, but a resumed run is not a valid timed MLPerf run")
         for r in scan.resumed
     ]
-    why_not = not_comparable(scan.target)
+    why_not = scan.not_comparable
     if why_not is not None:
         notices.append(
             Notice(
@@ -219,7 +221,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
     result.mismatch = known.benchmark_problem(tl.benchmark, tl.division)
     result.unverified, result.resumed = bool(unverified), bool(scan.resumed)
     result.untrusted = [str(p) for p in report.untrusted]
-    result.comparable = not_comparable(scan.target) is None
+    result.comparable = scan.not_comparable is None
     if request.interpretation == AS_RECORDED and not tl.mllog_segments:  # an imported mllog's lines
         result.refused = InputError(
             f"{request.run_dir}: as-recorded replays imported logs, and this run has no imported mllog lines: "

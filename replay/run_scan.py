@@ -3,10 +3,14 @@ the run before deriving (resumes, its pass target, steps of the wall clock), wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from recorder.kinds import RunOpened
+from recorder.comparability import scored_with, why_not_comparable
+from recorder.evaluations import benchmark_score
+from recorder.events import Event
+from recorder.kinds import EvalResult, PayloadError, RunOpened
 from recorder.reader import TornTail, read_run
 from recorder.rules import recorded_target
 from recorder.segment import skipped_entries
@@ -30,6 +34,14 @@ class RunScan:
     run_id: str | None  # as its events record it (recorder.reader.run_id_from); None when it has no events
     # each segment's last seq and digest as read: what a derived file records it was derived from
     heads: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # how each benchmark result was scored (recorder.comparability.scored_with), distinct settings only
+    scored: tuple[Mapping[str, Any], ...] = ()
+    run_opened: RunOpened | None = None  # its first run_opened, read (None when none)
+
+    @property
+    def not_comparable(self) -> str | None:
+        """Why the run's verdict does not compare with MLPerf results (recorder.comparability), or None."""
+        return why_not_comparable(self.run_opened, self.scored)
 
 
 def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
@@ -41,6 +53,7 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
     first_data: dict[str, Any] | None = None
     lines = updates = False
     heads: dict[str, tuple[int, str]] = {}
+    scored: dict[str, Mapping[str, Any]] = {}
     for e in source.events():
         heads[e.segment] = (e.seq, e.digest)
         builder.add(e)
@@ -52,6 +65,10 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
                 first_opened, first_data = opened, e.data
             if opened.resumed_from:
                 resumed.append(Resume(e.segment, opened.resumed_at_step))
+        elif kind == "eval_result" and benchmark_score(e) is not None:
+            settings = _scored(e)
+            if settings is not None:
+                scored.setdefault(repr(sorted(settings.items())), settings)
         lines = lines or kind == "mllog_line"
         updates = updates or kind == "weight_update"
     target = recorded_target(first_opened)
@@ -66,7 +83,16 @@ def scan_run(source: EventSource, *, keep_events: bool = False) -> RunScan:
         first_data or {},
         timeline.run_id or None,
         heads,
+        tuple(scored.values()),
+        first_opened,
     )
+
+
+def _scored(e: Event) -> Mapping[str, Any] | None:
+    try:
+        return scored_with(EvalResult.from_event(e))
+    except PayloadError:  # a payload verify refuses (rule payload): its settings are unknown
+        return None
 
 
 def scan_verified(report: VerifyReport) -> tuple[RunScan, list[TornTail], list[str]]:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from recorder.comparability import NOT_COMPARABLE
 from recorder.reader import recorded_run_id
-from recorder.rules import not_comparable
 from recorder.run import RunDir
 from recorder.verify import VerifyReport
 from recorder.verify.proof import proven_by
@@ -22,7 +22,7 @@ from replay.check import CheckResult, compliance_lines, rcp
 from replay.derive import Derivation, derive_from
 from replay.errors import ReplayError, ScoreInputError
 from replay.interpretations import AS_RECORDED
-from replay.preflight import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED, mark_rows, verified
+from replay.preflight import UNTRUSTED, UNVERIFIED, mark_rows, verified
 from replay.rulesets import KnownRuleset, ruleset_for_run
 from replay.run_scan import RunScan, scan_verified
 from replay.scores import Outcome, compute_scores, write_rows
@@ -71,7 +71,7 @@ def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force:
         ([UNTRUSTED] if untrusted else [])
         + ([UNVERIFIED] if unverified else [])
         + (["RESUMED"] if scan.resumed else [])
-        + ([NOT_COMPARABLE] if not_comparable(scan.target) else [])
+        + ([NOT_COMPARABLE] if scan.not_comparable else [])
     )
     label = recorded_run_id(run) + (f" ({', '.join(marks)})" if marks else "")
     default = AS_RECORDED if scan.imported else "official"
@@ -82,7 +82,7 @@ def _marks(run: _Run) -> dict[str, Any]:
     return {
         "unverified": run.unverified,
         "resumed": run.scan.resumed,
-        "target": run.scan.target,
+        "not_comparable": run.scan.not_comparable,
         "untrusted": run.untrusted,
     }
 

@@ -4,7 +4,8 @@ One JSON object a line: run_id, ruleset, interpretation, status (success | abort
 run_start_ns, run_stop_ns, minutes, checker (the compliance checker's verdict, or null), mlperf_logging_version,
 why (the interpretation's reason, or why nothing was derived), target (the pass target the run recorded and
 its evaluations were judged by; null: it recorded none, the ruleset's applies) and comparable (false when
-that target is not the ruleset's or the run was resumed: not comparable to MLPerf results).
+the run does not compare with MLPerf results, recorder.comparability: another target, an evaluation that is
+not the benchmark's; or when it was resumed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from recorder.derived_state import Claim, Heads, claim, record_derived
 from recorder.events import Event
 from recorder.reader import read_run, recorded_run_id
-from recorder.rules import BENCHMARK, is_standard_target
+from recorder.rules import BENCHMARK
 from recorder.run import RunDir, derived_dir, write_derived
 from replay.check import CheckResult, compliance_lines, mlperf_logging_version
 from replay.derive import Derivation, derive_from
@@ -52,13 +53,13 @@ def scan_row(
     scan: RunScan, run_id: str, ruleset: str, interpretation: str, check: bool = True, done: Outcome | None = None
 ) -> dict[str, Any]:
     """`score_row` from one pass over a run (replay.run_scan): its events are not held."""
-    judged = _judged(scan.target, bool(scan.resumed))
+    judged = _judged(scan.target, scan.not_comparable is None, bool(scan.resumed))
     derive = partial(derive_from, scan.timeline, scan.source, ruleset, interpretation)
     return _row(run_id, ruleset, interpretation, derive, judged, check, done)
 
 
-def _judged(target: float | None, resumed: bool) -> dict[str, Any]:
-    return {"target": target, "comparable": is_standard_target(target) and not resumed}
+def _judged(target: float | None, comparable: bool, resumed: bool) -> dict[str, Any]:
+    return {"target": target, "comparable": comparable and not resumed}
 
 
 def _row(

@@ -20,8 +20,8 @@ read: that manifest is the commit's, so `recorder verify` and `recorder eval` na
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,7 @@ from recorder.kinds import RunOpened, Timing
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
+from recorder.untrusted_files import IrregularFileError, first_irregular, read_json
 
 SOURCE: Final = "fsdp2"
 WRITER: Final = "import-dcp"
@@ -94,6 +95,10 @@ def discover(root: Path, layout: Layout) -> list[Path]:
     if not found:
         expected = "fsdp2_epoch_N/" if layout == "dcp-archive" else "step_N/"
         raise DcpLayoutError(f"{where}: no {expected} checkpoint directories: point at the folder that holds them")
+    for _, p in found:  # before a byte is read: every checkpoint a plain tree of the series' own files
+        why = first_irregular(p)
+        if why is not None:
+            raise DcpLayoutError(f"{why}: refused in a checkpoint series (every shard a regular file in it)")
     return [p for _, p in sorted(found)]
 
 
@@ -150,14 +155,14 @@ def _shards(path: Path) -> tuple[Path, ...]:
 
 
 def _meta(path: Path, *, required: bool) -> dict[str, Any]:
-    if not path.is_file():
+    if not os.path.lexists(path):
         if required:
             raise DcpLayoutError(f"{path}: missing (an FSDP2 archive's final_meta.json names its source run)")
         return {}
-    try:
-        loaded = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError) as e:
-        raise DcpLayoutError(f"{path}: not a readable JSON file ({e})") from e
+    try:  # a regular file of at most JSON_LIMIT: a FIFO, a symlink or a sparse giant is named, never read
+        loaded = read_json(path)
+    except (FileNotFoundError, IrregularFileError) as e:
+        raise DcpLayoutError(str(e) if isinstance(e, IrregularFileError) else f"{path}: missing") from e
     if not isinstance(loaded, dict):
         raise DcpLayoutError(f"{path}: expected a JSON object")
     return loaded
@@ -266,6 +271,9 @@ def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter)
         raise DcpLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
     if manifest is None:  # the loader hashes every shard it reads: a DCP load always gives one
         raise DcpLayoutError(f"{c.path}: the fingerprint function gave no manifest of the shards it read")
+    # the config.json and tokenizer files loading read (from the archive's source run): hashed into the commit
+    files = manifest.get("files")
+    manifest = {k: v for k, v in manifest.items() if k != "files"}
     return SeriesCommit(
         step=c.step,
         samples=c.samples,
@@ -280,6 +288,7 @@ def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter)
         source=SOURCE,
         manifest=manifest,
         timing=c.timing,
+        files=files if isinstance(files, dict) and files else None,
     )
 
 

@@ -25,7 +25,6 @@ file system saw it).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -45,6 +44,7 @@ from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
 from recorder.run_files import tree_digest
+from recorder.untrusted_files import IrregularFileError, first_irregular, read_json
 
 __all__ = ["AlreadyImportedError", "Fingerprinter", "import_checkpoints"]
 SOURCE: Final = "nemo-rl"
@@ -92,18 +92,20 @@ def discover(root: Path) -> list[Path]:
             f"{root}: no step_N checkpoint directories (NeMo-RL's checkpointing.checkpoint_dir), fsdp2_epoch_N/ "
             "archives or snapshots/step_N/ (torch DCP): point at the folder that holds them"
         )
+    for p in found:  # before a byte is read: every checkpoint a plain tree of the series' own files
+        why = first_irregular(p)
+        if why is not None:
+            raise CheckpointLayoutError(f"{why}: refused in a checkpoint series (every file a regular file in it)")
     return sorted(found, key=lambda p: int(p.name.removeprefix("step_")))
 
 
 def _load_json(path: Path) -> dict[str, Any]:
-    try:
-        loaded = json.loads(path.read_text())
+    try:  # a regular file of at most JSON_LIMIT: a FIFO, a symlink or a sparse giant is named, never read
+        loaded = read_json(path)
     except FileNotFoundError as e:
         raise CheckpointLayoutError(f"{path}: missing (NeMo-RL writes it with every checkpoint)") from e
-    except json.JSONDecodeError as e:
-        raise CheckpointLayoutError(f"{path}: not JSON (line {e.lineno}: {e.msg})") from e
-    except RecursionError as e:
-        raise CheckpointLayoutError(f"{path}: not JSON (nested deeper than Python parses)") from e
+    except IrregularFileError as e:
+        raise CheckpointLayoutError(str(e)) from e
     if not isinstance(loaded, dict):
         raise CheckpointLayoutError(f"{path}: expected a JSON object")
     return loaded
@@ -243,9 +245,11 @@ def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[
             "uses)"
         )
     try:
-        return fingerprint(c.path)
+        record, manifest = fingerprint(c.path)
     except DataError as e:
         raise CheckpointLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
+    # a NeMo-RL step's whole tree is its manifest (every file of the weights); companions are not kept apart
+    return record, None if manifest is None else {k: v for k, v in manifest.items() if k != "files"}
 
 
 def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dict[str, Any] | None) -> SeriesCommit:

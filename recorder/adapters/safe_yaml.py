@@ -6,6 +6,7 @@ one 1.85 GB event). A config a trainer writes has no need of them, so they are r
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +37,21 @@ def load_plain_yaml(path: Path) -> Any:
 
     Raises FileNotFoundError and yaml.YAMLError as yaml does, for the caller to word.
     """
-    size = path.stat().st_size
-    if size > MAX_YAML_BYTES:
-        raise UnsafeYamlError(f"{path}: {size} bytes of YAML (more than {MAX_YAML_BYTES}): refused")
-    loader = _NoAliasLoader(path.read_text())
+    from recorder.untrusted_files import IrregularFileError, read_bounded
+
+    if not os.path.lexists(path):
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    try:  # a regular file of at most MAX_YAML_BYTES: never a FIFO, a device or a sparse giant
+        text = read_bounded(path, MAX_YAML_BYTES, "YAML file").decode("utf-8")
+    except IrregularFileError as e:
+        raise UnsafeYamlError(str(e)) from e
+    except UnicodeDecodeError as e:
+        raise UnsafeYamlError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+    loader = _NoAliasLoader(text)
     loader.name = str(path)
     try:
         return loader.get_single_data()
+    except RecursionError as e:  # a million `[`: PyYAML's parser recurses once per level
+        raise UnsafeYamlError(f"{path}: YAML nested deeper than Python parses: refused") from e
     finally:
         loader.dispose()

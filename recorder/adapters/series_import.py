@@ -51,6 +51,7 @@ class SeriesCommit:
     prompts: int | None = None
     manifest: Mapping[str, Any] | None = None
     timing: Timing | None = None
+    files: Mapping[str, str] | None = None  # what loading reads besides the shards: path from `path` -> sha256
 
 
 def step_problems(steps_samples: list[tuple[int, int]], gbs: int, gap_hint: str) -> list[str]:
@@ -138,5 +139,6 @@ def _commit(log: LogWriter, run: RunDir, c: SeriesCommit) -> None:
         prompts=c.prompts,
         manifest=c.manifest,
         timing=c.timing,
+        files=c.files,
     )
     log.append(committed, step=c.step, samples_count=c.samples, time_ns=c.save_end_ns)

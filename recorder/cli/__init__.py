@@ -7,6 +7,7 @@ checkers) stay inside the commands, so `recorder --help` starts fast.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from typing import Annotated
@@ -92,6 +93,10 @@ def main() -> None:
             err.print(str(e))
         else:
             err.print(line(label("error:", "bold red"), str(e)))
+        if getattr(e, "abandons_process", False):  # work still running that would not stop: never wait for it
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(e.exit_code)
         sys.exit(e.exit_code)
     finally:
         # The command has finished or said why not: a Ctrl-C while the interpreter shuts down (Ray, torch and

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -14,8 +13,16 @@ from recorder.cli._output import console, label, line, warning
 from recorder.cli._progress import UntilFirst
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 from recorder.cli._tables import Col, print_fitted, set_wide
+from recorder.comparability import (
+    NOT_COMPARABLE,
+    config_eval,
+    evaluated_otherwise,
+    scored_with,
+    why_not_comparable,
+    why_not_judged,
+)
 from recorder.kinds import EvalFailed, EvalResult, EvalStart
-from recorder.rules import eval_deviations, not_comparable, recorded_target
+from recorder.rules import is_standard_target, recorded_target
 
 LOCAL_RAY = "local"
 
@@ -23,7 +30,6 @@ if TYPE_CHECKING:
     from evaluator.attempts import Attempt
     from evaluator.session import Outcome, Summary
     from evaluator.settings import Options
-    from recorder.events import Event
     from recorder.goals import Goal
 
 
@@ -339,39 +345,21 @@ def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
         )
     cfg = s.eval_cfg
     settings = {"k": cfg.k, "samples": cfg.samples, "temperature": cfg.temperature, "top_p": cfg.top_p}
-    _print_not_comparable(cfg.target, settings)
+    _print_not_comparable(why_not_judged(cfg.target, settings), cfg.target)
 
 
-def _print_not_comparable(target: float | None, settings: Mapping[str, Any] | None = None) -> None:
-    """The NOT COMPARABLE line: another target than the ruleset's, or an evaluation with other settings
-    (`config.eval`'s names) than the benchmark's."""
-    why = not_comparable(target, settings)
+def _print_not_comparable(why: str | None, target: float | None) -> None:
+    """The NOT COMPARABLE line (recorder.comparability's why), saying what judges passing."""
     if why is None:
         return
-    if not_comparable(target) is not None:
+    if not is_standard_target(target):
         why += (
             "; eval, the history and replay judge passing by the run's own target, and the 6.1.0 checker by the "
             "ruleset's"
         )
     else:
         why += "; its scores pass or fail nothing against the benchmark"
-    console.print(line(label("NOT COMPARABLE:", "yellow"), why))
-
-
-def _config_eval(opened: Event | None) -> Mapping[str, Any] | None:
-    """A recorded run's `config.eval` (imports record none: their settings are their evaluations')."""
-    from recorder.kinds import RunOpened
-
-    config = RunOpened.from_event(opened).config if opened is not None else None
-    section = config.get("eval") if isinstance(config, Mapping) else None
-    return section if isinstance(section, Mapping) else None
-
-
-def _other_evaluation(result: EvalResult) -> bool:
-    """Whether our evaluator scored this result otherwise than the benchmark (k, tasks, task spec)."""
-    if result.k is None:  # the submitter's command, an import's own line: settings unknown
-        return False
-    return bool(eval_deviations({"k": result.k, "samples": result.n, "task_sha256": result.task_sha256}))
+    console.print(line(label(f"{NOT_COMPARABLE}:", "yellow"), why))
 
 
 def _utc(time_ns: int | None) -> str:
@@ -410,10 +398,13 @@ def evals(
     log = read_run(run_dir)
     opened = next((e for e in log.events if e.kind == "run_opened"), None)
     # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
-    goal = opened_goal(RunOpened.from_event(opened) if opened else None)
-    settings = _config_eval(opened)
-    comparable = not eval_deviations(settings or {})
+    run_opened = RunOpened.from_event(opened) if opened else None
+    goal = opened_goal(run_opened)
     rows = attempts(log.events)
+    scored = [scored_with(EvalResult.from_event(a.result)) for a in rows if a.result is not None]
+    why_not = why_not_comparable(run_opened, scored)
+    # judged by its own target, a result still passes or fails it; evaluated otherwise, it does neither
+    benchmark_evaluation = not evaluated_otherwise(config_eval(run_opened), scored)
     day = next(
         (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""
     )
@@ -423,22 +414,14 @@ def evals(
     print_fitted(
         console,
         EVALS_COLUMNS,
-        [_evals_row(a, goal, comparable) for a in rows],
+        [_evals_row(a, goal, benchmark_evaluation) for a in rows],
         title + (f", started {day} UTC" if day else ""),
         box=box.SIMPLE,
         pad_edge=False,
         collapse_padding=True,
     )
     # an import's own target is its benchmark's
-    _print_not_comparable(recorded_target(RunOpened.from_event(opened) if opened else None), settings)
-    if comparable and any(a.result is not None and _other_evaluation(EvalResult.from_event(a.result)) for a in rows):
-        console.print(
-            line(
-                label("NOT COMPARABLE:", "yellow"),
-                "evaluations scored otherwise than the benchmark (pass@4 over its 251 tasks of the shipped spec) "
-                "pass or fail nothing",
-            )
-        )
+    _print_not_comparable(why_not, recorded_target(run_opened))
     zero_shot = _zero_shot_table(log.events)
     if zero_shot is not None:
         console.print(zero_shot)
@@ -481,16 +464,16 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
 
 
 def _evals_row(a: Attempt, goal: Goal | None, comparable: bool) -> list[str]:
-    """One evaluation; `comparable`: the run's recorded settings are the benchmark's (else, as for a result
-    scored with other settings, its pass column says NOT COMPARABLE rather than yes or no)."""
+    """One evaluation; `comparable`: the run was evaluated as the benchmark is (recorder.comparability; else
+    its pass column says NOT COMPARABLE rather than yes or no)."""
     end = a.stop or a.failed or a.closed_by
     seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
     acc = a.accuracy
     passed = "" if acc is None or goal is None else ("yes" if goal.passes(acc) else "no")
     if a.result is not None:
         result = EvalResult.from_event(a.result)
-        if passed and (not comparable or _other_evaluation(result)):
-            passed = "NOT COMPARABLE"
+        if passed and not comparable:
+            passed = NOT_COMPARABLE
         detail = (result.results or "").removeprefix("derived/evals/")
         if result.unverified is not None:  # evaluated with --force from a run that fails verify
             detail = f"UNVERIFIED ({result.unverified}) {detail}"

@@ -15,8 +15,8 @@ from recorder.cli._output import console, cut, err, label, line, make_console, w
 from recorder.cli._paths import check_output, write_failed
 from recorder.cli._progress import working
 from recorder.cli._tables import Col, print_fitted, set_wide
+from recorder.comparability import target_reason
 from recorder.output import output_file, write_output
-from recorder.rules import not_comparable
 from recorder.run import RunDir
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def runs(
             "passing_step, minutes, pass_op || ' ' || pass_target AS target, flags, scored_as, source, events, "
             "path FROM runs ORDER BY run_id"
         )
-        apart = history.query("SELECT run_id, target FROM runs WHERE NOT comparable ORDER BY run_id").to_pylist()
+        apart = history.query("SELECT run_id, target, flags FROM runs WHERE NOT comparable ORDER BY run_id").to_pylist()
     rows = table.to_pylist()
     with working("runs: checking each run's scores against its events"):
         differ, unchecked, untrusted = _recheck_scores(rows)
@@ -209,7 +209,7 @@ def runs(
     if apart:  # judged by another target, or resumed: kept in the history, never an MLPerf result
         console.print(
             "NOT COMPARABLE to MLPerf results: "
-            + "; ".join(f"{r['run_id']} ({_apart_reason(r['target'])})" for r in apart),
+            + "; ".join(f"{r['run_id']} ({_apart_reason(r['target'], r['flags'])})" for r in apart),
         )
 
 
@@ -282,8 +282,13 @@ def _judge_trust(row: dict[str, Any], report: VerifyReport) -> list[str]:
     )
 
 
-def _apart_reason(target: float | None) -> str:
-    return not_comparable(target) or "resumed from a checkpoint"
+def _apart_reason(target: float | None, flags: str | None) -> str:
+    """Why a run of the runs view does not compare: its target, a resume, else its evaluation (flag
+    other-evaluation; its scores' `why` says how it differs, from recorder.comparability)."""
+    resumed = "resumed" in (flags or "").split()
+    return target_reason(target) or (
+        "resumed from a checkpoint" if resumed else "evaluated otherwise than the benchmark"
+    )
 
 
 def compact(

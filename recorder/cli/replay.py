@@ -96,7 +96,8 @@ def replay(
 
 
 def _notice_line(notice: Notice) -> Text:
-    from replay.preflight import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
+    from recorder.comparability import NOT_COMPARABLE
+    from replay.preflight import UNTRUSTED, UNVERIFIED
 
     if notice.kind == "warning":
         return warning(notice.text)
@@ -110,7 +111,8 @@ def _notice_line(notice: Notice) -> Text:
 
 
 def _print_replayed(result: ReplayResult) -> None:
-    from replay.preflight import NOT_COMPARABLE, UNTRUSTED, UNVERIFIED
+    from recorder.comparability import NOT_COMPARABLE
+    from replay.preflight import UNTRUSTED, UNVERIFIED
 
     d = result.derivation
     assert d is not None  # a replay that was not refused derived its interpretation

@@ -4,11 +4,18 @@ Ctrl-C that stops DuckDB.
 DuckDB runs a query in C++ without returning to Python, so a SIGINT handler never runs and Ctrl-C would
 wait for the query. The query runs in a worker thread instead; the main thread waits in short slices, and on
 the deadline or Ctrl-C calls the connection's `interrupt()`, which DuckDB checks between vectors.
+
+DuckDB's memory limit binds its buffer manager, not every allocation: `SELECT list_value(range(1e8))` builds
+one value of 800 MB inside a single vector, past the limit, and never reaches an interrupt check. So the main
+thread also watches the process's resident memory, and a query that does not stop within GRACE_S of its
+interrupt is abandoned: the command says why and the process ends (QueryAbandoned), instead of waiting for
+it. Both limits hold for any query, whatever it allocates.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -25,10 +32,22 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 60.0
 _POLL_S = 0.1
+GRACE_S = 2.0  # how long an interrupted query may take to stop before it is abandoned
+MEMORY_GRACE_S = 0.3  # the same, past its memory limit: each slice of waiting may cost hundreds of MB
 
 
 class QueryTimeoutError(InputError):
     """A query that ran past its time limit (it was interrupted)."""
+
+
+class QueryMemoryError(InputError):
+    """A query whose process grew past its memory limit (it was interrupted)."""
+
+
+class QueryAbandoned(InputError):
+    """A query that did not stop when interrupted: the process must end without waiting for it."""
+
+    abandons_process = True
 
 
 class QueryInterrupted(RecorderError):
@@ -57,6 +76,26 @@ class SpillFolder:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+
+def limit_bytes(limit: str) -> int | None:
+    """DuckDB's memory-limit syntax ("2GB", "512MiB", "256 MB") in bytes; None when it is not one of those."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", limit)
+    unit = _UNITS.get(m.group(2).upper()) if m else None
+    return None if m is None or unit is None else int(float(m.group(1)) * unit)
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory now (Linux's /proc/self/statm); None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def connection_config(spill: SpillFolder, memory_limit: str | None) -> dict[str, str | bool | int | float | list[str]]:
     return {
         "autoinstall_known_extensions": False,
@@ -66,9 +105,12 @@ def connection_config(spill: SpillFolder, memory_limit: str | None) -> dict[str,
     }
 
 
-def run_limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], timeout_s: float | None) -> T:
-    """`work()` (a query on `con`) in a worker thread, interrupted after `timeout_s` (None or 0: no limit)
-    or on Ctrl-C. Its exception, if any, is raised here."""
+def run_limited(
+    con: duckdb.DuckDBPyConnection, work: Callable[[], T], timeout_s: float | None, memory_cap: int | None = None
+) -> T:
+    """`work()` (a query on `con`) in a worker thread, interrupted after `timeout_s` (None or 0: no limit),
+    once the process's resident memory passes `memory_cap` bytes (None: no watch), or on Ctrl-C. Its
+    exception, if any, is raised here; QueryAbandoned when it does not stop within GRACE_S."""
     import duckdb
 
     result: list[T] = []
@@ -88,12 +130,19 @@ def run_limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], timeout_s
             worker.join(_POLL_S)
             waited += _POLL_S
             if timeout_s and waited >= timeout_s and worker.is_alive():
-                _stop(con, worker)
-                raise QueryTimeoutError(
-                    f"query stopped after {timeout_s:g} s (--timeout); narrow it, or raise --timeout (0: no limit)"
+                why = f"query stopped after {timeout_s:g} s (--timeout); narrow it, or raise --timeout (0: no limit)"
+                _stop(con, worker, why)
+                raise QueryTimeoutError(why)
+            rss = resident_bytes() if memory_cap else None
+            if memory_cap and rss is not None and rss > memory_cap and worker.is_alive():
+                why = (
+                    f"query stopped at {rss / 2**20:,.0f} MiB of memory, past its limit (--memory-limit); "
+                    "narrow it, or raise --memory-limit"
                 )
+                _stop(con, worker, why, MEMORY_GRACE_S)
+                raise QueryMemoryError(why)
     except KeyboardInterrupt:
-        _stop(con, worker)
+        _stop(con, worker, "query: interrupted; nothing was changed (the history is read-only)")
         raise QueryInterrupted("query: interrupted; nothing was changed (the history is read-only)") from None
     if failure:
         if isinstance(failure[0], duckdb.InterruptException) and timeout_s:
@@ -102,9 +151,13 @@ def run_limited(con: duckdb.DuckDBPyConnection, work: Callable[[], T], timeout_s
     return result[0]
 
 
-def _stop(con: duckdb.DuckDBPyConnection, worker: threading.Thread) -> None:
+def _stop(con: duckdb.DuckDBPyConnection, worker: threading.Thread, why: str, grace_s: float = GRACE_S) -> None:
     """Interrupt until the worker has returned: an interrupt that lands before DuckDB starts executing is
-    lost, so it is repeated."""
+    lost, so it is repeated. QueryAbandoned (`why`) when it is still running after `grace_s`."""
+    waited = 0.0
     while worker.is_alive():
+        if waited >= grace_s:
+            raise QueryAbandoned(f"{why} (it did not stop when interrupted: abandoned)")
         con.interrupt()
-        worker.join(_POLL_S)
+        worker.join(min(_POLL_S, grace_s))
+        waited += min(_POLL_S, grace_s)

@@ -24,7 +24,15 @@ from recorder.catalogue import catalogue, writers_of
 from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
 from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
-from recorder.history.limits import SpillFolder, connection_config, run_limited
+from recorder.history.limits import (
+    QueryAbandoned,
+    SpillFolder,
+    connection_config,
+    default_memory_limit,
+    limit_bytes,
+    resident_bytes,
+    run_limited,
+)
 from recorder.reader import read_run, recorded_run_id
 from recorder.rules import BENCHMARK, is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
@@ -93,6 +101,8 @@ class History:
     runs: list[RunSource] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     spill: SpillFolder | None = None
+    memory_cap: int | None = None  # resident bytes past which a query is stopped (None: not watched)
+    abandoned: bool = False  # a query did not stop when interrupted: the connection is never waited for
 
     def query(self, sql: str, *, timeout_s: float | None = None) -> pa.Table:
         """Run one read-only statement; the result as an Arrow table. Interrupted after `timeout_s`, or on
@@ -101,7 +111,10 @@ class History:
 
         statement = _single_read_only(self.con, sql)
         try:
-            return run_limited(self.con, lambda: self.con.sql(statement).to_arrow_table(), timeout_s)
+            return run_limited(self.con, lambda: self.con.sql(statement).to_arrow_table(), timeout_s, self.memory_cap)
+        except QueryAbandoned:
+            self.abandoned = True
+            raise
         except duckdb.CatalogException as e:
             raise QueryError(f"{_first_line(e)}\n  the views are: {', '.join(VIEWS)}") from e
         except duckdb.PermissionException as e:
@@ -112,6 +125,8 @@ class History:
     def close(self) -> None:
         import duckdb
 
+        if self.abandoned:  # closing would wait for the query that would not stop; the process ends it
+            return
         try:
             self.con.close()
         except duckdb.Error:  # an interrupted query can leave it busy for a moment; the process ends it anyway
@@ -353,7 +368,15 @@ def open_runs(
     con.register("_run_sources", _runs_table(src.runs))
     create_views(con, events_source_sql(src.packs, src.not_from_packs, src.parquet))
     lock_down(con, src.files())
-    return History(root, con, src.runs, src.problems, spill)
+    return History(root, con, src.runs, src.problems, spill, _memory_cap(memory_limit))
+
+
+def _memory_cap(memory_limit: str | None) -> int | None:
+    """The resident memory a query may bring the process to: what it holds now plus its limit (--memory-limit,
+    else half the machine's memory, DuckDB's own limit); None where memory cannot be watched."""
+    limit = limit_bytes(memory_limit or default_memory_limit())
+    now = resident_bytes()
+    return None if limit is None or now is None else now + limit
 
 
 def _sql_list(items: list[str]) -> str:
@@ -483,10 +506,14 @@ SELECT r.run_id, f.benchmark, f.division, f.global_batch_size, f.steps, f.train_
   nullif(concat_ws(' ',
     CASE WHEN coalesce(f.resumed, false) THEN 'resumed' END,
     CASE WHEN s.verified = false THEN 'unverified' END,
-    CASE WHEN NOT ({is_standard_target_sql("f.target")}) THEN 'other-target' END), '') AS flags,
+    CASE WHEN NOT ({is_standard_target_sql("f.target")}) THEN 'other-target' END,
+    CASE WHEN {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AND s.comparable = false
+         THEN 'other-evaluation' END), '') AS flags,
   CASE WHEN f.imported THEN 'imported' ELSE 'recorded' END AS origin,
   r.source, r.events, r.segments, r.open_segments, r.path, f.target,
-  {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false) AS comparable,
+  -- the scores' comparable is recorder.comparability's (the evaluation too); the target holds before any score
+  {is_standard_target_sql("f.target")} AND NOT coalesce(f.resumed, false)
+    AND coalesce(s.comparable, true) AS comparable,
   -- what its evaluations are judged by: the target it recorded, else its benchmark's (recorder.goals)
   coalesce(f.target, g.target) AS pass_target, g.op AS pass_op
 FROM _run_sources r LEFT JOIN _run_facts f USING (run_id) LEFT JOIN score s USING (run_id)

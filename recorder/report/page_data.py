@@ -12,6 +12,7 @@ thins them (report.series) before any becomes Python rows.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,13 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from recorder.comparability import evaluated_otherwise, scored_with
 from recorder.derived_state import verified_unchanged
+from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
+from recorder.kinds import EvalResult, PayloadError
 from recorder.reader import recorded_run_id
 from recorder.report.long_series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
-from recorder.rules import eval_deviations, is_standard_target, validation_start_step
+from recorder.rules import is_standard_target, validation_start_step
 from recorder.run import RunDir
 from recorder.signed_segments import adopted_segments, manifest_path
 from recorder.verify.proof import audited, proof_words, signatures_proven
@@ -69,6 +73,7 @@ class RunFacts:
     proof: str = ""  # what the verdict rests on (recorder.verify.proof)
     provenance: dict[str, Any] = field(default_factory=dict)  # run_opened's, of the first session
     config_eval: dict[str, Any] | None = None  # the first run_opened's config.eval (imports record none)
+    scored: list[Mapping[str, Any] | None] = field(default_factory=list)  # how each benchmark result was scored
 
     @cached_property
     def run_id(self) -> str:
@@ -89,8 +94,8 @@ class RunFacts:
 
     @property
     def other_evaluation(self) -> list[str]:
-        """How the run's recorded evaluation settings differ from the benchmark's (recorder.rules)."""
-        return eval_deviations(self.config_eval or {})
+        """How the run's evaluation, as recorded and as done, is not the benchmark's (recorder.comparability)."""
+        return evaluated_otherwise(self.config_eval, self.scored)
 
     @property
     def goal(self) -> tuple[str, float] | None:
@@ -213,3 +218,18 @@ def read_views(history: History, facts: RunFacts) -> None:
             facts.config_eval = found if isinstance(found, dict) else None
         if r["kind"] == "train_stop":
             facts.train_stop = r
+    facts.scored = [
+        _scored_with(r["data"])
+        for r in q(
+            f"SELECT DISTINCT data FROM events {where} AND kind = 'eval_result' AND key = '{BENCHMARK_METRIC}' "
+            f"AND writer <> '{ZERO_SHOT_WRITER}'"
+        ).to_pylist()
+    ]
+
+
+def _scored_with(data: str | None) -> Mapping[str, Any] | None:
+    try:
+        found = json.loads(data or "{}")
+        return scored_with(EvalResult.from_data(found)) if isinstance(found, dict) else None
+    except (ValueError, PayloadError):  # a payload verify refuses: its settings are unknown
+        return None

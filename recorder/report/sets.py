@@ -26,7 +26,7 @@ def _marks(f: RunFacts) -> str:
     marks = (
         (["UNVERIFIED"] if f.verify_problems else [])
         + (["RESUMED"] if f.resumed else [])
-        + (["NOT COMPARABLE"] if f.not_comparable else [])
+        + (["NOT COMPARABLE"] if f.not_comparable or f.other_evaluation else [])
         + (["LIVE"] if f.open_segments else [])
     )
     return ", ".join(marks) or "-"

@@ -82,8 +82,8 @@ def what_happened(f: RunFacts) -> list[str]:
         targets = ", ".join(str(t) for t in f.not_comparable)
         out.append(f"NOT COMPARABLE: judged by pass target {targets}, not the ruleset's {TARGET}.")
     if f.other_evaluation:
-        other = ", ".join(f.other_evaluation)
-        out.append(f"NOT COMPARABLE: evaluated otherwise than the benchmark ({other}); its scores pass nothing.")
+        other = "; ".join(f.other_evaluation)
+        out.append(f"NOT COMPARABLE: {other}; its scores pass nothing.")
     stopped_early = f.train_stop is not None and f.train_stop["status"] != "completed"
     if stopped_early:  # the reason nothing else happened comes first
         out.append(_training(f))

@@ -125,13 +125,17 @@ def _same(a: object, b: object) -> bool:
 
 
 def benchmark_section(opened: RunOpened) -> Mapping[str, Any] | None:
-    """The run's `config.eval` when it claims the benchmark: the ruleset's target, scored over the built-in
-    task's 251 validation tasks; None otherwise (no section, or another target, task or count)."""
+    """The run's `config.eval` when it claims the benchmark: the ruleset's target, scored over the 251
+    validation tasks of the benchmark's task set, known by its content (the spec's sha256, whatever the file is
+    called: a renamed copy claims it too; a run recorded before the hash, by naming the built-in task); None
+    otherwise (no section, or another target, task set or count)."""
     config = opened.config
     section = config.get("eval") if isinstance(config, Mapping) else None
     if not isinstance(section, Mapping) or not is_standard_target(recorded_target(opened)):
         return None
-    if section.get("task") is not None or not _same(section.get("samples"), EVAL_SAMPLES):
+    sha = section.get("task_sha256")
+    the_set = sha == EVAL_TASK_SHA256 if sha is not None else section.get("task") is None
+    if not the_set or not _same(section.get("samples"), EVAL_SAMPLES):
         return None
     return section
 
@@ -144,8 +148,9 @@ def check_benchmark_config(opened: RunOpened, found: Findings, at: Event) -> Non
         found.fail(
             at,
             BENCHMARK_EVAL_RULE,
-            f"the run claims the benchmark (target {TARGET:g}, the {EVAL_SAMPLES} validation tasks of the built-in "
-            f"task) but config.eval evaluates with {'; '.join(why)}: that scores another benchmark",
+            f"the run claims the benchmark (target {TARGET:g}, the {EVAL_SAMPLES} validation tasks of the "
+            f"benchmark's task spec, by its sha256) but config.eval evaluates with {'; '.join(why)}: that scores "
+            "another benchmark",
         )
 
 

@@ -297,6 +297,10 @@ def _check_imported_shards(run: RunDir, commit: Commit, found: Findings) -> None
         return path if directory in path.parents else None
 
     _check_manifest(commit, shard, found)
+    for name, sha in sorted((d.files or {}).items()):  # config and tokenizer, from the run it came from
+        path = (directory / name).resolve()
+        if not path.is_file() or sha256_file(path) != sha:
+            found.fail(e, "commit-files", f"step {e.step}'s {name} is missing or not the committed one")
 
 
 def _check_manifest(commit: Commit, locate: Callable[[str], Path | None], found: Findings) -> None:

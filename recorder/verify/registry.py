@@ -86,8 +86,8 @@ _RULES = (
     Rule(
         "benchmark-eval",
         "facts",
-        "a run claiming the benchmark (target 0.69, its 251 tasks) evaluated otherwise than the ruleset: pass@4, "
-        "temperature 0.1, top_p 0.95, the shipped task spec",
+        "a run claiming the benchmark (target 0.69, the 251 tasks of its task set, known by content) evaluated "
+        "otherwise than the ruleset: pass@4, temperature 0.1, top_p 0.95",
     ),
     Rule("eval-config", "facts", "a `config.eval` that differs from the run's own mllog_config lines or target", True),
     Rule("eval-evidence", "facts", "a results.json missing, altered, or stating another step, score or setting"),

@@ -158,5 +158,5 @@ def test_a_hostile_tensor_chunk_is_refused_naming_shard_and_tensor_and_nothing_r
 
 def test_a_directory_of_no_known_format_says_what_was_expected(tmp_path: Path) -> None:
     (tmp_path / "x.bin").write_bytes(b"0")
-    with pytest.raises(CheckpointError, match=r"expected config\.json with \*\.safetensors"):
+    with pytest.raises(CheckpointError, match=r"expected .*config\.json with \*\.safetensors \(Hugging Face\)"):
         detect(tmp_path)

@@ -122,3 +122,41 @@ def test_a_storage_record_said_to_reach_past_its_archive_is_refused() -> None:
     struct.pack_into("<II", buf, entry + 20, 1 << 20, 1 << 20)  # its central directory's two sizes
     with pytest.raises(TorchSaveError, match="storage record '0' lies past the archive"):
         view_tensor(memoryview(buf), 0, len(buf))
+
+
+def _shifted_before(buf: bytearray, start: int, name: str, by: int) -> None:
+    """The archive at `buf[start:]` rewritten so that record `name` points `by` bytes earlier than it lies:
+    the central directory said to begin `by` bytes later, every other record's offset moved with it."""
+    z64 = buf.index(b"PK\x06\x06", start)  # torch.save writes a zip64 end record: its offset of the directory
+    (offset_cd,) = struct.unpack_from("<Q", buf, z64 + 48)
+    struct.pack_into("<Q", buf, z64 + 48, offset_cd + by)
+    entry = buf.index(b"PK\x01\x02", start)
+    while entry >= 0:
+        length = struct.unpack_from("<H", buf, entry + 28)[0]
+        if bytes(buf[entry + 46 : entry + 46 + length]).decode() != name:
+            (at,) = struct.unpack_from("<I", buf, entry + 42)
+            struct.pack_into("<I", buf, entry + 42, at + by)
+        entry = buf.find(b"PK\x01\x02", entry + 4)
+
+
+def test_a_storage_record_said_to_lie_before_its_archive_is_refused() -> None:
+    """Before its archive lies the previous chunk of the shard: its bytes are never viewed as this one's."""
+    buf, start = _archive(torch.arange(4.0), before=bytes(_archive(torch.ones(200))[0]))
+    assert torch.equal(view_tensor(memoryview(buf), start, len(buf) - start), torch.arange(4.0))
+    record = bytes(buf[start:]).index(b"archive/data/0")
+    _shifted_before(buf, start, "archive/data/0", by=record + 64)
+    with pytest.raises(TorchSaveError, match="storage record '0' lies before the archive"):
+        view_tensor(memoryview(buf), start, len(buf) - start)
+
+
+def test_a_deflated_pickle_is_refused_before_it_is_inflated() -> None:
+    """torch.save never compresses; a deflated data.pkl (0.3 MB once inflated 170 s) is not inflated at all."""
+    saved, _ = _archive(torch.arange(4.0))
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(bytes(saved))) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            squeeze = zipfile.ZIP_DEFLATED if info.filename.endswith("data.pkl") else zipfile.ZIP_STORED
+            dst.writestr(info.filename, src.read(info), compress_type=squeeze)
+    buf = out.getvalue()
+    with pytest.raises(TorchSaveError, match="record 'data.pkl' is compressed"):
+        view_tensor(memoryview(buf), 0, len(buf))

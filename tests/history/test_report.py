@@ -93,7 +93,7 @@ def test_a_run_evaluated_otherwise_than_the_benchmark_is_marked_not_comparable(t
     run = record_run(tmp_path, "few", gbs=256, steps=20, evals=[], target=0.69, eval_samples=64)
     assert verify_run(run.path).ok  # an honest run that does not claim the benchmark
     page = report(run.path, tmp_path / "r.html")
-    assert "NOT COMPARABLE: evaluated otherwise than the benchmark (samples 64, not 251)" in top(page)
+    assert "NOT COMPARABLE: its evaluation is not the benchmark's (samples 64, not 251)" in top(page)
     assert '<span class="badge warn">NOT COMPARABLE</span>' in page
 
 

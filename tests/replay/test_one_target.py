@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from recorder.comparability import why_not_comparable
 from recorder.kinds import RunOpened
-from recorder.rules import TARGET, not_comparable, passes, recorded_target
+from recorder.rules import TARGET, passes, recorded_target
 from tests.helpers import run_cli
 from tests.kit.synthetic import record_run
 
@@ -73,6 +74,6 @@ def test_the_recorded_target_and_its_fallbacks() -> None:
     assert recorded_target(_opened(target=0.5, config={"eval": {"target": 0.6}})) == 0.5
     assert recorded_target(_opened(config={"eval": {"target": 0.6}})) == 0.6  # runs recorded before the field
     assert recorded_target(_opened(config={})) is None and recorded_target(None) is None
-    assert not_comparable(None) is None and not_comparable(TARGET) is None
-    assert not_comparable(0.5) == "the run's pass target is 0.5, not the ruleset's 0.69"
+    assert why_not_comparable(None) is None and why_not_comparable(_opened(target=TARGET, config={})) is None
+    assert why_not_comparable(_opened(target=0.5, config={})) == "the run's pass target is 0.5, not the ruleset's 0.69"
     assert passes(0.6, 0.5) and not passes(0.6) and not passes(TARGET) and not passes(None)

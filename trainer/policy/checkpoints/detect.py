@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,19 @@ class CheckpointInfo:
     config: dict[str, Any] = field(default_factory=dict)  # the model's config.json
     tokenizer_dir: Path | None = None
     weights_dir: Path = Path()  # the directory whose files the manifest covers
+    config_file: Path | None = None  # where `config` was read from (None: a meta's config object)
+
+    def companion_files(self) -> list[Path]:
+        """The files besides the weights that loading reads: the config.json and the regular files of the
+        tokenizer's directory (the Hugging Face tokenizer reads any of them)."""
+        found = [self.config_file] if self.config_file is not None else []
+        if self.tokenizer_dir is not None:  # the shards beside it are the manifest's already
+            found += sorted(
+                p
+                for p in self.tokenizer_dir.iterdir()
+                if p.is_file() and p.suffix != ".distcp" and p.name != DCP_METADATA
+            )
+        return list(dict.fromkeys(found))
 
 
 def detect_mcore(path: Path) -> CheckpointInfo | None:
@@ -125,6 +137,7 @@ def _dcp(path: Path) -> CheckpointInfo:
         config=config,
         tokenizer_dir=_tokenizer_dir([path, path / "tokenizer", *([run, run / "tokenizer"] if run else [])]),
         weights_dir=path,
+        config_file=config_file,
     )
 
 
@@ -152,10 +165,14 @@ def _mcore(path: Path, iteration: Path) -> CheckpointInfo:
 
 
 def _json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError) as e:
-        raise CheckpointError(f"{path}: not a readable JSON file ({e})") from e
+    from recorder.untrusted_files import IrregularFileError, read_json
+
+    try:  # bounded and regular (a Hugging Face cache links its config.json: followed, a loop named)
+        doc = read_json(path, follow=True)
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{path}: missing") from e
+    except IrregularFileError as e:
+        raise CheckpointError(str(e)) from e
     if not isinstance(doc, dict):
         raise CheckpointError(f"{path}: expected a JSON object")
     return doc

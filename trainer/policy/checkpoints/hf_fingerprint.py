@@ -7,10 +7,12 @@ as a function, so that they need neither torch nor the policy."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from recorder.run_files import sha256_file
 from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, texts_record
 from trainer.policy.checkpoints.readers import reader
@@ -18,6 +20,11 @@ from trainer.policy.taskspec import load_spec
 
 # (the fingerprint record, the manifest of Megatron-Core weights, hashed while loaded, or None)
 Fingerprinter = Callable[[Path], tuple[dict[str, Any], dict[str, Any] | None]]
+
+
+def _relative(file: Path, checkpoint: Path) -> str:
+    """`file` as a path from the checkpoint directory (`..` where it lies in the run it came from)."""
+    return Path(os.path.relpath(file.resolve(), checkpoint.resolve())).as_posix()
 
 
 def hf_fingerprinter(task: Path | None) -> Fingerprinter:
@@ -36,6 +43,8 @@ def hf_fingerprinter(task: Path | None) -> Fingerprinter:
         else:
             fingerprint = texts_record(model, tokenizer, FIXED_TEXTS, "fixed")
         manifest = loaded.manifest.to_dict() if reader(loaded.info.format).sharded else None
+        if manifest is not None:  # what loading read besides the shards: the importer hashes it into the commit
+            manifest["files"] = {_relative(f, path): sha256_file(f) for f in loaded.info.companion_files()}
         return fingerprint | {"dtype": "fp32"}, manifest
 
     return record

@@ -16,12 +16,15 @@ import hashlib
 import json
 import mmap
 import os
+import stat
 import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recorder.untrusted_files import kind_of
+from trainer.policy.checkpoints.chunk_cover import Chunk, check_cover, check_storage
 from trainer.policy.checkpoints.detect import DCP_METADATA, CheckpointInfo
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
 from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
@@ -70,8 +73,25 @@ def dcp_files(info: CheckpointInfo) -> list[Path]:
 
 
 def every_file(info: CheckpointInfo) -> list[Path]:
-    """Every file under the weights directory, as the NeMo-RL import hashes a Megatron checkpoint."""
-    return sorted(p for p in info.weights_dir.rglob("*") if p.is_file())
+    """Every file under the weights directory, as the NeMo-RL import hashes a Megatron checkpoint, walked
+    without following a link; CheckpointError naming the first entry that is neither a file nor a folder (a
+    FIFO would block its reader, a device never end, a symlink could loop or lead out of the checkpoint)."""
+    found: list[Path] = []
+    folders = [info.weights_dir]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path))
+                else:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                    raise CheckpointError(
+                        f"{entry.path}: {kind_of(mode)} among the weights, not a regular file: refused (remove it, "
+                        "or replace a link with the file it names)"
+                    )
+    return sorted(found)
 
 
 def read_safetensors(
@@ -159,7 +179,13 @@ def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
     """(the file's bytes in memory of our own, or None when not `keep`; its sha256), read once: each block is
     hashed as it arrives, while it is still in the CPU's cache, and the kernel reads ahead meanwhile."""
     try:
-        with open(path, "rb", buffering=0) as f:
+        # never blocks on a FIFO; anything but a regular file is refused before a byte is read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise CheckpointError(f"{path}: {kind_of(mode)}, not a regular file: refused as a shard")
+        with open(fd, "rb", buffering=0) as f:
             size = os.fstat(f.fileno()).st_size
             if hasattr(os, "posix_fadvise"):  # a larger read-ahead window: not on every platform
                 os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
@@ -249,6 +275,7 @@ def read_dcp(
     missing = sorted(set(wanted) - set(files))
     if missing:
         raise ShardMismatchError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
+    _check_declared(meta_file, tensors, wanted)
 
     def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:
         out = []
@@ -260,6 +287,9 @@ def read_dcp(
             if tuple(part.shape) != sizes:
                 shape = list(part.shape)
                 raise CheckpointError(f"{path}: {fqn} at byte {start} is {shape}, .metadata says {list(sizes)}")
+            declared = tensors[fqn].properties.dtype
+            if part.dtype != declared:  # the storage bounds were checked for the declared element size
+                raise CheckpointError(f"{path}: {fqn} at byte {start} is {part.dtype}, .metadata says {declared}")
             out.append((fqn, offsets, _as(part, dtype)))
         return out
 
@@ -283,6 +313,24 @@ def read_dcp(
             region.copy_(part)
         state[fqn] = full
     return state, tuple(d for d, _ in read.values())
+
+
+def _check_declared(
+    meta_file: Path,
+    tensors: dict[str, Any],
+    wanted: dict[Path, list[tuple[str, tuple[int, ...], tuple[int, ...], int, int]]],
+) -> None:
+    """Before any memory is allocated or any chunk read: each model tensor `.metadata` declares is covered
+    exactly by its chunks, and each chunk fits in its storage record inside its shard (chunk_cover)."""
+    by_tensor: dict[str, list[Chunk]] = {fqn: [] for fqn in tensors}
+    for shard, placed in wanted.items():
+        size = os.path.getsize(shard)
+        for fqn, offsets, sizes, start, length in placed:
+            chunk = Chunk(offsets, sizes, str(shard), start, length)
+            check_storage(str(meta_file), fqn, chunk, tensors[fqn].properties.dtype.itemsize, size)
+            by_tensor[fqn].append(chunk)
+    for fqn, md in tensors.items():
+        check_cover(str(meta_file), fqn, tuple(md.size), by_tensor[fqn])
 
 
 def _not_model(fqn: str) -> bool:

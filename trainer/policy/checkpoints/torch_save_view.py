@@ -69,11 +69,33 @@ class _ArchiveView:
 
     def _small(self, name: str) -> bytes | None:
         try:
-            return self.zip.read(self.prefix + name)
+            info = self.zip.getinfo(self.prefix + name)
         except KeyError:
             return None
+        # torch.save stores every record uncompressed: a deflated pickle could inflate without bound
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise TorchSaveError(f"record {name!r} is compressed; torch.save never compresses: refused")
+        self._located(f"record {name!r}", info)
+        try:
+            return self.zip.read(info)
         except (zipfile.BadZipFile, ValueError) as e:  # a record cut short, or failing its CRC-32
             raise TorchSaveError(f"not a torch.save archive ({e})") from e
+
+    def _located(self, what: str, info: zipfile.ZipInfo) -> tuple[int, int]:
+        """(where the record's bytes begin in the buffer, its size): both ends inside this chunk's archive,
+        never another chunk's bytes before it nor after it, nor past the shard. `what` names it."""
+        at = self.start + info.header_offset
+        if info.header_offset < 0 or at < self.start:
+            raise TorchSaveError(f"{what} lies before the archive")
+        if at + _LOCAL_HEADER.size > self.end:
+            raise TorchSaveError(f"{what} lies past the archive")
+        fields = _LOCAL_HEADER.unpack_from(self.buf, at)
+        if fields[0] != b"PK\x03\x04":
+            raise TorchSaveError(f"{what} has no local header")
+        begin = at + _LOCAL_HEADER.size + fields[-2] + fields[-1]
+        if begin + info.file_size > self.end or begin + info.compress_size > self.end:
+            raise TorchSaveError(f"{what} lies past the archive")
+        return begin, info.file_size
 
     def pickle(self) -> bytes:
         data = self._small("data.pkl")
@@ -88,16 +110,7 @@ class _ArchiveView:
             raise TorchSaveError(f"storage record {key!r} is missing") from e
         if info.compress_type != zipfile.ZIP_STORED:
             raise TorchSaveError(f"storage record {key!r} is compressed")
-        at = self.start + info.header_offset
-        if at + _LOCAL_HEADER.size > self.end:
-            raise TorchSaveError(f"storage record {key!r} lies past the archive")
-        fields = _LOCAL_HEADER.unpack_from(self.buf, at)
-        if fields[0] != b"PK\x03\x04":
-            raise TorchSaveError(f"storage record {key!r} has no local header")
-        begin = at + _LOCAL_HEADER.size + fields[-2] + fields[-1]
-        if begin + info.file_size > self.end:  # never another chunk's bytes, nor past the shard
-            raise TorchSaveError(f"storage record {key!r} lies past the archive")
-        return begin, info.file_size
+        return self._located(f"storage record {key!r}", info)
 
 
 class _Unpickler(pickle.Unpickler):

@@ -1,0 +1,63 @@
+"""Inputs that once hung a command or took its memory, each built from an honest layout by the project's own
+builders and then damaged: each is refused with one `error:` line naming the file, exit 2, nothing written.
+(bench/hostile_inputs.py measures each refusal's time and memory; no test asserts either.)"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_cli
+from tests.kit.hostile_inputs import (
+    deep_config_yaml,
+    fifo_dcp_shard,
+    fifo_mcore_weight,
+    query_list_bomb,
+    sparse_final_meta,
+    symlink_loop_mcore,
+)
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+
+
+def _refused(tmp_path: Path, args: list[str], *words: str) -> str:
+    done = run_cli(*args, timeout=300)  # a hang fails here, after the timeout, instead of blocking the suite
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    text = " ".join(done.stderr.split())
+    assert done.returncode == 2 and len(errors) == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert all(w in text for w in words), text
+    assert not (tmp_path / "runs" / "r").exists()
+    return text
+
+
+def test_a_fifo_among_dcp_shards_is_named_not_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "job" / "snapshots" / "step_18" / "__9_0.distcp"
+    _refused(tmp_path, fifo_dcp_shard(tmp_path), f"{fifo}: a FIFO, not a regular file")
+
+
+def test_a_fifo_among_megatron_weights_is_named_not_skipped(tmp_path: Path) -> None:
+    fifo = tmp_path / "checkpoints" / "step_18" / "policy" / "weights" / "iter_0000000" / "__9_0.distcp"
+    _refused(tmp_path, fifo_mcore_weight(tmp_path), f"{fifo}: a FIFO, not a regular file")
+
+
+def test_a_symlink_loop_among_megatron_weights_is_named(tmp_path: Path) -> None:
+    weights = tmp_path / "checkpoints" / "step_18" / "policy" / "weights" / "iter_0000000"
+    _refused(tmp_path, symlink_loop_mcore(tmp_path), f"{weights}/", "a symlink, not a regular file")
+
+
+def test_a_sparse_giant_final_meta_is_refused_by_its_size_before_it_is_read(tmp_path: Path) -> None:
+    meta = tmp_path / "archives" / "fsdp2_epoch_1" / "final_meta.json"
+    _refused(tmp_path, sparse_final_meta(tmp_path), f"{meta}: 2,147,483,649 bytes, larger than a JSON file may be")
+
+
+def test_a_config_yaml_nested_a_million_deep_is_an_input_error(tmp_path: Path) -> None:
+    config = tmp_path / "checkpoints" / "step_18" / "config.yaml"
+    _refused(tmp_path, deep_config_yaml(tmp_path), f"{config}: YAML nested deeper than Python parses")
+
+
+def test_a_query_building_one_huge_value_is_stopped_by_its_memory_limit(tmp_path: Path) -> None:
+    args = query_list_bomb(tmp_path)
+    args[args.index("--timeout") + 1] = "0"  # no time limit: the memory limit alone must stop it
+    _refused(tmp_path, args, "past its limit (--memory-limit)")

@@ -1,0 +1,87 @@
+"""Hostile inputs built from honest layouts by the tests' own builders, then damaged: what once hung a command
+or took its memory. tests/integrity/test_hostile_inputs.py refuses each; bench/hostile_inputs.py measures
+each refusal. Each builder makes its input under `where` and returns the `recorder` arguments that read it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+GBS = 256
+
+
+def _snapshots(where: Path) -> Path:
+    from tests.checkpoints.test_dcp_import import write_snapshots
+
+    series: Path = write_snapshots(where / "job")
+    return series
+
+
+def _mcore(where: Path) -> Path:
+    from tests.adoption import nemo_layout
+    from tests.evaluator import nemo_run
+
+    series = where / "checkpoints"
+    for step in (18, 19):
+        nemo_layout.write_checkpoint(series, step, nemo_run.update_ms(step))
+    return series
+
+
+def _weights(series: Path) -> Path:
+    return series / "step_18" / "policy" / "weights" / "iter_0000000"
+
+
+def fifo_dcp_shard(where: Path) -> list[str]:
+    series = _snapshots(where)
+    os.mkfifo(series / "snapshots" / "step_18" / "__9_0.distcp")
+    return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r"), "--global-batch-size", str(GBS)]
+
+
+def fifo_mcore_weight(where: Path) -> list[str]:
+    series = _mcore(where)
+    os.mkfifo(_weights(series) / "__9_0.distcp")
+    return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
+
+
+def symlink_loop_mcore(where: Path) -> list[str]:
+    series = _mcore(where)
+    os.symlink(".", _weights(series) / "loop")
+    os.symlink("a", _weights(series) / "b")
+    os.symlink("b", _weights(series) / "a")
+    return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
+
+
+def sparse_final_meta(where: Path) -> list[str]:
+    from tests.checkpoints.test_dcp_import import write_archives
+
+    series = write_archives(where / "archives", where / "job")
+    meta = series / "fsdp2_epoch_1" / "final_meta.json"
+    with open(meta, "r+b") as f:  # its JSON, then 2 GB of holes: the file system stores none of them
+        f.seek(2 * 2**30)
+        f.write(b" ")
+    return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r"), "--global-batch-size", str(GBS)]
+
+
+def deep_config_yaml(where: Path) -> list[str]:
+    series = _mcore(where)
+    (series / "step_18" / "config.yaml").write_text("[" * 1_000_000)
+    return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
+
+
+def query_list_bomb(where: Path) -> list[str]:
+    from tests.kit.synthetic import record_worked_example
+
+    record_worked_example(where / "runs")
+    sql = "SELECT list_value(range(100000000))"
+    return ["query", "--root", str(where / "runs"), sql, "--timeout", "5", "--memory-limit", "256MB"]
+
+
+CASES: dict[str, Callable[[Path], list[str]]] = {
+    "fifo-dcp-shard": fifo_dcp_shard,
+    "fifo-mcore-weight": fifo_mcore_weight,
+    "symlink-loop-mcore": symlink_loop_mcore,
+    "sparse-final-meta": sparse_final_meta,
+    "deep-config-yaml": deep_config_yaml,
+    "query-list-bomb": query_list_bomb,
+}

@@ -110,9 +110,11 @@ def team_holdout_plan(team: TeamConfig, *, world_size: int | None, data: Path | 
 def _yaml(path: Path) -> dict[str, Any]:
     import yaml
 
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
+    from recorder.untrusted_files import JSON_LIMIT, IrregularFileError, read_bounded
+
+    try:  # bounded, regular files only: a FIFO or /dev/zero is refused
+        doc = yaml.safe_load(read_bounded(path, JSON_LIMIT, "YAML file", follow=True))
+    except (OSError, IrregularFileError, yaml.YAMLError) as e:
         raise ZeroShotInputError(f"{path}: not a readable YAML file ({e}): rewrite it") from e
     if not isinstance(doc, dict):
         raise ZeroShotInputError(f"{path}: expected a YAML mapping")

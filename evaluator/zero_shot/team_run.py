@@ -11,7 +11,6 @@ The training world size is the meta's `source_world_size` (a model-only export),
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,9 +143,11 @@ def _meta(dcp: Path, *names: str) -> dict[str, Any]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    from recorder.untrusted_files import IrregularFileError, read_json
+
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+        doc = read_json(path, follow=True)  # bounded, regular files only: a FIFO or /dev/zero is refused
+    except (OSError, IrregularFileError) as e:
         raise ZeroShotInputError(f"{path}: not a readable JSON file ({e}): rewrite it") from e
     if not isinstance(doc, dict):
         raise ZeroShotInputError(f"{path}: expected a JSON object")
@@ -163,10 +164,11 @@ def saved_step(dcp: Path) -> int | None:
 
     import torch
 
-    from trainer.policy.checkpoints.safe_metadata import load_metadata
+    from recorder.untrusted_files import read_bounded
+    from trainer.policy.checkpoints.safe_metadata import MAX_METADATA_BYTES, load_metadata
 
     meta_file = dcp / DCP_METADATA
-    metadata = load_metadata(meta_file, meta_file.read_bytes())
+    metadata = load_metadata(meta_file, read_bounded(meta_file, MAX_METADATA_BYTES, "DCP .metadata", follow=True))
     where = next((si for index, si in metadata.storage_data.items() if index.fqn == "step"), None)
     if where is None:
         return None

@@ -17,6 +17,7 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -39,17 +40,31 @@ def kernel_env(kernels: str, cpu_kernels: str = "auto") -> dict[str, str]:
     return {**os.environ, **KERNEL_SETS[kernels], "OMP_NUM_THREADS": "1", "RECORDER_CPU_KERNELS": cpu_kernels}
 
 
-def capability(kernels: str) -> str:
-    """The ATen capability torch takes here when asked for `kernels` (a CPU without it gives a lower one)."""
-    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+# A vectorised op of ATen's own kernels (softmax) and an MKL GEMM: what a run computes with first.
+_KERNEL_CHECK = (
+    "import torch; x = torch.randn(64, 64); (torch.softmax(x, -1) @ x).sum().item(); "
+    "print(torch.backends.cpu.get_cpu_capability())"
+)
+
+
+def refusal(kernels: str) -> str | None:
+    """Why this CPU cannot run `kernels`, or None when it can. Torch trusts what the CPU reports: a virtual
+    machine can announce AVX-512 that it does not execute, and the first vectorised op then dies of an illegal
+    instruction; a CPU without the set makes torch take a lower one."""
     env = {**os.environ, **KERNEL_SETS[kernels]}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
+    done = subprocess.run([sys.executable, "-c", _KERNEL_CHECK], env=env, capture_output=True, text=True)
+    if done.returncode == -signal.SIGILL:
+        names = " ".join(f"{k}={v}" for k, v in KERNEL_SETS[kernels].items())
+        return f"the {kernels} kernel set dies of an illegal instruction (SIGILL) here under {names}"
+    if done.returncode != 0:
+        raise RuntimeError(f"{kernels} kernel check exited {done.returncode}: {done.stderr.strip()}")
+    took = done.stdout.strip()
+    return None if took.lower() == kernels else f"this CPU lacks the {kernels} kernel set (torch takes {took})"
 
 
 def offered(kernels: str) -> bool:
-    """Whether this CPU runs `kernels` (torch falls back to a lower capability where it lacks them)."""
-    return capability(kernels).lower() == kernels
+    """Whether this CPU runs `kernels` (see `refusal` for why it may not)."""
+    return refusal(kernels) is None
 
 
 def train_and_score(
@@ -135,8 +150,9 @@ def main() -> None:
         print(json.dumps(score_run(args.score)))
         return
     for kernels in args.kernels.split(","):
-        if not offered(kernels):
-            print(f"{kernels}: this CPU lacks it (torch takes {capability(kernels)}); skipped", flush=True)
+        why = refusal(kernels)
+        if why is not None:
+            print(f"{kernels}: skipped: {why}", flush=True)
             continue
         cache = args.cache or args.root / f"warmup-{kernels}"
         for seed in _seeds(args.seeds):

@@ -13,11 +13,23 @@ from recorder.own_packages import install as _install_own_packages  # noqa: E402
 
 _install_own_packages()
 
-# after the finder: these import `schemas`
-from recorder.events import Event  # noqa: E402
-from recorder.log import LogWriter  # noqa: E402
-from recorder.reader import RunLog, TornTail, read_run  # noqa: E402
-from recorder.run import RunDir  # noqa: E402
-
+# The public API, loaded when first used (PEP 562): they bring pyarrow and numpy, which `recorder --help` and
+# most commands' start need not wait for. They import `schemas`, so only after the finder above.
+_EXPORTS = {
+    "Event": "recorder.events",
+    "LogWriter": "recorder.log",
+    "RunLog": "recorder.reader",
+    "TornTail": "recorder.reader",
+    "read_run": "recorder.reader",
+    "RunDir": "recorder.run",
+}
 __all__ = ["Event", "LogWriter", "RunDir", "RunLog", "TornTail", "read_run"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'recorder' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

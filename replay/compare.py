@@ -57,12 +57,14 @@ def compare_table(rows: list[dict[str, Any]]) -> CompareTable:
         elif verdict == "FAILED":
             notes.setdefault(_shorten(r["checker"].split("FAILED: ", 1)[-1]), []).append(r["interpretation"])
     first = rows[0]
+    unchecked = any(r["checker"] is None and r["status"] != "none" for r in rows)
     return CompareTable(
         title=f"{first['run_id']}: ruleset {first['ruleset']}",
         rows=cells,
         legend=(
             "step: passing step; stop_s: run_stop, seconds after run_start; delta: minutes vs official; checker: "
             f"mlperf-logging {first['mlperf_logging_version']} compliance checker, training {first['ruleset']}"
+            + (" (-: not run on that reading; add --check to run it on every row)" if unchecked else "")
         ),
         notes=[f"{', '.join(names)}: {note}" for note, names in notes.items()],
         unverified=any(r.get("verified") is False for r in rows),

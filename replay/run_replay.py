@@ -49,11 +49,35 @@ def write_scores(
     it was derived from (derived/state.json). `done`: derivations (and verdicts) already made; `check`:
     whether the compliance checker judges the interpretations not in `done` (else their verdict is null)."""
     rows = compute_scores(run, ruleset, check=check, done=done, scan=scan)
+    if not check:
+        _keep_recorded_verdicts(run, scan, rows)
     marked = mark_rows(
         rows, unverified=unverified, resumed=scan.resumed, not_comparable=scan.not_comparable, untrusted=untrusted
     )
     write_rows(run, marked, scan.heads)
     return marked
+
+
+def _keep_recorded_verdicts(run: RunDir, scan: RunScan, rows: list[dict[str, Any]]) -> None:
+    """The compliance checker's verdicts an earlier `replay --check` recorded, kept in rows that derive the
+    same mllog from the same events (the scores file claims them, under this mlperf-logging): `--compare`
+    after `--check` still shows them, and so does the report."""
+    from replay.scores_check import recorded_rows
+
+    if scores_claim(run, scan.heads) != "current":
+        return
+    recorded = recorded_rows(run)
+    if not isinstance(recorded, list):
+        return
+    same = ("ruleset", "interpretation", "status", "passing_step", "run_start_ns", "run_stop_ns", "minutes")
+    verdicts = {
+        tuple(old.get(k) for k in same): old["checker"]
+        for _, old in recorded
+        if isinstance(old, dict) and isinstance(old.get("checker"), str)
+    }
+    for row in rows:
+        if row["checker"] is None:
+            row["checker"] = verdicts.get(tuple(row.get(k) for k in same))
 
 
 def mllog_path(run: RunDir, interpretation: str, unverified: list[str], untrusted: list[str] | None = None) -> Path:
@@ -236,13 +260,27 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
         _derive(request, result, run, scan, known, unverified)
         result.proof = proven_by(report, result.derivation.passing_step if result.derivation else None)
     except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
-        result.refused = NotEvaluatedError(f"{e}; evaluate them: recorder eval {request.run_dir}")
+        command = eval_command(request.run_dir, scan.opened)
+        note = f" ({SPEC_NOTE})" if "SPEC.toml" in command else ""
+        result.refused = NotEvaluatedError(f"{e}; evaluate them: {command}{note}")
     except NoCheckpointError as e:  # the history shows `no checkpoint` too, without waiting for `compact`
         write_scores(run, scan, request.ruleset, unverified, untrusted=result.untrusted, check=False)
         result.refused = e
     except RecorderError as e:  # a fact the derivation needs is missing, a file cannot be written: after the notices
         result.refused = e
     return result
+
+
+# Said where a `recorder eval` needs --task SPEC.toml: what to put there, and why.
+SPEC_NOTE = "SPEC.toml: the task spec it trained on; this run records no evaluation settings of its own"
+
+
+def eval_command(run_dir: Path | str, opened: dict[str, Any], task: Path | None = None) -> str:
+    """The `recorder eval` that works on this run: a run not recorded by `recorder train` has no evaluation
+    settings of its own, so it needs the task spec it was trained on (`task` when known, else SPEC.toml)."""
+    if isinstance((opened.get("config") or {}).get("eval"), dict):
+        return f"recorder eval {run_dir}"
+    return f"recorder eval {run_dir} --task {task or 'SPEC.toml'}"
 
 
 def _derive(

@@ -8,6 +8,7 @@ tensors, NCCL for CUDA ones.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +102,9 @@ def join_process_group(ranks: Ranks) -> None:
 
 
 def leave_process_group() -> None:
-    import torch.distributed as dist
-
-    if dist.is_initialized():
+    """Leave torchrun's process group if this rank joined it. Nothing is imported here: a Ctrl-C that cut
+    torch's own import short leaves a half-loaded torch, and no group to leave."""
+    dist = sys.modules.get("torch.distributed")
+    is_initialized = getattr(dist, "is_initialized", None)
+    if dist is not None and is_initialized is not None and is_initialized():
         dist.destroy_process_group()

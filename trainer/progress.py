@@ -31,7 +31,8 @@ class Progress:
                 transient=False,
             )
             self._bar.start()
-            self._task = self._bar.add_task("train", total=self.total, info="warming up")
+            # until a warm-up batch or step 1 says more: a cached init loads, it is not trained
+            self._task = self._bar.add_task("train", total=self.total, info="starting: the model and its init")
         return self
 
     def warming(self, status: str) -> None:
@@ -42,7 +43,7 @@ class Progress:
     def __call__(self, r: StepResult, checkpoints: int) -> None:
         before = r.step < self.validation_start
         if self._bar is not None:  # short enough that the step count and the time keep their place at 80 columns
-            saved = f"saves from {self.validation_start}" if before else f"{checkpoints} saved"
+            saved = f"saves from {self.validation_start}" if before else self.saved(r.step, checkpoints)
             self._bar.update(
                 self._task,
                 completed=r.step,
@@ -55,6 +56,12 @@ class Progress:
             f"{'  (saving from step ' + str(self.validation_start) + ')' if before else ''}"
         )
         print(f"step {r.step}/{self.total}  {info}", flush=True)
+
+    def saved(self, step: int, checkpoints: int) -> str:
+        """Checkpoints committed, and the one still being written: each step from the validation start saves,
+        asynchronously, so at its own step a save is under way, not missing."""
+        due = step - self.validation_start + 1
+        return f"{checkpoints} saved" if checkpoints >= due else f"{checkpoints} saved, saving {step}"
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

@@ -21,13 +21,23 @@ def simple_evaluate(
     task configs. `stderr`: bootstrap the metrics' standard errors (lm-eval's default), else none."""
     from lm_eval.tasks import TaskManager
 
+    manager = TaskManager(include_defaults=False)
+    configs: list[Any] = [lm_eval_config(task) for task in tasks]
+    index = getattr(manager, "_task_index", None)
+    if isinstance(index, dict):
+        # lm-eval 0.4.11 loses a config's task name while loading it, and looks every task up in its index to
+        # log its YAML's path: the tasks go in built, and indexed under their names.
+        from lm_eval.api.task import ConfigurableTask
+
+        configs = [ConfigurableTask(config=config) for config in configs]
+        index.update({t.name: {"type": "task", "yaml_path": str(t.config), "task": t.name} for t in tasks})
     return lm_eval.simple_evaluate(
         model=lm,
-        tasks=[lm_eval_config(task) for task in tasks],
+        tasks=configs,
         num_fewshot=0,
         limit=limit,
         log_samples=True,
-        task_manager=TaskManager(include_defaults=False),
+        task_manager=manager,
         random_seed=0,
         numpy_random_seed=0,
         torch_random_seed=0,

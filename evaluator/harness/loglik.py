@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evaluator.harness.model_call import logits as model_logits
+from evaluator.harness.model_call import max_length
 from trainer.policy.tokenizer import CharTokenizer, Tokenizer
 
 
@@ -50,11 +52,6 @@ def encoding_note(char_tokenizer: bool) -> str:
     if char_tokenizer:
         return "char tokenizer with <bos> prefix; characters outside its alphabet mapped to alphabet[ord(c) % n]"
     return "pretrained tokenizer, no special tokens added (an empty context is prefixed with <eos>)"
-
-
-def max_length(model: Any) -> int:
-    """Positions the model was built for: longer inputs keep their last tokens (lm-eval's convention)."""
-    return int(getattr(model.config, "max_position_embeddings", 2048) or 2048)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +117,7 @@ def _score_rows(model: Any, rows: list[tuple[list[int], list[int]]], pad_id: int
     for i, (inp, _) in enumerate(rows):
         ids[i, : len(inp)] = torch.tensor(inp)
         mask[i, : len(inp)] = 1
-    logits = model(input_ids=ids, attention_mask=mask).logits
+    logits = model_logits(model, ids, mask)
     out = []
     for i, (inp, targets) in enumerate(rows):
         n = len(targets)

@@ -107,10 +107,21 @@ def resolve_tasks(names: list[str], directory: Path) -> list[TaskData]:
 
 def lm_eval_config(task: TaskData) -> dict[str, Any]:
     """The task's lm-eval config (a dict: !function resolved), reading its data from the local file only."""
-    from lm_eval.tasks._yaml_loader import load_yaml
-
-    cfg = dict(load_yaml(task.config, resolve_func=True))
+    cfg = _load_task_yaml(task.config)
     files = [str(f.resolve()) for f in task.files] or str(task.data.resolve())
+    cfg.setdefault("task_alias", task.name)  # lm-eval 0.4.11 prints each task under its alias, None otherwise
     cfg["dataset_path"] = task.builder
     cfg["dataset_kwargs"] = {"data_files": {"test": files}}
     return cfg
+
+
+def _load_task_yaml(path: Path) -> dict[str, Any]:
+    """A task YAML with its `!function` tags resolved, by the loader of the lm-eval installed: 0.4.12 moved it
+    from `lm_eval.utils.load_yaml_config` (0.4.11) to `lm_eval.tasks._yaml_loader.load_yaml`."""
+    try:
+        from lm_eval.tasks._yaml_loader import load_yaml
+    except ImportError:
+        from lm_eval.utils import load_yaml_config
+
+        return dict(load_yaml_config(yaml_path=str(path), mode="full"))
+    return dict(load_yaml(path, resolve_func=True))

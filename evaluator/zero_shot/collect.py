@@ -22,6 +22,10 @@ def collect(paths: list[Path], width: int | None = None) -> str:
     given); ZeroShotInputError when there is none."""
     docs: list[ZeroShotDocument] = []
     for path in paths:
+        if not path.exists():
+            raise ZeroShotInputError(f"{path}: no such directory")
+        if not path.is_dir():
+            raise ZeroShotInputError(f"{path}: not a directory (give a checkpoint or a zero-shot -o DIR)")
         found = newest_results(result_base(path.resolve()))
         if not found:
             raise ZeroShotInputError(f"{path}: no zero-shot results.json under it: run recorder zero-shot {path}")

@@ -3,7 +3,9 @@ its token losses; eval/loss is the mean over ranks. The world size therefore cha
 
 Rank r takes documents r, r+W, r+2W, ... (one per line; tokens of each, then <eos>), concatenates them and
 cuts rows of seq_len+1 tokens (input: the first seq_len, labels: the last seq_len); it keeps the first
-tokens // (W * seq_len) rows and drops the rest.
+tokens // (W * seq_len) rows and drops the rest. Rows go through the model `batch_rows` at a time (MoE capacity
+is counted per forward pass, so the batches are training's), in the parameter dtype and with the capacity
+setting the job built the model with (training's: docs/zero-shot.md, "The holdout check").
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.model_call import logits as model_logits
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.training_run import HoldoutPlan
 from trainer.policy.tokenizer import Tokenizer
@@ -60,14 +63,15 @@ def holdout_loss(model: Any, tokenizer: Tokenizer, plan: HoldoutPlan, *, batch_s
             f"{plan.world_size} ranks; give --holdout-data the run's holdout set, or --holdout off"
         )
     device = next(model.parameters()).device
+    rows_per_pass = plan.batch_rows or batch_size
     means = []
     model.eval()
     with torch.inference_mode():
         for rows in ranks:
             total, count = 0.0, 0
-            for s in range(0, len(rows), batch_size):
-                batch = torch.tensor(rows[s : s + batch_size], device=device)
-                logits = model(input_ids=batch[:, :-1]).logits.double()
+            for s in range(0, len(rows), rows_per_pass):
+                batch = torch.tensor(rows[s : s + rows_per_pass], device=device)
+                logits = model_logits(model, batch[:, :-1]).double()
                 loss = torch.nn.functional.cross_entropy(
                     logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1), reduction="sum"
                 )

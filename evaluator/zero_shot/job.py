@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from evaluator.harness.taskset import TaskData
-from evaluator.zero_shot.loading import ModelCode, load
+from evaluator.zero_shot.loading import ModelCode, build, described, holdout_function, provenance, read
 from evaluator.zero_shot.training_run import HoldoutPlan
 from trainer.policy.checkpoints.detect import CheckpointInfo
 
@@ -33,6 +35,9 @@ class Job:
     batch_size: int
     code: ModelCode
     holdout: HoldoutPlan | None
+    tokenizer: Path | None = None  # the team's tokenizer (train_metadata.yaml, --tokenizer); None: the checkpoint's
+    capacity: bool = False  # MoE capacity while scoring (MOE_SKIP_CAPACITY=0 turns it on)
+    processes: int = 1  # processes this checkpoint's requests are split across (NPROC_PER_NODE)
     reference: float | None = None  # the logged eval/loss; None: record without comparing
     max_gap: float = 0.005
     log_samples: bool = False
@@ -63,40 +68,58 @@ def parts(job: Job) -> int:
 def run_job(job: Job, report: Report | None = None) -> JobResult:
     """Load the checkpoint, recompute its holdout loss (if planned); score unless the gap aborts it. `report`
     hears of each part as it starts."""
-    from evaluator.zero_shot.holdout import holdout_loss
-
     total = parts(job)
     say: Report = report or (lambda label, doing, done, of: None)
     say(job.label, "loading", 0, total)
     t0 = time.monotonic()
-    loaded = load(job.info, dtype=job.dtype, device=resolve_device(job.device), code=job.code)
+    device = resolve_device(job.device)
+    weights = read(job.info, tokenizer=job.tokenizer)
     timings = {"load_s": time.monotonic() - t0}
     loss = None
     if job.holdout is not None:
         say(job.label, "holdout loss", 1, total)
         t = time.monotonic()
-        loss = holdout_loss(loaded.model, loaded.tokenizer, job.holdout, batch_size=job.batch_size)
+        loss = _holdout(weights, job.holdout, job, device)
         timings["holdout_s"] = time.monotonic() - t
     tasks: dict[str, dict[str, Any]] = {}
     version = None
+    dtype, where = job.dtype, device
     aborted = loss is not None and job.reference is not None and abs(loss - job.reference) > job.max_gap
     if not aborted:
+        model = build(weights, dtype=job.dtype, device=device, code=job.code, capacity=job.capacity)
+        dtype, where = described(model)
         t = time.monotonic()
-        tasks, version = _score(loaded.model, loaded.tokenizer, job, say)
+        tasks, version = _score(model, weights.tokenizer, job, say)
         timings["score_s"] = time.monotonic() - t
     say(job.label, DONE, total, total)
+    code = provenance(job.code)
     return JobResult(
         label=job.label,
         tasks=tasks,
         holdout_loss=loss,
-        manifest=loaded.manifest.to_dict(),
-        provenance=None if loaded.provenance is None else loaded.provenance.to_dict(),
-        dtype=loaded.dtype,
-        device=loaded.device,
+        manifest=weights.manifest.to_dict(),
+        provenance=None if code is None else code.to_dict(),
+        dtype=dtype,
+        device=where,
         lm_eval_version=version,
         aborted=aborted,
         timings=timings,
     )
+
+
+def _holdout(weights: Any, plan: HoldoutPlan, job: Job, device: str) -> float:
+    """eval/loss as training computed it: the model in training's parameter dtype with its MoE capacity, then
+    the team's own loss function (--holdout-fn) or the built-in recomputation."""
+    from evaluator.zero_shot.holdout import holdout_loss
+
+    model = build(weights, dtype=plan.dtype, device=device, code=job.code, capacity=plan.capacity)
+    hook = holdout_function(job.code)
+    if hook is None:
+        return holdout_loss(model, weights.tokenizer, plan, batch_size=job.batch_size)
+    import torch
+
+    with torch.no_grad():
+        return float(hook(model, weights.tokenizer, dict(plan.config), plan.world_size))
 
 
 def resolve_device(device: str) -> str:
@@ -115,6 +138,7 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
 
     from evaluator.harness.adapter import CheckpointLM
     from evaluator.harness.lm_eval_run import quiet, simple_evaluate
+    from evaluator.zero_shot.split import ScoringModel, split_compute
 
     if not job.online:
         os.environ["HF_DATASETS_OFFLINE"] = os.environ["HF_HUB_OFFLINE"] = "1"
@@ -124,8 +148,15 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
         say(job.label, name, first + len(started), parts(job))
         started.append(name)
 
-    with quiet():
-        lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)
+    with quiet(), ExitStack() as stack:
+        if job.processes > 1:
+            what = ScoringModel(
+                info=job.info, tokenizer=job.tokenizer, dtype=job.dtype, code=job.code, capacity=job.capacity
+            )
+            compute = stack.enter_context(split_compute(what, resolve_device(job.device), job.processes))
+            lm = CheckpointLM(compute, batch_size=job.batch_size, on_task=on_task)
+        else:
+            lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)
         out = simple_evaluate(lm_eval, lm, job.tasks, limit=job.limit, stderr=True)
     return {t.name: _task(out, t, job.log_samples) for t in job.tasks}, out.get("lm_eval_version")
 

@@ -1,26 +1,91 @@
-"""A checkpoint of any format loaded for scoring, through the formats' loader (trainer/policy/checkpoints/):
-detected, every shard hashed as it is read, the model built from its config or the team's own factory
-(MoE capacity off: a sample's score must not depend on its batch), its tokenizer."""
+"""A checkpoint of any format made ready for the zero-shot job, through the formats' loader
+(trainer/policy/checkpoints/): detected, every shard hashed as it is read (once), and models built from the
+weights read: the holdout model as training ran it (its parameter dtype, MoE capacity on) and the scoring
+model (the scoring dtype, capacity off: a sample's score must not depend on its batch)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from trainer.policy.checkpoints.detect import CheckpointInfo
-from trainer.policy.checkpoints.evaluable import Loaded, load_checkpoint
+from trainer.policy.checkpoints.evaluable import load_tokenizer
+from trainer.policy.checkpoints.manifest import Manifest
+from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, code_provenance, load_weights
+from trainer.policy.checkpoints.readers import load_state_dict
+from trainer.policy.errors import CheckpointError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCode:
-    """--model-code ROOT --model-factory pkg.mod:fn, or neither."""
+    """--model-code ROOT --model-factory pkg.mod:fn (or neither), and the team's holdout loss, if any."""
 
     root: Path | None = None
     factory: str | None = None
+    holdout_fn: str | None = None
 
 
-def load(info: CheckpointInfo, *, dtype: str, device: str, code: ModelCode) -> Loaded:
-    """The checkpoint's model (eval mode) in `dtype` on `device`, its tokenizer, manifest and code provenance."""
-    return load_checkpoint(
-        info.path, dtype=dtype, device=device, model_code=code.root, model_factory=code.factory, capacity=False
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Weights:
+    """A checkpoint's model tensors (fp32, on the CPU), the manifest of the shards read, its tokenizer."""
+
+    info: CheckpointInfo
+    state: dict[str, Any]
+    manifest: Manifest
+    tokenizer: Any
+
+
+def read(info: CheckpointInfo, *, tokenizer: Path | None = None) -> Weights:
+    """Every shard read and hashed once; `tokenizer` (a tokenizer.json or a directory) replaces the
+    checkpoint's own."""
+    state, manifest = load_state_dict(info, dtype="fp32")
+    if tokenizer is not None and tokenizer.is_file():
+        from trainer.policy.tokenizer import from_json
+
+        tok = from_json(tokenizer.read_text())
+    else:
+        where = tokenizer if tokenizer is not None else info.tokenizer_dir
+        tok = load_tokenizer(replace(info, tokenizer_dir=where))
+    return Weights(info=info, state=state, manifest=manifest, tokenizer=tok)
+
+
+def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: bool) -> Any:
+    """A model of `w` (eval mode) in `dtype` on `device`, with MoE capacity on or off (the team's factory)."""
+    if code.factory is None:
+        from trainer.policy.checkpoints.model_code import hf_config
+        from trainer.policy.config_check import check_config_matches_count
+
+        shards = [s.path for s in w.manifest.shards if not s.path.endswith(".metadata")]
+        what = shards[0] if len(shards) == 1 else f"the {len(shards)} shards"
+        check_config_matches_count(hf_config(w.info), sum(t.numel() for t in w.state.values()), w.info.path, what)
+    model, _ = build_model(
+        w.info, dtype=dtype, device="cpu", model_code=code.root, model_factory=code.factory, capacity=capacity
     )
+    load_weights(model, w.state, w.info)
+    return model.to(device).eval()
+
+
+def holdout_function(code: ModelCode) -> Any:
+    """The team's `--holdout-fn package.module:function`, imported from --model-code."""
+    from trainer.policy.checkpoints.model_code import import_from_tree
+
+    if code.holdout_fn is None:
+        return None
+    if code.root is None:
+        raise CheckpointError(f"--holdout-fn {code.holdout_fn} needs --model-code ROOT: the tree it is imported from")
+    return import_from_tree(code.root, code.holdout_fn, "--holdout-fn")
+
+
+def provenance(code: ModelCode) -> CodeProvenance | None:
+    """The team's code as imported so far (None: the model was a Hugging Face class)."""
+    if code.root is None or code.factory is None:
+        return None
+    spec = code.factory + (f" {code.holdout_fn}" if code.holdout_fn else "")
+    return code_provenance(code.root.resolve(), spec)
+
+
+def described(model: Any) -> tuple[str, str]:
+    """(torch's name of the parameters' dtype, their device)."""
+    param = next(iter(model.parameters()))
+    return str(param.dtype).removeprefix("torch."), str(param.device)

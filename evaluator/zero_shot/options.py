@@ -8,7 +8,7 @@ from typing import Literal
 
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.loading import ModelCode
-from evaluator.zero_shot.task_sources import TASKS
+from evaluator.zero_shot.task_sources import TASKS, Sources
 
 Holdout = Literal["on", "off", "record"]
 MAX_GAP = 0.005
@@ -31,11 +31,17 @@ class ZeroShotOptions:
     code: ModelCode = field(default_factory=ModelCode)
     dtype: Literal["fp32", "bf16"] = "fp32"
     device: str = "auto"
-    batch_size: int = 8
+    batch_size: int = 32
     workers: int | None = None
     ray_address: str | None = None
     out: Path | None = None
     task: Path | None = None  # a recorder run imported with a task spec: that spec, for its fingerprint check
+    epoch: int | None = None  # a team run's fsdp2_epoch_N (default: the largest)
+    config_dir: Path | None = None  # where all_config.yaml and train_metadata.yaml are (default: the run's)
+    tokenizer: Path | None = None  # replaces train_metadata.yaml's tokenizer
+    skip_capacity: bool = True  # MoE capacity off while scoring
+    processes: int = 1  # --nproc: processes (devices) one checkpoint's requests are split across
+    sources: Sources = field(default_factory=dict)  # --task-source: a task's hub dataset instead of the default
 
     def __post_init__(self) -> None:
         problems = []
@@ -45,10 +51,16 @@ class ZeroShotOptions:
             problems.append(f"--batch-size {self.batch_size}: at least 1")
         if self.workers is not None and self.workers < 1:
             problems.append(f"--workers {self.workers}: at least 1")
+        if self.processes < 1:
+            problems.append(f"--nproc {self.processes}: at least 1")
         if self.max_gap < 0:
             problems.append(f"--holdout-max-gap {self.max_gap}: not negative")
         if self.train_world_size is not None and self.train_world_size < 1:
             problems.append(f"--train-world-size {self.train_world_size}: at least 1")
+        if self.epoch is not None and self.epoch < 0:
+            problems.append(f"--epoch {self.epoch}: not negative")
+        if self.code.holdout_fn is not None and self.code.root is None:
+            problems.append("--holdout-fn needs --model-code: the tree its module is imported from")
         if (self.code.root is None) != (self.code.factory is None):
             problems.append("--model-code and --model-factory go together: the tree and pkg.module:function in it")
         if problems:

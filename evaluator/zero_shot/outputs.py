@@ -5,8 +5,10 @@ blocks that fit its width, each block led by the checkpoint's name, which is nev
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from evaluator.results_files import write_results
 from recorder.output import write_output
@@ -80,14 +82,23 @@ def _row(doc: ZeroShotDocument, tasks: list[str]) -> list[str]:
 
 
 def write_outputs(directory: Path, doc: ZeroShotDocument, summary: str, log: str) -> Path:
-    """results.json, summary.txt and eval.log in `directory` (made here, under -o DIR when given: each file
-    written as recorder.output writes a user's path); returns results.json's path."""
+    """results.json, summary.txt, eval.log and, with --log-samples, samples_<task>.jsonl in `directory` (made
+    here, under -o DIR when given: each file written as recorder.output writes a user's path); returns
+    results.json's path."""
     directory.mkdir(parents=True, exist_ok=False)
     path = directory / "results.json"
     write_results(path, doc)
     write_output(directory / "summary.txt", summary)
     write_output(directory / "eval.log", log)
+    for task, rows in _samples(doc).items():  # --log-samples
+        write_output(directory / f"samples_{task}.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
     return path
+
+
+def _samples(doc: ZeroShotDocument) -> dict[str, list[Any]]:
+    """Each task's per-sample rows, where they were logged."""
+    tasks = getattr(doc, "tasks", None) or {}
+    return {name: list(t["samples"]) for name, t in tasks.items() if isinstance(t, dict) and "samples" in t}
 
 
 def newest_results(base: Path) -> list[ZeroShotDocument]:

@@ -19,6 +19,7 @@ from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
 from evaluator.zero_shot.task_sources import resolve_task_data
+from evaluator.zero_shot.team_config import read_team_config, team_holdout_plan
 from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from recorder.errors import RecorderError
 from recorder.interrupts import deferred_interrupts
@@ -65,8 +66,11 @@ def prepare(paths: list[Path], options: ZeroShotOptions) -> tuple[list[TaskData]
     problem, before anything is loaded or written."""
     if not paths:
         raise ZeroShotInputError("name at least one checkpoint PATH")
-    tasks = resolve_task_data(list(options.tasks), hf_cache=options.hf_cache, data_dir=options.data_dir)
-    return tasks, [_prepare(target(p), tasks, options) for p in paths]
+    tasks = resolve_task_data(
+        list(options.tasks), hf_cache=options.hf_cache, data_dir=options.data_dir, sources=options.sources
+    )
+    targets = [target(p, epoch=options.epoch, config_dir=options.config_dir) for p in paths]
+    return tasks, [_prepare(t, tasks, options) for t in targets]
 
 
 def _prepare(t: Target, tasks: list[TaskData], options: ZeroShotOptions) -> Prepared:
@@ -74,10 +78,19 @@ def _prepare(t: Target, tasks: list[TaskData], options: ZeroShotOptions) -> Prep
         return Prepared(target=t, job=None)
     plan: HoldoutPlan | None = None
     reference = None
+    tokenizer = None
+    if t.team is not None:
+        team = read_team_config(t.team.config_dir, model_code=options.code.root)
+        tokenizer = team.tokenizer(options.tokenizer)
+    elif options.tokenizer is not None:
+        tokenizer = options.tokenizer.resolve()
     if options.holdout != "off":
         assert t.run is not None
         world = options.train_world_size or t.info.world_size
-        plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
+        if t.team is not None:
+            plan = team_holdout_plan(team, world_size=world, data=options.holdout_data, hook=options.code.holdout_fn)
+        else:
+            plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
         if options.holdout == "on":
             reference = logged_loss(t.run, t.info.step)
     job = Job(
@@ -90,6 +103,9 @@ def _prepare(t: Target, tasks: list[TaskData], options: ZeroShotOptions) -> Prep
         batch_size=options.batch_size,
         code=options.code,
         holdout=plan,
+        tokenizer=tokenizer,
+        capacity=not options.skip_capacity,
+        processes=options.processes,
         reference=None if reference is None else reference.value,
         max_gap=options.max_gap,
         log_samples=options.log_samples,
@@ -152,7 +168,7 @@ def zero_shot(
             for where, doc in results:
                 if where is not None:
                     summary.written.append(
-                        write_outputs(where.with_name(f"{where.name}{stamp}"), doc, summary.table, text)
+                        write_outputs(_unused(where.with_name(f"{where.name}{stamp}")), doc, summary.table, text)
                     )
     except KeyboardInterrupt:
         summary.interrupted = True
@@ -189,6 +205,15 @@ def _evaluate(
     for i, p in enumerate(prepared):
         if p.job is None:
             finished[i] = _recorder_run(p.target, tasks, options, say, summary)
+
+
+def _unused(directory: Path) -> Path:
+    """`directory`, or `directory-2`, `-3`, ... when a result is there already: a second result of the same
+    checkpoint (the same label, the same second) is kept beside the first, never in its place."""
+    candidate, n = directory, 2
+    while candidate.exists():
+        candidate, n = directory.with_name(f"{directory.name}-{n}"), n + 1
+    return candidate
 
 
 def _kept(summary: ZeroShotSummary, left: list[Target]) -> str:
@@ -259,6 +284,10 @@ def _plan(plan: HoldoutPlan) -> dict[str, Any]:
         "seq_len": plan.seq_len,
         "tokens": plan.tokens,
         "world_size": plan.world_size,
+        "batch_rows": plan.batch_rows,
+        "param_dtype": plan.dtype,
+        "capacity": plan.capacity,
+        "loss": f"--holdout-fn {plan.hook}" if plan.hook else "built-in",
     }
 
 
@@ -287,7 +316,8 @@ def _document(
             device=r.device,
             batch_size=options.batch_size,
             workers=workers,
-            capacity=False if r.provenance is not None else None,
+            capacity=(not options.skip_capacity) if r.provenance is not None else None,
+            processes=options.processes if options.processes > 1 else None,
         ),
         code=r.provenance,
         holdout=check,

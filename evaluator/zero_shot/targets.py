@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.team_run import TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.readers import detect
@@ -35,6 +36,7 @@ class Target:
     label: str
     info: CheckpointInfo | None
     run: Path | None
+    team: TeamCheckpoint | None = None  # one of the team's layouts: its config directory, epoch, step
 
     def results_dir(self, stamp: str, out: Path | None) -> Path:
         """Where this target's results.json, summary.txt and eval.log go."""
@@ -44,22 +46,30 @@ class Target:
 
     def results_base(self) -> Path:
         """The directory whose zero_shot_* entries are this target's results (what collect reads)."""
+        if self.team is not None and self.team.kind == "run" and self.path != self.team.run:
+            return self.team.run / RESULTS  # fsdp2_epoch_N given inside its run: the run's results
         if self.kind == "snapshot" and self.run is not None and self.info is not None:
             return self.run / RESULTS / f"step_{self.info.step or 0:07d}"
         return self.path / RESULTS
 
 
-def target(path: Path) -> Target:
+def target(path: Path, *, epoch: int | None = None, config_dir: Path | None = None) -> Target:
     """The Target of `path`; ZeroShotInputError (exit 2) naming it, and what to give, when it is none."""
     path = path.resolve()
     if (path / "events").is_dir() and not (path / ".metadata").is_file():
         return Target(path=path, kind="recorder-run", label=path.name, info=None, run=path)
+    team = find(path, epoch=epoch, config_dir=config_dir)
+    if team is not None:
+        return _team_target(team)
+    if epoch is not None:
+        raise ZeroShotInputError(f"--epoch {epoch}: {path} holds no fsdp2_epoch_* checkpoints")
     _check_source(path)
     try:
         info = detect(path)
     except CheckpointError as e:
         raise ZeroShotInputError(
-            f"{e}; give a checkpoint directory, a <run>/snapshots/step_N/, an archive or a recorder run"
+            f"{e}; give a run directory, a <run>/snapshots/step_N/, an archive (fsdp2_epoch_N + final_meta.json), "
+            "a checkpoint directory or a recorder run"
         ) from e
     run = info.source_run
     if run is None or run == path:
@@ -70,6 +80,18 @@ def target(path: Path) -> Target:
     else:
         kind, label = "archive", path.name
     return Target(path=path, kind=kind, label=label, info=info, run=run if run is not None else path)
+
+
+def _team_target(team: TeamCheckpoint) -> Target:
+    """A team checkpoint's Target; its model config is all_config.yaml's `model:` section."""
+    from evaluator.zero_shot.team_config import read_team_config
+
+    model = read_team_config(team.config_dir, model_code=None).model()
+    info = CheckpointInfo(
+        path=team.dcp, format="torch-dcp", step=team.step, world_size=team.world_size, source_run=team.run,
+        config=model, tokenizer_dir=None, weights_dir=team.dcp,
+    )  # fmt: skip
+    return Target(path=team.path, kind=team.kind, label=team.label, info=info, run=team.run, team=team)
 
 
 def _check_source(path: Path) -> None:

@@ -12,7 +12,7 @@ with a "text" field. `eval.tokens` is the token budget of one evaluation over al
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,19 @@ TRAINING_CONFIG = "training.json"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HoldoutPlan:
-    """How training computed eval/loss: its holdout documents, row length, token budget and world size."""
+    """How training computed eval/loss: its holdout documents, row length, token budget and world size; the
+    rows per forward pass (None: --batch-size), the parameter dtype and whether MoE capacity was on; the
+    team's own loss function (`--holdout-fn`) and the config it is given, when there is one."""
 
     data: Path
     seq_len: int
     tokens: int
     world_size: int
+    batch_rows: int | None = None
+    dtype: str = "fp32"
+    capacity: bool = False
+    hook: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 def holdout_plan(run: Path, config: dict[str, Any], *, world_size: int | None, data: Path | None) -> HoldoutPlan:

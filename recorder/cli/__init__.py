@@ -30,6 +30,7 @@ from recorder.cli import (
     verify,
     zero_shot,
 )
+from recorder.cli._closed_pipe import quiet_when_the_reader_leaves
 from recorder.cli._interrupt import interruptible
 from recorder.cli._output import console, err, label, line
 from recorder.cli._quiet import quiet_other_libraries
@@ -63,7 +64,7 @@ for _group in (
 for _command in app.registered_commands:  # Ctrl-C anywhere in a command: one line, exit 130
     if _command.callback is not None:
         _name = _command.name or _command.callback.__name__.replace("_", "-")
-        _command.callback = interruptible(_name, _command.callback)
+        _command.callback = interruptible(_name, quiet_when_the_reader_leaves(_command.callback))
 
 
 def _print_version(value: bool) -> None:

@@ -53,7 +53,7 @@ def interruptible(name: str, command: F) -> F:
             return command(*args, **kwargs)
         except KeyboardInterrupt:
             raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
-        except RuntimeError as e:
+        except Exception as e:
             if not interrupted_in_duckdb(e):
                 raise
             raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
@@ -64,6 +64,11 @@ def interruptible(name: str, command: F) -> F:
 def interrupted_in_duckdb(e: BaseException) -> bool:
     """Whether `e` is Ctrl-C as DuckDB's Python client reports it: a SIGINT that lands while a statement runs
     in the main thread (opening the history's views, a command's own query) interrupts the statement and
-    comes out as RuntimeError('Query interrupted'), the KeyboardInterrupt consumed (duckdb 2.0). Queries run
+    comes out as RuntimeError('Query interrupted'), the KeyboardInterrupt consumed (duckdb 2.0); one that lands
+    while DuckDB counts a registered Arrow object's rows, as an InvalidInputException naming it. Queries run
     in a worker thread under a time limit are told apart by `recorder.history.limits`."""
-    return type(e) is RuntimeError and str(e) == "Query interrupted"
+    if type(e) is RuntimeError and str(e) == "Query interrupted":
+        return True
+    # a SIGINT while DuckDB scans a registered Arrow object (the history's live events) surfaces as the scan's
+    # failure, naming the KeyboardInterrupt it caught
+    return type(e).__module__.endswith("duckdb") and "KeyboardInterrupt" in str(e)

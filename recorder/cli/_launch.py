@@ -8,8 +8,11 @@ Several machines: run `torchrun --nnodes ... -m recorder.cli train ...` yourself
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 from recorder.errors import RunExistsError
@@ -33,12 +36,35 @@ def launch_data_parallel(
     args += [] if run_id is None else ["--run-id", run_id]
     for item in sets or []:
         args += ["--set", item]
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    launcher = [sys.executable, "-m", "trainer.torchrun", "--standalone", f"--nproc-per-node={nproc}"]
     # One intra-op thread per rank unless told otherwise (torchrun would set it too, with a warning).
     env = {"OMP_NUM_THREADS": "1", **os.environ}
-    child = subprocess.Popen([*launcher, "-m", "recorder.cli", "train", *args], env=env)
-    try:
-        return child.wait()
-    except KeyboardInterrupt:  # Ctrl-C reached the ranks too: they record their stop; wait for them
-        child.wait()
-        return 130
+    # torchrun starts with Ctrl-C ignored: an interpreter interrupted while it imports its site packages
+    # prints a fatal-error traceback. trainer.torchrun takes Ctrl-C again as its first act and says so by
+    # creating the file ARMED names; a Ctrl-C that came before is passed on to it then.
+    with tempfile.TemporaryDirectory(prefix="recorder-launch-") as scratch:
+        armed = Path(scratch) / "armed"
+        child = subprocess.Popen(
+            [*launcher, "-m", "recorder.cli", "train", *args],
+            env={**env, ARMED: str(armed)},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+        try:
+            return child.wait()
+        except KeyboardInterrupt:  # Ctrl-C reached the ranks too: they record their stop; wait for them
+            _pass_on_interrupt(child, armed)
+            child.wait()
+            return 130
+
+
+ARMED = "RECORDER_TORCHRUN_ARMED"
+
+
+def _pass_on_interrupt(child: subprocess.Popen[bytes], armed: Path) -> None:
+    """A Ctrl-C torchrun ignored (it came while torchrun was still starting) is sent to it once it listens."""
+    if armed.exists():
+        return  # it listened: the terminal's Ctrl-C reached it
+    while child.poll() is None and not armed.exists():
+        time.sleep(0.05)
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)

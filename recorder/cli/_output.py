@@ -47,6 +47,11 @@ class SafeConsole(Console):
     def render_str(self, text: str, **kwargs: Any) -> Text:
         return super().render_str(visible(text), **kwargs)
 
+    def on_broken_pipe(self) -> None:
+        """The reader left (`| head`): rich would exit 1 here; the command ends quietly with 0 instead
+        (recorder.cli._closed_pipe)."""
+        raise BrokenPipeError
+
     def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
             if segment.control is None and UNSAFE.search(segment.text):

@@ -14,15 +14,6 @@ from recorder.cli._output import console, label, line, warning
 from recorder.cli._progress import UntilFirst
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 from recorder.cli._tables import Col, print_fitted, set_wide
-from recorder.comparability import (
-    NOT_COMPARABLE,
-    config_eval,
-    evaluated_otherwise,
-    scored_with,
-    why_not_comparable,
-    why_not_judged,
-)
-from recorder.kinds import EvalFailed, EvalResult, EvalStart
 from recorder.rules import is_standard_target, recorded_target
 
 LOCAL_RAY = "local"
@@ -199,13 +190,28 @@ def _evaluate(run_dir: Path, options: Options) -> Summary:
     first one (verify, torch and the model load first)."""
     from evaluator.session import evaluate_run
 
-    with UntilFirst("eval: verifying the run, loading torch and the model") as waiting:
+    with UntilFirst(_waiting_for(options)) as waiting:
 
         def on_outcome(o: Outcome) -> None:
             waiting.done()
             _print_outcome(o)
 
         return evaluate_run(run_dir, options, on_outcome=on_outcome)
+
+
+def _waiting_for(options: Options) -> str:
+    """What the first result waits for: in-process torch, or Ray actors that each load torch and the model
+    (evaluator.workers.start_workers picks Ray for more than one worker or a cluster address)."""
+    if options.backend == "vllm":
+        return "eval: verifying the run, starting the vLLM engine"
+    if options.workers > 1 or options.ray_address is not None:
+        ray = (
+            "starting Ray"
+            if options.ray_address in (None, LOCAL_RAY)
+            else f"connecting to Ray at {options.ray_address}"
+        )
+        return f"eval: verifying the run, {ray}, {options.workers} worker(s) each loading torch and the model"
+    return "eval: verifying the run, loading torch and the model"
 
 
 def _check_harness_options(
@@ -319,6 +325,8 @@ def _print_outcome(o: Outcome) -> None:
 
 
 def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
+    from recorder.comparability import why_not_judged
+
     if s.unverified:
         console.print(
             line(
@@ -355,6 +363,8 @@ def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
 
 def _print_not_comparable(why: str | None, target: float | None) -> None:
     """The NOT COMPARABLE line (recorder.comparability's why), saying what judges passing."""
+    from recorder.comparability import NOT_COMPARABLE
+
     if why is None:
         return
     if not is_standard_target(target):
@@ -396,8 +406,9 @@ def evals(
     from rich import box
 
     from evaluator.attempts import attempts
+    from recorder.comparability import config_eval, evaluated_otherwise, scored_with, why_not_comparable
     from recorder.goals import opened_goal
-    from recorder.kinds import RunOpened
+    from recorder.kinds import EvalResult, RunOpened
     from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
@@ -437,6 +448,7 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
     from rich import box
 
     from evaluator.attempts import HARNESS_WRITER
+    from recorder.kinds import EvalFailed, EvalResult
 
     scores: dict[int, dict[str, str]] = {}
     failed: dict[int, str] = {}
@@ -471,6 +483,9 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
 def _evals_row(a: Attempt, goal: Goal | None, comparable: bool) -> list[str]:
     """One evaluation; `comparable`: the run was evaluated as the benchmark is (recorder.comparability; else
     its pass column says NOT COMPARABLE rather than yes or no)."""
+    from recorder.comparability import NOT_COMPARABLE
+    from recorder.kinds import EvalFailed, EvalResult, EvalStart
+
     end = a.stop or a.failed or a.closed_by
     seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
     acc = a.accuracy

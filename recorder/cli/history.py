@@ -15,7 +15,6 @@ from recorder.cli._output import console, cut, err, label, line, make_console, w
 from recorder.cli._paths import check_output, write_failed
 from recorder.cli._progress import working
 from recorder.cli._tables import Col, print_fitted, set_wide
-from recorder.comparability import target_reason
 from recorder.output import output_file, write_output
 from recorder.run import RunDir
 
@@ -48,17 +47,24 @@ def _cell(value: Any) -> str:
     return cut(str(value))
 
 
+def _query_columns(names: list[str]) -> list[Col]:
+    """A query's columns as `runs` fits them: the first (a run id, a step: what names the row) never cut, the
+    others wrapped at word boundaries, and, where the terminal is too narrow, left out from the last."""
+    return [Col(name, whole=i == 0, drop=i) for i, name in enumerate(names)]
+
+
 def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
     if fmt == "table":
+        rows = [[_cell(v) for v in row.values()] for row in table.to_pylist()]
+        if out is None:
+            print_fitted(console, _query_columns(table.column_names), rows, show_lines=False)
+            console.print(f"{table.num_rows} rows")
+            return
         view = Table(show_lines=False)
         for name in table.column_names:
             view.add_column(name, overflow="fold")
-        for row in table.to_pylist():
-            view.add_row(*(_cell(v) for v in row.values()))
-        if out is None:
-            console.print(view)
-            console.print(f"{table.num_rows} rows")
-            return
+        for cells in rows:
+            view.add_row(*cells)
         import io
 
         buffer = io.StringIO()
@@ -107,12 +113,14 @@ def query(
         str | None,
         typer.Option("--memory-limit", help="DuckDB's memory limit, e.g. 2GB (default: half the machine's memory)."),
     ] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
 ) -> None:
     """Read-only SQL (DuckDB) over every run under the root: SELECT, EXPLAIN, PIVOT, and DESCRIBE, SHOW and
     SUMMARIZE (reads DuckDB runs as SELECT: `DESCRIBE runs` lists a view's columns). Everything else is
     refused; Ctrl-C stops a query."""
     if out is not None:
         check_output(out)
+    set_wide(wide)
     with _open(root, memory_limit) as history:
         result = history.query(sql, timeout_s=timeout)
     try:
@@ -125,7 +133,6 @@ def query(
         err.print(
             "note: scores (the runs and scores views) are each run's derived/scores.jsonl as written, not "
             "re-derived here: `recorder runs` and `recorder verify RUN_DIR` check them against the events",
-            soft_wrap=True,
         )
 
 
@@ -182,7 +189,6 @@ def runs(
             f"{', ...' if len(unscored) > 3 else ''}): `recorder replay RUN_DIR` or "
             f"`recorder compact --root {root}` writes their scores",
             highlight=False,
-            soft_wrap=True,
         )
     _print_trust(untrusted, rows)
     for run_id, why in differ:
@@ -285,6 +291,8 @@ def _judge_trust(row: dict[str, Any], report: VerifyReport) -> list[str]:
 def _apart_reason(target: float | None, flags: str | None) -> str:
     """Why a run of the runs view does not compare: its target, a resume, else its evaluation (flag
     other-evaluation; its scores' `why` says how it differs, from recorder.comparability)."""
+    from recorder.comparability import target_reason  # it reads event payloads: pyarrow, loaded on use
+
     resumed = "resumed" in (flags or "").split()
     return target_reason(target) or (
         "resumed from a checkpoint" if resumed else "evaluated otherwise than the benchmark"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -14,6 +14,9 @@ from rich.table import Table
 from recorder.cli._model_source import ModelConfigOption, TokenizerOption
 from recorder.cli._output import console, label, line
 from recorder.cli._signing import SigningKeyOption, apply_signing_key
+
+if TYPE_CHECKING:
+    from recorder.run import RunDir
 
 
 def _utc_ns(ns: int) -> str:
@@ -98,15 +101,22 @@ def import_checkpoints(
     console.print(table)
     for problem in report.problems:
         console.print(line(label("rule:", "yellow"), problem))
-    step = (
-        f"recorder replay {report.run.path}"
-        if report.evaluated
-        else "evaluate the checkpoints (eval_start/eval_result/eval_stop events), then recorder replay "
-        f"{report.run.path}"
-    )
-    console.print(f"imported into {report.run.path}; next: {step}", highlight=False)
+    console.print(f"imported into {report.run.path}; next: {_next_step(report.run, report.evaluated, task)}")
     if report.problems and strict:
         raise typer.Exit(1)
+
+
+def _next_step(run: RunDir, evaluated: bool, task: Path | None) -> str:
+    """The one command that works next: replay once evaluations are recorded; else eval, with the task spec
+    the series was fingerprinted with when the run records no evaluation settings of its own."""
+    from recorder.reader import read_run
+    from replay.run_replay import SPEC_NOTE, eval_command
+
+    if evaluated:
+        return f"recorder replay {run.path}"
+    opened = next((e.data for e in read_run(run).events if e.kind == "run_opened"), {})
+    command = eval_command(run.path, opened, task)
+    return command + (f"\n  {SPEC_NOTE}" if command.endswith("SPEC.toml") else "")
 
 
 def register(app: typer.Typer) -> None:

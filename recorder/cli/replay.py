@@ -295,7 +295,7 @@ def check_submission(
             package = check_package(folder, ruleset, Path(tmp))
         except HostileSubmissionError as e:  # every refused entry on its own error: line, then exit 2
             for refused in e.refused:
-                err.print(line(label("error:", "bold red"), refused), highlight=False, soft_wrap=True)
+                err.print(line(label("error:", "bold red"), refused), highlight=False)
             raise typer.Exit(2) from None
         console.print(package.result.summary(), highlight=False)
         table: list[list[str]] = []

@@ -196,7 +196,7 @@ def _train_rank(ranks: Ranks, config: Path | None, sets: list[str] | None, root:
     try:
         trainer.run()
     except KeyboardInterrupt:
-        raise TrainInterrupted(f"rank {ranks.rank}: interrupted") from None
+        raise typer.Exit(130) from None  # rank 0 says where the run stopped: one line, not one per rank
 
 
 def _run(trainer: GRPOTrainer, progress: Progress) -> TrainSummary:

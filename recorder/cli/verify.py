@@ -13,7 +13,7 @@ from recorder.cli._progress import progress, working
 
 if TYPE_CHECKING:
     from recorder.signing import SignatureState
-    from recorder.verify import SegmentSummary, VerifyReport
+    from recorder.verify import Problem, SegmentSummary, VerifyReport
 
 
 _TrustOpt = Annotated[
@@ -47,6 +47,7 @@ def verify(
     from recorder.history.cache import verify_with_cache
     from recorder.reader import recorded_run_id
     from recorder.signing import load_trusted
+    from recorder.verify.truncation import TRUNCATED_RULE
     from recorder.verify.trust import trusted_from_environment
 
     if require_signed and not trust and not os.environ.get("RECORDER_TRUST"):
@@ -62,8 +63,11 @@ def verify(
     total = sum(s.events for s in report.segments)
     console.print(f"run {recorded_run_id(report.run)}: {len(report.segments)} segments, {total} events")
     untrusted = 0
+    truncated = {p.segment: p.seq for p in report.problems if p.rule == TRUNCATED_RULE}
     for s in report.segments:
         state = "closed" if s.closed else "open (writer did not close)"
+        if s.name in truncated:
+            state = f"truncated at seq {truncated[s.name]}"
         signature = _signature(report, s, trusted)
         shown = trusted is not None or s.opened_with is not None or signature.text == "bad signature"
         untrusted += not signature.trusted
@@ -74,14 +78,32 @@ def verify(
     for note in report.warnings:
         console.print(warning(note))
     for problem in report.problems:
-        console.print(line(label("ALTERED:", "bold red"), str(problem)))
+        console.print(line(label(_verdict(problem), "bold red"), str(problem)))
     if not report.ok:
-        console.print(f"verify: FAILED ({len(report.problems)} problems)")
+        console.print(_failed(report))
         raise typer.Exit(1)
     if require_signed and untrusted:
         console.print(f"verify: FAILED ({untrusted} of {len(report.segments)} segments not signed by a trusted key)")
         raise typer.Exit(1)
     console.print("verify: intact")
+
+
+def _verdict(problem: Problem) -> str:
+    """What a problem says of the run: untrusted (no accepted key vouches), truncated (its end is lost) or
+    altered (anything else)."""
+    if problem.untrusted:
+        return "UNTRUSTED:"
+    from recorder.verify.truncation import TRUNCATED_RULE
+
+    return "TRUNCATED:" if problem.rule == TRUNCATED_RULE else "ALTERED:"
+
+
+def _failed(report: VerifyReport) -> str:
+    """The verdict line of a run that fails: untrusted alone is said as such, not as an alteration."""
+    count = len(report.problems)
+    if all(p.untrusted for p in report.problems):
+        return f"verify: UNTRUSTED ({count} problems: not signed by an accepted key; no alteration found)"
+    return f"verify: FAILED ({count} problems)"
 
 
 def _segment_bytes(run_dir: Path) -> int | None:

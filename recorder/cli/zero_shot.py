@@ -12,32 +12,90 @@ from recorder.cli._progress import PerItem
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 
 Paths = Annotated[
-    list[Path], typer.Argument(help="Checkpoints: run dirs, snapshots, archives, checkpoint dirs, recorder runs.")
+    list[Path],
+    typer.Argument(
+        help="Checkpoints: run dirs, snapshots, archives, checkpoint dirs, recorder runs.", envvar="CKPT_PATH"
+    ),
 ]
-Tasks = Annotated[str, typer.Option(help="lm-eval task names, comma-separated (siqa = social_iqa).")]
-Limit = Annotated[int | None, typer.Option(help="At most N examples per task (a smoke test, not a score).")]
-HfCache = Annotated[Path | None, typer.Option(help="Local Hugging Face datasets directory.")]
+Tasks = Annotated[
+    str, typer.Option(help="lm-eval task names, comma-separated (siqa = social_iqa).", envvar="LMEVAL_TASKS")
+]
+Limit = Annotated[
+    int | None, typer.Option(help="At most N examples per task (a smoke test, not a score).", envvar="LMEVAL_LIMIT")
+]
+TaskSources = Annotated[
+    str,
+    typer.Option(
+        help="TASK=PATH[:CONFIG],...: a task's Hugging Face dataset instead of the default "
+        "(winogrande: allenai/winogrande:winogrande_debiased, social_iqa: jet-ai/social_i_qa).",
+        envvar="EVAL_TASK_SOURCES",
+    ),
+]
+HfCache = Annotated[Path | None, typer.Option(help="Local Hugging Face datasets directory.", envvar="EVAL_HF_ROOT")]
 DataDir = Annotated[Path | None, typer.Option(help="Directory of <task>.jsonl exports.")]
 Online = Annotated[bool, typer.Option(help="Let the datasets libraries reach the hub (offline by default).")]
-LogSamples = Annotated[bool, typer.Option(help="Per-sample log-likelihoods in results.json.")]
-Holdout = Annotated[
-    Literal["on", "off", "record"],
-    typer.Option(help="on: compare with the logged eval/loss; record: store it only; off: skip."),
+LogSamples = Annotated[
+    bool, typer.Option(help="Per-sample log-likelihoods: samples_<task>.jsonl.", envvar="LMEVAL_LOG_SAMPLES")
 ]
-MaxGap = Annotated[float, typer.Option(help="Largest |recomputed - logged| eval/loss allowed.")]
+Holdout = Annotated[
+    str,
+    typer.Option(
+        help="on (1): compare with the logged eval/loss; record: store it only; off (0): skip.",
+        envvar="EVAL_HOLDOUT_CHECK",
+    ),
+]
+MaxGap = Annotated[
+    float, typer.Option(help="Largest |recomputed - logged| eval/loss allowed.", envvar="EVAL_HOLDOUT_MAX_GAP")
+]
 HoldoutData = Annotated[Path | None, typer.Option(help="The holdout file, when the config's path does not resolve.")]
-WorldSize = Annotated[int | None, typer.Option(help="The training's world size (default: the checkpoint's).")]
-ModelRoot = Annotated[Path | None, typer.Option(help="Root of the team's model code.")]
-Factory = Annotated[str | None, typer.Option(help="pkg.module:function under --model-code.")]
-Dtype = Annotated[Literal["fp32", "bf16"], typer.Option(help="Scoring precision.")]
+WorldSize = Annotated[
+    int | None,
+    typer.Option(help="The training's world size (default: the checkpoint's).", envvar="EVAL_HOLDOUT_TRAIN_WORLD"),
+]
+ModelRoot = Annotated[Path | None, typer.Option(help="Root of the team's model code.", envvar="MODEL_CODE_ROOT")]
+Factory = Annotated[
+    str | None, typer.Option(help="pkg.module:function under --model-code.", envvar="EVAL_MODEL_FACTORY")
+]
+HoldoutFn = Annotated[
+    str | None,
+    typer.Option(help="The team's eval/loss function, pkg.module:function under --model-code (default: built in)."),
+]
+Epoch = Annotated[int | None, typer.Option(help="A run's fsdp2_epoch_N (default: the largest).", envvar="CKPT_EPOCH")]
+ConfigDir = Annotated[
+    Path | None,
+    typer.Option(help="Directory with all_config.yaml and train_metadata.yaml.", envvar="CKPT_CONFIG_DIR"),
+]
+TokenizerPath = Annotated[
+    Path | None,
+    typer.Option("--tokenizer", help="Tokenizer file or directory (default: train_metadata.yaml's).",
+                 envvar="EVAL_TOKENIZER_PATH"),
+]  # fmt: skip
+SkipCapacity = Annotated[
+    bool,
+    typer.Option(
+        "--moe-skip-capacity/--moe-capacity", help="MoE capacity off while scoring.", envvar="MOE_SKIP_CAPACITY"
+    ),
+]
+Dtype = Annotated[Literal["fp32", "bf16"], typer.Option(help="Scoring precision.", envvar="EVAL_PARAM_DTYPE")]
 Device = Annotated[str, typer.Option(help="cpu, cuda, or auto (each worker's accelerator if any).")]
-BatchSize = Annotated[int, typer.Option(help="Requests per forward pass (scores do not depend on it).")]
+BatchSize = Annotated[
+    int, typer.Option(help="Requests per forward pass (scores do not depend on it).", envvar="EVAL_BATCH_SIZE_MCQ")
+]
+Nproc = Annotated[
+    int,
+    typer.Option(
+        "--nproc", help="Processes (devices) one checkpoint's requests are split across.", envvar="NPROC_PER_NODE"
+    ),
+]
 Workers = Annotated[int | None, typer.Option(help="Ray actors, one checkpoint each (default: one per PATH).")]
 RayAddress = Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local one).")]
 TaskSpec = Annotated[
     Path | None, typer.Option("--task", help="An imported recorder run: the task spec its fingerprints used.")
 ]
-Out = Annotated[Path | None, typer.Option("-o", "--out", help="Write results under DIR instead.")]
+Out = Annotated[
+    Path | None, typer.Option("-o", "--out", help="Write results under DIR instead.", envvar="EVAL_OUTPUT_DIR")
+]
+HOLDOUT_MODES = {"on": "on", "1": "on", "off": "off", "0": "off", "record": "record"}
 ALL_TASKS = "arc_easy,arc_challenge,hellaswag,openbookqa,piqa,winogrande,social_iqa"
 
 
@@ -45,6 +103,7 @@ def zero_shot_command(
     paths: Paths,
     tasks: Tasks = ALL_TASKS,
     limit: Limit = None,
+    task_source: TaskSources = "",
     hf_cache: HfCache = None,
     data_dir: DataDir = None,
     online: Online = False,
@@ -55,9 +114,15 @@ def zero_shot_command(
     train_world_size: WorldSize = None,
     model_code: ModelRoot = None,
     model_factory: Factory = None,
+    holdout_fn: HoldoutFn = None,
+    epoch: Epoch = None,
+    config_dir: ConfigDir = None,
+    tokenizer: TokenizerPath = None,
+    moe_skip_capacity: SkipCapacity = True,
     dtype: Dtype = "fp32",
     device: Device = "auto",
-    batch_size: BatchSize = 8,
+    batch_size: BatchSize = 32,
+    nproc: Nproc = 1,
     workers: Workers = None,
     ray_address: RayAddress = None,
     out: Out = None,
@@ -73,22 +138,34 @@ def zero_shot_command(
     from evaluator.zero_shot.loading import ModelCode
     from evaluator.zero_shot.options import ZeroShotOptions
     from evaluator.zero_shot.runner import zero_shot
-    from evaluator.zero_shot.task_sources import parse_task_names
+    from evaluator.zero_shot.task_sources import parse_sources, parse_task_names
 
     apply_key_options(signing_key, untrusted_ok)
+    mode = _holdout_mode(holdout)
+    code = ModelCode(root=model_code, factory=model_factory, holdout_fn=holdout_fn)
     options = ZeroShotOptions(
         tasks=tuple(parse_task_names(tasks)), limit=limit, hf_cache=hf_cache, data_dir=data_dir, online=online,
-        log_samples=log_samples, holdout=holdout, max_gap=holdout_max_gap, holdout_data=holdout_data,
-        train_world_size=train_world_size, code=ModelCode(root=model_code, factory=model_factory), dtype=dtype,
-        device=device, batch_size=batch_size, workers=workers, ray_address=ray_address, out=out, task=task,
+        log_samples=log_samples, holdout=mode, max_gap=holdout_max_gap, holdout_data=holdout_data,  # type: ignore[arg-type]
+        train_world_size=train_world_size, code=code, dtype=dtype, device=device, batch_size=batch_size,
+        workers=workers, ray_address=ray_address, out=out, task=task, epoch=epoch, config_dir=config_dir,
+        tokenizer=tokenizer, skip_capacity=moe_skip_capacity, sources=parse_sources(task_source),
+        processes=nproc,
     )  # fmt: skip
     with PerItem("zero-shot") as shown:
         width = console.width if console.is_terminal else None
         summary = zero_shot(paths, options, echo=_echo, width=width, report=shown.report)
     for path in summary.written:
-        console.print(f"wrote {path.parent}", highlight=False, soft_wrap=True)
+        console.print(f"wrote {path.parent}", highlight=False)
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _holdout_mode(value: str) -> str:
+    """--holdout / EVAL_HOLDOUT_CHECK as the options take it: on, off or record (1 and 0 are the seed's)."""
+    mode = HOLDOUT_MODES.get(value.strip().lower())
+    if mode is None:
+        raise typer.BadParameter(f"{value!r}: one of on (1), off (0), record", param_hint="--holdout")
+    return mode
 
 
 def collect_command(paths: Paths) -> None:
@@ -96,11 +173,11 @@ def collect_command(paths: Paths) -> None:
     from evaluator.zero_shot.collect import collect
 
     width = console.width if console.is_terminal else None
-    console.print(collect(paths, width), highlight=False, soft_wrap=True, end="")
+    console.print(collect(paths, width), highlight=False, end="")
 
 
 def _echo(text: str) -> None:
-    console.print(text, highlight=False, soft_wrap=True, markup=False)
+    console.print(text, highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -43,6 +43,7 @@ class ZeroShotSettings(Part):
     batch_size: int
     workers: str
     capacity: bool | None
+    processes: int | None = None  # --nproc: processes one checkpoint's requests were split across (when over 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -466,9 +466,11 @@ _DTYPE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 def _check_precision(e: Event, result: EvalResult, commit: Commit | None, found: Findings) -> None:
     """Rule eval-precision: the rule evaluates checkpoints in BF16 or in the exact format of the rollouts
     (the dtype the run trained and sampled in, as its commit records)."""
-    if result.dtype is None:
-        return  # not recorded (the submitter's command, an import, an evaluation before dtypes were recorded)
-    rollout = commit.data.dtype if commit is not None else None
+    if result.dtype is None or commit is None:
+        # not recorded (the submitter's command, an import, an evaluation before dtypes were recorded), or no
+        # commit to compare with (rule eval-names-commit says so; no advice about a --dtype never used)
+        return
+    rollout = commit.data.dtype
     rollout = _DTYPE_NAMES.get(rollout or "", rollout)
     if result.dtype != "bf16" and result.dtype != rollout:
         found.fail(

@@ -11,13 +11,16 @@ from recorder.verify.registry import rule
 class Problem:
     """Something altered, missing or impossible, located by segment and, where known, the first bad seq.
 
-    `rule` names the semantic rule broken (empty for byte-level damage, which is its own rule).
+    `rule` names the semantic rule broken (empty for byte-level damage, which is its own rule). `untrusted`:
+    the events chain as written but no accepted key vouches for them (signed by another key, or unsigned where
+    a key must sign): a matter of trust, not a sign that anything was altered.
     """
 
     segment: str
     seq: int | None
     message: str
     rule: str = ""
+    untrusted: bool = False
 
     def __post_init__(self) -> None:
         if self.rule:

@@ -72,6 +72,11 @@ _RULES = (
     Rule("commit-metadata", "facts", "weights whose stored step, weight-update time or run id differ from the commit"),
     Rule("commit-files", "facts", "a committed config or tokenizer file that is missing or changed"),
     Rule("eval-names-commit", "facts", "an evaluation of a step that has no committed checkpoint"),
+    Rule(
+        "truncated-segment",
+        "facts",
+        "an open trainer segment missing the commit or train_stop that a later evaluation relied on",
+    ),
     Rule("eval-after-commit", "facts", "an evaluation that starts before its checkpoint's commit"),
     Rule("eval-after-train-stop", "facts", "an evaluation that starts before `train_stop`, or of a run never stopped"),
     Rule("eval-result-inside-evaluation", "facts", "a result or stop outside its evaluation"),

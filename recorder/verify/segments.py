@@ -40,6 +40,7 @@ from recorder.verify.fact_rules import check_facts, for_rules
 from recorder.verify.fact_rules import kept as kept_kind
 from recorder.verify.problem import Problem
 from recorder.verify.summary import SegmentSummary
+from recorder.verify.truncation import explain_truncation
 from recorder.verify.trust import trust_problems, trusted_from_environment, untrusted_ok_from_environment
 
 __all__ = ["Problem", "SegmentSummary", "VerifyReport", "check_segment", "verify_run"]
@@ -365,7 +366,7 @@ def verify_run(
     (report.untrusted if accept else report.problems).extend(judged or [])
     if facts and report.ok:
         found = check_facts(run, kept)
-        report.problems.extend(found.problems)
+        report.problems.extend(explain_truncation(report.segments, found.problems, kept))
         report.warnings.extend(found.warnings)
     if keep_events and report.ok:
         report.events = merge(every)

@@ -99,15 +99,17 @@ def _segment_problem(
     entry = listed.get(s.name)
     if s.signed_by is None and entry is not None and entry.adopted_bytes is not None:
         return []  # judged with the manifest (adopted-segment)
+    untrusted = True
     if s.signed_by is not None:
         why = f"signed by {fingerprint(s.signed_by)}, not by {whose}"
     elif s.opened_with is not None:
         if s.name in listed:  # a later signed writer vouched for the events it found (checked with the manifest)
             return []
-        why = "its writer did not close, so its events are not signed"
+        why, untrusted = "its writer did not close, so its events are not signed", False
     else:
         why = f"unsigned, in a run that must be signed by {whose}"
-    return [Problem(s.name, None, f"{why}; sign every writer with the run's key ({SIGNING_KEY_ENV})", SIGNED_RUN_RULE)]
+    message = f"{why}; sign every writer with the run's key ({SIGNING_KEY_ENV})"
+    return [Problem(s.name, None, message, SIGNED_RUN_RULE, untrusted=untrusted)]
 
 
 def _manifest_problems(
@@ -129,7 +131,8 @@ def _manifest_problems(
     if not manifest.signature_valid:
         return [problem("bad signature: the list of signed segments was edited after it was signed")]
     if manifest.public_key not in accepted:
-        return [problem(f"signed by {fingerprint(manifest.public_key)}, not by {whose}")]
+        why = f"signed by {fingerprint(manifest.public_key)}, not by {whose}"
+        return [Problem(MANIFEST_FILE, None, why, SIGNED_SET_RULE, untrusted=True)]
     from recorder.reader import recorded_run_id
 
     if manifest.run_id != recorded_run_id(run):

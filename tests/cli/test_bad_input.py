@@ -67,6 +67,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("compact --root a run", ["compact", "--root", "{run}"], "is a run directory"),
     ("import missing file", ["import", "{cwd}/nope.out", "--root", "{root}"], "nope.out"),
     ("verify a file", ["verify", "{log}"], "not a directory"),
+    ("collect missing", ["collect", "{root}/nope"], "nope: no such directory"),
+    ("collect a file", ["collect", "{log}"], "not a directory"),
 ]
 
 

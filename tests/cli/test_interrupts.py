@@ -150,3 +150,15 @@ def test_ctrl_c_during_import_leaves_only_whole_runs(corpus: Path, tmp_path: Pat
     imported = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
     said = [x.split(" -> ")[1].split(":")[0] for x in out.splitlines() if " -> " in x]
     assert [Path(x).name for x in said] == imported  # every run left is one it reported whole
+
+
+def test_ctrl_c_as_duckdb_reports_it_is_told_from_its_errors() -> None:
+    import duckdb
+
+    from recorder.cli._interrupt import interrupted_in_duckdb
+
+    assert interrupted_in_duckdb(RuntimeError("Query interrupted"))
+    scan = "counting the rows of the object registered as '_live_events' failed: KeyboardInterrupt: "
+    assert interrupted_in_duckdb(duckdb.InvalidInputException(f"Invalid Input Error: {scan}"))
+    assert not interrupted_in_duckdb(duckdb.InvalidInputException("Invalid Input Error: a bad value"))
+    assert not interrupted_in_duckdb(ValueError("KeyboardInterrupt"))  # not DuckDB's

@@ -64,3 +64,42 @@ def _train_stops(run: Path) -> list[str]:
     from recorder.reader import read_run
 
     return [json.loads(e.data_json)["status"] for e in read_run(run).events if e.kind == "train_stop"]
+
+
+def _nproc_interrupted(root: Path, after_s: float | None) -> tuple[int, str, str]:
+    """`recorder train --nproc 2`, Ctrl-C as a terminal sends it (to the whole foreground process group)
+    `after_s` seconds after the start, or once the first step is printed (None)."""
+    import os
+    import time
+
+    exe = Path(sys.executable).parent / "recorder"
+    p = subprocess.Popen(
+        [str(exe), "train", "--nproc", "2", "--root", str(root), "--run-id", "dp", *QUICK],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a shell's foreground job: the signal goes to every process
+    )
+    assert p.stdout is not None
+    if after_s is None:
+        for line in p.stdout:
+            if line.startswith("step 1/"):
+                break
+    else:
+        time.sleep(after_s)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=600)
+    return p.returncode, out, err
+
+
+@pytest.mark.slow  # torchrun, two ranks, torch in each: about a minute a case on a loaded 2-core machine
+@pytest.mark.parametrize("after_s", [0.5, 2.0, 5.0, None], ids=["0.5s", "2s", "5s", "after step 1"])
+def test_ctrl_c_under_nproc_is_one_line_and_exit_130(tmp_path: Path, after_s: float | None) -> None:
+    code, out, err = _nproc_interrupted(tmp_path, after_s)
+    assert code == 130, out + err
+    for noise in ("Traceback", "Fatal Python error", "SignalException", "closing signal", "death signal"):
+        assert noise not in out + err, err
+    said = [line for line in err.splitlines() if "interrupted" in line]
+    assert len(said) == 1, err
+    if after_s is None:
+        assert said[0].startswith("interrupted at step") and _train_stops(tmp_path / "dp") == ["interrupted"]

@@ -203,3 +203,28 @@ def test_a_bad_key_is_refused_before_anything_is_written(tmp_path: Path, keys: P
         done = run_cli("import", str(log), "--root", str(tmp_path / "runs"), "--signing-key", str(key))
         assert done.returncode == 2 and done.stderr.startswith("error: ") and "Traceback" not in done.stderr
         assert not (tmp_path / "runs").exists()
+
+
+def test_an_intact_run_signed_by_another_key_is_untrusted_not_altered(keys: Path, tmp_path: Path, corpus: Path) -> None:
+    """As docs/cli.md shows it: alice signs an import, bob's key is the one trusted. Nothing was altered, so
+    nothing is called ALTERED; the run is untrusted, exit 1."""
+    log = corpus / "qwen35_397b_grpo_rcp/GBS256/seed_1.out"
+    imported = run_cli(
+        "import", str(log), "--root", str(tmp_path), "--run-id", "signed", "--signing-key", str(keys / "alice")
+    )
+    assert imported.returncode == 0, imported.stderr
+    done = run_cli("verify", str(tmp_path / "signed"), "--trust", str(keys / "bob.pub"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "ALTERED" not in done.stdout and "Traceback" not in done.stderr
+    assert "UNTRUSTED: import-0001.arrows: signed by ed25519:" in done.stdout
+    assert done.stdout.splitlines()[-1].startswith("verify: UNTRUSTED (2 problems: not signed by an accepted key;")
+    trusted = run_cli("verify", str(tmp_path / "signed"), "--trust", str(keys / "alice.pub"))
+    assert trusted.returncode == 0 and trusted.stdout.splitlines()[-1] == "verify: intact"
+
+
+def test_a_rewritten_run_under_another_key_is_still_altered(signed_run: Path, keys: Path) -> None:
+    trainer = signed_run / "events" / "trainer-0001.arrows"
+    rewrite(trainer, lambda events: [{**e, "time_ns": int(str(e["time_ns"])) + 1} for e in events])
+    done = run_cli("verify", str(signed_run), "--trust", str(keys / "bob.pub"))
+    assert done.returncode == 1 and "ALTERED: trainer-0001.arrows" in done.stdout, done.stdout
+    assert done.stdout.splitlines()[-1].startswith("verify: FAILED (")

@@ -107,6 +107,48 @@ def test_the_products_own_words_pass(text: str) -> None:
     assert findings(text) == []
 
 
+# Where a command the README shows writes: `-o FILE` and `--root DIR` (a run below it).
+WRITES = re.compile(r"(?:^|\s)(?:-o|--output)\s+([\w./-]+)|--root\s+([\w./-]+)")
+
+
+def readme_outputs(text: str) -> list[str]:
+    """Paths, relative to the clone, that the README's `recorder` commands write."""
+    lines = [line.removeprefix("$ ").split("#", 1)[0] for line in text.splitlines()]
+    quoted = re.findall(r"`(recorder [^`]+)`", text)  # a command in prose
+    found = []
+    for command in [line for line in lines if line.startswith("recorder ")] + quoted:
+        for file, root in WRITES.findall(command):
+            found.append(file or f"{root}/demo/events/trainer-0001.arrows")
+    return found
+
+
+def test_readme_outputs_finds_files_and_runs() -> None:
+    assert readme_outputs(
+        "$ recorder report runs/demo -o demo.html\nrecorder eval x --root ref  # -o not.this\nsee `recorder plot r -o p.png`"
+    ) == [
+        "demo.html",
+        "ref/demo/events/trainer-0001.arrows",
+        "p.png",
+    ]
+
+
+def test_what_the_readme_tells_a_user_to_write_is_ignored() -> None:
+    """Following the README in a clone leaves the tests (this file's walk included) and `git status` clean."""
+    outputs = readme_outputs((REPO / "README.md").read_text(encoding="utf-8"))
+    assert "demo.html" in outputs and any(o.startswith("runs/") for o in outputs)
+    checked = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin", "-z"],
+        cwd=REPO,
+        input="\0".join(outputs).encode(),
+        capture_output=True,
+        check=False,
+    )
+    if checked.returncode not in (0, 1):
+        pytest.skip(f"not a git checkout: {checked.stderr.decode(errors='replace').strip()}")
+    ignored = set(checked.stdout.decode().split("\0"))
+    assert [o for o in outputs if o not in ignored] == [], "add these to .gitignore"
+
+
 def readme_excess(text: str) -> int:
     """How many lines `text` has over the README's limit (0 when it fits)."""
     return max(0, len(text.splitlines()) - README_MAX_LINES)

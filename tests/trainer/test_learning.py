@@ -3,7 +3,7 @@ default config, each warm-up init below the target, at least 4 of 5 with a check
 default seed above it by a margin of two standard errors of the 251-task evaluation. Prints each run.
 
 Each kernel set is what a CPU of that kind makes torch and MKL pick (bench/learning.py: ATEN_CPU_CAPABILITY,
-MKL_CBWR, set before torch loads in each run's processes); a set this CPU lacks is skipped, named. The
+MKL_CBWR, set before torch loads in each run's processes); a set this CPU lacks or cannot execute is skipped, named. The
 default pins the tiny model's kernels (trainer/policy/kernels.py), so every set should train the same runs:
 the warm-up cache is shared between the sets (its key holds the float order computed in, so a set that did
 not pin would make its own inits)."""
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.learning import KERNEL_SETS, capability, offered, train_and_score
+from bench.learning import KERNEL_SETS, refusal, train_and_score
 
 TARGET = 0.69
 MARGIN = 0.06  # two standard errors of pass@4 on 251 tasks near 0.7: sqrt(0.7 * 0.3 / 251) = 0.029
@@ -25,8 +25,9 @@ SEEDS = range(5)
 @pytest.mark.slow
 @pytest.mark.parametrize("kernels", list(KERNEL_SETS))
 def test_five_seeds_cross_the_target(kernels: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    if not offered(kernels):
-        pytest.skip(f"this CPU lacks {kernels} kernels (torch takes {capability(kernels)} when asked for them)")
+    why = refusal(kernels)
+    if why is not None:
+        pytest.skip(why)
     warmups = tmp_path_factory.getbasetemp() / "learning-warmup"
     runs = {}
     for seed in SEEDS:

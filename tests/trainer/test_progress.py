@@ -40,6 +40,13 @@ def test_plain_lines_when_not_a_tty(capsys):
     ]
 
 
+def test_the_bar_says_a_save_is_under_way_at_its_own_step():
+    p = Progress(19, 18, tty=False)
+    assert p.saved(18, 0) == "0 saved, saving 18"
+    assert p.saved(19, 1) == "1 saved, saving 19"
+    assert p.saved(19, 2) == "2 saved"
+
+
 def test_rich_bar_on_a_tty(capsys):
     with Progress(19, 18, tty=True) as p:
         p(_r(1), 0)

@@ -57,7 +57,7 @@ def test_a_path_that_is_no_checkpoint(tmp_path: Path) -> None:
     (tmp_path / "notes/readme.txt").write_text("hello")
     before = _files(tmp_path)
     message = _refused(str(tmp_path / "notes"))
-    assert str(tmp_path / "notes") in message and "give a checkpoint directory" in message
+    assert str(tmp_path / "notes") in message and "give a run directory" in message
     assert _files(tmp_path) == before
 
 

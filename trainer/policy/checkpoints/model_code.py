@@ -6,7 +6,8 @@ MoE layers keep their expert capacity limit); it returns an `nn.Module` whose st
 checkpoint's. Provenance: every file imported from ROOT with its sha256, ROOT's git commit and whether
 tracked files differ from it. A module of one of ROOT's top-level packages that was imported from
 elsewhere (an installed copy, a module already loaded) is a shadowed module: the model would run code that
-is not the tree's, so the build is refused, naming it.
+is not the tree's, so the build is refused, naming it. So is a module the factory's import or the model
+uses whose file is outside ROOT and is no installed library (a directory on PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -102,24 +103,9 @@ def _hf_model(info: CheckpointInfo, dtype: torch.dtype) -> nn.Module:
 def _factory_model(info: CheckpointInfo, root: Path, spec: str, capacity: bool) -> tuple[nn.Module, CodeProvenance]:
     from torch import nn
 
-    module_name, _, func_name = spec.partition(":")
-    if not module_name or not func_name:
-        raise ModelCodeError(f"--model-factory {spec!r}: expected package.module:function")
     root = root.resolve()
-    if not root.is_dir():
-        raise ModelCodeError(f"--model-code {root}: no such directory")
-    check_not_shadowed(root)  # a package of the tree already loaded from elsewhere: the import would reuse it
-    sys.path.insert(0, str(root))
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as e:  # the team's code may raise anything while importing
-        raise ModelCodeError(f"--model-factory {spec}: importing {module_name} from {root} failed: {e}") from e
-    finally:
-        sys.path.remove(str(root))
-    check_not_shadowed(root)
-    factory = getattr(module, func_name, None)
-    if not callable(factory):
-        raise ModelCodeError(f"--model-factory {spec}: {module_name} has no function {func_name}")
+    before = set(sys.modules)
+    factory = import_from_tree(root, spec, "--model-factory")
     takes_capacity = "capacity" in inspect.signature(factory).parameters
     try:
         model = factory(dict(info.config), capacity=capacity) if takes_capacity else factory(dict(info.config))
@@ -128,7 +114,74 @@ def _factory_model(info: CheckpointInfo, root: Path, spec: str, capacity: bool) 
     if not isinstance(model, nn.Module):
         raise ModelCodeError(f"--model-factory {spec}: returned a {type(model).__name__}, not a torch nn.Module")
     check_not_shadowed(root, model)
-    return model, _provenance(root, spec)
+    classes = {type(m).__module__ for m in model.modules()}
+    check_inside(root, (set(sys.modules) - before) | classes)
+    return model, code_provenance(root, spec)
+
+
+def import_from_tree(root: Path, spec: str, option: str) -> Any:
+    """The function `spec` (package.module:function) names, imported from ROOT; ModelCodeError naming what is
+    wrong (the spec, the import, a module of the tree shadowed, a module from outside the tree)."""
+    module_name, _, func_name = spec.partition(":")
+    if not module_name or not func_name:
+        raise ModelCodeError(f"{option} {spec!r}: expected package.module:function")
+    root = root.resolve()
+    if not root.is_dir():
+        raise ModelCodeError(f"--model-code {root}: no such directory")
+    check_not_shadowed(root)  # a package of the tree already loaded from elsewhere: the import would reuse it
+    before = set(sys.modules)
+    sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # the team's code may raise anything while importing
+        raise ModelCodeError(f"{option} {spec}: importing {module_name} from {root} failed: {e}") from e
+    finally:
+        sys.path.remove(str(root))
+    check_not_shadowed(root)
+    check_inside(root, (set(sys.modules) - before) | {module_name})
+    function = getattr(module, func_name, None)
+    if not callable(function):
+        raise ModelCodeError(f"{option} {spec}: {module_name} has no function {func_name}")
+    return function
+
+
+def check_inside(root: Path, names: set[str]) -> None:
+    """ModelCodeError naming the first of the modules `names` whose file is neither under ROOT nor an installed
+    library's (the standard library, site-packages) nor this project's: code the model runs that is not the
+    tree's and not recorded (a directory on PYTHONPATH, a path added at run time)."""
+    from recorder.own_packages import PROJECT_PACKAGES
+
+    allowed = _installed_places()
+    for name in sorted(names):
+        file = module_file(sys.modules.get(name))
+        if file is None or name.split(".", 1)[0] in PROJECT_PACKAGES:
+            continue
+        path = Path(file).resolve()
+        if root in path.parents or any(place in path.parents for place in allowed):
+            continue
+        raise ModelCodeError(
+            f"module {name} is imported from {file}, outside --model-code {root} and not an installed library: "
+            "the model would run code its provenance does not record; move it into the tree (or install it)"
+        )
+
+
+def module_file(module: Any) -> str | None:
+    """The file a module was loaded from; None for a built-in, a namespace package or a module whose
+    `__file__` is no absolute path of a file (some extension shims name a bare file name)."""
+    file = getattr(module, "__file__", None)
+    if not isinstance(file, str) or not Path(file).is_absolute() or not Path(file).is_file():
+        return None
+    return file
+
+
+def _installed_places() -> set[Path]:
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    places = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    places |= set(site.getsitepackages()) | {site.getusersitepackages()}
+    return {Path(p).resolve() for p in places if p}
 
 
 def _packages(root: Path) -> set[str]:
@@ -144,7 +197,7 @@ def check_not_shadowed(root: Path, model: Any = None) -> None:
     if model is not None:
         names |= {type(m).__module__ for m in model.modules() if type(m).__module__.split(".", 1)[0] in packages}
     for name in sorted(names):
-        file = getattr(sys.modules.get(name), "__file__", None)
+        file = module_file(sys.modules.get(name))
         if file is None:  # a namespace package has no file; its modules are checked themselves
             continue
         if root not in Path(file).resolve().parents:
@@ -155,12 +208,13 @@ def check_not_shadowed(root: Path, model: Any = None) -> None:
             )
 
 
-def _provenance(root: Path, spec: str) -> CodeProvenance:
+def code_provenance(root: Path, spec: str) -> CodeProvenance:
+    """Every module file imported from ROOT so far (path, sha256), ROOT's commit and dirty flag."""
     from recorder.provenance import git_state
 
     files = set()
     for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
+        file = module_file(module)
         if file and root in Path(file).resolve().parents:
             path = Path(file).resolve()
             files.add((path.relative_to(root).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest()))

@@ -1,0 +1,56 @@
+"""Every `next:` a command prints is one command that runs: after `import-checkpoints` (with and without
+--task) the printed `recorder eval` is run as printed and does its work, and replay's hint names the same."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.evaluator import nemo_run
+from tests.helpers import run_cli
+from tests.kit import sample_series
+from trainer.policy.taskspec import shipped
+
+pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("series") / "checkpoints"
+    return sample_series.write_series(root, {s: nemo_run.update_ms(s) for s in (18, 19)})
+
+
+def _next(stdout: str) -> list[str]:
+    (line,) = [x for x in stdout.splitlines() if "next: " in x]
+    return shlex.split(line.split("next: ", 1)[1])
+
+
+def _runs_as_printed(argv: list[str]) -> str:
+    assert argv[0] == "recorder", argv
+    done = run_cli(*argv[1:], timeout=600)
+    assert done.returncode in (0, 1), done.stdout + done.stderr  # 1: the data says no (this model fails)
+    assert "evaluated with local" in done.stdout, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_import_checkpoints_with_a_task_names_the_eval_that_works(series: Path, tmp_path: Path) -> None:
+    spec = shipped("next-number")
+    done = run_cli("import-checkpoints", str(series), "--into", str(tmp_path / "runs" / "nemo"), "--task", str(spec))
+    assert done.returncode == 0, done.stdout + done.stderr
+    argv = _next(done.stdout)
+    assert argv == ["recorder", "eval", str(tmp_path / "runs" / "nemo"), "--task", str(spec)]
+    _runs_as_printed(argv)
+
+
+def test_without_a_task_it_names_the_eval_and_what_its_spec_is(series: Path, tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "plain"
+    done = run_cli("import-checkpoints", str(series), "--into", str(run))
+    assert done.returncode == 0, done.stdout + done.stderr
+    argv = _next(done.stdout)
+    assert argv == ["recorder", "eval", str(run), "--task", "SPEC.toml"]
+    assert "SPEC.toml: the task spec it trained on" in done.stdout
+    replay = run_cli("replay", str(run))
+    assert replay.returncode == 1 and f"evaluate them: recorder eval {run} --task SPEC.toml" in replay.stderr
+    _runs_as_printed([str(shipped("next-number")) if a == "SPEC.toml" else a for a in argv])

@@ -81,6 +81,8 @@ class Context:
             trust_remote_code=o.trust_remote_code,
             model_code=str(o.model_code) if o.model_code is not None else None,
             model_factory=o.model_factory,
+            model_config=str(o.model_config) if o.model_config is not None else None,
+            tokenizer=str(o.tokenizer) if o.tokenizer is not None else None,
         )
 
     def loading_for(self, cp: CommittedCheckpoint, expected: Manifest | None) -> Loading:

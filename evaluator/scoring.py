@@ -41,6 +41,8 @@ class Loading:
     expected: dict[str, Any] | None = None  # the committed manifest each shard is checked against as it is read
     model_code: str | None = None  # --model-code ROOT and --model-factory package.module:function
     model_factory: str | None = None
+    model_config: str | None = None  # --model-config DIR, --tokenizer DIR: a Megatron series holds neither
+    tokenizer: str | None = None
     # the dtype the recorded fingerprint was computed in: the weights are loaded in it, fingerprinted, then
     # cast to `dtype` (a cast gives the bits a direct load in `dtype` gives); None: `dtype`
     fingerprint_dtype: Dtype | None = None
@@ -53,6 +55,7 @@ def chunks(items: list[Any], size: int) -> list[list[Any]]:
 def load_model(checkpoint_dir: Path, loading: Loading) -> Any:
     """The checkpoint loaded in `loading.dtype` on `loading.device` (trainer.policy.checkpoints: any format it
     detects, every shard checked against `loading.expected` while it is read)."""
+    from trainer.policy.checkpoints.detect import ModelSource
     from trainer.policy.checkpoints.evaluable import load_checkpoint
     from trainer.policy.checkpoints.manifest import Manifest
 
@@ -64,6 +67,7 @@ def load_model(checkpoint_dir: Path, loading: Loading) -> Any:
         model_code=Path(loading.model_code) if loading.model_code else None,
         model_factory=loading.model_factory,
         trust_remote_code=loading.trust_remote_code,
+        source=ModelSource.of(loading.model_config, loading.tokenizer),
     )
 
 

@@ -78,6 +78,8 @@ class Options:
     trust_remote_code: bool = False
     model_code: Path | None = None  # the team's model code and its factory (trainer.policy.checkpoints.model_code)
     model_factory: str | None = None
+    model_config: Path | None = None  # a Megatron series' Hugging Face config and tokenizer (it holds neither)
+    tokenizer: Path | None = None
     tensor_parallel_size: int = 1  # --backend vllm: how the engine spreads a large model
     pipeline_parallel_size: int = 1
     enable_expert_parallel: bool = False

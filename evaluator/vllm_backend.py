@@ -31,6 +31,7 @@ from evaluator.passk import sample_seed
 from evaluator.results_files import Sample
 from evaluator.scoring import Generation, Loading, load_model, placement
 from recorder.errors import InputError
+from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
     from evaluator.workers import Workers
@@ -83,6 +84,11 @@ def engine_dir(checkpoint_dir: Path) -> Path:
 
     if (checkpoint_dir / "config.json").is_file() and (checkpoint_dir / "model.safetensors").is_file():
         return checkpoint_dir
+    if (checkpoint_dir / "policy" / "weights").is_dir() and any((checkpoint_dir / "policy" / "weights").glob("iter_*")):
+        raise CheckpointError(
+            f"{checkpoint_dir}: Megatron-Core weights: the vLLM backend reads Hugging Face safetensors; evaluate "
+            "with --backend torch, or write the step out with `recorder export-hf STEP -o DIR` first"
+        )
     return find_dirs(checkpoint_dir).model
 
 

@@ -276,6 +276,20 @@ def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dic
     )
 
 
+def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _dtype(config: dict[str, Any]) -> str | None:
-    precision = (config.get("policy") or {}).get("precision")
-    return precision if isinstance(precision, str) else None
+    """The precision the rollouts were generated in, which the rule evaluates in: NeMo-RL's
+    `policy.generation.vllm_cfg.precision` ("bfloat16", "fp8"), not `policy.precision` (training's, which
+    may be fp32 while vLLM samples in bf16); `policy.precision` only where the generation section names none
+    (a generation backend that samples with the training weights)."""
+    policy = _section(config, "policy")
+    generation = _section(policy, "generation")
+    vllm = _section(generation, "vllm_cfg")
+    for precision in (vllm.get("precision"), generation.get("precision"), policy.get("precision")):
+        if isinstance(precision, str) and precision:
+            return precision
+    return None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 from rich.table import Table
 
+from recorder.cli._model_source import ModelConfigOption, TokenizerOption
 from recorder.cli._output import console, label, line, warning
 from recorder.cli._progress import UntilFirst
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
@@ -116,6 +117,8 @@ _AS_GIVEN = (
     "force",
     "model_code",
     "model_factory",
+    "model_config",
+    "tokenizer",
     "tensor_parallel_size",
     "pipeline_parallel_size",
     "enable_expert_parallel",
@@ -146,6 +149,8 @@ def eval_command(
     device: _DeviceOpt = "cpu",
     model_code: _ModelCodeOpt = None,
     model_factory: _ModelFactoryOpt = None,
+    model_config: ModelConfigOption = None,
+    tokenizer: TokenizerOption = None,
     tensor_parallel_size: _TensorParallelOpt = 1,
     pipeline_parallel_size: _PipelineParallelOpt = 1,
     enable_expert_parallel: _ExpertParallelOpt = False,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from recorder.cli._model_source import ModelConfigOption, TokenizerOption
 from recorder.cli._output import console, label, line
 from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
@@ -28,14 +29,16 @@ COLUMNS = ("step", "samples", "weight update (UTC)")
 Rows = list[tuple[str, ...]]
 
 
-def _run_import(root: Path, into: Path, task: Path | None, gbs: int | None) -> tuple[Any, tuple[str, ...], Rows]:
+def _run_import(
+    root: Path, into: Path, task: Path | None, gbs: int | None, source: Any = None
+) -> tuple[Any, tuple[str, ...], Rows]:
     """(the import's report, its table's columns, a row per checkpoint): an FSDP2 job's torch DCP series (with
     where each weight-update time came from), else NeMo-RL's."""
     from recorder.adapters import dcp, nemo
     from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
     if dcp.layout_of(root) is not None:
-        report = dcp.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task), global_batch_size=gbs)
+        report = dcp.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task, source), global_batch_size=gbs)
         rows: Rows = [
             (str(c.step), str(c.samples), _utc_ns(c.weight_update_ns), c.timing, str(c.path))
             for c in report.checkpoints
@@ -45,7 +48,7 @@ def _run_import(root: Path, into: Path, task: Path | None, gbs: int | None) -> t
         raise nemo.NemoImportError(
             f"{root}: a NeMo-RL series gives its global batch size in config.yaml: leave out --global-batch-size"
         )
-    nemo_report = nemo.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task))
+    nemo_report = nemo.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task, source))
     ns = nemo.NS_PER_MS
     nemo_rows: Rows = [
         (str(c.step), str(c.samples), _utc_ns(c.weight_update_ms * ns), str(c.path)) for c in nemo_report.checkpoints
@@ -75,6 +78,8 @@ def import_checkpoints(
             help="Samples per step, for torch DCP checkpoints whose meta file gives neither samples nor it.",
         ),
     ] = None,
+    model_config: ModelConfigOption = None,
+    tokenizer: TokenizerOption = None,
     signing_key: SigningKeyOption = None,
 ) -> None:
     """Record a checkpoint series trained elsewhere as weight_update and checkpoint_committed events."""
@@ -84,7 +89,10 @@ def import_checkpoints(
     if not os.path.lexists(into):
         check_run_id(into.name)  # a new run: its folder name is its id, checked before anything is read
     apply_signing_key(signing_key)
-    report, columns, rows = _run_import(checkpoint_root, into, task, global_batch_size)
+    from trainer.policy.checkpoints.detect import ModelSource
+
+    source = ModelSource.of(model_config, tokenizer)
+    report, columns, rows = _run_import(checkpoint_root, into, task, global_batch_size, source)
     table = Table(title=f"{recorded_run_id(report.run)}: {len(rows)} checkpoints (GBS {report.global_batch_size})")
     for col in columns:
         table.add_column(col)

@@ -129,6 +129,10 @@ def check_facts(run: RunDir, events: list[Event]) -> Findings:
     commits = _check_commits(run, by_seq, run_id, run_start, updates, found)
     if not was_imported:
         _check_evaluations(run, by_seq, run_id, run_start, commits, found)
+    else:  # the log's own evaluations are its evidence; ours of its checkpoints still keep the rule's precision
+        for e in by_seq:
+            if e.kind == "eval_result" and e.writer == "evaluator" and (r := parsed(EvalResult, e, found)):
+                _check_precision(e, r, commits.get(e.step) if e.step is not None else None, found)
     return found
 
 

@@ -1,6 +1,6 @@
 """One tiny Llama's weights written in every checkpoint format, by the libraries that write them: Hugging
-Face `save_pretrained`, torch.distributed.checkpoint (one process, or several ranks' shards), and
-Megatron-Core's names in NeMo-RL's layout."""
+Face `save_pretrained` and torch.distributed.checkpoint (one process, or several ranks' shards). Megatron-Core
+series are the golden ones the real megatron-core wrote (tests/kit/mcore_golden.py)."""
 
 from __future__ import annotations
 
@@ -57,49 +57,6 @@ def write_snapshot(run: Path, step: int, tok: Any, model: Any) -> Path:
     (run / "config.json").write_text(json.dumps(model.config.to_dict()))
     tok.save_pretrained(run / "tokenizer")
     return snap
-
-
-def megatron_names(model: Any) -> dict[str, torch.Tensor]:
-    """The model's weights as Megatron-Core's GPT model names them: fused QKV (per query group: its query
-    heads, its key, its value), fused gate|up, layer norms inside the linear layers, layers stacked on a
-    leading axis as dist-checkpointing saves them."""
-    cfg = model.config
-    sd = model.state_dict()
-    heads, groups = cfg.num_attention_heads, cfg.num_key_value_heads
-    hd = cfg.hidden_size // heads
-    per_group = heads // groups
-    layers: dict[str, list[torch.Tensor]] = {}
-
-    def add(name: str, t: torch.Tensor) -> None:
-        layers.setdefault(name, []).append(t.detach().clone())
-
-    for i in range(cfg.num_hidden_layers):
-        p = f"model.layers.{i}."
-        q = sd[p + "self_attn.q_proj.weight"].reshape(groups, per_group * hd, -1)
-        k = sd[p + "self_attn.k_proj.weight"].reshape(groups, hd, -1)
-        v = sd[p + "self_attn.v_proj.weight"].reshape(groups, hd, -1)
-        add("self_attention.linear_qkv.weight", torch.cat([q, k, v], dim=1).reshape(-1, cfg.hidden_size))
-        add("self_attention.linear_qkv.layer_norm_weight", sd[p + "input_layernorm.weight"])
-        add("self_attention.linear_proj.weight", sd[p + "self_attn.o_proj.weight"])
-        add("mlp.linear_fc1.weight", torch.cat([sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"]]))
-        add("mlp.linear_fc1.layer_norm_weight", sd[p + "post_attention_layernorm.weight"])
-        add("mlp.linear_fc2.weight", sd[p + "mlp.down_proj.weight"])
-    out = {f"decoder.layers.{k}": torch.stack(v) for k, v in layers.items()}
-    out["embedding.word_embeddings.weight"] = sd["model.embed_tokens.weight"].clone()
-    out["decoder.final_layernorm.weight"] = sd["model.norm.weight"].clone()
-    out["output_layer.weight"] = sd["lm_head.weight"].clone()
-    return out
-
-
-def write_mcore_weights(step_dir: Path, tok: Any, model: Any) -> Path:
-    """`step_dir/policy/weights/iter_0000000/` (DCP with Megatron's names), config.json beside it and the
-    tokenizer in `policy/tokenizer/` (training_info.json and config.yaml are the caller's)."""
-    weights = step_dir / "policy" / "weights"
-    write_dcp(weights / "iter_0000000", megatron_names(model))
-    (weights / "iter_0000000" / "metadata.json").write_text(json.dumps({"sharded_backend": "torch_dist"}))
-    (weights / "config.json").write_text(json.dumps(model.config.to_dict()))
-    tok.save_pretrained(step_dir / "policy" / "tokenizer")
-    return weights
 
 
 def logits(model: Any, ids: list[int]) -> torch.Tensor:

@@ -68,20 +68,19 @@ def test_a_dcp_with_optimizer_state_and_scalars_loads_the_model_alone(tmp_path: 
     assert {s.path for s in manifest.shards} == {".metadata", *(p.name for p in snap.glob("*.distcp"))}
 
 
-def test_megatron_names_in_nemo_rl_layout_map_to_the_hugging_face_model(tmp_path: Path) -> None:
-    tok, model = fixtures.tiny()
-    model.config.num_key_value_heads = 1  # grouped-query attention: the fused QKV split must respect groups
-    gqa = type(model)(model.config).eval()
-    step = tmp_path / "step_20"
-    fixtures.write_mcore_weights(step, tok, gqa)
-    (step / "training_info.json").write_text(json.dumps({"current_step": 20}))
-    info = detect(step)
-    assert (info.format, info.step, info.weights_dir) == ("mcore-torch-dist", 20, step / "policy" / "weights")
-    loaded = load_checkpoint(step, dtype="fp32")
-    assert torch.equal(fixtures.logits(loaded.model, IDS), fixtures.logits(gqa, IDS))
-    # the manifest covers every file of policy/weights, as the NeMo-RL import's tree digest does
+def test_megatron_core_weights_in_nemo_rl_layout_load_with_the_base_models_config(tmp_path: Path) -> None:
     from recorder.run_files import tree_digest
+    from tests.kit import mcore_golden
+    from trainer.policy.checkpoints.detect import ModelSource
 
+    step = mcore_golden.copy_series("dense-tp2", tmp_path / "series") / "step_19"  # two ranks' shards
+    source = ModelSource(mcore_golden.model_config("dense-tp2"), mcore_golden.tokenizer())
+    info = detect(step, source)
+    assert (info.format, info.step, info.world_size) == ("mcore-torch-dist", 19, 2)
+    assert (info.weights_dir, info.model_name) == (step / "policy" / "weights", "recorder-tests/tiny-dense-tp2")
+    loaded = load_checkpoint(step, dtype="fp32", source=source)
+    assert type(loaded.model).__name__ == "Qwen3ForCausalLM"
+    # the manifest covers every file of policy/weights, as the NeMo-RL import's tree digest does
     assert loaded.manifest.root == tree_digest(step / "policy" / "weights")[0]
 
 
@@ -160,3 +159,28 @@ def test_a_directory_of_no_known_format_says_what_was_expected(tmp_path: Path) -
     (tmp_path / "x.bin").write_bytes(b"0")
     with pytest.raises(CheckpointError, match=r"expected .*config\.json with \*\.safetensors \(Hugging Face\)"):
         detect(tmp_path)
+
+
+def test_a_megatron_series_finds_its_base_model_in_the_hugging_face_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    import yaml
+
+    from tests.kit import mcore_golden
+
+    series = mcore_golden.copy_series("moe", tmp_path / "series")
+    snapshot = tmp_path / "hub" / "models--recorder-tests--tiny-moe" / "snapshots" / "0123abcd"
+    shutil.copytree(mcore_golden.model_config("moe"), snapshot)
+    for f in mcore_golden.tokenizer().iterdir():
+        shutil.copyfile(f, snapshot / f.name)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    step = series / "step_18"
+    assert yaml.safe_load((step / "config.yaml").read_text())["policy"]["model_name"] == "recorder-tests/tiny-moe"
+    info = detect(step)
+    assert (info.config["model_type"], info.tokenizer_dir) == ("qwen2_moe", snapshot)
+    assert type(load_checkpoint(step, dtype="fp32").model).__name__ == "Qwen2MoeForCausalLM"
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    with pytest.raises(CheckpointError, match="pass --model-config DIR"):
+        load_checkpoint(step, dtype="fp32")

@@ -1,47 +1,76 @@
-"""A NeMo-RL series whose weights are Megatron-Core `torch_dist` (policy/weights/iter_0000000/ shards with
-Megatron's names) through `import-checkpoints`, `eval` and `replay --check`: the weights are loaded and
-fingerprinted at import, checked shard by shard at evaluation, and both 6.1.0 checkers pass. No
-`--fingerprint off`: the fingerprint is recomputed from the Megatron weights."""
+"""NeMo-RL series whose weights the real megatron-core wrote (tests/golden/mcore/: dense at TP1 and TP2, MoE
+with a shared expert, Qwen3.5's hybrid) through `import-checkpoints`, `eval` and `replay --ruleset 6.1.0
+--check`, as a submitter runs them: the series path, and `--model-config`/`--tokenizer` because NeMo-RL's
+Megatron worker saves neither. The weights are loaded and fingerprinted at import, checked shard by shard
+at evaluation, and evaluated by our torch backend; a passing evaluation (the submitter's command) gives a
+series both 6.1.0 checkers pass."""
 
 from __future__ import annotations
 
+import json
 import pickle
 import sys
 from pathlib import Path
 
-from tests.adoption import nemo_layout
+import pytest
+
 from tests.checkpoints.test_formats import _RunsACommand
 from tests.evaluator import nemo_run
 from tests.evaluator.test_nemo_end_to_end import COMMAND, SMALL_STEPS, check_replay
 from tests.helpers import run_cli
+from tests.kit import mcore_golden
+from tests.kit.mcore_golden import ITERATION, SERIES
 from trainer.policy.taskspec import shipped
 
 
-def _series(root: Path) -> Path:
-    for step in SMALL_STEPS:
-        nemo_layout.write_checkpoint(root, step, nemo_run.update_ms(step))
-    return root
+def _source(kind: str) -> list[str]:
+    return ["--model-config", str(mcore_golden.model_config(kind)), "--tokenizer", str(mcore_golden.tokenizer())]
 
 
-def _import(tmp_path: Path, series: Path) -> Path:
+def _import(tmp_path: Path, kind: str) -> tuple[Path, Path]:
+    """(the run, the series): the training mllog imported, then the series' checkpoints."""
+    series = mcore_golden.copy_series(kind, tmp_path / "checkpoints")
     log = nemo_run.write_training_mllog(tmp_path / "mlperf_training.log", final_step=SMALL_STEPS[-1])
     done = run_cli("import", str(log), "--root", str(tmp_path / "runs"), "--run-id", "nemo")
     assert done.returncode == 0, done.stdout + done.stderr
     run = tmp_path / "runs" / "nemo"
-    done = run_cli("import-checkpoints", str(series), "--into", str(run), timeout=600)
+    done = run_cli("import-checkpoints", str(series), "--into", str(run), *_source(kind), timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    return run
+    return run, series
 
 
-def test_megatron_series_imports_evaluates_and_replays_with_both_checkers_passing(tmp_path: Path) -> None:
-    series = _series(tmp_path / "checkpoints")
-    run = _import(tmp_path, series)
+def _results(run: Path, step: int) -> dict:  # type: ignore[type-arg]
+    doc: dict = json.loads((run / "derived" / "evals" / f"step_{step:07d}" / "results.json").read_text())  # type: ignore[type-arg]
+    return doc
+
+
+@pytest.mark.parametrize("kind", SERIES)
+def test_a_megatron_core_series_is_evaluated_by_our_torch_backend(kind: str, tmp_path: Path) -> None:
+    run, _ = _import(tmp_path, kind)
+    spec = shipped("next-number")
+    done = run_cli("eval", str(run), "--task", str(spec), "--all", *_source(kind), timeout=900)
+    # tiny random weights reach no target: exit 1 with that one line, every checkpoint scored
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: no evaluated checkpoint reached pass@1 > 0.69: no run_stop can claim success"], errors
+    for step in SMALL_STEPS:
+        backend = _results(run, step)["backend"]
+        assert (backend["dtype"], backend["rollout_dtype"], backend["rule_precision"]) == ("bf16", "bf16", True)
+    done = run_cli("verify", str(run))
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_cli("replay", str(run), "--ruleset", "6.1.0", "--check")
+    assert done.returncode == 1, done.stdout + done.stderr  # the checkers refuse a run that did not converge
+    assert "official: aborted, no passing step" in done.stdout and "every checkpoint evaluated" in done.stdout
+
+
+@pytest.mark.parametrize("kind", SERIES)
+def test_a_passing_megatron_core_series_replays_with_both_checkers_passing(kind: str, tmp_path: Path) -> None:
+    run, series = _import(tmp_path, kind)
     script = tmp_path / "my_eval.py"
     script.write_text(COMMAND)
-    spec = shipped("next-number")
     done = run_cli(
-        "eval", str(run), "--task", str(spec), "--backend", "command",
-        "--command", f"{sys.executable} {script} {{checkpoint}} {{out}}",
+        "eval", str(run), "--task", str(shipped("next-number")), "--backend", "command",
+        "--command", f"{sys.executable} {script} {{checkpoint}} {{out}}", *_source(kind),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "first passing checkpoint: step 19" in done.stdout
@@ -50,29 +79,71 @@ def test_megatron_series_imports_evaluates_and_replays_with_both_checkers_passin
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_a_flipped_megatron_shard_is_refused_naming_it(tmp_path: Path) -> None:
-    series = _series(tmp_path / "checkpoints")
-    run = _import(tmp_path, series)
-    shard = series / "step_18" / "policy" / "weights" / "iter_0000000" / "__0_0.distcp"
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 3] ^= 0x10
-    shard.write_bytes(bytes(data))
-    done = run_cli("eval", str(run), "--task", str(shipped("next-number")), "--all")
+def test_fp32_training_with_bf16_rollouts_is_evaluated_in_bf16_and_fp32_is_named_by_verify(tmp_path: Path) -> None:
+    run, _ = _import(tmp_path, "dense-tp1")  # policy.precision float32, vllm_cfg.precision bfloat16
+    spec = str(shipped("next-number"))
+    done = run_cli("eval", str(run), "--task", spec, "--order", "18", *_source("dense-tp1"), timeout=900)
+    assert "Traceback" not in done.stderr, done.stderr
+    backend = _results(run, 18)["backend"]
+    assert (backend["dtype"], backend["rollout_dtype"], backend["rule_precision"]) == ("bf16", "bf16", True)
+    done = run_cli("eval", str(run), "--task", spec, "--order", "19", "--dtype", "fp32", *_source("dense-tp1"))
+    assert "Traceback" not in done.stderr, done.stderr
+    backend = _results(run, 19)["backend"]
+    assert (backend["dtype"], backend["rollout_dtype"], backend["rule_precision"]) == ("fp32", "bf16", False)
+    done = run_cli("verify", str(run))
     assert done.returncode == 1, done.stdout + done.stderr
-    done = run_cli("evals", str(run))
-    assert "HashMismatchError" in done.stdout and "__0_0.distcp" in done.stdout.replace("\n", ""), done.stdout
+    assert "eval-precision" in done.stdout and "step 19 was evaluated in fp32" in done.stdout.replace("\n", " ")
 
 
-def test_a_hostile_metadata_is_refused_with_one_error_line_and_never_runs(tmp_path: Path) -> None:
-    series = _series(tmp_path / "checkpoints")
-    marker = tmp_path / "command-ran"
-    (series / "step_19" / "policy" / "weights" / "iter_0000000" / ".metadata").write_bytes(
-        pickle.dumps(_RunsACommand(marker))
-    )
+def test_without_the_base_models_config_the_import_says_what_to_pass(tmp_path: Path) -> None:
+    series = mcore_golden.copy_series("dense-tp1", tmp_path / "checkpoints")
     log = nemo_run.write_training_mllog(tmp_path / "mlperf_training.log", final_step=SMALL_STEPS[-1])
     assert run_cli("import", str(log), "--root", str(tmp_path / "runs"), "--run-id", "nemo").returncode == 0
     done = run_cli("import-checkpoints", str(series), "--into", str(tmp_path / "runs" / "nemo"))
     assert done.returncode == 2, done.stdout + done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and ".metadata: names posix.system" in done.stderr.replace("\n", ""), done.stderr
+    assert len(errors) == 1, done.stderr
+    assert "--model-config DIR" in done.stderr.replace("\n", " ") and "recorder-tests/tiny-dense-tp1" in done.stderr
+
+
+def test_a_flipped_megatron_shard_is_refused_naming_it(tmp_path: Path) -> None:
+    run, series = _import(tmp_path, "dense-tp2")
+    shard = series / "step_18" / ITERATION / "__1_0.distcp"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 3] ^= 0x10
+    shard.write_bytes(bytes(data))
+    done = run_cli("eval", str(run), "--task", str(shipped("next-number")), "--all", *_source("dense-tp2"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    done = run_cli("evals", str(run))
+    assert "HashMismatchError" in done.stdout and "__1_0.distcp" in done.stdout.replace("\n", ""), done.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [("posix", "system"), ("torch.distributed.checkpoint.planner", "LoadPlan"), ("builtins", "eval")],
+)
+def test_a_metadata_naming_any_other_global_is_refused_with_one_error_line(
+    module: str, name: str, tmp_path: Path
+) -> None:
+    series = mcore_golden.copy_series("moe", tmp_path / "checkpoints")
+    marker = tmp_path / "command-ran"
+    meta = series / "step_19" / ITERATION / ".metadata"
+    if module == "posix":
+        meta.write_bytes(pickle.dumps(_RunsACommand(marker)))
+    else:  # the real file with one more global first: protocol 4's STACK_GLOBAL of module and name, popped
+        head = b"\x80\x04" + _short_unicode(module) + _short_unicode(name) + b"\x93" + b"0"
+        meta.write_bytes(head + meta.read_bytes()[2:])
+    log = nemo_run.write_training_mllog(tmp_path / "mlperf_training.log", final_step=SMALL_STEPS[-1])
+    assert run_cli("import", str(log), "--root", str(tmp_path / "runs"), "--run-id", "nemo").returncode == 0
+    done = run_cli("import-checkpoints", str(series), "--into", str(tmp_path / "runs" / "nemo"), *_source("moe"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f".metadata: names {module}.{name}" in done.stderr.replace("\n", ""), done.stderr
+    assert "Traceback" not in done.stderr
     assert not marker.exists()
+
+
+def _short_unicode(text: str) -> bytes:
+    """pickle's SHORT_BINUNICODE opcode for `text`."""
+    data = text.encode()
+    return b"\x8c" + bytes([len(data)]) + data

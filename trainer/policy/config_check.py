@@ -46,10 +46,28 @@ def implied_parameters(config: Any) -> int:
     layers = getattr(config, "num_hidden_layers", None)
     if not isinstance(layers, int) or layers < 2:
         return _meta_parameters(config)
+    kinds = getattr(config, "layer_types", None)
+    if isinstance(kinds, list) and len(kinds) == layers and len(set(kinds)) > 1:
+        return _hybrid_parameters(config, kinds)
     one, two = copy.deepcopy(config), copy.deepcopy(config)
     one.num_hidden_layers, two.num_hidden_layers = 1, 2
     p1, p2 = _meta_parameters(one), _meta_parameters(two)
     return p1 + (layers - 1) * (p2 - p1)
+
+
+def _hybrid_parameters(config: Any, kinds: list[Any]) -> int:
+    """A hybrid model's count (Qwen3.5: linear and full attention layers): each kind of layer costs what a
+    second layer of that kind adds, counted on one- and two-layer copies of that kind alone."""
+    total, base = 0, None
+    for kind in set(kinds):
+        one, two = copy.deepcopy(config), copy.deepcopy(config)
+        one.num_hidden_layers, one.layer_types = 1, [kind]
+        two.num_hidden_layers, two.layer_types = 2, [kind, kind]
+        p1, p2 = _meta_parameters(one), _meta_parameters(two)
+        base = p1 - (p2 - p1)
+        total += kinds.count(kind) * (p2 - p1)
+    assert base is not None
+    return base + total
 
 
 def check_config_matches_weights(config: Any, weights: Path) -> None:

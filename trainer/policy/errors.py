@@ -43,3 +43,7 @@ class UnsafeMetadataError(CheckpointError, InputError):
 class ModelCodeError(PolicyError, InputError):
     """A `--model-code`/`--model-factory` that cannot build the model: a bad spec, a failed import, a
     module shadowed from outside the tree, a model whose names do not match the checkpoint's."""
+
+
+class ExportTargetError(PolicyError, InputError):
+    """`recorder export-hf -o DIR`: a directory that already holds files (nothing is overwritten)."""

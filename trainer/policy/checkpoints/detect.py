@@ -6,11 +6,16 @@
 - `torch-dcp`: `.metadata` and `*.distcp` shards: the recorder's sharded `step_NNNNNNN/`, an FSDP2
   `fsdp2_epoch_N/` archive (`final_meta.json` names its `source` run) or a `<run>/snapshots/step_N/`;
 - `mcore-torch-dist`: NeMo-RL's Megatron checkpoint, `step_N/policy/weights/iter_*/` (DCP shards with
-  Megatron's names), `policy/tokenizer/` and `training_info.json`.
+  Megatron's names) and `training_info.json`. NeMo-RL's Megatron worker writes neither the Hugging Face
+  config nor the tokenizer: they are those of the base model its `config.yaml` names (`policy.model_name`,
+  `policy.tokenizer.name`), found as a local directory or in the Hugging Face cache (offline), or given with
+  `--model-config DIR` and `--tokenizer DIR` (a ModelSource). Without a config the shards can still be
+  hashed; building the model then fails naming what to pass.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +31,29 @@ _RANK_SHARD = re.compile(r"__(\d+)_0\.distcp")
 _STEP = re.compile(r"(?:step|iter)_0*(\d+)")
 
 
+@dataclass(frozen=True, slots=True)
+class ModelSource:
+    """Where the Hugging Face config and the tokenizer of checkpoints that hold neither are (`--model-config
+    DIR`, `--tokenizer DIR`): each a directory as `save_pretrained` leaves it. What the checkpoint holds wins."""
+
+    config: Path | None = None
+    tokenizer: Path | None = None
+
+    def __post_init__(self) -> None:
+        for what, where in (("--model-config", self.config), ("--tokenizer", self.tokenizer)):
+            if where is not None and not Path(where).is_dir():
+                raise CheckpointError(f"{what} {where}: no such directory")
+        if self.config is not None and not (Path(self.config) / "config.json").is_file():
+            raise CheckpointError(f"--model-config {self.config}: no config.json in it")
+
+    @classmethod
+    def of(cls, config: str | Path | None, tokenizer: str | Path | None) -> ModelSource | None:
+        """None when neither is given."""
+        if config is None and tokenizer is None:
+            return None
+        return cls(Path(config) if config else None, Path(tokenizer) if tokenizer else None)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CheckpointInfo:
     """What a checkpoint directory holds, as its files say."""
@@ -38,6 +66,7 @@ class CheckpointInfo:
     config: dict[str, Any] = field(default_factory=dict)  # the model's config.json
     tokenizer_dir: Path | None = None
     weights_dir: Path = Path()  # the directory whose files the manifest covers
+    model_name: str | None = None  # the base model a NeMo-RL config.yaml names (policy.model_name)
     config_file: Path | None = None  # where `config` was read from (None: a meta's config object)
 
     def companion_files(self) -> list[Path]:
@@ -53,12 +82,15 @@ class CheckpointInfo:
         return list(dict.fromkeys(found))
 
 
-def detect_mcore(path: Path) -> CheckpointInfo | None:
-    """NeMo-RL's Megatron checkpoint: `policy/weights/iter_*/` torch_dist beside `training_info.json`."""
+def detect_mcore(path: Path, source: ModelSource | None = None) -> CheckpointInfo | None:
+    """NeMo-RL's Megatron checkpoint: `policy/weights/iter_*/` torch_dist beside `training_info.json`;
+    `source`: the config and tokenizer of one that holds neither."""
     if not ((path / "policy" / "weights").is_dir() and (path / "training_info.json").is_file()):
         return None
     iters = sorted((path / "policy" / "weights").glob("iter_*"))
-    return _mcore(path, iters[-1]) if iters and (iters[-1] / DCP_METADATA).is_file() else None
+    if not (iters and (iters[-1] / DCP_METADATA).is_file()):
+        return None
+    return _mcore(path, iters[-1], source or ModelSource())
 
 
 def detect_dcp(path: Path) -> CheckpointInfo | None:
@@ -141,27 +173,78 @@ def _dcp(path: Path) -> CheckpointInfo:
     )
 
 
-def _mcore(path: Path, iteration: Path) -> CheckpointInfo:
+def _mcore(path: Path, iteration: Path, source: ModelSource) -> CheckpointInfo:
     weights = path / "policy" / "weights"
+    nemo = _nemo_config(path)
+    policy = _section(nemo, "policy")
+    model_name = policy.get("model_name") if isinstance(policy.get("model_name"), str) else None
+    tok = _section(policy, "tokenizer")
+    tokenizer_name = tok.get("name") if isinstance(tok.get("name"), str) else model_name
     places = [weights, iteration, path / "policy" / "tokenizer", path / "policy"]
-    config_file = next((p / "config.json" for p in places if (p / "config.json").is_file()), None)
-    if config_file is None:
-        raise CheckpointError(
-            f"{path}: Megatron-Core weights without the Hugging Face config they map to: expected config.json "
-            f"in {', '.join(str(p) for p in places)}"
-        )
+    config_dir = next((p for p in places if (p / "config.json").is_file()), None)
+    config_dir = config_dir or source.config or _base_model_dir(model_name, "config.json")
     info = _json(path / "training_info.json")
     step = info.get("current_step")
+    tokenizer = _tokenizer_dir([path / "policy" / "tokenizer", path / "tokenizer", weights])
+    if tokenizer is None:
+        tokenizer = source.tokenizer or _base_model_dir(tokenizer_name, *TOKENIZER_FILES)
     return CheckpointInfo(
         path=path,
         format="mcore-torch-dist",
         step=step if isinstance(step, int) and not isinstance(step, bool) else _step(path.name),
         world_size=_ranks(iteration),
         source_run=None,
-        config=_json(config_file),
-        tokenizer_dir=_tokenizer_dir([path / "policy" / "tokenizer", path / "tokenizer", weights]),
+        config=_json(config_dir / "config.json") if config_dir is not None else {},
+        tokenizer_dir=tokenizer,
         weights_dir=weights,
+        model_name=model_name,
     )
+
+
+def require_config(info: CheckpointInfo) -> dict[str, Any]:
+    """`info.config`; CheckpointError saying where it was looked for when the checkpoint has none."""
+    if info.config:
+        return info.config
+    named = f"config.yaml names policy.model_name {info.model_name!r}, " if info.model_name else ""
+    raise CheckpointError(
+        f"{info.path}: Megatron-Core weights without the Hugging Face config they map to (NeMo-RL does not "
+        f"save it): {named}not found as a local directory or in the Hugging Face cache: pass --model-config DIR "
+        "(the base model's directory with its config.json)"
+    )
+
+
+def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _nemo_config(path: Path) -> dict[str, Any]:
+    """The step's NeMo-RL config.yaml ({} where there is none or it is not a mapping)."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load((path / "config.yaml").read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, yaml.YAMLError) as e:
+        raise CheckpointError(f"{path / 'config.yaml'}: not a readable YAML file ({e})") from e
+    return doc if isinstance(doc, dict) else {}
+
+
+def _base_model_dir(name: str | None, *files: str) -> Path | None:
+    """The directory holding one of `files` for the base model `name`: `name` itself when it is a local
+    directory (NeMo-RL accepts one), else its newest snapshot in the Hugging Face cache. Never the network."""
+    if not name:
+        return None
+    local = Path(name).expanduser()
+    candidates = [local] if local.is_dir() else []
+    if "/" in name and not local.is_absolute():
+        home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+        hub = Path(os.environ.get("HF_HUB_CACHE") or home / "hub")
+        snapshots = hub / ("models--" + name.replace("/", "--")) / "snapshots"
+        if snapshots.is_dir():
+            candidates += sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+    return next((c for c in candidates if any((c / f).is_file() for f in files)), None)
 
 
 def _json(path: Path) -> dict[str, Any]:

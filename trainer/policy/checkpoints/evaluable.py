@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.policy.checkpoints.detect import CheckpointInfo
+from trainer.policy.checkpoints.detect import CheckpointInfo, ModelSource
 from trainer.policy.checkpoints.load import torch_dtype
 from trainer.policy.checkpoints.manifest import Manifest
 from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, load_weights
@@ -38,9 +38,10 @@ def load_checkpoint(
     model_factory: str | None = None,
     capacity: bool = True,
     trust_remote_code: bool = False,
+    source: ModelSource | None = None,
 ) -> Loaded:
     """Detect, load (every shard checked against `expected` as it is read) and build; CheckpointError."""
-    info = detect(Path(path))
+    info = detect(Path(path), source)
     state, manifest = load_state_dict(info, dtype=dtype, expected=expected)
     if model_factory is None:  # a config.json of 100000 layers must not allocate them: counted on meta first
         from trainer.policy.checkpoints.model_code import hf_config
@@ -73,6 +74,12 @@ def load_tokenizer(info: CheckpointInfo, *, trust_remote_code: bool = False) -> 
     """The checkpoint's tokenizer: the policy's own tokenizer.json (no tokenizer_config.json beside it), else
     the Hugging Face tokenizer files, with their chat template."""
     where = info.tokenizer_dir
+    if where is None and info.format == "mcore-torch-dist":
+        raise CheckpointError(
+            f"{info.path}: no tokenizer: NeMo-RL's Megatron checkpoints hold none, and the base model's "
+            f"({info.model_name or 'config.yaml names no policy.model_name'}) is not a local directory or in the "
+            "Hugging Face cache: pass --tokenizer DIR"
+        )
     if where is None:
         raise CheckpointError(
             f"{info.path}: no tokenizer files (tokenizer.json, tokenizer_config.json, tokenizer.model) next to the "

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.run_files import sha256_file
+from trainer.policy.checkpoints.detect import ModelSource
 from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, texts_record
 from trainer.policy.checkpoints.readers import reader
@@ -27,7 +28,7 @@ def _relative(file: Path, checkpoint: Path) -> str:
     return Path(os.path.relpath(file.resolve(), checkpoint.resolve())).as_posix()
 
 
-def hf_fingerprinter(task: Path | None) -> Fingerprinter:
+def hf_fingerprinter(task: Path | None, source: ModelSource | None = None) -> Fingerprinter:
     """A function giving a checkpoint directory's fingerprint record and DCP shards' manifest, over `task`'s
     dev split (a spec file) when it has one, else the fixed texts. The spec is read now, so a bad one is
     refused before any checkpoint is loaded; each call loads its checkpoint in float32 (CheckpointError when
@@ -36,7 +37,7 @@ def hf_fingerprinter(task: Path | None) -> Fingerprinter:
     dev = spec.fingerprint_texts() if spec is not None else None
 
     def record(path: Path) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        loaded = load_checkpoint(path, dtype="fp32")
+        loaded = load_checkpoint(path, dtype="fp32", source=source)
         model, tokenizer = loaded.model, loaded.tokenizer
         if dev is not None and spec is not None:
             fingerprint = texts_record(model, tokenizer, dev, f"dev:{spec.name}")

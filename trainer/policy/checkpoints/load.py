@@ -107,10 +107,11 @@ def read_mcore(
     info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
 ) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
     """Megatron-Core torch_dist: a DCP checkpoint whose names are mapped to the Hugging Face model's."""
+    from trainer.policy.checkpoints.detect import require_config
     from trainer.policy.checkpoints.mcore_names import to_hf
 
     state, digests = read_dcp(info, files, expected, dtype, threads)
-    return to_hf(state, info.config, where=info.path), digests
+    return to_hf(state, require_config(info), where=info.path), digests
 
 
 def _rel(info: CheckpointInfo, path: Path) -> str:

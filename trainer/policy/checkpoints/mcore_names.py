@@ -1,11 +1,17 @@
-"""Megatron-Core parameter names mapped to the Hugging Face model's, for Llama/Qwen-shaped GPT models.
+"""Megatron-Core parameter names mapped to the Hugging Face checkpoint's, one table per model family: dense
+GPT (Llama/Qwen3), MoE (Qwen2-MoE/Qwen3-MoE: router, experts, gated shared expert, expert bias) and
+Qwen3.5's hybrid layers (Gated DeltaNet and gated attention; `qwen3_5_moe`, `qwen3_next`).
 
-Megatron fuses what Hugging Face keeps apart: `linear_qkv` holds, per query group, that group's query heads
-then its key head then its value head; `linear_fc1` holds the gate projection then the up projection; the
-layer norms live inside the linear layers that follow them. A distributed checkpoint may also stack the
-layers (`decoder.layers.X` with a leading layer axis) and the experts (`experts.linear_fc1.weight` with a
-leading expert axis, TEGroupedMLP's `weightN`). Every Megatron tensor must map, or the load is refused:
-a silently dropped tensor would evaluate a different model.
+Megatron fuses what Hugging Face keeps apart: `linear_qkv` holds, per query group, that group's query heads,
+(with an output gate, its gate heads,) its key head and its value head; `linear_fc1` holds the gate
+projection then the up projection; the layer norms live inside the linear layers that follow them. A
+distributed checkpoint stacks homogeneous layers (`decoder.layers.X` with a leading layer axis) and the
+experts (`experts.experts.linear_fc1.weight` with a leading expert axis; `experts.linear_fc1.weightN` from
+TEGroupedMLP; `experts.local_experts.N.` from SequentialMLP). A Gated DeltaNet's `in_proj` and `conv1d` are
+saved split by part (`in_proj.weight.query` ... `.alpha`), or whole in the same order. Experts come out in
+the hub checkpoint's per-expert names (`mlp.experts.E.gate_proj.weight`), which vLLM loads as they are and
+`hf_layout.fuse_experts` stacks for transformers' fused experts. Every Megatron tensor must map, or the load is
+refused: a silently dropped tensor would evaluate a different model.
 """
 
 from __future__ import annotations
@@ -21,6 +27,18 @@ if TYPE_CHECKING:
 
 _LAYER = re.compile(r"decoder\.layers\.(\d+)\.(.+)")
 _EXPERT = re.compile(r"mlp\.experts\.(?:local_experts\.(\d+)\.(linear_fc[12])\.weight|(linear_fc[12])\.weight(\d+))")
+_STACKED_EXPERTS = re.compile(r"mlp\.experts\.(?:experts\.)?(linear_fc[12])\.weight")
+_GDN_PARTS = {  # a Gated DeltaNet's split in_proj / conv1d part -> (Hugging Face tensor, its place in it)
+    "self_attention.in_proj.weight.query": ("linear_attn.in_proj_qkv.weight", 0),
+    "self_attention.in_proj.weight.key": ("linear_attn.in_proj_qkv.weight", 1),
+    "self_attention.in_proj.weight.value": ("linear_attn.in_proj_qkv.weight", 2),
+    "self_attention.in_proj.weight.z": ("linear_attn.in_proj_z.weight", 0),
+    "self_attention.in_proj.weight.beta": ("linear_attn.in_proj_b.weight", 0),
+    "self_attention.in_proj.weight.alpha": ("linear_attn.in_proj_a.weight", 0),
+    "self_attention.conv1d.weight.query": ("linear_attn.conv1d.weight", 0),
+    "self_attention.conv1d.weight.key": ("linear_attn.conv1d.weight", 1),
+    "self_attention.conv1d.weight.value": ("linear_attn.conv1d.weight", 2),
+}
 _DIRECT = {
     "self_attention.linear_proj.weight": "self_attn.o_proj.weight",
     "self_attention.linear_proj.bias": "self_attn.o_proj.bias",
@@ -35,6 +53,12 @@ _DIRECT = {
     "mlp.router.expert_bias": "mlp.gate.e_score_correction_bias",
     "mlp.shared_experts.linear_fc2.weight": "mlp.shared_expert.down_proj.weight",
     "mlp.shared_experts.gate_weight": "mlp.shared_expert_gate.weight",
+    # Qwen3.5's Gated DeltaNet (megatron-core's GatedDeltaNet)
+    "self_attention.in_proj.layer_norm_weight": "input_layernorm.weight",
+    "self_attention.dt_bias": "linear_attn.dt_bias",
+    "self_attention.A_log": "linear_attn.A_log",
+    "self_attention.out_norm.weight": "linear_attn.norm.weight",
+    "self_attention.out_proj.weight": "linear_attn.out_proj.weight",
 }
 _TOP = {
     "embedding.word_embeddings.weight": "model.embed_tokens.weight",
@@ -46,8 +70,11 @@ _TOP = {
 def to_hf(state: dict[str, torch.Tensor], config: dict[str, Any], *, where: Path) -> dict[str, torch.Tensor]:
     """The Hugging Face names and shapes of a Megatron-Core state dict; CheckpointError for a name it
     cannot place."""
-    layers = int(config.get("num_hidden_layers", 0))
+    import torch
+
+    layers = int(_text_config(config).get("num_hidden_layers", 0))
     out: dict[str, torch.Tensor] = {}
+    parts: dict[str, dict[int, torch.Tensor]] = {}
     for name, tensor in _unstack(state, layers).items():
         if name in _TOP:
             out[_TOP[name]] = tensor
@@ -56,9 +83,25 @@ def to_hf(state: dict[str, torch.Tensor], config: dict[str, Any], *, where: Path
         if m is None:
             raise CheckpointError(f"{where}: Megatron tensor {name!r} has no Hugging Face counterpart known here")
         prefix = f"model.layers.{m.group(1)}."
-        for hf, value in _layer(m.group(2), tensor, config, name, where):
+        if m.group(2) in _GDN_PARTS:
+            hf, index = _GDN_PARTS[m.group(2)]
+            parts.setdefault(prefix + hf, {})[index] = tensor
+            continue
+        for hf, value in _layer(m.group(2), tensor, _text_config(config), name, where):
             out[prefix + hf] = value
+    for hf, pieces in parts.items():
+        if sorted(pieces) != list(range(len(pieces))) or (hf.endswith("_qkv.weight") or "conv1d" in hf) != (
+            len(pieces) == 3
+        ):
+            raise CheckpointError(f"{where}: {hf} has parts {sorted(pieces)} of its Megatron split: one is missing")
+        out[hf] = torch.cat([pieces[i] for i in sorted(pieces)], dim=0)
     return out
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A multimodal config's language model part (Qwen3.5's `text_config`), else the config itself."""
+    text = config.get("text_config")
+    return text if isinstance(text, dict) else config
 
 
 def _unstack(state: dict[str, torch.Tensor], layers: int) -> dict[str, torch.Tensor]:
@@ -83,15 +126,25 @@ def _layer(
         kind = rest.rsplit(".", 1)[1]
         q, k, v = split_qkv(t, config)
         return [(f"self_attn.{p}_proj.{kind}", x) for p, x in zip("qkv", (q, k, v), strict=True)]
+    if rest == "self_attention.in_proj.weight":  # a Gated DeltaNet's in_proj saved whole
+        qkv, z, b, a = split_gdn_in_proj(t, config)
+        return [
+            ("linear_attn.in_proj_qkv.weight", qkv),
+            ("linear_attn.in_proj_z.weight", z),
+            ("linear_attn.in_proj_b.weight", b),
+            ("linear_attn.in_proj_a.weight", a),
+        ]
+    if rest == "self_attention.conv1d.weight":
+        return [("linear_attn.conv1d.weight", t)]
     if rest == "mlp.linear_fc1.weight":
         gate, up = t.chunk(2, dim=0)
         return [("mlp.gate_proj.weight", gate), ("mlp.up_proj.weight", up)]
     if rest == "mlp.shared_experts.linear_fc1.weight":
         gate, up = t.chunk(2, dim=0)
         return [("mlp.shared_expert.gate_proj.weight", gate), ("mlp.shared_expert.up_proj.weight", up)]
-    if rest in ("mlp.experts.linear_fc1.weight", "mlp.experts.linear_fc2.weight"):  # stacked: [E, ...]
-        fc = rest.split(".")[2]
-        return [pair for e in range(t.shape[0]) for pair in _expert(e, fc, t[e])]
+    stacked = _STACKED_EXPERTS.fullmatch(rest)
+    if stacked and t.dim() == 3:  # [experts, out, in]
+        return [pair for e in range(t.shape[0]) for pair in _expert(e, stacked.group(1), t[e])]
     m = _EXPERT.fullmatch(rest)
     if m:
         e, fc = (m.group(1), m.group(2)) if m.group(1) is not None else (m.group(4), m.group(3))
@@ -107,16 +160,37 @@ def _expert(e: int, fc: str, t: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
 
 
 def split_qkv(t: torch.Tensor, config: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Megatron's fused [groups * (heads_per_group + 2) * head_dim, ...] -> (q, k, v) in Hugging Face's order."""
+    """Megatron's fused [groups * (heads_per_group [+ heads_per_group] + 2) * head_dim, ...] -> (q, k, v) in
+    Hugging Face's order. With an output gate (Qwen3.5's full attention, recognised by the row count), each
+    group holds its query heads, then their gate heads, and Hugging Face's q_proj holds every head's query
+    followed by its gate."""
+    import torch
+
     heads = int(config["num_attention_heads"])
     groups = int(config.get("num_key_value_heads") or heads)
     head_dim = int(config.get("head_dim") or config["hidden_size"] // heads)
     per_group = heads // groups
     rest = t.shape[1:]
-    fused = t.reshape(groups, (per_group + 2) * head_dim, *rest)
-    q, k, v = fused.split([per_group * head_dim, head_dim, head_dim], dim=1)
+    gated = t.shape[0] == groups * (2 * per_group + 2) * head_dim
+    q_rows = (2 if gated else 1) * per_group * head_dim
+    fused = t.reshape(groups, q_rows + 2 * head_dim, *rest)
+    q, k, v = fused.split([q_rows, head_dim, head_dim], dim=1)
+    if gated:  # [groups, (q heads | gate heads)] -> [heads, (q | gate)]
+        query, gate = q.reshape(groups, 2, per_group, head_dim, *rest).unbind(1)
+        q = torch.stack([query, gate], dim=2)
     return (
-        q.reshape(heads * head_dim, *rest).contiguous(),
+        q.reshape(-1, *rest).contiguous(),
         k.reshape(groups * head_dim, *rest).contiguous(),
         v.reshape(groups * head_dim, *rest).contiguous(),
     )
+
+
+def split_gdn_in_proj(
+    t: torch.Tensor, config: dict[str, Any]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A Gated DeltaNet's whole in_proj [q | k | v | z | beta | alpha] -> (qkv, z, beta, alpha)."""
+    key_dim = int(config["linear_key_head_dim"]) * int(config["linear_num_key_heads"])
+    value_heads = int(config["linear_num_value_heads"])
+    value_dim = int(config["linear_value_head_dim"]) * value_heads
+    qkv, z, b, a = t.split([2 * key_dim + value_dim, value_dim, value_heads, value_heads], dim=0)
+    return qkv, z, b, a

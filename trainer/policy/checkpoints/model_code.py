@@ -75,7 +75,9 @@ def hf_config(info: CheckpointInfo) -> Any:
     """The transformers config of `info`'s model config; CheckpointError when it names no known model."""
     from transformers import AutoConfig
 
-    config = dict(info.config)
+    from trainer.policy.checkpoints.detect import require_config
+
+    config = dict(require_config(info))
     kind = config.pop("model_type", None)
     if not isinstance(kind, str):
         raise CheckpointError(
@@ -223,8 +225,10 @@ def code_provenance(root: Path, spec: str) -> CodeProvenance:
 def load_weights(model: nn.Module, state: dict[str, Any], info: CheckpointInfo) -> None:
     """`state` into `model`, every name matched both ways (a tied output layer may be left out); the
     names are compared first so that a mismatch says which, in words."""
+    from trainer.policy.checkpoints.hf_layout import fuse_experts
+
     own = model.state_dict()
-    state = fit_names(state, set(own))
+    state = fuse_experts(fit_names(state, set(own)), set(own))
     missing = sorted(set(own) - set(state) - _tied(model))
     unexpected = sorted(set(state) - set(own))
     if missing or unexpected:

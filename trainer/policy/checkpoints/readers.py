@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from recorder.checkpoint_formats import ReaderName
 from trainer.policy.checkpoints import load
-from trainer.policy.checkpoints.detect import CheckpointInfo, detect_dcp, detect_hf, detect_mcore, detect_recorder
+from trainer.policy.checkpoints.detect import (
+    CheckpointInfo,
+    ModelSource,
+    detect_dcp,
+    detect_hf,
+    detect_mcore,
+    detect_recorder,
+)
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
 from trainer.policy.errors import CheckpointError
 
@@ -36,10 +43,11 @@ class Reader:
 
     name: ReaderName
     expects: str  # what a directory of it holds, as an error names it
-    detect: Callable[[Path], CheckpointInfo | None]  # None: not this format
+    detect: Callable[..., CheckpointInfo | None]  # (path[, source]) -> its info; None: not this format
     shard_files: Callable[[CheckpointInfo], list[Path]]
     read: ReadStateDict  # (state dict, digests of every file read)
     sharded: bool  # its manifest (many shards, hashed while read) is what an import records
+    takes_source: bool = False  # its checkpoints may lack config and tokenizer: detect takes a ModelSource
 
 
 READERS: tuple[Reader, ...] = (
@@ -50,6 +58,7 @@ READERS: tuple[Reader, ...] = (
         shard_files=load.every_file,
         read=load.read_mcore,
         sharded=True,
+        takes_source=True,
     ),
     Reader(
         name="torch-dcp",
@@ -78,14 +87,15 @@ READERS: tuple[Reader, ...] = (
 )
 
 
-def detect(path: Path) -> CheckpointInfo:
+def detect(path: Path, source: ModelSource | None = None) -> CheckpointInfo:
     """The format of the checkpoint at `path`, as the first reader that recognises it says (readers.READERS,
-    most specific layout first); CheckpointError naming the path and what each reader expects."""
+    most specific layout first); CheckpointError naming the path and what each reader expects. `source`: the
+    config and tokenizer of a checkpoint that holds neither (a NeMo-RL Megatron step)."""
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"{path}: no such checkpoint directory")
     for row in READERS:
-        info = row.detect(path)
+        info = row.detect(path, source) if row.takes_source else row.detect(path)
         if info is not None:
             return info
     raise CheckpointError(

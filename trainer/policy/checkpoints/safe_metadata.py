@@ -3,8 +3,10 @@
 torch writes `.metadata` with `pickle.dump` (protocol 4). A pickle can name any importable callable and
 call it while loading, so a hostile `.metadata` could run a command. This unpickler resolves a global only
 if it is on the allow list: the classes `torch.distributed.checkpoint.metadata` defines, the storage
-record of its file system writer, torch's dtypes, `torch.Size`, torch's layout lookup and plain paths.
-Anything else is refused before it is resolved, so nothing of it runs.
+record of its file system writer, the four save-plan classes of its planner (megatron-core keeps every
+rank's save plan in the metadata: `SavePlan`, `WriteItem`, `WriteItemType`, `TensorWriteData`), torch's
+dtypes, `torch.Size`, torch's layout lookup and plain paths. Anything else is refused before it is
+resolved, so nothing of it runs.
 
 torch's own weights-only unpickler (`torch.load(weights_only=True)` with `safe_globals`) implements only
 pickle protocol 2 and stops at protocol 4's FRAME and SHORT_BINUNICODE opcodes, so it cannot read
@@ -22,6 +24,8 @@ from typing import Any
 from trainer.policy.errors import CheckpointError, UnsafeMetadataError
 
 MAX_METADATA_BYTES = 1 << 30  # a 397B model's metadata is tens of MB
+# megatron-core's `.metadata` holds `all_local_plans`: these and no other class of the planner module
+SAVE_PLAN_CLASSES = ("SavePlan", "WriteItem", "WriteItemType", "TensorWriteData")
 
 
 def allowed_globals() -> dict[tuple[str, str], Any]:
@@ -31,6 +35,7 @@ def allowed_globals() -> dict[tuple[str, str], Any]:
     import torch
     import torch.distributed.checkpoint.filesystem as filesystem
     import torch.distributed.checkpoint.metadata as metadata
+    import torch.distributed.checkpoint.planner as planner
     import torch.serialization
 
     allowed: dict[tuple[str, str], Any] = {
@@ -39,6 +44,8 @@ def allowed_globals() -> dict[tuple[str, str], Any]:
         if inspect.isclass(obj) and obj.__module__ == metadata.__name__
     }
     allowed[(filesystem.__name__, "_StorageInfo")] = filesystem._StorageInfo
+    for name in SAVE_PLAN_CLASSES:
+        allowed[(planner.__name__, name)] = getattr(planner, name)
     allowed[("torch", "Size")] = torch.Size
     allowed[("torch.serialization", "_get_layout")] = torch.serialization._get_layout
     for name, obj in vars(torch).items():

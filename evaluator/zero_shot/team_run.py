@@ -160,25 +160,20 @@ def _int(value: Any) -> int | None:
 
 def saved_step(dcp: Path) -> int | None:
     """The `step` entry the checkpoint holds beside model and optimizer (a pickled int), or None."""
-    import io
-
-    import torch
-
     from recorder.untrusted_files import read_bounded
     from trainer.policy.checkpoints.safe_metadata import MAX_METADATA_BYTES, load_metadata
+    from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_number
 
     meta_file = dcp / DCP_METADATA
     metadata = load_metadata(meta_file, read_bounded(meta_file, MAX_METADATA_BYTES, "DCP .metadata", follow=True))
     where = next((si for index, si in metadata.storage_data.items() if index.fqn == "step"), None)
-    if where is None:
+    if where is None or not 0 < where.length <= 1 << 20:  # a pickled number is a few hundred bytes
         return None
     with open(dcp / where.relative_path, "rb") as f:
         f.seek(where.offset)
         raw = f.read(where.length)
     try:
-        value = torch.load(io.BytesIO(raw), weights_only=True)
-    except Exception:  # a step that is not a plain number is no step: the caller asks for one
+        value: int | float | None = view_number(memoryview(raw), 0, len(raw))
+    except TorchSaveError:  # a step that is not a plain number is no step: the caller asks for one
         return None
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        value = int(value.item())
     return _int(value)

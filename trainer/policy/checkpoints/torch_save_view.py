@@ -50,6 +50,19 @@ def view_tensor(buf: memoryview, start: int, length: int) -> torch.Tensor:
     return loaded
 
 
+def view_number(buf: memoryview, start: int, length: int) -> int | float:
+    """The plain number (or one-element tensor's value) in the torch.save archive at `buf[start:start + length]`,
+    such as the step a DCP checkpoint keeps beside model and optimizer: read through the same allow list."""
+    import torch
+
+    loaded = _Unpickler(_ArchiveView(buf, start, length)).load()
+    if isinstance(loaded, torch.Tensor) and loaded.numel() == 1:
+        loaded = loaded.item()
+    if isinstance(loaded, (int, float)) and not isinstance(loaded, bool):
+        return loaded
+    raise TorchSaveError(f"holds a {type(loaded).__name__}, not a number")
+
+
 class _ArchiveView:
     """The records of one torch.save zip, located without reading their contents."""
 

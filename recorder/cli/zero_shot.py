@@ -166,11 +166,8 @@ def zero_shot_command(
 
     apply_key_options(signing_key, untrusted_ok)
     mode = _holdout_mode(holdout)
-    root = model_code if model_code is not None or model_factory is None else Path.cwd()
+    root, hf_cache = _team_defaults(model_code, model_factory, hf_cache, data_dir)
     code = ModelCode(root=root, factory=model_factory, holdout_fn=holdout_fn)
-    team_cache = (root or Path.cwd()) / TEAM_HF_CACHE
-    if hf_cache is None and data_dir is None and team_cache.is_dir():
-        hf_cache = team_cache
     options = ZeroShotOptions(
         tasks=tuple(parse_task_names(tasks)), limit=limit, hf_cache=hf_cache, data_dir=data_dir, online=not offline,
         log_samples=log_samples, holdout=mode, max_gap=holdout_max_gap, holdout_data=holdout_data,  # type: ignore[arg-type]
@@ -186,6 +183,19 @@ def zero_shot_command(
         console.print(f"wrote {path.parent}", highlight=False)
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _team_defaults(
+    root: Path | None, factory: str | None, hf_cache: Path | None, data_dir: Path | None
+) -> tuple[Path | None, Path | None]:
+    """(--model-code, --hf-cache) as a team's job runs: with a factory, the code is the working directory
+    (its repository root); with no data source given, the datasets are the eval/hf_cache its eval scripts
+    keep under it, when it is there."""
+    root = root if root is not None or factory is None else Path.cwd()
+    if hf_cache is not None or data_dir is not None:
+        return root, hf_cache
+    found = (root or Path.cwd()) / TEAM_HF_CACHE
+    return root, found if found.is_dir() else None
 
 
 def _holdout_mode(value: str) -> str:

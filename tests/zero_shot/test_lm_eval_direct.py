@@ -1,5 +1,5 @@
 """`recorder zero-shot` on the team's checkpoint against lm-eval run directly on the same weights and data
-(tests/zero_shot/lm_eval_direct.py: lm-eval's own HFLM and its own task definitions, the weights read by
+(tests/kit/lm_eval_direct.py: lm-eval's own HFLM and its own task definitions, the weights read by
 torch's DCP alone), under the installed lm-eval and under 0.4.11 (.venv-lmeval0411, made by
 .ci/lm-eval-0.4.11): every task's score and every document's outcome equal, every answer's log-likelihood
 equal to fp32 rounding.
@@ -49,7 +49,7 @@ def _recorder(team: Path, hf_cache: Path, out: Path, extra: Path | None) -> Path
 
 def _direct(team: Path, hf_cache: Path, out: Path, extra: Path | None) -> dict[str, object]:
     ckpt = team / ARCHIVE / "fsdp2_epoch_2"
-    command = [sys.executable, "-m", "tests.zero_shot.lm_eval_direct", str(ckpt), str(team), str(hf_cache), "0"]
+    command = [sys.executable, "-m", "tests.kit.lm_eval_direct", str(ckpt), str(team), str(hf_cache), "0"]
     done = subprocess.run(
         [*command, str(out)], capture_output=True, text=True, env=_env(extra), cwd=team_tree.REPO, timeout=900
     )

@@ -2,7 +2,7 @@
 `HFLM` model class and lm-eval's own task definitions (the YAMLs shipped inside the installed lm_eval
 package), `lm_eval.simple_evaluate`, on the same weights and the same local task data.
 
-    python -m tests.zero_shot.lm_eval_direct CKPT TEAM_ROOT HF_CACHE LIMIT OUT.json
+    python -m tests.kit.lm_eval_direct CKPT TEAM_ROOT HF_CACHE LIMIT OUT.json
         [--batch-size 32] [--softmax-dtype float64] [--tasks arc_easy,...]
 
 No lm-eval model class reads a DCP checkpoint or a model outside `transformers`: HFLM takes an
@@ -46,14 +46,14 @@ OWN_TASKS = {
 
 def load_model(ckpt: Path, team: Path, config: dict[str, Any]) -> Any:
     """The team's model (capacity off, fp32) with the checkpoint's `model.*` tensors, read by torch's DCP."""
-    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint import state_dict_loader
 
     sys.path.insert(0, str(team))
     from models.moe import build_model
 
     model = build_model(config["model"], capacity=False).float().eval()
     state = model.state_dict()
-    dcp.load({"model": state}, checkpoint_id=str(ckpt))  # only the model's entries are requested
+    state_dict_loader.load({"model": state}, checkpoint_id=str(ckpt))  # only the model's entries are requested
     model.load_state_dict(state)
     return model
 
@@ -65,7 +65,8 @@ class HFShaped:
         from transformers import PretrainedConfig
 
         self.inner = inner
-        self.config = PretrainedConfig(max_position_embeddings=int(inner.max_seq_len))
+        self.config = PretrainedConfig()
+        self.config.max_position_embeddings = int(inner.max_seq_len)
         self.device = next(inner.parameters()).device
 
     def __call__(self, input_ids: Any, **_: Any) -> Any:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import sys
+import textwrap
 from collections.abc import Iterable
 from typing import Any
 
@@ -105,3 +106,15 @@ def cut(value: str, limit: int = DISPLAY_CHARS) -> str:
 
 console = make_console()
 err = make_console(stderr=True)
+
+
+def at_spaces(text: str, console: Console) -> str:
+    """`text` with each line longer than a terminal `console` broken at spaces, never inside a word (rich would
+    fold a word longer than the line, a path or a run's name; the terminal shows it whole on its own line)."""
+    if not console.is_terminal:
+        return text
+    width = console.width
+    return "\n".join(
+        line if len(line) <= width else textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
+        for line in text.split("\n")
+    )

@@ -104,7 +104,13 @@ class PerItem:
         if err.is_terminal:
             columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
             self._bar = Progress(
-                *columns, TimeElapsedColumn(), TimeRemainingColumn(), console=_terminal(), transient=True
+                # on stderr: a results table printed meanwhile keeps its own layout (rich folds what it prints
+                # through a live display to the display's width)
+                *columns,
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=err,
+                transient=True,
             )
 
     def report(self, item: str, doing: str, done: int, total: int) -> None:

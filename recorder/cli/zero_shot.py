@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from recorder.cli._output import console
+from recorder.cli._output import at_spaces, console
 from recorder.cli._progress import PerItem
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 
@@ -180,7 +180,7 @@ def zero_shot_command(
         width = console.width if console.is_terminal else None
         summary = zero_shot(paths, options, echo=_echo, width=width, report=shown.report)
     for path in summary.written:
-        console.print(f"wrote {path.parent}", highlight=False)
+        console.print(at_spaces(f"wrote {path.parent}", console), highlight=False, soft_wrap=True)
     if summary.failed:
         raise typer.Exit(1)
 
@@ -211,11 +211,11 @@ def collect_command(paths: Paths) -> None:
     from evaluator.zero_shot.collect import collect
 
     width = console.width if console.is_terminal else None
-    console.print(collect(paths, width), highlight=False, end="")
+    console.print(at_spaces(collect(paths, width), console), highlight=False, soft_wrap=True, end="")
 
 
 def _echo(text: str) -> None:
-    console.print(text, highlight=False, markup=False)
+    console.print(at_spaces(text, console), highlight=False, markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -40,7 +40,7 @@ def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path]
     summary = (first.parent / "summary.txt").read_text().splitlines()
     assert summary[0].split() == ["checkpoint", "step", *TASKS, "average", "holdout"]  # the file: one block
     assert [line.split()[0] for line in summary[1:]] == labels
-    table = text[text.rindex(f"{labels[1]}: ") :].split("\n", 1)[1]  # what follows the last checkpoint's line
+    table = text[text.rindex(f"{labels[1]}:") :].split("\n", 1)[1]  # what follows the last checkpoint's line
     for label in labels:
         assert label in table, table
     for task in TASKS:

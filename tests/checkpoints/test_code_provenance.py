@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import itertools
 import marshal
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -191,3 +192,16 @@ def test_a_module_imported_after_the_build_is_recorded_from_its_source(tmp_path:
     assert importlib.import_module(f"{pkg}.late").VALUE == 3  # the model imports it while it runs
     after = code_provenance(root.resolve(), f"{pkg}.model:build")
     assert dict(after.files)[f"{pkg}/late.py"] == _sha(b"VALUE = 3\n") and after.git_dirty is False
+
+
+def test_a_tree_removed_after_its_import_leaves_other_imports_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, pkg = _committed_tree(tmp_path)
+    _import(root, pkg)
+    shutil.rmtree(root)  # the finder stays registered for the process
+    other = f"prov_other_{next(_names)}"
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / f"{other}.py").write_text("VALUE = 5\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    assert importlib.import_module(other).VALUE == 5

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 
 _lock = threading.Lock()
-_roots: set[Path] = set()
+_roots: list[Path] = []  # the most recently registered first: it provides a top-level name two trees share
 _ran: dict[Path, list[str]] = {}  # resolved file -> sha256 of each distinct bytes it was executed from
 
 
@@ -82,9 +82,12 @@ _finder = TreeFinder()
 
 
 def register(root: Path) -> None:
-    """Imports of ROOT's modules from now on go through the source-only loader (ROOT resolved)."""
+    """Imports of ROOT's modules from now on go through the source-only loader (ROOT resolved); ROOT's
+    top-level names are taken from it rather than from a tree registered before."""
     with _lock:
-        _roots.add(root)
+        if root in _roots:
+            _roots.remove(root)
+        _roots.insert(0, root)
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
 
@@ -104,8 +107,12 @@ def ran_from_source(file: Path) -> bool:
 
 
 def top_level_names(root: Path) -> set[str]:
-    """The top-level modules and packages ROOT provides."""
-    return {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    """The top-level modules and packages ROOT provides (none once ROOT is gone: the finder asks on every
+    import, and must never fail one that is not the tree's)."""
+    try:
+        return {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    except OSError:
+        return set()
 
 
 def _record(file: Path, sha256: str) -> None:

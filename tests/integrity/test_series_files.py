@@ -18,6 +18,7 @@ from tests.adoption import nemo_layout
 from tests.checkpoints.test_dcp_import import GBS, write_archives, write_snapshots
 from tests.evaluator import nemo_run
 from tests.helpers import run_cli
+from tests.kit import mcore_golden
 from trainer.policy.checkpoints.manifest import Manifest
 from trainer.policy.checkpoints.readers import detect, hash_shards
 
@@ -115,8 +116,9 @@ def _refused(tmp_path: Path, series: Path, extra: tuple[str, ...], *words: str) 
 @pytest.mark.parametrize("swapped", ["config.yaml", "config.json"])
 def test_a_nemo_steps_config_swapped_after_import_is_altered(tmp_path: Path, swapped: str) -> None:
     series = _mcore(tmp_path)
+    base = shutil.copytree(mcore_golden.model_config(nemo_layout.SERIES), tmp_path / "base-config")
     run = tmp_path / "runs" / "r"
-    _import(series, run)
+    _import(series, run, "--model-config", str(base))
     files = _commits(run)[18]["files"]
     assert "config.yaml" in files and any(Path(name).name == "config.json" for name in files), files
     assert verify_run(run).ok
@@ -126,6 +128,7 @@ def test_a_nemo_steps_config_swapped_after_import_is_altered(tmp_path: Path, swa
     else:
         [name] = [n for n in files if Path(n).name == "config.json"]
         path = (series / "step_18" / name).resolve()
+        assert path == base / "config.json"  # the copy, never the golden file
         doc = json.loads(path.read_text())
         path.write_text(json.dumps(doc | {"swapped": True}))
     problems = [p for p in verify_run(run).problems if p.rule == "commit-files"]

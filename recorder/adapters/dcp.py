@@ -23,11 +23,19 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from recorder.adapters.series_import import Fingerprinter, SeriesCommit, step_problems, write_series, written_ns
+from recorder.adapters.series_import import (
+    Fingerprinter,
+    SeriesCommit,
+    left_out_warning,
+    loaded_files,
+    step_problems,
+    write_series,
+    written_ns,
+)
 from recorder.errors import DataError, InputError
 from recorder.kinds import RunOpened, Timing
 from recorder.provenance import provenance
@@ -75,6 +83,7 @@ class DcpImportReport:
     global_batch_size: int
     problems: list[str]
     evaluated: bool  # the run already holds evaluation results
+    warnings: list[str] = field(default_factory=list)  # shard files left out of a manifest, named
 
 
 def layout_of(root: Path) -> Layout | None:
@@ -237,9 +246,12 @@ def import_checkpoints(
     _check_distinct(checkpoints)
     gbs = _series_gbs(checkpoints, global_batch_size)
     problems = step_problems([(c.step, c.samples) for c in checkpoints], gbs, "were they deleted?")
-    commits = [_series_commit(c, layout, fingerprint) for c in checkpoints]
-    run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs, layout), commits)
-    return DcpImportReport(run, layout, checkpoints, gbs, problems, "eval_result" in kinds)
+    made = [_series_commit(c, layout, fingerprint) for c in checkpoints]
+    run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs, layout), [c for c, _ in made])
+    warnings = [w for _, ws in made for w in ws]
+    # as committed: a shard-mtime weight update dated by the manifest's shards only
+    checkpoints = [replace(c, weight_update_ns=m.weight_update_ns) for c, (m, _) in zip(checkpoints, made, strict=True)]
+    return DcpImportReport(run, layout, checkpoints, gbs, problems, "eval_result" in kinds, warnings)
 
 
 def _check_distinct(checkpoints: list[DcpCheckpoint]) -> None:
@@ -264,7 +276,7 @@ def _series_gbs(checkpoints: list[DcpCheckpoint], given: int | None) -> int:
     return first.samples // first.step
 
 
-def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter) -> SeriesCommit:
+def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter) -> tuple[SeriesCommit, list[str]]:
     try:
         record, manifest = fingerprint(c.path)
     except DataError as e:
@@ -272,14 +284,16 @@ def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter)
     if manifest is None:  # the loader hashes every shard it reads: a DCP load always gives one
         raise DcpLayoutError(f"{c.path}: the fingerprint function gave no manifest of the shards it read")
     # the config.json and tokenizer files loading read (from the archive's source run): hashed into the commit
-    files = manifest.get("files")
-    manifest = {k: v for k, v in manifest.items() if k != "files"}
-    return SeriesCommit(
+    loaded = loaded_files(manifest)
+    manifest = loaded.manifest
+    shards = [c.path / s["path"] for s in manifest["shards"]]  # a file left out does not date the save
+    update_ns = written_ns(shards) if c.timing == "shard-mtime" else c.weight_update_ns
+    commit = SeriesCommit(
         step=c.step,
         samples=c.samples,
         path=c.path,
-        weight_update_ns=c.weight_update_ns,
-        save_end_ns=max(written_ns(list(c.shards)), c.weight_update_ns),
+        weight_update_ns=update_ns,
+        save_end_ns=max(written_ns(shards), update_ns),
         sha256=manifest["root"],
         bytes=sum(s["bytes"] for s in manifest["shards"]),
         fingerprint=record,
@@ -288,8 +302,9 @@ def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter)
         source=SOURCE,
         manifest=manifest,
         timing=c.timing,
-        files=files if isinstance(files, dict) and files else None,
+        files=loaded.files,
     )
+    return commit, ([left_out_warning(c.path, loaded.left_out)] if loaded.left_out else [])
 
 
 def _dtype(meta: dict[str, Any]) -> str | None:

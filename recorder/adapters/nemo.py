@@ -25,7 +25,7 @@ file system saw it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,7 +33,10 @@ from recorder.adapters.series_import import (
     INT64_MAX,
     AlreadyImportedError,
     Fingerprinter,
+    LoadedFiles,
     SeriesCommit,
+    left_out_warning,
+    loaded_files,
     step_problems,
     write_series,
     written_ns,
@@ -199,6 +202,7 @@ class NemoImportReport:
     global_batch_size: int
     problems: list[str]
     evaluated: bool  # the run already holds evaluation results (e.g. from NeMo-RL's own evaluator's mllog)
+    warnings: list[str] = field(default_factory=list)  # shard files left out of a manifest, named
 
 
 def import_checkpoints(
@@ -215,9 +219,15 @@ def import_checkpoints(
     checkpoints = [read_checkpoint(p) for p in discover(root)]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
-    commits = [_series_commit(c, *_fingerprint(c, fingerprint)) for c in checkpoints]  # before anything is written
+    made = [_fingerprint(c, fingerprint) for c in checkpoints]  # before anything is written
+    commits = [_series_commit(c, record, loaded) for c, (record, loaded) in zip(checkpoints, made, strict=True)]
     run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs), commits)
-    return NemoImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds)
+    warnings = [
+        left_out_warning(c.path, loaded.left_out)
+        for c, (_, loaded) in zip(checkpoints, made, strict=True)
+        if loaded is not None and loaded.left_out
+    ]
+    return NemoImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds, warnings)
 
 
 def _run_opened(first: NemoCheckpoint, gbs: int) -> RunOpened:
@@ -234,8 +244,9 @@ def _run_opened(first: NemoCheckpoint, gbs: int) -> RunOpened:
     )
 
 
-def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """(the fingerprint record of `c`, the manifest of its Megatron-Core weights or None)."""
+def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[dict[str, Any], LoadedFiles | None]:
+    """(the fingerprint record of `c`, the manifest of its Megatron-Core weights and the files loading read
+    besides them, or None)."""
     if fingerprint is None:
         if not c.hf:
             return {}, None
@@ -248,11 +259,13 @@ def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[
         record, manifest = fingerprint(c.path)
     except DataError as e:
         raise CheckpointLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
-    # a NeMo-RL step's whole tree is its manifest (every file of the weights); companions are not kept apart
-    return record, None if manifest is None else {k: v for k, v in manifest.items() if k != "files"}
+    # every file of the weights is in the manifest; the step's config.yaml, the config.json and tokenizer
+    # (wherever they were found) are the files loading read besides them
+    return record, None if manifest is None else loaded_files(manifest)
 
 
-def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dict[str, Any] | None) -> SeriesCommit:
+def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], loaded: LoadedFiles | None) -> SeriesCommit:
+    manifest = loaded.manifest if loaded is not None else None
     # the Megatron weights' manifest root is their tree digest: hashed once, while they were loaded
     sha256, size = (
         (manifest["root"], sum(s["bytes"] for s in manifest["shards"]))
@@ -273,6 +286,7 @@ def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], manifest: dic
         source=SOURCE,
         prompts=c.prompts,
         manifest=manifest,
+        files=loaded.files if loaded is not None else None,
     )
 
 

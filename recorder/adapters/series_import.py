@@ -54,6 +54,37 @@ class SeriesCommit:
     files: Mapping[str, str] | None = None  # what loading reads besides the shards: path from `path` -> sha256
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedFiles:
+    """What a fingerprinter's manifest says besides the shards: the files loading read besides them (hashed
+    into the commit), and the shard files no `.metadata` names (left out of the manifest, named)."""
+
+    manifest: dict[str, Any]  # {root, shards}: what the commit records
+    files: dict[str, str] | None  # path from the checkpoint directory -> sha256
+    left_out: list[str]  # paths from the checkpoint directory
+
+
+def loaded_files(manifest: Mapping[str, Any]) -> LoadedFiles:
+    """The fingerprinter's manifest split into what the commit records as its manifest, its files, and the
+    shards left out."""
+    files = manifest.get("files")
+    left = manifest.get("left_out")
+    return LoadedFiles(
+        manifest={k: v for k, v in manifest.items() if k not in ("files", "left_out")},
+        files=dict(files) if isinstance(files, dict) and files else None,
+        left_out=[str(p) for p in left] if isinstance(left, list) else [],
+    )
+
+
+def left_out_warning(path: Path, left_out: list[str]) -> str:
+    """The line naming the files of checkpoint `path` that no `.metadata` names (never empty `left_out`)."""
+    shown = ", ".join(left_out[:3]) + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else "")
+    return (
+        f"{path}: {len(left_out)} shard file{'s' if len(left_out) > 1 else ''} that its .metadata does not name "
+        f"left out of the manifest (never read): {shown}"
+    )
+
+
 def step_problems(steps_samples: list[tuple[int, int]], gbs: int, gap_hint: str) -> list[str]:
     """Departures from the rule, for (step, samples after it) ascending by step: the series must start at
     the validation start, have no gaps (`gap_hint`: the likely cause, in the layout's words), and have

@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from recorder.cli._model_source import ModelConfigOption, TokenizerOption
-from recorder.cli._output import console, label, line
+from recorder.cli._output import console, label, line, warning
 from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
 if TYPE_CHECKING:
@@ -101,6 +101,8 @@ def import_checkpoints(
     console.print(table)
     for problem in report.problems:
         console.print(line(label("rule:", "yellow"), problem))
+    for left_out in report.warnings:
+        console.print(warning(left_out))
     console.print(f"imported into {report.run.path}; next: {_next_step(report.run, report.evaluated, task)}")
     if report.problems and strict:
         raise typer.Exit(1)

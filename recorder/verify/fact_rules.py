@@ -238,8 +238,9 @@ def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: 
     if files == "imported-shards":
         _check_imported_shards(run, commit, found)
         return
-    if files == "when-evaluated":
-        return  # adapters' formats (directories, indexes) are checked when evaluated
+    if files == "when-evaluated":  # adapters' formats (directories, indexes): weights checked when evaluated
+        _check_loaded_files(run, commit, found)
+        return
     directory = inside(run, d.path)
     if directory is None or not normalized(d.path):
         found.fail(
@@ -301,7 +302,18 @@ def _check_imported_shards(run: RunDir, commit: Commit, found: Findings) -> None
         return path if directory in path.parents else None
 
     _check_manifest(commit, shard, found)
-    for name, sha in sorted((d.files or {}).items()):  # config and tokenizer, from the run it came from
+    _check_loaded_files(run, commit, found)
+
+
+def _check_loaded_files(run: RunDir, commit: Commit, found: Findings) -> None:
+    """Rule commit-files for an imported checkpoint: each file loading read besides its weights (config,
+    tokenizer, a NeMo-RL step's config.yaml; a path from the checkpoint directory, which may lead into the
+    run it came from) still has the committed sha256."""
+    e, d = commit.event, commit.data
+    if not d.files or PurePosixPath(d.path).is_absolute() or Path(d.path).is_absolute():
+        return
+    directory = (run.path / Path(*PurePosixPath(d.path).parts)).resolve()
+    for name, sha in sorted(d.files.items()):
         path = (directory / name).resolve()
         if not path.is_file() or sha256_file(path) != sha:
             found.fail(e, "commit-files", f"step {e.step}'s {name} is missing or not the committed one")

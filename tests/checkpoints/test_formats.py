@@ -14,6 +14,7 @@ import torch
 from tests.checkpoints import fixtures
 from trainer.policy.checkpoints import Manifest, ShardDigest, detect, load_state_dict
 from trainer.policy.checkpoints.evaluable import load_checkpoint
+from trainer.policy.checkpoints.load import left_out
 from trainer.policy.checkpoints.safe_metadata import load_metadata
 from trainer.policy.errors import CheckpointError, UnsafeMetadataError
 
@@ -84,19 +85,23 @@ def test_megatron_core_weights_in_nemo_rl_layout_load_with_the_base_models_confi
     assert loaded.manifest.root == tree_digest(step / "policy" / "weights")[0]
 
 
-def test_a_shard_altered_deleted_or_added_is_named(tmp_path: Path, weights: tuple) -> None:
+def test_a_shard_altered_or_deleted_is_named_and_a_file_no_metadata_names_is_no_shard(
+    tmp_path: Path, weights: tuple
+) -> None:
     tok, model = weights
     snap = fixtures.write_snapshot(tmp_path / "run", 1, tok, model)
     _, manifest = load_state_dict(detect(snap), dtype="fp32")
     shard = snap / "__0_0.distcp"
-    data = bytearray(shard.read_bytes())
+    original = shard.read_bytes()
+    data = bytearray(original)
     data[len(data) // 2] ^= 1
     shard.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match=r"__0_0\.distcp: shard sha256"):
         load_state_dict(detect(snap), dtype="fp32", expected=manifest)
-    (snap / "__1_0.distcp").write_bytes(b"x")
-    with pytest.raises(CheckpointError, match=r"__1_0\.distcp: shard not in the committed manifest"):
-        load_state_dict(detect(snap), dtype="fp32", expected=manifest)
+    shard.write_bytes(original)
+    (snap / "__1_0.distcp").write_bytes(b"x")  # .metadata places nothing in it: never read, left out
+    assert load_state_dict(detect(snap), dtype="fp32", expected=manifest)[1] == manifest
+    assert left_out(detect(snap)) == [snap / "__1_0.distcp"]
     (snap / "__1_0.distcp").unlink()
     shard.unlink()
     with pytest.raises(CheckpointError, match=r"__0_0\.distcp: shard missing"):

@@ -68,11 +68,13 @@ class CheckpointInfo:
     weights_dir: Path = Path()  # the directory whose files the manifest covers
     model_name: str | None = None  # the base model a NeMo-RL config.yaml names (policy.model_name)
     config_file: Path | None = None  # where `config` was read from (None: a meta's config object)
+    read_files: tuple[Path, ...] = ()  # other files detection read that decide what is loaded (config.yaml)
 
     def companion_files(self) -> list[Path]:
-        """The files besides the weights that loading reads: the config.json and the regular files of the
-        tokenizer's directory (the Hugging Face tokenizer reads any of them)."""
-        found = [self.config_file] if self.config_file is not None else []
+        """The files besides the weights that loading reads: a NeMo-RL step's config.yaml (it names the base
+        model whose config and tokenizer are used), the config.json and the regular files of the tokenizer's
+        directory (the Hugging Face tokenizer reads any of them)."""
+        found = [*self.read_files, *([self.config_file] if self.config_file is not None else [])]
         if self.tokenizer_dir is not None:  # the shards beside it are the manifest's already
             found += sorted(
                 p
@@ -198,6 +200,8 @@ def _mcore(path: Path, iteration: Path, source: ModelSource) -> CheckpointInfo:
         tokenizer_dir=tokenizer,
         weights_dir=weights,
         model_name=model_name,
+        config_file=config_dir / "config.json" if config_dir is not None else None,
+        read_files=(path / "config.yaml",) if (path / "config.yaml").is_file() else (),
     )
 
 

@@ -16,6 +16,7 @@ from recorder.run_files import sha256_file
 from trainer.policy.checkpoints.detect import ModelSource
 from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, texts_record
+from trainer.policy.checkpoints.load import left_out
 from trainer.policy.checkpoints.readers import reader
 from trainer.policy.taskspec import load_spec
 
@@ -46,6 +47,8 @@ def hf_fingerprinter(task: Path | None, source: ModelSource | None = None) -> Fi
         manifest = loaded.manifest.to_dict() if reader(loaded.info.format).sharded else None
         if manifest is not None:  # what loading read besides the shards: the importer hashes it into the commit
             manifest["files"] = {_relative(f, path): sha256_file(f) for f in loaded.info.companion_files()}
+            # shards no `.metadata` names: not read, not in the manifest; the importer names them
+            manifest["left_out"] = [_relative(f, path) for f in left_out(loaded.info)]
         return fingerprint | {"dtype": "fp32"}, manifest
 
     return record

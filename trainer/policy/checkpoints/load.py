@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from recorder.untrusted_files import kind_of
 from trainer.policy.checkpoints.chunk_cover import Chunk, check_cover, check_storage
+from trainer.policy.checkpoints.dcp_listing import SHARD_SUFFIX, split_shards
 from trainer.policy.checkpoints.detect import DCP_METADATA, CheckpointInfo
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
 from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
@@ -68,16 +69,36 @@ def hf_files(info: CheckpointInfo) -> list[Path]:
 
 
 def dcp_files(info: CheckpointInfo) -> list[Path]:
-    """A torch DCP checkpoint: `.metadata` and every `*.distcp` shard."""
-    return sorted([info.weights_dir / DCP_METADATA, *info.weights_dir.glob("*.distcp")])
+    """A torch DCP checkpoint: `.metadata` and every `*.distcp` shard it names (dcp_listing)."""
+    return sorted(split_shards(_dcp_candidates(info))[0])
 
 
 def every_file(info: CheckpointInfo) -> list[Path]:
-    """Every file under the weights directory, as the NeMo-RL import hashes a Megatron checkpoint, walked
-    without following a link; CheckpointError naming the first entry that is neither a file nor a folder (a
-    FIFO would block its reader, a device never end, a symlink could loop or lead out of the checkpoint)."""
+    """Every file under the weights directory, as the NeMo-RL import hashes a Megatron checkpoint (its
+    common.pt and metadata.json with the shards), but a `*.distcp` file no `.metadata` beside it names."""
+    return split_shards(_walk(info.weights_dir))[0]
+
+
+def left_out(info: CheckpointInfo) -> list[Path]:
+    """The `*.distcp` files in a DCP or Megatron-Core checkpoint that no `.metadata` names: not read, not
+    hashed, not in the manifest (none for other formats)."""
+    if info.format == "torch-dcp":
+        return split_shards(_dcp_candidates(info))[1]
+    if info.format == "mcore-torch-dist":
+        return split_shards(_walk(info.weights_dir))[1]
+    return []
+
+
+def _dcp_candidates(info: CheckpointInfo) -> list[Path]:
+    return sorted([info.weights_dir / DCP_METADATA, *info.weights_dir.glob("*" + SHARD_SUFFIX)])
+
+
+def _walk(directory: Path) -> list[Path]:
+    """Every file under `directory`, walked without following a link; CheckpointError naming the first entry
+    that is neither a file nor a folder (a FIFO would block its reader, a device never end, a symlink could
+    loop or lead out of the checkpoint)."""
     found: list[Path] = []
-    folders = [info.weights_dir]
+    folders = [directory]
     while folders:
         with os.scandir(folders.pop()) as entries:
             for entry in entries:

@@ -3,16 +3,18 @@ code (`--model-code ROOT --model-factory package.module:build`), with the proven
 
 The factory is called with the checkpoint's config (a dict) and, when it takes one, `capacity=` (whether
 MoE layers keep their expert capacity limit); it returns an `nn.Module` whose state_dict names match the
-checkpoint's. Provenance: every file imported from ROOT with its sha256, ROOT's git commit and whether
-tracked files differ from it. A module of one of ROOT's top-level packages that was imported from
-elsewhere (an installed copy, a module already loaded) is a shadowed module: the model would run code that
-is not the tree's, so the build is refused, naming it. So is a module the factory's import or the model
-uses whose file is outside ROOT and is no installed library (a directory on PYTHONPATH).
+checkpoint's. Provenance: every module of ROOT that ran, with the sha256 of the source bytes it was
+compiled from (tree_import.py: no bytecode is read or written), ROOT's git commit, and which of those files
+differ from the commit's blobs or are not in it (tree_git.py). A module of one of ROOT's top-level packages
+that was imported from elsewhere (an installed copy, a module already loaded) is a shadowed module: the
+model would run code that is not the tree's, so the build is refused, naming it. So is a module the
+factory's import or the model uses whose file is outside ROOT and is no installed library (a directory on
+PYTHONPATH), and a module of ROOT that ran without the source-only loader (loaded before, or by a loader
+of its own).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
 import sys
@@ -20,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainer.policy.checkpoints import tree_import
 from trainer.policy.checkpoints.detect import CheckpointInfo
+from trainer.policy.checkpoints.tree_git import tree_state
 from trainer.policy.errors import CheckpointError, ModelCodeError
 
 if TYPE_CHECKING:
@@ -30,13 +34,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CodeProvenance:
-    """Which code built the model: the files imported from ROOT, its commit, whether it was dirty."""
+    """Which code built the model: the files of ROOT that ran, its commit, whether it was dirty."""
 
     root: str
     factory: str
-    files: tuple[tuple[str, str], ...]  # (path relative to root, sha256), sorted
+    files: tuple[tuple[str, str], ...]  # (path relative to root, sha256 of the bytes that ran), sorted
     git_commit: str | None
-    git_dirty: bool | None
+    git_dirty: bool | None  # None: ROOT is no git checkout
+    modified: tuple[str, ...] = ()  # files whose bytes that ran differ from the commit's blob
+    untracked: tuple[str, ...] = ()  # files the commit does not hold (untracked, ignored, only staged)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -45,6 +51,8 @@ class CodeProvenance:
             "files": [{"path": p, "sha256": h} for p, h in self.files],
             "git_commit": self.git_commit,
             "git_dirty": self.git_dirty,
+            "modified": list(self.modified),
+            "untracked": list(self.untracked),
         }
 
 
@@ -129,15 +137,20 @@ def import_from_tree(root: Path, spec: str, option: str) -> Any:
     if not root.is_dir():
         raise ModelCodeError(f"--model-code {root}: no such directory")
     check_not_shadowed(root)  # a package of the tree already loaded from elsewhere: the import would reuse it
+    check_ran_from_source(root)  # a module of the tree already loaded otherwise: the import would reuse it
     before = set(sys.modules)
+    tree_import.register(root)
     sys.path.insert(0, str(root))
     try:
         module = importlib.import_module(module_name)
+    except tree_import.TreeImportError as e:
+        raise ModelCodeError(f"{option} {spec}: {e}") from e
     except Exception as e:  # the team's code may raise anything while importing
         raise ModelCodeError(f"{option} {spec}: importing {module_name} from {root} failed: {e}") from e
     finally:
         sys.path.remove(str(root))
     check_not_shadowed(root)
+    check_ran_from_source(root)
     check_inside(root, (set(sys.modules) - before) | {module_name})
     function = getattr(module, func_name, None)
     if not callable(function):
@@ -184,15 +197,10 @@ def _installed_places() -> set[Path]:
     return {Path(p).resolve() for p in places if p}
 
 
-def _packages(root: Path) -> set[str]:
-    """The top-level modules and packages ROOT provides."""
-    return {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
-
-
 def check_not_shadowed(root: Path, model: Any = None) -> None:
     """ModelCodeError naming the first loaded module of one of ROOT's packages that does not come from ROOT
     (and, given the model, any of its classes' modules)."""
-    packages = _packages(root)
+    packages = tree_import.top_level_names(root)
     names = {n for n in sys.modules if n.split(".", 1)[0] in packages}
     if model is not None:
         names |= {type(m).__module__ for m in model.modules() if type(m).__module__.split(".", 1)[0] in packages}
@@ -208,18 +216,36 @@ def check_not_shadowed(root: Path, model: Any = None) -> None:
             )
 
 
-def code_provenance(root: Path, spec: str) -> CodeProvenance:
-    """Every module file imported from ROOT so far (path, sha256), ROOT's commit and dirty flag."""
-    from recorder.provenance import git_state
-
-    files = set()
-    for module in list(sys.modules.values()):
+def check_ran_from_source(root: Path) -> None:
+    """ModelCodeError naming the first loaded module whose file is in ROOT but that did not run through the
+    source-only loader: it may have run from bytecode, or from bytes other than those recorded."""
+    for name, module in sorted(sys.modules.items()):
         file = module_file(module)
-        if file and root in Path(file).resolve().parents:
-            path = Path(file).resolve()
-            files.add((path.relative_to(root).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest()))
-    commit, dirty = git_state.__wrapped__(root)
-    return CodeProvenance(root=str(root), factory=spec, files=tuple(sorted(files)), git_commit=commit, git_dirty=dirty)
+        if file is None:
+            continue
+        path = Path(file).resolve()
+        if root in path.parents and not tree_import.ran_from_source(path):
+            raise ModelCodeError(
+                f"module {name} ({file}) of --model-code {root} was loaded before the recorder imported the "
+                "tree, or by a loader of its own: what it ran is not recorded; run in a fresh process"
+            )
+
+
+def code_provenance(root: Path, spec: str) -> CodeProvenance:
+    """Every module of ROOT that ran so far (path, sha256 of the bytes it ran from), ROOT's commit, and
+    which of those files differ from the commit or are not in it."""
+    check_ran_from_source(root)
+    files = tree_import.executed(root)
+    state = tree_state(root, files)
+    return CodeProvenance(
+        root=str(root),
+        factory=spec,
+        files=tuple(files),
+        git_commit=state.commit,
+        git_dirty=state.dirty,
+        modified=state.modified,
+        untracked=state.untracked,
+    )
 
 
 def load_weights(model: nn.Module, state: dict[str, Any], info: CheckpointInfo) -> None:

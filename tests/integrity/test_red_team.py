@@ -321,7 +321,8 @@ def test_for_every_kind_a_writer_the_catalogue_does_not_name_is_refused(attacked
     for n, kind in enumerate(sorted(catalogue())):
         writer = next((w for w in ("trainer-rank0", "evaluator", "trainer", "import") if not may_write(w, kind)), None)
         if writer is None:
-            assert kind in ("segment_opened", "segment_closed"), kind  # any writer opens and closes its segment
+            # any writer opens, signs and closes its segment
+            assert kind in ("segment_opened", "chain_signed", "segment_closed"), kind
             continue
         segment = f"{writer}-{n + 10:04d}.arrows"
         write(attacked / "events" / segment, [event(kind, template["time_ns"] + n, {**template, "writer": writer})])

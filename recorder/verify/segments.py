@@ -157,7 +157,7 @@ class _Chain:
             return Problem(
                 self.name, i, "bad signature: chain_signed, but no segment_opened names its key", SIGNATURE_RULE
             )
-        unsigned = chain_digest(previous, canonical_bytes(*row[:10], _UNSIGNED_MARK))
+        unsigned = chain_digest(previous, canonical_bytes(*(*row[:10], _UNSIGNED_MARK)))
         if not signature_valid(key, signature, unsigned, CHAIN_DOMAIN):
             return Problem(
                 self.name,

@@ -159,12 +159,18 @@ def _evaluate_locked(
     prior = attempts(facts.events)
     done = scored(prior)
     stale = open_attempts(prior)
-    first_pass = next(
-        (a for a in prior if a.status == "scored" and a.step in facts.candidates and passes(a.accuracy, target)), None
-    )
+    passed = {
+        a.step for a in prior if a.status == "scored" and a.step in facts.candidates and passes(a.accuracy, target)
+    }
+    # the pass the chosen order reaches first; else one outside it (evaluated in another order)
+    first_pass = next((done[s] for s in [*steps, *sorted(passed)] if s in passed), None)
     if first_pass is not None and first_pass.step is not None and not options.all:
-        # Evaluation ended when a checkpoint passed (in whatever order was used then); more needs --all.
-        steps = [first_pass.step]
+        # Evaluation ended when a checkpoint passed (in whatever order was used then); more needs --all. But a
+        # checkpoint interrupted meanwhile (one worker's pass while another's step was stopped) was promised
+        # another evaluation: it comes first where the chosen order puts it first, since it may pass earlier.
+        unfinished = {a.step for a in prior if a.status in ("interrupted", "running")} - set(done)
+        again = [s for s in steps if s in unfinished or s == first_pass.step]
+        steps = again if first_pass.step in again else [*again, first_pass.step]
     if not _todo(steps, done, target, options.all) and not stale:
         return Summary(
             run_id=facts.run_id,

@@ -5,6 +5,11 @@ folder is made could leave a folder without its first event (a run that verify c
 `deferred_interrupts()` a SIGINT is only noted; it is raised as KeyboardInterrupt when the block ends, where
 the caller's handler can record how the run ended. Before any command runs, while the `recorder` command
 is still importing, Ctrl-C ends it at once (`guard_startup`): nothing has been done yet.
+
+While a command runs, Ctrl-C is raised only where Python can unwind: not inside an import (a C extension's
+module initialiser, pybind11's among them, that meets KeyboardInterrupt calls std::terminate: the process
+dies of SIGABRT) and not inside a finalizer (`__del__`, where Python prints the exception and drops it, so
+the command would go on). There the signal is sent again a moment later (`raise_at_safe_point`).
 """
 
 from __future__ import annotations
@@ -55,7 +60,29 @@ def guard_startup() -> None:
         signal.signal(signal.SIGINT, _interrupted_while_starting)
 
 
+REDELIVER_S = 0.02
+
+
+def _unwindable(frame: FrameType | None) -> bool:
+    """Whether KeyboardInterrupt raised in `frame` reaches the command: no import and no finalizer below it."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__del__" or code.co_filename.startswith("<frozen importlib"):
+            return False
+        frame = frame.f_back
+    return True
+
+
+def raise_at_safe_point(signum: int, frame: FrameType | None) -> None:
+    """SIGINT handler while a command runs: KeyboardInterrupt now if it can unwind, else the signal again soon."""
+    if _unwindable(frame):
+        raise KeyboardInterrupt
+    again = threading.Timer(REDELIVER_S, os.kill, (os.getpid(), signum))
+    again.daemon = True
+    again.start()
+
+
 def end_startup() -> None:
     """The command runs: Ctrl-C raises KeyboardInterrupt again, for the command to stop at a safe point."""
     if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, raise_at_safe_point)

@@ -222,3 +222,19 @@ def test_a_second_session_at_once_is_refused(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert not list(run.events.glob("evaluator-*"))
+
+
+def test_a_step_interrupted_beside_a_pass_is_evaluated_again_before_the_pass_counts(tmp_path: Path) -> None:
+    from recorder.log import LogWriter
+
+    run = record_run(tmp_path, steps=20, target=PASS_ALL, samples=2)
+    evaluate_run(run.path, Options(order=parse_order("19")))  # one worker's checkpoint passed ...
+    events = read_run(run.path).events
+    started = next(e for e in events if e.kind == "eval_start").data
+    cp = next(e for e in events if e.kind == "checkpoint_committed" and e.step == 18).data
+    with LogWriter(run.path, "evaluator") as w:  # ... while Ctrl-C stopped the other's, earlier in step order
+        w.append("eval_start", step=18, data={**started, "checkpoint": cp["path"], "sha256": cp["sha256"]})
+        w.append("eval_failed", step=18, data={"reason": "interrupted", "error": "KeyboardInterrupt"})
+    again = evaluate_run(run.path, Options())
+    assert [(o.step, o.status) for o in again.outcomes] == [(18, "scored")] and again.passing_step == 18
+    assert evaluate_run(run.path, Options()).passing_step == 18  # and then evaluation has ended

@@ -84,6 +84,19 @@ def _hover_checkpoint(page: Any, step: int) -> str:
     return str(label.text_content())
 
 
+def _overflowing_tables(page: Any) -> list[str]:
+    """The tables (by their first heading) whose right edge passes the body's content box."""
+    return list(
+        page.evaluate(
+            """() => { const body = document.body.getBoundingClientRect();
+            const pad = parseFloat(getComputedStyle(document.body).paddingRight);
+            return [...document.querySelectorAll("table")]
+              .filter((t) => t.getBoundingClientRect().right > body.right - pad + 0.5)
+              .map((t) => t.querySelector("th").textContent); }"""
+        )
+    )
+
+
 def _compare_minutes(run: Path) -> dict[str, str]:
     r = run_cli("replay", str(run), "--compare")
     assert r.returncode == 0, r.stderr
@@ -114,6 +127,7 @@ def test_the_report_in_chromium(browser: Any, tmp_path: Path) -> None:
         .map((tr) => [tr.cells[0].textContent, tr.cells[4].textContent]))"""
     )
     assert shown == _compare_minutes(run) and shown["official"] == "19.033"
+    assert _overflowing_tables(page) == []  # every table fits the page's 1280 px column
     assert opened.shot("report_converged.png").stat().st_size > 10_000
     page.close()
 
@@ -129,4 +143,16 @@ def test_an_imported_reference_log_in_chromium(browser: Any, corpus: Path, tmp_p
     href = opened.page.get_attribute("a[data-mllog]", "href")
     assert href is not None and href.startswith("data:text/plain") and re.search(r"submission_benchmark", href)
     assert opened.shot("report_imported.png").stat().st_size > 10_000
+    opened.page.close()
+
+
+@pytest.mark.slow  # a third page load; the default tier checks the worked example's tables
+def test_a_run_with_real_checkpoint_hashes_fits_the_page(browser: Any, tmp_path: Path) -> None:
+    from tests.evaluator.synth import record_run
+
+    run = record_run(tmp_path / "runs", steps=20, samples=2).path  # 64-digit sha256 per checkpoint
+    out = tmp_path / "hashes.html"
+    assert run_cli("report", str(run), "-o", str(out)).returncode == 0
+    opened = Opened(browser, out)
+    assert opened.errors == [] and _overflowing_tables(opened.page) == []
     opened.page.close()

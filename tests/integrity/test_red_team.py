@@ -410,6 +410,7 @@ def test_an_adopted_segment_appended_to_is_refused(tmp_path: Path, monkeypatch: 
     assert verify_run(run).ok, verify_run(run).problems
     segment = run.events / "trainer-0001.arrows"
     events = rows(segment)
-    write_open(segment, [*events, {**events[-1], "time_ns": events[-1]["time_ns"] + 1}])
+    fact = next(e for e in reversed(events) if e["kind"] == "run_start")  # the last fact, not its signature
+    write_open(segment, [*events, {**fact, "time_ns": events[-1]["time_ns"] + 1}])
     problems = verify_run(run).problems
     assert [(p.rule, p.segment, p.seq) for p in problems] == [("adopted-segment", segment.name, len(events))]

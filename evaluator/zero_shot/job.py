@@ -37,7 +37,7 @@ class Job:
     holdout: HoldoutPlan | None
     tokenizer: Path | None = None  # the team's tokenizer (train_metadata.yaml, --tokenizer); None: the checkpoint's
     capacity: bool = False  # MoE capacity while scoring (MOE_SKIP_CAPACITY=0 turns it on)
-    processes: int = 1  # processes this checkpoint's requests are split across (NPROC_PER_NODE)
+    processes: int | None = None  # processes its requests are split across (NPROC_PER_NODE); None: its devices
     reference: float | None = None  # the logged eval/loss; None: record without comparing
     max_gap: float = 0.005
     log_samples: bool = False
@@ -57,6 +57,7 @@ class JobResult:
     device: str
     lm_eval_version: str | None
     aborted: bool = False  # the holdout gap exceeded max_gap: nothing was scored
+    processes: int = 1  # processes the requests were split across
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -84,12 +85,13 @@ def run_job(job: Job, report: Report | None = None) -> JobResult:
     tasks: dict[str, dict[str, Any]] = {}
     version = None
     dtype, where = job.dtype, device
+    processes = job.processes or visible_devices(device)
     aborted = loss is not None and job.reference is not None and abs(loss - job.reference) > job.max_gap
     if not aborted:
         model = build(weights, dtype=job.dtype, device=device, code=job.code, capacity=job.capacity)
         dtype, where = described(model)
         t = time.monotonic()
-        tasks, version = _score(model, weights.tokenizer, job, say)
+        tasks, version = _score(model, weights.tokenizer, job, processes, say)
         timings["score_s"] = time.monotonic() - t
     say(job.label, DONE, total, total)
     code = provenance(job.code)
@@ -103,6 +105,7 @@ def run_job(job: Job, report: Report | None = None) -> JobResult:
         device=where,
         lm_eval_version=version,
         aborted=aborted,
+        processes=processes,
         timings=timings,
     )
 
@@ -131,7 +134,19 @@ def resolve_device(device: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str, dict[str, Any]], str | None]:
+def visible_devices(device: str) -> int:
+    """The default split of one checkpoint (NPROC_PER_NODE's: the visible GPUs): the CUDA devices this worker
+    sees when it scores on CUDA (a Ray actor sees the one it was given), else 1."""
+    if device != "cuda":
+        return 1
+    import torch
+
+    return max(1, torch.cuda.device_count())
+
+
+def _score(
+    model: Any, tokenizer: Any, job: Job, processes: int, say: Report
+) -> tuple[dict[str, dict[str, Any]], str | None]:
     import os
 
     import lm_eval
@@ -149,11 +164,11 @@ def _score(model: Any, tokenizer: Any, job: Job, say: Report) -> tuple[dict[str,
         started.append(name)
 
     with quiet(), ExitStack() as stack:
-        if job.processes > 1:
+        if processes > 1:
             what = ScoringModel(
                 info=job.info, tokenizer=job.tokenizer, dtype=job.dtype, code=job.code, capacity=job.capacity
             )
-            compute = stack.enter_context(split_compute(what, resolve_device(job.device), job.processes))
+            compute = stack.enter_context(split_compute(what, resolve_device(job.device), processes))
             lm = CheckpointLM(compute, batch_size=job.batch_size, on_task=on_task)
         else:
             lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)

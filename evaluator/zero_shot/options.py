@@ -40,7 +40,8 @@ class ZeroShotOptions:
     config_dir: Path | None = None  # where all_config.yaml and train_metadata.yaml are (default: the run's)
     tokenizer: Path | None = None  # replaces train_metadata.yaml's tokenizer
     skip_capacity: bool = True  # MoE capacity off while scoring
-    processes: int = 1  # --nproc: processes (devices) one checkpoint's requests are split across
+    processes: int | None = None  # --nproc: processes (devices) one checkpoint's requests are split across;
+    # None: the CUDA devices its worker sees when scoring on CUDA, else 1
     sources: Sources = field(default_factory=dict)  # --task-source: a task's hub dataset instead of the default
 
     def __post_init__(self) -> None:
@@ -51,7 +52,7 @@ class ZeroShotOptions:
             problems.append(f"--batch-size {self.batch_size}: at least 1")
         if self.workers is not None and self.workers < 1:
             problems.append(f"--workers {self.workers}: at least 1")
-        if self.processes < 1:
+        if self.processes is not None and self.processes < 1:
             problems.append(f"--nproc {self.processes}: at least 1")
         if self.max_gap < 0:
             problems.append(f"--holdout-max-gap {self.max_gap}: not negative")

@@ -317,7 +317,7 @@ def _document(
             batch_size=options.batch_size,
             workers=workers,
             capacity=(not options.skip_capacity) if r.provenance is not None else None,
-            processes=options.processes if options.processes > 1 else None,
+            processes=r.processes if r.processes > 1 else None,
         ),
         code=r.provenance,
         holdout=check,

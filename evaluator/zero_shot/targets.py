@@ -3,8 +3,8 @@
 A recorder run (an `events/` directory) is evaluated by the harness session and recorded as events. Any
 other PATH is a checkpoint the format loaders read: a run directory holding its final checkpoint, a
 snapshot `<run>/snapshots/step_N/`, an archive (`final_meta.json` naming its `source` run) or a Hugging
-Face / recorder checkpoint directory. Results go to `<ckpt>/eval_results/zero_shot_<time>/`; a snapshot's
-to `<run>/eval_results/step_NNNNNNN/zero_shot_<time>/`, since snapshots are pruned; with -o DIR, to
+Face / recorder checkpoint directory. Results go to `<ckpt>/eval_results/official_lmeval7_<time>/`; a snapshot's
+to `<run>/eval_results/step_NNNNNNN/official_lmeval7_<time>/`, since snapshots are pruned; with -o DIR, to
 `DIR/<label>_<time>/`.
 """
 
@@ -24,7 +24,7 @@ from trainer.policy.errors import CheckpointError
 
 Kind = Literal["recorder-run", "run", "snapshot", "archive", "checkpoint"]
 RESULTS = "eval_results"
-PREFIX = "zero_shot"
+PREFIX = "official_lmeval7"  # the name a team's own lm-eval scripts give a result directory (and look for)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,7 +45,7 @@ class Target:
         return self.results_base() / f"{PREFIX}_{stamp}"
 
     def results_base(self) -> Path:
-        """The directory whose zero_shot_* entries are this target's results (what collect reads)."""
+        """The directory whose official_lmeval7_* entries are this target's results (what collect reads)."""
         if self.team is not None and self.team.kind == "run" and self.path != self.team.run:
             return self.team.run / RESULTS  # fsdp2_epoch_N given inside its run: the run's results
         if self.kind == "snapshot" and self.run is not None and self.info is not None:

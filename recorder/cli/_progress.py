@@ -1,7 +1,9 @@
 """Progress on a terminal for work that takes more than a moment; nothing of it on a pipe or in a file.
 
 A bar says what is being done, how much of it is done and how much is left (count or bytes, elapsed and
-remaining time); it draws on stderr, is erased when the work ends, and never reaches a script's output.
+remaining time); it is erased when the work ends and never reaches a script's output. It draws through the
+console the command prints its results on when that is the terminal, so a line printed while the bar runs
+goes above the bar (rich clears and redraws it); on stderr when only stderr is the terminal.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -21,9 +24,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from recorder.cli._output import err
+from recorder.cli._output import console, err
 
 Advance = Callable[[int], None]  # how much more is done (items, or bytes)
+
+
+def _terminal() -> Console:
+    return console if console.is_terminal else err
 
 
 @contextmanager
@@ -35,7 +42,7 @@ def progress(description: str, total: int | None, *, unit: str = "items") -> Ite
         return
     amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), amount, TimeElapsedColumn()]
-    with Progress(*columns, TimeRemainingColumn(), console=err, transient=True) as bar:
+    with Progress(*columns, TimeRemainingColumn(), console=_terminal(), transient=True) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n: bar.advance(task, n)
 
@@ -47,7 +54,7 @@ def working(description: str) -> Iterator[None]:
         yield
         return
     with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=_terminal(), transient=True
     ) as bar:
         bar.add_task(description, total=None)
         yield
@@ -61,7 +68,11 @@ class UntilFirst:
         self._bar: Progress | None = None
         if err.is_terminal:
             self._bar = Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err, transient=True
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                console=_terminal(),
+                transient=True,
             )
             self._bar.add_task(description, total=None)
             self._bar.start()
@@ -92,7 +103,9 @@ class PerItem:
         self._all: TaskID | None = None
         if err.is_terminal:
             columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
-            self._bar = Progress(*columns, TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True)
+            self._bar = Progress(
+                *columns, TimeElapsedColumn(), TimeRemainingColumn(), console=_terminal(), transient=True
+            )
 
     def report(self, item: str, doing: str, done: int, total: int) -> None:
         if self._bar is None:

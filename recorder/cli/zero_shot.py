@@ -31,9 +31,22 @@ TaskSources = Annotated[
         envvar="EVAL_TASK_SOURCES",
     ),
 ]
-HfCache = Annotated[Path | None, typer.Option(help="Local Hugging Face datasets directory.", envvar="EVAL_HF_ROOT")]
+HfCache = Annotated[
+    Path | None,
+    typer.Option(
+        help="Local Hugging Face datasets directory (default: eval/hf_cache of the model code, if there).",
+        envvar="EVAL_HF_ROOT",
+    ),
+]
 DataDir = Annotated[Path | None, typer.Option(help="Directory of <task>.jsonl exports.")]
-Online = Annotated[bool, typer.Option(help="Let the datasets libraries reach the hub (offline by default).")]
+Offline = Annotated[
+    bool,
+    typer.Option(
+        "--offline/--online",
+        help="Keep the datasets libraries off the network (--online lets them reach the hub).",
+        envvar="EVAL_OFFLINE",
+    ),
+]
 LogSamples = Annotated[
     bool, typer.Option(help="Per-sample log-likelihoods: samples_<task>.jsonl.", envvar="LMEVAL_LOG_SAMPLES")
 ]
@@ -52,7 +65,14 @@ WorldSize = Annotated[
     int | None,
     typer.Option(help="The training's world size (default: the checkpoint's).", envvar="EVAL_HOLDOUT_TRAIN_WORLD"),
 ]
-ModelRoot = Annotated[Path | None, typer.Option(help="Root of the team's model code.", envvar="MODEL_CODE_ROOT")]
+ModelRoot = Annotated[
+    Path | None,
+    typer.Option(
+        help="Root of the team's model code (default with --model-factory: the working directory, the team's "
+        "repository root).",
+        envvar="MODEL_CODE_ROOT",
+    ),
+]
 Factory = Annotated[
     str | None, typer.Option(help="pkg.module:function under --model-code.", envvar="EVAL_MODEL_FACTORY")
 ]
@@ -82,9 +102,12 @@ BatchSize = Annotated[
     int, typer.Option(help="Requests per forward pass (scores do not depend on it).", envvar="EVAL_BATCH_SIZE_MCQ")
 ]
 Nproc = Annotated[
-    int,
+    int | None,
     typer.Option(
-        "--nproc", help="Processes (devices) one checkpoint's requests are split across.", envvar="NPROC_PER_NODE"
+        "--nproc",
+        help="Processes (devices) one checkpoint's requests are split across (default: the GPUs its worker sees "
+        "when scoring on CUDA, else 1).",
+        envvar="NPROC_PER_NODE",
     ),
 ]
 Workers = Annotated[int | None, typer.Option(help="Ray actors, one checkpoint each (default: one per PATH).")]
@@ -96,6 +119,7 @@ Out = Annotated[
     Path | None, typer.Option("-o", "--out", help="Write results under DIR instead.", envvar="EVAL_OUTPUT_DIR")
 ]
 HOLDOUT_MODES = {"on": "on", "1": "on", "off": "off", "0": "off", "record": "record"}
+TEAM_HF_CACHE = Path("eval/hf_cache")  # where a team's eval scripts keep the datasets, under its repository
 ALL_TASKS = "arc_easy,arc_challenge,hellaswag,openbookqa,piqa,winogrande,social_iqa"
 
 
@@ -106,7 +130,7 @@ def zero_shot_command(
     task_source: TaskSources = "",
     hf_cache: HfCache = None,
     data_dir: DataDir = None,
-    online: Online = False,
+    offline: Offline = True,
     log_samples: LogSamples = False,
     holdout: Holdout = "on",
     holdout_max_gap: MaxGap = 0.005,
@@ -122,7 +146,7 @@ def zero_shot_command(
     dtype: Dtype = "fp32",
     device: Device = "auto",
     batch_size: BatchSize = 32,
-    nproc: Nproc = 1,
+    nproc: Nproc = None,
     workers: Workers = None,
     ray_address: RayAddress = None,
     out: Out = None,
@@ -142,9 +166,10 @@ def zero_shot_command(
 
     apply_key_options(signing_key, untrusted_ok)
     mode = _holdout_mode(holdout)
-    code = ModelCode(root=model_code, factory=model_factory, holdout_fn=holdout_fn)
+    root, hf_cache = _team_defaults(model_code, model_factory, hf_cache, data_dir)
+    code = ModelCode(root=root, factory=model_factory, holdout_fn=holdout_fn)
     options = ZeroShotOptions(
-        tasks=tuple(parse_task_names(tasks)), limit=limit, hf_cache=hf_cache, data_dir=data_dir, online=online,
+        tasks=tuple(parse_task_names(tasks)), limit=limit, hf_cache=hf_cache, data_dir=data_dir, online=not offline,
         log_samples=log_samples, holdout=mode, max_gap=holdout_max_gap, holdout_data=holdout_data,  # type: ignore[arg-type]
         train_world_size=train_world_size, code=code, dtype=dtype, device=device, batch_size=batch_size,
         workers=workers, ray_address=ray_address, out=out, task=task, epoch=epoch, config_dir=config_dir,
@@ -158,6 +183,19 @@ def zero_shot_command(
         console.print(f"wrote {path.parent}", highlight=False)
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _team_defaults(
+    root: Path | None, factory: str | None, hf_cache: Path | None, data_dir: Path | None
+) -> tuple[Path | None, Path | None]:
+    """(--model-code, --hf-cache) as a team's job runs: with a factory, the code is the working directory
+    (its repository root); with no data source given, the datasets are the eval/hf_cache its eval scripts
+    keep under it, when it is there."""
+    root = root if root is not None or factory is None else Path.cwd()
+    if hf_cache is not None or data_dir is not None:
+        return root, hf_cache
+    found = (root or Path.cwd()) / TEAM_HF_CACHE
+    return root, found if found.is_dir() else None
 
 
 def _holdout_mode(value: str) -> str:

@@ -1,4 +1,4 @@
-"""`recorder zero-shot`'s results.json, one per result directory (`eval_results/zero_shot_<time>/` or under
+"""`recorder zero-shot`'s results.json, one per result directory (`eval_results/official_lmeval7_<time>/` or under
 -o DIR): a checkpoint's scores, the holdout check that allowed them, and what `recorder collect` tabulates.
 
 Two documents share the schema: `ZeroShotResults` for a checkpoint the command loaded and scored itself, and

@@ -87,6 +87,7 @@ def test_validation_start_is_exact() -> None:
     assert [validation_start(g) for g in (256, 512, 1024, 3840)] == [18, 10, 7, 4]
 
 
+@pytest.mark.slow  # the default tier keeps the series import with evaluations and its replay
 def test_gaps_and_a_late_start_are_reported(tmp_path: Path) -> None:
     # keep_top_k pruned step 19 and the first one (18) is gone too.
     root = _series(tmp_path / "ckpt", {19: UPDATES_MS[19], 21: UPDATES_MS[20] + 60_000, 22: UPDATES_MS[20] + 120_000})
@@ -116,6 +117,7 @@ def test_bad_layouts_name_the_file(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()  # nothing half-imported
 
 
+@pytest.mark.slow  # the default tier keeps the series import with evaluations and its replay
 def test_importing_twice_is_refused(tmp_path: Path) -> None:
     root = _series(tmp_path / "ckpt")
     import_checkpoints(root, tmp_path / "run", fingerprint=FINGERPRINT)
@@ -256,6 +258,7 @@ def test_replay_derives_the_backdated_run_stop(tmp_path: Path, monkeypatch: pyte
     assert json.loads(out.read_text().splitlines()[-1].split(" ", 1)[1])["time_ms"] == UPDATES_MS[19] + 30_000
 
 
+@pytest.mark.slow  # the default tier keeps the series import with evaluations and its replay
 def test_nemo_evaluator_lines_in_the_mllog_are_scored_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """NeMo-RL's own deferred evaluator appends eval lines and the backdated run_stop to the same mllog:
     importing that one file and the checkpoints lets every interpretation re-score it."""

@@ -103,6 +103,7 @@ def test_snapshots_become_commits_with_the_manifest_of_their_shards(tmp_path: Pa
     assert report_moved.ok and any("step_19 is missing: not checked" in w for w in report_moved.warnings)
 
 
+@pytest.mark.slow  # the default tier imports archives in the two-rank FSDP2 job's test
 def test_archives_take_step_and_time_from_their_meta_through_the_cli(tmp_path: Path) -> None:
     series = write_archives(tmp_path / "archives", tmp_path / "job")
     run = tmp_path / "runs" / "fsdp"

@@ -83,6 +83,7 @@ def test_a_passing_megatron_core_series_replays_with_both_checkers_passing(kind:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow  # the default tier keeps the dense TP1 series end to end
 def test_fp32_training_with_bf16_rollouts_is_evaluated_in_bf16_and_fp32_is_named_by_verify(tmp_path: Path) -> None:
     run, _ = _import(tmp_path, "dense-tp1")  # policy.precision float32, vllm_cfg.precision bfloat16
     spec = str(shipped("next-number"))
@@ -110,6 +111,7 @@ def test_without_the_base_models_config_the_import_says_what_to_pass(tmp_path: P
     assert "--model-config DIR" in done.stderr.replace("\n", " ") and "recorder-tests/tiny-dense-tp1" in done.stderr
 
 
+@pytest.mark.slow  # the default tier keeps the dense TP1 series end to end
 def test_a_flipped_megatron_shard_is_refused_naming_it(tmp_path: Path) -> None:
     run, series = _import(tmp_path, "dense-tp2")
     shard = series / "step_18" / ITERATION / "__1_0.distcp"
@@ -124,7 +126,11 @@ def test_a_flipped_megatron_shard_is_refused_naming_it(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("module", "name"),
-    [("posix", "system"), ("torch.distributed.checkpoint.planner", "LoadPlan"), ("builtins", "eval")],
+    [
+        pytest.param("posix", "system", marks=pytest.mark.slow),  # the default tier keeps builtins.eval
+        pytest.param("torch.distributed.checkpoint.planner", "LoadPlan", marks=pytest.mark.slow),
+        ("builtins", "eval"),
+    ],
 )
 def test_a_metadata_naming_any_other_global_is_refused_with_one_error_line(
     module: str, name: str, tmp_path: Path

@@ -75,7 +75,7 @@ def _assert_runs_verify(root: Path) -> None:
         assert done.returncode == 0 and "verify: intact" in done.stdout, (run, done.stdout, done.stderr)
 
 
-@pytest.mark.parametrize("after_s", [0.5, 1.0, 2.0, 5.0])
+@pytest.mark.parametrize("after_s", [0.5, 1.0, *(pytest.param(t, marks=pytest.mark.slow) for t in (2.0, 5.0))])
 def test_ctrl_c_in_the_first_seconds_of_train_leaves_no_run_or_one_that_verifies(
     tmp_path: Path, after_s: float
 ) -> None:
@@ -103,7 +103,7 @@ def evaluable(tmp_path: Path) -> Path:
     return record_with_checkpoints(tmp_path / "runs", steps=20, target=1.0, samples=40).path
 
 
-@pytest.mark.parametrize("after_s", [1.0, 4.0])
+@pytest.mark.parametrize("after_s", [1.0, pytest.param(4.0, marks=pytest.mark.slow)])
 def test_ctrl_c_during_eval_records_the_evaluation_as_interrupted(evaluable: Path, after_s: float) -> None:
     pytest.importorskip("torch")
     rc, out, err = _interrupt(["eval", str(evaluable), "--batch-size", "1"], after_s)

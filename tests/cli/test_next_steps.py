@@ -35,6 +35,7 @@ def _runs_as_printed(argv: list[str]) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # the default tier keeps the no-task case
 def test_import_checkpoints_with_a_task_names_the_eval_that_works(series: Path, tmp_path: Path) -> None:
     spec = shipped("next-number")
     done = run_cli("import-checkpoints", str(series), "--into", str(tmp_path / "runs" / "nemo"), "--task", str(spec))

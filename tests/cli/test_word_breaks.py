@@ -71,3 +71,16 @@ def test_query_shows_every_cell_whole_and_names_what_it_left_out(root: Path) -> 
     assert "…" not in text, text
     wide = on_terminal(COLUMNS, "query", "--root", str(root), "SELECT * FROM runs", "--wide")
     assert "left out" not in wide and "train_status" in wide, wide
+
+
+def test_import_prints_above_its_bar_and_breaks_no_word(corpus: Path, tmp_path: Path) -> None:
+    log = corpus / "qwen35_397b_grpo_rcp" / "GBS512" / "seed_1.out"
+    text = on_terminal(COLUMNS, "import", str(log), "--root", str(tmp_path / "runs"), "--run-id", "seed1")
+    assert broken_words(text, COLUMNS) == [], text
+    assert "72 mllog lines" in " ".join(text.split()), text
+
+
+@pytest.mark.parametrize("command", ["", "eval", "zero-shot", "replay", "import-checkpoints", "query"])
+def test_help_pages_break_no_word(command: str) -> None:
+    text = on_terminal(COLUMNS, *([command] if command else []), "--help")
+    assert broken_words(text, COLUMNS) == [], text

@@ -19,6 +19,7 @@ class TestTorchRollout(RolloutContract):
 
 
 @pytest.mark.usefixtures("ray_cluster")
+@pytest.mark.slow  # the default tier keeps the in-process and thread rollouts' contract
 class TestRayRollout(RolloutContract):
     """Three actors, each sampling a contiguous shard: the worker count changes no completion."""
 

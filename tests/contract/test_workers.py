@@ -22,6 +22,7 @@ class TestLocalWorkersTwoThreads(WorkersContract):
 
 
 @pytest.mark.usefixtures("ray_cluster")
+@pytest.mark.slow  # the default tier keeps two Ray workers against one local (evaluator/test_invariance)
 class TestRayWorkers(WorkersContract):
     """Two actors, each scoring a contiguous shard of the plan by task."""
 

@@ -72,6 +72,7 @@ def check_dry_run(records: list[dict[str, Any]], device: str) -> None:
     assert s["async_overhead"] == pytest.approx(by[("ours", "async")]["step_s"] / by[("ours", "none")]["step_s"] - 1)
 
 
+@pytest.mark.slow  # a tiny training on the CPU
 def test_tiny_dry_run_on_cpu(tmp_path: Path) -> None:
     pytest.importorskip("trl", reason="the TRL peer needs the trl extra (pip install -e .[trl])")
     records = run_gpu_sh(tmp_path / "results", "--device", "cpu")
@@ -93,6 +94,7 @@ def test_tiny_run_on_gpu(tmp_path: Path) -> None:
     check_dry_run(run_gpu_sh(tmp_path / "results", "--device", "cuda"), "cuda")
 
 
+@pytest.mark.slow  # a tiny training on the CPU
 def test_budget_skips_what_would_not_fit(tmp_path: Path) -> None:
     records = run_gpu_sh(tmp_path / "results", "--device", "cpu", "--parts", "ours", "--budget-s", "0")
     ours = {r["mode"]: r for r in records if r["record"] == "ours"}

@@ -112,6 +112,7 @@ def test_events_are_keyed_by_task_and_results_json_holds_the_evidence(
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow  # the default tier keeps the scored pair's tests; each of these scores checkpoints again
 def test_query_shows_zero_shot_scores_per_step_beside_the_benchmark_accuracy(scored_pair: tuple[Path, Path]) -> None:
     run = scored_pair[1]
     done = run_cli("eval", str(run), "--all")  # the benchmark, after the harness: nothing of it was "scored"
@@ -143,6 +144,7 @@ def test_query_shows_zero_shot_scores_per_step_beside_the_benchmark_accuracy(sco
     assert "zero-shot tasks" in table and "arc_easy" in table and "2 evaluations" in table
 
 
+@pytest.mark.slow  # the default tier keeps the scored pair's tests; each of these scores checkpoints again
 def test_ray_workers_give_the_same_scores(
     scored_pair: tuple[Path, Path], trained_run: Path, tmp_path: Path, ray_cluster: None
 ) -> None:
@@ -166,6 +168,7 @@ def test_ray_workers_give_the_same_scores(
     assert start.data["worker"].startswith("ray:2")
 
 
+@pytest.mark.slow  # the default tier keeps the scored pair's tests; each of these scores checkpoints again
 def test_a_second_session_scores_only_missing_tasks(trained_run: Path, tmp_path: Path) -> None:
     run = _copy(trained_run, tmp_path)
     rc, out = _harness(run, "--tasks", "piqa", "--steps", "19")
@@ -183,6 +186,7 @@ def test_a_second_session_scores_only_missing_tasks(trained_run: Path, tmp_path:
     ]
 
 
+@pytest.mark.slow  # the default tier keeps the scored pair's tests; each of these scores checkpoints again
 def test_an_interrupted_harness_session_is_closed_by_the_next_one_not_by_the_benchmark(
     trained_run: Path, tmp_path: Path
 ) -> None:
@@ -203,6 +207,7 @@ def test_an_interrupted_harness_session_is_closed_by_the_next_one_not_by_the_ben
     assert [(e.writer, e.data["interrupted_segment"]) for e in failed] == [("harness", "harness-0001.arrows")]
 
 
+@pytest.mark.slow  # the default tier keeps the scored pair's tests; each of these scores checkpoints again
 def test_a_tampered_checkpoint_is_refused_and_recorded(trained_run: Path, tmp_path: Path) -> None:
     run = _copy(trained_run, tmp_path)
     weights = run / "checkpoints" / "step_0000019" / "model.safetensors"

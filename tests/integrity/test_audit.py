@@ -94,6 +94,7 @@ def _solve(doc: dict[str, Any], tasks: int) -> None:
     doc["score"] = doc["tasks_passed"] / doc["n_tasks"]
 
 
+@pytest.mark.slow  # the default tier keeps the bit-for-bit reproduction
 def test_a_forged_accuracy_differs(attacked: Path) -> None:
     events = rows(_evaluator(attacked))
     doc = json.loads(_results(attacked, 18).read_text())

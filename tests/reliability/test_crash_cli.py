@@ -76,6 +76,7 @@ def _report(name: str, results: list[tuple[float, int, int]]) -> None:
     )
 
 
+@pytest.mark.slow  # the default tier keeps the evaluator's SIGKILL test; the trainer's is minutes
 def test_sigkill_train_few(tmp_path, reference):
     _, train_s, _ = reference
     results = kill_trainer(tmp_path, train_s, 4, seed=1)

@@ -197,7 +197,7 @@ def test_config_deeply_nested_toml_and_set(tmp_path: Path) -> None:
 
 
 # -- atheris (coverage-guided), when it installs -------------------------------------------------------------
-@pytest.mark.parametrize("target", ["segment", "config"])
+@pytest.mark.parametrize("target", ["segment", pytest.param("config", marks=pytest.mark.slow)])
 def test_atheris(target: str, tmp_path: Path) -> None:
     pytest.importorskip("atheris")
     import subprocess

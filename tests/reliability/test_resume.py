@@ -186,6 +186,7 @@ def test_an_altered_run_is_not_resumed(tmp_path: Path, killed: Path) -> None:
     assert len(list((run / "events").iterdir())) == 1
 
 
+@pytest.mark.slow  # the default tier keeps the resumed run's other checks; this one resumes again
 def test_a_resumed_run_keeps_the_kernels_it_started_with(killed: Path, tmp_path: Path) -> None:
     """The tiny model trains pinned by default; a session resumed under RECORDER_CPU_KERNELS=native still
     computes pinned, as the run started: one run, one float order."""

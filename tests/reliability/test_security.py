@@ -80,6 +80,7 @@ def test_malicious_pickles_next_to_the_weights_are_never_loaded(tmp_path: Path, 
     assert not marker.exists()
 
 
+@pytest.mark.slow  # the default tier keeps the pickles beside the weights
 def test_a_pickle_in_place_of_the_weights_is_refused(tmp_path: Path, trained: Path) -> None:
     """The weights file replaced by a pickle: verify refuses the run, and a forced evaluation's loader refuses
     the file; loading it directly is a typed CheckpointError (safetensors parses a header, it never unpickles)."""

@@ -130,7 +130,7 @@ trainer.cleanup("interrupted", "stopped after setup")
 """
 
 
-@pytest.mark.parametrize("choice", [None, "pinned", "native"])
+@pytest.mark.parametrize("choice", [None, *(pytest.param(c, marks=pytest.mark.slow) for c in ("pinned", "native"))])
 def test_a_new_tiny_run_records_the_kernels_it_computed_with(choice: str | None, tmp_path: Path) -> None:
     """Unset (auto) and pinned pin the tiny model; native keeps the CPU's own kernels. What the run records is
     what the evaluator pins its evaluation by."""

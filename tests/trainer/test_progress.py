@@ -53,6 +53,7 @@ def test_rich_bar_on_a_tty(capsys):
     assert "step 1/19" not in capsys.readouterr().out  # the bar, not plain lines
 
 
+@pytest.mark.slow  # trains a run on a pseudo-terminal
 def test_on_a_terminal_80_columns_wide_the_bar_keeps_the_step_count_and_the_time_whole(tmp_path):
     """A first run's warm-up shows its batch and dev accuracy in the bar, and each step's line keeps `N/19`
     and the elapsed time: the step's details are short enough not to push them out."""

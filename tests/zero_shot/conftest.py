@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.zero_shot.datasets_cache import make_cache
+from tests.kit.datasets_cache import make_cache
 
 TRAIN = Path(__file__).with_name("train_tiny.py")
 REPO = Path(__file__).resolve().parents[2]

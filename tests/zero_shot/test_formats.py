@@ -17,7 +17,7 @@ pytest.importorskip("lm_eval")
 
 
 def _one(base: Path) -> Path:
-    [found] = list(base.glob("zero_shot_*/results.json"))
+    [found] = list(base.glob("official_lmeval7_*/results.json"))
     return found
 
 

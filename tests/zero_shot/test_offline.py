@@ -37,7 +37,7 @@ def test_it_scores_with_no_network(training: Path, hf_cache: Path) -> None:
         ["unshare", "-rn", EXE, "zero-shot", *args], capture_output=True, text=True, env=env, timeout=600
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    [path] = list((run / "eval_results/step_0000020").glob("zero_shot_*/results.json"))
+    [path] = list((run / "eval_results/step_0000020").glob("official_lmeval7_*/results.json"))
     doc = json.loads(path.read_text())
     assert list(doc["scores"]) == ["piqa", "arc_easy"] and doc["holdout"]["passed"]
     assert all(t["n"] == 2 for t in doc["tasks"].values())

@@ -30,7 +30,7 @@ def test_a_recorder_run_is_scored_and_recorded_as_events(trained_run: Path, tmp_
     }
     assert set(events) == {(s, t) for s in (18, 19) for t in ("piqa", "social_iqa")}
     for step in (18, 19):
-        [path] = list((run / f"eval_results/step_{step:07d}").glob("zero_shot_*/results.json"))
+        [path] = list((run / f"eval_results/step_{step:07d}").glob("official_lmeval7_*/results.json"))
         doc = json.loads(path.read_text())
         assert doc["scores"] == {t: events[(step, t)] for t in ("piqa", "social_iqa")}
         assert doc["holdout"]["mode"] == "fingerprint" and doc["events"]["writer"] == "harness"
@@ -41,7 +41,7 @@ def test_a_recorder_run_is_scored_and_recorded_as_events(trained_run: Path, tmp_
     again = run_cli("zero-shot", str(run), "--hf-cache", str(hf_cache), "--tasks", "piqa,siqa", "--limit", "2")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "scored earlier: piqa" in again.stdout and table in again.stdout  # the same table, nothing rescored
-    assert len(list(run.glob("eval_results/step_*/zero_shot_*"))) == 2
+    assert len(list(run.glob("eval_results/step_*/official_lmeval7_*"))) == 2
 
 
 def test_an_imported_series_is_scored_with_the_spec_it_was_fingerprinted_with(tmp_path: Path, hf_cache: Path) -> None:
@@ -60,5 +60,5 @@ def test_an_imported_series_is_scored_with_the_spec_it_was_fingerprinted_with(tm
     events = [e for e in read_run(run).events if e.kind == "eval_result" and e.writer == "harness"]
     assert sorted((e.step, e.key) for e in events) == [(18, "piqa"), (19, "piqa")]
     for step in (18, 19):
-        [path] = list((run / f"eval_results/step_{step:07d}").glob("zero_shot_*/results.json"))
+        [path] = list((run / f"eval_results/step_{step:07d}").glob("official_lmeval7_*/results.json"))
         assert json.loads(path.read_text())["tasks"]["piqa"]["n"] == 2

@@ -10,7 +10,7 @@ import pytest
 
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.task_sources import HubDataset, parse_sources, resolve_task_data
-from tests.zero_shot.datasets_cache import make_cache
+from tests.kit.datasets_cache import make_cache
 
 pytest.importorskip("datasets")
 

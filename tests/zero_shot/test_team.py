@@ -91,7 +91,7 @@ def test_run_directory_snapshot_and_archive_give_equal_scores_with_no_file_added
     ]
     docs = []
     for base in results:
-        [path] = list(base.glob("zero_shot_*/results.json"))
+        [path] = list(base.glob("official_lmeval7_*/results.json"))
         docs.append(ZeroShotResults.from_json(path.read_bytes()))
     assert [d.label for d in docs] == ["tiny/run1/epoch_2", "tiny/run1/step_20", "tiny/run1/epoch_2"]
     assert [d.checkpoint.kind for d in docs] == ["run", "snapshot", "archive"]

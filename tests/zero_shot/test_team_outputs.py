@@ -1,8 +1,9 @@
 """The team's model code, results and settings: a module the model uses from outside --model-code aborts
 naming it, the provenance names the tree's files and commit; two archives of the same epoch keep both results
 under -o DIR with two Ray workers (and a checkpoint given twice keeps both of its results), `recorder
-collect` prints all three; the seed's environment variables drive the same run as the options, and
---log-samples writes samples_<task>.jsonl."""
+collect` prints all three; the seed's environment variables drive the same run as the options, run from the
+team's repository its code and its eval/hf_cache are the defaults, and --log-samples writes
+samples_<task>.jsonl."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ def test_the_plain_module_factory_and_the_provenance_of_its_tree(tmp_path: Path,
         "--model-code", str(team), "--model-factory", FACTORY, "--workers", "1",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    [path] = list((team / "archive/ckpt_E1/eval_results").glob("zero_shot_*/results.json"))
+    [path] = list((team / "archive/ckpt_E1/eval_results").glob("official_lmeval7_*/results.json"))
     doc = ZeroShotResults.from_json(path.read_bytes())
     assert doc.code is not None and doc.code["git_commit"] == commit and doc.code["git_dirty"] is False
     files = {f["path"]: f["sha256"] for f in doc.code["files"]}
@@ -99,6 +100,23 @@ def test_two_archives_of_one_epoch_keep_both_results_and_collect_prints_both(
     assert rows == ["tiny/run1/epoch_2", "tiny/run1/epoch_2", "tiny/run2/epoch_2"]  # every result that verifies
 
 
+def test_from_the_teams_repository_its_code_and_its_datasets_are_the_defaults(tmp_path: Path, hf_cache: Path) -> None:
+    team = team_tree.copy(tmp_path / "team")
+    shutil.copytree(hf_cache, team / "eval/hf_cache")
+    done = subprocess.run(
+        [RECORDER, "zero-shot", "archive/ckpt_E1", "--model-factory", FACTORY, "--tasks", "piqa", "--limit", "2",
+         "--workers", "1"],
+        capture_output=True, text=True, cwd=team, env={**os.environ, "EVAL_OFFLINE": "1"}, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    [path] = list((team / "archive/ckpt_E1/eval_results").glob("official_lmeval7_*/results.json"))
+    doc = json.loads(path.read_text())
+    assert doc["code"]["root"] == str(team) and doc["code"]["factory"] == FACTORY
+    [data] = doc["tasks"]["piqa"]["data"]
+    assert Path(data).is_relative_to(team / "eval/hf_cache")
+    assert doc["settings"].get("processes") is None  # on the CPU, one process unless --nproc says more
+
+
 @pytest.mark.slow
 def test_the_seeds_environment_variables_drive_the_same_run_as_the_options(tmp_path: Path, hf_cache: Path) -> None:
     team = team_tree.copy(tmp_path / "team")
@@ -108,7 +126,7 @@ def test_the_seeds_environment_variables_drive_the_same_run_as_the_options(tmp_p
         "EVAL_MODEL_FACTORY": FACTORY, "EVAL_OUTPUT_DIR": str(by_env), "EVAL_BATCH_SIZE_MCQ": "3",
         "EVAL_PARAM_DTYPE": "fp32", "MOE_SKIP_CAPACITY": "1", "EVAL_HOLDOUT_CHECK": "1", "EVAL_HOLDOUT_MAX_GAP": "0.004",
         "LMEVAL_TASKS": "piqa,siqa", "LMEVAL_LIMIT": "3", "LMEVAL_LOG_SAMPLES": "1",
-        "EVAL_TOKENIZER_PATH": str(team / "data/tokenizer.json"), "EVAL_HF_ROOT": str(hf_cache),
+        "EVAL_TOKENIZER_PATH": str(team / "data/tokenizer.json"), "EVAL_HF_ROOT": str(hf_cache), "EVAL_OFFLINE": "1",
     }  # fmt: skip
     done = _cli("zero-shot", "--workers", "1", env=env)
     assert done.returncode == 0, done.stdout + done.stderr

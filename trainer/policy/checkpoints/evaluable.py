@@ -10,7 +10,7 @@ from typing import Any
 from trainer.policy.checkpoints.detect import CheckpointInfo, ModelSource
 from trainer.policy.checkpoints.load import torch_dtype
 from trainer.policy.checkpoints.manifest import Manifest
-from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, load_weights
+from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, fit_names, load_weights
 from trainer.policy.checkpoints.readers import detect, load_state_dict
 from trainer.policy.errors import CheckpointError
 
@@ -26,6 +26,9 @@ class Loaded:
     provenance: CodeProvenance | None
     dtype: str  # torch's name of the dtype the weights are in: "bfloat16", "float32"
     device: str  # where they are: "cpu", "cuda:0"
+    # with keep_state: the tensors the model was loaded from, in the checkpoint's Hugging Face names (experts
+    # one tensor each), what another engine (vLLM) loads; views of the same hashed read, never read again
+    state: dict[str, Any] | None = None
 
 
 def load_checkpoint(
@@ -39,8 +42,10 @@ def load_checkpoint(
     capacity: bool = True,
     trust_remote_code: bool = False,
     source: ModelSource | None = None,
+    keep_state: bool = False,
 ) -> Loaded:
-    """Detect, load (every shard checked against `expected` as it is read) and build; CheckpointError."""
+    """Detect, load (every shard checked against `expected` as it is read) and build; CheckpointError.
+    `keep_state`: the loaded tensors are kept in Loaded.state."""
     info = detect(Path(path), source)
     state, manifest = load_state_dict(info, dtype=dtype, expected=expected)
     if model_factory is None:  # a config.json of 100000 layers must not allocate them: counted on meta first
@@ -53,7 +58,9 @@ def load_checkpoint(
     model, prov = build_model(
         info, dtype=dtype, device="cpu", model_code=model_code, model_factory=model_factory, capacity=capacity
     )
+    state = fit_names(state, set(model.state_dict()))
     load_weights(model, state, info)
+    kept = state if keep_state else None
     del state
     model = model.to(device)
     param = next(iter(model.parameters()), None)
@@ -67,6 +74,7 @@ def load_checkpoint(
         provenance=prov,
         dtype=used_dtype,
         device=used_device,
+        state=kept,
     )
 
 

@@ -7,7 +7,10 @@ configuration, stdout handler off) and appended by the recorder as the event kin
 The recorder fsyncs critical kinds before returning (run boundaries, eval results here) and group-commits
 the rest; mllog never fsyncs. A second table times critical appends alone, the price of that guarantee.
 
-Usage: python bench/append.py [--events N]
+`--signed`: the recorder's writer signs with a fresh Ed25519 key (a `chain_signed` record, one signature, at
+each critical event and at each group commit), as `--signing-key` makes it.
+
+Usage: python bench/append.py [--events N] [--signed]
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from mlperf_logging import mllog
 from recorder.catalogue import critical_kinds
 from recorder.log import LogWriter
 from recorder.run import RunDir
+from recorder.signing import generate, load_signer
 
 CORPUS_LOG = Path(__file__).resolve().parents[2] / "shared/corpus/qwen35_397b_grpo_rcp/GBS256/seed_1.out"
 KIND_OF = {
@@ -104,12 +108,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--critical", type=int, default=500)
+    parser.add_argument("--signed", action="store_true", help="sign the recorder's segment with a fresh key")
     args = parser.parse_args()
     base = workload()
     lines = (base * (args.events // len(base) + 1))[: args.events]
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
         ml_calls, ml_close = mllog_calls(lines, Path(tmp) / "mllog.txt")
-        writer = LogWriter(RunDir.create(tmp, "bench"), "bench")
+        signer = None
+        if args.signed:
+            generate(Path(tmp) / "key")
+            signer = load_signer(Path(tmp) / "key")
+        writer = LogWriter(RunDir.create(tmp, "bench"), "bench", signer=signer)
         rec_calls = recorder_calls(lines, writer)
         ml_ns, rec_ns = [], []
         for _ in range(2):  # interleave rounds so both see the same machine noise
@@ -127,7 +136,7 @@ def main() -> None:
     ml_plain = [ns for ns, crit in zip(ml_ns, is_critical, strict=False) if not crit]
     print(
         f"workload: {CORPUS_LOG.name} lines repeated to {len(rec_ns) // 2} events per round, 2 rounds; "
-        f"{critical_share} of {len(lines)} are critical kinds"
+        f"{critical_share} of {len(lines)} are critical kinds" + ("; the recorder signs" if args.signed else "")
     )
     print(f"{'logger':<34}{'events/s':>10}{'mean us':>10}{'p50 us':>9}{'p99 us':>9}")
     rows = {

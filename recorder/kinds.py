@@ -429,6 +429,15 @@ class SegmentOpened(Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ChainSigned(Payload):
+    """A signed segment's durable point: segment_opened's key over this record's digest without the
+    signature (recorder.signing), vouching for every event before it."""
+
+    KIND: ClassVar[str] = "chain_signed"
+    signature: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SegmentClosed(Payload):
     """Last event of a segment; `events` counts the events before it. `signature` (signed segments only):
     segment_opened's key over this record's digest without the signature (recorder.signing)."""
@@ -469,6 +478,7 @@ PAYLOADS: dict[str, type[Payload]] = {
         EvalFailed,
         MllogLine,
         SegmentOpened,
+        ChainSigned,
         SegmentClosed,
         RunStop,
     )

@@ -29,14 +29,17 @@ from recorder import canonical
 from recorder.catalogue import check_kind, critical_kinds
 from recorder.errors import EncodeError, InputError, LogWriteError, WriterClosedError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
-from recorder.kinds import Payload, SegmentClosed, SegmentOpened
+from recorder.kinds import ChainSigned, Payload, SegmentClosed, SegmentOpened
 from recorder.reader import recorded_run_id
 from recorder.run import RunDir, fsync_dir
 from recorder.segment import END_OF_STREAM, WRITER_NAME, parse_segment_name, row_encoder, schema_message, segment_name
 from recorder.signed_segments import MANIFEST_FILE, Entry, manifest_path, record_signed_segment
-from recorder.signing import ALGORITHM, SIGNING_KEY_ENV, Signer, signer_from_environment
+from recorder.signing import ALGORITHM, CHAIN_DOMAIN, SIGNING_KEY_ENV, Signer, signer_from_environment
 
 GROUP_COMMIT_S = 0.1
+# A signed writer signs after every critical event but these: the key is opened, and the close is signed itself.
+_FRAMING = frozenset({SegmentOpened.KIND, SegmentClosed.KIND})
+_UNSIGNED_MARK = canonical.dumps({})  # a chain_signed record's data as its signature signs it
 Durability = Literal["critical", "at-close"]
 
 
@@ -98,6 +101,7 @@ class LogWriter:
         self._critical = frozenset() if self._at_close else critical_kinds()
         self._fd, self.path = self._open_new_segment()
         self._size = os.lseek(self._fd, 0, os.SEEK_END)
+        self._signed_through = 0  # the events a chain_signed record (or none, at 0) vouches for so far
         self._flush_error: OSError | None = None
         self._dirty = threading.Event()
         self._closed = False
@@ -214,13 +218,56 @@ class LogWriter:
         assert t is not None
         mono = time.monotonic_ns() if mono_ns is None else mono_ns
         seq = self._seq
-        digest = chain_digest(
-            self._previous,
-            canonical_bytes(
-                self.run_id, self.writer, seq, t, mono, kind, step, samples_count, key, value_json, data_json
-            ),
-        )
-        event = Event(
+        event = self._event(seq, self._previous, t, mono, kind, step, samples_count, key, value_json, data_json)
+        self._raise_flush_error()
+        payload = self._encoder.encode(event.row())
+        digest = bytes.fromhex(event.digest)
+        critical = kind in self._critical
+        mark = None
+        if critical and self._signer is not None and kind not in _FRAMING:
+            # signed in the same write as the event, so that the fsync below makes both durable together
+            mark = self._chain_mark(seq + 1, digest)
+            payload += self._encoder.encode(mark.row())
+        try:
+            _write_all(self._fd, payload)
+        except OSError as e:
+            self._cut_partial_write()
+            raise LogWriteError(
+                f"{self.path}: could not append {kind} (seq {seq}): {e.strerror}. Nothing of it "
+                f"was recorded; the {seq} events before it are intact"
+            ) from e
+        self._size += len(payload)
+        self._seq, self._previous = seq + 1, digest
+        if mark is not None:
+            self._seq, self._previous = seq + 2, bytes.fromhex(mark.digest)
+            self._signed_through = self._seq
+        if critical:
+            try:
+                os.fsync(self._fd)
+            except OSError as e:
+                raise LogWriteError(
+                    f"{self.path}: {kind} (seq {seq}) was written but could not be made durable: {e.strerror}"
+                ) from e
+        elif not self._at_close:
+            self._dirty.set()
+        return event
+
+    def _event(
+        self,
+        seq: int,
+        previous: bytes,
+        t: int,
+        mono: int,
+        kind: str,
+        step: int | None,
+        samples_count: int | None,
+        key: str | None,
+        value_json: str | None,
+        data_json: str,
+    ) -> Event:
+        fields = (self.run_id, self.writer, seq, t, mono, kind, step, samples_count, key, value_json, data_json)
+        digest = chain_digest(previous, canonical_bytes(*fields))
+        return Event(
             run_id=self.run_id,
             writer=self.writer,
             seq=seq,
@@ -235,29 +282,32 @@ class LogWriter:
             digest=digest.hex(),
             segment=self.segment,
         )
-        self._raise_flush_error()
-        payload = self._encoder.encode(event.row())
+
+    def _chain_mark(self, seq: int, previous: bytes) -> Event:
+        """The chain_signed record at `seq`: the signature of its own digest as it is without the signature
+        (as the closing record is signed), so the key vouches for every event before it."""
+        assert self._signer is not None
+        t, mono = self._clock(), time.monotonic_ns()
+        unsigned = self._event(seq, previous, t, mono, ChainSigned.KIND, None, None, None, None, _UNSIGNED_MARK)
+        signature = self._signer.sign(bytes.fromhex(unsigned.digest), CHAIN_DOMAIN)
+        data = canonical.dumps(ChainSigned(signature=signature).to_data())
+        return self._event(seq, previous, t, mono, ChainSigned.KIND, None, None, None, None, data)
+
+    def _sign_durable_point(self) -> None:
+        """Before a group commit's fsync: a chain_signed record after the last event, unless one is there.
+        Called with the lock held; an OSError is the flusher's to report."""
+        if self._closed or self._seq <= self._signed_through:
+            return
+        mark = self._chain_mark(self._seq, self._previous)
+        payload = self._encoder.encode(mark.row())
         try:
             _write_all(self._fd, payload)
-        except OSError as e:
+        except OSError:
             self._cut_partial_write()
-            raise LogWriteError(
-                f"{self.path}: could not append {kind} (seq {seq}): {e.strerror}. Nothing of it "
-                f"was recorded; the {seq} events before it are intact"
-            ) from e
+            raise
         self._size += len(payload)
-        self._seq = seq + 1
-        self._previous = digest
-        if kind in self._critical:
-            try:
-                os.fsync(self._fd)
-            except OSError as e:
-                raise LogWriteError(
-                    f"{self.path}: {kind} (seq {seq}) was written but could not be made durable: {e.strerror}"
-                ) from e
-        elif not self._at_close:
-            self._dirty.set()
-        return event
+        self._seq, self._previous = self._seq + 1, bytes.fromhex(mark.digest)
+        self._signed_through = self._seq
 
     def _cut_partial_write(self) -> None:
         """Truncate a partial message, so that the next append does not land after garbage."""
@@ -279,17 +329,23 @@ class LogWriter:
             if self._dirty.is_set():
                 self._dirty.clear()
                 try:
+                    if self._signer is not None:
+                        with self._lock:
+                            self._sign_durable_point()
                     os.fsync(self._fd)
                 except OSError as e:  # reported by the next append or close
                     self._flush_error = e
 
     def close(self) -> None:
         """Append `segment_closed`, the end-of-stream marker, fsync. Safe to call twice."""
+        # The flusher stops before the lock is taken: it takes the lock itself to sign a group commit.
+        self._stop.set()
+        if self._flusher.is_alive() and threading.current_thread() is not self._flusher:
+            self._flusher.join()
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            self._stop.set()
             try:
                 self._write_closing_record()
                 _write_all(self._fd, END_OF_STREAM)
@@ -302,8 +358,6 @@ class LogWriter:
                     "intact, it reads as a segment whose writer did not close"
                 ) from e
             finally:
-                if self._flusher.is_alive():
-                    self._flusher.join()
                 os.close(self._fd)
             if self._signer is not None:  # the run's set of signed segments is signed too (recorder.signed_segments)
                 entry = Entry(events=self._seq, digest=self._previous.hex())
@@ -314,23 +368,9 @@ class LogWriter:
         closed = SegmentClosed(events=self._seq)
         t, mono = self._clock(), time.monotonic_ns()
         if self._signer is not None:
-            unsigned = chain_digest(
-                self._previous,
-                canonical_bytes(
-                    self.run_id,
-                    self.writer,
-                    self._seq,
-                    t,
-                    mono,
-                    closed.KIND,
-                    None,
-                    None,
-                    None,
-                    None,
-                    canonical.dumps(closed.to_data()),
-                ),
-            )
-            closed = SegmentClosed(events=self._seq, signature=self._signer.sign(unsigned))
+            data = canonical.dumps(closed.to_data())
+            unsigned = self._event(self._seq, self._previous, t, mono, closed.KIND, None, None, None, None, data)
+            closed = SegmentClosed(events=self._seq, signature=self._signer.sign(bytes.fromhex(unsigned.digest)))
         self._write(closed.KIND, None, None, None, None, canonical.dumps(closed.to_data()), t, mono)
 
     def __enter__(self) -> LogWriter:

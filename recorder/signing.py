@@ -1,10 +1,16 @@
-"""Optional Ed25519 signatures: a writer given a key signs its segment's closing record.
+"""Optional Ed25519 signatures: a writer given a key signs its segment's closing record, and each point at
+which it makes the segment durable.
 
 A signed segment opens with `segment_opened` (seq 0), which records the writer's public key, so the key is
 chained into every later digest. `close()` computes the `segment_closed` record's digest as it would be
 unsigned, signs `DOMAIN + that digest`, and records the signature in the same record. `recorder verify`
 recomputes that digest from the events it reads: a segment rewritten and rechained after signing no longer
 matches its signature.
+
+A writer killed before it closes signs nothing at close, so it also signs as it goes: at each fsync (after
+a critical event, and at each group commit) it appends a `chain_signed` record, signed the same way under
+CHAIN_DOMAIN. What a killed writer's segment holds up to its last `chain_signed` is vouched for by the key;
+what follows it is not, and a resuming writer adopts nothing past it (recorder.adoption).
 
 What a signature proves: the holder of that private key closed a segment holding exactly these events. It
 does not prove the events are true: a key holder can write, or rewrite and re-sign, its own history.
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
 SIGNING_KEY_ENV = "RECORDER_SIGNING_KEY"
 ALGORITHM: Final = "ed25519"
 DOMAIN = b"recorder segment_closed v1\n"  # what is signed is never mistaken for another protocol's message
+CHAIN_DOMAIN = b"recorder chain_signed v1\n"  # a durable point's signature is never a closing record's
 PUBLIC_KEY_HEX = 64
 SIGNATURE_HEX = 128
 
@@ -52,9 +59,9 @@ def fingerprint(public_key_hex: str) -> str:
     return f"{ALGORITHM}:{hashlib.sha256(raw).hexdigest()[:16]}"
 
 
-def signed_message(unsigned_digest: bytes) -> bytes:
-    """The bytes a closing record's signature covers."""
-    return DOMAIN + unsigned_digest
+def signed_message(unsigned_digest: bytes, domain: bytes = DOMAIN) -> bytes:
+    """The bytes a closing record's signature covers (a chain_signed record's: with CHAIN_DOMAIN)."""
+    return domain + unsigned_digest
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,8 @@ class Signer:
 
         return self.key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
 
-    def sign(self, unsigned_digest: bytes) -> str:
-        return self.key.sign(signed_message(unsigned_digest)).hex()
+    def sign(self, unsigned_digest: bytes, domain: bytes = DOMAIN) -> str:
+        return self.key.sign(signed_message(unsigned_digest, domain)).hex()
 
     def sign_message(self, message: bytes) -> str:
         """A signature of `message` as given (its caller puts its own domain in front)."""
@@ -115,9 +122,10 @@ def use_signing_key(path: Path) -> Signer:
     return signer
 
 
-def signature_valid(public_key_hex: str, signature_hex: str, unsigned_digest: bytes) -> bool:
-    """Whether `signature_hex` is the key's signature of the closing digest (False for malformed input)."""
-    return message_signature_valid(public_key_hex, signature_hex, signed_message(unsigned_digest))
+def signature_valid(public_key_hex: str, signature_hex: str, unsigned_digest: bytes, domain: bytes = DOMAIN) -> bool:
+    """Whether `signature_hex` is the key's signature of the closing digest, or with CHAIN_DOMAIN of a
+    chain_signed record's (False for malformed input)."""
+    return message_signature_valid(public_key_hex, signature_hex, signed_message(unsigned_digest, domain))
 
 
 def message_signature_valid(public_key_hex: object, signature_hex: object, message: bytes) -> bool:

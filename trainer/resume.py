@@ -14,8 +14,10 @@ checkpoint directory left by the killed session without a commit event is moved 
 never overwritten). Replay marks a resumed run: its history is kept, but it is not a valid timed MLPerf run.
 
 A signed run's killed session left its segment unsigned (no closing record, perhaps a torn tail): the
-resumed session, signing with the same key, adopts it (recorder.adoption) before it writes, so the run
-verifies under its trust again, and exactly the adopted bytes are accepted.
+resumed session, signing with the same key, adopts it up to the killed writer's last signature
+(recorder.adoption) before it writes, so the run verifies under its trust again, and exactly the adopted
+bytes are accepted; the unsigned tail is set aside (`.unsigned-tail-<segment>`, named in `set_aside`) and
+nothing is planned from it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from recorder.adoption import adopt, adoptable
+from recorder.adoption import adopt, adoptable, signed_prefix
 from recorder.events import Event
 from recorder.interrupts import deferred_interrupts
 from recorder.kinds import NULL, CheckpointCommitted, InitStart, RunOpened, TrainStop
@@ -75,7 +77,9 @@ def plan_resume(run_dir: Path | str) -> ResumePlan:
             f"{report.run.path}`: an altered run is not resumed"
         )
     log = read_run(run_dir)
-    run, events = log.run, log.events
+    # what a killed session wrote after its last signature is not adopted, so nothing is planned from it
+    signed = {s.name: signed_prefix(s).events for s in adopted}
+    run, events = log.run, [e for e in log.events if e.seq < signed.get(e.segment, e.seq + 1)]
     opened_event = next((e for e in events if e.kind == "run_opened" and e.writer == WRITER), None)
     opened = None if opened_event is None else RunOpened.from_event(opened_event)
     if opened is None or not opened.config:
@@ -140,7 +144,7 @@ def open_resumed_session(plan: ResumePlan) -> LogWriter:
         set_aside = [_set_aside(p) for p in plan.orphans]
         signer = signer_from_environment()
         if plan.adopted and signer is not None:
-            adopt(plan.run, signer, plan.adopted)
+            set_aside += adopt(plan.run, signer, plan.adopted)
         log = LogWriter(plan.run, WRITER, signer=signer)
         log.append(
             run_opened(

@@ -6,14 +6,29 @@ blocks that fit its width, each block led by the checkpoint's name, which is nev
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evaluator.results_files import write_results
 from recorder.output import write_output
+from recorder.results.binding import bind, check
 from recorder.results.document import ResultsDocError
-from recorder.results.zero_shot import ZeroShotDocument, zero_shot_from_json
+from recorder.results.zero_shot import (
+    ZERO_SHOT_SCHEMA,
+    ZeroShotDocument,
+    ZeroShotResults,
+    scored_code,
+    scored_manifest,
+    zero_shot_from_json,
+)
+from recorder.signing import signer_from_environment
+from recorder.untrusted_files import IrregularFileError, read_bounded
+from trainer.policy.checkpoints.manifest import Manifest
+from trainer.policy.errors import CheckpointError
+
+RESULTS_LIMIT = 256 * 1024 * 1024  # larger than any result (its per-sample rows are in their own files)
 
 GAP = 2  # spaces between two columns
 
@@ -82,12 +97,13 @@ def _row(doc: ZeroShotDocument, tasks: list[str]) -> list[str]:
 
 
 def write_outputs(directory: Path, doc: ZeroShotDocument, summary: str, log: str) -> Path:
-    """results.json, summary.txt, eval.log and, with --log-samples, samples_<task>.jsonl in `directory` (made
-    here, under -o DIR when given: each file written as recorder.output writes a user's path); returns
-    results.json's path."""
+    """results.json (bound to what it scored, and signed with the key RECORDER_SIGNING_KEY names, if any:
+    recorder.results.binding), summary.txt, eval.log and, with --log-samples, samples_<task>.jsonl in
+    `directory` (made here, under -o DIR when given: each file written as recorder.output writes a user's
+    path); returns results.json's path."""
     directory.mkdir(parents=True, exist_ok=False)
     path = directory / "results.json"
-    write_results(path, doc)
+    write_results(path, bind(doc, scored_manifest(doc), scored_code(doc), signer_from_environment()))
     write_output(directory / "summary.txt", summary)
     write_output(directory / "eval.log", log)
     for task, rows in _samples(doc).items():  # --log-samples
@@ -101,15 +117,62 @@ def _samples(doc: ZeroShotDocument) -> dict[str, list[Any]]:
     return {name: list(t["samples"]) for name, t in tasks.items() if isinstance(t, dict) and "samples" in t}
 
 
-def newest_results(base: Path) -> list[ZeroShotDocument]:
-    """The newest zero-shot result under `base` per checkpoint (newest by its finish time), in the order of
-    their files' paths; a results.json of another kind, or unreadable, is passed over."""
-    newest: dict[str, tuple[str, Path, ZeroShotDocument]] = {}
+@dataclass(frozen=True)
+class FoundResults:
+    """The zero-shot results under a directory: those that verify (path, document, in their paths' order),
+    and one line per results.json passed over, saying why."""
+
+    shown: list[tuple[Path, ZeroShotDocument]]
+    skipped: list[str]
+
+
+def verified_results(base: Path, trusted: Mapping[str, str] | None = None) -> FoundResults:
+    """Every zero-shot result under `base`, each checked against its binding (recorder.results.binding):
+    shown only when it verifies (under `trusted` keys, when given); a results.json of another kind (a harness
+    session's) is not a zero-shot result and is not named."""
+    found = FoundResults([], [])
     for path in sorted(base.rglob("results.json")):
         try:
-            doc = zero_shot_from_json(path.read_bytes())
-        except (OSError, ResultsDocError):
+            body = read_bounded(path, RESULTS_LIMIT, "results.json")
+            doc = zero_shot_from_json(body)
+        except IrregularFileError as e:
+            found.skipped.append(f"skipped {path}: {str(e).split(': ', 1)[-1]}")
             continue
+        except ResultsDocError as e:
+            if _claims_zero_shot(body):
+                found.skipped.append(f"skipped {path}: not a zero-shot result ({e})")
+            continue
+        except OSError as e:
+            found.skipped.append(f"skipped {path}: cannot read it ({e.strerror})")
+            continue
+        why = check(doc, doc.binding, _scored(doc), scored_code(doc), trusted)
+        if why is None:
+            found.shown.append((path, doc))
+        else:
+            found.skipped.append(f"skipped {path}: {why}")
+    return found
+
+
+def _claims_zero_shot(body: bytes) -> bool:
+    return ZERO_SHOT_SCHEMA.encode() in body
+
+
+def _scored(doc: ZeroShotDocument) -> str:
+    """The manifest hash the document records, its root recomputed from its shards (a root edited to match
+    another checkpoint's no longer agrees with the shard list)."""
+    if isinstance(doc, ZeroShotResults):
+        try:
+            return Manifest.from_dict(dict(doc.checkpoint.manifest)).root
+        except CheckpointError:
+            return ""
+    return scored_manifest(doc)
+
+
+def newest_results(base: Path) -> list[ZeroShotDocument]:
+    """The newest verified zero-shot result under `base` per checkpoint (newest by its finish time), in the
+    order of their files' paths."""
+    newest: dict[str, tuple[str, Path, ZeroShotDocument]] = {}
+    for path, doc in verified_results(base).shown:
         if doc.label not in newest or doc.finished >= newest[doc.label][0]:
             newest[doc.label] = (doc.finished, path, doc)
     return [doc for _, _, doc in sorted(newest.values(), key=lambda found: str(found[1]))]

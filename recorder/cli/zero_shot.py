@@ -206,12 +206,33 @@ def _holdout_mode(value: str) -> str:
     return mode
 
 
-def collect_command(paths: Paths) -> None:
-    """Print the table again from the newest zero-shot results of each PATH (checkpoint, run or -o DIR)."""
+def collect_command(paths: Paths, trust: TrustOption = None) -> None:
+    """Print the table again from every zero-shot result under each PATH (checkpoint, run or -o DIR) that
+    verifies: bound to the checkpoint it scored, unedited, and signed by a --trust key when keys are given.
+    Each result passed over is named on a line of its own, with why; exit 1 when none is shown."""
     from evaluator.zero_shot.collect import collect
+    from recorder.signing import load_trusted
+    from recorder.verify.trust import trusted_from_environment
 
+    trusted = load_trusted(trust) if trust else trusted_from_environment()
     width = console.width if console.is_terminal else None
-    console.print(at_spaces(collect(paths, width), console), highlight=False, soft_wrap=True, end="")
+    found = collect(paths, width, trusted)
+    console.print(at_spaces(found.table, console), highlight=False, markup=False, soft_wrap=True, end="")
+    for line in found.skipped:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if not found.table:
+        console.print("collect: no result verifies", highlight=False)
+        raise typer.Exit(1)
+
+
+TrustOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--trust",
+        help="A public key (KEY.pub) whose signed results to show; only results it signed are shown. "
+        "Repeatable. Default: the keys $RECORDER_TRUST names, if set.",
+    ),
+]
 
 
 def _echo(text: str) -> None:

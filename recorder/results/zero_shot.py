@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from recorder.results.binding import ResultBinding
 from recorder.results.document import Document, Part, ResultsDocError
 from recorder.results.harness import HarnessTask
 
@@ -69,7 +70,8 @@ class ZeroShotResults(Document):
     tasks: Mapping[str, Mapping[str, Any]]
     timings: Mapping[str, float]
     provenance: Mapping[str, Any]
-    finished: str  # ISO time: the newest result of a checkpoint is the one `recorder collect` shows
+    finished: str  # ISO time
+    binding: ResultBinding | None = None  # what it scored, its digest, its signature (recorder.results.binding)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,9 +120,24 @@ class ZeroShotStepResults(Document):
     events: RecordedEvents
     tasks: Mapping[str, HarnessTask]
     finished: str
+    binding: ResultBinding | None = None  # what it scored, its digest, its signature (recorder.results.binding)
 
 
 ZeroShotDocument = ZeroShotResults | ZeroShotStepResults
+
+
+def scored_manifest(doc: ZeroShotDocument) -> str:
+    """The hash of what `doc` says it scored: a loaded checkpoint's manifest root, a recorder step's weights'
+    sha256 ("" when the document records none)."""
+    if isinstance(doc, ZeroShotStepResults):
+        return doc.checkpoint.sha256
+    root = doc.checkpoint.manifest.get("root")
+    return root if isinstance(root, str) else ""
+
+
+def scored_code(doc: ZeroShotDocument) -> Mapping[str, Any] | None:
+    """The model code's provenance `doc` records (a recorder step: none)."""
+    return doc.code if isinstance(doc, ZeroShotResults) else None
 
 
 def zero_shot_from_json(body: bytes | str) -> ZeroShotDocument:

@@ -33,7 +33,8 @@ _RULES = (
     Rule(
         "adopted-segment",
         "trust",
-        "a segment left open by a killed writer and adopted on resume that changed after its adoption",
+        "a segment left open by a killed writer and adopted on resume that changed after its adoption, or "
+        "whose adopted events do not end at its writer's last chain_signed",
     ),
     Rule("payload", "facts", "an event whose data does not parse as its kind's payload"),
     Rule("kind-writer", "facts", "an event of a kind its writer may not record (the catalogue's `writers`)"),

@@ -21,7 +21,7 @@ from recorder import canonical
 from recorder.catalogue import catalogue
 from recorder.errors import NewerSchemaError, SegmentError
 from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
-from recorder.kinds import PayloadError, SegmentClosed, SegmentOpened
+from recorder.kinds import ChainSigned, PayloadError, SegmentClosed, SegmentOpened
 from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, merge, read_segment, recorded_run_id
 from recorder.run import RunDir
 from recorder.segment import (
@@ -34,12 +34,12 @@ from recorder.segment import (
     segment_name,
     skipped_entries,
 )
-from recorder.signing import fingerprint, signature_valid
+from recorder.signing import CHAIN_DOMAIN, fingerprint, signature_valid
 from recorder.untrusted_files import irregular, read_regular
 from recorder.verify.fact_rules import check_facts, for_rules
 from recorder.verify.fact_rules import kept as kept_kind
 from recorder.verify.problem import Problem
-from recorder.verify.summary import SegmentSummary
+from recorder.verify.summary import SegmentSummary, SignedPoint
 from recorder.verify.truncation import explain_truncation
 from recorder.verify.trust import trust_problems, trusted_from_environment, untrusted_ok_from_environment
 
@@ -47,6 +47,7 @@ __all__ = ["Problem", "SegmentSummary", "VerifyReport", "check_segment", "verify
 
 
 SIGNATURE_RULE = "signature"
+_UNSIGNED_MARK = canonical.dumps({})  # a chain_signed record's data as its signature signs it
 
 
 @dataclass
@@ -83,11 +84,23 @@ class _Chain:
         self.signed_by: str | None = None  # that key, once the closing record's signature verified
         # A signature problem leaves the bytes readable: the segment is read to its end, then reported.
         self.signature_problem: Problem | None = None
+        self.end = len(schema_message(arrow_schema()))  # where the events read so far end in the file
+        self.signed_point: SignedPoint | None = None  # the last chain_signed record that verified
 
     def summary(self, events: int, closed: bool, torn: TornTail | None = None) -> SegmentSummary:
         digest = self.previous.hex() if events else None
         head = self.previous.hex()
-        return SegmentSummary(self.name, events, closed, torn, self.signed_by, self.opened_with, digest, head)
+        return SegmentSummary(
+            self.name,
+            events,
+            closed,
+            torn,
+            self.signed_by,
+            self.opened_with,
+            digest,
+            head,
+            signed_point=self.signed_point,
+        )
 
     def row(self, i: int, row: tuple[Any, ...], raw: bytes) -> Problem | None:
         name = self.name
@@ -109,8 +122,11 @@ class _Chain:
         self.previous = digest
         if raw != self.encoder.encode(row):
             return Problem(name, i, "the event's bytes differ from its encoding: the segment was altered")
+        self.end += len(raw)
         if kind == "segment_opened":
             self.signature_problem = self.signature_problem or self._opened(i, row)
+        if kind == "chain_signed":
+            self.signature_problem = self.signature_problem or self._chain_signed(i, row, previous)
         if kind == "segment_closed":
             self.closing = i
             self.signature_problem = self.signature_problem or self._signature(i, row, previous)
@@ -127,6 +143,30 @@ class _Chain:
         except (PayloadError, ValueError, AttributeError, RecursionError) as e:
             return Problem(self.name, i, f"segment_opened does not record a public key ({e})", SIGNATURE_RULE)
         self.opened_with = opened.public_key
+        return None
+
+    def _chain_signed(self, i: int, row: tuple[Any, ...], previous: bytes) -> Problem | None:
+        """A durable point must carry segment_opened's key's signature of its own digest without it: every
+        event before it is as the key holder wrote it. The last that verifies is what adoption may accept."""
+        try:
+            signature = ChainSigned.from_data(canonical.loads(row[10]), where=f"{self.name} seq {i}").signature
+        except (PayloadError, ValueError, AttributeError, RecursionError) as e:
+            return Problem(self.name, i, f"bad signature: chain_signed does not parse ({e})", SIGNATURE_RULE)
+        key = self.opened_with
+        if key is None:
+            return Problem(
+                self.name, i, "bad signature: chain_signed, but no segment_opened names its key", SIGNATURE_RULE
+            )
+        unsigned = chain_digest(previous, canonical_bytes(*(*row[:10], _UNSIGNED_MARK)))
+        if not signature_valid(key, signature, unsigned, CHAIN_DOMAIN):
+            return Problem(
+                self.name,
+                i,
+                f"bad signature: key {fingerprint(key)} did not sign the events before this chain_signed record "
+                "(an event was altered or the chain recomputed after it was signed)",
+                SIGNATURE_RULE,
+            )
+        self.signed_point = SignedPoint(i + 1, self.previous.hex(), self.end)
         return None
 
     def _signature(self, i: int, row: tuple[Any, ...], previous: bytes) -> Problem | None:

@@ -7,6 +7,16 @@ from dataclasses import dataclass
 from recorder.reader import TornTail
 
 
+@dataclass(frozen=True)
+class SignedPoint:
+    """Where a signed segment's last verified chain_signed record ends: the events it vouches for (itself
+    included), its digest (hex), and the segment's size in bytes up to its end."""
+
+    events: int
+    digest: str
+    size: int
+
+
 @dataclass
 class SegmentSummary:
     """One segment as verify saw it. `signed_by`: the public key (hex) whose signature of the closing record
@@ -21,3 +31,4 @@ class SegmentSummary:
     digest: str | None = None  # the last event's digest (hex): what the signed-segments manifest lists
     head: str = ""  # the chain's digest so far (genesis when empty), and the file's size before it was read
     size: int = -1  # (-1: read whole); derived/state.json records both for a closed run
+    signed_point: SignedPoint | None = None  # its last chain_signed that verified (None: it has none)

@@ -162,14 +162,27 @@ def _manifest_problems(
 
 
 def _adoption_problems(s: SegmentSummary, entry: Entry, key: str) -> list[Problem]:
-    """An adopted segment holds exactly what the resuming writer found: its events (the last one's digest),
-    its bytes, no closing record, and the adopting key's segment_opened (none only when it holds no event)."""
+    """An adopted segment holds exactly what the resuming writer adopted: its events (the last one's digest),
+    its bytes, no closing record, and the adopting key's segment_opened (none only when it holds no event);
+    and those events end at the dead writer's own last chain_signed record (recorder.adoption), so nothing
+    its writer did not sign was adopted."""
     found = f"{s.events} events, {s.size} bytes{', closed' if s.closed else ''}"
     adopted = f"{entry.events} events, {entry.adopted_bytes} bytes"
+    signed = s.signed_point.events if s.signed_point is not None else 0
     if s.opened_with != key and (s.opened_with is not None or entry.events):
         why = "it was not opened with the key that adopted it"
     elif s.closed or s.events != entry.events or (s.digest or "") != entry.digest or s.size != entry.adopted_bytes:
         why = "it changed after it was adopted (appended to, cut, altered or closed)"
+    elif entry.events and signed != entry.events:
+        why = (
+            f"its writer signed only its first {signed} events (its last chain_signed): what follows was "
+            "adopted though no one signed it"
+        )
+        return [
+            Problem(
+                s.name, signed, f"adopted by the writer that resumed the run at {adopted}: {why}", ADOPTED_SEGMENT_RULE
+            )
+        ]
     else:
         return []
     seq = min(s.events, entry.events)  # the first event past what both hold in common, or the end

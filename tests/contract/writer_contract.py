@@ -8,6 +8,9 @@ segments are its own (`writer`); the class checks, on those segments:
   still runs: nothing is faked), and the file's size at some fsync equals the end of the critical event; a
   writer that copies a record kept elsewhere (`durability = "at-close"`, recorder/log.py) instead fsyncs
   each segment whole, at close, and its folder after that;
+- given a signing key, every critical event but the segment's own opening and closing records is signed
+  with it: followed by a `chain_signed` record written with it, and the fsync covers both (what a writer
+  resuming after a kill adopts ends at such a record: recorder.adoption);
 - every payload parses through recorder/kinds.py and gives back the bytes recorded;
 - every segment ends with `segment_closed` counting the events before it;
 - given a signing key (`signed = True`: RECORDER_SIGNING_KEY set while it records), every segment is signed
@@ -126,12 +129,19 @@ class WriterContract:
             return
         critical = critical_kinds()
         checked = 0
+        framing = {"segment_opened", "segment_closed"}
         for s in segments:
             synced = {size for path, size in recorded.fsyncs if Path(path) == s.path.resolve()}
-            for e, end in zip(s.events(), s.offsets[1:], strict=True):
-                if e.kind in critical:
-                    assert end in synced, f"{s.name} seq {e.seq} ({e.kind}) was not fsynced at byte {end}"
-                    checked += 1
+            events = s.events()
+            for i, e in enumerate(events):
+                if e.kind not in critical:
+                    continue
+                end = s.offsets[i + 1]
+                if self.signed and e.kind not in framing:
+                    assert events[i + 1].kind == "chain_signed", f"{s.name} seq {e.seq} ({e.kind}) is not signed"
+                    end = s.offsets[i + 2]
+                assert end in synced, f"{s.name} seq {e.seq} ({e.kind}) was not fsynced at byte {end}"
+                checked += 1
         assert checked > 0, "no critical event to check"
 
     @staticmethod

@@ -321,7 +321,8 @@ def test_for_every_kind_a_writer_the_catalogue_does_not_name_is_refused(attacked
     for n, kind in enumerate(sorted(catalogue())):
         writer = next((w for w in ("trainer-rank0", "evaluator", "trainer", "import") if not may_write(w, kind)), None)
         if writer is None:
-            assert kind in ("segment_opened", "segment_closed"), kind  # any writer opens and closes its segment
+            # any writer opens, signs and closes its segment
+            assert kind in ("segment_opened", "chain_signed", "segment_closed"), kind
             continue
         segment = f"{writer}-{n + 10:04d}.arrows"
         write(attacked / "events" / segment, [event(kind, template["time_ns"] + n, {**template, "writer": writer})])
@@ -409,6 +410,7 @@ def test_an_adopted_segment_appended_to_is_refused(tmp_path: Path, monkeypatch: 
     assert verify_run(run).ok, verify_run(run).problems
     segment = run.events / "trainer-0001.arrows"
     events = rows(segment)
-    write_open(segment, [*events, {**events[-1], "time_ns": events[-1]["time_ns"] + 1}])
+    fact = next(e for e in reversed(events) if e["kind"] == "run_start")  # the last fact, not its signature
+    write_open(segment, [*events, {**fact, "time_ns": events[-1]["time_ns"] + 1}])
     problems = verify_run(run).problems
     assert [(p.rule, p.segment, p.seq) for p in problems] == [("adopted-segment", segment.name, len(events))]

@@ -1,7 +1,7 @@
 """The team's model code, results and settings: a module the model uses from outside --model-code aborts
 naming it, the provenance names the tree's files and commit; two archives of the same epoch keep both results
 under -o DIR with two Ray workers (and a checkpoint given twice keeps both of its results), `recorder
-collect` prints both; the seed's environment variables drive the same run as the options, run from the
+collect` prints all three; the seed's environment variables drive the same run as the options, run from the
 team's repository its code and its eval/hf_cache are the defaults, and --log-samples writes
 samples_<task>.jsonl."""
 
@@ -97,7 +97,7 @@ def test_two_archives_of_one_epoch_keep_both_results_and_collect_prints_both(
     done = run_cli("collect", str(out))
     assert done.returncode == 0, done.stderr
     rows = [line.split()[0] for line in done.stdout.splitlines()[1:]]
-    assert rows == ["tiny/run1/epoch_2", "tiny/run2/epoch_2"]
+    assert rows == ["tiny/run1/epoch_2", "tiny/run1/epoch_2", "tiny/run2/epoch_2"]  # every result that verifies
 
 
 def test_from_the_teams_repository_its_code_and_its_datasets_are_the_defaults(tmp_path: Path, hf_cache: Path) -> None:

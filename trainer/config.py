@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recorder.rules import EVAL_K, EVAL_SAMPLES, EVAL_TEMPERATURE, EVAL_TOP_P, TARGET, validation_start_step
+from recorder.user_paths import user_path
 from trainer.errors import ConfigError
 from trainer.policy.taskspec import BUILTIN_TASK
 
@@ -176,7 +177,7 @@ def resolve_task(cfg: TrainConfig, given_eval: dict[str, Any]) -> tuple[TrainCon
     from trainer.policy.taskspec import TaskSpecError, load_spec, shipped
 
     builtin = cfg.task == BUILTIN_TASK
-    path = shipped(BUILTIN_TASK) if builtin else Path(cfg.task).expanduser().resolve()
+    path = shipped(BUILTIN_TASK) if builtin else user_path(cfg.task).resolve()
     try:
         spec = load_spec(path)
     except TaskSpecError as e:
@@ -355,12 +356,12 @@ def validate(cfg: TrainConfig) -> list[str]:
         f"eval.samples: {cfg.eval.samples} must be in 1..251 (the addition task's validation set)",
     )
     need(
-        cfg.model in BUILTIN_MODELS or (Path(cfg.model).expanduser() / "config.json").is_file(),
+        cfg.model in BUILTIN_MODELS or (user_path(cfg.model) / "config.json").is_file(),
         f"model: {cfg.model!r} is neither {' nor '.join(BUILTIN_MODELS)} nor a Hugging Face model directory "
         "(a folder with config.json and the weights)",
     )
     need(
-        cfg.task == BUILTIN_TASK or Path(cfg.task).expanduser().is_file(),
+        cfg.task == BUILTIN_TASK or user_path(cfg.task).is_file(),
         f"task: {cfg.task!r} is neither {BUILTIN_TASK!r} nor a task spec file (e.g. trainer/policy/tasks/*.toml)",
     )
     need(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
+from recorder.user_paths import user_path
 from trainer.policy import task as addition
 from trainer.policy.taskspec import TaskItem, TaskSpec, TaskSpecError, load_spec
 from trainer.policy.tokenizer import Tokenizer
@@ -70,4 +70,4 @@ def training_task(name: str, tokenizer: Tokenizer) -> TrainingTask:
     """The config's `task`: `addition` or the path of a task spec file."""
     if name == "addition":
         return AdditionTask()
-    return SpecTask(load_spec(Path(name).expanduser()), tokenizer)
+    return SpecTask(load_spec(user_path(name)), tokenizer)

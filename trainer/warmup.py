@@ -11,9 +11,9 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
+from recorder.user_paths import user_path
 from trainer.config import TrainConfig
 from trainer.grpo import build_batch, token_logprobs
 from trainer.policy.kernels import kernel_set
@@ -86,7 +86,7 @@ def warm_start(
     from safetensors.torch import load_file, save_file
 
     t0 = time.perf_counter()
-    directory = Path(cfg.warmup.cache_dir).expanduser() / cache_key(cfg, model_cfg)
+    directory = user_path(cfg.warmup.cache_dir) / cache_key(cfg, model_cfg)
     weights, meta = directory / "model.safetensors", directory / "meta.json"
     if weights.is_file() and meta.is_file():
         model.load_state_dict(load_file(str(weights)), strict=True)

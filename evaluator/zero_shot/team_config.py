@@ -18,6 +18,7 @@ from typing import Any
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import ALL_CONFIG, TRAIN_METADATA
 from evaluator.zero_shot.training_run import HoldoutPlan
+from recorder.user_paths import user_path
 
 PARAM_DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp32": "fp32", "float32": "fp32", "fp16": "fp16"}
 
@@ -36,7 +37,7 @@ class TeamConfig:
         where = self.directory / (TRAIN_METADATA if name == "tokenizer" else ALL_CONFIG)
         if not isinstance(value, str) or not value:
             raise ZeroShotInputError(f"{where}: no {name}: add it, or pass it as an option")
-        named = Path(value).expanduser()
+        named = user_path(value)
         places = [named] if named.is_absolute() else [base / named for base in self.bases]
         found = next((p for p in places if p.exists()), None)
         if found is None:

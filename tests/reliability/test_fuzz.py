@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from recorder.adapters.mllog_import import import_file
@@ -140,6 +140,8 @@ def _load(path: Path | None, sets: list[str]) -> None:
 
 @FUZZ
 @given(sets=st.lists(st.one_of(st.builds(lambda k, v: f"{k}={v}", KEYS, VALUES), st.text(max_size=20)), max_size=6))
+@example(sets=["model=~0"])  # `~0` names no user: left as typed, as a shell leaves it
+@example(sets=["task=~nosuchuser/spec.toml"])
 def test_set_values(sets: list[str]) -> None:
     _load(None, sets)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from recorder.user_paths import user_path
 from trainer.policy.errors import ModelError
 from trainer.policy.tokenizer import CharTokenizer, HFTokenizer, Tokenizer
 
@@ -40,7 +41,7 @@ def build_tokenizer(cfg: ModelConfig) -> Tokenizer:
         return CharTokenizer()
     if cfg.name == "smollm2-135m":
         return _smollm2_tokenizer()
-    return _hf_dir_tokenizer(str(Path(cfg.name).expanduser()))
+    return _hf_dir_tokenizer(str(user_path(cfg.name)))
 
 
 def build_model(cfg: ModelConfig) -> LlamaForCausalLM:
@@ -51,7 +52,7 @@ def build_model(cfg: ModelConfig) -> LlamaForCausalLM:
     if cfg.name == "smollm2-135m":
         return _smollm2_model()
     if cfg.name != "tiny":
-        return _hf_dir_model(Path(cfg.name).expanduser())
+        return _hf_dir_model(user_path(cfg.name))
     tok = CharTokenizer()
     hf_cfg = LlamaConfig(
         vocab_size=tok.vocab_size,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.checkpoint_formats import ReaderName
+from recorder.user_paths import user_path
 from trainer.policy.errors import CheckpointError
 
 DCP_METADATA = ".metadata"
@@ -240,7 +241,7 @@ def _base_model_dir(name: str | None, *files: str) -> Path | None:
     directory (NeMo-RL accepts one), else its newest snapshot in the Hugging Face cache. Never the network."""
     if not name:
         return None
-    local = Path(name).expanduser()
+    local = user_path(name)
     candidates = [local] if local.is_dir() else []
     if "/" in name and not local.is_absolute():
         home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")

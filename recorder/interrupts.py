@@ -30,6 +30,9 @@ def deferred_interrupts() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    if _redelivering.is_set():  # a Ctrl-C held back by an import or a finalizer: the block does not begin
+        _redelivering.clear()
+        raise KeyboardInterrupt
     pending: list[int] = []
 
     def note(signum: int, frame: FrameType | None) -> None:
@@ -73,11 +76,21 @@ def _unwindable(frame: FrameType | None) -> bool:
     return True
 
 
+_redelivering = threading.Event()  # a Ctrl-C is held back and will be sent again
+
+
+def _send_again(signum: int) -> None:
+    if _redelivering.is_set():  # not raised meanwhile (by deferred_interrupts, at its start)
+        os.kill(os.getpid(), signum)
+
+
 def raise_at_safe_point(signum: int, frame: FrameType | None) -> None:
     """SIGINT handler while a command runs: KeyboardInterrupt now if it can unwind, else the signal again soon."""
     if _unwindable(frame):
+        _redelivering.clear()
         raise KeyboardInterrupt
-    again = threading.Timer(REDELIVER_S, os.kill, (os.getpid(), signum))
+    _redelivering.set()
+    again = threading.Timer(REDELIVER_S, _send_again, (signum,))
     again.daemon = True
     again.start()
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from recorder.errors import RunExistsError
+from recorder.interrupts import deferred_interrupts
 
 
 def launch_data_parallel(
@@ -44,14 +45,18 @@ def launch_data_parallel(
     # creating the file ARMED names; a Ctrl-C that came before is passed on to it then.
     with tempfile.TemporaryDirectory(prefix="recorder-launch-") as scratch:
         armed = Path(scratch) / "armed"
-        child = subprocess.Popen(
-            [*launcher, "-m", "recorder.cli", "train", *args],
-            env={**env, ARMED: str(armed)},
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-        )
+        child: subprocess.Popen[bytes] | None = None
         try:
+            with deferred_interrupts():  # a Ctrl-C while it starts is handled below, with the child known
+                child = subprocess.Popen(
+                    [*launcher, "-m", "recorder.cli", "train", *args],
+                    env={**env, ARMED: str(armed)},
+                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+                )
             return child.wait()
         except KeyboardInterrupt:  # Ctrl-C reached the ranks too: they record their stop; wait for them
+            if child is None:
+                raise
             _pass_on_interrupt(child, armed)
             child.wait()
             return 130

@@ -11,6 +11,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from recorder.rules import EVAL_TASK_SHA256
 from recorder.verify import verify_run
 from tests.helpers import run_cli
@@ -73,6 +75,7 @@ def test_a_run_rewritten_to_sample_hotter_over_250_tasks_is_not_comparable_anywh
     assert "k 32, not 4" in replayed and "temperature 1.0, not 0.1" in replayed, replayed
 
 
+@pytest.mark.slow  # evaluates the run again; the default tier keeps the 250-sample rewrite
 def test_a_renamed_copy_of_the_task_spec_still_claims_the_benchmark(trained_run: Path, tmp_path: Path) -> None:
     """The copy has the shipped spec's bytes, so its sha256 is the benchmark's: the run claims the benchmark
     by what it scores, whatever the file is called, and pass@32 at temperature 1.0 breaks rule benchmark-eval."""

@@ -63,7 +63,7 @@ def _series(tmp_path: Path, layout: str) -> tuple[Path, Path, Path, tuple[str, .
     return series, step, step, ("--global-batch-size", str(GBS))
 
 
-@pytest.mark.parametrize("layout", ["dcp-snapshot", "mcore"])
+@pytest.mark.parametrize("layout", ["dcp-snapshot", pytest.param("mcore", marks=pytest.mark.slow)])
 def test_shard_files_no_metadata_names_are_left_out_of_the_manifest_and_named(tmp_path: Path, layout: str) -> None:
     series, step_dir, weights, extra = _series(tmp_path, layout)
     _import(series, tmp_path / "runs" / "honest", *extra)

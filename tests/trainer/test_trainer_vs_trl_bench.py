@@ -42,6 +42,7 @@ def test_both_sides_in_one_process_end_with_one_summary_json() -> None:
     assert "ratio ours/TRL tokens/s" in out
 
 
+@pytest.mark.slow  # trains both sides in processes of their own; the default tier keeps the in-process bench test
 def test_alone_runs_each_side_in_its_own_process_and_merges_them() -> None:
     out, summary = bench("--alone")
     check(summary)

@@ -110,7 +110,10 @@ Nproc = Annotated[
         envvar="NPROC_PER_NODE",
     ),
 ]
-Workers = Annotated[int | None, typer.Option(help="Ray actors, one checkpoint each (default: one per PATH).")]
+Workers = Annotated[
+    int | None,
+    typer.Option(help="Ray actors, one checkpoint each (default: one per PATH; at most one per CPU of the cluster)."),
+]
 RayAddress = Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local one).")]
 TaskSpec = Annotated[
     Path | None, typer.Option("--task", help="An imported recorder run: the task spec its fingerprints used.")

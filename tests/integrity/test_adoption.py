@@ -46,6 +46,13 @@ def _signed(keys: Path) -> dict[str, str]:
 def killed(keys: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A signed training run, its process group SIGKILLed once it printed step 20."""
     root = tmp_path_factory.mktemp("killed")
+    assert _train_killed_after_step_20(root, keys, delay_s=0.0) == -signal.SIGKILL
+    return root / "k"
+
+
+def _train_killed_after_step_20(root: Path, keys: Path, delay_s: float) -> int:
+    """Train run `k` under ROOT signed with alice's key; SIGKILL its process group `delay_s` after it printed
+    step 20. Its exit status (-SIGKILL when the kill landed)."""
     args = ["train", "--root", str(root), "--run-id", "k", *SMALL_TRAIN, "--set", f"max_steps={STEPS}"]
     proc = subprocess.Popen(
         [recorder_exe(), *args],
@@ -58,11 +65,11 @@ def killed(keys: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("step 20/"):
+            time.sleep(delay_s)
             os.killpg(proc.pid, signal.SIGKILL)
             break
     proc.communicate(timeout=120)
-    assert proc.returncode == -signal.SIGKILL
-    return root / "k"
+    return proc.returncode
 
 
 def _resumed(run: Path, keys: Path, where: Path) -> Path:
@@ -207,23 +214,7 @@ def test_an_honest_run_killed_anywhere_and_resumed_verifies_under_its_trust(
     """Killed a moment after step 20 was printed (wherever the process then is: inside a group commit's
     window, a save, the next step), resumed with the key: verify under the run's trust passes with no flag."""
     root = tmp_path / "runs"
-    args = ["train", "--root", str(root), "--run-id", "k", *SMALL_TRAIN, "--set", f"max_steps={STEPS}"]
-    proc = subprocess.Popen(
-        [recorder_exe(), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-        env=_signed(keys),
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("step 20/"):
-            time.sleep(delay_s)
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.communicate(timeout=120)
-    if proc.returncode != -signal.SIGKILL:
+    if _train_killed_after_step_20(root, keys, delay_s) != -signal.SIGKILL:
         pytest.skip("the run finished before the kill landed")
     resumed = _resumed(root / "k", keys, tmp_path / "resumed")
     done = _verify(resumed, keys)

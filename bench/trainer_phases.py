@@ -8,6 +8,9 @@ rollout), each for 1 and 5 new tokens (the difference is 4 decode steps), and on
 training micro-batch (the same arithmetic in both trainers). CPU time, so the estimate holds up on a loaded
 machine better than wall time; it runs in a few minutes where the full bench takes many. The last line is
 one JSON object.
+
+`StepPhases` is the other half: the wall seconds of each part of the bench's own steps, measured inside
+bench/trainer_vs_trl.py for both trainers (its phase table).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,6 +27,124 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+PHASES = ("generation", "scoring", "forward and loss", "backward", "optimizer", "other")
+DECODE = "decode forward"  # a part of generation
+
+
+class StepPhases:
+    """Wall seconds of each part of a training step, per trainer, from wrappers around the calls both make.
+
+    - generation: our sampler (`StepResult.generation_s`) or TRL's `_generate` (transformers `generate`);
+      within it, decode forward: the model's one-token calls (hooks; on our side, where the sampling threads
+      each decode their rows, their summed seconds over the number of threads);
+    - scoring: TRL's `_generate_and_score_completions` beyond generation (rewards, advantages, old
+      log-probs when it computes them); ours scores inside its update (counted under forward and loss);
+    - backward: `torch.autograd.backward` (both trainers reach it through `Tensor.backward`); optimizer: the
+      optimizer's `step` (torch's global step hooks); forward and loss: TRL's `compute_loss`, and on our side
+      the update less its backward and optimizer (our fused head computes its input gradients in the
+      forward, so some of the backward's arithmetic is counted here);
+    - other: the step less all of these (TRL's accelerate, logging and callbacks; our refit and bookkeeping).
+
+    Only the main thread's calls are timed, and only while `side` names a trainer."""
+
+    def __init__(self) -> None:
+        import torch
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        self.side: str | None = None
+        self.step: dict[str, float] = {}  # the step in progress
+        self.total: dict[str, dict[str, float]] = {}
+        self.steps: dict[str, int] = {}
+        self._optimizer_began = 0.0
+        inner_backward = torch.autograd.backward
+
+        def backward(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return inner_backward(*args, **kwargs)
+            finally:
+                self.add("backward", time.perf_counter() - t)
+
+        torch.autograd.backward = backward  # Tensor.backward looks it up at each call
+        register_optimizer_step_pre_hook(self._optimizer_pre)
+        register_optimizer_step_post_hook(self._optimizer_post)
+
+    def _optimizer_pre(self, *_: Any) -> None:
+        self._optimizer_began = time.perf_counter()
+
+    def _optimizer_post(self, *_: Any) -> None:
+        self.add("optimizer", time.perf_counter() - self._optimizer_began)
+
+    def add(self, phase: str, seconds: float) -> None:
+        if self.side is not None and threading.current_thread() is threading.main_thread():
+            self.step[phase] = self.step.get(phase, 0.0) + seconds
+
+    def timed(self, call: Callable[..., Any], phase: str) -> Callable[..., Any]:
+        """`call`, with its wall seconds added to `phase` of the current side."""
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                self.add(phase, time.perf_counter() - t)
+
+        return wrapper
+
+    def time_decode_forwards(self, model: Any, during: Callable[[], bool]) -> None:
+        """Add `model`'s one-token forward calls made while `during()` to decode forward (main thread)."""
+        began: list[float] = []
+
+        def before(module: Any, args: Any, kwargs: Any) -> None:
+            began[:] = [time.perf_counter()]
+
+        def after(module: Any, args: Any, kwargs: Any, out: Any) -> None:
+            ids = kwargs.get("input_ids")
+            if during() and began and ids is not None and ids.shape[1] == 1:
+                self.add(DECODE, time.perf_counter() - began[0])
+
+        model.register_forward_pre_hook(before, with_kwargs=True)
+        model.register_forward_hook(after, with_kwargs=True)
+
+    def step_done(self, step_s: float, *, timed: bool) -> None:
+        """Close the current side's step (its seconds: `step_s`): what no phase took is other. A step that is
+        not timed (a warm-up) is dropped."""
+        assert self.side is not None
+        step, self.step = self.step, {}
+        if not timed:
+            return
+        step["other"] = step_s - sum(step.get(p, 0.0) for p in PHASES if p != "other")
+        total = self.total.setdefault(self.side, {})
+        for phase, seconds in step.items():
+            total[phase] = total.get(phase, 0.0) + seconds
+        self.steps[self.side] = self.steps.get(self.side, 0) + 1
+
+    def table(self) -> dict[str, dict[str, float]]:
+        """Seconds per step of each phase, per side (also printed)."""
+        per_step = {side: {p: s / self.steps[side] for p, s in row.items()} for side, row in self.total.items()}
+        sides = list(per_step)
+        print(f"{'wall s per step':18}" + "".join(f"{'TRL' if s == 'trl' else s:>10}" for s in sides))
+        for phase in (PHASES[0], DECODE, *PHASES[1:]):
+            label = f"  {phase}" if phase == DECODE else phase
+            print(f"{label:18}" + "".join(f"{per_step[s].get(phase, 0.0):10.2f}" for s in sides))
+        return per_step
+
+
+def kernels_used() -> dict[str, str]:
+    """The kernel set this process computes with (trainer.policy.kernels.kernel_set) and the CPU's vector
+    extensions as the kernel reports them."""
+    from trainer.policy.kernels import kernel_set
+
+    flags: set[str] = set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = next((set(line.split()) for line in f if line.startswith("flags")), set())
+    except OSError:
+        pass
+    simd = " ".join(sorted(f for f in flags if f in {"avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_tile"}))
+    return kernel_set() | {"cpu_flags": simd or "unknown"}
 
 
 def cpu_seconds(work: Callable[[], Any]) -> float:

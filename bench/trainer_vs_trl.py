@@ -33,8 +33,11 @@ timed step is a steady-state step that follows one of the other side's.
 with the same flags (and only its own model), so that neither pays for the other's memory traffic. Over a
 few steps (`--alone --steps 3`) it gives each trainer's steady state as it would run by itself.
 
+Where each side's timed steps go is printed as a table (bench/trainer_phases.py's StepPhases: generation and
+its decode forwards, scoring, forward and loss, backward, optimizer, the rest), with the kernels computed with.
+
 The last line is one JSON object: ours_tokens_per_s, trl_tokens_per_s, ratio, ours_peak_rss_mb,
-trl_peak_rss_mb, sampler_overhead, steps (and a few more keys).
+trl_peak_rss_mb, sampler_overhead, steps, phases, kernels (and a few more keys).
 """
 
 from __future__ import annotations
@@ -185,7 +188,8 @@ def alone(argv: list[str]) -> dict[str, Any]:
         print(done.stdout, end="", flush=True)
         if done.returncode != 0:
             raise SystemExit(f"{side} alone exited {done.returncode}: {' '.join(cmd)}")
-        merged |= json.loads(done.stdout.strip().splitlines()[-1])
+        part = json.loads(done.stdout.strip().splitlines()[-1])
+        merged |= part | {"phases": merged.get("phases", {}) | part.get("phases", {})}
     merged["ratio"] = merged["ours_tokens_per_s"] / merged["trl_tokens_per_s"]
     print(f"alone, each side in its own process: ratio ours/TRL tokens/s {merged['ratio']:.2f}")
     return merged
@@ -200,6 +204,7 @@ def compare(
     from gpu_ours import bench_trainer
     from gpu_trl import grpo_config, prompt_dataset
     from gpu_workload import build_hf_tokenizer, build_model, trl_reward
+    from trainer_phases import StepPhases, kernels_used
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
@@ -221,6 +226,7 @@ def compare(
             mode="none",
         )
     sampler = SamplerTimer(ours.model) if ours is not None else None
+    phases = StepPhases()
     ours_steps: list[Any] = []
     trl_s: list[float] = []
     cpu_s: dict[str, list[float]] = {"ours": [], "trl": []}
@@ -238,10 +244,17 @@ def compare(
         assert ours is not None and sampler is not None
         rss.peak = 0
         rss.begin()
-        sampler.active = len(ours_steps) >= warmup
-        cpu = time.process_time()
-        ours_steps.append(ours.train_step(len(ours_steps) + 1))
+        sampler.active = timed = len(ours_steps) >= warmup
+        cpu, decode_s = time.process_time(), sampler.forward_s
+        phases.side = "ours"
+        r = ours.train_step(len(ours_steps) + 1)
         cpu_s["ours"].append(time.process_time() - cpu)
+        ours_steps.append(r)
+        phases.add("generation", r.generation_s)
+        phases.add("decode forward", (sampler.forward_s - decode_s) / torch.get_num_threads())
+        phases.add("forward and loss", r.train_s - phases.step.get("backward", 0.0) - phases.step.get("optimizer", 0.0))
+        phases.step_done(r.step_s, timed=timed)
+        phases.side = None
         sampler.active = False
         step_done("ours", "trl")
 
@@ -249,11 +262,16 @@ def compare(
         def on_step_begin(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
             rss.peak = 0
             rss.begin()
+            phases.side = "trl"
             self.t, self.cpu = time.perf_counter(), time.process_time()
 
         def on_step_end(self, a: Any, state: Any, control: Any, **kw: Any) -> None:
             trl_s.append(time.perf_counter() - self.t)
             cpu_s["trl"].append(time.process_time() - self.cpu)
+            generated = phases.step.pop("generate and score", 0.0)
+            phases.add("scoring", generated - phases.step.get("generation", 0.0))
+            phases.step_done(trl_s[-1], timed=len(trl_s) > warmup)
+            phases.side = None
             step_done("trl", "ours")
             if runs_ours:
                 ours_step()
@@ -271,6 +289,10 @@ def compare(
             processing_class=tok,
             callbacks=[Turns()],
         )
+        peer._generate = phases.timed(peer._generate, "generation")
+        peer._generate_and_score_completions = phases.timed(peer._generate_and_score_completions, "generate and score")
+        peer.compute_loss = phases.timed(peer.compute_loss, "forward and loss")
+        phases.time_decode_forwards(peer.model, during=lambda: phases.side == "trl")
         peer.train()
     else:
         for _ in range(total):
@@ -282,7 +304,10 @@ def compare(
             shown = [f"{s:.1f}" for s in seconds]
             print(f"{side} s per step: warm-up {', '.join(shown[:warmup]) or '-'}; timed {', '.join(shown[warmup:])}")
     cpu = {side: sum(v[warmup:]) / len(v[warmup:]) for side, v in cpu_s.items() if v}
-    return summarize(shapes, ours_steps[warmup:], trl_s[warmup:], trl_logs[warmup:], peaks, sampler, warmup, cpu)
+    result = summarize(shapes, ours_steps[warmup:], trl_s[warmup:], trl_logs[warmup:], peaks, sampler, warmup, cpu)
+    kernels = kernels_used()
+    print("kernels: " + ", ".join(f"{k} {v}" for k, v in kernels.items()))
+    return result | {"phases": phases.table(), "kernels": kernels}
 
 
 def summarize(

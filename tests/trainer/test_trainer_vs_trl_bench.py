@@ -36,10 +36,17 @@ def check(summary: dict[str, Any]) -> None:
     assert summary["ours_peak_rss_mb"] > 0 and summary["trl_peak_rss_mb"] > 0
 
 
-def test_both_sides_in_one_process_end_with_one_summary_json() -> None:
+def test_both_sides_in_one_process_end_with_one_summary_json_and_where_each_step_went() -> None:
     out, summary = bench()
     check(summary)
     assert "ratio ours/TRL tokens/s" in out
+    assert "wall s per step" in out and summary["kernels"]["aten"]
+    for side in ("ours", "trl"):
+        phases = summary["phases"][side]
+        assert all(phases[p] > 0 for p in ("generation", "decode forward", "forward and loss", "backward", "optimizer"))
+        assert phases["decode forward"] <= phases["generation"]
+        step_s = summary[f"{side}_s_per_step"]
+        assert sum(v for p, v in phases.items() if p != "decode forward") == pytest.approx(step_s)
 
 
 @pytest.mark.slow  # trains both sides in processes of their own; the default tier keeps the in-process bench test

@@ -26,7 +26,9 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
 from bench.replay_memory import PEAK  # noqa: E402
-from tests.kit.hostile_inputs import CASES  # noqa: E402
+from tests.kit.hostile_inputs import CASES, query_honest  # noqa: E402
+
+PEERS = {"query-list-bomb": query_honest}  # the same command on honest input, measured beside the case
 
 RECORDER = [sys.executable, "-m", "recorder.cli"]
 # the launcher of bench/replay_memory.py, with a time limit: the command is killed past it
@@ -68,6 +70,12 @@ def main() -> None:
         print(f"{name:20} {seconds:7.2f} s {rss:7.0f} MiB  exit {code:>4}  {len(errors)} error line(s)")
         for line in errors or text.strip().splitlines()[-3:]:
             print(f"    {line[:300]}")
+        if name in PEERS:
+            with tempfile.TemporaryDirectory() as tmp:
+                seconds, peer_rss, code, _ = measured(PEERS[name](Path(tmp)), args.limit)
+            rows[-1] |= {"peer_peak_rss_mib": round(peer_rss), "over_peer_mib": round(rss - peer_rss)}
+            print(f"{'  honest peer':20} {seconds:7.2f} s {peer_rss:7.0f} MiB  exit {code:>4}  (the case's peak is "
+                  f"{rss - peer_rss:,.0f} MiB above it)")  # fmt: skip
     print(json.dumps(rows))
 
 

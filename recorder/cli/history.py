@@ -111,7 +111,11 @@ def query(
     ] = 60.0,
     memory_limit: Annotated[
         str | None,
-        typer.Option("--memory-limit", help="DuckDB's memory limit, e.g. 2GB (default: half the machine's memory)."),
+        typer.Option(
+            "--memory-limit",
+            help="The command's memory while it queries, e.g. 2GB: DuckDB gets what the command does not already "
+            "hold, and a query past it is stopped (default: half the machine's memory).",
+        ),
     ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
 ) -> None:

@@ -5,11 +5,15 @@ DuckDB runs a query in C++ without returning to Python, so a SIGINT handler neve
 wait for the query. The query runs in a worker thread instead; the main thread waits in short slices, and on
 the deadline or Ctrl-C calls the connection's `interrupt()`, which DuckDB checks between vectors.
 
-DuckDB's memory limit binds its buffer manager, not every allocation: `SELECT list_value(range(1e8))` builds
-one value of 800 MB inside a single vector, past the limit, and never reaches an interrupt check. So the main
-thread also watches the process's resident memory, and a query that does not stop within GRACE_S of its
-interrupt is abandoned: the command says why and the process ends (QueryAbandoned), instead of waiting for
-it. Both limits hold for any query, whatever it allocates.
+The memory limit is the command's: its resident memory while it queries (what a user sees in `top`). DuckDB's
+own limit is what that leaves above what the process already holds when the connection opens (Python,
+pyarrow, the live runs' events): `memory_budget`. DuckDB's limit binds its buffer manager, not every
+allocation: `SELECT list_value(range(1e8))` builds one value of 800 MB inside a single vector, past the
+limit, and never reaches an interrupt check. So the main thread also watches the process's resident memory
+against the command's limit, every MEMORY_POLL_S, and a query that does not stop
+within GRACE_S of its interrupt (MEMORY_GRACE_S past its memory: such a value grows by about a gigabyte a
+second) is abandoned: the command says why and the process ends (QueryAbandoned), instead of waiting for it.
+Both limits hold for any query, whatever it allocates: memory to within what it grows in those two slices.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,8 +37,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 60.0
 _POLL_S = 0.1
+MEMORY_POLL_S = 0.01  # reading /proc/self/statm costs microseconds; a runaway value grows ~10 MB in a slice
 GRACE_S = 2.0  # how long an interrupted query may take to stop before it is abandoned
-MEMORY_GRACE_S = 0.3  # the same, past its memory limit: each slice of waiting may cost hundreds of MB
+MEMORY_GRACE_S = 0.01  # the same, past its memory limit: an interrupt check comes within milliseconds or never
 
 
 class QueryTimeoutError(InputError):
@@ -48,6 +54,10 @@ class QueryAbandoned(InputError):
     """A query that did not stop when interrupted: the process must end without waiting for it."""
 
     abandons_process = True
+
+
+class MemoryLimitTooLow(InputError):
+    """A memory limit below what the command holds before its query."""
 
 
 class QueryInterrupted(RecorderError):
@@ -96,12 +106,39 @@ def resident_bytes() -> int | None:
         return None
 
 
-def connection_config(spill: SpillFolder, memory_limit: str | None) -> dict[str, str | bool | int | float | list[str]]:
+MIN_QUERY_ROOM = 32 * 2**20  # the least DuckDB is given for its buffers
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The command's memory limit, split between what the process holds and what DuckDB may use."""
+
+    cap: int | None  # resident bytes past which a query is stopped (None: memory cannot be watched here)
+    duckdb_limit: str  # DuckDB's memory_limit: the cap less what the process held when it was set
+
+
+def memory_budget(memory_limit: str | None) -> MemoryBudget:
+    """The budget for `--memory-limit` (else half the machine's memory), given what this process holds now.
+    MemoryLimitTooLow when the limit leaves DuckDB less than MIN_QUERY_ROOM."""
+    text = memory_limit or default_memory_limit()
+    limit, held = limit_bytes(text), resident_bytes()
+    if limit is None or held is None:  # a spelling only DuckDB reads, or no /proc: DuckDB's limit alone
+        return MemoryBudget(None, text)
+    if limit - held < MIN_QUERY_ROOM:
+        need = (held + MIN_QUERY_ROOM) / 2**20
+        raise MemoryLimitTooLow(
+            f"--memory-limit {text}: the command already holds {held / 2**20:,.0f} MiB before its query; "
+            f"give at least {need:,.0f}MiB"
+        )
+    return MemoryBudget(limit, f"{(limit - held) // 2**20}MiB")
+
+
+def connection_config(spill: SpillFolder, budget: MemoryBudget) -> dict[str, str | bool | int | float | list[str]]:
     return {
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
         "temp_directory": str(spill.path),
-        "memory_limit": memory_limit or default_memory_limit(),
+        "memory_limit": budget.duckdb_limit,
     }
 
 
@@ -124,12 +161,12 @@ def run_limited(
 
     worker = threading.Thread(target=target, name="recorder-query", daemon=True)
     worker.start()
-    waited = 0.0
+    began = time.monotonic()
+    slice_s = MEMORY_POLL_S if memory_cap else _POLL_S
     try:
         while worker.is_alive():
-            worker.join(_POLL_S)
-            waited += _POLL_S
-            if timeout_s and waited >= timeout_s and worker.is_alive():
+            worker.join(slice_s)
+            if timeout_s and time.monotonic() - began >= timeout_s and worker.is_alive():
                 why = f"query stopped after {timeout_s:g} s (--timeout); narrow it, or raise --timeout (0: no limit)"
                 _stop(con, worker, why)
                 raise QueryTimeoutError(why)
@@ -154,10 +191,9 @@ def run_limited(
 def _stop(con: duckdb.DuckDBPyConnection, worker: threading.Thread, why: str, grace_s: float = GRACE_S) -> None:
     """Interrupt until the worker has returned: an interrupt that lands before DuckDB starts executing is
     lost, so it is repeated. QueryAbandoned (`why`) when it is still running after `grace_s`."""
-    waited = 0.0
+    began = time.monotonic()
     while worker.is_alive():
-        if waited >= grace_s:
+        if time.monotonic() - began >= grace_s:
             raise QueryAbandoned(f"{why} (it did not stop when interrupted: abandoned)")
         con.interrupt()
-        worker.join(min(_POLL_S, grace_s))
-        waited += min(_POLL_S, grace_s)
+        worker.join(min(_POLL_S, grace_s / 5))

@@ -28,9 +28,7 @@ from recorder.history.limits import (
     QueryAbandoned,
     SpillFolder,
     connection_config,
-    default_memory_limit,
-    limit_bytes,
-    resident_bytes,
+    memory_budget,
     run_limited,
 )
 from recorder.reader import read_run, recorded_run_id
@@ -126,6 +124,8 @@ class History:
         import duckdb
 
         if self.abandoned:  # closing would wait for the query that would not stop; the process ends it
+            if self.spill is not None:
+                self.spill.remove()
             return
         try:
             self.con.close()
@@ -354,9 +354,10 @@ def open_runs(
     import duckdb
 
     src = _load(runs, packs or [])
+    budget = memory_budget(memory_limit)  # after the live events are in memory: they are the process's
     spill = SpillFolder()
     try:
-        con = duckdb.connect(config=connection_config(spill, memory_limit))
+        con = duckdb.connect(config=connection_config(spill, budget))
     except duckdb.Error as e:
         spill.remove()
         raise HistoryError(f"cannot open the history: {_first_line(e)} (check --memory-limit)") from e
@@ -368,15 +369,7 @@ def open_runs(
     con.register("_run_sources", _runs_table(src.runs))
     create_views(con, events_source_sql(src.packs, src.not_from_packs, src.parquet))
     lock_down(con, src.files())
-    return History(root, con, src.runs, src.problems, spill, _memory_cap(memory_limit))
-
-
-def _memory_cap(memory_limit: str | None) -> int | None:
-    """The resident memory a query may bring the process to: what it holds now plus its limit (--memory-limit,
-    else half the machine's memory, DuckDB's own limit); None where memory cannot be watched."""
-    limit = limit_bytes(memory_limit or default_memory_limit())
-    now = resident_bytes()
-    return None if limit is None or now is None else now + limit
+    return History(root, con, src.runs, src.problems, spill, budget.cap)
 
 
 def _sql_list(items: list[str]) -> str:

@@ -77,6 +77,14 @@ def query_list_bomb(where: Path) -> list[str]:
     return ["query", "--root", str(where / "runs"), sql, "--timeout", "5", "--memory-limit", "256MB"]
 
 
+def query_honest(where: Path) -> list[str]:
+    """The bomb's peer: the same command on the same history, reading every event (what a query costs before
+    it builds anything)."""
+    args = query_list_bomb(where)
+    args[args.index("SELECT list_value(range(100000000))")] = "SELECT count(*) FROM events"
+    return args
+
+
 CASES: dict[str, Callable[[Path], list[str]]] = {
     "fifo-dcp-shard": fifo_dcp_shard,
     "fifo-mcore-weight": fifo_mcore_weight,

@@ -6,7 +6,8 @@ Each input is built from an honest one by the project's own builders (the tests'
 then damaged: a FIFO among a DCP snapshot's shards and among Megatron weights, a symlink loop among Megatron
 weights, a 2 GB sparse `final_meta.json`, a `config.yaml` of a million `[`, and a `recorder query` that builds
 a list of 10**8 numbers (under `--memory-limit 256MB` and `--timeout 5`). A command still running after
-`--limit` seconds is killed and reported as HUNG.
+`--limit` seconds is killed and reported as HUNG. The query's peer, measured beside it: the same command on
+the same history reading every event.
 
     python bench/hostile_inputs.py            # every case
     python bench/hostile_inputs.py --only fifo-dcp-shard

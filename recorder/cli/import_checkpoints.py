@@ -17,6 +17,7 @@ from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
 if TYPE_CHECKING:
     from recorder.run import RunDir
+    from trainer.policy.checkpoints.detect import ModelSource
 
 
 def _utc_ns(ns: int) -> str:
@@ -103,14 +104,17 @@ def import_checkpoints(
         console.print(line(label("rule:", "yellow"), problem))
     for left_out in report.warnings:
         console.print(warning(left_out))
-    console.print(f"imported into {report.run.path}; next: {_next_step(report.run, report.evaluated, task)}")
+    console.print(f"imported into {report.run.path}; next: {_next_step(report.run, report.evaluated, task, source)}")
     if report.problems and strict:
         raise typer.Exit(1)
 
 
-def _next_step(run: RunDir, evaluated: bool, task: Path | None) -> str:
+def _next_step(run: RunDir, evaluated: bool, task: Path | None, source: ModelSource | None) -> str:
     """The one command that works next: replay once evaluations are recorded; else eval, with the task spec
-    the series was fingerprinted with when the run records no evaluation settings of its own."""
+    the series was fingerprinted with when the run records no evaluation settings of its own, and the model
+    config and tokenizer the import was given (the evaluation reads them again)."""
+    import shlex
+
     from recorder.reader import read_run
     from replay.run_replay import SPEC_NOTE, eval_command
 
@@ -118,7 +122,11 @@ def _next_step(run: RunDir, evaluated: bool, task: Path | None) -> str:
         return f"recorder replay {run.path}"
     opened = next((e.data for e in read_run(run).events if e.kind == "run_opened"), {})
     command = eval_command(run.path, opened, task)
-    return command + (f"\n  {SPEC_NOTE}" if command.endswith("SPEC.toml") else "")
+    note = f"\n  {SPEC_NOTE}" if command.endswith("SPEC.toml") else ""
+    for flag, where in (("--model-config", source and source.config), ("--tokenizer", source and source.tokenizer)):
+        if where is not None:
+            command += f" {flag} {shlex.quote(str(where))}"
+    return command + note
 
 
 def register(app: typer.Typer) -> None:

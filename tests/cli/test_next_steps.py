@@ -10,7 +10,7 @@ import pytest
 
 from tests.evaluator import nemo_run
 from tests.helpers import run_cli
-from tests.kit import sample_series
+from tests.kit import mcore_golden, sample_series
 from trainer.policy.taskspec import shipped
 
 pytest.importorskip("torch")
@@ -55,3 +55,20 @@ def test_without_a_task_it_names_the_eval_and_what_its_spec_is(series: Path, tmp
     replay = run_cli("replay", str(run))
     assert replay.returncode == 1 and f"evaluate them: recorder eval {run} --task SPEC.toml" in replay.stderr
     _runs_as_printed([str(shipped("next-number")) if a == "SPEC.toml" else a for a in argv])
+
+
+def test_a_series_that_needed_a_model_config_names_it_in_the_eval_that_works(tmp_path: Path) -> None:
+    series = mcore_golden.copy_series("dense-tp1", tmp_path / "checkpoints")  # holds no config.json, no tokenizer
+    config, tokenizer = mcore_golden.model_config("dense-tp1"), mcore_golden.tokenizer()
+    spec = shipped("next-number")
+    run = tmp_path / "runs" / "nemo"
+    done = run_cli(
+        "import-checkpoints", str(series), "--into", str(run), "--task", str(spec),
+        "--model-config", str(config), "--tokenizer", str(tokenizer), timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    argv = _next(done.stdout)
+    assert argv == [
+        "recorder", "eval", str(run), "--task", str(spec), "--model-config", str(config), "--tokenizer", str(tokenizer),
+    ]  # fmt: skip
+    _runs_as_printed(argv)

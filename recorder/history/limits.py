@@ -173,8 +173,8 @@ def run_limited(
             rss = resident_bytes() if memory_cap else None
             if memory_cap and rss is not None and rss > memory_cap and worker.is_alive():
                 why = (
-                    f"query stopped at {rss / 2**20:,.0f} MiB of memory, past its limit (--memory-limit); "
-                    "narrow it, or raise --memory-limit"
+                    f"query stopped at {rss / 2**20:,.0f} MiB of memory, past its limit of "
+                    f"{memory_cap / 2**20:,.0f} MiB (--memory-limit); narrow it, or raise --memory-limit"
                 )
                 _stop(con, worker, why, MEMORY_GRACE_S)
                 raise QueryMemoryError(why)

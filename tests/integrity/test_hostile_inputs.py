@@ -60,4 +60,4 @@ def test_a_config_yaml_nested_a_million_deep_is_an_input_error(tmp_path: Path) -
 def test_a_query_building_one_huge_value_is_stopped_by_its_memory_limit(tmp_path: Path) -> None:
     args = query_list_bomb(tmp_path)
     args[args.index("--timeout") + 1] = "0"  # no time limit: the memory limit alone must stop it
-    _refused(tmp_path, args, "past its limit (--memory-limit)")
+    _refused(tmp_path, args, "past its limit of 244 MiB (--memory-limit)")  # 256 MB, the command's own memory

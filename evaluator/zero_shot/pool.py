@@ -56,8 +56,9 @@ def _on_ray(
     try:
         # an actor takes a CPU: more actors than the cluster has CPUs would leave a job waiting on an actor
         # that is never placed (the finished ones keep theirs until the end)
-        n = max(1, min(n, int(ray.cluster_resources().get("CPU", n))))
-        gpus = 1 if ray.cluster_resources().get("GPU", 0) >= n else 0
+        resources = ray.cluster_resources()
+        n = max(1, min(n, int(resources.get("CPU", n))))
+        gpus = 1 if resources.get("GPU", 0) >= n else 0
         workers.name = f"ray:{n}" + (" (1 GPU each)" if gpus else "")
         queue = Queue(actor_options={"num_cpus": 0})
         actor = ray.remote(ZeroShotWorker).options(num_cpus=1, num_gpus=gpus)

@@ -123,12 +123,9 @@ class History:
     def close(self) -> None:
         import duckdb
 
-        if self.abandoned:  # closing would wait for the query that would not stop; the process ends it
-            if self.spill is not None:
-                self.spill.remove()
-            return
         try:
-            self.con.close()
+            if not self.abandoned:  # closing would wait for the query that would not stop; the process ends it
+                self.con.close()
         except duckdb.Error:  # an interrupted query can leave it busy for a moment; the process ends it anyway
             pass
         finally:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from evaluator.zero_shot.loading import ModelCode
-from evaluator.zero_shot.options import ZeroShotOptions
+from evaluator.zero_shot.options import MAX_GAP, ZeroShotOptions
 from evaluator.zero_shot.runner import ZeroShotSummary, zero_shot
 from recorder.results.zero_shot import ZeroShotResults
 from tests.fixtures import team_tree
@@ -199,7 +199,9 @@ def test_the_teams_own_loss_function_as_the_holdout_hook(team: Path, hf_cache: P
     summary, _ = _run([team / "archive/ckpt_E2"], team, hf_cache, code=code, tasks=("piqa",), limit=1)
     [doc] = summary.docs
     assert doc.holdout["loss"] == "--holdout-fn utils.eval_loss:holdout_loss"
-    assert doc.holdout["recomputed"] == _logged(team)[20]  # the training's own code: the same value
+    # the training's own code gives the logged value within the documented tolerance, not bit for bit: the
+    # golden tree was trained on one CPU, and another CPU's kernels add in another order
+    assert abs(doc.holdout["recomputed"] - _logged(team)[20]) < MAX_GAP and doc.holdout["passed"]
     assert doc.code is not None
     files = {f["path"] for f in doc.code["files"]}
     assert {"models/moe.py", "utils/eval_loss.py", "utils/packing.py"} <= files

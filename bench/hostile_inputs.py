@@ -27,7 +27,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
 from bench.replay_memory import PEAK  # noqa: E402
-from tests.kit.hostile_inputs import CASES, query_honest  # noqa: E402
+from tests.kit.hostile_inputs import CASES, query_honest, remove_tree  # noqa: E402
 
 PEERS = {"query-list-bomb": query_honest}  # the same command on honest input, measured beside the case
 
@@ -66,6 +66,8 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             command = CASES[name](Path(tmp))
             seconds, rss, code, text = measured(command, args.limit)
+            for made in Path(tmp).iterdir():
+                remove_tree(made)  # a tree nested past what shutil.rmtree's recursion removes
         errors = [line for line in text.splitlines() if line.startswith("error:")]
         rows.append({"case": name, "seconds": round(seconds, 2), "peak_rss_mib": round(rss), "exit": code})
         print(f"{name:20} {seconds:7.2f} s {rss:7.0f} MiB  exit {code:>4}  {len(errors)} error line(s)")

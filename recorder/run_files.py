@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path, PurePosixPath
 
 from recorder.run import RunDir
+from recorder.tree_walk import files_under
 
 
 def sha256_file(path: Path) -> str:
@@ -17,11 +18,10 @@ def sha256_file(path: Path) -> str:
 
 
 def tree_digest(directory: Path) -> tuple[str, int]:
-    """(sha256 of the `sha256sum`-style manifest of every file under `directory`, total bytes)."""
+    """(sha256 of the `sha256sum`-style manifest of every file under `directory`, total bytes); the tree is
+    walked by `recorder.tree_walk` (bounded in depth, never through a link to a folder)."""
     lines, total = [], 0
-    for f in sorted(
-        (p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.relative_to(directory).as_posix()
-    ):
+    for f in sorted(files_under(directory), key=lambda p: p.relative_to(directory).as_posix()):
         h = hashlib.sha256()
         with open(f, "rb") as stream:
             while block := stream.read(1 << 20):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.errors import InputError, SegmentError
+from recorder.tree_walk import TreeWalkError, walk
 
 
 def kind_of(mode: int) -> str:
@@ -119,25 +120,19 @@ def read_json(path: Path, what: str = "JSON file", *, limit: int = JSON_LIMIT, f
 
 def first_irregular(directory: Path) -> str | None:
     """Why `directory` is not a plain tree of folders and regular files, naming the first entry that is not
-    (walked without following a link: a FIFO would block its reader, a device never end, a symlink could loop
-    or lead out of the tree); None when it is. `directory` itself must not be a link either."""
-    folders = [directory]
-    while folders:
-        here = folders.pop()
-        try:
-            mode = here.lstat().st_mode
-        except OSError as e:
-            return f"{here}: cannot be read ({e.strerror})"
-        if not stat.S_ISDIR(mode):
-            return f"{here}: {kind_of(mode)}, not a folder"
-        try:
-            with os.scandir(here) as entries:
-                listed = sorted(entries, key=lambda x: x.name)
-        except OSError as e:
-            return f"{here}: cannot be listed ({e.strerror})"
-        for entry in listed:
-            if entry.is_dir(follow_symlinks=False):
-                folders.append(Path(entry.path))
-            elif not entry.is_file(follow_symlinks=False):
+    (walked without following a link, to `recorder.tree_walk`'s depth: a FIFO would block its reader, a device
+    never end, a symlink could loop or lead out of the tree); None when it is. `directory` itself must not be
+    a link either."""
+    try:
+        mode = directory.lstat().st_mode
+    except OSError as e:
+        return f"{directory}: cannot be read ({e.strerror})"
+    if not stat.S_ISDIR(mode):
+        return f"{directory}: {kind_of(mode)}, not a folder"
+    try:
+        for entry in walk(directory):
+            if not entry.is_file(follow_symlinks=False):
                 return f"{entry.path}: {kind_of(entry.stat(follow_symlinks=False).st_mode)}, not a regular file"
+    except TreeWalkError as e:
+        return str(e)
     return None

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from recorder.tree_walk import MAX_DEPTH
 from recorder.untrusted_files import kind_of
 from replay.check import CheckResult, mlperf_logging_version
 from replay.errors import ImportFileError
@@ -47,22 +48,30 @@ def copy_submission(folder: Path, copy: Path) -> None:
         raise HostileSubmissionError(refused)
 
 
-def _copy_tree(src: Path, dst: Path, refused: list[str], total: list[int]) -> None:
-    dst.mkdir()
-    try:
-        entries = sorted(os.scandir(src), key=lambda e: e.name)
-    except OSError as e:
-        refused.append(f"{src}: cannot list the folder ({e.strerror}), not copied")
-        return
-    for entry in entries:
-        path = Path(entry.path)
-        mode = entry.stat(follow_symlinks=False).st_mode
-        if stat.S_ISDIR(mode):
-            _copy_tree(path, dst / entry.name, refused, total)
-        elif not stat.S_ISREG(mode):
-            refused.append(f"{path}: {kind_of(mode)}, not a regular file: not copied (remove it from the folder)")
-        else:
-            _copy_file(path, dst / entry.name, refused, total)
+def _copy_tree(top: Path, top_copy: Path, refused: list[str], total: list[int]) -> None:
+    """Folder by folder from a list, not the call stack: a submission nested past Python's recursion limit
+    is refused by its depth (recorder.tree_walk.MAX_DEPTH), naming the folder."""
+    folders = [(top, top_copy, 0)]
+    while folders:
+        src, dst, depth = folders.pop()
+        if depth > MAX_DEPTH:
+            refused.append(f"{src}: folders nested more than {MAX_DEPTH} deep: not copied (remove the nesting)")
+            continue
+        dst.mkdir()
+        try:
+            entries = sorted(os.scandir(src), key=lambda e: e.name)
+        except OSError as e:
+            refused.append(f"{src}: cannot list the folder ({e.strerror}), not copied")
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                folders.append((path, dst / entry.name, depth + 1))
+            elif not stat.S_ISREG(mode):
+                refused.append(f"{path}: {kind_of(mode)}, not a regular file: not copied (remove it from the folder)")
+            else:
+                _copy_file(path, dst / entry.name, refused, total)
 
 
 def _copy_file(src: Path, dst: Path, refused: list[str], total: list[int]) -> None:

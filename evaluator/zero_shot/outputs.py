@@ -24,6 +24,7 @@ from recorder.results.zero_shot import (
     zero_shot_from_json,
 )
 from recorder.signing import signer_from_environment
+from recorder.tree_walk import walk
 from recorder.untrusted_files import IrregularFileError, read_bounded
 from trainer.policy.checkpoints.manifest import Manifest
 from trainer.policy.errors import CheckpointError
@@ -131,7 +132,7 @@ def verified_results(base: Path, trusted: Mapping[str, str] | None = None) -> Fo
     shown only when it verifies (under `trusted` keys, when given); a results.json of another kind (a harness
     session's) is not a zero-shot result and is not named."""
     found = FoundResults([], [])
-    for path in sorted(base.rglob("results.json")):
+    for path in sorted(Path(e.path) for e in walk(base) if e.name == "results.json"):
         try:
             body = read_bounded(path, RESULTS_LIMIT, "results.json")
             doc = zero_shot_from_json(body)

@@ -47,6 +47,7 @@ from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
 from recorder.run_files import tree_digest
+from recorder.tree_walk import files_under
 from recorder.untrusted_files import IrregularFileError, first_irregular, read_json
 
 __all__ = ["AlreadyImportedError", "Fingerprinter", "import_checkpoints"]
@@ -277,7 +278,7 @@ def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], loaded: Loade
         samples=c.samples,
         path=c.path,
         weight_update_ns=c.weight_update_ms * NS_PER_MS,
-        save_end_ns=written_ns([p for p in c.path.rglob("*") if p.is_file()]),
+        save_end_ns=written_ns(files_under(c.path)),
         sha256=sha256,
         bytes=size,
         fingerprint=fingerprint,

@@ -12,9 +12,12 @@ import pytest
 from tests.helpers import run_cli
 from tests.kit.hostile_inputs import (
     deep_config_yaml,
+    deep_tree_collect,
+    deep_tree_import,
     fifo_dcp_shard,
     fifo_mcore_weight,
     query_list_bomb,
+    remove_tree,
     sparse_final_meta,
     symlink_loop_mcore,
 )
@@ -61,3 +64,15 @@ def test_a_query_building_one_huge_value_is_stopped_by_its_memory_limit(tmp_path
     args = query_list_bomb(tmp_path)
     args[args.index("--timeout") + 1] = "0"  # no time limit: the memory limit alone must stop it
     _refused(tmp_path, args, "past its limit of 244 MiB (--memory-limit)")  # 256 MB, the command's own memory
+
+
+def test_a_checkpoint_nested_1500_folders_deep_is_refused_by_import_naming_the_folder(tmp_path: Path) -> None:
+    step = tmp_path / "checkpoints" / "step_18"
+    _refused(tmp_path, deep_tree_import(tmp_path), f"{step}/d/d/d/", "folders nested more than 128 deep")
+    remove_tree(step)  # pytest's own clean-up recurses per folder
+
+
+def test_a_checkpoint_nested_1500_folders_deep_is_refused_by_collect_naming_the_folder(tmp_path: Path) -> None:
+    step = tmp_path / "checkpoints" / "step_18"
+    _refused(tmp_path, deep_tree_collect(tmp_path), f"{step}/d/d/d/", "folders nested more than 128 deep")
+    remove_tree(step)

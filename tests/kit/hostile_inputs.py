@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 GBS = 256
 
@@ -110,6 +111,17 @@ def deep_tree_collect(where: Path) -> list[str]:
     series = _mcore(where)
     _nest(series / "step_18", DEEP)
     return ["collect", str(series / "step_18")]
+
+
+def staircase_chunks(n: int) -> tuple[tuple[int, int], list[Any]]:
+    """(size, chunks) of a 2-D tensor [n, n] cut into 2n chunks that cover it exactly: column i is cut at row i
+    into [0, i) and [i, n). Both dimensions have n distinct offsets and every chunk runs along dim 0 from its
+    start to the end, so a sweep that keeps every chunk still running compares each with all the others."""
+    from trainer.policy.checkpoints.chunk_cover import Chunk
+
+    chunks = [Chunk((0, i), (i, 1), "__0_0.distcp", 0, 0) for i in range(1, n)]
+    chunks += [Chunk((i, i), (n - i, 1), "__0_0.distcp", 0, 0) for i in range(n)]
+    return (n, n), chunks
 
 
 def query_list_bomb(where: Path) -> list[str]:

@@ -11,6 +11,8 @@ by the bytes the shards really hold.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,24 +76,53 @@ def check_storage(where: str, fqn: str, chunk: Chunk, itemsize: int, shard_bytes
 
 
 def _check_disjoint(where: str, fqn: str, chunks: list[Chunk]) -> None:
-    """No two chunks share an element: a sweep along the dimension whose offsets differ most (FSDP's dim 0),
-    comparing each chunk only with those it meets on that dimension."""
+    """No two chunks share an element, in O(n log n) for the one- and two-dimensional tensors that chunk counts
+    grow with: a sweep along the dimension whose offsets differ most (FSDP's dim 0). The chunks met at a point
+    of the sweep all hold that point, so (none overlapping so far) their spans on the other dimensions are
+    apart; on a second dimension they are then disjoint intervals kept in order, and a chunk can only meet
+    the one that begins last before it ends. A tensor of more dimensions compares a chunk with those in its
+    way on the second dimension."""
     if len(chunks) < 2:
         return
     ndim = len(chunks[0].sizes)
-    axis = max(range(ndim), key=lambda d: len({c.offsets[d] for c in chunks})) if ndim else 0
     if ndim == 0:
         raise CheckpointError(f"{where}: {fqn} is a scalar stored in {len(chunks)} chunks: they overlap")
-    active: list[Chunk] = []
-    for c in sorted(chunks, key=lambda c: c.offsets[axis]):
-        active = [a for a in active if a.offsets[axis] + a.sizes[axis] > c.offsets[axis]]
-        for a in active:
-            if all(
-                a.offsets[d] < c.offsets[d] + c.sizes[d] and c.offsets[d] < a.offsets[d] + a.sizes[d]
-                for d in range(ndim)
-            ):
-                raise CheckpointError(
-                    f"{where}: {fqn} chunks at {list(a.offsets)} and {list(c.offsets)} overlap: two chunks would "
-                    "each decide the same elements"
-                )
-        active.append(c)
+    axis = max(range(ndim), key=lambda d: len({c.offsets[d] for c in chunks}))
+    other = next((d for d in range(ndim) if d != axis), None)
+    order = sorted(chunks, key=lambda c: c.offsets[axis])
+    ending: list[tuple[int, int]] = []  # (where a chunk met so far ends on the sweep's axis, its index)
+    met: list[tuple[int, int, int]] = []  # the chunks met now: (start on `other`, end on `other`, index), in order
+    for i, c in enumerate(order):
+        while ending and ending[0][0] <= c.offsets[axis]:
+            j = heapq.heappop(ending)[1]
+            met.pop(bisect.bisect_left(met, _span(order[j], other, j)))
+        hit = _first_met(order, met, c, other, ndim)
+        if hit is not None:
+            raise CheckpointError(
+                f"{where}: {fqn} chunks at {list(hit.offsets)} and {list(c.offsets)} overlap: two chunks would "
+                "each decide the same elements"
+            )
+        heapq.heappush(ending, (c.offsets[axis] + c.sizes[axis], i))
+        bisect.insort(met, _span(c, other, i))
+
+
+def _span(c: Chunk, d: int | None, index: int) -> tuple[int, int, int]:
+    return (0, 1, index) if d is None else (c.offsets[d], c.offsets[d] + c.sizes[d], index)
+
+
+def _first_met(order: list[Chunk], met: list[tuple[int, int, int]], c: Chunk, d: int | None, ndim: int) -> Chunk | None:
+    """A chunk of `met` that shares an element with `c`, or None. Every chunk of `met` holds `c`'s start on
+    the sweep's axis; `d` is the one other dimension compared in order (None for a one-dimensional tensor)."""
+    if d is None:
+        return order[met[0][2]] if met else None
+    begin, end, _ = _span(c, d, 0)
+    below = bisect.bisect_left(met, (end, -1, -1))  # the spans that begin before `c`'s ends
+    if ndim == 2:  # disjoint intervals: only the last of them can reach into `c`
+        return order[met[below - 1][2]] if below and met[below - 1][1] > begin else None
+    for _, span_end, j in met[:below]:
+        a = order[j]
+        if span_end > begin and all(
+            a.offsets[k] < c.offsets[k] + c.sizes[k] and c.offsets[k] < a.offsets[k] + a.sizes[k] for k in range(ndim)
+        ):
+            return a
+    return None

@@ -86,15 +86,38 @@ class SpillFolder:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
-_UNITS |= {"KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+# Every unit DuckDB's memory_limit reads (its error lists them; the words were found by trying them), in
+# any case: a size in one of these is read here as DuckDB reads it. DuckDB also reads "-1", "none" and "50%"
+# (no limit, or a share of the machine) and exponents ("1e3MB"): the command's own watch cannot hold those, so
+# they are refused rather than handed to DuckDB alone.
+_UNITS = {"b": 1, "byte": 1, "bytes": 1}
+for _power, (_letter, _word) in enumerate(zip("kmgt", ("kilo", "mega", "giga", "tera"), strict=True), 1):
+    _UNITS |= dict.fromkeys((_letter, f"{_letter}b", f"{_word}byte", f"{_word}bytes"), 1000**_power)
+    _UNITS[f"{_letter}ib"] = 1024**_power
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)\s*")
+
+
+class MemoryLimitSpelling(InputError):
+    """A memory limit that is not a number and a unit this command reads."""
 
 
 def limit_bytes(limit: str) -> int | None:
-    """DuckDB's memory-limit syntax ("2GB", "512MiB", "256 MB") in bytes; None when it is not one of those."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", limit)
-    unit = _UNITS.get(m.group(2).upper()) if m else None
+    """A memory limit in DuckDB's syntax ("2GB", "512MiB", "256 megabytes", "1.5G") in bytes, read with
+    DuckDB's units; None when it is not a positive size in one of them."""
+    m = _SIZE.fullmatch(limit)
+    unit = _UNITS.get(m.group(2).lower()) if m else None
     return None if m is None or unit is None else int(float(m.group(1)) * unit)
+
+
+def checked_limit(limit: str) -> int:
+    """`limit_bytes(limit)`; MemoryLimitSpelling (one line naming the units) when it is not a size."""
+    found = limit_bytes(limit)
+    if found is None:
+        raise MemoryLimitSpelling(
+            f"--memory-limit {limit}: not a size this command can hold a query to; give a number and a unit: KB, "
+            "MB, GB, TB (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), e.g. 256MB"
+        )
+    return found
 
 
 def resident_bytes() -> int | None:
@@ -119,11 +142,12 @@ class MemoryBudget:
 
 def memory_budget(memory_limit: str | None) -> MemoryBudget:
     """The budget for `--memory-limit` (else half the machine's memory), given what this process holds now.
-    MemoryLimitTooLow when the limit leaves DuckDB less than MIN_QUERY_ROOM."""
+    MemoryLimitSpelling when it is not a size (`checked_limit`); MemoryLimitTooLow when the limit leaves
+    DuckDB less than MIN_QUERY_ROOM."""
     text = memory_limit or default_memory_limit()
-    limit, held = limit_bytes(text), resident_bytes()
-    if limit is None or held is None:  # a spelling only DuckDB reads, or no /proc: DuckDB's limit alone
-        return MemoryBudget(None, text)
+    limit, held = checked_limit(text), resident_bytes()
+    if held is None:  # no /proc: DuckDB's limit alone
+        return MemoryBudget(None, f"{max(1, limit // 2**20)}MiB")
     if limit - held < MIN_QUERY_ROOM:
         need = (held + MIN_QUERY_ROOM) / 2**20
         raise MemoryLimitTooLow(

@@ -76,3 +76,18 @@ def test_a_checkpoint_nested_1500_folders_deep_is_refused_by_collect_naming_the_
     step = tmp_path / "checkpoints" / "step_18"
     _refused(tmp_path, deep_tree_collect(tmp_path), f"{step}/d/d/d/", "folders nested more than 128 deep")
     remove_tree(step)
+
+
+@pytest.mark.parametrize("spelling", ["256M", "256 megabytes"])
+def test_a_memory_limit_in_any_spelling_duckdb_reads_is_the_commands_watch(tmp_path: Path, spelling: str) -> None:
+    args = query_list_bomb(tmp_path)
+    args[args.index("--memory-limit") + 1] = spelling
+    args[args.index("--timeout") + 1] = "0"  # the watch alone must stop it: these spellings once switched it off
+    _refused(tmp_path, args, "past its limit of 244 MiB (--memory-limit)")
+
+
+@pytest.mark.parametrize("spelling", ["-1", "none", "50%", "1e3MB", "256"])
+def test_a_memory_limit_that_is_no_size_is_refused_before_any_query(tmp_path: Path, spelling: str) -> None:
+    args = query_list_bomb(tmp_path)
+    args[args.index("--memory-limit") + 1] = spelling
+    _refused(tmp_path, args, f"--memory-limit {spelling}: not a size this command can hold a query to")

@@ -1,7 +1,11 @@
-"""YAML for imported configs: plain data only, no anchors or aliases, and a size cap.
+"""YAML for imported configs: plain data only, no anchors or aliases, and caps on bytes, nodes and depth.
 
 Aliases let a few hundred bytes expand into gigabytes ("billion laughs": a 371-byte NeMo-RL config became
 one 1.85 GB event). A config a trainer writes has no need of them, so they are refused, naming the line.
+Bytes alone do not bound the work: PyYAML keeps a Python object of several hundred bytes per node, so 16 MiB
+of flow lists (`[1, [2, 3], ...]`, two bytes a node) took 3.4 GB and more than 400 s. A NeMo-RL config holds
+about two thousand nodes, nested a dozen deep; past MAX_YAML_NODES or MAX_YAML_DEPTH the file is refused,
+naming its line, as soon as the parser reaches it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import yaml
 from recorder.errors import InputError
 
 MAX_YAML_BYTES = 16 * 1024 * 1024
+MAX_YAML_NODES = 200_000
+MAX_YAML_DEPTH = 100
 
 
 class UnsafeYamlError(InputError):
@@ -22,6 +28,9 @@ class UnsafeYamlError(InputError):
 
 
 class _NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]
+    nodes = 0
+    depth = 0
+
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             raise UnsafeYamlError(f"{self.name}: line {self.peek_event().start_mark.line + 1}: YAML alias refused")
@@ -29,7 +38,21 @@ class _NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]
         anchor = getattr(event, "anchor", None)
         if anchor is not None:
             raise UnsafeYamlError(f"{self.name}: line {event.start_mark.line + 1}: YAML anchor &{anchor} refused")
-        return super().compose_node(parent, index)
+        self.nodes += 1
+        self.depth += 1
+        if self.depth > MAX_YAML_DEPTH:
+            self._refuse(event, f"YAML nested more than {MAX_YAML_DEPTH} deep")
+        if self.nodes > MAX_YAML_NODES:
+            self._refuse(event, f"YAML of more than {MAX_YAML_NODES:,} nodes")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def _refuse(self, event: Any, what: str) -> None:
+        raise UnsafeYamlError(
+            f"{self.name}: line {event.start_mark.line + 1}: {what}, more than a config holds: refused"
+        )
 
 
 def load_plain_yaml(path: Path) -> Any:

@@ -16,6 +16,7 @@ from tests.kit.hostile_inputs import (
     deep_tree_import,
     fifo_dcp_shard,
     fifo_mcore_weight,
+    flow_list_config_yaml,
     query_list_bomb,
     remove_tree,
     sparse_final_meta,
@@ -57,7 +58,7 @@ def test_a_sparse_giant_final_meta_is_refused_by_its_size_before_it_is_read(tmp_
 
 def test_a_config_yaml_nested_a_million_deep_is_an_input_error(tmp_path: Path) -> None:
     config = tmp_path / "checkpoints" / "step_18" / "config.yaml"
-    _refused(tmp_path, deep_config_yaml(tmp_path), f"{config}: YAML nested deeper than Python parses")
+    _refused(tmp_path, deep_config_yaml(tmp_path), f"{config}: line 1: YAML nested more than 100 deep")
 
 
 def test_a_query_building_one_huge_value_is_stopped_by_its_memory_limit(tmp_path: Path) -> None:
@@ -91,3 +92,10 @@ def test_a_memory_limit_that_is_no_size_is_refused_before_any_query(tmp_path: Pa
     args = query_list_bomb(tmp_path)
     args[args.index("--memory-limit") + 1] = spelling
     _refused(tmp_path, args, f"--memory-limit {spelling}: not a size this command can hold a query to")
+
+
+def test_a_config_yaml_of_flow_lists_is_refused_by_its_node_count(tmp_path: Path) -> None:
+    # 2 MiB here (a million nodes); bench/hostile_inputs.py measures the 16 MiB the byte cap allows
+    config = tmp_path / "checkpoints" / "step_18" / "config.yaml"
+    args = flow_list_config_yaml(tmp_path, size=2 * 2**20)
+    _refused(tmp_path, args, f"{config}: line ", "YAML of more than 200,000 nodes, more than a config holds")

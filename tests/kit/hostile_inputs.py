@@ -124,6 +124,16 @@ def staircase_chunks(n: int) -> tuple[tuple[int, int], list[Any]]:
     return (n, n), chunks
 
 
+def flow_list_config_yaml(where: Path, size: int = 16 * 2**20 - 4096) -> list[str]:
+    """A NeMo-RL `config.yaml` that is the honest one followed by a key holding `size` bytes of flow lists
+    (`[[0, 1], [0, 1], ...]`: two bytes a node), within the 16 MiB cap on a YAML file's bytes."""
+    series = _mcore(where)
+    config = series / "step_18" / "config.yaml"
+    pairs = "[0, 1], " * (size // 8)
+    config.write_text(config.read_text() + f"padding: [{pairs}]\n")
+    return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
+
+
 def query_list_bomb(where: Path) -> list[str]:
     from tests.kit.synthetic import record_worked_example
 
@@ -147,6 +157,7 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "sparse-final-meta": sparse_final_meta,
     "deep-config-yaml": deep_config_yaml,
     "query-list-bomb": query_list_bomb,
+    "flow-list-config-yaml": flow_list_config_yaml,
     "deep-tree-import": deep_tree_import,
     "deep-tree-collect": deep_tree_collect,
 }

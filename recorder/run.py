@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -37,9 +38,11 @@ def new_run_id(now_ns: int | None = None) -> str:
 
 @dataclass(frozen=True)
 class RunDir:
-    """Paths of one run. `create` makes a new one; `open` checks an existing one."""
+    """Paths of one run. `create` makes a new one; `open` checks an existing one. `derived_at`: where its
+    derived files go instead of `<run>/derived` (a run that cannot be written: recorder.read_only_runs)."""
 
     path: Path
+    derived_at: Path | None = None
 
     @property
     def events(self) -> Path:
@@ -51,7 +54,7 @@ class RunDir:
 
     @property
     def derived(self) -> Path:
-        return self.path / "derived"
+        return self.derived_at if self.derived_at is not None else self.path / "derived"
 
     @classmethod
     def create(cls, root: Path | str, run_id: str | None = None) -> RunDir:
@@ -107,11 +110,12 @@ def fsync_dir(path: Path) -> None:
 
 
 def derived_dir(run: RunDir, *parts: str) -> Path:
-    """`<run>/derived/<parts...>`, created: refused (UnsafeWriteError) if any part is a symlink or not a
-    directory, so that no write under derived/ can land outside the run."""
-    directory = run.path
-    for part in ("derived", *parts):
-        directory = directory / part
+    """`<run>/derived/<parts...>` (or under the run's `derived_at`), created: refused (UnsafeWriteError) if
+    any part is a symlink or not a directory, so that no write under derived/ can land outside the run."""
+    directories = [run.derived]
+    for part in parts:
+        directories.append(directories[-1] / part)
+    for directory in directories:
         if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
             raise UnsafeWriteError(
                 f"{directory}: a symlink or not a directory; nothing is written through it (writes under "
@@ -130,9 +134,9 @@ def write_derived(path: Path, data: bytes | Iterable[bytes]) -> None:
     written as they are produced (a long run's mllog is never held whole)."""
     chunks = [data] if isinstance(data, bytes) else data
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.unlink(missing_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
     try:
+        tmp.unlink(missing_ok=True)
         fd = os.open(tmp, flags, 0o644)
         try:
             for chunk in chunks:
@@ -144,7 +148,8 @@ def write_derived(path: Path, data: bytes | Iterable[bytes]) -> None:
             os.close(fd)
         os.replace(tmp, path)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only filesystem refuses the cleanup too
+            tmp.unlink(missing_ok=True)
         raise LogWriteError(f"{path}: cannot write it ({e.strerror})") from e
     except BaseException:  # the chunks' producer failed (or Ctrl-C): nothing half-written is left behind
         tmp.unlink(missing_ok=True)

@@ -122,13 +122,13 @@ def _first_long_line(path: Path) -> str | None:
     return None
 
 
-def _first_mistyped_line(path: Path) -> str | None:
+def _first_mistyped_line(path: Path, ruleset: str) -> str | None:
     """Why the checker is not run on `path`: its first line whose value has the wrong type (replay.recorded_types);
     lines are at most LINE_LIMIT long here (checked first)."""
     from replay.recorded_types import first_type_problem
 
     with open(path, encoding="utf-8", errors="replace") as f:
-        why = first_type_problem(line.rstrip("\n") for line in f)
+        why = first_type_problem((line.rstrip("\n") for line in f), ruleset)
     return None if why is None else f"{why}: the checker would compare it as it is; not checked"
 
 
@@ -141,7 +141,7 @@ def compliance_file(path: Path, ruleset: str, usage: str = "training") -> CheckR
     too_long = _first_long_line(path)
     if too_long is not None:  # the checker would take hours on it: not run, and the log does not pass
         return CheckResult("compliance checker", ruleset, False, (too_long,), mlperf_logging_version())
-    mistyped = _first_mistyped_line(path)
+    mistyped = _first_mistyped_line(path, ruleset)
     if mistyped is not None:  # the checker reads `true` as 1: its verdict would rest on a value it misread
         return CheckResult("compliance checker", ruleset, False, (mistyped,), mlperf_logging_version())
 

@@ -307,7 +307,7 @@ def _as_recorded(tl: Timeline, source: EventSource, ruleset: str) -> Derivation:
         )
     start, stop = summarizer_start_stop(recorded_lines(tl, source))
     why = "the original lines"
-    mistyped = first_type_problem(recorded_lines(tl, source))
+    mistyped = first_type_problem(recorded_lines(tl, source), ruleset)
     if mistyped is not None:  # a verdict on lines read otherwise than they say is no verdict
         start = stop = None
         why = f"no verdict: the log's {mistyped}"

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from recorder.errors import InputError, RecorderError
 from recorder.output import output_file, write_output
+from recorder.read_only_runs import writable_run
 from recorder.reader import read_run
 from recorder.rules import BENCHMARK
 from recorder.run import RunDir, derived_dir, write_derived
@@ -167,7 +168,7 @@ class ReplayRequest:
             get_interpretation(self.interpretation)
 
 
-NoticeKind = Literal["warning", "unverified", "untrusted", "resumed", "not-comparable"]
+NoticeKind = Literal["warning", "note", "unverified", "untrusted", "resumed", "not-comparable"]
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,8 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
     that the command shows them first."""
     unverified, report = verified(request.run_dir, request.force)
     scan, torn, skipped = scan_verified(report)  # an intact run is streamed: the facts are kept, not the events
-    tl, run = scan.timeline, report.run
+    run, elsewhere = writable_run(report.run, request.output)  # a read-only run's caches go elsewhere
+    tl = scan.timeline
     default = AS_RECORDED if scan.imported else OFFICIAL
     name = request.interpretation or default
     as_recorded = name == AS_RECORDED and not request.compare
@@ -242,6 +244,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
     lenient = as_recorded and request.ruleset is None
     known = ruleset_for_run(request.ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=lenient)
     result = ReplayResult([Notice("warning", f"{run.events}/{entry}") for entry in skipped], name, known.name)
+    result.notices += [Notice("note", elsewhere)] if elsewhere else []
     result.mismatch = known.benchmark_problem(tl.benchmark, tl.division)
     result.unverified, result.resumed = bool(unverified), bool(scan.resumed)
     result.untrusted = [str(p) for p in report.untrusted]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.comparability import NOT_COMPARABLE
+from recorder.read_only_runs import writable_run
 from recorder.reader import recorded_run_id
 from recorder.run import RunDir
 from recorder.verify import VerifyReport
@@ -40,6 +41,7 @@ class _Run:
     interpretation: str
     untrusted: list[str]  # trust problems judged past with --untrusted-ok
     report: VerifyReport  # what the verdict rests on (recorder.verify.proof)
+    notes: list[str]  # said before the set's table (where a read-only run's derived files went)
 
     @property
     def tl(self) -> Timeline:
@@ -62,7 +64,7 @@ class _Run:
 
 def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force: bool) -> _Run:
     unverified, report = verified(run_dir, force)  # refuses (exit 1) unless --force
-    run = RunDir.open(run_dir)
+    run, elsewhere = writable_run(RunDir.open(run_dir))  # a read-only run's caches go to a temporary folder
     scan = scan_verified(report)[0]
     tl = scan.timeline
     known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division)
@@ -75,7 +77,8 @@ def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force:
     )
     label = recorded_run_id(run) + (f" ({', '.join(marks)})" if marks else "")
     default = AS_RECORDED if scan.imported else "official"
-    return _Run(run, scan, known, unverified, label, interpretation or default, untrusted, report)
+    notes = [elsewhere] if elsewhere else []
+    return _Run(run, scan, known, unverified, label, interpretation or default, untrusted, report, notes)
 
 
 def _marks(run: _Run) -> dict[str, Any]:
@@ -115,6 +118,9 @@ def _score_group(runs: list[_Run]) -> SetScore:
     result = score_set(outcomes, benchmark, known_name, division, factor, rcp_result)
     folder, gbs = runs[0].set_key
     result.extra["set"] = folder or f"GBS {gbs}"
+    notes = [note for run in runs for note in run.notes]
+    if notes:
+        result.extra["notes"] = notes
     return result
 
 

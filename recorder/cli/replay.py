@@ -104,6 +104,7 @@ def _notice_line(notice: Notice) -> Text:
     tag, style = {
         "unverified": (f"{UNVERIFIED}:", "bold red"),
         "untrusted": (f"{UNTRUSTED}:", "bold red"),
+        "note": ("note:", "yellow"),
         "resumed": ("resumed:", "yellow"),
         "not-comparable": (f"{NOT_COMPARABLE}:", "yellow"),
     }[notice.kind]
@@ -198,6 +199,8 @@ def score(
     set_wide(wide)
     apply_untrusted_ok(untrusted_ok)
     sets = score_runs(run_dirs, ruleset, interpretation, force)
+    for note in (n for s in sets for n in s.extra.get("notes", [])):  # on stderr: json output stays whole
+        err.print(line(label("note:", "yellow"), note))
     if fmt == "json":
         payload = [s.to_json() for s in sets]
         text = json.dumps(payload[0] if len(payload) == 1 else payload, indent=2)

@@ -44,3 +44,18 @@ def complete_result_sets(corpus: Path) -> list[tuple[Path, str]]:
         for folder, ruleset in folders.items()
         if len(list(folder.glob("result_*.txt"))) >= counts[folder.name]
     )
+
+
+FIXTURE_RESULTS = Path(__file__).resolve().parents[1] / "fixtures" / "mlperf_results"
+
+
+def fixture_result_sets() -> list[tuple[Path, str]]:
+    """(folder, ruleset) of every result set in tests/fixtures/mlperf_results (its INDEX.tsv names each file's
+    repository, commit and path: whole result folders of the public training_results repositories, one or
+    two per benchmark and round, 2.1 to 5.1)."""
+    folders: dict[Path, str] = {}
+    with open(FIXTURE_RESULTS / "INDEX.tsv", encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            path = FIXTURE_RESULTS / row["repo"].split("/")[1] / row["path"]
+            folders[path.parent] = row["ruleset"]
+    return sorted(folders.items())

@@ -25,16 +25,20 @@ file system saw it).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from recorder import megatron_saves
+from recorder.adapters.log_series_join import SeriesStep
 from recorder.adapters.series_import import (
     INT64_MAX,
     AlreadyImportedError,
     Fingerprinter,
     LoadedFiles,
     SeriesCommit,
+    check_log_agrees,
     left_out_warning,
     loaded_files,
     step_problems,
@@ -43,6 +47,7 @@ from recorder.adapters.series_import import (
 )
 from recorder.errors import DataError, InputError
 from recorder.kinds import RunOpened
+from recorder.megatron_saves import Iteration, UnfinishedSaveError
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
@@ -55,6 +60,7 @@ SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
 HF_FORMAT: Final = "nemo-rl-hf"
 NS_PER_MS = 1_000_000
+INFO: Final = "training_info.json"
 
 
 class NemoImportError(InputError):
@@ -80,6 +86,15 @@ class NemoCheckpoint:
     weight_update_ms: int
     config: dict[str, Any]
     hf: bool = False  # the weights are a Hugging Face safetensors directory (evaluable by the recorder)
+    iteration: Iteration | None = None  # the Megatron-Core iteration folder that holds the weights
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A `step_N` directory whose save did not finish: not imported, named with why."""
+
+    path: Path
+    why: str
 
 
 def discover(root: Path) -> list[Path]:
@@ -91,6 +106,12 @@ def discover(root: Path) -> list[Path]:
         for p in root.iterdir()
         if p.is_dir() and p.name.startswith("step_") and p.name.removeprefix("step_").isdigit()
     ]
+    if not found and megatron_saves.iteration_folders(root):
+        raise NoCheckpointsError(
+            f"{root}: a Megatron-LM save directory (iter_*/, {megatron_saves.TRACKER}), not a checkpoint series: "
+            "import-checkpoints reads NeMo-RL's checkpointing.checkpoint_dir (step_N/, each with "
+            "training_info.json, config.yaml and policy/weights/iter_*/) and FSDP2 torch DCP series"
+        )
     if not found:
         raise NoCheckpointsError(
             f"{root}: no step_N checkpoint directories (NeMo-RL's checkpointing.checkpoint_dir), fsdp2_epoch_N/ "
@@ -142,6 +163,25 @@ def _positive_int(info: dict[str, Any], key: str, path: Path, limit: int = INT64
     return value
 
 
+def _is_hf(weights: Path) -> bool:
+    return (weights / "config.json").is_file() or (weights / "model" / "config.json").is_file()
+
+
+def unfinished_save(path: Path) -> str | None:
+    """Why the save of `step_N` directory `path` did not finish, from its files (None: nothing says so): no
+    training_info.json, or a Megatron-Core save without its iteration folder or that folder's `.metadata`."""
+    info_path = path / "training_info.json"
+    if not os.path.lexists(info_path):
+        return f"{info_path}: missing (NeMo-RL writes it with every checkpoint)"
+    weights = path / "policy" / "weights"
+    if not weights.is_dir() or _is_hf(weights):
+        return None
+    try:
+        return megatron_saves.unfinished(weights, _load_json(info_path), info_path)
+    except megatron_saves.IterationChoiceError as e:
+        raise CheckpointLayoutError(str(e)) from e
+
+
 def read_checkpoint(path: Path) -> NemoCheckpoint:
     """Read and check one `step_N` directory."""
     step = int(path.name.removeprefix("step_"))
@@ -162,7 +202,11 @@ def read_checkpoint(path: Path) -> NemoCheckpoint:
     weights = path / "policy" / "weights"
     if not weights.is_dir():
         raise CheckpointLayoutError(f"{weights}: missing (the MCore weights directory)")
-    hf = (weights / "config.json").is_file() or (weights / "model" / "config.json").is_file()
+    hf = _is_hf(weights)
+    try:
+        iteration = None if hf else megatron_saves.choose_iteration(weights, info, info_path)
+    except megatron_saves.IterationChoiceError as e:
+        raise CheckpointLayoutError(str(e)) from e
     return NemoCheckpoint(
         step=step,
         path=path,
@@ -171,6 +215,7 @@ def read_checkpoint(path: Path) -> NemoCheckpoint:
         weight_update_ms=update_ms,
         config=config,
         hf=hf,
+        iteration=iteration,
     )
 
 
@@ -203,7 +248,8 @@ class NemoImportReport:
     global_batch_size: int
     problems: list[str]
     evaluated: bool  # the run already holds evaluation results (e.g. from NeMo-RL's own evaluator's mllog)
-    warnings: list[str] = field(default_factory=list)  # shard files left out of a manifest, named
+    warnings: list[str] = field(default_factory=list)  # shard files and iteration folders left out, named
+    left_out: list[LeftOut] = field(default_factory=list)  # steps whose save did not finish: not imported
 
 
 def import_checkpoints(
@@ -217,18 +263,40 @@ def import_checkpoints(
     of Megatron-Core weights (trainer.policy.checkpoints.hf_fingerprint.hf_fingerprinter gives it); the import
     never loads weights itself.
     """
-    checkpoints = [read_checkpoint(p) for p in discover(root)]
+    steps = discover(root)
+    left = [LeftOut(p, why) for p in steps if (why := unfinished_save(p)) is not None]
+    checkpoints = [read_checkpoint(p) for p in steps if p not in {s.path for s in left}]
+    if checkpoints:  # a series that is not the imported training log's is refused before a byte is loaded
+        facts = [SeriesStep(c.step, c.samples, c.weight_update_ms * NS_PER_MS, c.path / INFO) for c in checkpoints]
+        check_log_agrees(into, global_batch_size(checkpoints[0].config), facts)
+    made: list[tuple[NemoCheckpoint, tuple[dict[str, Any], LoadedFiles | None]]] = []
+    for c in checkpoints:  # every one before anything is written
+        try:
+            made.append((c, _fingerprint(c, fingerprint)))
+        except UnfinishedSaveError as e:  # its .metadata names a shard that was never written
+            left.append(LeftOut(c.path, f"{e} (the save did not finish)"))
+    if not made:
+        raise NoCheckpointsError(f"{root}: no finished checkpoint: " + "; ".join(s.why for s in left))
+    checkpoints = [c for c, _ in made]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
-    made = [_fingerprint(c, fingerprint) for c in checkpoints]  # before anything is written
-    commits = [_series_commit(c, record, loaded) for c, (record, loaded) in zip(checkpoints, made, strict=True)]
+    commits = [_series_commit(c, record, loaded) for c, (record, loaded) in made]
     run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs), commits)
     warnings = [
-        left_out_warning(c.path, loaded.left_out)
-        for c, (_, loaded) in zip(checkpoints, made, strict=True)
-        if loaded is not None and loaded.left_out
-    ]
-    return NemoImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds, warnings)
+        left_out_warning(c.path, loaded.left_out) for c, (_, loaded) in made if loaded is not None and loaded.left_out
+    ] + [_passed_over(c) for c in checkpoints if c.iteration is not None and c.iteration.passed_over]
+    left.sort(key=lambda s: int(s.path.name.removeprefix("step_")))
+    return NemoImportReport(run, checkpoints, gbs, problems, "eval_result" in kinds, warnings, left)
+
+
+def _passed_over(c: NemoCheckpoint) -> str:
+    """The line naming the iteration folders of `c` that hold no part of its checkpoint."""
+    assert c.iteration is not None
+    folders = ", ".join(str(p) for p in c.iteration.passed_over)
+    return (
+        f"{folders}: left out of step {c.step} (never read): {c.iteration.recorded_by} names "
+        f"{c.iteration.folder.name}, the iteration its checkpoint is"
+    )
 
 
 def _run_opened(first: NemoCheckpoint, gbs: int) -> RunOpened:
@@ -258,6 +326,8 @@ def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[
         )
     try:
         record, manifest = fingerprint(c.path)
+    except UnfinishedSaveError:
+        raise
     except DataError as e:
         raise CheckpointLayoutError(f"{c.path}: its weights cannot be loaded to fingerprint: {e}") from e
     # every file of the weights is in the manifest; the step's config.yaml, the config.json and tokenizer
@@ -288,6 +358,7 @@ def _series_commit(c: NemoCheckpoint, fingerprint: dict[str, Any], loaded: Loade
         prompts=c.prompts,
         manifest=manifest,
         files=loaded.files if loaded is not None else None,
+        record=c.path / INFO,
     )
 
 

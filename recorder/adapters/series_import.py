@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from recorder.adapters.log_series_join import SeriesStep, check_join
 from recorder.checkpoint_formats import CheckpointFormat
 from recorder.errors import InputError
 from recorder.interrupts import deferred_interrupts
@@ -52,6 +53,7 @@ class SeriesCommit:
     manifest: Mapping[str, Any] | None = None
     timing: Timing | None = None
     files: Mapping[str, str] | None = None  # what loading reads besides the shards: path from `path` -> sha256
+    record: Path | None = None  # the file the step, samples and time were read from (else `path`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,12 +116,23 @@ def relative(path: Path, run: RunDir) -> str:
     return Path(os.path.relpath(path.resolve(), run.path.resolve())).as_posix()
 
 
-def _open_run(into: Path) -> tuple[RunDir, set[str], set[int]]:
-    """The run (created when missing), the kinds it already holds, and the steps it already committed."""
+def check_log_agrees(into: Path, gbs: int | None, steps: list[SeriesStep]) -> None:
+    """Before any checkpoint is loaded: LogSeriesMismatchError where the run `into` (if it exists) holds a
+    training log that `steps` disagree with (write_series checks again, on what it writes)."""
+    if into.exists():
+        run = RunDir.open(into)
+        check_join(run.path, read_run(run).events, gbs, steps)
+
+
+def _open_run(into: Path, opened: RunOpened, commits: list[SeriesCommit]) -> tuple[RunDir, set[str], set[int]]:
+    """The run (created when missing), the kinds it already holds, and the steps it already committed; a run
+    whose training log disagrees with the series is refused (log_series_join)."""
     if not into.exists():
         return RunDir.create(into.parent, into.name), set(), set()
     run = RunDir.open(into)
     events = read_run(run).events
+    steps = [SeriesStep(c.step, c.samples, c.weight_update_ns, c.record or c.path) for c in commits]
+    check_join(run.path, events, opened.global_batch_size, steps)
     return run, {e.kind for e in events}, {e.step for e in events if e.kind == "checkpoint_committed" and e.step}
 
 
@@ -130,7 +143,7 @@ def write_series(into: Path, writer: str, opened: RunOpened, commits: list[Serie
     already committed any of the steps is refused before anything is written."""
     try:
         with deferred_interrupts():  # a new run's folder and its run_opened, or neither
-            run, kinds, committed = _open_run(into)
+            run, kinds, committed = _open_run(into, opened, commits)
             clash = sorted(committed & {c.step for c in commits})
             if clash:
                 raise AlreadyImportedError(

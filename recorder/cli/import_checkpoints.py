@@ -46,6 +46,7 @@ def _run_import(
         ]
         return report, (*COLUMNS, "timing", "path"), rows
     if gbs is not None:
+        nemo.discover(root)  # a folder that holds no NeMo-RL series is named as what it is, first
         raise nemo.NemoImportError(
             f"{root}: a NeMo-RL series gives its global batch size in config.yaml: leave out --global-batch-size"
         )
@@ -105,7 +106,10 @@ def import_checkpoints(
     for left_out in report.warnings:
         console.print(warning(left_out))
     console.print(f"imported into {report.run.path}; next: {_next_step(report.run, report.evaluated, task, source)}")
-    if report.problems and strict:
+    unfinished = getattr(report, "left_out", [])
+    for step in unfinished:  # after the table: the last lines a script or a person reads
+        console.print(line(label("left out:", "yellow"), f"{step.path}: its save did not finish: {step.why}"))
+    if unfinished or (report.problems and strict):
         raise typer.Exit(1)
 
 

@@ -89,20 +89,26 @@ def verify(
 
 
 def _verdict(problem: Problem) -> str:
-    """What a problem says of the run: untrusted (no accepted key vouches), truncated (its end is lost) or
-    altered (anything else)."""
+    """What a problem says of the run: untrusted (no accepted key vouches), truncated (its end is lost),
+    a breach (the run was done against the benchmark's rule: nothing altered) or altered (anything else)."""
     if problem.untrusted:
         return "UNTRUSTED:"
+    from recorder.verify.registry import RULES
     from recorder.verify.truncation import TRUNCATED_RULE
 
-    return "TRUNCATED:" if problem.rule == TRUNCATED_RULE else "ALTERED:"
+    if problem.rule == TRUNCATED_RULE:
+        return "TRUNCATED:"
+    return "BREACH:" if problem.rule and RULES[problem.rule].breach else "ALTERED:"
 
 
 def _failed(report: VerifyReport) -> str:
-    """The verdict line of a run that fails: untrusted alone is said as such, not as an alteration."""
+    """The verdict line of a run that fails: untrusted alone, or breaches of the rule alone, are said as
+    such, not as an alteration."""
     count = len(report.problems)
     if all(p.untrusted for p in report.problems):
         return f"verify: UNTRUSTED ({count} problems: not signed by an accepted key; no alteration found)"
+    if all(_verdict(p) in ("BREACH:", "UNTRUSTED:") for p in report.problems):
+        return f"verify: BREACH ({count} problems: the run breaks the benchmark's rule; no alteration found)"
     return f"verify: FAILED ({count} problems)"
 
 

@@ -15,6 +15,7 @@ class Rule:
     layer: str
     refuses: str
     only_recorded: bool = False  # an imported log's own times and steps are the log's: checked on our writers only
+    breach: bool = False  # what it refuses is how the run was done against the benchmark's rule, not altered bytes
 
 
 _RULES = (
@@ -81,7 +82,12 @@ _RULES = (
     Rule("eval-after-commit", "facts", "an evaluation that starts before its checkpoint's commit"),
     Rule("eval-after-train-stop", "facts", "an evaluation that starts before `train_stop`, or of a run never stopped"),
     Rule("eval-result-inside-evaluation", "facts", "a result or stop outside its evaluation"),
-    Rule("eval-precision", "facts", "an evaluation in neither bf16 nor the dtype the run's rollouts were made in"),
+    Rule(
+        "eval-precision",
+        "facts",
+        "an evaluation in neither bf16 nor the dtype the run's rollouts were made in",
+        breach=True,
+    ),
     Rule("one-evaluation-open", "facts", "an `eval_start` of a step whose evaluation in that segment has not ended"),
     Rule("eval-result-key", "facts", "an `eval_result` without a key (the benchmark's is `accuracy`)"),
     Rule("eval-value", "facts", "an accuracy that is not a finite number in [0, 1]"),

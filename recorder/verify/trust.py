@@ -127,6 +127,10 @@ def _manifest_problems(
     if manifest is None:
         if damaged is not None:
             return []
+        if not any(s.signed_by is not None or s.opened_with is not None for s in segments):
+            # a run no writer ever signed: nothing was deleted, and no accepted key vouches for it
+            why = f"missing: no writer of this run signed it, so no list of signed segments was made ({whose})"
+            return [Problem(MANIFEST_FILE, None, why, SIGNED_SET_RULE, untrusted=True)]
         return [problem("missing: a signed run lists its signed segments here, signed (was it deleted?)")]
     if not manifest.signature_valid:
         return [problem("bad signature: the list of signed segments was edited after it was signed")]

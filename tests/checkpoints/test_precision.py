@@ -15,6 +15,7 @@ from evaluator.settings import Options
 from recorder.reader import read_run
 from recorder.run import RunDir
 from recorder.verify import verify_run
+from tests.helpers import run_cli
 from tests.kit import synthetic
 
 STEP = 18  # GBS 256: the validation start
@@ -79,3 +80,7 @@ def test_fp32_is_allowed_marked_and_named_by_verify(tmp_path: Path) -> None:
     assert (backend["dtype"], backend["rule_precision"]) == ("fp32", False)
     found = verify_run(run.path)
     assert not found.ok and "eval-precision" in str(found.problems)
+    done = run_cli("verify", str(run.path))  # a breach of the rule, said as such: nothing was altered
+    assert done.returncode == 1 and "ALTERED" not in done.stdout, done.stdout
+    assert "BREACH: " in done.stdout and "[rule eval-precision]" in done.stdout.replace("\n", ""), done.stdout
+    assert done.stdout.splitlines()[-1].startswith("verify: BREACH (")

@@ -70,6 +70,8 @@ class CheckpointInfo:
     model_name: str | None = None  # the base model a NeMo-RL config.yaml names (policy.model_name)
     config_file: Path | None = None  # where `config` was read from (None: a meta's config object)
     read_files: tuple[Path, ...] = ()  # other files detection read that decide what is loaded (config.yaml)
+    # iteration folders beside the one that holds the checkpoint (an older save's, a copy): never read
+    passed_over: tuple[Path, ...] = ()
 
     def companion_files(self) -> list[Path]:
         """The files besides the weights that loading reads: a NeMo-RL step's config.yaml (it names the base
@@ -90,10 +92,19 @@ def detect_mcore(path: Path, source: ModelSource | None = None) -> CheckpointInf
     `source`: the config and tokenizer of one that holds neither."""
     if not ((path / "policy" / "weights").is_dir() and (path / "training_info.json").is_file()):
         return None
-    iters = sorted((path / "policy" / "weights").glob("iter_*"))
-    if not (iters and (iters[-1] / DCP_METADATA).is_file()):
+    from recorder.megatron_saves import IterationChoiceError, choose_iteration
+
+    try:  # of several iteration folders, the one the writer recorded: never the first in sort order
+        chosen = choose_iteration(path / "policy" / "weights", *_training_info(path))
+    except IterationChoiceError as e:
+        raise CheckpointError(str(e)) from e
+    if chosen is None or not (chosen.folder / DCP_METADATA).is_file():
         return None
-    return _mcore(path, iters[-1], source or ModelSource())
+    return _mcore(path, chosen.folder, source or ModelSource(), chosen.passed_over)
+
+
+def _training_info(path: Path) -> tuple[dict[str, Any], Path]:
+    return _json(path / "training_info.json"), path / "training_info.json"
 
 
 def detect_dcp(path: Path) -> CheckpointInfo | None:
@@ -176,7 +187,7 @@ def _dcp(path: Path) -> CheckpointInfo:
     )
 
 
-def _mcore(path: Path, iteration: Path, source: ModelSource) -> CheckpointInfo:
+def _mcore(path: Path, iteration: Path, source: ModelSource, passed_over: tuple[Path, ...]) -> CheckpointInfo:
     weights = path / "policy" / "weights"
     nemo = _nemo_config(path)
     policy = _section(nemo, "policy")
@@ -203,6 +214,7 @@ def _mcore(path: Path, iteration: Path, source: ModelSource) -> CheckpointInfo:
         model_name=model_name,
         config_file=config_dir / "config.json" if config_dir is not None else None,
         read_files=(path / "config.yaml",) if (path / "config.yaml").is_file() else (),
+        passed_over=passed_over,
     )
 
 

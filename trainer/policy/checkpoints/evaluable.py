@@ -49,12 +49,7 @@ def load_checkpoint(
     info = detect(Path(path), source)
     state, manifest = load_state_dict(info, dtype=dtype, expected=expected)
     if model_factory is None:  # a config.json of 100000 layers must not allocate them: counted on meta first
-        from trainer.policy.checkpoints.model_code import hf_config
-        from trainer.policy.config_check import check_config_matches_count
-
-        shards = [s.path for s in manifest.shards if not s.path.endswith(".metadata")]
-        what = shards[0] if len(shards) == 1 else f"the {len(shards)} shards"
-        check_config_matches_count(hf_config(info), sum(t.numel() for t in state.values()), info.path, what)
+        _check_count(info, state, manifest)
     model, prov = build_model(
         info, dtype=dtype, device="cpu", model_code=model_code, model_factory=model_factory, capacity=capacity
     )
@@ -76,6 +71,27 @@ def load_checkpoint(
         device=used_device,
         state=kept,
     )
+
+
+def _check_count(info: CheckpointInfo, state: dict[str, Any], manifest: Manifest) -> None:
+    """CheckpointError unless the config implies as many parameters as the checkpoint holds, naming the
+    config.json it was read from and the tensors with no counterpart on either side."""
+    from trainer.policy.checkpoints.model_code import hf_config
+    from trainer.policy.checkpoints.name_diff import describe, model_names, unmatched
+    from trainer.policy.config_check import check_config_matches_count
+
+    shards = [s.path for s in manifest.shards if not s.path.endswith(".metadata")]
+    what = shards[0] if len(shards) == 1 else f"the {len(shards)} shards"
+    config = hf_config(info)
+    where = info.config_file.parent if info.config_file is not None else info.path
+    try:
+        check_config_matches_count(config, sum(t.numel() for t in state.values()), where, what)
+    except CheckpointError as e:
+        names = model_names(config)
+        extra, lacking = unmatched(state, names), unmatched(names, state)
+        told = [f"tensors with no counterpart in the model it builds: {describe(extra)}"] if extra else []
+        told += [f"the model's tensors the checkpoint lacks: {describe(lacking)}"] if lacking else []
+        raise CheckpointError("; ".join([str(e), *told])) from e
 
 
 def load_tokenizer(info: CheckpointInfo, *, trust_remote_code: bool = False) -> Any:

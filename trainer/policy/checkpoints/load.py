@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recorder.megatron_saves import UnfinishedSaveError
 from recorder.safetensors_header import HeaderError, header_length, parse_header
 from recorder.tree_walk import walk
 from recorder.untrusted_files import kind_of
@@ -34,6 +35,12 @@ from trainer.policy.errors import CheckpointError, ShardMismatchError
 
 if TYPE_CHECKING:
     import torch
+
+
+class ShardsMissingError(ShardMismatchError, UnfinishedSaveError):
+    """A `.metadata` that places tensors in a shard file that is not there: the save did not finish (or a
+    shard was removed since)."""
+
 
 READ_BLOCK = 4 << 20  # fits a server CPU's cache: hashed before it is evicted
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -77,7 +84,7 @@ def dcp_files(info: CheckpointInfo) -> list[Path]:
 def every_file(info: CheckpointInfo) -> list[Path]:
     """Every file under the weights directory, as the NeMo-RL import hashes a Megatron checkpoint (its
     common.pt and metadata.json with the shards), but a `*.distcp` file no `.metadata` beside it names."""
-    return split_shards(_walk(info.weights_dir))[0]
+    return split_shards(_weight_files(info))[0]
 
 
 def left_out(info: CheckpointInfo) -> list[Path]:
@@ -86,8 +93,13 @@ def left_out(info: CheckpointInfo) -> list[Path]:
     if info.format == "torch-dcp":
         return split_shards(_dcp_candidates(info))[1]
     if info.format == "mcore-torch-dist":
-        return split_shards(_walk(info.weights_dir))[1]
+        return split_shards(_weight_files(info))[1]
     return []
+
+
+def _weight_files(info: CheckpointInfo) -> list[Path]:
+    """Every file under the weights directory but those of the iteration folders passed over."""
+    return [f for f in _walk(info.weights_dir) if not any(f.is_relative_to(p) for p in info.passed_over)]
 
 
 def _dcp_candidates(info: CheckpointInfo) -> list[Path]:
@@ -293,7 +305,7 @@ def read_dcp(
             wanted.setdefault(shard, []).append((fqn, tuple(chunk.offsets), tuple(chunk.sizes), si.offset, si.length))
     missing = sorted(set(wanted) - set(files))
     if missing:
-        raise ShardMismatchError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
+        raise ShardsMissingError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
     _check_declared(meta_file, tensors, wanted)
 
     def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:

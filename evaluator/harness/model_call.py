@@ -22,11 +22,20 @@ def logits(model: Any, ids: Any, mask: Any = None) -> Any:
     return out if isinstance(out, torch.Tensor) else out.logits
 
 
+DECLARED_MAX_LENGTH = "_recorder_max_length"  # set by declare_max_length: the team's own word wins
+
+
+def declare_max_length(model: Any, positions: int) -> None:
+    """The positions a team declared its model takes (a model that names them nowhere the evaluator looks)."""
+    setattr(model, DECLARED_MAX_LENGTH, positions)
+
+
 def max_length(model: Any) -> int:
-    """Positions the model was built for: its config's max_position_embeddings, its own `max_seq_len`, else
-    2048. Longer inputs keep their last tokens (lm-eval's convention)."""
+    """Positions the model was built for: as declared, else its config's max_position_embeddings, its own
+    `max_seq_len`, else 2048. Longer inputs keep their last tokens (lm-eval's convention)."""
     config = getattr(model, "config", None)
-    for value in (getattr(config, "max_position_embeddings", None), getattr(model, "max_seq_len", None)):
+    candidates = (getattr(config, "max_position_embeddings", None), getattr(model, "max_seq_len", None))
+    for value in (getattr(model, DECLARED_MAX_LENGTH, None), *candidates):
         if isinstance(value, int) and value > 0:
             return value
     return DEFAULT_MAX_LENGTH

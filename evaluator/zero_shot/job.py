@@ -36,7 +36,8 @@ class Job:
     code: ModelCode
     holdout: HoldoutPlan | None
     tokenizer: Path | None = None  # the team's tokenizer (train_metadata.yaml, --tokenizer); None: the checkpoint's
-    capacity: bool = False  # MoE capacity while scoring (MOE_SKIP_CAPACITY=0 turns it on)
+    capacity: bool | None = False  # MoE capacity while scoring (MOE_SKIP_CAPACITY=0 turns it on); None: as the
+    # training's config builds the model (capacity on asked of a factory with no switch)
     processes: int | None = None  # processes its requests are split across (NPROC_PER_NODE); None: its devices
     reference: float | None = None  # the logged eval/loss; None: record without comparing
     max_gap: float = 0.005
@@ -58,6 +59,7 @@ class JobResult:
     lm_eval_version: str | None
     aborted: bool = False  # the holdout gap exceeded max_gap: nothing was scored
     processes: int = 1  # processes the requests were split across
+    capacity_check: str | None = None  # how "capacity off" was confirmed on the built model
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -83,12 +85,13 @@ def run_job(job: Job, report: Report | None = None) -> JobResult:
         loss = _holdout(weights, job.holdout, job, device)
         timings["holdout_s"] = time.monotonic() - t
     tasks: dict[str, dict[str, Any]] = {}
-    version = None
+    version, check = None, None
     dtype, where = job.dtype, device
     processes = job.processes or visible_devices(device)
     aborted = loss is not None and job.reference is not None and abs(loss - job.reference) > job.max_gap
     if not aborted:
         model = build(weights, dtype=job.dtype, device=device, code=job.code, capacity=job.capacity)
+        check = _confirm_capacity(model, job)
         dtype, where = described(model)
         t = time.monotonic()
         tasks, version = _score(model, weights.tokenizer, job, processes, say)
@@ -106,8 +109,21 @@ def run_job(job: Job, report: Report | None = None) -> JobResult:
         lm_eval_version=version,
         aborted=aborted,
         processes=processes,
+        capacity_check=check,
         timings=timings,
     )
+
+
+def _confirm_capacity(model: Any, job: Job) -> str | None:
+    """Capacity off confirmed on the built model (a team's factory, fp32); in bf16 rounding alone moves a
+    token's expert with its batch, so the probe would not tell capacity from rounding."""
+    from evaluator.zero_shot.capacity_probe import confirm_capacity_off
+
+    if job.capacity is not False or job.code.factory is None:
+        return None
+    if job.dtype != "fp32":
+        return "not probed in bf16 (rounding moves a token's expert with its batch)"
+    return confirm_capacity_off(model, job.code.factory)
 
 
 def _holdout(weights: Any, plan: HoldoutPlan, job: Job, device: str) -> float:

@@ -5,10 +5,11 @@ model (the scoring dtype, capacity off: a sample's score must not depend on its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from trainer.policy.checkpoints.capacity_switch import CapacitySwitch, FactoryCall
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.evaluable import load_tokenizer
 from trainer.policy.checkpoints.manifest import Manifest
@@ -19,11 +20,15 @@ from trainer.policy.errors import CheckpointError
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ModelCode:
-    """--model-code ROOT --model-factory pkg.mod:fn (or neither), and the team's holdout loss, if any."""
+    """--model-code ROOT --model-factory pkg.mod:fn (or neither), the team's holdout loss, if any, and how its
+    model's MoE capacity is switched (None: the factory's `capacity` argument, if it has one)."""
 
     root: Path | None = None
     factory: str | None = None
     holdout_fn: str | None = None
+    switch: CapacitySwitch | None = None
+    call: FactoryCall = field(default_factory=FactoryCall)
+    max_length: int | None = None  # positions the model takes (declared); None: what the model says, else 2048
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,8 +55,9 @@ def read(info: CheckpointInfo, *, tokenizer: Path | None = None) -> Weights:
     return Weights(info=info, state=state, manifest=manifest, tokenizer=tok)
 
 
-def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: bool) -> Any:
-    """A model of `w` (eval mode) in `dtype` on `device`, with MoE capacity on or off (the team's factory)."""
+def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: bool | None) -> Any:
+    """A model of `w` (eval mode) in `dtype` on `device`, with MoE capacity on or off (the team's factory;
+    None: as the config builds it)."""
     if code.factory is None:
         from trainer.policy.checkpoints.model_code import hf_config
         from trainer.policy.config_check import check_config_matches_count
@@ -60,9 +66,14 @@ def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: boo
         what = shards[0] if len(shards) == 1 else f"the {len(shards)} shards"
         check_config_matches_count(hf_config(w.info), sum(t.numel() for t in w.state.values()), w.info.path, what)
     model, _ = build_model(
-        w.info, dtype=dtype, device="cpu", model_code=code.root, model_factory=code.factory, capacity=capacity
-    )
+        w.info, dtype=dtype, device="cpu", model_code=code.root, model_factory=code.factory, capacity=capacity,
+        switch=code.switch, call=code.call,
+    )  # fmt: skip
     load_weights(model, w.state, w.info)
+    if code.max_length is not None:
+        from evaluator.harness.model_call import declare_max_length
+
+        declare_max_length(model, code.max_length)
     return model.to(device).eval()
 
 

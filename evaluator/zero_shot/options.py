@@ -62,7 +62,7 @@ class ZeroShotOptions:
             problems.append(f"--epoch {self.epoch}: not negative")
         if self.code.holdout_fn is not None and self.code.root is None:
             problems.append("--holdout-fn needs --model-code: the tree its module is imported from")
-        if (self.code.root is None) != (self.code.factory is None):
-            problems.append("--model-code and --model-factory go together: the tree and pkg.module:function in it")
+        if self.code.factory is not None and self.code.root is None:
+            problems.append("--model-factory needs --model-code: the tree pkg.module:function is imported from")
         if problems:
             raise ZeroShotInputError("; ".join(problems))

@@ -5,14 +5,24 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator.harness.taskset import TaskData
+from evaluator.zero_shot.conventions import (
+    capacity_switch,
+    check_writable,
+    commit_record,
+    declared_code,
+    layout_names,
+    training_commit,
+)
+from evaluator.zero_shot.declaration import Declaration
 from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
 from evaluator.zero_shot.job import Job, JobResult, Report, parts
+from evaluator.zero_shot.loading import ModelCode
 from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.outputs import newest_results, table, write_outputs
 from evaluator.zero_shot.pool import WorkersUsed, run_jobs
@@ -50,6 +60,8 @@ class Prepared:
     target: Target
     job: Job | None
     reference: LoggedLoss | None = None
+    sources: dict[str, Any] = field(default_factory=dict)  # where each setting came from (results.json)
+    training_commit: str | None = None  # train_metadata.yaml's git_commit
 
 
 @dataclass(slots=True, kw_only=True)
@@ -69,29 +81,57 @@ def prepare(paths: list[Path], options: ZeroShotOptions) -> tuple[list[TaskData]
     tasks = resolve_task_data(
         list(options.tasks), hf_cache=options.hf_cache, data_dir=options.data_dir, sources=options.sources
     )
-    targets = [target(p, epoch=options.epoch, config_dir=options.config_dir) for p in paths]
-    return tasks, [_prepare(t, tasks, options) for t in targets]
+    code, declaration = declared_code(options.code)
+    names = layout_names(declaration, code.root)
+    targets = [
+        target(p, epoch=options.epoch, config_dir=options.config_dir, model_key=declaration.model, names=names)
+        for p in paths
+    ]
+    for t in targets:
+        if t.info is not None:
+            check_writable(t.results_dir("", options.out).parent)
+    capacity, switch = capacity_switch(code, skip_capacity=options.skip_capacity)
+    code = replace(code, switch=switch)
+    return tasks, [_prepare(t, tasks, options, code, declaration, capacity) for t in targets]
 
 
-def _prepare(t: Target, tasks: list[TaskData], options: ZeroShotOptions) -> Prepared:
+def _prepare(
+    t: Target,
+    tasks: list[TaskData],
+    options: ZeroShotOptions,
+    code: ModelCode,
+    declaration: Declaration,
+    capacity: bool | None,
+) -> Prepared:
     if t.info is None:
         return Prepared(target=t, job=None)
     plan: HoldoutPlan | None = None
     reference = None
     tokenizer = None
+    sources = _known_sources(t, options, code, capacity)
+    commit = None
     if t.team is not None:
-        team = read_team_config(t.team.config_dir, model_code=options.code.root)
-        tokenizer = team.tokenizer(options.tokenizer)
+        team = read_team_config(t.team.config_dir, model_code=code.root, declaration=declaration)
+        tokenizer, sources["tokenizer"] = team.tokenizer(options.tokenizer)
+        commit = training_commit(team.metadata)
+        positions, said = team.max_length()
+        if positions is not None:
+            code, sources["max_length"] = replace(code, max_length=positions), said
     elif options.tokenizer is not None:
-        tokenizer = options.tokenizer.resolve()
+        tokenizer, sources["tokenizer"] = options.tokenizer.resolve(), "--tokenizer"
     if options.holdout != "off":
         assert t.run is not None
         world = options.train_world_size or t.info.world_size
         if t.team is not None:
-            plan = team_holdout_plan(team, world_size=world, data=options.holdout_data, hook=options.code.holdout_fn)
+            plan = team_holdout_plan(team, world_size=world, data=options.holdout_data, hook=code.holdout_fn)
         else:
             plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
         if options.holdout == "on":
+            if t.info.step is None:
+                raise ZeroShotInputError(
+                    f"{t.path}: no step (no meta file gives one and the checkpoint holds no saved step), so no "
+                    "logged eval/loss to compare with: run with --holdout record (EVAL_HOLDOUT_CHECK=record) or off"
+                )
             reference = logged_loss(t.run, t.info.step)
     job = Job(
         label=t.label,
@@ -101,17 +141,32 @@ def _prepare(t: Target, tasks: list[TaskData], options: ZeroShotOptions) -> Prep
         dtype=options.dtype,
         device=options.device,
         batch_size=options.batch_size,
-        code=options.code,
+        code=code,
         holdout=plan,
         tokenizer=tokenizer,
-        capacity=not options.skip_capacity,
+        capacity=capacity,
         processes=options.processes,
         reference=None if reference is None else reference.value,
         max_gap=options.max_gap,
         log_samples=options.log_samples,
         online=options.online,
     )
-    return Prepared(target=t, job=job, reference=reference)
+    return Prepared(target=t, job=job, reference=reference, sources=sources, training_commit=commit)
+
+
+def _known_sources(t: Target, options: ZeroShotOptions, code: ModelCode, capacity: bool | None) -> dict[str, Any]:
+    """Where the step, the world size and the capacity switch came from (the tokenizer and holdout are added
+    as they are read)."""
+    team = t.team
+    world = "--train-world-size" if options.train_world_size else (team.world_from if team else "the checkpoint")
+    out: dict[str, Any] = {"step": team.step_from if team else "the checkpoint", "world_size": world}
+    if code.factory is not None:
+        out["factory"] = code.factory
+        out["capacity"] = {
+            "value": capacity,
+            "switch": code.switch.describe() if code.switch else "none: built as the training's config says",
+        }
+    return out
 
 
 def _run_config(t: Target) -> dict[str, Any]:
@@ -249,6 +304,12 @@ def _judge(
         )
         return None
     scores = {name: d["score"] for name, d in outcome.tasks.items()}
+    commits = commit_record(p.training_commit, outcome.provenance)
+    if commits is not None and not commits["same"]:
+        say(
+            f"{t.label}: the model code's commit {commits['code'] or '(not a git checkout)'} is not the training's "
+            f"git_commit {commits['training']} (train_metadata.yaml); recorded in results.json"
+        )
     say(
         f"{t.label}: "
         + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
@@ -272,6 +333,16 @@ def _holdout_record(p: Prepared, r: JobResult, options: ZeroShotOptions) -> dict
             "max_gap": options.max_gap,
             "passed": gap <= options.max_gap,
         }
+    return out
+
+
+def _sources(p: Prepared, r: JobResult) -> dict[str, Any]:
+    """Where each setting the scores depend on came from, and how capacity off was confirmed."""
+    out = dict(p.sources)
+    if r.capacity_check is not None and "capacity" in out:
+        out["capacity"] = {**out["capacity"], "confirmed": r.capacity_check}
+    if p.job is not None and p.job.holdout is not None:
+        out["holdout"] = dict(p.job.holdout.sources)
     return out
 
 
@@ -316,11 +387,13 @@ def _document(
             device=r.device,
             batch_size=options.batch_size,
             workers=workers,
-            capacity=(not options.skip_capacity) if r.provenance is not None else None,
+            capacity=p.job.capacity if p.job is not None and r.provenance is not None else None,
             processes=r.processes if r.processes > 1 else None,
         ),
         code=r.provenance,
         holdout=check,
+        sources=_sources(p, r),
+        training_commit=commit_record(p.training_commit, r.provenance),
         harness=HarnessVersion(name="lm-eval", version=r.lm_eval_version),
         tasks=r.tasks,
         timings={k: round(v, 6) for k, v in r.timings.items()},

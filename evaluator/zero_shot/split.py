@@ -25,7 +25,7 @@ class ScoringModel:
     tokenizer: Path | None
     dtype: str
     code: ModelCode
-    capacity: bool
+    capacity: bool | None
 
 
 _LOADED: dict[str, Any] = {}  # in each process: its model and tokenizer

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from evaluator.zero_shot.errors import ZeroShotInputError
-from evaluator.zero_shot.team_run import TeamCheckpoint, find
+from evaluator.zero_shot.team_run import LayoutNames, TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.readers import detect
@@ -53,14 +53,23 @@ class Target:
         return self.path / RESULTS
 
 
-def target(path: Path, *, epoch: int | None = None, config_dir: Path | None = None) -> Target:
-    """The Target of `path`; ZeroShotInputError (exit 2) naming it, and what to give, when it is none."""
+def target(
+    path: Path,
+    *,
+    epoch: int | None = None,
+    config_dir: Path | None = None,
+    model_key: str | None = None,
+    names: LayoutNames | None = None,
+) -> Target:
+    """The Target of `path`; ZeroShotInputError (exit 2) naming it, and what to give, when it is none.
+    `model_key`, `names`: where all_config.yaml keeps the model's config, and the team's meta names and
+    step key, as the team declared them."""
     path = path.resolve()
     if (path / "events").is_dir() and not (path / ".metadata").is_file():
         return Target(path=path, kind="recorder-run", label=path.name, info=None, run=path)
-    team = find(path, epoch=epoch, config_dir=config_dir)
+    team = find(path, epoch=epoch, config_dir=config_dir, names=names)
     if team is not None:
-        return _team_target(team)
+        return _team_target(team, model_key)
     if epoch is not None:
         raise ZeroShotInputError(f"--epoch {epoch}: {path} holds no fsdp2_epoch_* checkpoints")
     _check_source(path)
@@ -82,11 +91,13 @@ def target(path: Path, *, epoch: int | None = None, config_dir: Path | None = No
     return Target(path=path, kind=kind, label=label, info=info, run=run if run is not None else path)
 
 
-def _team_target(team: TeamCheckpoint) -> Target:
-    """A team checkpoint's Target; its model config is all_config.yaml's `model:` section."""
+def _team_target(team: TeamCheckpoint, model_key: str | None) -> Target:
+    """A team checkpoint's Target; its model config is all_config.yaml's `model:` section (or the declared key)."""
+    from evaluator.zero_shot.declaration import Declaration
     from evaluator.zero_shot.team_config import read_team_config
 
-    model = read_team_config(team.config_dir, model_code=None).model()
+    declared = Declaration(model=model_key)
+    model = read_team_config(team.config_dir, model_code=None, declaration=declared).model()
     info = CheckpointInfo(
         path=team.dcp, format="torch-dcp", step=team.step, world_size=team.world_size, source_run=team.run,
         config=model, tokenizer_dir=None, weights_dir=team.dcp,

@@ -36,6 +36,7 @@ class HoldoutPlan:
     capacity: bool = False
     hook: str | None = None
     config: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # each setting: the file and key (or option) it came from
 
 
 def holdout_plan(run: Path, config: dict[str, Any], *, world_size: int | None, data: Path | None) -> HoldoutPlan:

@@ -4,10 +4,14 @@
 Two layouts, each checkpoint one directory of `__R_0.distcp` shards (one per rank) and the `.metadata` DCP
 writes last:
 
-    ROOT/fsdp2_epoch_N/            an archive (format `dcp-archive`): final_meta.json names its `source` (the
-                                   training run directory) and may hold step, source_world_size and timing
-    RUN/snapshots/step_N/          a snapshot (format `dcp-snapshot`): meta.json optional (step,
+    ROOT/fsdp2_epoch_N/            an archive (format `dcp-archive`): final_meta.json (inside it, or beside it
+                                   as the seed's archive directory keeps it) names its `source` (the training
+                                   run directory) and may hold step, source_world_size and timing
+    RUN/snapshots/step_N/          a snapshot (format `dcp-snapshot`): snapshot_meta.json optional (step,
                                    source_world_size, timing)
+
+The meta files are found and read by the team layout's parser (recorder/team_layout.py), which zero-shot
+uses too, so both commands read a checkpoint's meta from the same file.
 
 A meta file's `step` wins over the directory's name; an archive's name (an epoch) gives none. Samples are
 the meta's `samples_count` (or `consumed_samples`), else step x the global batch size (the meta's
@@ -21,7 +25,6 @@ read: that manifest is the commit's, so `recorder verify` and `recorder eval` na
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,7 +44,8 @@ from recorder.kinds import RunOpened, Timing
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
-from recorder.untrusted_files import IrregularFileError, first_irregular, read_json
+from recorder.team_layout import SNAPSHOT_META, TeamLayoutError, archive_meta, snapshot_meta
+from recorder.untrusted_files import first_irregular
 
 SOURCE: Final = "fsdp2"
 WRITER: Final = "import-dcp"
@@ -49,7 +53,6 @@ METADATA: Final = ".metadata"
 Layout = Literal["dcp-archive", "dcp-snapshot"]
 _ARCHIVE = re.compile(r"fsdp2_epoch_(\d+)")
 _SNAPSHOT = re.compile(r"step_(\d+)")
-_META = {"dcp-archive": "final_meta.json", "dcp-snapshot": "meta.json"}
 _NS = {"weight_update_ns": 1, "weight_update_ms": 1_000_000, "timestamp": 1_000_000_000}
 _MAX_NS = 2**63 - 1
 
@@ -118,8 +121,7 @@ def _snapshots(root: Path) -> Path:
 def read_checkpoint(path: Path, layout: Layout, gbs: int | None) -> DcpCheckpoint:
     """Read and check one archive or snapshot; `gbs` (samples per step) when the caller gave it."""
     shards = _shards(path)
-    meta_path = path / _META[layout]
-    meta = _meta(meta_path, required=layout == "dcp-archive")
+    meta_path, meta = _meta(path, layout)
     _check_source(meta, meta_path, path)
     step = _step(meta, meta_path, path, layout)
     stated = _int(meta, ("global_batch_size",), meta_path)
@@ -163,18 +165,14 @@ def _shards(path: Path) -> tuple[Path, ...]:
     return (metadata, *distcp)
 
 
-def _meta(path: Path, *, required: bool) -> dict[str, Any]:
-    if not os.path.lexists(path):
-        if required:
-            raise DcpLayoutError(f"{path}: missing (an FSDP2 archive's final_meta.json names its source run)")
-        return {}
+def _meta(path: Path, layout: Layout) -> tuple[Path, dict[str, Any]]:
+    """(the meta file, its object): an archive's final_meta.json (required), a snapshot's snapshot_meta.json."""
     try:  # a regular file of at most JSON_LIMIT: a FIFO, a symlink or a sparse giant is named, never read
-        loaded = read_json(path)
-    except (FileNotFoundError, IrregularFileError) as e:
-        raise DcpLayoutError(str(e) if isinstance(e, IrregularFileError) else f"{path}: missing") from e
-    if not isinstance(loaded, dict):
-        raise DcpLayoutError(f"{path}: expected a JSON object")
-    return loaded
+        if layout == "dcp-archive":
+            return archive_meta(path, follow=False)
+        return path / SNAPSHOT_META, snapshot_meta(path, follow=False)
+    except TeamLayoutError as e:
+        raise DcpLayoutError(str(e)) from e
 
 
 def _check_source(meta: dict[str, Any], meta_path: Path, path: Path) -> None:

@@ -191,10 +191,13 @@ def zero_shot_command(
 def _team_defaults(
     root: Path | None, factory: str | None, hf_cache: Path | None, data_dir: Path | None
 ) -> tuple[Path | None, Path | None]:
-    """(--model-code, --hf-cache) as a team's job runs: with a factory, the code is the working directory
-    (its repository root); with no data source given, the datasets are the eval/hf_cache its eval scripts
-    keep under it, when it is there."""
-    root = root if root is not None or factory is None else Path.cwd()
+    """(--model-code, --hf-cache) as a team's job runs: with a factory, or a working directory whose
+    pyproject.toml declares [tool.recorder], the code is the working directory (its repository root); with no
+    data source given, the datasets are the eval/hf_cache its eval scripts keep under it, when it is there."""
+    from evaluator.zero_shot.declaration import read_declaration
+
+    if root is None and (factory is not None or read_declaration(Path.cwd()).file is not None):
+        root = Path.cwd()
     if hf_cache is not None or data_dir is not None:
         return root, hf_cache
     found = (root or Path.cwd()) / TEAM_HF_CACHE

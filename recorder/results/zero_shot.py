@@ -72,6 +72,9 @@ class ZeroShotResults(Document):
     provenance: Mapping[str, Any]
     finished: str  # ISO time
     binding: ResultBinding | None = None  # what it scored, its digest, its signature (recorder.results.binding)
+    # where each setting the scores depend on came from (a file and key, an option, the team's declaration)
+    sources: Mapping[str, Any] | None = None
+    training_commit: Mapping[str, Any] | None = None  # {training, code, same}: train_metadata.yaml's git_commit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,6 +16,7 @@ import pytest
 from recorder.adapters import dcp
 from recorder.reader import read_run
 from recorder.run import RunDir
+from recorder.team_layout import snapshot_meta
 from recorder.verify import verify_run
 from tests.checkpoints import fixtures
 from tests.helpers import run_cli
@@ -41,12 +42,12 @@ def _touch(directory: Path, ns: int) -> None:
 
 
 def write_snapshots(run: Path, meta: dict[int, dict[str, Any]] | None = None) -> Path:
-    """`run/snapshots/step_N/` for STEPS, the shards' times a minute apart; `meta`: a step's meta.json."""
+    """`run/snapshots/step_N/` for STEPS, the shards' times a minute apart; `meta`: a step's snapshot_meta.json."""
     for step in STEPS:
         tok, model = _model(step)
         snap = fixtures.write_snapshot(run, step, tok, model)
         if meta and step in meta:
-            (snap / "meta.json").write_text(json.dumps(meta[step]))
+            (snap / "snapshot_meta.json").write_text(json.dumps(meta[step]))
         _touch(snap, T0_NS + step * 60_000 * MS)
     return run
 
@@ -101,6 +102,21 @@ def test_snapshots_become_commits_with_the_manifest_of_their_shards(tmp_path: Pa
     (series / "snapshots").rename(series / "elsewhere")  # a series moved away is not checked, and said so
     report_moved = verify_run(RunDir.open(run))
     assert report_moved.ok and any("step_19 is missing: not checked" in w for w in report_moved.warnings)
+
+
+def test_a_snapshot_s_meta_is_the_snapshot_meta_json_zero_shot_reads(tmp_path: Path) -> None:
+    """Both commands read a team snapshot's step from one file, by the team layout's parser; a `meta.json` in
+    its place is refused naming the file to rename, not passed over."""
+    series = write_snapshots(tmp_path / "job", meta={19: {"step": 190, "source_world_size": 2}})
+    into = tmp_path / "runs" / "first"
+    report = dcp.import_checkpoints(series, into, fingerprint=hf_fingerprinter(None), global_batch_size=GBS)
+    snap = series / "snapshots" / "step_19"
+    assert [c.step for c in report.checkpoints][-1] == 190
+    assert snapshot_meta(snap) == {"step": 190, "source_world_size": 2}
+    (snap / "snapshot_meta.json").rename(snap / "meta.json")
+    run = tmp_path / "runs" / "second"
+    done = run_cli("import-checkpoints", str(series), "--into", str(run), "--global-batch-size", str(GBS))
+    _refused(done, run, f"{snap / 'meta.json'}: a snapshot's meta file is snapshot_meta.json", "rename it")
 
 
 @pytest.mark.slow  # the default tier imports archives in the two-rank FSDP2 job's test

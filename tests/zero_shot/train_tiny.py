@@ -68,10 +68,10 @@ def eval_loss(model: torch.nn.Module, docs: list[list[int]], rank: int, world: i
     return float(mean) / world
 
 
-def save(model: torch.nn.Module, where: Path, meta: dict[str, object]) -> None:
+def save(model: torch.nn.Module, where: Path, meta: dict[str, object], name: str = "meta.json") -> None:
     dcp.save(model.state_dict(), checkpoint_id=str(where))
     if dist.get_rank() == 0:
-        (where / "meta.json").write_text(json.dumps(meta))
+        (where / name).write_text(json.dumps(meta))
 
 
 def main(root: Path) -> None:
@@ -123,7 +123,12 @@ def main(root: Path) -> None:
             logged.append({"step": step, "value": value})
             if writer is not None:
                 writer.add_scalar("eval/loss", value, step)
-            save(model, run / "snapshots" / f"step_{step}", {"step": step, "source_world_size": world})
+            save(
+                model,
+                run / "snapshots" / f"step_{step}",
+                {"step": step, "source_world_size": world},
+                "snapshot_meta.json",
+            )
     save(model, run, {"step": STEPS})
     if rank == 0:
         assert writer is not None

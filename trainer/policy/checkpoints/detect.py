@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from recorder.checkpoint_formats import ReaderName
+from recorder.team_layout import EPOCH_META, FINAL_META, SNAPSHOT_META
 from recorder.user_paths import user_path
 from trainer.policy.errors import CheckpointError
 
 DCP_METADATA = ".metadata"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
-META_FILES = ("final_meta.json", "meta.json")  # an archive's, a snapshot's
+META_FILES = (FINAL_META, SNAPSHOT_META, EPOCH_META, "meta.json")  # an archive's, a snapshot's, an epoch's, a run's
 _RANK_SHARD = re.compile(r"__(\d+)_0\.distcp")
 _STEP = re.compile(r"(?:step|iter)_0*(\d+)")
 

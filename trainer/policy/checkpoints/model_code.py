@@ -1,9 +1,13 @@
 """The model a checkpoint's weights go into: the Hugging Face class its config names, or the team's own
 code (`--model-code ROOT --model-factory package.module:build`), with the provenance of that code.
 
-The factory is called with the checkpoint's config (a dict) and, when it takes one, `capacity=` (whether
-MoE layers keep their expert capacity limit); it returns an `nn.Module` whose state_dict names match the
-checkpoint's. Provenance: every module of ROOT that ran, with the sha256 of the source bytes it was
+The factory is called with the checkpoint's config (a dict); MoE capacity (whether MoE layers keep their
+expert capacity limit) is switched as the team declared it (capacity_switch.py: an argument, a config key,
+an attribute or a method), else through a `capacity` argument when the factory takes one. Without either,
+the model is built as the config says (capacity=None: as the training built it) and asking for capacity off
+is refused. It returns an `nn.Module` whose state_dict names match the checkpoint's.
+
+Provenance: every module of ROOT that ran, with the sha256 of the source bytes it was
 compiled from (tree_import.py: no bytecode is read or written), ROOT's git commit, and which of those files
 differ from the commit's blobs or are not in it (tree_git.py). A module of one of ROOT's top-level packages
 that was imported from elsewhere (an installed copy, a module already loaded) is a shadowed module: the
@@ -23,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainer.policy.checkpoints import tree_import
+from trainer.policy.checkpoints.capacity_switch import WAYS, CapacitySwitch, FactoryCall
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.tree_git import tree_state
 from trainer.policy.errors import CheckpointError, ModelCodeError
@@ -63,9 +68,12 @@ def build_model(
     device: str,
     model_code: Path | None = None,
     model_factory: str | None = None,
-    capacity: bool = True,
+    capacity: bool | None = True,
+    switch: CapacitySwitch | None = None,
+    call: FactoryCall | None = None,
 ) -> tuple[nn.Module, CodeProvenance | None]:
-    """(the model for `info`'s weights, in `dtype` on `device`, eval mode; the code's provenance or None)."""
+    """(the model for `info`'s weights, in `dtype` on `device`, eval mode; the code's provenance or None).
+    `capacity` None, or True without a switch: built as the config says (the training's model)."""
     from trainer.policy.checkpoints.load import torch_dtype
 
     target = torch_dtype(dtype)
@@ -75,7 +83,7 @@ def build_model(
         return _hf_model(info, target).to(device).eval(), None
     if model_code is None:
         raise ModelCodeError(f"--model-factory {model_factory} needs --model-code ROOT: the tree it is imported from")
-    model, prov = _factory_model(info, Path(model_code), model_factory, capacity)
+    model, prov = _factory_model(info, Path(model_code), model_factory, capacity, switch, call or FactoryCall())
     return model.to(dtype=target).to(device).eval(), prov
 
 
@@ -108,23 +116,44 @@ def _hf_model(info: CheckpointInfo, dtype: torch.dtype) -> nn.Module:
     return model
 
 
-def _factory_model(info: CheckpointInfo, root: Path, spec: str, capacity: bool) -> tuple[nn.Module, CodeProvenance]:
+def _factory_model(
+    info: CheckpointInfo, root: Path, spec: str, capacity: bool | None, switch: CapacitySwitch | None,
+    call: FactoryCall,
+) -> tuple[nn.Module, CodeProvenance]:  # fmt: skip
     from torch import nn
 
     root = root.resolve()
     before = set(sys.modules)
     factory = import_from_tree(root, spec, "--model-factory")
-    takes_capacity = "capacity" in inspect.signature(factory).parameters
+    switch = switch or factory_switch(factory)
+    if switch is None and capacity is False:
+        raise ModelCodeError(f"--model-factory {spec} cannot switch MoE capacity off: declare how ({WAYS})")
+    config, kwargs = dict(info.config), {}
+    if switch is not None and capacity is not None:
+        config, kwargs = switch.config(config, capacity), switch.arguments(capacity)
+    convert = import_from_tree(root, call.converter, "[tool.recorder] config") if call.converter else None
     try:
-        model = factory(dict(info.config), capacity=capacity) if takes_capacity else factory(dict(info.config))
+        argument = convert(config) if convert is not None else config
+        model = factory(**argument, **kwargs) if call.keywords else factory(argument, **kwargs)
     except Exception as e:
         raise ModelCodeError(f"--model-factory {spec}: building the model failed: {type(e).__name__}: {e}") from e
     if not isinstance(model, nn.Module):
         raise ModelCodeError(f"--model-factory {spec}: returned a {type(model).__name__}, not a torch nn.Module")
+    if switch is not None and capacity is not None:
+        switch.apply(model, capacity)
     check_not_shadowed(root, model)
     classes = {type(m).__module__ for m in model.modules()}
     check_inside(root, (set(sys.modules) - before) | classes)
-    return model, code_provenance(root, spec)
+    return model, code_provenance(root, spec + (f" {call.converter}" if call.converter else ""))
+
+
+def factory_switch(factory: Any) -> CapacitySwitch | None:
+    """The factory's own `capacity` argument as its switch (the protocol's), or None when it takes none."""
+    try:
+        takes = "capacity" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or an object without a signature takes no keyword we know
+        return None
+    return CapacitySwitch(kind="argument", name="capacity") if takes else None
 
 
 def import_from_tree(root: Path, spec: str, option: str) -> Any:
@@ -152,7 +181,9 @@ def import_from_tree(root: Path, spec: str, option: str) -> Any:
     check_not_shadowed(root)
     check_ran_from_source(root)
     check_inside(root, (set(sys.modules) - before) | {module_name})
-    function = getattr(module, func_name, None)
+    function: Any = module
+    for part in func_name.split("."):  # a function, or a class's method: Class.build
+        function = getattr(function, part, None)
     if not callable(function):
         raise ModelCodeError(f"{option} {spec}: {module_name} has no function {func_name}")
     return function

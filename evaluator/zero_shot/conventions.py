@@ -1,0 +1,111 @@
+"""What a command learns about a team's conventions before any work: the model code as the options and the
+team's declaration give it, how MoE capacity is switched (refused when it cannot be), whether the results can
+be written where they go, and the commit the training ran (train_metadata.yaml's `git_commit`)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from evaluator.zero_shot.declaration import Declaration, read_declaration
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.loading import ModelCode
+from recorder.team_layout import EPOCH_META, STEP_KEYS, LayoutNames
+from trainer.policy.checkpoints.capacity_switch import WAYS, CapacitySwitch, FactoryCall
+
+TRAINING_COMMIT_KEY = "git_commit"  # train_metadata.yaml's record of the training's code (the seed's provenance)
+
+
+def declared_code(code: ModelCode) -> tuple[ModelCode, Declaration]:
+    """The model code with what ROOT/pyproject.toml's [tool.recorder] declares filled in where no option (or
+    the seed's variable) said it; ZeroShotInputError when ROOT is given with no factory anywhere."""
+    declaration = read_declaration(code.root)
+    factory = code.factory or declaration.factory
+    if code.root is not None and factory is None:
+        raise ZeroShotInputError(
+            f"--model-code {code.root}: no model factory: pass --model-factory pkg.module:function "
+            f"(EVAL_MODEL_FACTORY), or declare it in {code.root / 'pyproject.toml'} [tool.recorder] factory"
+        )
+    call = FactoryCall(converter=declaration.config, keywords=declaration.keywords)
+    return replace(
+        code,
+        factory=factory,
+        holdout_fn=code.holdout_fn or declaration.holdout_function,
+        switch=code.switch or declaration.capacity,
+        call=call if code.factory is None or code.factory == declaration.factory else code.call,
+    ), declaration
+
+
+def layout_names(declaration: Declaration, root: Path | None) -> LayoutNames:
+    """The team's epoch meta file and step key as declared (else the defaults), and its root (the model
+    code, else the working directory) where a relative archive `source` may be written from."""
+    keys = (declaration.step_key,) if declaration.step_key else STEP_KEYS
+    bases = tuple(dict.fromkeys(p.resolve() for p in (*([root] if root else []), Path.cwd())))
+    return LayoutNames(epoch_meta=declaration.epoch_meta or EPOCH_META, step_keys=keys, bases=bases)
+
+
+def capacity_switch(code: ModelCode, *, skip_capacity: bool) -> tuple[bool | None, CapacitySwitch | None]:
+    """(the capacity the scoring model is built with, the switch that sets it). Without a declared switch or a
+    `capacity` argument, capacity off is refused naming the ways to switch it; capacity on is then the
+    model as the training's config builds it (None: not switched, so not recorded as either)."""
+    from trainer.policy.checkpoints.model_code import factory_switch, import_from_tree
+
+    if code.factory is None or code.root is None:
+        return None, None  # a Hugging Face class: no MoE capacity to switch
+    if code.switch is None:
+        import torch  # noqa: F401  (first, as in a worker: the tree's import then brings in the tree's modules)
+
+    switch = code.switch or factory_switch(import_from_tree(code.root, code.factory, "--model-factory"))
+    if switch is not None:
+        return not skip_capacity, switch
+    if skip_capacity:
+        raise ZeroShotInputError(
+            f"--model-factory {code.factory} takes no `capacity` argument and {code.root / 'pyproject.toml'} "
+            f"declares no capacity switch, so capacity off cannot be set or confirmed: declare how it is switched "
+            f"({WAYS}), or pass --moe-capacity (MOE_SKIP_CAPACITY=0) to score the model as its config builds it"
+        )
+    return None, None
+
+
+def check_writable(directory: Path) -> None:
+    """ZeroShotInputError, before any work, when results cannot be created under `directory` (its nearest
+    existing parent is read-only, not a directory, or refuses a file)."""
+    existing = directory
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    problem = None
+    if not existing.is_dir():
+        problem = f"{existing} is not a directory"
+    else:
+        try:
+            fd, probe = tempfile.mkstemp(prefix=".recorder-write-check-", dir=existing)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            problem = f"{existing}: {e.strerror or e}"
+    if problem is not None:
+        raise ZeroShotInputError(
+            f"{directory}: the results cannot be written there ({problem}): pass -o DIR (EVAL_OUTPUT_DIR) to "
+            "write them elsewhere"
+        )
+
+
+def training_commit(metadata: dict[str, Any]) -> str | None:
+    """The training's code commit train_metadata.yaml records, if it does."""
+    value = metadata.get(TRAINING_COMMIT_KEY)
+    return value if isinstance(value, str) and value else None
+
+
+def commit_record(training: str | None, code: dict[str, Any] | None) -> dict[str, Any] | None:
+    """results.json's comparison of the code's commit with the training's (None: the training recorded none)."""
+    if training is None:
+        return None
+    ran = code.get("git_commit") if code else None
+    return {
+        "training": training,
+        "code": ran,
+        "same": isinstance(ran, str) and (ran.startswith(training) or training.startswith(ran)),
+    }

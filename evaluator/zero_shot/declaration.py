@@ -1,0 +1,150 @@
+"""A team's conventions, declared once in its own repository: the `[tool.recorder]` table of the
+`pyproject.toml` at the model code's root (docs/zero-shot.md, "The team's declaration").
+
+    [tool.recorder]
+    factory = "pkg.module:function"           # --model-factory / EVAL_MODEL_FACTORY (or pkg.module:Class.build)
+    config = "pkg.module:function"            # turns the model's config into the factory's argument
+    call = "positional"                        # or "keywords": factory(**argument)
+    holdout_function = "pkg.module:function"  # --holdout-fn
+    model = "model"                            # key path of the model's config in all_config.yaml ("": all)
+    max_length = "model.max_positions"         # positions the model takes: a key path or a number
+    tokenizer = "tokenizer"                    # key path of the tokenizer in train_metadata.yaml
+
+    [tool.recorder.layout]                     # the team's own meta file names and step key
+    epoch_meta = "epoch_meta.json"
+    step_key = "step"
+
+    [tool.recorder.capacity]                   # one of argument / config / attribute / method, and on/off
+    config = "moe.capacity"
+
+    [tool.recorder.holdout]                    # key paths in all_config.yaml, or the values themselves
+    seq_len = "packing.seq_len"
+    tokens = "eval.tokens"
+    batch_rows = "eval.batch_rows"
+    val_path = "data.val_path"
+    param_dtype = "train.param_dtype"
+
+Every entry is optional; an option or the seed's environment variable wins over it. pyproject.toml, because
+it is the file a Python team already keeps at its root and `[tool.NAME]` is where every tool it uses (ruff,
+pytest, mypy) reads its settings: no new file to learn, and one place a reviewer looks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evaluator.zero_shot.errors import ZeroShotInputError
+from trainer.policy.checkpoints.capacity_switch import CapacitySwitch, switch_of
+from trainer.policy.errors import ModelCodeError
+
+PYPROJECT = "pyproject.toml"
+TABLE = "[tool.recorder]"
+HOLDOUT_KEYS = {  # the setting: its key path in all_config.yaml when nothing is declared
+    "seq_len": "packing.seq_len",
+    "tokens": "eval.tokens",
+    "batch_rows": "eval.batch_rows",
+    "val_path": "data.val_path",
+    "param_dtype": "train.param_dtype",
+}
+TOP_KEYS = {
+    "factory", "config", "call", "holdout_function", "model", "max_length", "tokenizer", "capacity", "holdout",
+    "layout",
+}  # fmt: skip
+LAYOUT_KEYS = {"epoch_meta", "step_key"}
+CALLS = ("positional", "keywords")
+MODEL_KEY = "model"
+TOKENIZER_KEYS = ("tokenizer", "tokenizer_path")  # the spellings read undeclared; both present must agree
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Declaration:
+    """What the team's pyproject.toml declares (None / empty: nothing, the defaults apply)."""
+
+    file: Path | None = None
+    factory: str | None = None
+    config: str | None = None
+    keywords: bool = False
+    holdout_function: str | None = None
+    model: str | None = None
+    max_length: int | str | None = None
+    tokenizer: str | None = None
+    capacity: CapacitySwitch | None = None
+    holdout: dict[str, Any] = field(default_factory=dict)
+    epoch_meta: str | None = None
+    step_key: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} {TABLE}"
+
+
+def read_declaration(root: Path | None) -> Declaration:
+    """The `[tool.recorder]` table of ROOT/pyproject.toml (an empty Declaration when there is none);
+    ZeroShotInputError naming the file and the entry that is wrong."""
+    import tomllib
+
+    if root is None or not (root / PYPROJECT).is_file():
+        return Declaration()
+    file = (root / PYPROJECT).resolve()
+    try:
+        doc = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ZeroShotInputError(f"{file}: not a readable TOML file ({e}): correct it") from e
+    table = doc.get("tool", {}).get("recorder")
+    if table is None:
+        return Declaration()
+    where = f"{file} {TABLE}"
+    if not isinstance(table, dict):
+        raise ZeroShotInputError(f"{where}: expected a table")
+    unknown = sorted(set(table) - TOP_KEYS)
+    if unknown:
+        raise ZeroShotInputError(f"{where}: unknown entr{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}")
+    holdout = table.get("holdout", {})
+    if not isinstance(holdout, dict) or set(holdout) - set(HOLDOUT_KEYS):
+        raise ZeroShotInputError(f"{where}: holdout takes {', '.join(HOLDOUT_KEYS)} (key paths or values)")
+    layout = table.get("layout", {})
+    if not isinstance(layout, dict) or set(layout) - LAYOUT_KEYS:
+        raise ZeroShotInputError(f"{where}: layout takes {', '.join(sorted(LAYOUT_KEYS))}")
+    call = table.get("call", "positional")
+    if call not in CALLS:
+        raise ZeroShotInputError(f"{where}: call {call!r}: one of {', '.join(CALLS)}")
+    max_length = table.get("max_length")
+    if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, (int, str))):
+        raise ZeroShotInputError(f"{where}: max_length must be a key path in all_config.yaml or a number")
+    try:
+        capacity = None if "capacity" not in table else switch_of(table["capacity"], f"{where} capacity")
+    except ModelCodeError as e:
+        raise ZeroShotInputError(str(e)) from e
+    return Declaration(
+        file=file,
+        factory=_text(table, "factory", where),
+        config=_text(table, "config", where),
+        keywords=call == "keywords",
+        holdout_function=_text(table, "holdout_function", where),
+        model=_text(table, "model", where, empty=True),
+        max_length=max_length,
+        tokenizer=_text(table, "tokenizer", where),
+        capacity=capacity,
+        holdout=dict(holdout),
+        epoch_meta=_text(layout, "epoch_meta", f"{where} layout"),
+        step_key=_text(layout, "step_key", f"{where} layout"),
+    )
+
+
+def _text(table: dict[str, Any], key: str, where: str, *, empty: bool = False) -> str | None:
+    value = table.get(key)
+    if value is not None and (not isinstance(value, str) or not (value or empty)):
+        raise ZeroShotInputError(f"{where}: {key} must be a non-empty string")
+    return value
+
+
+def lookup(doc: dict[str, Any], path: str) -> tuple[bool, Any]:
+    """(found, value) of a dotted key path in a nested mapping; the empty path is the whole mapping."""
+    node: Any = doc
+    for part in path.split(".") if path else ():
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node

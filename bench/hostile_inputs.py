@@ -4,19 +4,28 @@ bench/replay_memory.py's launcher: a child's peak, not this process's), its exit
 
 Each input is built from an honest one by the project's own builders (the tests' NeMo-RL and FSDP2 layouts),
 then damaged: a FIFO among a DCP snapshot's shards and among Megatron weights, a symlink loop among Megatron
-weights, a 2 GB sparse `final_meta.json`, a `config.yaml` of a million `[`, and a `recorder query` that builds
-a list of 10**8 numbers (under `--memory-limit 256MB` and `--timeout 5`). A command still running after
-`--limit` seconds is killed and reported as HUNG. The query's peer, measured beside it: the same command on
-the same history reading every event.
+weights, a 2 GB sparse `final_meta.json`, a `config.yaml` of a million `[`, one of 16 MiB of flow lists,
+1,500 nested folders under a checkpoint (`import-checkpoints` and `collect`), and a `recorder query` that
+builds a list of 10**8 numbers (under `--memory-limit 256MB`, `256M` and `256 megabytes`, and `--timeout 5`;
+`-1` is refused). A command still running after `--limit` seconds is killed and reported as HUNG. The
+query's peer, measured beside it: the same command on the same history reading every event.
+
+Work that must grow no faster than its input is measured at two sizes (`--scaling`): the DCP chunk-overlap
+check on a staircase of 8,000 and 40,000 chunks (every chunk runs to the end of dim 0: a sweep that kept them
+all compared each with every other), and `recorder import` and `replay` of a real reference log repeated to
+12,500 and 50,000 lines joined by CR alone. Each row prints the load average beside it: on shared cores,
+CPU seconds (user + sys) are the steadier figure.
 
     python bench/hostile_inputs.py            # every case
     python bench/hostile_inputs.py --only fifo-dcp-shard
+    python bench/hostile_inputs.py --scaling  # the scaling cases only
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -27,7 +36,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
 from bench.replay_memory import PEAK  # noqa: E402
-from tests.kit.hostile_inputs import CASES, query_honest, remove_tree  # noqa: E402
+from tests.kit.hostile_inputs import CASES, long_mllog, query_honest, remove_tree  # noqa: E402
 
 PEERS = {"query-list-bomb": query_honest}  # the same command on honest input, measured beside the case
 
@@ -39,30 +48,75 @@ LAUNCH = (
     "    code = subprocess.run(sys.argv[2:], timeout=float(sys.argv[1])).returncode\n"
     "except subprocess.TimeoutExpired:\n"
     "    code = 'HUNG'\n"
-    f"print('\\n{PEAK}', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)\n"
+    "use = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    f"print('\\n{PEAK}', use.ru_maxrss, code, use.ru_utime + use.ru_stime)\n"
 )
+CPU: dict[str, float] = {}  # "last": the CPU seconds (user + sys) of the command measured last
 
 
-def measured(args: list[str], limit_s: float) -> tuple[float, float, str, str]:
-    """Run `recorder ARGS` alone, killed after `limit_s`: wall seconds, peak RSS (MiB), exit status, output."""
+def measured(args: list[str], limit_s: float, argv: list[str] = RECORDER) -> tuple[float, float, str, str]:
+    """Run `recorder ARGS` (or `argv + ARGS`) alone, killed after `limit_s`: wall seconds, peak RSS (MiB),
+    exit status, output. Its CPU seconds are left in CPU["last"]."""
     with tempfile.TemporaryFile("w+") as out:
         t = time.perf_counter()
-        launch = [sys.executable, "-c", LAUNCH, str(limit_s), *RECORDER, *args]
+        launch = [sys.executable, "-c", LAUNCH, str(limit_s), *argv, *args]
         subprocess.run(launch, stdout=out, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
         seconds = time.perf_counter() - t
         out.seek(0)
         text, _, trailer = out.read().rpartition(f"\n{PEAK} ")
-    kib, code = trailer.split()
+    kib, code, cpu = trailer.split()
+    CPU["last"] = float(cpu)
     return seconds, int(kib) / 1024, code, text
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+CHUNKS = (
+    "import sys, time\n"
+    "from tests.kit.hostile_inputs import staircase_chunks\n"
+    "from trainer.policy.checkpoints.chunk_cover import check_cover\n"
+    "size, chunks = staircase_chunks(int(sys.argv[1]) // 2)\n"
+    "t = time.perf_counter(); check_cover('.metadata', 'w', size, chunks)\n"
+    "print(len(chunks), 'chunks checked in', round(time.perf_counter() - t, 3), 's')\n"
+)
+
+
+def scaling(limit_s: float) -> list[dict[str, object]]:
+    """The chunk check at 8,000 and 40,000 chunks; import and replay of a CR-joined log at 12,500 and 50,000
+    lines: wall and CPU seconds, peak RSS, and the ratio of the larger to the smaller."""
+    rows: list[dict[str, object]] = []
+    env_argv = [sys.executable, "-c", CHUNKS]
+    for n in (8_000, 40_000):
+        seconds, rss, code, text = measured([str(n)], limit_s, env_argv)
+        rows.append({"case": f"chunk-cover-{n}", "seconds": round(seconds, 2), "cpu": CPU["last"], "rss": rss})
+        print(f"chunk-cover {n:>7,} {seconds:7.2f} s {CPU['last']:7.2f} CPU s {rss:6.0f} MiB  exit {code}  {load()}")
+    for lines in (12_500, 50_000):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = long_mllog(Path(tmp), lines)
+            root = str(Path(tmp) / "runs")
+            for verb, args in (("import", [str(log), "--root", root, "--run-id", "r"]), ("replay", [f"{root}/r"])):
+                seconds, rss, code, text = measured([verb, *args], limit_s)
+                rows.append(
+                    {"case": f"mllog-{verb}-{lines}", "seconds": round(seconds, 2), "cpu": CPU["last"], "rss": rss}
+                )
+                print(
+                    f"mllog {verb:6} {lines:>7,} {seconds:7.2f} s {CPU['last']:7.2f} CPU s {rss:6.0f} MiB  "
+                    f"exit {code}  {load()}"
+                )
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(CASES), action="append", help="one case (repeatable)")
     parser.add_argument("--limit", type=float, default=60.0, help="kill a command after this many seconds")
+    parser.add_argument("--scaling", action="store_true", help="only the cases measured at two sizes")
     args = parser.parse_args()
+    os.environ["PYTHONPATH"] = str(_HERE.parent)  # the chunk check's child imports the tests' kit
     rows = []
-    for name in args.only or CASES:
+    for name in [] if args.scaling else args.only or CASES:
         with tempfile.TemporaryDirectory() as tmp:
             command = CASES[name](Path(tmp))
             seconds, rss, code, text = measured(command, args.limit)
@@ -70,7 +124,7 @@ def main() -> None:
                 remove_tree(made)  # a tree nested past what shutil.rmtree's recursion removes
         errors = [line for line in text.splitlines() if line.startswith("error:")]
         rows.append({"case": name, "seconds": round(seconds, 2), "peak_rss_mib": round(rss), "exit": code})
-        print(f"{name:20} {seconds:7.2f} s {rss:7.0f} MiB  exit {code:>4}  {len(errors)} error line(s)")
+        print(f"{name:20} {seconds:7.2f} s {rss:7.0f} MiB  exit {code:>4}  {len(errors)} error line(s)  {load()}")
         for line in errors or text.strip().splitlines()[-3:]:
             print(f"    {line[:300]}")
         if name in PEERS:
@@ -79,6 +133,8 @@ def main() -> None:
             rows[-1] |= {"peer_peak_rss_mib": round(peer_rss), "over_peer_mib": round(rss - peer_rss)}
             print(f"{'  honest peer':20} {seconds:7.2f} s {peer_rss:7.0f} MiB  exit {code:>4}  (the case's peak is "
                   f"{rss - peer_rss:,.0f} MiB above it)")  # fmt: skip
+    if args.scaling or not args.only:
+        rows += scaling(max(args.limit, 600.0))
     print(json.dumps(rows))
 
 

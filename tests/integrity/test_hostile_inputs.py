@@ -98,4 +98,4 @@ def test_a_config_yaml_of_flow_lists_is_refused_by_its_node_count(tmp_path: Path
     # 2 MiB here (a million nodes); bench/hostile_inputs.py measures the 16 MiB the byte cap allows
     config = tmp_path / "checkpoints" / "step_18" / "config.yaml"
     args = flow_list_config_yaml(tmp_path, size=2 * 2**20)
-    _refused(tmp_path, args, f"{config}: line ", "YAML of more than 200,000 nodes, more than a config holds")
+    _refused(tmp_path, args, f"{config}: line ", "YAML of more than 20,000 nodes, more than a config holds")

@@ -1,21 +1,29 @@
-"""Weights files whose header lies about where their bytes are: a safetensors file is parsed with every bound
-checked before a tensor is viewed. Each is an honest file written by the real safetensors library (a tiny
+"""Weights files whose header lies about where their bytes are, and DCP pickles that set what they may not: a
+safetensors file is parsed with every bound checked before a tensor is viewed, and a pickle's BUILD sets only
+the fields its class's allow list names. Each is an honest file written by the real safetensors library (a tiny
 Hugging Face model, as `fixtures.write_hf` saves it), then its header rewritten: each is refused naming the
 file and the tensor, never read from another tensor's bytes or from past the file."""
 
 from __future__ import annotations
 
+import io
 import json
+import pickle
+import shutil
 import struct
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from recorder.safetensors_header import HeaderError, read_header
 from tests.checkpoints import fixtures
 from trainer.policy.checkpoints.evaluable import load_checkpoint
-from trainer.policy.errors import CheckpointError
+from trainer.policy.checkpoints.safe_metadata import load_metadata
+from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
+from trainer.policy.errors import CheckpointError, UnsafeMetadataError
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +125,46 @@ def test_a_header_length_past_the_end_of_the_file_is_refused(honest: Path, tmp_p
     shard = _copy(honest, tmp_path / "hf")
     shard.write_bytes(struct.pack("<Q", 2**40) + b"{}")
     _refused(shard, "header of 1,099,511,627,776 bytes, past the end of the file (10 bytes)")
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tok, model = fixtures.tiny()
+    return fixtures.write_snapshot(tmp_path_factory.mktemp("run"), 7, tok, model)
+
+
+def test_a_metadata_pickle_setting_a_field_its_class_does_not_have_is_refused(snapshot: Path, tmp_path: Path) -> None:
+    """DCP's own `.metadata`, read through the safe loader and pickled again with one attribute more on a
+    tensor's record (`requires_grad`, which TensorStorageMetadata does not have): BUILD would set it."""
+    run = tmp_path / "run"
+    shutil.copytree(snapshot.parent.parent, run)
+    meta = run / "snapshots" / "step_7" / ".metadata"
+    loaded = load_metadata(meta)
+    fqn = next(iter(loaded.state_dict_metadata))
+    vars(loaded.state_dict_metadata[fqn])["requires_grad"] = True
+    meta.write_bytes(pickle.dumps(loaded, protocol=4))
+    with pytest.raises(UnsafeMetadataError, match="sets 'requires_grad' on a TensorStorageMetadata") as e:
+        load_checkpoint(meta.parent, dtype="fp32")
+    assert str(e.value).startswith(f"{meta}: ")
+
+
+class _TensorWithState:
+    """Pickles as torch.save pickles a tensor (its rebuild and storage), plus a state for BUILD to set."""
+
+    def __init__(self, t: torch.Tensor) -> None:
+        self.t = t
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        rebuild, args = self.t.__reduce_ex__(protocol)
+        return rebuild, args, (True, OrderedDict(), None)  # Tensor.__setstate__: requires_grad, hooks
+
+
+def test_a_chunk_pickle_whose_state_sets_requires_grad_is_refused() -> None:
+    honest, hostile = io.BytesIO(), io.BytesIO()
+    torch.save(torch.arange(4.0), honest)
+    torch.save(_TensorWithState(torch.arange(4.0)), hostile)
+    buf = memoryview(bytearray(honest.getvalue()))
+    assert not view_tensor(buf, 0, len(buf)).requires_grad
+    buf = memoryview(bytearray(hostile.getvalue()))
+    with pytest.raises(TorchSaveError, match="sets attributes on a Tensor"):
+        view_tensor(buf, 0, len(buf))

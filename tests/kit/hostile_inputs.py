@@ -134,12 +134,42 @@ def flow_list_config_yaml(where: Path, size: int = 16 * 2**20 - 4096) -> list[st
     return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
 
 
+CORPUS_LOG = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "qwen35_397b_grpo_rcp"
+
+
+def long_mllog(where: Path, lines: int, newline: str = "\r") -> Path:
+    """A real reference log (GBS256 seed 1) whose lines between run_start and run_stop are repeated until the
+    file holds `lines` lines, joined by `newline` (a CR alone: the checker's universal newlines read it)."""
+    text = (CORPUS_LOG / "GBS256" / "seed_1.out").read_text(encoding="latin-1").splitlines()
+    start = next(i for i, line in enumerate(text) if '"key": "run_start"' in line)
+    stop = next(i for i, line in enumerate(text) if '"key": "run_stop"' in line)
+    head, body, tail = text[: start + 1], text[start + 1 : stop], text[stop:]
+    out = head + body * max(1, (lines - len(head) - len(tail)) // len(body)) + tail
+    log = where / "long.log"
+    log.write_text(newline.join(out) + newline, encoding="latin-1")
+    return log
+
+
 def query_list_bomb(where: Path) -> list[str]:
     from tests.kit.synthetic import record_worked_example
 
     record_worked_example(where / "runs")
     sql = "SELECT list_value(range(100000000))"
     return ["query", "--root", str(where / "runs"), sql, "--timeout", "5", "--memory-limit", "256MB"]
+
+
+def query_list_bomb_256m(where: Path) -> list[str]:
+    """The bomb under `--memory-limit 256M`: a spelling DuckDB reads that once switched the command's watch off."""
+    args = query_list_bomb(where)
+    args[args.index("--memory-limit") + 1] = "256M"
+    return args
+
+
+def query_no_memory_limit(where: Path) -> list[str]:
+    """The bomb under `--memory-limit -1`: DuckDB's "no limit"."""
+    args = query_list_bomb(where)
+    args[args.index("--memory-limit") + 1] = "-1"
+    return args
 
 
 def query_honest(where: Path) -> list[str]:
@@ -157,6 +187,8 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "sparse-final-meta": sparse_final_meta,
     "deep-config-yaml": deep_config_yaml,
     "query-list-bomb": query_list_bomb,
+    "query-list-bomb-256M": query_list_bomb_256m,
+    "query-memory-limit--1": query_no_memory_limit,
     "flow-list-config-yaml": flow_list_config_yaml,
     "deep-tree-import": deep_tree_import,
     "deep-tree-collect": deep_tree_collect,

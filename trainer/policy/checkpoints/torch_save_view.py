@@ -8,17 +8,18 @@ tensor does.
 
 The pickle goes through an allow list, as `.metadata` does: torch's two tensor rebuilds (here rebuilt as
 views), its storage classes and dtypes (for the element type) and `OrderedDict`. Any other global, a tensor
-subclass included, is refused before it is resolved.
+subclass included, is refused before it is resolved, and so is any BUILD (a state set on an object made).
 """
 
 from __future__ import annotations
 
 import io
-import pickle
 import struct
 import zipfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from trainer.policy.checkpoints.safe_metadata import AttributeCheckedUnpickler
 
 if TYPE_CHECKING:
     import torch
@@ -126,10 +127,17 @@ class _ArchiveView:
         return self._located(f"storage record {key!r}", info)
 
 
-class _Unpickler(pickle.Unpickler):
+class _Unpickler(AttributeCheckedUnpickler):
+    """No BUILD at all (`settable` is empty): torch.save writes a tensor as one call to its rebuild, never
+    with a state to set afterwards; a BUILD on the tensor would run `Tensor.__setstate__`, which sets
+    `requires_grad`, its hooks, or points it at another storage."""
+
     def __init__(self, archive: _ArchiveView) -> None:
         super().__init__(io.BytesIO(archive.pickle()))
         self._archive = archive
+
+    def refuse(self, why: str) -> Exception:
+        return TorchSaveError(f"{why}: refused, nothing set")
 
     def find_class(self, module: str, name: str) -> Any:
         import collections

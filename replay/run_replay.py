@@ -9,12 +9,14 @@ prints: what the command shows comes back as `Notice`s and a `ReplayResult`.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from recorder.comparability import NOT_COMPARABLE
 from recorder.errors import InputError, RecorderError
 from recorder.output import output_file, write_output
 from recorder.read_only_runs import writable_run
@@ -81,11 +83,48 @@ def _keep_recorded_verdicts(run: RunDir, scan: RunScan, rows: list[dict[str, Any
             row["checker"] = verdicts.get(tuple(row.get(k) for k in same))
 
 
-def mllog_path(run: RunDir, interpretation: str, unverified: list[str], untrusted: list[str] | None = None) -> Path:
-    """Where the run's mllog under `interpretation` lives (marked in its name when derived unverified or
-    judged past its trust problems)."""
+# in a derived mllog's name: the run's verdict does not compare with MLPerf results (recorder.comparability)
+NOT_COMPARABLE_MARK = NOT_COMPARABLE.replace(" ", "_")
+
+
+def mllog_path(
+    run: RunDir,
+    interpretation: str,
+    unverified: list[str],
+    untrusted: list[str] | None = None,
+    not_comparable: str | None = None,
+) -> Path:
+    """Where the run's mllog under `interpretation` lives (marked in its name when derived unverified, judged
+    past its trust problems, or not comparable with MLPerf results)."""
     marks = (f".{UNTRUSTED}" if untrusted else "") + (f".{UNVERIFIED}" if unverified else "")
+    marks += f".{NOT_COMPARABLE_MARK}" if not_comparable is not None else ""
     return run.derived / f"result_{interpretation}{marks}.txt"
+
+
+def not_comparable_header(why: str) -> bytes:
+    """The first line of a derived mllog whose run is not comparable: the verdict, where anyone who reads the
+    file sees it. It holds no ':::MLLOG', so mlperf-logging's parser skips it (the checker judges the lines
+    as derived; it cannot know the evaluation they stand for)."""
+    said = " ".join(why.replace(":::", ":").split())
+    return f"{NOT_COMPARABLE}: {said}; these lines are no MLPerf result (`recorder replay` says why)\n".encode()
+
+
+def _marked_chunks(d: Derivation, not_comparable: str | None) -> Iterator[bytes]:
+    if not_comparable is not None:
+        yield not_comparable_header(not_comparable)
+    yield from d.chunks()
+
+
+def _drop_other_verdict(path: Path, not_comparable: str | None) -> None:
+    """Remove the same mllog under the other comparability verdict, so no unmarked copy outlives the mark
+    (a cache: the events derive it again)."""
+    mark = f".{NOT_COMPARABLE_MARK}.txt"
+    if not_comparable is not None:
+        other = path.with_name(path.name.removesuffix(mark) + ".txt")
+    else:
+        other = path.with_name(path.name.removesuffix(".txt") + mark)
+    with contextlib.suppress(OSError):
+        other.unlink(missing_ok=True)
 
 
 def write_mllog(
@@ -98,17 +137,20 @@ def write_mllog(
     untrusted: list[str] | None = None,
 ) -> tuple[Derivation, Path]:
     """Derive the run's mllog and write it: under `derived/` (never through a symlink out of the run), or to
-    `output`, which then gets an `.UNVERIFIED` sidecar when the run failed verification. Nothing is written
-    when the derivation raises (ReplayError)."""
+    `output`, which then gets an `.UNVERIFIED` sidecar when the run failed verification. A run that is not
+    comparable says so in the file's name and first line. Nothing is written when the derivation raises
+    (ReplayError)."""
     d = derive_from(scan.timeline, scan.source, ruleset, interpretation)
+    why_not = scan.not_comparable
     if output is None:
-        path = derived_dir(run) / mllog_path(run, interpretation, unverified, untrusted).name
-        write_derived(path, d.chunks())
+        path = derived_dir(run) / mllog_path(run, interpretation, unverified, untrusted, why_not).name
+        write_derived(path, _marked_chunks(d, why_not))
+        _drop_other_verdict(path, why_not)
         return d, path
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         with output_file(output) as f:  # never through a symlink planted at -o
-            f.writelines(d.chunks())
+            f.writelines(_marked_chunks(d, why_not))
     except OSError as e:
         raise ReplayOutputError(f"-o {output}: cannot write ({e.strerror or e})") from e
     if unverified:  # a chosen name gets a sidecar, so the mark sits next to the file
@@ -328,7 +370,9 @@ def ensure_derived(run: RunDir, ruleset: str | None, unverified: list[str], rech
     it). `unverified`: the problems verify found (the run is then read whole, and its files marked)."""
     name = AS_RECORDED if _is_imported(run) else OFFICIAL
     scores_path = run.derived / SCORES_FILE
-    mllog = mllog_path(run, name, unverified)
+    # either verdict's name: a file written after the last segment changed has the run's current one
+    named = [mllog_path(run, name, unverified, not_comparable=why) for why in (None, NOT_COMPARABLE)]
+    mllog = next((path for path in named if _fresh(path, run)), named[0])
     scan = _lazy_scan(run, unverified)  # one pass over the events, made at most once and only when needed
     # a scores file derived from other events is stale (recorder.derived_state); one that claims the current
     # events is still a file anyone can edit: re-derived when it disagrees

@@ -23,6 +23,7 @@ import pyarrow as pa
 from recorder.catalogue import catalogue, writers_of
 from recorder.errors import InputError, RecorderError
 from recorder.events import arrow_schema
+from recorder.history.cache import CacheChecks
 from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
 from recorder.history.limits import (
     QueryAbandoned,
@@ -244,18 +245,24 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
     used: set[Path] = set()
     served: set[str] = set()
     folders: dict[str, Path] = {}  # run id -> the folder the history reads it from
+    checks = CacheChecks()  # each cache compared with its segments before it is read, within a budget
     for run in runs:
         try:
             manifest = fresh_manifest(run)
             run_id = recorded_run_id(run) if manifest is None else manifest_run_id(run, manifest)
             if run_id in folders:  # a copy beside its original: the history is keyed by run id, so one of them
                 raise HistoryError(f"it records run id {run_id!r}, as {folders[run_id]} does")
+            entry = packed.get(run_id) if manifest is not None else None
+            in_pack = manifest is not None and entry is not None and entry[1] == manifest["segments"]
+            if manifest is not None and not in_pack:  # a run's own cache is compared with its segments first
+                cache_problem = checks.problem(run, run_id, manifest["events"])
+                if cache_problem is not None:  # and never read when it differs
+                    out.problems.append(f"{run.path}: {cache_problem}: read from its segments instead")
+                    manifest = None
             if manifest is not None:
-                entry = packed.get(run_id)
-                source: Literal["pack", "parquet"] = (
-                    "pack" if entry is not None and entry[1] == manifest["segments"] else "parquet"
-                )
-                if entry is not None and source == "pack":
+                source: Literal["pack", "parquet"] = "pack" if in_pack else "parquet"
+                if entry is not None and in_pack:
+                    checks.unchecked.append(run_id)  # a pack holds many runs: its rows are not compared
                     used.add(entry[0].path)
                     served.add(run_id)
                 else:
@@ -276,6 +283,9 @@ def _load(runs: list[RunDir], packs: list[Pack]) -> _Sources:
             continue
         if rows:
             out.scores.append((run, rows))
+    unchecked = checks.note()
+    if unchecked is not None:
+        out.problems.append(unchecked)
     out.packs = [str(f.resolve()) for p in packs if p.path in used for f in p.files()]
     out.not_from_packs = sorted(r for r, (pack, _) in packed.items() if pack.path in used and r not in served)
     return out

@@ -15,6 +15,7 @@ from typing import Any, Final, Literal
 from recorder.results.binding import ResultBinding
 from recorder.results.document import Document, Part, ResultsDocError
 from recorder.results.harness import HarnessTask
+from recorder.results.score_range import require_accuracies
 
 ZERO_SHOT_SCHEMA: Final = "recorder.zero-shot/1"
 
@@ -76,6 +77,9 @@ class ZeroShotResults(Document):
     sources: Mapping[str, Any] | None = None
     training_commit: Mapping[str, Any] | None = None  # {training, code, same}: train_metadata.yaml's git_commit
 
+    def __post_init__(self) -> None:
+        require_accuracies(self.scores, "scores")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepCheckpoint(Part):
@@ -124,6 +128,9 @@ class ZeroShotStepResults(Document):
     tasks: Mapping[str, HarnessTask]
     finished: str
     binding: ResultBinding | None = None  # what it scored, its digest, its signature (recorder.results.binding)
+
+    def __post_init__(self) -> None:
+        require_accuracies(self.scores, "scores")
 
 
 ZeroShotDocument = ZeroShotResults | ZeroShotStepResults

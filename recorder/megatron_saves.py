@@ -13,7 +13,7 @@ raises `UnfinishedSaveError`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -105,13 +105,24 @@ def _recorded(weights: Path, info: Mapping[str, Any] | None, info_path: Path | N
     return found
 
 
-def unfinished(weights: Path, info: Mapping[str, Any] | None = None, info_path: Path | None = None) -> str | None:
-    """Why the Megatron-Core save in `weights` did not finish, from its files alone (None: nothing says so)."""
+def unfinished(
+    weights: Path,
+    info: Mapping[str, Any] | None = None,
+    info_path: Path | None = None,
+    missing_shards: Callable[[Path], list[str]] | None = None,
+) -> str | None:
+    """Why the Megatron-Core save in `weights` did not finish, from its files alone (None: nothing says so).
+    `missing_shards(folder)`: the shard files the folder's `.metadata` names that are not there (it reads
+    the `.metadata`, which the core does not)."""
     chosen = choose_iteration(weights, info, info_path)
     if chosen is None:
         return f"{weights}: no iter_* folder (the save wrote no iteration)"
     if not (chosen.folder / DCP_METADATA).is_file():
         return f"{chosen.folder / DCP_METADATA}: missing (torch_dist writes it last, once every shard is down)"
+    missing = missing_shards(chosen.folder) if missing_shards is not None else []
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        return f"{chosen.folder / missing[0]}{more}: missing, and its {DCP_METADATA} places tensors in it"
     return None
 
 

@@ -35,6 +35,7 @@ from recorder.adapters.series_import import (
     SeriesCommit,
     left_out_warning,
     loaded_files,
+    refuse_if_strict,
     step_problems,
     write_series,
     written_ns,
@@ -230,6 +231,7 @@ def import_checkpoints(
     fingerprint: Fingerprinter,
     global_batch_size: int | None = None,
     writer: str = WRITER,
+    strict: bool = False,
 ) -> DcpImportReport:
     """Append a weight_update and a checkpoint_committed per archive or snapshot under `root` to the run
     `into` (created if missing), with run_opened for a new run and train_stop at the final checkpoint.
@@ -244,6 +246,7 @@ def import_checkpoints(
     _check_distinct(checkpoints)
     gbs = _series_gbs(checkpoints, global_batch_size)
     problems = step_problems([(c.step, c.samples) for c in checkpoints], gbs, "were they deleted?")
+    refuse_if_strict(root, problems, strict)
     made = [_series_commit(c, layout, fingerprint) for c in checkpoints]
     run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs, layout), [c for c, _ in made])
     warnings = [w for _, ws in made for w in ws]

@@ -26,6 +26,7 @@ file system saw it).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -41,6 +42,7 @@ from recorder.adapters.series_import import (
     check_log_agrees,
     left_out_warning,
     loaded_files,
+    refuse_if_strict,
     step_problems,
     write_series,
     written_ns,
@@ -60,6 +62,7 @@ SOURCE: Final = "nemo-rl"
 FORMAT: Final = "nemo-rl-mcore"
 HF_FORMAT: Final = "nemo-rl-hf"
 NS_PER_MS = 1_000_000
+MissingShards = Callable[[Path], list[str]]  # a folder -> the shard files its .metadata names that are missing
 INFO: Final = "training_info.json"
 
 
@@ -167,9 +170,10 @@ def _is_hf(weights: Path) -> bool:
     return (weights / "config.json").is_file() or (weights / "model" / "config.json").is_file()
 
 
-def unfinished_save(path: Path) -> str | None:
+def unfinished_save(path: Path, missing_shards: MissingShards | None = None) -> str | None:
     """Why the save of `step_N` directory `path` did not finish, from its files (None: nothing says so): no
-    training_info.json, or a Megatron-Core save without its iteration folder or that folder's `.metadata`."""
+    training_info.json, or a Megatron-Core save without its iteration folder, that folder's `.metadata`, or
+    a shard it names (`missing_shards`, which reads the `.metadata`)."""
     info_path = path / "training_info.json"
     if not os.path.lexists(info_path):
         return f"{info_path}: missing (NeMo-RL writes it with every checkpoint)"
@@ -177,9 +181,11 @@ def unfinished_save(path: Path) -> str | None:
     if not weights.is_dir() or _is_hf(weights):
         return None
     try:
-        return megatron_saves.unfinished(weights, _load_json(info_path), info_path)
+        return megatron_saves.unfinished(weights, _load_json(info_path), info_path, missing_shards)
     except megatron_saves.IterationChoiceError as e:
         raise CheckpointLayoutError(str(e)) from e
+    except DataError as e:  # a .metadata that cannot be read
+        raise CheckpointLayoutError(f"{path}: {e}") from e
 
 
 def read_checkpoint(path: Path) -> NemoCheckpoint:
@@ -253,22 +259,33 @@ class NemoImportReport:
 
 
 def import_checkpoints(
-    root: Path, into: Path, *, writer: str = "import-nemo", fingerprint: Fingerprinter | None = None
+    root: Path,
+    into: Path,
+    *,
+    writer: str = "import-nemo",
+    fingerprint: Fingerprinter | None = None,
+    strict: bool = False,
+    missing_shards: MissingShards | None = None,
 ) -> NemoImportReport:
     """Append a weight_update and a checkpoint_committed per checkpoint to the run `into` (created if missing).
 
     A new run also gets run_opened (from the first checkpoint's config.yaml); train_stop is added at the final
     checkpoint's step (NeMo-RL saves the final step unconditionally) unless the run already has one.
+    `strict`: a series that breaks the rule is refused (SeriesBreaksRuleError) before anything is written.
+    `missing_shards`: the shard files an iteration folder's `.metadata` names that are not there
+    (trainer.policy.checkpoints.dcp_listing.missing_shards), so that a save missing one is left out before
+    any weights are loaded (else it is found while loading).
     Each checkpoint is recorded with `fingerprint(path)`, the record the evaluator recomputes and the manifest
     of Megatron-Core weights (trainer.policy.checkpoints.hf_fingerprint.hf_fingerprinter gives it); the import
     never loads weights itself.
     """
     steps = discover(root)
-    left = [LeftOut(p, why) for p in steps if (why := unfinished_save(p)) is not None]
+    left = [LeftOut(p, why) for p in steps if (why := unfinished_save(p, missing_shards)) is not None]
     checkpoints = [read_checkpoint(p) for p in steps if p not in {s.path for s in left}]
     if checkpoints:  # a series that is not the imported training log's is refused before a byte is loaded
         facts = [SeriesStep(c.step, c.samples, c.weight_update_ms * NS_PER_MS, c.path / INFO) for c in checkpoints]
         check_log_agrees(into, global_batch_size(checkpoints[0].config), facts)
+        refuse_if_strict(root, series_problems(checkpoints, global_batch_size(checkpoints[0].config)), strict)
     made: list[tuple[NemoCheckpoint, tuple[dict[str, Any], LoadedFiles | None]]] = []
     for c in checkpoints:  # every one before anything is written
         try:
@@ -280,6 +297,7 @@ def import_checkpoints(
     checkpoints = [c for c, _ in made]
     gbs = global_batch_size(checkpoints[0].config)
     problems = series_problems(checkpoints, gbs)
+    refuse_if_strict(root, problems, strict)  # again: a step whose shards were missing may have left a gap
     commits = [_series_commit(c, record, loaded) for c, (record, loaded) in made]
     run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs), commits)
     warnings = [

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from recorder.adapters.log_series_join import SeriesStep, check_join
 from recorder.checkpoint_formats import CheckpointFormat
-from recorder.errors import InputError
+from recorder.errors import DataError, InputError
 from recorder.interrupts import deferred_interrupts
 from recorder.kinds import CheckpointCommitted, RunOpened, Source, Timing, TrainStop, WeightUpdate
 from recorder.log import LogWriter
@@ -32,6 +32,18 @@ INT64_MAX: Final = 2**63 - 1  # events store steps, samples and times as int64
 
 class AlreadyImportedError(InputError):
     """A run that already holds checkpoint commits for the steps being imported."""
+
+
+class SeriesBreaksRuleError(DataError):
+    """`--strict`: a series that breaks the rule, refused before anything is written."""
+
+
+def refuse_if_strict(root: Path, problems: list[str], strict: bool) -> None:
+    """SeriesBreaksRuleError naming every problem when `strict` and the series has any."""
+    if strict and problems:
+        raise SeriesBreaksRuleError(
+            f"{root}: the series breaks the 6.1 rule: {'; '.join(problems)} (--strict: nothing written)"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

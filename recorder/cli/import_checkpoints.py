@@ -31,15 +31,17 @@ Rows = list[tuple[str, ...]]
 
 
 def _run_import(
-    root: Path, into: Path, task: Path | None, gbs: int | None, source: Any = None
+    root: Path, into: Path, task: Path | None, gbs: int | None, source: Any = None, strict: bool = False
 ) -> tuple[Any, tuple[str, ...], Rows]:
     """(the import's report, its table's columns, a row per checkpoint): an FSDP2 job's torch DCP series (with
     where each weight-update time came from), else NeMo-RL's."""
     from recorder.adapters import dcp, nemo
+    from trainer.policy.checkpoints.dcp_listing import missing_shards
     from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
 
     if dcp.layout_of(root) is not None:
-        report = dcp.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task, source), global_batch_size=gbs)
+        fingerprint = hf_fingerprinter(task, source)
+        report = dcp.import_checkpoints(root, into, fingerprint=fingerprint, global_batch_size=gbs, strict=strict)
         rows: Rows = [
             (str(c.step), str(c.samples), _utc_ns(c.weight_update_ns), c.timing, str(c.path))
             for c in report.checkpoints
@@ -50,7 +52,9 @@ def _run_import(
         raise nemo.NemoImportError(
             f"{root}: a NeMo-RL series gives its global batch size in config.yaml: leave out --global-batch-size"
         )
-    nemo_report = nemo.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task, source))
+    nemo_report = nemo.import_checkpoints(
+        root, into, fingerprint=hf_fingerprinter(task, source), strict=strict, missing_shards=missing_shards
+    )
     ns = nemo.NS_PER_MS
     nemo_rows: Rows = [
         (str(c.step), str(c.samples), _utc_ns(c.weight_update_ms * ns), str(c.path)) for c in nemo_report.checkpoints
@@ -67,7 +71,9 @@ def import_checkpoints(
         ),
     ],
     into: Annotated[Path, typer.Option("--into", help="The run directory to append to (created if missing).")],
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when the series breaks the 6.1 rule.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 and write nothing when the series breaks the 6.1 rule.")
+    ] = False,
     task: Annotated[
         Path | None,
         typer.Option(help="Fingerprint over this task spec's dev split (default: fixed texts)."),
@@ -94,7 +100,7 @@ def import_checkpoints(
     from trainer.policy.checkpoints.detect import ModelSource
 
     source = ModelSource.of(model_config, tokenizer)
-    report, columns, rows = _run_import(checkpoint_root, into, task, global_batch_size, source)
+    report, columns, rows = _run_import(checkpoint_root, into, task, global_batch_size, source, strict)
     table = Table(title=f"{recorded_run_id(report.run)}: {len(rows)} checkpoints (GBS {report.global_batch_size})")
     for col in columns:
         table.add_column(col)

@@ -98,7 +98,8 @@ def test_gaps_and_a_late_start_are_reported(tmp_path: Path) -> None:
     ]
     done = run_cli("import-checkpoints", str(root), "--into", str(tmp_path / "run2"), "--strict")
     assert done.returncode == 1
-    assert "missing checkpoints for steps 20" in done.stdout
+    assert "missing checkpoints for steps 20" in done.stderr and "nothing written" in done.stderr
+    assert not (tmp_path / "run2").exists()
 
 
 def test_bad_layouts_name_the_file(tmp_path: Path) -> None:

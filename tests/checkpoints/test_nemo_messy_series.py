@@ -210,3 +210,18 @@ def test_a_model_config_that_does_not_describe_the_weights_blames_its_own_file_a
     assert len(_errors(done.stderr)) == 1 and f"{dense / 'config.json'} implies" in text, text
     assert "tensors with no counterpart in the model it builds:" in text and "mlp.shared_expert.*" in text, text
     assert str(series / "step_18" / "config.json") not in text
+
+
+def test_strict_refuses_a_series_that_breaks_the_rule_and_writes_nothing(tmp_path: Path) -> None:
+    series = _series(tmp_path)
+    shutil.rmtree(series / "step_18")  # the series starts after the validation start
+    run = _with_training_log(tmp_path, final_step=19)
+    before = [e.digest for e in _events(run)]
+    for into in (run, tmp_path / "runs" / "new"):
+        done = run_cli("import-checkpoints", str(series), "--into", str(into), "--strict", *_source())
+        assert done.returncode == 1, done.stdout + done.stderr
+        text = done.stderr.replace("\n", " ")
+        assert len(_errors(done.stderr)) == 1 and "starts at step 19, not at the validation start 18" in text, text
+        assert "nothing written" in text and "Traceback" not in done.stderr
+    assert [e.digest for e in _events(run)] == before
+    assert not (tmp_path / "runs" / "new").exists()

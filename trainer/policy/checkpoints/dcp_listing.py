@@ -45,3 +45,9 @@ def split_shards(files: list[Path]) -> tuple[list[Path], list[Path]]:
                 continue
         kept.append(f)
     return kept, stray
+
+
+def missing_shards(directory: Path) -> list[str]:
+    """The shard files `directory`'s `.metadata` places storage in that are not there (a save that did not
+    finish), by name; CheckpointError for a `.metadata` that is not a regular file of DCP metadata."""
+    return sorted(name for name in named_shards(directory) if not (directory / name).is_file())

@@ -143,7 +143,10 @@ def zero_shot(
 
     jobs = sum(p.job is not None for p in prepared)
     what = [f"{jobs} checkpoint(s)"] if jobs else []
-    what += [f"{len(prepared) - jobs} recorder run(s), each committed step"] if len(prepared) > jobs else []
+    runs = sum(p.job is None and p.target.step is None for p in prepared)
+    steps = len(prepared) - jobs - runs  # a recorder step directory: that step of its run
+    what += [f"{runs} recorder run(s), each committed step"] if runs else []
+    what += [f"{steps} recorder step(s)"] if steps else []
     say(
         f"zero-shot: {', '.join(what)}; tasks {', '.join(t.name for t in tasks)}"
         + (f", {options.limit} example(s) per task" if options.limit else "")

@@ -93,3 +93,7 @@ class MissingEvidenceError(EvalError, DataError):
 
 class AuditFailed(EvalError, DataError):
     """At least one audited evaluation was not reproduced bit for bit."""
+
+
+class RayStartError(EvalError, InputError):
+    """Ray could not start a local cluster or join the one at --ray-address: the cause and the ways out."""

@@ -122,6 +122,7 @@ class CheckpointEvaluation:
     accuracy: float | None = None  # the benchmark's score; None for a failure or a zero-shot session
     scores: dict[str, float] = field(default_factory=dict)
     results: str | None = None  # results.json, relative to the run
+    document: Document | None = None  # what results.json holds, as written (its one reader is its writer)
     reason: str = ""
     error: str = ""
 
@@ -221,6 +222,7 @@ def record_written(ctx: Context, cp: CommittedCheckpoint, written: WrittenResult
         accuracy=written.doc.score if isinstance(written.doc, (PassAtKResults, CommandResults)) else None,
         scores={key: value for key, value, _ in written.results},
         results=rel,
+        document=written.doc,
         seconds=time.monotonic() - t0,
     )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from evaluator.command import CommandRun, execute
+from evaluator.ray_start import start_ray
 from evaluator.results_files import Sample
 from evaluator.scoring import Generation, Loading, Scorer
 
@@ -87,10 +88,7 @@ class RayWorkers:
         import ray
 
         self._ray = ray
-        self._started = False
-        if not ray.is_initialized():
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-            self._started = True
+        self._started = start_ray(address)
         gpus = ray.cluster_resources().get("GPU", 0)
         per_actor_gpu = 1 if gpus >= n else 0  # one accelerator each, only when each can have one
         actor = ray.remote(Scorer).options(num_cpus=1, num_gpus=per_actor_gpu)

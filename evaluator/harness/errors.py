@@ -24,3 +24,7 @@ class HarnessUnavailableError(HarnessError, InputError):
 
 class HarnessOptionsError(HarnessError, InputError):
     """Options that make no sense with --harness (or --tasks/--steps/--data-dir without it)."""
+
+
+class TaskPinsError(HarnessError, InputError):
+    """The file RECORDER_TASK_PINS names cannot be read, or a line of it is not `TASK VERSION SHA256`."""

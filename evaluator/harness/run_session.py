@@ -9,6 +9,7 @@ when an earlier harness session already scored every task asked for; otherwise o
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from recorder.kinds import EvalResult, EvalStart
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.reader import recorded_run_id
+from recorder.results.document import ResultsDocError
 from recorder.results.harness import HarnessInfo, HarnessResults, HarnessSettings, HarnessTask
 from recorder.run import RunDir
 
@@ -66,6 +68,7 @@ class StepOutcome:
     reason: str = ""
     error: str = ""
     results: str | None = None
+    document: HarnessResults | None = None  # results.json as written, passed on instead of read back
     seconds: float = 0.0
 
 
@@ -131,7 +134,7 @@ def evaluate_harness(
                 run_id=recorded_run_id(run),
                 segment=None,
                 tasks=tasks,
-                outcomes=[StepOutcome(step=s, status="skipped", reason="all tasks scored") for s in steps],
+                outcomes=[_scored_before(run, facts.events, s, "all tasks scored") for s in steps],
             )
         outcomes: list[StepOutcome] = []
         remaining: list[int] = []
@@ -141,7 +144,7 @@ def evaluate_harness(
             ctx: Context | None = None
             for step in steps:
                 if not todo[step]:
-                    outcome = StepOutcome(step=step, status="skipped", reason="all tasks scored earlier")
+                    outcome = _scored_before(run, facts.events, step, "all tasks scored earlier")
                 elif how.limit is not None and sum(o.status != "skipped" for o in outcomes) >= how.limit:
                     remaining.append(step)
                     continue
@@ -164,6 +167,24 @@ def evaluate_harness(
             )
 
 
+def _scored_before(run: RunDir, events: list[Event], step: int, reason: str) -> StepOutcome:
+    """A step every task asked for was scored at by an earlier session: skipped, with the document of the
+    newest results.json its eval_result events name (None when that file is gone or is not the one the
+    events recorded: its sha256 differs)."""
+    named = [e for e in events if e.writer == HARNESS_WRITER and e.kind == "eval_result" and e.step == step and e.data]
+    document, results = None, None
+    if named:
+        data = named[-1].data
+        path = run.path / str(data.get("results"))
+        try:
+            body = path.read_bytes()
+            if hashlib.sha256(body).hexdigest() == data.get("results_sha256"):
+                document, results = HarnessResults.from_json(body), str(data.get("results"))
+        except (OSError, ResultsDocError):
+            document = None
+    return StepOutcome(step=step, status="skipped", reason=reason, document=document, results=results)
+
+
 def _evaluate_step(
     ctx: Context, cp: CommittedCheckpoint, tasks: list[TaskData], options: HarnessOptions
 ) -> StepOutcome:
@@ -174,7 +195,10 @@ def _evaluate_step(
     r = evaluate_checkpoint(ctx, cp, score=score, start=start)
     if r.reason:
         return StepOutcome(step=cp.step, status="failed", reason=r.reason, error=r.error, seconds=r.seconds)
-    return StepOutcome(step=cp.step, status="scored", scores=r.scores, results=r.results, seconds=r.seconds)
+    doc = r.document if isinstance(r.document, HarnessResults) else None
+    return StepOutcome(
+        step=cp.step, status="scored", scores=r.scores, results=r.results, document=doc, seconds=r.seconds
+    )
 
 
 def _score(
@@ -211,6 +235,7 @@ def _score(
             data_file=str(task.data),
             data_files=tuple(str(f) for f in task.files) or None,
             data_sha256=task.data_sha256,
+            content_sha256=task.content_sha256,
             config_sha256=sha256_text(task.config.read_text()),
             samples=tuple(sample_row(s) for s in out["samples"][task.name]),
         )

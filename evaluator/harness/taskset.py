@@ -56,6 +56,13 @@ class TaskData:
         lines = "".join(f"{f.name} {hashlib.sha256(f.read_bytes()).hexdigest()}\n" for f in self.files)
         return hashlib.sha256(lines.encode()).hexdigest()
 
+    @property
+    def content_sha256(self) -> str:
+        """sha256 of the split's rows, whatever files hold them (evaluator.harness.task_content)."""
+        from evaluator.harness.task_content import content_sha256
+
+        return content_sha256(list(self.files) or [self.data], self.builder)
+
 
 def parse_tasks(text: str) -> list[str]:
     """'arc_easy, piqa' -> ['arc_easy', 'piqa'], checked against what is shipped; order kept, no repeats."""

@@ -207,10 +207,17 @@ def _task(out: dict[str, Any], task: TaskData, log_samples: bool) -> dict[str, A
         },
         "data": [str(f) for f in task.files] or [str(task.data)],
         "data_sha256": task.data_sha256,
+        "version": _text(out["versions"].get(task.name)),
+        "content_sha256": task.content_sha256,
     }
     if log_samples:
         row["samples"] = [sample_row(s) for s in out["samples"][task.name]]
     return row
+
+
+def _text(value: Any) -> str | None:
+    """lm-eval's task version as text (its YAML may give a number)."""
+    return None if value is None else str(value)
 
 
 def _number(value: Any) -> float | None:

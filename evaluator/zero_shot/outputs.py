@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluator.harness.task_content import pins_from_environment
 from evaluator.results_files import write_results
+from evaluator.zero_shot.shown import ShownResult, out_of_range, shown
 from recorder.output import write_output
 from recorder.results.binding import bind, check
 from recorder.results.document import ResultsDocError
@@ -32,21 +34,28 @@ from trainer.policy.errors import CheckpointError
 RESULTS_LIMIT = 256 * 1024 * 1024  # larger than any result (its per-sample rows are in their own files)
 
 GAP = 2  # spaces between two columns
+TEXT = ("checkpoint", "note")  # the columns aligned left
 
 
 def table(docs: Sequence[ZeroShotDocument], width: int | None = None) -> str:
-    """One row per result (checkpoint, step, each task's score, the average, the holdout loss), tasks in
-    first-seen order. `width` None: every column in one block (files, pipes). Otherwise the score columns are
-    split into blocks that fit `width`, each led by the checkpoint and step; where not even one score column
-    fits beside them, each row is a block of `name: value` lines. A checkpoint's name is never cut."""
+    """One row per result (checkpoint, step, each task's score, the average, the holdout loss, and a note
+    where there is one: a smoke test, test data, not the task), tasks in first-seen order; below it, one
+    line per task whose data is not the task's, saying why (evaluator.zero_shot.shown). `width` None: every
+    column in one block (files, pipes). Otherwise the score columns are split into blocks that fit `width`,
+    each led by the checkpoint and step; where not even one score column fits beside them, each row is a
+    block of `name: value` lines. A checkpoint's name is never cut."""
+    pins = pins_from_environment()
+    results = [shown(d, pins) for d in docs]
     tasks = list(dict.fromkeys(t for d in docs for t in d.scores))
-    head = ["checkpoint", "step", *tasks, "average", "holdout"]
-    rows = [head] + [_row(d, tasks) for d in docs]
+    noted = any(r.note for r in results)
+    head = ["checkpoint", "step", *tasks, "average", "holdout", *(["note"] if noted else [])]
+    rows = [head] + [_row(r, tasks, noted) for r in results]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     blocks = _blocks(widths, width)
+    why = "".join(line + "\n" for r in results for line in r.not_task)
     if blocks is None:
-        return _records(rows)
-    return "\n\n".join(_lines(rows, widths, [0, 1, *block]) for block in blocks) + "\n"
+        return _records(rows) + why
+    return "\n\n".join(_lines(rows, widths, [0, 1, *block]) for block in blocks) + "\n" + why
 
 
 def _blocks(widths: list[int], width: int | None) -> list[list[int]] | None:
@@ -69,7 +78,8 @@ def _blocks(widths: list[int], width: int | None) -> list[list[int]] | None:
 
 def _lines(rows: list[list[str]], widths: list[int], columns: list[int]) -> str:
     lines = (
-        (" " * GAP).join(r[i].ljust(widths[i]) if i == 0 else r[i].rjust(widths[i]) for i in columns) for r in rows
+        (" " * GAP).join(r[i].ljust(widths[i]) if rows[0][i] in TEXT else r[i].rjust(widths[i]) for i in columns)
+        for r in rows
     )
     return "\n".join(line.rstrip() for line in lines)
 
@@ -83,17 +93,16 @@ def _records(rows: list[list[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _row(doc: ZeroShotDocument, tasks: list[str]) -> list[str]:
-    scores = doc.scores
-    values = [scores[t] for t in tasks if t in scores]
-    avg = f"{sum(values) / len(values):.4f}" if values else "-"
+def _row(result: ShownResult, tasks: list[str], noted: bool) -> list[str]:
+    doc = result.doc
     loss = doc.holdout.get("recomputed")
     return [
         doc.label,
         str(doc.checkpoint.step),
-        *(f"{scores[t]:.4f}" if t in scores else "-" for t in tasks),
-        avg,
+        *(result.cells.get(t, "-") for t in tasks),
+        result.average,
         f"{loss:.4f}" if isinstance(loss, float) else "-",
+        *([result.note] if noted else []),
     ]
 
 
@@ -146,7 +155,7 @@ def verified_results(base: Path, trusted: Mapping[str, str] | None = None) -> Fo
         except OSError as e:
             found.skipped.append(f"skipped {path}: cannot read it ({e.strerror})")
             continue
-        why = check(doc, doc.binding, _scored(doc), scored_code(doc), trusted)
+        why = check(doc, doc.binding, _scored(doc), scored_code(doc), trusted) or out_of_range(doc)
         if why is None:
             found.shown.append((path, doc))
         else:

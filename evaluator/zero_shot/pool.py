@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluator.ray_start import start_ray
 from evaluator.zero_shot.job import Job, JobResult, Report, ZeroShotWorker, run_job
 from recorder.errors import RecorderError
 
@@ -48,9 +49,7 @@ def _on_ray(
     import ray
     from ray.util.queue import Queue
 
-    started = not ray.is_initialized()
-    if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    started = start_ray(address)
     actors: list[Any] = []
     queue: Any = None
     try:

@@ -34,7 +34,6 @@ from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdo
 from recorder.errors import RecorderError
 from recorder.interrupts import deferred_interrupts
 from recorder.provenance import provenance
-from recorder.results.harness import HarnessResults
 from recorder.results.zero_shot import (
     HarnessVersion,
     LoadedCheckpoint,
@@ -199,7 +198,10 @@ def zero_shot(
 
     jobs = sum(p.job is not None for p in prepared)
     what = [f"{jobs} checkpoint(s)"] if jobs else []
-    what += [f"{len(prepared) - jobs} recorder run(s), each committed step"] if len(prepared) > jobs else []
+    runs = sum(p.job is None and p.target.step is None for p in prepared)
+    steps = len(prepared) - jobs - runs  # a recorder step directory: that step of its run
+    what += [f"{runs} recorder run(s), each committed step"] if runs else []
+    what += [f"{steps} recorder step(s)"] if steps else []
     say(
         f"zero-shot: {', '.join(what)}; tasks {', '.join(t.name for t in tasks)}"
         + (f", {options.limit} example(s) per task" if options.limit else "")
@@ -409,14 +411,16 @@ def _recorder_run(
     scored step's (results directory less its time stamp, document), a step scored before (None, its newest
     document)."""
     from evaluator.harness.run_session import HarnessOptions, evaluate_harness
+    from evaluator.order import Order
     from evaluator.settings import Options
     from trainer.policy.taskspec import BUILTIN_TASK, shipped
 
+    only = Order("steps", (t.step,)) if t.step is not None else Order("ascending")
     how = HarnessOptions(
         tasks=[x.name for x in tasks],
         examples=options.limit,
         task_data=tuple(tasks),
-        evaluation=Options(batch_size=options.batch_size),
+        evaluation=Options(batch_size=options.batch_size, order=only),
         task=options.task or (None if _trained_here(t.path) else shipped(BUILTIN_TASK)),
     )
     result = evaluate_harness(t.path, how)
@@ -427,8 +431,10 @@ def _recorder_run(
             say(f"{label}: failed: {o.reason} {o.error}".rstrip())
             summary.failed.append(label)
             continue
-        if o.status != "scored" or o.results is None:
+        if o.status != "scored" or o.results is None or o.document is None:
             earlier = _earlier_result(t, o.step, label)
+            if earlier is None and o.document is not None:  # scored by `recorder eval --harness`
+                earlier = _harness_document(t, o, label, o.document.evaluator_segment, options)
             if earlier is None:
                 say(f"{label}: skipped ({o.reason})")
             else:  # in the table as scored before, nothing written again
@@ -461,13 +467,13 @@ def _trained_here(run: Path) -> bool:
 def _harness_document(
     t: Target, o: StepOutcome, label: str, segment: str | None, options: ZeroShotOptions
 ) -> ZeroShotStepResults:
-    """A scored step of a recorder run, from the harness session's own results.json."""
-    assert o.results is not None
-    harness = HarnessResults.from_json((t.path / o.results).read_bytes())  # relative to the run
+    """A scored step of a recorder run, from the harness session's document as it wrote it (never read back)."""
+    assert o.results is not None and o.document is not None
+    harness = o.document
     ran = harness.settings
     return ZeroShotStepResults(
         label=label,
-        scores=o.scores,
+        scores=o.scores or dict(harness.scores),  # a step scored before: the scores its document holds
         checkpoint=StepCheckpoint(
             path=str(t.path), kind=t.kind, format="recorder", step=o.step, sha256=harness.checkpoint.sha256
         ),

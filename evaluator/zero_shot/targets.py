@@ -37,6 +37,7 @@ class Target:
     info: CheckpointInfo | None
     run: Path | None
     team: TeamCheckpoint | None = None  # one of the team's layouts: its config directory, epoch, step
+    step: int | None = None  # a recorder run given by one of its step directories: only that step
 
     def results_dir(self, stamp: str, out: Path | None) -> Path:
         """Where this target's results.json, summary.txt and eval.log go."""
@@ -81,6 +82,10 @@ def target(
             "a checkpoint directory or a recorder run"
         ) from e
     run = info.source_run
+    if info.format == "recorder" and run is not None and (run / "events").is_dir():
+        # the recorder's own step directory: scored as its run's step, checked by the fingerprint training
+        # recorded for it (the run logs no eval/loss), and recorded as the run's eval events
+        return Target(path=run, kind="recorder-run", label=run.name, info=None, run=run, step=info.step)
     if run is None or run == path:
         kind: Kind = "run" if (path / TRAINING_CONFIG).is_file() else "checkpoint"
         label = path.name
@@ -102,7 +107,9 @@ def _team_target(team: TeamCheckpoint, model_key: str | None) -> Target:
         path=team.dcp, format="torch-dcp", step=team.step, world_size=team.world_size, source_run=team.run,
         config=model, tokenizer_dir=None, weights_dir=team.dcp,
     )  # fmt: skip
-    return Target(path=team.path, kind=team.kind, label=team.label, info=info, run=team.run, team=team)
+    # an archive's copy of an epoch is not the run directory's: its own label (@ the archive), its own rows
+    label = f"{team.label}@{team.path.name}" if team.kind == "archive" else team.label
+    return Target(path=team.path, kind=team.kind, label=label, info=info, run=team.run, team=team)
 
 
 def _check_source(path: Path) -> None:

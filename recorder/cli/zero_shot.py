@@ -212,22 +212,24 @@ def _holdout_mode(value: str) -> str:
     return mode
 
 
-def collect_command(paths: Paths, trust: TrustOption = None) -> None:
-    """Print the table again from every zero-shot result under each PATH (checkpoint, run or -o DIR) that
-    verifies: bound to the checkpoint it scored, unedited, and signed by a --trust key when keys are given.
-    Each result passed over is named on a line of its own, with why; exit 1 when none is shown."""
+def collect_command(paths: Paths, trust: TrustOption = None, all_results: AllOption = False) -> None:
+    """Print the table again from the zero-shot results under each PATH (checkpoint, run or -o DIR) that
+    verify: bound to the checkpoint it scored, unedited, and signed by a --trust key when keys are given. The
+    newest of each checkpoint, smoke tests (--limit) left out; --all shows every one, marked. Each result
+    passed over is named on a line of its own, with why; exit 1 when none is shown."""
     from evaluator.zero_shot.collect import collect
     from recorder.signing import load_trusted
     from recorder.verify.trust import trusted_from_environment
 
     trusted = load_trusted(trust) if trust else trusted_from_environment()
     width = console.width if console.is_terminal else None
-    found = collect(paths, width, trusted)
+    found = collect(paths, width, trusted, everything=all_results)
     console.print(at_spaces(found.table, console), highlight=False, markup=False, soft_wrap=True, end="")
-    for line in found.skipped:
+    for line in [*found.skipped, *([found.left_out] if found.left_out else [])]:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not found.table:
-        console.print("collect: no result verifies", highlight=False)
+        console.print("collect: no result verifies" if not found.left_out else "collect: no result shown",
+                      highlight=False)  # fmt: skip
         raise typer.Exit(1)
 
 
@@ -238,6 +240,10 @@ TrustOption = Annotated[
         help="A public key (KEY.pub) whose signed results to show; only results it signed are shown. "
         "Repeatable. Default: the keys $RECORDER_TRUST names, if set.",
     ),
+]
+
+AllOption = Annotated[
+    bool, typer.Option("--all", help="Every result that verifies, older ones and smoke tests (--limit) too, marked.")
 ]
 
 

@@ -48,6 +48,7 @@ class HarnessTask(Part):
     data_file: str
     data_files: tuple[str, ...] | None = None  # a task read from several files (a Hugging Face cache)
     data_sha256: str
+    content_sha256: str | None = None  # the rows' hash, whatever files hold them (how the task is known)
     config_sha256: str
     samples: tuple[Mapping[str, Any], ...]  # per example: hashes, log-likelihoods, outcomes
 

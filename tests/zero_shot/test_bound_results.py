@@ -13,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.harness.task_content import TEST_DATA
 from evaluator.zero_shot.outputs import newest_results, write_outputs
 from recorder.results.zero_shot import HarnessVersion, LoadedCheckpoint, ZeroShotResults, ZeroShotSettings
 from recorder.signing import SIGNING_KEY_ENV, generate
 from tests.helpers import run_cli
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+
+PIQA = TEST_DATA[("piqa", "1.0")]  # the project's piqa test records: shown marked as test data
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,7 @@ def _document(checkpoint: Path, accuracy: float, finished: str) -> ZeroShotResul
         ),
         settings=ZeroShotSettings(
             tasks=("piqa",),
-            limit=2,
+            limit=None,
             num_fewshot=0,
             dtype="fp32",
             device="cpu",
@@ -58,7 +61,7 @@ def _document(checkpoint: Path, accuracy: float, finished: str) -> ZeroShotResul
         code={"root": "team", "files": {"model.py": "ab" * 32}, "git_commit": None, "git_dirty": True},
         holdout={"mode": "off"},
         harness=HarnessVersion(name="lm-eval", version="0.4.9"),
-        tasks={"piqa": {"n": 2, "of": 2}},
+        tasks={"piqa": {"metric": "acc_norm", "n": 24, "of": 24, "version": "1.0", "content_sha256": PIQA}},
         timings={"load_s": 0.1},
         provenance={},
         finished=finished,
@@ -102,15 +105,15 @@ def test_each_result_records_what_binds_it(results: Path, keys: Path) -> None:
     assert list(doc)[-1] == "binding"
 
 
-def test_two_honest_results_of_one_checkpoint_both_show(results: Path, keys: Path) -> None:
-    done = run_cli("collect", str(results), "--trust", str(keys / "alice.pub"))
+def test_two_honest_results_of_one_checkpoint_both_show_with_all(results: Path, keys: Path) -> None:
+    done = run_cli("collect", str(results), "--trust", str(keys / "alice.pub"), "--all")
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(_rows(done.stdout)) == 2 and "skipped" not in done.stdout
 
 
 def test_a_forged_later_result_with_higher_scores_is_skipped_and_named(results: Path, keys: Path) -> None:
     forged = _forge(results, {})
-    done = run_cli("collect", str(results))
+    done = run_cli("collect", str(results), "--all")
     assert done.returncode == 0, done.stdout + done.stderr
     assert [r.split()[2] for r in _rows(done.stdout)] == ["0.5000", "0.5000"]
     assert f"skipped {forged}: its digest does not match its content: edited after it was written" in done.stdout
@@ -130,7 +133,7 @@ def test_a_forgery_with_its_digest_recomputed_is_skipped_under_trust(results: Pa
     for signer in (None, load_signer(keys / "mallory")):
         rebound = bind(dataclasses.replace(doc, binding=None), scored_manifest(doc), scored_code(doc), signer)
         forged.write_bytes(rebound.to_json())
-        done = run_cli("collect", str(results), "--trust", str(keys / "alice.pub"))
+        done = run_cli("collect", str(results), "--trust", str(keys / "alice.pub"), "--all")
         assert done.returncode == 0 and len(_rows(done.stdout)) == 2, done.stdout + done.stderr
         why = "unsigned" if signer is None else "not by a trusted key"
         [line] = [x for x in done.stdout.splitlines() if x.startswith("skipped ")]
@@ -142,7 +145,7 @@ def test_a_result_bound_to_another_checkpoint_is_skipped(results: Path) -> None:
     doc = json.loads(forged.read_text())
     doc["checkpoint"]["manifest"]["shards"][0]["sha256"] = "0" * 64  # it claims to have scored other weights
     forged.write_text(json.dumps(doc, indent=1))
-    done = run_cli("collect", str(results))
+    done = run_cli("collect", str(results), "--all")
     assert f"skipped {forged}: " in done.stdout and len(_rows(done.stdout)) == 2, done.stdout
 
 

@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
-from evaluator.harness.taskset import SHIPPED_DATA
+from evaluator.harness.task_content import PINS_ENV
+from evaluator.harness.taskset import METRICS, SHIPPED_DATA
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.holdout import documents, holdout_loss, rank_rows
 from evaluator.zero_shot.outputs import table
 from evaluator.zero_shot.reference import logged_loss
 from evaluator.zero_shot.task_sources import parse_task_names
 from evaluator.zero_shot.training_run import HoldoutPlan
+from recorder.results.harness import HarnessTask
 from recorder.results.zero_shot import RecordedEvents, StepCheckpoint, StepSettings, ZeroShotStepResults
 from tests.helpers import run_cli
 from trainer.policy.tokenizer import from_json
@@ -132,8 +134,25 @@ def test_task_names_are_lm_evals_with_siqa_as_an_alias() -> None:
         parse_task_names("easy_qa")
 
 
+OFFICIAL = "c" * 64  # the content these results' tasks record, pinned as the official split below
+
+
+@pytest.fixture
+def pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pins = tmp_path / "pins.txt"
+    pins.write_text("".join(f"{t} 1.0 {OFFICIAL}\n" for t in ("piqa", "arc_easy", "arc_challenge", "hellaswag")))
+    monkeypatch.setenv(PINS_ENV, str(pins))
+
+
+def _task(name: str) -> HarnessTask:
+    return HarnessTask(
+        metric=METRICS[name], score=0.0, n=1, of=1, metrics={}, version="1.0", data_file="", data_sha256="",
+        content_sha256=OFFICIAL, config_sha256="", samples=(),
+    )  # fmt: skip
+
+
 def _result(label: str, step: int, scores: dict[str, float], holdout: dict[str, Any]) -> ZeroShotStepResults:
-    """A result whose fields the table does not show are placeholders."""
+    """A result whose fields the table does not show are placeholders; its tasks' data are pinned."""
     return ZeroShotStepResults(
         label=label,
         scores=scores,
@@ -143,12 +162,12 @@ def _result(label: str, step: int, scores: dict[str, float], holdout: dict[str, 
         ),
         holdout=holdout,
         events=RecordedEvents(writer="harness", segment=None, results=""),
-        tasks={},
+        tasks={name: _task(name) for name in scores},
         finished="",
     )
 
 
-def test_the_table_lines_up_tasks_first_seen_and_averages() -> None:
+def test_the_table_lines_up_tasks_first_seen_and_averages(pinned: None) -> None:
     docs = [
         _result("run", 20, {"piqa": 0.5, "arc_easy": 0.25}, {"recomputed": 2.5}),
         _result("run/step_10", 10, {"piqa": 0.75}, {"mode": "off"}),
@@ -160,7 +179,7 @@ def test_the_table_lines_up_tasks_first_seen_and_averages() -> None:
     ]
 
 
-def test_the_table_in_blocks_that_fit_a_width_and_as_lines_below_it() -> None:
+def test_the_table_in_blocks_that_fit_a_width_and_as_lines_below_it(pinned: None) -> None:
     tasks = ["arc_easy", "arc_challenge", "hellaswag"]
     docs = [
         _result("a-long-run-name/step_20", 20, dict.fromkeys(tasks, 0.5), {}),

@@ -62,3 +62,44 @@ def test_an_imported_series_is_scored_with_the_spec_it_was_fingerprinted_with(tm
     for step in (18, 19):
         [path] = list((run / f"eval_results/step_{step:07d}").glob("official_lmeval7_*/results.json"))
         assert json.loads(path.read_text())["tasks"]["piqa"]["n"] == 2
+
+
+def _fresh_copy(trained_run: Path, tmp_path: Path) -> Path:
+    run = tmp_path / trained_run.name
+    shutil.copytree(trained_run, run, ignore=shutil.ignore_patterns("derived"))
+    for seg in [*run.glob("events/evaluator-*.arrows"), *run.glob("events/harness-*.arrows")]:
+        seg.unlink()
+    return run
+
+
+def test_the_recorders_own_step_directory_is_scored_as_its_runs_step_with_its_check(
+    trained_run: Path, tmp_path: Path, hf_cache: Path
+) -> None:
+    """The holdout check of a recorder checkpoint is the fingerprint its training recorded: no training
+    config is asked for, and the step's scores are the run's eval events."""
+    run = _fresh_copy(trained_run, tmp_path)
+    step = run / "checkpoints/step_0000018"
+    done = run_cli("zero-shot", str(step), "--hf-cache", str(hf_cache), "--tasks", "piqa", "--limit", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    events = [e for e in read_run(run).events if e.kind == "eval_result" and e.writer == "harness"]
+    assert [(e.step, e.key) for e in events] == [(18, "piqa")]
+    [path] = list((run / "eval_results/step_0000018").glob("official_lmeval7_*/results.json"))
+    doc = json.loads(path.read_text())
+    assert doc["holdout"]["mode"] == "fingerprint" and doc["scores"] == {"piqa": events[0].value}
+
+
+def test_steps_scored_by_eval_harness_are_shown_as_scored_earlier(trained_run: Path, tmp_path: Path) -> None:
+    from evaluator.harness.taskset import SHIPPED_DATA
+
+    run = _fresh_copy(trained_run, tmp_path)
+    data = ["--tasks", "piqa", "--data-dir", str(SHIPPED_DATA)]
+    scored = run_cli("eval", str(run), "--harness", "lm-eval", *data)
+    assert scored.returncode == 0, scored.stdout + scored.stderr
+    values = {e.step: e.value for e in read_run(run).events if e.kind == "eval_result" and e.writer == "harness"}
+    done = run_cli("zero-shot", str(run), *data)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line.split() for line in done.stdout.splitlines() if line.startswith(f"{run.name}/")]
+    rows = {cells[0]: cells[2] for cells in lines if not cells[0].endswith(":")}  # the table's, not the log's
+    assert rows == {f"{run.name}/step_{s}": f"{values[s]:.4f}" for s in (18, 19)}, done.stdout
+    assert done.stdout.count("scored earlier: piqa") == 2
+    assert not list(run.glob("eval_results/step_*/official_lmeval7_*"))  # nothing written for them

@@ -93,7 +93,7 @@ def test_run_directory_snapshot_and_archive_give_equal_scores_with_no_file_added
     for base in results:
         [path] = list(base.glob("official_lmeval7_*/results.json"))
         docs.append(ZeroShotResults.from_json(path.read_bytes()))
-    assert [d.label for d in docs] == ["tiny/run1/epoch_2", "tiny/run1/step_20", "tiny/run1/epoch_2"]
+    assert [d.label for d in docs] == ["tiny/run1/epoch_2", "tiny/run1/step_20", "tiny/run1/epoch_2@ckpt_E2"]
     assert [d.checkpoint.kind for d in docs] == ["run", "snapshot", "archive"]
     assert docs[0].scores == docs[1].scores == docs[2].scores
     logged = _logged(team)[20]
@@ -157,7 +157,7 @@ def test_a_swapped_tokenizer_aborts_naming_both_values(team: Path, hf_cache: Pat
     swapped = team / "swapped.json"
     swapped.write_text(json.dumps(tok | {"chars": tok["chars"][::-1]}))
     summary, out = _run([team / "archive/ckpt_E1"], team, hf_cache, tokenizer=swapped)
-    assert summary.failed == ["tiny/run1/epoch_1"]
+    assert summary.failed == ["tiny/run1/epoch_1@ckpt_E1"]
     assert "holdout check failed" in out and f"logged {_logged(team)[10]:.6f}" in out
 
 
@@ -177,7 +177,7 @@ def test_world_size_of_a_model_only_export_from_its_meta(team: Path, hf_cache: P
     [doc] = summary.docs
     assert doc.holdout["world_size"] == 2 and doc.holdout["passed"]
     summary, out = _run([archive], team, hf_cache, tasks=("piqa",), limit=1, train_world_size=1)
-    assert summary.failed == ["tiny/run1/epoch_2"] and "holdout check failed" in out
+    assert summary.failed == ["tiny/run1/epoch_2@export_E2"] and "holdout check failed" in out
 
 
 def test_world_size_of_a_model_only_snapshot_export_from_snapshot_meta(team: Path, hf_cache: Path) -> None:

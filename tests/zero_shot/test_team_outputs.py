@@ -92,12 +92,15 @@ def test_two_archives_of_one_epoch_keep_both_results_and_collect_prints_both(
     summary = zero_shot(archives, options, echo=lambda _: None)
     assert not summary.failed
     labels = sorted(ZeroShotResults.from_json(p.read_bytes()).label for p in out.glob("*/results.json"))
-    assert labels == ["tiny/run1/epoch_2", "tiny/run1/epoch_2", "tiny/run2/epoch_2"]
+    assert labels == ["tiny/run1/epoch_2@ckpt_E2", "tiny/run1/epoch_2@ckpt_E2", "tiny/run2/epoch_2@ckpt_R2"]
     assert len({p.parent for p in out.glob("*/results.json")}) == 3
-    done = run_cli("collect", str(out))
+    done = run_cli("collect", str(out), "--all")
     assert done.returncode == 0, done.stderr
     rows = [line.split()[0] for line in done.stdout.splitlines()[1:]]
-    assert rows == ["tiny/run1/epoch_2", "tiny/run1/epoch_2", "tiny/run2/epoch_2"]  # every result that verifies
+    assert rows == labels  # every result that verifies, each a smoke test (--limit 2), marked
+    assert all(line.endswith("smoke test (--limit 2), test data") for line in done.stdout.splitlines()[1:])
+    default = run_cli("collect", str(out))
+    assert default.returncode == 1 and "left out 3 smoke test(s) (--limit): --all shows them" in default.stdout
 
 
 def test_from_the_teams_repository_its_code_and_its_datasets_are_the_defaults(tmp_path: Path, hf_cache: Path) -> None:

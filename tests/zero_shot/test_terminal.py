@@ -38,7 +38,7 @@ def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path]
     [first, second] = sorted(out.glob("*/results.json"))
     assert [json.loads(p.read_text())["label"] for p in (first, second)] == labels
     summary = (first.parent / "summary.txt").read_text().splitlines()
-    assert summary[0].split() == ["checkpoint", "step", *TASKS, "average", "holdout"]  # the file: one block
+    assert summary[0].split() == ["checkpoint", "step", *TASKS, "average", "holdout", "note"]  # the file: one block
     assert [line.split()[0] for line in summary[1:]] == labels
     table = text[text.rindex(f"{labels[1]}:") :].split("\n", 1)[1]  # what follows the last checkpoint's line
     for label in labels:
@@ -51,7 +51,7 @@ def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path]
         assert len(heads) > 1 and len(rows) == 2 * len(heads), table  # blocks, each led by every name
         assert all(len(line) <= columns for line in [*heads, *rows]), table
         assert "/2 done" in text and "loading" in text  # the progress: checkpoints done, what each does
-        again = on_terminal(columns, "collect", str(out))
+        again = on_terminal(columns, "collect", str(out), "--all")  # smoke tests (--limit) shown, marked
         drawn = [line for line in table.splitlines() if line in heads or line in rows]
         assert [line for line in again.splitlines() if line.strip()] == drawn, again  # the same blocks
     else:  # not even the names fit beside a score: one block of lines per checkpoint

@@ -1,0 +1,100 @@
+"""What a zero-shot result may show, and how: each task's score only when its data is the task's own content
+(evaluator.harness.task_content), a smoke test (`--limit`) marked as one, and a score outside its metric's
+range refused altogether. `recorder collect` and zero-shot's own table both show results through here."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluator.harness.task_content import judge
+from evaluator.harness.taskset import METRICS
+from recorder.results.zero_shot import ZeroShotDocument, ZeroShotResults
+
+NOT_TASK = "not-task"  # the cell of a score on data that is not the task's
+UNIT_RANGE = (0.0, 1.0)
+RANGES = {"acc": UNIT_RANGE, "acc_norm": UNIT_RANGE}  # every metric the zero-shot tasks report is a fraction
+
+
+@dataclass(frozen=True, slots=True)
+class ShownResult:
+    """One result as shown: each task's cell, the average of the scores shown, the note (smoke test, test
+    data, not the task) and one line per task whose data is not the task, saying why."""
+
+    doc: ZeroShotDocument
+    cells: dict[str, str]
+    average: str
+    note: str
+    not_task: list[str] = field(default_factory=list)
+
+
+def shown(doc: ZeroShotDocument, pins: Mapping[tuple[str, str], frozenset[str]]) -> ShownResult:
+    """`doc` as the table shows it, its tasks' data judged against the known content (`pins` added)."""
+    cells: dict[str, str] = {}
+    values: list[float] = []
+    test_data: list[str] = []
+    not_task: list[str] = []
+    for name, score in doc.scores.items():
+        task = _task(doc, name)
+        judged = judge(name, task.get("version"), task.get("content_sha256"), pins)
+        if judged.known == "not the task":
+            cells[name] = NOT_TASK
+            not_task.append(f"not the task: {doc.label} {name}: {judged.why}")
+            continue
+        if judged.known == "test data":
+            test_data.append(name)
+        cells[name] = f"{score:.4f}"
+        values.append(score)
+    average = f"{sum(values) / len(values):.4f}" if values and not not_task else "-"
+    notes = [f"smoke test (--limit {limit})"] if (limit := smoke_test(doc)) is not None else []
+    every = len(test_data) == len(doc.scores)
+    notes += ["test data" + ("" if every else f" ({' '.join(test_data)})")] if test_data else []
+    notes += ["not the task"] if not_task else []
+    return ShownResult(doc, cells, average, ", ".join(notes), not_task)
+
+
+def smoke_test(doc: ZeroShotDocument) -> int | None:
+    """The examples limit the result was scored with (`--limit N`: a smoke test, not a score), else None."""
+    limit = doc.settings.limit
+    return limit if isinstance(limit, int) else None
+
+
+def out_of_range(doc: ZeroShotDocument) -> str | None:
+    """Why `doc` holds a value no metric can take (a score outside its metric's range, a stderr or a loss
+    that is negative or not finite), or None."""
+    for name, score in doc.scores.items():
+        metric = _task(doc, name).get("metric") or METRICS.get(name)  # a task's metric is the task's
+        low, high = RANGES.get(str(metric), (math.nan, math.nan))
+        if not (isinstance(score, (int, float)) and low <= score <= high):
+            where = f"[{low:g}, {high:g}]" if metric in RANGES else f"none known for metric {metric!r}"
+            return f"{name}'s {metric} {score!r} is outside its range {where}: not a score"
+    for name in doc.scores:
+        stderr = _task(doc, name).get("stderr")
+        if stderr is not None and not (isinstance(stderr, (int, float)) and 0 <= stderr < math.inf):
+            return f"{name}'s stderr {stderr!r} is not a standard error: not a score"
+    loss = doc.holdout.get("recomputed")
+    if loss is not None and not (isinstance(loss, (int, float)) and 0 <= loss < math.inf):
+        return f"holdout loss {loss!r} is not a loss: not a score"
+    return None
+
+
+def newest_per_checkpoint(docs: Sequence[ZeroShotDocument]) -> list[ZeroShotDocument]:
+    """The newest result (by its finish time) of each checkpoint label, in the order the labels came."""
+    newest: dict[str, ZeroShotDocument] = {}
+    for doc in docs:
+        if doc.label not in newest or doc.finished >= newest[doc.label].finished:
+            newest[doc.label] = doc
+    return list(newest.values())
+
+
+def _task(doc: ZeroShotDocument, name: str) -> Mapping[str, Any]:
+    """A task's record as a mapping (a recorder step's is a HarnessTask)."""
+    task: Any = doc.tasks.get(name)
+    if task is None:
+        return {}
+    if isinstance(doc, ZeroShotResults):
+        return task if isinstance(task, Mapping) else {}
+    record: Mapping[str, Any] = task.to_dict()
+    return record

@@ -36,10 +36,12 @@ def _run_import(
     """(the import's report, its table's columns, a row per checkpoint): an FSDP2 job's torch DCP series (with
     where each weight-update time came from), else NeMo-RL's."""
     from recorder.adapters import dcp, nemo
-    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
     if dcp.layout_of(root) is not None:
-        report = dcp.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task, source), global_batch_size=gbs)
+        report = dcp.import_checkpoints(
+            root, into, fingerprint=checkpoint_fingerprinter(task, source), global_batch_size=gbs
+        )
         rows: Rows = [
             (str(c.step), str(c.samples), _utc_ns(c.weight_update_ns), c.timing, str(c.path))
             for c in report.checkpoints
@@ -49,7 +51,7 @@ def _run_import(
         raise nemo.NemoImportError(
             f"{root}: a NeMo-RL series gives its global batch size in config.yaml: leave out --global-batch-size"
         )
-    nemo_report = nemo.import_checkpoints(root, into, fingerprint=hf_fingerprinter(task, source))
+    nemo_report = nemo.import_checkpoints(root, into, fingerprint=checkpoint_fingerprinter(task, source))
     ns = nemo.NS_PER_MS
     nemo_rows: Rows = [
         (str(c.step), str(c.samples), _utc_ns(c.weight_update_ms * ns), str(c.path)) for c in nemo_report.checkpoints

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import replay.rulesets
+from replay.ruleset_facts import FACTS
 from replay.run_replay import ReplayRequest, replay_run
 from tests.replay.runs import CASES, record_run
 
@@ -45,3 +46,14 @@ def test_the_count_sees_a_second_lookup(tmp_path: Path, lookups: list[int]) -> N
     replay.rulesets.get_known("6.1.0")
     replay.rulesets.get_known("6.1.0")
     assert len(lookups) == 2
+
+
+def test_each_ruleset_states_its_own_facts() -> None:
+    """A row of FACTS is its own version's (its key), and a ruleset without a row has no offline rule: no
+    ruleset is given another's facts."""
+    known = replay.rulesets.known_rulesets()
+    for version, facts in FACTS.items():
+        assert facts.ruleset == version and version in known
+        assert known[version].offline_evaluation(facts.benchmark)
+    without = [k for k in known.values() if k.name not in FACTS]
+    assert without and not any(k.offline_evaluation(f.benchmark) for k in without for f in FACTS.values())

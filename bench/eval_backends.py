@@ -170,13 +170,13 @@ def run_vllm_side(run: Path, spec: Path, tasks: int) -> None:
 
 def measure(args: Any, tmp: Path) -> list[Side]:
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
     from trainer.policy.taskspec import shipped
 
     args.threads = args.threads or (os.cpu_count() or 1)
     spec = Path(args.task) if args.task.endswith(".toml") else shipped(args.task)
     series = make_series(tmp / "ckpt", args.model)
-    import_checkpoints(series, tmp / "run", fingerprint=hf_fingerprinter(spec))
+    import_checkpoints(series, tmp / "run", fingerprint=checkpoint_fingerprinter(spec))
     sides = []
     for name in ("ours", "vllm"):
         shutil.copytree(tmp, tmp.parent / name, ignore=shutil.ignore_patterns("derived"))

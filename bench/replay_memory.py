@@ -49,13 +49,14 @@ import resource, sys, time
 t = time.perf_counter()
 from recorder.run import derived_dir, write_derived
 from replay.derive import derive_from
+from replay.rulesets import get_known
 from replay.run_scan import scan_run
 from replay.scores import compute_scores, write_rows
 from replay.source import Streamed
 from replay.preflight import verified
 problems, report = verified(sys.argv[1], False)
 scan = scan_run(Streamed(report.run))
-d = derive_from(scan.timeline, scan.source, "6.1.0", "official")
+d = derive_from(scan.timeline, scan.source, get_known("6.1.0"), "official")
 write_derived(derived_dir(report.run) / "result_official.txt", d.chunks())
 write_rows(report.run, compute_scores(report.run, None, check=False, done={"official": (d, None)}, scan=scan), scan.heads)
 print(f"official: {d.status}, passing step {d.passing_step}, {d.minutes:.3f} minutes; {len(d.lines)} lines")

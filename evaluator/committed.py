@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evaluator.errors import SeriesError, UnsafePathError
-from recorder.checkpoint_formats import recorded_format
+from recorder.checkpoint_formats import CheckpointFormat, recorded_format
 from recorder.events import Event
 from recorder.kinds import CheckpointCommitted
 from recorder.rules import series_problems, validation_start_step
@@ -31,7 +31,7 @@ class CommittedCheckpoint:
     weight_update_ns: int | None
     fingerprint: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
-    format: str | None = None  # None: the policy's own; "nemo-rl-*", "dcp-*": an import (recorder.adapters)
+    format: CheckpointFormat | None = None  # a row of recorder.checkpoint_formats; None: the trainer's own file
     manifest: dict[str, Any] | None = None  # every shard's digest (trainer.policy.checkpoints.manifest)
     segment: str = ""
     seq: int = -1

@@ -19,7 +19,7 @@ from recorder.kinds import EvalResult
 from recorder.results.claims import EvaluationClaims
 from recorder.results.evaluation import SampleRow
 from recorder.run import RunDir
-from recorder.verify.fact_rules import RESULTS_LIMIT, inside, sha256_file
+from recorder.verify.fact_checks import RESULTS_LIMIT, inside, sha256_file
 
 Status = Literal["reproduced", "differs", "missing evidence"]
 

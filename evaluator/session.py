@@ -26,6 +26,7 @@ from evaluator.settings import Options, RunEvalConfig
 from evaluator.sweep import HandOut, sweep
 from evaluator.workers import Workers, start_workers
 from recorder.kinds import EvalFailed
+from recorder.results.harness import HarnessResults
 from recorder.log import LogWriter
 from recorder.rules import passes
 from recorder.run import RunDir, derived_dir
@@ -35,16 +36,19 @@ WRITER = "evaluator"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Outcome:
-    """What happened to one planned step in this session."""
+class StepOutcome:
+    """What happened to one planned step in this session: the benchmark evaluator's (accuracy, passed) or a
+    harness session's (scores per task, evaluator.harness.run_session)."""
 
     step: int
     status: Literal["scored", "failed", "skipped"]  # skipped: scored by an earlier session
     accuracy: float | None = None
     passed: bool = False
+    scores: dict[str, float] = field(default_factory=dict)  # a harness session's, by task
     reason: str = ""
     error: str = ""
     results: str | None = None
+    document: HarnessResults | None = None  # a harness session's results.json as written, passed on, not read back
     seconds: float = 0.0
 
 
@@ -57,7 +61,7 @@ class Summary:
     eval_cfg: RunEvalConfig
     workers: str
     problems: list[str]
-    outcomes: list[Outcome]
+    outcomes: list[StepOutcome]
     closed: list[str] = field(default_factory=list)  # interrupted attempts closed now
     remaining: list[int] = field(default_factory=list)  # planned steps left unevaluated (--limit)
     unverified: list[str] = field(default_factory=list)  # verify's problems, when evaluated with --force
@@ -68,7 +72,7 @@ class Summary:
         return next((o.step for o in self.outcomes if o.passed), None)
 
     @property
-    def failures(self) -> list[Outcome]:
+    def failures(self) -> list[StepOutcome]:
         return [o for o in self.outcomes if o.status == "failed"]
 
 
@@ -115,7 +119,7 @@ def evaluate_run(
     *,
     workers_factory: Callable[[int, str | None], Workers] | None = None,
     clock: Callable[[], int] = time.time_ns,
-    on_outcome: Callable[[Outcome], None] | None = None,
+    on_outcome: Callable[[StepOutcome], None] | None = None,
 ) -> Summary:
     """Evaluate a run's checkpoints per `options`; returns what happened (also when evaluations failed).
 
@@ -151,7 +155,7 @@ def _evaluate_locked(
     options: Options,
     workers_factory: Callable[[int, str | None], Workers],
     clock: Callable[[], int],
-    on_outcome: Callable[[Outcome], None] | None,
+    on_outcome: Callable[[StepOutcome], None] | None,
 ) -> Summary:
     facts = read_facts(run, allow_gaps=options.allow_gaps, task=options.task, force=options.force)
     target = facts.eval_cfg.target
@@ -184,7 +188,7 @@ def _evaluate_locked(
         writer = stack.enter_context(LogWriter(facts.run, WRITER, clock=clock))
         closed = [close_interrupted(writer, a, facts) for a in stale]
         handout = HandOut(steps, everything=options.all, limit=options.limit)
-        ended: dict[int, Outcome] = {}
+        ended: dict[int, StepOutcome] = {}
         for step in steps:
             if step in done:
                 handout.end(step, passes(done[step].accuracy, target))
@@ -226,10 +230,10 @@ def _trained_pinned(facts: RunFacts) -> bool:
     return opened is not None and recorded_pinned(opened.data.get("provenance"))
 
 
-def _in_order(steps: list[int], ended: dict[int, Outcome], everything: bool) -> list[Outcome]:
+def _in_order(steps: list[int], ended: dict[int, StepOutcome], everything: bool) -> list[StepOutcome]:
     """Outcomes in the chosen order: up to the first pass, then only what this session evaluated (a later
     checkpoint that finished while an earlier one ran: recorded, but it did not decide)."""
-    out: list[Outcome] = []
+    out: list[StepOutcome] = []
     for step in steps:
         o = ended.get(step)
         if o is None or (o.status == "skipped" and any(x.passed for x in out) and not everything):
@@ -238,8 +242,8 @@ def _in_order(steps: list[int], ended: dict[int, Outcome], everything: bool) -> 
     return out
 
 
-def _skipped(a: Attempt, target: float) -> Outcome:
-    return Outcome(
+def _skipped(a: Attempt, target: float) -> StepOutcome:
+    return StepOutcome(
         step=a.step or 0,
         status="skipped",
         accuracy=a.accuracy,
@@ -248,7 +252,9 @@ def _skipped(a: Attempt, target: float) -> Outcome:
     )
 
 
-def _skipped_until_pass(steps: list[int], done: dict[int, Attempt], target: float, everything: bool) -> list[Outcome]:
+def _skipped_until_pass(
+    steps: list[int], done: dict[int, Attempt], target: float, everything: bool
+) -> list[StepOutcome]:
     out = []
     for step in steps:
         out.append(_skipped(done[step], target))
@@ -257,8 +263,8 @@ def _skipped_until_pass(steps: list[int], done: dict[int, Attempt], target: floa
     return out
 
 
-def _from_result(r: CheckpointEvaluation, step: int, target: float) -> Outcome:
-    return Outcome(
+def _from_result(r: CheckpointEvaluation, step: int, target: float) -> StepOutcome:
+    return StepOutcome(
         step=step,
         status="scored" if r.accuracy is not None else "failed",
         accuracy=r.accuracy,

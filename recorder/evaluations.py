@@ -83,11 +83,3 @@ def performed(events: Iterable[Event]) -> list[Performed]:
         out.append(Performed(start, r, stop))
     out.sort(key=lambda p: evaluation_order(p.start, p.result))
     return out
-
-
-def first_per_step(evaluations: Iterable[Performed]) -> dict[int, Performed]:
-    """{step: its first evaluation}, in the order given (`performed`'s): the one that counts."""
-    out: dict[int, Performed] = {}
-    for p in evaluations:
-        out.setdefault(p.step, p)
-    return out

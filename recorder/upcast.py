@@ -1,5 +1,12 @@
-"""Old events in today's shape: every reader of a payload that older writers recorded otherwise goes through
-here, so no reader carries its own "recorded before the field" branch.
+"""Old events in today's shape: where older writers recorded a fact otherwise (under another key, in another
+place), every reader of that payload gets it in today's shape from here, never from a branch of its own.
+
+What an older writer did not record at all, no upcast can fill: the field stays absent, and a reader that needs
+it branches on "recorded before the field" where it reads it, the absence being the fact. Those readers:
+`recorder.checkpoint_formats` (a commit with no `format` is the trainer's single safetensors file),
+`recorder.verify.eval_settings` and `evaluator.run_facts` (no `task_sha256`: nothing to compare the task spec
+with), `evaluator.evaluate` (a commit with no shard manifest, an older import: its tree is hashed before
+loading). tests/layout/test_upcast_readers.py holds this list to the code.
 
 Events on disk are never rewritten: their bytes, digests and signatures stay as written, and verify's byte
 checks read them raw. An upcast is a pure function of one event's `data` that gives the mapping readers of

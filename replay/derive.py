@@ -40,8 +40,8 @@ from replay.mllog_format import (
     parse_line,
 )
 from replay.recorded_types import first_type_problem
-from replay.ruleset_facts import TRACKED_STATS, Ruleset, get_ruleset
-from replay.rulesets import get_known
+from replay.ruleset_facts import FACTS, TRACKED_STATS, RulesetFacts
+from replay.rulesets import KnownRuleset, get_known
 from replay.source import EventSource, InMemory, StepData
 from replay.timeline import Config, Evaluation, Point, StepMetrics, Timeline, build_timeline
 
@@ -139,7 +139,7 @@ class _Writer:
         return line
 
 
-def _configs(tl: Timeline, rules: Ruleset, out: _Writer) -> Iterator[str]:
+def _configs(tl: Timeline, rules: RulesetFacts, out: _Writer) -> Iterator[str]:
     """Recorded configuration keys, plus those run_opened states that were not recorded, in the checker's
     own key order (its checks read earlier keys: opt_base_learning_rate needs global_batch_size first),
     then any other keys in recorded order."""
@@ -158,7 +158,7 @@ def _configs(tl: Timeline, rules: Ruleset, out: _Writer) -> Iterator[str]:
         yield out.add(c.at, None, POINT_IN_TIME, c.key, c.value)
 
 
-def _evaluation(ev: Evaluation, gbs: int, rules: Ruleset, out: _Writer, shift: int = 0) -> Iterator[str]:
+def _evaluation(ev: Evaluation, gbs: int, rules: RulesetFacts, out: _Writer, shift: int = 0) -> Iterator[str]:
     samples = ev.samples_count if ev.samples_count >= 0 else rules.samples_after(ev.step, gbs)
     start = ev.start.time_ns + shift
     yield out.add(start, ev.start.source, INTERVAL_START, C.EVAL_START, None, samples_count=samples, step=ev.step)
@@ -171,7 +171,7 @@ def _evaluation(ev: Evaluation, gbs: int, rules: Ruleset, out: _Writer, shift: i
 
 
 def render(
-    tl: Timeline, rules: Ruleset, plan: Plan, step_data: Callable[[StepMetrics], Any] | None = None
+    tl: Timeline, rules: RulesetFacts, plan: Plan, step_data: Callable[[StepMetrics], Any] | None = None
 ) -> list[str]:
     """The mllog lines of a plan, in the 6.1.0 order (a timeline built from a list of events)."""
     return list(render_lines(tl, rules, plan, step_data or _kept_data))
@@ -183,7 +183,9 @@ def _kept_data(m: StepMetrics) -> dict[str, Any]:
     return m.event.data
 
 
-def render_lines(tl: Timeline, rules: Ruleset, plan: Plan, step_data: Callable[[StepMetrics], Any]) -> Iterator[str]:
+def render_lines(
+    tl: Timeline, rules: RulesetFacts, plan: Plan, step_data: Callable[[StepMetrics], Any]
+) -> Iterator[str]:
     """The mllog lines of a plan, in the 6.1.0 order, one at a time: each step's metrics are read back
     through `step_data` when their line is written. Facts that are missing raise before the first line."""
     gbs = tl.gbs()
@@ -198,7 +200,7 @@ def render_lines(tl: Timeline, rules: Ruleset, plan: Plan, step_data: Callable[[
 
 def _lines(
     tl: Timeline,
-    rules: Ruleset,
+    rules: RulesetFacts,
     plan: Plan,
     step_data: Callable[[StepMetrics], Any],
     gbs: int,
@@ -345,22 +347,21 @@ def _ms_to_ns(ms: float | None) -> int | None:
 
 
 def derive_run(events: Iterable[Event], ruleset: str, interpretation: str) -> Derivation:
-    """Derive the mllog of a run under an interpretation, with what it scores (events in memory; the lines
-    as a tuple)."""
+    """Derive the mllog of a run under an interpretation of the ruleset named `ruleset`, with what it scores
+    (events in memory; the lines as a tuple)."""
     kept = events if isinstance(events, Sequence) else list(events)
-    d = derive_from(build_timeline(kept), InMemory(kept), ruleset, interpretation)
+    d = derive_from(build_timeline(kept), InMemory(kept), get_known(ruleset), interpretation)
     return dataclasses.replace(d, lines=tuple(iter(d.lines)))  # iter: tuple() would ask len() first, a pass
 
 
-def derive_from(tl: Timeline, source: EventSource, ruleset: str, interpretation: str) -> Derivation:
+def derive_from(tl: Timeline, source: EventSource, ruleset: KnownRuleset, interpretation: str) -> Derivation:
     """Derive the mllog of a run from its facts under an interpretation, with what it scores. The lines are
     RenderedLines: produced from the facts, and from the events `source` reads back, each time they are
     iterated (a long run's log is written as it is produced). Every refusal is raised here, before any line."""
-    rules = get_ruleset(ruleset)
     interp = get_interpretation(interpretation)
     if interp.policy is None:
-        return _as_recorded(tl, source, ruleset)
-    require_offline_rule(tl, ruleset, interpretation)
+        return _as_recorded(tl, source, ruleset.name)
+    rules = require_offline_rule(tl, ruleset, interpretation)
     tl.require_consistent()
     if tl.weight_updates and not tl.checkpoints:  # killed (or still training) before the validation start
         raise NoCheckpointError(
@@ -373,7 +374,7 @@ def derive_from(tl: Timeline, source: EventSource, ruleset: str, interpretation:
     stop = plan.run_stop.time_ns
     return Derivation(
         tl.run_id,
-        ruleset,
+        ruleset.name,
         interpretation,
         RenderedLines(lambda: render_lines(tl, rules, plan, StepData(source))),
         plan.status,
@@ -387,21 +388,22 @@ def derive_from(tl: Timeline, source: EventSource, ruleset: str, interpretation:
     )
 
 
-def require_offline_rule(tl: Timeline, ruleset: str, interpretation: str) -> None:
-    """The interpretations other than as-recorded read the 6.1 offline-evaluation rule: refuse them where it
-    does not apply (another benchmark, or a ruleset before 6.1.0). A run that states no benchmark is the
-    recorder's own (qwen35_397b_grpo)."""
-    known = get_known(ruleset)
+def require_offline_rule(tl: Timeline, ruleset: KnownRuleset, interpretation: str) -> RulesetFacts:
+    """The facts of the offline-evaluation rule the interpretations other than as-recorded read: refused where
+    it does not apply (another benchmark, or a ruleset that states no such rule: replay.ruleset_facts). A run
+    that states no benchmark is the recorder's own (qwen35_397b_grpo)."""
     benchmark = tl.benchmark or BENCHMARK
-    if not known.offline_evaluation(benchmark):
+    if not ruleset.offline_evaluation(benchmark):
+        stated = ", ".join(f"{f.benchmark} under training {f.ruleset}" for f in FACTS.values())
         raise InterpretationNotApplicableError(
             f"run {tl.run_id}: interpretation {interpretation!r} reads the offline-evaluation rule, which "
-            f"applies to {BENCHMARK} from training 6.1.0 on, not to {benchmark} under training {ruleset}: "
+            f"applies to {stated}, not to {benchmark} under training {ruleset.name}: "
             "use --interpretation as-recorded"
         )
+    return FACTS[ruleset.name]
 
 
-def missing_keys(tl: Timeline, rules: Ruleset) -> tuple[str, ...]:
+def missing_keys(tl: Timeline, rules: RulesetFacts) -> tuple[str, ...]:
     """Required configuration keys neither recorded as mllog_config nor stated by run_opened."""
     have = {c.key for c in tl.configs}
     if tl.opened is not None:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from recorder.rules import passes
 from replay.errors import NotEvaluatedError, NothingToEmitError, UnknownInterpretationError
-from replay.ruleset_facts import Ruleset
+from replay.ruleset_facts import RulesetFacts
 from replay.timeline import Evaluation, Point, Timeline
 
 Status = Literal["success", "aborted"]
@@ -42,28 +42,28 @@ def shifted(offsets: Sequence[tuple[int, int]], t: int) -> int:
     return t + sum(delta for after, delta in offsets if t > after)
 
 
-Policy = Callable[[Timeline, Ruleset], Plan]
+Policy = Callable[[Timeline, RulesetFacts], Plan]
 
 
-def pass_target(tl: Timeline, rules: Ruleset) -> float:
+def pass_target(tl: Timeline, rules: RulesetFacts) -> float:
     """The one target evaluations are judged by: the run's recorded one, as `recorder eval` and the history
     judge them, else the ruleset's. A run whose target is not the ruleset's is marked not comparable."""
     return tl.target if tl.target is not None else rules.target
 
 
-def _passes(ev: Evaluation, tl: Timeline, rules: Ruleset, ge: bool = False) -> bool:
+def _passes(ev: Evaluation, tl: Timeline, rules: RulesetFacts, ge: bool = False) -> bool:
     target = pass_target(tl, rules)
     return ev.accuracy >= target if ge else passes(ev.accuracy, target)
 
 
-def required_steps(tl: Timeline, rules: Ruleset) -> list[int]:
+def required_steps(tl: Timeline, rules: RulesetFacts) -> list[int]:
     """The checkpoints the rule requires: those committed, or else every step from the validation start."""
     if tl.checkpoints:
         return sorted(tl.checkpoints)
     return list(range(rules.validation_start_step(tl.gbs()), tl.final_step + 1))
 
 
-def _not_passed(tl: Timeline, rules: Ruleset, emitted: Sequence[Evaluation], name: str) -> Plan:
+def _not_passed(tl: Timeline, rules: RulesetFacts, emitted: Sequence[Evaluation], name: str) -> Plan:
     """No evaluation passed: aborted if every required checkpoint was evaluated, else refuse (exit 1)."""
     evaluated = {ev.step for ev in tl.evaluations}
     missing = [s for s in required_steps(tl, rules) if s not in evaluated]
@@ -95,7 +95,7 @@ def _success(
     return Plan("success", tuple(emitted), passing, stop, passing.step, tl.final_step, why=why)
 
 
-def _in_order_until_pass(tl: Timeline, rules: Ruleset, ge: bool) -> tuple[list[Evaluation], Evaluation | None]:
+def _in_order_until_pass(tl: Timeline, rules: RulesetFacts, ge: bool) -> tuple[list[Evaluation], Evaluation | None]:
     emitted: list[Evaluation] = []
     for ev in tl.evaluations:
         emitted.append(ev)
@@ -104,7 +104,7 @@ def _in_order_until_pass(tl: Timeline, rules: Ruleset, ge: bool) -> tuple[list[E
     return emitted, None
 
 
-def official(tl: Timeline, rules: Ruleset) -> Plan:
+def official(tl: Timeline, rules: RulesetFacts) -> Plan:
     """ "After training halts, checkpoints are evaluated offline, in any order ... until one reaches the
     target accuracy." "run_stop carries the passing checkpoint's weight-update timestamp (status success),
     or the final checkpoint's timestamp with status aborted when none passes." Passing: accuracy > target."""
@@ -114,7 +114,7 @@ def official(tl: Timeline, rules: Ruleset) -> Plan:
     return _success(tl, emitted, passing, "first passing checkpoint in evaluation order")
 
 
-def earliest_passing(tl: Timeline, rules: Ruleset) -> Plan:
+def earliest_passing(tl: Timeline, rules: RulesetFacts) -> Plan:
     """ "Each checkpoint stores the timestamp of its latest weight update": read as "the run reached the
     target at the earliest checkpoint that reaches it", whatever order the evaluations ran in.
     Emits the evaluated steps up to that one in ascending order."""
@@ -126,7 +126,7 @@ def earliest_passing(tl: Timeline, rules: Ruleset) -> Plan:
     return _success(tl, emitted, emitted[-1], "earliest passing step among all evaluated checkpoints")
 
 
-def include_final_save(tl: Timeline, rules: Ruleset) -> Plan:
+def include_final_save(tl: Timeline, rules: RulesetFacts) -> Plan:
     """ "So the write time of the passing checkpoint is not scored": read the other way, the run is not
     done until its passing checkpoint is committed, so run_stop is that checkpoint's commit time."""
     plan = official(tl, rules)
@@ -154,7 +154,7 @@ def _blocking_before(tl: Timeline, step: int) -> tuple[tuple[int, int], ...]:
     )
 
 
-def zero_save_cost(tl: Timeline, rules: Ruleset) -> Plan:
+def zero_save_cost(tl: Timeline, rules: RulesetFacts) -> Plan:
     """ "The save time of every earlier checkpoint is [scored] (unless saving is asynchronous and hides
     it)": what a perfectly asynchronous checkpointer scores. Every blocking save before the passing
     (or final) step is removed from the training timeline."""
@@ -174,7 +174,7 @@ def zero_save_cost(tl: Timeline, rules: Ruleset) -> Plan:
     )
 
 
-def inline_eval(tl: Timeline, rules: Ruleset) -> Plan:
+def inline_eval(tl: Timeline, rules: RulesetFacts) -> Plan:
     """The pre-6.1 reading (the reference convergence logs): "eval_start ... eval_accuracy ... eval_stop"
     inline during training, each evaluation at its step from the validation start, its duration added to
     the timeline, and no checkpoint saves. Needs an evaluation of every step from the validation start."""
@@ -219,7 +219,7 @@ def inline_at(tl: Timeline, step: int) -> int:
     return tl.weight_update(step, "an inline evaluation").time_ns
 
 
-def checker_order(tl: Timeline, rules: Ruleset) -> Plan:
+def checker_order(tl: Timeline, rules: RulesetFacts) -> Plan:
     """mlperf-logging 4.1.68, training_6.1.0/closed_qwen35_397b_grpo.yaml: "v['metadata']['samples_count'] ==
     s['next_validation_samples']", starting at GBS * CEIL(2.5 + 3840/GBS), then GBS more each time.
     Evaluations emitted in ascending samples order: the consecutive prefix from the validation start."""
@@ -247,7 +247,7 @@ def checker_order(tl: Timeline, rules: Ruleset) -> Plan:
     return _not_passed(tl, rules, emitted, "checker-order")
 
 
-def ge_threshold(tl: Timeline, rules: Ruleset) -> Plan:
+def ge_threshold(tl: Timeline, rules: RulesetFacts) -> Plan:
     """The reference evaluator (NeMo-RL mlperf_grpo_deferred.py) stops when "accuracy >= target";
     the 6.1.0 checker's ATLEAST_ONE_CHECK is "v['value'] > s['target_accuracy']". Official semantics, with >=."""
     emitted, passing = _in_order_until_pass(tl, rules, ge=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.run import RunDir, derived_dir, write_derived
-from recorder.verify.fact_rules import sha256_file
+from recorder.verify.fact_checks import sha256_file
 from replay.check import CheckResult, mlperf_logging_version, rcp
 
 CACHE_FILE = "rcp.json"

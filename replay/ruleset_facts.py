@@ -1,6 +1,8 @@
-"""Ruleset facts: what MLPerf Training 6.1.0 fixes for `qwen35_397b_grpo`, the facts the offline-evaluation
-interpretations derive a log from. Which rulesets and benchmarks exist is `replay.rulesets` (discovered
-from the installed checker); these facts apply where the offline rule does (`KnownRuleset.offline_evaluation`).
+"""Ruleset facts: what each ruleset with an offline-evaluation rule fixes for the benchmark that rule judges,
+the facts the offline-evaluation interpretations derive a log from, one row per ruleset version (`FACTS`:
+6.1.0 for `qwen35_397b_grpo`). Which rulesets and benchmarks exist is `replay.rulesets` (discovered from the
+installed checker); the offline rule applies where a ruleset has a row here (`KnownRuleset.offline_evaluation`),
+so a newer ruleset gets no facts it did not state until its row is added.
 
 Kept as data here (not read from mlperf-logging at derive time) so that `derive` reads events only;
 tests/replay/test_checkers.py (test_required_keys_match_the_checker_yaml) checks these lists against the
@@ -65,12 +67,15 @@ BENCHMARK_REQUIRED: tuple[str, ...] = (
 
 
 @dataclass(frozen=True)
-class Ruleset:
-    """The facts of one ruleset for one benchmark."""
+class RulesetFacts:
+    """What one ruleset version fixes for the benchmark its offline-evaluation rule judges."""
 
-    name: str
+    ruleset: str  # the version whose files state these facts: "6.1.0"
     benchmark: str
     target: float  # passing means accuracy > target (the checker's ATLEAST_ONE_CHECK)
+    common_required: tuple[str, ...]
+    closed_common_required: tuple[str, ...]
+    benchmark_required: tuple[str, ...]
 
     def validation_start_step(self, global_batch_size: int) -> int:
         """The first step whose checkpoint must exist and be evaluable (recorder.rules)."""
@@ -82,13 +87,25 @@ class Ruleset:
 
     def required_keys(self, division: str) -> tuple[str, ...]:
         """Every configuration key the checker requires exactly once for `division`, without repeats."""
-        keys = COMMON_REQUIRED + (CLOSED_COMMON_REQUIRED if division == C.CLOSED else ()) + BENCHMARK_REQUIRED
-        return tuple(dict.fromkeys(keys))
+        closed = self.closed_common_required if division == C.CLOSED else ()
+        return tuple(dict.fromkeys(self.common_required + closed + self.benchmark_required))
 
 
-def get_ruleset(name: str) -> Ruleset:
-    """The offline-evaluation facts under ruleset `name` (any ruleset the installed checker ships; an unknown
-    name is a clear error listing them). Whether the offline rule applies to a run is the caller's check."""
-    from replay.rulesets import get_known
+# training_policies PR #596: offline evaluation starts with v6.1.
+FACTS: dict[str, RulesetFacts] = {
+    "6.1.0": RulesetFacts(
+        ruleset="6.1.0",
+        benchmark=rules.BENCHMARK,
+        target=rules.TARGET,
+        common_required=COMMON_REQUIRED,
+        closed_common_required=CLOSED_COMMON_REQUIRED,
+        benchmark_required=BENCHMARK_REQUIRED,
+    ),
+}
 
-    return Ruleset(name=get_known(name).name, benchmark=rules.BENCHMARK, target=rules.TARGET)
+
+def facts_of(ruleset: str, benchmark: str) -> RulesetFacts | None:
+    """The offline-evaluation facts ruleset `ruleset` states for `benchmark`, or None: its offline rule does
+    not judge that benchmark, or it has none."""
+    facts = FACTS.get(ruleset)
+    return facts if facts is not None and facts.benchmark == benchmark else None

@@ -20,11 +20,11 @@ import yaml
 
 from recorder import rules
 from replay.errors import RulesetMismatchError, UnknownBenchmarkError, UnknownRulesetError
+from replay.ruleset_facts import facts_of
 
 USAGE = "training"
 _FOLDER = re.compile(rf"^{USAGE}_(\d+)\.(\d+)\.(\d+)$")
 _IN_LIST = re.compile(r"\bin\s*(\[[^\]]*\])")
-OFFLINE_EVALUATION_FROM = (6, 1, 0)  # training_policies PR #596: offline evaluation starts with v6.1
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,9 @@ class KnownRuleset:
         return benchmark in self.rcp_benchmarks
 
     def offline_evaluation(self, benchmark: str | None) -> bool:
-        """Whether the 6.1 offline-evaluation rule (and so its interpretations) applies to `benchmark`."""
-        return benchmark == rules.BENCHMARK and self.version >= OFFLINE_EVALUATION_FROM
+        """Whether an offline-evaluation rule (and so its interpretations) applies to `benchmark`: this ruleset
+        states its facts for it (replay.ruleset_facts)."""
+        return benchmark is not None and facts_of(self.name, benchmark) is not None
 
     def benchmark_problem(self, benchmark: str | None, division: str | None) -> str | None:
         """Why this ruleset does not know `benchmark` (naming those it knows), or None."""
@@ -155,23 +156,28 @@ def get_known(name: str) -> KnownRuleset:
 
 
 def ruleset_for_run(
-    flag: str | None, recorded: str | None, benchmark: str | None, division: str | None, *, lenient: bool = False
+    flag: KnownRuleset | None,
+    recorded: str | None,
+    benchmark: str | None,
+    division: str | None,
+    *,
+    lenient: bool = False,
 ) -> KnownRuleset:
-    """The ruleset a run is replayed and scored under: the flag the user typed, else the one recorded with the
-    run (`import --ruleset`), else the recorder's own (6.1.0). It must know the run's benchmark: exit 2 when
+    """The ruleset a run is replayed and scored under: the flag the user typed (looked up where it was typed),
+    else the one recorded with the run (`import --ruleset`), else the recorder's own (6.1.0), looked up here:
+    the one lookup on a run's path, whose result is passed on. It must know the run's benchmark: exit 2 when
     the user typed it, exit 1 when it comes from the data. `lenient`: a recorded ruleset that does not know
     the benchmark is still returned (the checker can judge the log as recorded; it says why it fails)."""
     if flag is not None:
-        known = get_known(flag)
-        known.require_benchmark(benchmark, division, typed=True)
-        return known
+        flag.require_benchmark(benchmark, division, typed=True)
+        return flag
     name = recorded or rules.RULESET
-    if name not in known_rulesets():
+    known = known_rulesets().get(name)
+    if known is None:
         raise RulesetMismatchError(
             f"the run records ruleset {name!r}, which the installed mlperf-logging does not ship "
             f"(it ships training {', '.join(known_rulesets())}); pass --ruleset"
         )
-    known = known_rulesets()[name]
     if lenient:
         return known
     try:

@@ -41,7 +41,7 @@ OFFICIAL = "official"
 def write_scores(
     run: RunDir,
     scan: RunScan,
-    ruleset: str | None,
+    ruleset: KnownRuleset | None,
     unverified: list[str],
     done: dict[str, Outcome] | None = None,
     untrusted: list[str] | None = None,
@@ -130,7 +130,7 @@ def _drop_other_verdict(path: Path, not_comparable: str | None) -> None:
 def write_mllog(
     run: RunDir,
     scan: RunScan,
-    ruleset: str,
+    ruleset: KnownRuleset,
     interpretation: str,
     unverified: list[str],
     output: Path | None = None,
@@ -193,7 +193,8 @@ def run_checks(
 
 @dataclass(frozen=True)
 class ReplayRequest:
-    """What `recorder replay` was asked; the names are checked when the request is made, before any read."""
+    """What `recorder replay` was asked; the names are checked when the request is made, before any read: the
+    ruleset's is looked up here, once (`known`), and passed on."""
 
     run_dir: Path
     ruleset: str | None = None
@@ -202,10 +203,11 @@ class ReplayRequest:
     output: Path | None = None
     check: bool = False
     force: bool = False
+    known: KnownRuleset | None = field(init=False, default=None)  # the ruleset named by `ruleset`
 
     def __post_init__(self) -> None:
         if self.ruleset is not None:
-            get_known(self.ruleset)
+            object.__setattr__(self, "known", get_known(self.ruleset))
         if self.interpretation is not None:
             get_interpretation(self.interpretation)
 
@@ -284,7 +286,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
     # refuses before anything is written; as recorded, the checker may judge a log whose benchmark the run's
     # own ruleset does not know (the data says no: exit 1 after the checkers, with why)
     lenient = as_recorded and request.ruleset is None
-    known = ruleset_for_run(request.ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=lenient)
+    known = ruleset_for_run(request.known, tl.ruleset, tl.benchmark, tl.division, lenient=lenient)
     result = ReplayResult([Notice("warning", f"{run.events}/{entry}") for entry in skipped], name, known.name)
     result.notices += [Notice("note", elsewhere)] if elsewhere else []
     result.mismatch = known.benchmark_problem(tl.benchmark, tl.division)
@@ -299,7 +301,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
         return result
     result.notices += _notices(scan, unverified, result.untrusted, torn, known)
     if request.compare:
-        result.rows = write_scores(run, scan, known.name, unverified, untrusted=result.untrusted, check=request.check)
+        result.rows = write_scores(run, scan, known, unverified, untrusted=result.untrusted, check=request.check)
         return result
     try:
         _derive(request, result, run, scan, known, unverified)
@@ -309,7 +311,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
         note = f" ({SPEC_NOTE})" if "SPEC.toml" in command else ""
         result.refused = NotEvaluatedError(f"{e}; evaluate them: {command}{note}")
     except NoCheckpointError as e:  # the history shows `no checkpoint` too, without waiting for `compact`
-        write_scores(run, scan, request.ruleset, unverified, untrusted=result.untrusted, check=False)
+        write_scores(run, scan, known, unverified, untrusted=result.untrusted, check=False)
         result.refused = e
     except RecorderError as e:  # a fact the derivation needs is missing, a file cannot be written: after the notices
         result.refused = e
@@ -332,13 +334,13 @@ def _derive(
     request: ReplayRequest, result: ReplayResult, run: RunDir, scan: RunScan, known: KnownRuleset, unverified: list[str]
 ) -> None:
     name, tl = result.interpretation, scan.timeline
-    d, path = write_mllog(run, scan, known.name, name, unverified, request.output, result.untrusted)
+    d, path = write_mllog(run, scan, known, name, unverified, request.output, result.untrusted)
     kept = (run, path) if request.output is None else None  # a log under derived/: its RCP verdict is kept there
     checks = run_checks(d, known, tl.benchmark, tl.division, kept, result.mismatch) if request.check else []
     done = {name: (d, checks[0] if checks else None)}
     result.derivation, result.path, result.checks = d, path, checks
     # the checker judges only what --check asks about: each other interpretation's verdict is left null
-    result.rows = write_scores(run, scan, request.ruleset, unverified, done, result.untrusted, check=False)
+    result.rows = write_scores(run, scan, known, unverified, done, result.untrusted, check=False)
 
 
 @dataclass(frozen=True)
@@ -364,7 +366,9 @@ def _is_imported(run: RunDir) -> bool:
     return any(p.name.startswith("import-") for p in run.events.glob("*.arrows"))
 
 
-def ensure_derived(run: RunDir, ruleset: str | None, unverified: list[str], recheck: bool = True) -> DerivedFiles:
+def ensure_derived(
+    run: RunDir, ruleset: KnownRuleset | None, unverified: list[str], recheck: bool = True
+) -> DerivedFiles:
     """The run's score rows and derived mllog, written when missing or stale, and the scores re-derived and
     rewritten when they disagree with the events (when `recheck`: replay.scores_check.RecheckBudget allowed
     it). `unverified`: the problems verify found (the run is then read whole, and its files marked)."""
@@ -381,7 +385,7 @@ def ensure_derived(run: RunDir, ruleset: str | None, unverified: list[str], rech
     else:
         stale = not _fresh(scores_path, run)
     if stale:
-        write_scores(run, scan(), ruleset, unverified)
+        write_scores(run, scan(), applicable_to(scan().timeline, ruleset)[0], unverified)
     rows = [json.loads(line) for line in scores_path.read_text().splitlines() if line.strip()]
     if _fresh(mllog, run):
         return DerivedFiles(rows, name, mllog, "")

@@ -24,7 +24,7 @@ from replay.derive import Derivation, derive_from
 from replay.errors import ReplayError, ScoreInputError
 from replay.interpretations import AS_RECORDED
 from replay.preflight import UNTRUSTED, UNVERIFIED, mark_rows, verified
-from replay.rulesets import KnownRuleset, ruleset_for_run
+from replay.rulesets import KnownRuleset, get_known, ruleset_for_run
 from replay.run_scan import RunScan, scan_verified
 from replay.scores import Outcome, compute_scores, write_rows
 from replay.set_score import RunOutcome, SetScore, score_set
@@ -62,7 +62,7 @@ class _Run:
         return float(factor) if isinstance(factor, (int, float)) and not isinstance(factor, bool) else 1.0
 
 
-def _open(run_dir: Path, ruleset: str | None, interpretation: str | None, force: bool) -> _Run:
+def _open(run_dir: Path, ruleset: KnownRuleset | None, interpretation: str | None, force: bool) -> _Run:
     unverified, report = verified(run_dir, force)  # refuses (exit 1) unless --force
     run, elsewhere = writable_run(RunDir.open(run_dir))  # a read-only run's caches go to a temporary folder
     scan = scan_verified(report)[0]
@@ -126,15 +126,15 @@ def _score_group(runs: list[_Run]) -> SetScore:
 
 def _outcome(run: _Run) -> tuple[RunOutcome, Derivation | None]:
     try:
-        d = derive_from(run.tl, run.scan.source, run.known.name, run.interpretation)
+        d = derive_from(run.tl, run.scan.source, run.known, run.interpretation)
     except ReplayError as e:
-        rows = compute_scores(run.run, run.known.name, check=False, scan=run.scan)
+        rows = compute_scores(run.run, run.known, check=False, scan=run.scan)
         write_rows(run.run, mark_rows(rows, **_marks(run)), run.scan.heads)
         proof = proven_by(run.report, None)
         return RunOutcome(run.label, None, "none", None, str(e), run.interpretation, proof), None
     check = compliance_lines(d.lines, run.known.name)
     done: dict[str, Outcome] = {run.interpretation: (d, check)}
-    rows = compute_scores(run.run, run.known.name, check=False, done=done, scan=run.scan)
+    rows = compute_scores(run.run, run.known, check=False, done=done, scan=run.scan)
     write_rows(run.run, mark_rows(rows, **_marks(run)), run.scan.heads)
     proof = proven_by(run.report, d.passing_step)
     return RunOutcome(run.label, d.minutes, d.status, check, "", run.interpretation, proof), d
@@ -144,7 +144,8 @@ def score_runs(
     run_dirs: Sequence[Path], ruleset: str | None, interpretation: str | None, force: bool
 ) -> list[SetScore]:
     """Every set among `run_dirs`, scored as the result summarizer scores a result folder."""
-    runs = [_open(Path(d), ruleset, interpretation, force) for d in run_dirs]  # refuse before writing
+    flag = get_known(ruleset) if ruleset is not None else None  # looked up once, for every run
+    runs = [_open(Path(d), flag, interpretation, force) for d in run_dirs]  # refuse before writing
     groups: dict[tuple[str | None, int | None], list[_Run]] = {}
     for run in runs:
         groups.setdefault(run.set_key, []).append(run)

@@ -25,10 +25,10 @@ from replay.check import CheckResult, compliance_lines, mlperf_logging_version
 from replay.derive import Derivation, derive_from
 from replay.errors import NoCheckpointError, ReplayError
 from replay.interpretations import INTERPRETATIONS
-from replay.rulesets import ruleset_for_run
+from replay.rulesets import KnownRuleset, ruleset_for_run
 from replay.run_scan import RunScan, scan_run
 from replay.source import InMemory
-from replay.timeline import Timeline, build_timeline
+from replay.timeline import Timeline
 
 SCORES_FILE = "scores.jsonl"
 
@@ -39,7 +39,7 @@ Outcome = tuple[Derivation, CheckResult | None]  # a derivation already made, an
 def score_row(
     events: list[Event],
     run_id: str,
-    ruleset: str,
+    ruleset: KnownRuleset,
     interpretation: str,
     check: bool = True,
     done: Outcome | None = None,
@@ -50,12 +50,17 @@ def score_row(
 
 
 def scan_row(
-    scan: RunScan, run_id: str, ruleset: str, interpretation: str, check: bool = True, done: Outcome | None = None
+    scan: RunScan,
+    run_id: str,
+    ruleset: KnownRuleset,
+    interpretation: str,
+    check: bool = True,
+    done: Outcome | None = None,
 ) -> dict[str, Any]:
     """`score_row` from one pass over a run (replay.run_scan): its events are not held."""
     judged = _judged(scan.target, scan.not_comparable is None, bool(scan.resumed))
     derive = partial(derive_from, scan.timeline, scan.source, ruleset, interpretation)
-    return _row(run_id, ruleset, interpretation, derive, judged, check, done)
+    return _row(run_id, ruleset.name, interpretation, derive, judged, check, done)
 
 
 def _judged(target: float | None, comparable: bool, resumed: bool) -> dict[str, Any]:
@@ -105,38 +110,40 @@ def _row(
     } | judged
 
 
-def applicable(events: list[Event], ruleset: str | None) -> tuple[str, list[str]]:
+def applicable_to(tl: Timeline, flag: KnownRuleset | None) -> tuple[KnownRuleset, list[str]]:
     """The ruleset a run is scored under (`ruleset_for_run`: refuses before anything is written) and the
-    interpretations that apply to it: all of them where the offline rule applies, else as-recorded only."""
-    return applicable_to(build_timeline(events), ruleset)
+    interpretations that apply to it: all of them where the offline rule applies, else as-recorded only.
+    `flag`: the ruleset the user typed (None: the run's own)."""
+    known = ruleset_for_run(flag, tl.ruleset, tl.benchmark, tl.division, lenient=flag is None)
+    return known, interpretations_under(known, tl)
 
 
-def applicable_to(tl: Timeline, ruleset: str | None) -> tuple[str, list[str]]:
-    """`applicable` from a run's facts."""
-    known = ruleset_for_run(ruleset, tl.ruleset, tl.benchmark, tl.division, lenient=ruleset is None)
+def interpretations_under(known: KnownRuleset, tl: Timeline) -> list[str]:
+    """The interpretations that apply to a run under ruleset `known`."""
     offline = known.offline_evaluation(tl.benchmark or BENCHMARK)
-    return known.name, [n for n, i in INTERPRETATIONS.items() if offline or i.policy is None]
+    return [n for n, i in INTERPRETATIONS.items() if offline or i.policy is None]
 
 
 def compute_scores(
     run_dir: Path | str | RunDir,
-    ruleset: str | None = None,
+    ruleset: KnownRuleset | None = None,
     check: bool = True,
     done: Mapping[str, Outcome] | None = None,
     events: list[Event] | None = None,
     scan: RunScan | None = None,
 ) -> list[dict[str, Any]]:
-    """Every applicable interpretation's row. `ruleset`: as typed by the user (None: the run's own). `events`
+    """Every applicable interpretation's row. `ruleset`: the ruleset the run is scored under, as the caller
+    resolved it (replay.rulesets.ruleset_for_run: passed on, never looked up again); None: the run's own. `events`
     (in memory) or `scan` (one pass over a streamed run): what the caller already read, so that the run is
     not read twice. Each interpretation's log is checked as it is written to the checker's file."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     if scan is None:
         events = events if events is not None else read_run(run).events
         scan = scan_run(InMemory(events), keep_events=True)
-    name, interpretations = applicable_to(scan.timeline, ruleset)
+    known = ruleset if ruleset is not None else applicable_to(scan.timeline, None)[0]
     done = done or {}
     run_id = scan.run_id or recorded_run_id(run)
-    return [scan_row(scan, run_id, name, i, check, done.get(i)) for i in interpretations]
+    return [scan_row(scan, run_id, known, i, check, done.get(i)) for i in interpretations_under(known, scan.timeline)]
 
 
 def write_rows(run: RunDir, rows: list[dict[str, Any]], heads: Heads) -> Path:
@@ -154,7 +161,7 @@ def scores_claim(run: RunDir, heads: Heads) -> Claim:
     return claim(run, SCORES_FILE, heads, mlperf_logging=mlperf_logging_version())
 
 
-def write_scores(run_dir: Path | str | RunDir, ruleset: str | None = None, check: bool = True) -> Path:
+def write_scores(run_dir: Path | str | RunDir, ruleset: KnownRuleset | None = None, check: bool = True) -> Path:
     """Compute every applicable interpretation of a run (under its own ruleset unless one is given) and write
     `<run>/derived/scores.jsonl`; returns its path."""
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)

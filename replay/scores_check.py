@@ -130,9 +130,9 @@ def derived_row(row: dict[str, Any], events: Facts, run: RunDir) -> dict[str, An
     if not isinstance(ruleset, str) or not isinstance(interpretation, str):
         return "names no ruleset or interpretation"
     try:
-        get_known(ruleset)
+        known = get_known(ruleset)
         scan = _scanned(events)
-        return scan_row(scan, scan.run_id or recorded_run_id(run), ruleset, interpretation, check=False)
+        return scan_row(scan, scan.run_id or recorded_run_id(run), known, interpretation, check=False)
     except ReplayError as e:
         return f"cannot be derived ({e})"
 

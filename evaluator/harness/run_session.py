@@ -16,7 +16,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 from evaluator.attempts import HARNESS_WRITER, attempts
 from evaluator.committed import CommittedCheckpoint, resolve
@@ -27,7 +27,7 @@ from evaluator.harness.taskset import TaskData, data_dir, resolve_tasks
 from evaluator.order import arrange
 from evaluator.results_files import results_dir, sha256_text, write_results
 from evaluator.run_facts import read_facts
-from evaluator.session import close_interrupted, session_lock
+from evaluator.session import StepOutcome, close_interrupted, session_lock
 from evaluator.settings import Options
 from evaluator.workers import Workers, start_workers
 from recorder.events import Event
@@ -58,18 +58,6 @@ class HarnessOptions:
     evaluation: Options = field(default_factory=Options)
     task_data: tuple[TaskData, ...] = ()  # tasks already resolved (any data source): `tasks`/`data_dir` unused
     task: Path | None = None  # the task spec an imported series was fingerprinted with (read_facts' `task`)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StepOutcome:
-    step: int
-    status: Literal["scored", "failed", "skipped"]
-    scores: dict[str, float] = field(default_factory=dict)
-    reason: str = ""
-    error: str = ""
-    results: str | None = None
-    document: HarnessResults | None = None  # results.json as written, passed on instead of read back
-    seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluator.errors import EvalError
-from recorder.errors import DataError, InputError
+from recorder.errors import InputError
 
 
 class ZeroShotError(EvalError):
@@ -12,11 +12,6 @@ class ZeroShotError(EvalError):
 
 class ZeroShotInputError(ZeroShotError, InputError):
     """A path, option, training-run config, reference log or task data the command cannot use."""
-
-
-class HoldoutMismatchError(ZeroShotError, DataError):
-    """The recomputed holdout loss is further from the logged one than the tolerance: weights, tokenizer or
-    code do not match the training's."""
 
 
 class ZeroShotInterrupted(ZeroShotError):

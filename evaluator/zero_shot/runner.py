@@ -47,7 +47,7 @@ from recorder.results.zero_shot import (
 )
 
 if TYPE_CHECKING:
-    from evaluator.harness.run_session import StepOutcome
+    from evaluator.session import StepOutcome
 
 Echo = Callable[[str], None]
 

@@ -18,7 +18,7 @@ the meta's `samples_count` (or `consumed_samples`), else step x the global batch
 `global_batch_size`, or the caller's). The weight-update time is the meta's `weight_update_ns`,
 `weight_update_ms` or `timestamp` (Unix seconds), recorded with `timing: "meta"`; without one it is the
 newest shard's modification time (`timing: "shard-mtime"`). Every checkpoint is fingerprinted by the function
-the caller passes in (the CLI: trainer.policy.checkpoints.hf_fingerprint's), which loads it, hashing each shard as it is
+the caller passes in (the CLI: trainer.policy.checkpoints.fingerprinter's), which loads it, hashing each shard as it is
 read: that manifest is the commit's, so `recorder verify` and `recorder eval` name any shard changed since.
 """
 

@@ -11,7 +11,7 @@ and publishes each by renaming `tmp_step_N` to `step_N`:
 Samples are prompts x num_generations_per_prompt. The weights are a directory, so `sha256` is that of its
 `sha256sum`-style manifest (one "<sha256>  <relative path>" line per file, sorted by path) and `bytes` the
 sum of the file sizes. Every checkpoint is fingerprinted by the function the caller passes in (the CLI passes
-trainer.policy.checkpoints.hf_fingerprint's, which loads it through trainer.policy.checkpoints: Hugging Face
+trainer.policy.checkpoints.fingerprinter's, which loads it through trainer.policy.checkpoints: Hugging Face
 safetensors in
 `policy/weights[/model]/`, format `nemo-rl-hf`, or Megatron-Core `torch_dist` in `policy/weights/iter_*/`,
 format `nemo-rl-mcore`, and records the mean log-likelihood of a task spec's dev split, or of fixed texts, in
@@ -276,7 +276,7 @@ def import_checkpoints(
     (trainer.policy.checkpoints.dcp_listing.missing_shards), so that a save missing one is left out before
     any weights are loaded (else it is found while loading).
     Each checkpoint is recorded with `fingerprint(path)`, the record the evaluator recomputes and the manifest
-    of Megatron-Core weights (trainer.policy.checkpoints.hf_fingerprint.hf_fingerprinter gives it); the import
+    of Megatron-Core weights (trainer.policy.checkpoints.fingerprinter.checkpoint_fingerprinter gives it); the import
     never loads weights itself.
     """
     steps = discover(root)
@@ -339,8 +339,8 @@ def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[
             return {}, None
         raise NemoImportError(
             f"{c.path}: Hugging Face weights are recorded with their fingerprint, and no fingerprint function "
-            "was given (trainer.policy.checkpoints.hf_fingerprint.hf_fingerprinter, as `recorder import-checkpoints` "
-            "uses)"
+            "was given (trainer.policy.checkpoints.fingerprinter.checkpoint_fingerprinter, as `recorder "
+            "import-checkpoints` uses)"
         )
     try:
         record, manifest = fingerprint(c.path)

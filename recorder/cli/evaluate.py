@@ -20,7 +20,7 @@ LOCAL_RAY = "local"
 
 if TYPE_CHECKING:
     from evaluator.attempts import Attempt
-    from evaluator.session import Outcome, Summary
+    from evaluator.session import StepOutcome, Summary
     from evaluator.settings import Options
     from recorder.goals import Goal
 
@@ -192,7 +192,7 @@ def _evaluate(run_dir: Path, options: Options) -> Summary:
 
     with UntilFirst(_waiting_for(options)) as waiting:
 
-        def on_outcome(o: Outcome) -> None:
+        def on_outcome(o: StepOutcome) -> None:
             waiting.done()
             _print_outcome(o)
 
@@ -315,7 +315,7 @@ def _print_harness_outcome(o: Any) -> None:
         console.print(f"step {o.step}: {scores} (in {o.seconds:.1f} s -> {o.results})", highlight=False)
 
 
-def _print_outcome(o: Outcome) -> None:
+def _print_outcome(o: StepOutcome) -> None:
     if o.status == "failed":
         console.print(line(f"step {o.step}:", label("FAILED", "bold red"), f"{o.error}: {o.reason}"))
         return

@@ -37,10 +37,10 @@ def _run_import(
     where each weight-update time came from), else NeMo-RL's."""
     from recorder.adapters import dcp, nemo
     from trainer.policy.checkpoints.dcp_listing import missing_shards
-    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
     if dcp.layout_of(root) is not None:
-        fingerprint = hf_fingerprinter(task, source)
+        fingerprint = checkpoint_fingerprinter(task, source)
         report = dcp.import_checkpoints(root, into, fingerprint=fingerprint, global_batch_size=gbs, strict=strict)
         rows: Rows = [
             (str(c.step), str(c.samples), _utc_ns(c.weight_update_ns), c.timing, str(c.path))
@@ -53,7 +53,7 @@ def _run_import(
             f"{root}: a NeMo-RL series gives its global batch size in config.yaml: leave out --global-batch-size"
         )
     nemo_report = nemo.import_checkpoints(
-        root, into, fingerprint=hf_fingerprinter(task, source), strict=strict, missing_shards=missing_shards
+        root, into, fingerprint=checkpoint_fingerprinter(task, source), strict=strict, missing_shards=missing_shards
     )
     ns = nemo.NS_PER_MS
     nemo_rows: Rows = [

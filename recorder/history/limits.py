@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     import duckdb
 
 T = TypeVar("T")
-DEFAULT_TIMEOUT_S = 60.0
 _POLL_S = 0.1
 MEMORY_POLL_S = 0.01  # reading /proc/self/statm costs microseconds; a runaway value grows ~10 MB in a slice
 GRACE_S = 2.0  # how long an interrupted query may take to stop before it is abandoned

@@ -6,9 +6,7 @@ Views: `events` (every event of every run, plus its `segment`), `runs` (one row 
 Arrow table first (DuckDB scans one-row record batches about 50x slower). Scores are the files replay
 writes (`derived/scores.jsonl`): the core never imports `replay`.
 
-Read-only is enforced twice: only SELECT-like statements are accepted, and after the views are built the
-connection loses file-system access (except the compacted files the views read) and its configuration
-is locked, so `read_csv('/etc/passwd')` or `ATTACH` inside a query fail too.
+A query runs in the SQL sandbox (recorder.history.sandbox): read-only, enforced twice.
 """
 
 from __future__ import annotations
@@ -21,10 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 
 from recorder.catalogue import catalogue, writers_of
-from recorder.errors import InputError, RecorderError
+from recorder.errors import RecorderError
 from recorder.events import arrow_schema
 from recorder.history.cache import CacheChecks
 from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
+from recorder.history.errors import HistoryError, QueryError, QueryRefusedError
 from recorder.history.limits import (
     QueryAbandoned,
     SpillFolder,
@@ -32,6 +31,7 @@ from recorder.history.limits import (
     memory_budget,
     run_limited,
 )
+from recorder.history.sandbox import first_line, lock_down, read_only_statement, sql_list
 from recorder.reader import read_run, recorded_run_id
 from recorder.rules import BENCHMARK, is_standard_target_sql, passes_sql
 from recorder.run import RunDir, list_runs
@@ -61,21 +61,6 @@ SCORE_COLUMNS = pa.schema(
         ("verified", pa.bool_()),  # false: derived with --force from a run that fails verify
     ]
 )
-# Statements a query may be; everything else (INSERT, CREATE, COPY, ATTACH, SET, INSTALL, ...) is refused.
-# DuckDB parses DESCRIBE, SHOW and SUMMARIZE as SELECT statements: reads, so they run (`DESCRIBE runs`).
-_READ_ONLY = ("SELECT", "EXPLAIN")
-
-
-class HistoryError(InputError):
-    """Base of the history's errors: a query or a root it cannot answer."""
-
-
-class QueryRefusedError(HistoryError):
-    """A statement that would write, attach, copy, install or change settings."""
-
-
-class QueryError(HistoryError):
-    """SQL that DuckDB cannot parse or bind (a typo, an unknown view or column)."""
 
 
 @dataclass(frozen=True)
@@ -108,18 +93,18 @@ class History:
         Ctrl-C (QueryTimeoutError, QueryInterrupted)."""
         import duckdb
 
-        statement = _single_read_only(self.con, sql)
+        statement = read_only_statement(self.con, sql)
         try:
             return run_limited(self.con, lambda: self.con.sql(statement).to_arrow_table(), timeout_s, self.memory_cap)
         except QueryAbandoned:
             self.abandoned = True
             raise
         except duckdb.CatalogException as e:
-            raise QueryError(f"{_first_line(e)}\n  the views are: {', '.join(VIEWS)}") from e
+            raise QueryError(f"{first_line(e)}\n  the views are: {', '.join(VIEWS)}") from e
         except duckdb.PermissionException as e:
-            raise QueryRefusedError(f"refused: {_first_line(e)} (queries may read only the history views)") from e
+            raise QueryRefusedError(f"refused: {first_line(e)} (queries may read only the history views)") from e
         except duckdb.Error as e:
-            raise QueryError(f"query failed: {_first_line(e)}") from e
+            raise QueryError(f"query failed: {first_line(e)}") from e
 
     def close(self) -> None:
         import duckdb
@@ -138,44 +123,6 @@ class History:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _first_line(e: Exception) -> str:
-    return " ".join(str(e).split("\n\n")[0].split())
-
-
-def _single_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> str:
-    import duckdb
-
-    try:
-        statements = con.extract_statements(sql)
-    except duckdb.Error as e:
-        raise QueryError(f"malformed SQL: {_first_line(e)}") from e
-    if len(statements) != 1:
-        raise QueryError(f"give exactly one SQL statement (got {len(statements)})")
-    kind = statements[0].type.name
-    if kind == "MULTI" and _first_word(sql) == "PIVOT":  # a PIVOT expands to an enum of its ON values plus a SELECT
-        return sql
-    if kind not in _READ_ONLY:
-        raise QueryRefusedError(
-            f"refused: {kind} statement; `recorder query` is read-only (SELECT, EXPLAIN, PIVOT, DESCRIBE, SHOW, "
-            "SUMMARIZE)"
-        )
-    return sql
-
-
-def _first_word(sql: str) -> str:
-    """The statement's first keyword, past whitespace, comments and opening parentheses."""
-    text = sql
-    while True:
-        text = text.lstrip().lstrip("(")
-        if text.startswith("--"):
-            text = text.partition("\n")[2]
-        elif text.startswith("/*"):
-            text = text.partition("*/")[2]
-        else:
-            break
-    return text.split(None, 1)[0].upper() if text.split() else ""
 
 
 def _empty_events() -> pa.Table:
@@ -367,7 +314,7 @@ def open_runs(
         con = duckdb.connect(config=connection_config(spill, budget))
     except duckdb.Error as e:
         spill.remove()
-        raise HistoryError(f"cannot open the history: {_first_line(e)} (check --memory-limit)") from e
+        raise HistoryError(f"cannot open the history: {first_line(e)} (check --memory-limit)") from e
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     con.execute("SET parquet_metadata_cache = true")  # keeps Parquet footers between queries
@@ -379,19 +326,15 @@ def open_runs(
     return History(root, con, src.runs, src.problems, spill, budget.cap)
 
 
-def _sql_list(items: list[str]) -> str:
-    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in items) + "]"
-
-
 def events_source_sql(packs: list[str], not_from_packs: list[str], parquet: list[str]) -> str:
     """The `events` view's query: packs (minus their stale runs), per-run compacted files, live runs."""
     columns = ", ".join([*arrow_schema().names, "segment"])
     parts = [f"SELECT {columns} FROM _live_events"]
     if parquet:
-        parts.append(f"SELECT {columns} FROM read_parquet({_sql_list(parquet)})")
+        parts.append(f"SELECT {columns} FROM read_parquet({sql_list(parquet)})")
     if packs:
-        stale = f" WHERE run_id NOT IN ({_sql_list(not_from_packs)[1:-1]})" if not_from_packs else ""
-        parts.append(f"SELECT {columns} FROM read_parquet({_sql_list(packs)}){stale}")
+        stale = f" WHERE run_id NOT IN ({sql_list(not_from_packs)[1:-1]})" if not_from_packs else ""
+        parts.append(f"SELECT {columns} FROM read_parquet({sql_list(packs)}){stale}")
     return " UNION ALL ".join(reversed(parts))
 
 
@@ -406,7 +349,7 @@ def writers_sql() -> str:
             continue
         plain = [n for n in names if "<R>" not in n]
         ranked = [n.replace("<R>", "[0-9]+") for n in names if "<R>" in n]
-        either = [f"writer IN ({_sql_list(plain)[1:-1]})"] if plain else []
+        either = [f"writer IN ({sql_list(plain)[1:-1]})"] if plain else []
         either += [f"regexp_full_match(writer, '{r}')" for r in ranked]
         cases.append(f"WHEN '{kind}' THEN ({' OR '.join(either)})")
     return f"CASE kind {' '.join(cases)} ELSE false END"
@@ -433,14 +376,6 @@ def create_views(con: duckdb.DuckDBPyConnection, events_sql: str) -> None:
     con.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM ({events_sql}) WHERE {writers_sql()}")
     for sql in VIEW_SQL:
         con.execute(sql)
-
-
-def lock_down(con: duckdb.DuckDBPyConnection, files: list[str]) -> None:
-    """No file access but the compacted files the views read, and no way to change that back."""
-    if files:
-        con.execute(f"SET allowed_paths = {_sql_list(files)}")
-    con.execute("SET enable_external_access = false")
-    con.execute("SET lock_configuration = true")
 
 
 # Facts of each run from its own events; imported runs carry them as mllog lines (`value` is JSON text).

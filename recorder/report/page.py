@@ -323,12 +323,14 @@ def build_report(run_dirs: list[Path], out: Path, ruleset: str | None = None) ->
     """Write the page for `run_dirs` to `out`; returns the facts it showed."""
     from recorder.history.views import open_runs
     from recorder.run import RunDir
+    from replay.rulesets import get_known
     from replay.scores_check import RecheckBudget
 
     if not run_dirs:
         raise ReportError("give at least one run directory")
+    flag = get_known(ruleset) if ruleset is not None else None  # looked up once, for every run
     budget = RecheckBudget()  # one budget for the page, as `recorder runs` has one for its table
-    runs = [gather(Path(d), ruleset, budget) for d in run_dirs]
+    runs = [gather(Path(d), flag, budget) for d in run_dirs]
     with open_runs(runs[0].run.path.parent, [f.run for f in runs]) as history:
         for f in runs:
             read_views(history, f)

@@ -36,6 +36,7 @@ from recorder.verify.proof import audited, proof_words, signatures_proven
 
 if TYPE_CHECKING:
     from recorder.history.views import History
+    from replay.rulesets import KnownRuleset
     from replay.scores_check import RecheckBudget
 
 VERIFIED_UNCHANGED = (
@@ -121,7 +122,7 @@ class RunFacts:
         return validation_start_step(gbs) if gbs else None
 
 
-def gather(run_dir: Path, ruleset: str | None, budget: RecheckBudget) -> RunFacts:
+def gather(run_dir: Path, ruleset: KnownRuleset | None, budget: RecheckBudget) -> RunFacts:
     """Verify the run, make sure replay's derived files are there (its scores re-derived as `budget` allows),
     and read the mllog and the RCP verdict."""
     from replay.run_replay import ensure_derived

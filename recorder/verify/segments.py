@@ -3,7 +3,7 @@
 Segments are streamed: messages are read one at a time and checked in chunks (512 events or 1 MB), so
 memory stays bounded by the chunk or the largest event, not the segment. A segment the stream cannot read
 cleanly to its end (torn, damaged) is read whole by `read_segment`, which locates the damage. When every
-segment is intact, `recorder.verify.fact_rules` checks that the timeline is possible and the evidence matches.
+segment is intact, `recorder.verify.fact_checks` checks that the timeline is possible and the evidence matches.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from recorder.segment import (
 )
 from recorder.signing import CHAIN_DOMAIN, fingerprint, signature_valid
 from recorder.untrusted_files import irregular, read_regular
-from recorder.verify.fact_rules import check_facts, for_rules
-from recorder.verify.fact_rules import kept as kept_kind
+from recorder.verify.fact_checks import check_facts, for_rules
+from recorder.verify.fact_checks import kept as kept_kind
 from recorder.verify.problem import Problem
 from recorder.verify.summary import SegmentSummary, SignedPoint
 from recorder.verify.truncation import explain_truncation

@@ -24,10 +24,10 @@ from recorder.verify import verify_run
 from tests.adoption import nemo_layout
 from tests.helpers import run_cli
 from tests.kit.synthetic import write_evidence
-from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
 MS = 1_000_000
-FINGERPRINT = hf_fingerprinter(None)  # what `recorder import-checkpoints` passes without --task
+FINGERPRINT = checkpoint_fingerprinter(None)  # what `recorder import-checkpoints` passes without --task
 T0_MS = 1_780_000_000_000
 # The worked example of docs/design.md: weight updates at 1080, 1142, 1204 s after run_start.
 UPDATES_MS = {18: T0_MS + 1_080_000, 19: T0_MS + 1_142_000, 20: T0_MS + 1_204_000}

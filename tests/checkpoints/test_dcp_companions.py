@@ -12,13 +12,13 @@ import pytest
 from recorder.adapters import dcp
 from recorder.verify import verify_run
 from tests.checkpoints.test_dcp_import import GBS, write_archives
-from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
 
 def _imported(tmp_path: Path) -> tuple[Path, Path]:
     series = write_archives(tmp_path / "archives", tmp_path / "job")
     run = tmp_path / "runs" / "fsdp"
-    dcp.import_checkpoints(series, run, fingerprint=hf_fingerprinter(None), global_batch_size=GBS)
+    dcp.import_checkpoints(series, run, fingerprint=checkpoint_fingerprinter(None), global_batch_size=GBS)
     assert verify_run(run).ok
     return run, tmp_path / "job"
 

@@ -22,7 +22,7 @@ from tests.checkpoints import fixtures
 from tests.helpers import run_cli
 from tests.kit import sample_series
 from tests.zero_shot.conftest import pretraining  # noqa: F401  (the two-rank FSDP2 job, trained once)
-from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 from trainer.policy.taskspec import shipped
 
 GBS = 256  # validation start 18
@@ -77,7 +77,7 @@ def _events(run: Path, kind: str) -> list[Any]:
 def test_snapshots_become_commits_with_the_manifest_of_their_shards(tmp_path: Path) -> None:
     series = write_snapshots(tmp_path / "job", meta={19: {"source_world_size": 2}})
     report = dcp.import_checkpoints(
-        series, tmp_path / "runs" / "fsdp", fingerprint=hf_fingerprinter(None), global_batch_size=GBS
+        series, tmp_path / "runs" / "fsdp", fingerprint=checkpoint_fingerprinter(None), global_batch_size=GBS
     )
     assert (report.layout, report.global_batch_size, report.problems) == ("dcp-snapshot", GBS, [])
     run = tmp_path / "runs" / "fsdp"
@@ -245,10 +245,10 @@ def test_eval_scores_dcp_checkpoints_sample_for_sample_as_their_safetensors(tmp_
     hf = tmp_path / "hf"
     for step in STEPS:
         sample_series.write_step(hf, step, _update_ms(step), tok, _model(step)[1])
-    nemo.import_checkpoints(hf, tmp_path / "runs" / "hf", fingerprint=hf_fingerprinter(spec))
+    nemo.import_checkpoints(hf, tmp_path / "runs" / "hf", fingerprint=checkpoint_fingerprinter(spec))
     for series in (snapshots, archives):
         dcp.import_checkpoints(
-            series, tmp_path / "runs" / series.name, fingerprint=hf_fingerprinter(spec), global_batch_size=GBS
+            series, tmp_path / "runs" / series.name, fingerprint=checkpoint_fingerprinter(spec), global_batch_size=GBS
         )
     for name in ("hf", "job", "archives"):
         evaluate_run(tmp_path / "runs" / name, Options(task=spec, all=True))
@@ -285,7 +285,7 @@ def test_a_two_rank_fsdp2_job_s_archive_and_snapshots_import_and_verify(
         (pretraining / "run", tmp_path / "snapshots", [10, 20]),
         (pretraining, tmp_path / "archive", [20]),
     ):
-        fingerprint = hf_fingerprinter(_letters_spec(tmp_path / f"spec-{into.name}"))
+        fingerprint = checkpoint_fingerprinter(_letters_spec(tmp_path / f"spec-{into.name}"))
         report = dcp.import_checkpoints(series, into, fingerprint=fingerprint, global_batch_size=1280)
         assert [c.step for c in report.checkpoints] == steps
         commits = _events(into, "checkpoint_committed")

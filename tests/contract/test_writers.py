@@ -189,11 +189,11 @@ class TestNemoImporter(WriterContract):
     def record(self, root: Path) -> RunDir:
         from recorder.adapters.nemo import import_checkpoints
         from tests.adoption import nemo_layout
-        from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+        from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
         for step in (18, 19, 20):
             nemo_layout.write_checkpoint(root / "ckpt", step, T0_MS + step * 60_000)
-        import_checkpoints(root / "ckpt", root / "runs" / "nemo", fingerprint=hf_fingerprinter(None))
+        import_checkpoints(root / "ckpt", root / "runs" / "nemo", fingerprint=checkpoint_fingerprinter(None))
         return RunDir.open(root / "runs" / "nemo")
 
 
@@ -203,10 +203,12 @@ class TestDcpImporter(WriterContract):
     def record(self, root: Path) -> RunDir:
         from recorder.adapters.dcp import import_checkpoints
         from tests.checkpoints.test_dcp_import import write_snapshots
-        from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+        from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
         series = write_snapshots(root / "job")
-        import_checkpoints(series, root / "runs" / "fsdp", fingerprint=hf_fingerprinter(None), global_batch_size=256)
+        import_checkpoints(
+            series, root / "runs" / "fsdp", fingerprint=checkpoint_fingerprinter(None), global_batch_size=256
+        )
         return RunDir.open(root / "runs" / "fsdp")
 
 

@@ -37,7 +37,7 @@ kind = "numeric"
 def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(run with one imported tiny Llama checkpoint, its task spec)."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
     tmp = tmp_path_factory.mktemp("backends")
     rows = [{"id": f"q{i}", "prompt": f"{i} plus {i}?", "answer": str(2 * i)} for i in range(3)]
@@ -45,7 +45,7 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (tmp / "dev.jsonl").write_text('{"id": "d0", "prompt": "One, two, ", "answer": "three."}\n')
     (tmp / "spec.toml").write_text(SPEC)
     series = sample_series.write_series(tmp / "ckpt", UPDATES_MS)
-    import_checkpoints(series, tmp / "run", fingerprint=hf_fingerprinter(tmp / "spec.toml"))
+    import_checkpoints(series, tmp / "run", fingerprint=checkpoint_fingerprinter(tmp / "spec.toml"))
     return tmp / "run", tmp / "spec.toml"
 
 

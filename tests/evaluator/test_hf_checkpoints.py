@@ -56,9 +56,9 @@ def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _import(series: Path, run: Path, spec: Path | None = None) -> None:
     """In this process: each `recorder` subprocess pays transformers' import again (seconds)."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
-    import_checkpoints(series, run, fingerprint=hf_fingerprinter(spec))
+    import_checkpoints(series, run, fingerprint=checkpoint_fingerprinter(spec))
 
 
 def _evaluate(run: Path, **options: object) -> Summary:

@@ -38,12 +38,12 @@ def test_smollm2_evaluates_on_the_math_word_spec(smollm2_series: Path, tmp_path:
     from evaluator.settings import Options
     from recorder.adapters.nemo import import_checkpoints
     from recorder.reader import read_run
-    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
     from trainer.policy.taskspec import load_spec, shipped
 
     spec = shipped("math-word")
     run = tmp_path / "run"
-    import_checkpoints(smollm2_series, run, fingerprint=hf_fingerprinter(spec))
+    import_checkpoints(smollm2_series, run, fingerprint=checkpoint_fingerprinter(spec))
     summary = evaluate_run(run, Options(task=spec, batch_size=16))
     (outcome,) = summary.outcomes
     assert outcome.status == "scored", outcome.reason

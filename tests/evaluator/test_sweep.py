@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluator.session import Outcome, evaluate_run
+from evaluator.session import StepOutcome, evaluate_run
 from evaluator.settings import Options
 from evaluator.sweep import HandOut
 from recorder.reader import read_run
@@ -97,7 +97,7 @@ def test_a_later_checkpoint_that_ends_first_cannot_decide(
     command = f"{sys.executable} {script} {{checkpoint}} {{out}} {markers} '{accuracies}'"
     ended: list[int] = []
 
-    def mark(o: Outcome) -> None:
+    def mark(o: StepOutcome) -> None:
         ended.append(o.step)
         (markers / f"recorded-{o.step}").touch()
 

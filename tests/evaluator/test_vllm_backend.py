@@ -74,11 +74,11 @@ def engine() -> Iterator[SharedEngine]:
 def _hf_run(tmp: Path, spec: Path) -> Path:
     """The tiny Llama's series imported with `spec` (its fingerprints are of that spec's dev split)."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.hf_fingerprint import hf_fingerprinter
+    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
     # steps far enough apart that their greedy completions differ: the engine must follow each checkpoint
     series = sample_series.write_series(tmp / "ckpt", UPDATES_MS, hidden_size=64, nudge=0.5)
-    import_checkpoints(series, tmp / "run", fingerprint=hf_fingerprinter(spec))
+    import_checkpoints(series, tmp / "run", fingerprint=checkpoint_fingerprinter(spec))
     return tmp / "run"
 
 

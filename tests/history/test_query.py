@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.history.views import QueryError, QueryRefusedError, open_history
+from recorder.history.errors import QueryError, QueryRefusedError
+from recorder.history.views import open_history
 from tests.helpers import run_cli
 
 

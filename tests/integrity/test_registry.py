@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from recorder.verify.check_table import markdown_table, with_table
 from recorder.verify.problem import Problem
-from recorder.verify.registry import RULES
-from recorder.verify.rule_table import markdown_table, with_table
+from recorder.verify.registry import CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,13 +39,13 @@ def _sources() -> list[Path]:
 
 @pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_rule_named_in_the_code_is_registered(path: Path) -> None:
-    unknown = rule_literals(path.read_text(encoding="utf-8")) - set(RULES)
+    unknown = rule_literals(path.read_text(encoding="utf-8")) - set(CHECKS)
     assert not unknown, f"{path.relative_to(ROOT)} names rules the registry lacks: {sorted(unknown)}"
 
 
 def test_the_scan_finds_an_unregistered_rule() -> None:
     source = 'found.fail(e, "no-such-rule", "m")\nX_RULE = "other-rule"\nProblem("s", 1, "m", "third-rule")\n'
-    assert rule_literals(source) - set(RULES) == {"no-such-rule", "other-rule", "third-rule"}
+    assert rule_literals(source) - set(CHECKS) == {"no-such-rule", "other-rule", "third-rule"}
 
 
 def test_a_problem_with_an_unregistered_rule_is_refused() -> None:
@@ -56,4 +56,4 @@ def test_a_problem_with_an_unregistered_rule_is_refused() -> None:
 def test_the_docs_rule_table_is_the_registry() -> None:
     doc = (ROOT / "docs" / "integrity.md").read_text(encoding="utf-8")
     assert markdown_table() in doc
-    assert with_table(doc) == doc, "regenerate it: python -m recorder.verify.rule_table --write docs/integrity.md"
+    assert with_table(doc) == doc, "regenerate it: python -m recorder.verify.check_table --write docs/integrity.md"

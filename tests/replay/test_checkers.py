@@ -17,10 +17,9 @@ from recorder.reader import read_run
 from replay.check import compliance, mlperf_logging_version, rcp
 from replay.derive import derive_run
 from replay.mllog_format import encode_line
-from replay.ruleset_facts import get_ruleset
+from replay.ruleset_facts import FACTS
+from replay.rulesets import checker_root
 from tests.replay.runs import record_run
-
-CHECKER_DIR = Path(sys.modules["mlperf_logging"].__file__ or "").parent / "compliance_checker" / "training_6.1.0"
 
 
 def _closed(root: Path, run_id: str, evals: list[tuple[int, float]], reverse_configs: bool = False) -> list:  # type: ignore[type-arg]
@@ -107,20 +106,24 @@ def test_ge_threshold_at_exactly_the_target_fails_the_checker(tmp_path: Path) ->
     assert compliance(official.text()).ok
 
 
-def test_required_keys_match_the_checker_yaml() -> None:
-    """rules.py's lists are the EXACTLY_ONE keys of the installed checker's 6.1.0 files (minus run events)."""
+@pytest.mark.parametrize("version", sorted(FACTS))
+def test_required_keys_match_the_checker_yaml(version: str) -> None:
+    """Each ruleset's required keys (replay.ruleset_facts) are the EXACTLY_ONE keys of the installed checker's
+    files of that version (minus run events)."""
+    rules = FACTS[version]
+    folder = checker_root() / f"training_{version}"
 
     def exactly_one(name: str) -> set[str]:
-        entries = yaml.safe_load((CHECKER_DIR / name).read_text())
+        entries = yaml.safe_load((folder / name).read_text())
         return {e["KEY"]["NAME"] for e in entries if "KEY" in e and e["KEY"].get("REQ") == "EXACTLY_ONE"}
 
     events = {"init_stop", "run_start", "run_stop"}
-    rules = get_ruleset("6.1.0")
+    assert rules.ruleset == version
     for division in ("closed", "open"):
         expected = (
             exactly_one("common.yaml")
             | exactly_one(f"{division}_common.yaml")
-            | exactly_one(f"{division}_qwen35_397b_grpo.yaml")
+            | exactly_one(f"{division}_{rules.benchmark}.yaml")
         ) - events
         assert set(rules.required_keys(division)) == expected, division
 
@@ -148,4 +151,4 @@ def test_line_format_is_mlperf_loggings_own(
 
 @pytest.mark.parametrize("gbs,start", [(256, 18), (512, 10), (1024, 7), (3840, 4), (128, 33)])
 def test_validation_start(gbs: int, start: int) -> None:
-    assert get_ruleset("6.1.0").validation_start_step(gbs) == start
+    assert FACTS["6.1.0"].validation_start_step(gbs) == start

@@ -109,7 +109,7 @@ def test_replay_check_cli_passes_a_compliant_log_under_its_ruleset(corpus: Path,
     )
     offline = run_cli("replay", str(tmp_path / "r"), "-i", "official")
     assert offline.returncode == 2
-    assert "reads the offline-evaluation rule, which applies to qwen35_397b_grpo from training 6.1.0 on" in (
+    assert "reads the offline-evaluation rule, which applies to qwen35_397b_grpo under training 6.1.0" in (
         " ".join(offline.stderr.split())
     )
 

@@ -19,6 +19,7 @@ from replay.derive import derive_from, derive_run
 from replay.errors import MissingFactError
 from replay.interpretations import INTERPRETATIONS
 from replay.preflight import clock_steps
+from replay.rulesets import get_known
 from replay.run_scan import scan_run
 from replay.source import Streamed
 from tests.helpers import run_cli
@@ -55,7 +56,7 @@ def test_streamed_derivation_is_byte_identical_to_the_in_memory_one(tmp_path: Pa
         if name == "as-recorded":
             continue
         want = derive_run(events, "6.1.0", name)
-        got = derive_from(scan.timeline, scan.source, "6.1.0", name)
+        got = derive_from(scan.timeline, scan.source, get_known("6.1.0"), name)
         assert got.text() == want.text() and len(got.lines) == len(want.lines), (case, name)
         assert (got.status, got.passing_step, got.run_stop_ns, got.minutes) == (
             want.status,
@@ -70,7 +71,7 @@ def test_each_steps_metrics_are_read_only_when_its_line_is_written(tmp_path: Pat
     run = record_run(tmp_path, "long", gbs=3840, steps=300, evals=[(299, 0.6), (300, 0.72)])
     source = Watched(run)
     scan = scan_run(source)
-    d = derive_from(scan.timeline, source, "6.1.0", "official")
+    d = derive_from(scan.timeline, source, get_known("6.1.0"), "official")
     assert source.drawn == 0  # deriving decides everything from the facts; no line is written yet
     seen = 0
     for line in d.lines:
@@ -84,7 +85,7 @@ def test_each_steps_metrics_are_read_only_when_its_line_is_written(tmp_path: Pat
 def test_a_segment_changed_between_the_passes_is_a_clear_error(tmp_path: Path) -> None:
     run = record_run(tmp_path, "gone", **CASES["val_start_pass"])  # type: ignore[arg-type]
     scan = scan_run(Streamed(run))
-    d = derive_from(scan.timeline, scan.source, "6.1.0", "official")
+    d = derive_from(scan.timeline, scan.source, get_known("6.1.0"), "official")
     (run.events / "trainer-0001.arrows").write_bytes(b"")  # emptied after the facts were taken
     with pytest.raises(MissingFactError, match=r"trainer-0001.arrows seq \d+: step 1's step_metrics is no longer"):
         list(d.lines)

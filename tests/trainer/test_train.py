@@ -6,7 +6,7 @@ import pytest
 
 from recorder.reader import read_run
 from recorder.verify import verify_run
-from replay.ruleset_facts import get_ruleset
+from replay.ruleset_facts import FACTS
 from trainer.policy.checkpoints.files import file_sha256, load_checkpoint, read_metadata
 from trainer.policy.checkpoints.fingerprint import fingerprint, matches
 
@@ -85,7 +85,7 @@ def test_run_opened_and_mllog_config(events):
     assert "git_commit" in opened["provenance"] and opened["provenance"]["host"]
     keys = [e.key for e in of(events, "mllog_config")]
     assert len(keys) == len(set(keys))  # one per key
-    required = set(get_ruleset("6.1.0").required_keys("open")) | set(get_ruleset("6.1.0").required_keys("closed"))
+    required = set(FACTS["6.1.0"].required_keys("open")) | set(FACTS["6.1.0"].required_keys("closed"))
     assert required - {"cache_clear"} <= set(keys), required - set(keys)
     values = {e.key: e.value for e in of(events, "mllog_config")}
     updates = opened["config"]["updates_per_rollout"]  # optimizer steps per rollout batch, on equal shares

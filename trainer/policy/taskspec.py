@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recorder import canonical
 from trainer.policy.errors import TaskError
 from trainer.policy.tokenizer import Tokenizer
 from trainer.policy.verifiers import Verifier, VerifierError
@@ -205,11 +204,6 @@ def read_items(path: Path) -> tuple[TaskItem, ...]:
     if not items:
         raise TaskSpecError(f"{path}: no tasks")
     return tuple(items)
-
-
-def items_sha256(items: tuple[TaskItem, ...] | list[TaskItem]) -> str:
-    """Hash of the ordered (id, prompt, answer) records."""
-    return hashlib.sha256(canonical.dumps([[i.id, i.prompt, i.answer] for i in items]).encode()).hexdigest()
 
 
 def _data_path(spec: Path, raw: dict[str, Any], key: str, errors: list[str]) -> Path | None:

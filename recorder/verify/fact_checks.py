@@ -60,7 +60,7 @@ from recorder.verify.eval_settings import (
 from recorder.verify.evidence import RESULTS_LIMIT, check_evidence
 from recorder.verify.findings import Findings, parsed
 from recorder.verify.sessions import check_clocks, check_opened, check_sessions, check_steps
-from recorder.verify.timeline_rules import (
+from recorder.verify.timeline_checks import (
     check_run_start,
     check_samples,
     check_trainer_timeline,

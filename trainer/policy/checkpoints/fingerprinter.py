@@ -29,7 +29,7 @@ def _relative(file: Path, checkpoint: Path) -> str:
     return Path(os.path.relpath(file.resolve(), checkpoint.resolve())).as_posix()
 
 
-def hf_fingerprinter(task: Path | None, source: ModelSource | None = None) -> Fingerprinter:
+def checkpoint_fingerprinter(task: Path | None, source: ModelSource | None = None) -> Fingerprinter:
     """A function giving a checkpoint directory's fingerprint record and DCP shards' manifest, over `task`'s
     dev split (a spec file) when it has one, else the fixed texts. The spec is read now, so a bad one is
     refused before any checkpoint is loaded; each call loads its checkpoint in float32 (CheckpointError when

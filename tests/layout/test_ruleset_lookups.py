@@ -1,0 +1,59 @@
+"""Parse at the edge: on replay's path a ruleset's name becomes a `KnownRuleset` once, where it enters (the
+request's `--ruleset`, else the run's recorded ruleset), and that value is passed on to the scores, the
+derivation and the offline rule's facts; none of them looks it up again. Every lookup reads the installed
+rulesets through `replay.rulesets.known_rulesets`, so counting its calls counts the lookups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import replay.rulesets
+from replay.ruleset_facts import FACTS
+from replay.run_replay import ReplayRequest, replay_run
+from tests.replay.runs import CASES, record_run
+
+
+@pytest.fixture
+def lookups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls: list[int] = []
+    real = replay.rulesets.known_rulesets
+
+    def counted() -> dict[str, replay.rulesets.KnownRuleset]:
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(replay.rulesets, "known_rulesets", counted)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [{}, {"ruleset": "6.1.0"}, {"compare": True}, {"interpretation": "checker-order"}],
+    ids=["the run's own", "typed", "compare", "another interpretation"],
+)
+def test_replay_looks_a_ruleset_up_once(tmp_path: Path, lookups: list[int], asked: dict[str, object]) -> None:
+    run = record_run(tmp_path, "once", **CASES["later_pass"])  # type: ignore[arg-type]
+    lookups.clear()
+    result = replay_run(ReplayRequest(run.path, **asked))  # type: ignore[arg-type]
+    assert result.refused is None and result.ruleset == "6.1.0"
+    assert len(result.rows) > 1  # every interpretation's row was derived under the one value
+    assert len(lookups) == 1
+
+
+def test_the_count_sees_a_second_lookup(tmp_path: Path, lookups: list[int]) -> None:
+    replay.rulesets.get_known("6.1.0")
+    replay.rulesets.get_known("6.1.0")
+    assert len(lookups) == 2
+
+
+def test_each_ruleset_states_its_own_facts() -> None:
+    """A row of FACTS is its own version's (its key), and a ruleset without a row has no offline rule: no
+    ruleset is given another's facts."""
+    known = replay.rulesets.known_rulesets()
+    for version, facts in FACTS.items():
+        assert facts.ruleset == version and version in known
+        assert known[version].offline_evaluation(facts.benchmark)
+    without = [k for k in known.values() if k.name not in FACTS]
+    assert without and not any(k.offline_evaluation(f.benchmark) for k in without for f in FACTS.values())

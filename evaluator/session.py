@@ -26,8 +26,8 @@ from evaluator.settings import Options, RunEvalConfig
 from evaluator.sweep import HandOut, sweep
 from evaluator.workers import Workers, start_workers
 from recorder.kinds import EvalFailed
-from recorder.results.harness import HarnessResults
 from recorder.log import LogWriter
+from recorder.results.harness import HarnessResults
 from recorder.rules import passes
 from recorder.run import RunDir, derived_dir
 from trainer.policy.kernels import pin_cpu_kernels, recorded_pinned

@@ -93,12 +93,12 @@ def _verdict(problem: Problem) -> str:
     a breach (the run was done against the benchmark's rule: nothing altered) or altered (anything else)."""
     if problem.untrusted:
         return "UNTRUSTED:"
-    from recorder.verify.registry import RULES
+    from recorder.verify.registry import CHECKS
     from recorder.verify.truncation import TRUNCATED_RULE
 
     if problem.rule == TRUNCATED_RULE:
         return "TRUNCATED:"
-    return "BREACH:" if problem.rule and RULES[problem.rule].breach else "ALTERED:"
+    return "BREACH:" if problem.rule and CHECKS[problem.rule].breach else "ALTERED:"
 
 
 def _failed(report: VerifyReport) -> str:

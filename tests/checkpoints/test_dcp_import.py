@@ -109,7 +109,7 @@ def test_a_snapshot_s_meta_is_the_snapshot_meta_json_zero_shot_reads(tmp_path: P
     its place is refused naming the file to rename, not passed over."""
     series = write_snapshots(tmp_path / "job", meta={19: {"step": 190, "source_world_size": 2}})
     into = tmp_path / "runs" / "first"
-    report = dcp.import_checkpoints(series, into, fingerprint=hf_fingerprinter(None), global_batch_size=GBS)
+    report = dcp.import_checkpoints(series, into, fingerprint=checkpoint_fingerprinter(None), global_batch_size=GBS)
     snap = series / "snapshots" / "step_19"
     assert [c.step for c in report.checkpoints][-1] == 190
     assert snapshot_meta(snap) == {"step": 190, "source_world_size": 2}

@@ -271,7 +271,7 @@ def import_checkpoints(
 
     A new run also gets run_opened (from the first checkpoint's config.yaml); train_stop is added at the final
     checkpoint's step (NeMo-RL saves the final step unconditionally) unless the run already has one.
-    `strict`: a series that breaks the rule is refused (SeriesBreaksRuleError) before anything is written.
+    `strict`: a series that breaks the rule is refused (SeriesNotCompliantError) before anything is written.
     `missing_shards`: the shard files an iteration folder's `.metadata` names that are not there
     (trainer.policy.checkpoints.dcp_listing.missing_shards), so that a save missing one is left out before
     any weights are loaded (else it is found while loading).

@@ -34,14 +34,14 @@ class AlreadyImportedError(InputError):
     """A run that already holds checkpoint commits for the steps being imported."""
 
 
-class SeriesBreaksRuleError(DataError):
+class SeriesNotCompliantError(DataError):
     """`--strict`: a series that breaks the rule, refused before anything is written."""
 
 
 def refuse_if_strict(root: Path, problems: list[str], strict: bool) -> None:
-    """SeriesBreaksRuleError naming every problem when `strict` and the series has any."""
+    """SeriesNotCompliantError naming every problem when `strict` and the series has any."""
     if strict and problems:
-        raise SeriesBreaksRuleError(
+        raise SeriesNotCompliantError(
             f"{root}: the series breaks the 6.1 rule: {'; '.join(problems)} (--strict: nothing written)"
         )
 

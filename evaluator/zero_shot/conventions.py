@@ -29,13 +29,15 @@ def declared_code(code: ModelCode) -> tuple[ModelCode, Declaration]:
             f"--model-code {code.root}: no model factory: pass --model-factory pkg.module:function "
             f"(EVAL_MODEL_FACTORY), or declare it in {code.root / 'pyproject.toml'} [tool.recorder] factory"
         )
+    # the declared switch and call describe the declared factory (or, with none declared, the one given)
+    own = code.factory is None or declaration.factory in (None, code.factory)
     call = FactoryCall(converter=declaration.config, keywords=declaration.keywords)
     return replace(
         code,
         factory=factory,
         holdout_fn=code.holdout_fn or declaration.holdout_function,
-        switch=code.switch or declaration.capacity,
-        call=call if code.factory is None or code.factory == declaration.factory else code.call,
+        switch=code.switch or (declaration.capacity if own else None),
+        call=call if own else code.call,
     ), declaration
 
 

@@ -29,6 +29,7 @@ class ModelCode:
     switch: CapacitySwitch | None = None
     call: FactoryCall = field(default_factory=FactoryCall)
     max_length: int | None = None  # positions the model takes (declared); None: what the model says, else 2048
+    model_group: str | None = None  # a team's DCP {model, optim, progress, ...}: the group its model is in
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,7 +70,9 @@ def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: boo
         w.info, dtype=dtype, device="cpu", model_code=code.root, model_factory=code.factory, capacity=capacity,
         switch=code.switch, call=code.call,
     )  # fmt: skip
-    load_weights(model, w.state, w.info)
+    group = f"{code.model_group}."
+    state = w.state if code.model_group is None else {k: v for k, v in w.state.items() if k.startswith(group)}
+    load_weights(model, state, w.info)
     if code.max_length is not None:
         from evaluator.harness.model_call import declare_max_length
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from evaluator.session import StepOutcome
 
 Echo = Callable[[str], None]
+TEAM_MODEL_GROUP = "model"  # a team's DCP state {model, optim, ...}: the model's tensors, the rest left out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,6 +114,7 @@ def _prepare(
         team = read_team_config(t.team.config_dir, model_code=code.root, declaration=declaration)
         tokenizer, sources["tokenizer"] = team.tokenizer(options.tokenizer)
         commit = training_commit(team.metadata)
+        code = replace(code, model_group=TEAM_MODEL_GROUP)
         positions, said = team.max_length()
         if positions is not None:
             code, sources["max_length"] = replace(code, max_length=positions), said

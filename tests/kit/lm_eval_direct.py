@@ -3,12 +3,16 @@
 package), `lm_eval.simple_evaluate`, on the same weights and the same local task data.
 
     python -m tests.kit.lm_eval_direct CKPT TEAM_ROOT HF_CACHE LIMIT OUT.json
-        [--batch-size 32] [--softmax-dtype float64] [--tasks arc_easy,...]
+        [--batch-size 32] [--softmax-dtype float64] [--tasks arc_easy,...] [--team team|lumen|quill]
 
 No lm-eval model class reads a DCP checkpoint or a model outside `transformers`: HFLM takes an
 already-built model (anything with `.config`, `.device` and a forward answering `.logits`) and a
 `transformers` tokenizer. So the weights are read here with torch.distributed.checkpoint alone (not this
-project's loader) into the team's own `models.moe:build_model` (capacity off, fp32, as scoring runs), and the
+project's loader) into the team's own model, built as each team's README says (capacity off, fp32, as
+scoring runs): tests/fixtures/team's `models.moe:build_model(config, capacity=False)`, lumen's
+`build_lumen(load_model_config(...))` with `cfg.moe.use_capacity = False`, quill's
+`QuillLM.build(**arch_kwargs(config))` then `set_expert_capacity(False)`. Lumen and quill ship a Hugging Face
+tokenizer directory, read by transformers' AutoTokenizer; the fixture team's char tokenizer is shimmed. The
 two thin shims below only give them the shape HFLM calls:
 
 - `HFShaped`: `.config.max_position_embeddings` (the model's `max_seq_len`, so HFLM truncates as the
@@ -44,29 +48,56 @@ OWN_TASKS = {
 }
 
 
-def load_model(ckpt: Path, team: Path, config: dict[str, Any]) -> Any:
+RUNS = {  # each team tree's run directory
+    "team": "checkpoints/tiny/run1",
+    "lumen": "checkpoints/lumen-pretrain/moe-d32-e4-r1",
+    "quill": "checkpoints/quill-tiny/moe-d32-e4",
+}
+
+
+def build(name: str, team: Path, config: dict[str, Any]) -> tuple[Any, int]:
+    """(the team's model built its own way with capacity off, the positions it takes)."""
+    sys.path.insert(0, str(team))
+    if name == "lumen":
+        from models import LumenConfig, build_lumen
+
+        cfg = LumenConfig.from_dict(config["model"])
+        cfg.moe.use_capacity = False
+        return build_lumen(cfg), cfg.max_positions
+    if name == "quill":
+        from quill_lm.config import arch_kwargs
+        from quill_lm.model import QuillLM
+
+        model = QuillLM.build(**arch_kwargs(config))
+        model.set_expert_capacity(False)
+        return model, 2048  # rotary positions: no limit of its own; lm-eval's default
+    from models.moe import build_model
+
+    built = build_model(config["model"], capacity=False)
+    return built, int(built.max_seq_len)
+
+
+def load_model(ckpt: Path, team: Path, config: dict[str, Any], name: str = "team") -> tuple[Any, int]:
     """The team's model (capacity off, fp32) with the checkpoint's `model.*` tensors, read by torch's DCP."""
     from torch.distributed.checkpoint import state_dict_loader
 
-    sys.path.insert(0, str(team))
-    from models.moe import build_model
-
-    model = build_model(config["model"], capacity=False).float().eval()
+    built, positions = build(name, team, config)
+    model = built.float().eval()
     state = model.state_dict()
     state_dict_loader.load({"model": state}, checkpoint_id=str(ckpt))  # only the model's entries are requested
     model.load_state_dict(state)
-    return model
+    return model, positions
 
 
 class HFShaped:
     """What HFLM reads of a model it is handed: `.config`, `.device`, and `model(ids).logits`."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, positions: int) -> None:
         from transformers import PretrainedConfig
 
         self.inner = inner
         self.config = PretrainedConfig()
-        self.config.max_position_embeddings = int(inner.max_seq_len)
+        self.config.max_position_embeddings = positions
         self.device = next(inner.parameters()).device
 
     def __call__(self, input_ids: Any, **_: Any) -> Any:
@@ -173,16 +204,13 @@ def main() -> None:
     p.add_argument("--softmax-dtype", default=None)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--tasks", default=",".join(OWN_TASKS))
+    p.add_argument("--team", dest="team_choice", default="team", choices=sorted(RUNS))
     a = p.parse_args()
-    run = a.team / "checkpoints/tiny/run1"
+    run = a.team / RUNS[a.team_choice]
     config = yaml.safe_load((run / "all_config.yaml").read_text())
-    chars = json.loads((a.team / yaml.safe_load((run / "train_metadata.yaml").read_text())["tokenizer"]).read_text())
     configs = task_configs(a.hf_cache, a.tasks.split(","))
-    texts = [Path(f).read_bytes().decode("utf-8", errors="ignore") for c in configs for f in _files(c)]
-    model = HFShaped(load_model(a.ckpt, a.team, config))
-    out = evaluate(
-        model, char_tokenizer(chars["chars"], texts), configs, a.limit or None, a.softmax_dtype, a.batch_size
-    )
+    model = HFShaped(*load_model(a.ckpt, a.team, config, a.team_choice))
+    out = evaluate(model, _tokenizer(a, run, configs), configs, a.limit or None, a.softmax_dtype, a.batch_size)
     scores, correct, logliks = {}, {}, {}
     for name, res in out["results"].items():
         metric = "acc" if name in ("winogrande", "social_iqa") else "acc_norm"
@@ -192,6 +220,22 @@ def main() -> None:
         logliks[name] = [[float(r[0][0]) for r in s["resps"]] for s in rows]
     found = {"version": lm_eval.__version__, "scores": scores, "correct": correct, "loglikelihoods": logliks}
     a.out.write_text(json.dumps(found))
+
+
+def _tokenizer(a: Any, run: Path, configs: list[dict[str, Any]]) -> Any:
+    """The team's tokenizer as HFLM takes it: lumen's and quill's Hugging Face directories as they are, the
+    fixture team's char tokenizer through the shim."""
+    import yaml
+
+    metadata = yaml.safe_load((run / "train_metadata.yaml").read_text())
+    if a.team_choice != "team":
+        from transformers import AutoTokenizer
+
+        key = {"lumen": "hf_tokenizer", "quill": "hf_tokenizer_dir"}[a.team_choice]
+        return AutoTokenizer.from_pretrained(str(a.team / metadata[key]), local_files_only=True)
+    chars = json.loads((a.team / metadata["tokenizer"]).read_text())
+    texts = [Path(f).read_bytes().decode("utf-8", errors="ignore") for c in configs for f in _files(c)]
+    return char_tokenizer(chars["chars"], texts)
 
 
 def _files(config: dict[str, Any]) -> list[str]:

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.table import Table
 
 from recorder.cli._output import console, cut, err, warning
 
@@ -43,6 +42,8 @@ def events(
             row.update(value=e.value, data=e.data, digest=e.digest, segment=e.segment)
             typer.echo(json.dumps(row, sort_keys=False))
         return
+    from rich.table import Table
+
     table = Table(title=f"{recorded_run_id(log.run)}: {len(selected)} events")
     for col in ("time (UTC)", "writer", "seq", "kind", "step", "samples"):
         table.add_column(col, no_wrap=True)

@@ -1,8 +1,9 @@
 """The `recorder` command line: one module per command (or per noun: `history`, `evaluate`, `zero_shot`, `replay`),
 each parsing options and calling the library; the helpers they share are `_`-prefixed.
 
-Exit codes: 0 success, 1 the data says no, 2 usage or input error. Heavy imports (torch, duckdb, the
-checkers) stay inside the commands, so `recorder --help` starts fast.
+Exit codes: 0 success, 1 the data says no, 2 usage or input error, 130 interrupted. Heavy imports (torch,
+duckdb, the checkers, rich) stay inside the commands, so `recorder --help` and a refused command line start
+fast. Usage errors are one `error:` line (recorder.cli._usage); help speaks in metavars (recorder.cli._help).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from recorder.cli import (
     zero_shot,
 )
 from recorder.cli._closed_pipe import quiet_when_the_reader_leaves
+from recorder.cli._help import HELP_OPTIONS, spelled
 from recorder.cli._interrupt import interruptible
-from recorder.cli._output import console, err, label, line
+from recorder.cli._output import say
 from recorder.cli._quiet import quiet_other_libraries
+from recorder.cli._usage import NoArgsIsHelpError, UsageError, usage_message
 from recorder.errors import RecorderError
 from recorder.interrupts import STARTING
 
@@ -41,8 +44,10 @@ app = typer.Typer(
     name="recorder",
     help="Event-sourced run recorder with replayable MLPerf scoring (qwen35_397b_grpo, MLPerf Training v6.1).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: no rich import, no box, the width of the terminal
+    context_settings={"help_option_names": HELP_OPTIONS},
 )
 
 for _group in (
@@ -69,7 +74,7 @@ for _command in app.registered_commands:  # Ctrl-C anywhere in a command: one li
 
 def _print_version(value: bool) -> None:
     if value:
-        console.print(f"recorder {__version__}")
+        print(f"recorder {__version__}")
         raise typer.Exit()
 
 
@@ -77,25 +82,42 @@ def _print_version(value: bool) -> None:
 def _options(
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+        typer.Option("--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."),
     ] = False,
 ) -> None:
     """Event-sourced run recorder with replayable MLPerf scoring (qwen35_397b_grpo, MLPerf Training v6.1)."""
 
 
+def run_command_line(args: list[str]) -> int:
+    """The command line `args` run through typer, a usage error said in one line; the exit status."""
+    command = spelled(typer.main.get_command(app))
+    try:
+        done = command.main(args, prog_name="recorder", standalone_mode=False)
+    except NoArgsIsHelpError as e:  # `recorder` alone: the help, as a usage error (exit 2)
+        e.show()
+        return e.exit_code
+    except UsageError as e:
+        say(usage_message(e), "error:")
+        return e.exit_code
+    except typer.Abort:  # end of input at a prompt
+        say("aborted", "error:")
+        return 1
+    return done if isinstance(done, int) else 0  # typer.Exit(code) comes back as its code
+
+
 def main() -> None:
-    """Entry point. Typer handles usage errors (exit 2); our errors become a message and their exit code."""
+    """Entry point. Usage errors: one line, exit 2; our errors become a message and their exit code."""
     quiet_other_libraries()  # before a command imports transformers or Ray
     try:
-        app()
+        code = run_command_line(sys.argv[1:])
     except KeyboardInterrupt:  # while typer builds the command line, before any command ran
-        err.print(STARTING)
+        say(STARTING)
         sys.exit(130)
     except RecorderError as e:
         if e.exit_code == 130:  # Ctrl-C: what was stopped, not an error
-            err.print(str(e))
+            say(str(e))
         else:
-            err.print(line(label("error:", "bold red"), str(e)))
+            say(str(e), "error:")
         if getattr(e, "abandons_process", False):  # work still running that would not stop: never wait for it
             sys.stdout.flush()
             sys.stderr.flush()
@@ -105,3 +127,4 @@ def main() -> None:
         # The command has finished or said why not: a Ctrl-C while the interpreter shuts down (Ray, torch and
         # rich threads joining) must not turn its exit status into death by SIGINT.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)

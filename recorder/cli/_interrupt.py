@@ -20,8 +20,9 @@ KEPT = {
     "import": "every file imported before it is kept, each a complete run, and the one being read left no run; "
     "run the same command again (a file already imported is refused by its run id: give the rest)",
     "import-checkpoints": "the checkpoints recorded before it are kept; run the same command again",
-    "eval": "every evaluation that finished is kept; the one running is recorded as interrupted and is "
-    "evaluated again by the next `recorder eval`",
+    # true whether or not an evaluation had started: one that had has no end yet, and the next eval closes it
+    "eval": "every evaluation that finished is kept; one that was still running has no end recorded "
+    "(`recorder evals` shows it so) until the next `recorder eval` closes it as interrupted and evaluates it again",
     "audit": "nothing was written (the audit writes derived/audit.json at its end); run it again",
     "replay": "nothing was changed (derived files are replaced whole or not at all); run it again",
     "score": "nothing was changed (derived files are replaced whole or not at all); run it again",

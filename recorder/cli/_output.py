@@ -10,19 +10,26 @@ Both consoles read no markup: run ids, mllog values and SQL results are user dat
 Nor can user data drive the terminal: control characters (an ANSI escape such as `\x1b[2J` clears the
 screen), NUL and the bidirectional overrides that make text read other than it is stored (U+202E) are
 printed as visible escapes (`\x1b`, `\u202e`) by the consoles themselves, whatever the command.
+
+rich loads when something is first printed, not when the command line is read: `console` and `err` are made
+on first use, so `recorder --help` and a refused command line never import it.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
+import shutil
 import sys
 import textwrap
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.segment import Segment
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.segment import Segment
+    from rich.text import Text
 
 # Wide enough that no table or line is ever folded for width; a pipe has no width to respect.
 PIPE_WIDTH = 100_000
@@ -40,25 +47,33 @@ def visible(text: str) -> str:
     return UNSAFE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
-class SafeConsole(Console):
-    """A rich Console whose rendered text never carries a control character from the data it shows (its
-    own styling, which rich emits as control segments and style codes, is untouched). Strings are made
-    visible before rich measures them, so tables keep their widths; `render` is the net for the rest."""
+@functools.cache
+def _safe_console() -> type[Console]:
+    """SafeConsole, defined when first needed (it is a rich Console)."""
+    from rich.console import Console
+    from rich.segment import Segment
 
-    def render_str(self, text: str, **kwargs: Any) -> Text:
-        return super().render_str(visible(text), **kwargs)
+    class SafeConsole(Console):
+        """A rich Console whose rendered text never carries a control character from the data it shows (its
+        own styling, which rich emits as control segments and style codes, is untouched). Strings are made
+        visible before rich measures them, so tables keep their widths; `render` is the net for the rest."""
 
-    def on_broken_pipe(self) -> None:
-        """The reader left (`| head`): rich would exit 1 here; the command ends quietly with 0 instead
-        (recorder.cli._closed_pipe)."""
-        raise BrokenPipeError
+        def render_str(self, text: str, **kwargs: Any) -> Text:
+            return super().render_str(visible(text), **kwargs)
 
-    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
-        for segment in super().render(renderable, options):
-            if segment.control is None and UNSAFE.search(segment.text):
-                yield Segment(visible(segment.text), segment.style)
-            else:
-                yield segment
+        def on_broken_pipe(self) -> None:
+            """The reader left (`| head`): rich would exit 1 here; the command ends quietly with 0 instead
+            (recorder.cli._closed_pipe)."""
+            raise BrokenPipeError
+
+        def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+            for segment in super().render(renderable, options):
+                if segment.control is None and UNSAFE.search(segment.text):
+                    yield Segment(visible(segment.text), segment.style)
+                else:
+                    yield segment
+
+    return SafeConsole
 
 
 def make_console(*, stderr: bool = False, file: object = None) -> Console:
@@ -66,8 +81,8 @@ def make_console(*, stderr: bool = False, file: object = None) -> Console:
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
     isatty = getattr(stream, "isatty", None)
     if callable(isatty) and isatty():
-        return SafeConsole(stderr=stderr, file=file, highlight=False, markup=False, emoji=False)  # type: ignore[arg-type]
-    return SafeConsole(
+        return _safe_console()(stderr=stderr, file=file, highlight=False, markup=False, emoji=False)  # type: ignore[arg-type]
+    return _safe_console()(
         stderr=stderr,
         file=file,  # type: ignore[arg-type]
         highlight=False,
@@ -80,11 +95,15 @@ def make_console(*, stderr: bool = False, file: object = None) -> Console:
 
 def label(word: str, style: str) -> Text:
     """A styled word such as `warning:`; the rest of the line is appended as plain text."""
+    from rich.text import Text
+
     return Text(word, style=style)
 
 
 def line(*parts: str | Text) -> Text:
     """One output line from plain strings and styled labels, joined by single spaces."""
+    from rich.text import Text
+
     text = Text()
     for i, part in enumerate(parts):
         if i:
@@ -104,8 +123,38 @@ def cut(value: str, limit: int = DISPLAY_CHARS) -> str:
     return f"{value[:limit]}... ({len(value) - limit} more characters)"
 
 
-console = make_console()
-err = make_console(stderr=True)
+class _OnFirstUse:
+    """A console made the first time it is used (rich loads then), standing for it in every other way."""
+
+    def __init__(self, stderr: bool) -> None:
+        object.__setattr__(self, "_stderr", stderr)
+        object.__setattr__(self, "_made", None)
+
+    def _console(self) -> Console:
+        if self._made is None:
+            object.__setattr__(self, "_made", make_console(stderr=self._stderr))
+        return cast("Console", self._made)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._console(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._console(), name, value)
+
+    def __enter__(self) -> Console:  # special methods bypass __getattr__: rich's Live enters its console
+        return self._console().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._console().__exit__(*exc)
+
+
+def made(c: Console) -> Console:
+    """The rich Console itself behind `console` or `err` (for rich's own classes, which hold it)."""
+    return c._console() if isinstance(c, _OnFirstUse) else c
+
+
+console = cast("Console", _OnFirstUse(stderr=False))
+err = cast("Console", _OnFirstUse(stderr=True))
 
 
 def at_spaces(text: str, console: Console) -> str:
@@ -113,7 +162,25 @@ def at_spaces(text: str, console: Console) -> str:
     fold a word longer than the line, a path or a run's name; the terminal shows it whole on its own line)."""
     if not console.is_terminal:
         return text
-    width = console.width
+    return fill_at_spaces(text, console.width)
+
+
+def say(message: str, word: str = "") -> None:
+    """`word message` on stderr, without rich (an error ends a command that may never have printed: loading
+    rich for one line would double the cost of a refused command line). On a terminal the line breaks at
+    spaces and `word` is bold red unless NO_COLOR is set; elsewhere it is one line."""
+    text = visible(f"{word} {message}" if word else message)
+    stream = sys.stderr
+    if stream.isatty():
+        text = fill_at_spaces(text, shutil.get_terminal_size().columns)
+        if word and not os.environ.get("NO_COLOR"):
+            text = f"\x1b[1;31m{word}\x1b[0m{text[len(word) :]}"
+    stream.write(text + "\n")
+    stream.flush()
+
+
+def fill_at_spaces(text: str, width: int) -> str:
+    """Each line of `text` longer than `width` broken at spaces; a word longer than the line stays whole."""
     return "\n".join(
         line if len(line) <= width else textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
         for line in text.split("\n")

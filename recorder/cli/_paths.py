@@ -7,6 +7,7 @@ cannot produce: one `error:` line (exit 2), raised before a run is read or a fig
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from recorder.errors import InputError
@@ -35,6 +36,23 @@ def check_output(path: Path, *, suffixes: tuple[str, ...] = ()) -> Path:
     if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
         raise OutputPathError(f"-o {path}: cannot create files in {parent} (permission denied)")
     return path
+
+
+def check_root(root: Path) -> Path:
+    """`root` if new runs can be made in it (or, when missing, it can be made): else OutputPathError (exit 2),
+    before torch or a log loads, so a typo in --root costs nothing. Nothing is left behind: the check makes
+    a folder in the nearest existing one and removes it (permissions alone say nothing to root, nor of /proc)."""
+    place = root
+    while not os.path.lexists(place) and place != place.parent:
+        place = place.parent
+    if not place.is_dir():
+        raise OutputPathError(f"--root {root}: {place} is not a folder")
+    try:
+        probe = Path(tempfile.mkdtemp(prefix=".recorder-root-check-", dir=place))
+    except OSError as e:
+        raise OutputPathError(f"--root {root}: cannot create runs there ({e.strerror or e})") from e
+    probe.rmdir()
+    return root
 
 
 def write_failed(path: Path, e: OSError) -> OutputPathError:

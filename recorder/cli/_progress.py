@@ -10,27 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from recorder.cli._output import console, err, made
 
-from recorder.cli._output import console, err
+if TYPE_CHECKING:  # rich loads when a bar is drawn, on a terminal only
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
 
 Advance = Callable[[int], None]  # how much more is done (items, or bytes)
 
 
 def _terminal() -> Console:
-    return console if console.is_terminal else err
+    return made(console if console.is_terminal else err)
 
 
 @contextmanager
@@ -40,6 +32,17 @@ def progress(description: str, total: int | None, *, unit: str = "items") -> Ite
     if not err.is_terminal:
         yield lambda n: None
         return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
     amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), amount, TimeElapsedColumn()]
     with Progress(*columns, TimeRemainingColumn(), console=_terminal(), transient=True) as bar:
@@ -53,6 +56,8 @@ def working(description: str) -> Iterator[None]:
     if not err.is_terminal:
         yield
         return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=_terminal(), transient=True
     ) as bar:
@@ -67,6 +72,8 @@ class UntilFirst:
     def __init__(self, description: str) -> None:
         self._bar: Progress | None = None
         if err.is_terminal:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
             self._bar = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
@@ -102,6 +109,16 @@ class PerItem:
         self._bar: Progress | None = None
         self._all: TaskID | None = None
         if err.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
             columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
             self._bar = Progress(
                 # on stderr: a results table printed meanwhile keeps its own layout (rich folds what it prints
@@ -109,7 +126,7 @@ class PerItem:
                 *columns,
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
-                console=err,
+                console=made(err),
                 transient=True,
             )
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from rich.cells import cell_len
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich loads when a table is printed
+    from rich.console import Console, RenderableType
+    from rich.table import Table
 
 _wide = False
 
@@ -38,6 +37,8 @@ class Col:
 
 
 def _table(cols: Sequence[Col], rows: Sequence[Sequence[str]], title: str | None, options: dict[str, Any]) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, **options)
     for c in cols:
         table.add_column(c.name, justify=c.justify, no_wrap=c.whole, overflow="fold")
@@ -49,6 +50,7 @@ def _table(cols: Sequence[Col], rows: Sequence[Sequence[str]], title: str | None
 def _needs(cols: Sequence[Col], rows: Sequence[Sequence[str]], whole: bool = False) -> int:
     """The narrowest the table can be with no word cut (`whole`: no cell wrapped): an identifying cell whole,
     another cell's longest word, the header's, plus each column's padding and border (3, and 1)."""
+    from rich.cells import cell_len
 
     def widest(i: int, c: Col) -> int:
         cells = [c.name, *(r[i] for r in rows)]
@@ -70,6 +72,9 @@ def fitted(
     everything = _table(cols, rows, title, options)
     if _wide or not console.is_terminal or _needs(cols, rows) <= console.width:
         return everything, []
+    from rich.console import Group
+    from rich.text import Text
+
     if title:  # above a narrowed table, not inside it: a table's title wraps at the table's width, mid-id
         table, left_out = fitted(console, cols, rows, None, **options)
         return Group(Text(title, style="italic"), table), left_out
@@ -87,6 +92,9 @@ def fitted(
 
 def _records(cols: Sequence[Col], rows: Sequence[Sequence[str]], title: str | None) -> RenderableType:
     """Each row as a block: its identifying cells on the first line, then `name: value` for the rest."""
+    from rich.console import Group
+    from rich.text import Text
+
     parts: list[RenderableType] = [Text(title, style="italic")] if title else []
     for row in rows:
         head = "  ".join(v for c, v in zip(cols, row, strict=True) if c.whole and v)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.table import Table
 
+from recorder.cli._json import FormatOption, print_document
 from recorder.cli._model_source import ModelConfigOption, TokenizerOption
 from recorder.cli._output import console, label, line, warning
 from recorder.cli._progress import UntilFirst
@@ -19,7 +20,10 @@ from recorder.rules import is_standard_target, recorded_target
 LOCAL_RAY = "local"
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from evaluator.attempts import Attempt
+    from evaluator.order import Order
     from evaluator.session import StepOutcome, Summary
     from evaluator.settings import Options
     from recorder.goals import Goal
@@ -251,6 +255,17 @@ def _finish(summary: Summary, run_dir: Path, options: Options) -> None:
         )
 
 
+def _order_from(text: str, option: str) -> Order:
+    """`text` parsed as --order is, an error naming `option`, the one the user gave."""
+    from evaluator.errors import OrderError
+    from evaluator.order import parse_order
+
+    try:
+        return parse_order(text)
+    except OrderError as e:
+        raise OrderError(str(e).replace("--order", option, 1)) from None
+
+
 def _harness_eval(
     run_dir: Path, given: Options, *, order: str, tasks: str | None, steps: str | None, data_dir: Path | None
 ) -> None:
@@ -273,7 +288,7 @@ def _harness_eval(
         tasks=parse_tasks(tasks if tasks is not None else ",".join(DEFAULT_TASKS)),
         data_dir=data_dir,
         evaluation=Options(
-            order=parse_order(steps if steps is not None else order),
+            order=_order_from(steps, "--steps") if steps is not None else parse_order(order),
             limit=given.limit,
             batch_size=given.batch_size,
             workers=given.workers,
@@ -400,47 +415,96 @@ EVALS_COLUMNS = (
 def evals(
     run_dir: Annotated[Path, typer.Argument(help="The run directory.")],
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
+    fmt: FormatOption = "table",
 ) -> None:
     """Every evaluation of a run, from its events: step, outcome, score, timing, checkpoint hash."""
     set_wide(wide)
     from rich import box
 
-    from evaluator.attempts import attempts
-    from recorder.comparability import config_eval, evaluated_otherwise, scored_with, why_not_comparable
-    from recorder.goals import opened_goal
-    from recorder.kinds import EvalResult, RunOpened
     from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
-    opened = next((e for e in log.events if e.kind == "run_opened"), None)
-    # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
-    run_opened = RunOpened.from_event(opened) if opened else None
-    goal = opened_goal(run_opened)
-    rows = attempts(log.events)
-    scored = [scored_with(EvalResult.from_event(a.result)) for a in rows if a.result is not None]
-    why_not = why_not_comparable(run_opened, scored)
-    # judged by its own target, a result still passes or fails it; evaluated otherwise, it does neither
-    benchmark_evaluation = not evaluated_otherwise(config_eval(run_opened), scored)
-    day = next(
-        (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in rows if a.start), ""
-    )
-    title = f"{run_id_from(log.events) or recorded_run_id(log.run)}: {len(rows)} evaluations" + (
-        f", pass means {goal}" if goal is not None else ""
-    )
+    seen = _evaluations(log.events)
+    run_id = run_id_from(log.events) or recorded_run_id(log.run)
+    if fmt == "json":
+        _evals_json(run_id, seen)
+        return
+    title = f"{run_id}: {len(seen.rows)} evaluations" + (f", pass means {seen.goal}" if seen.goal is not None else "")
     print_fitted(
         console,
         EVALS_COLUMNS,
-        [_evals_row(a, goal, benchmark_evaluation) for a in rows],
-        title + (f", started {day} UTC" if day else ""),
+        seen.rows,
+        title + (f", started {seen.day} UTC" if seen.day else ""),
         box=box.SIMPLE,
         pad_edge=False,
         collapse_padding=True,
     )
     # an import's own target is its benchmark's
-    _print_not_comparable(why_not, recorded_target(run_opened))
+    _print_not_comparable(seen.why_not, seen.target)
     zero_shot = _zero_shot_table(log.events)
     if zero_shot is not None:
         console.print(zero_shot)
+
+
+@dataclass(frozen=True)
+class _Evaluations:
+    """A run's evaluations as `evals` shows them: one row per attempt (EVALS_COLUMNS), its accuracies whole."""
+
+    rows: list[list[str]]
+    accuracies: list[float | None]
+    goal: Goal | None
+    day: str
+    why_not: str | None
+    target: float | None
+
+
+def _evaluations(events: list[Any]) -> _Evaluations:
+    from evaluator.attempts import attempts
+    from recorder.comparability import config_eval, evaluated_otherwise, scored_with, why_not_comparable
+    from recorder.goals import opened_goal
+    from recorder.kinds import EvalResult, RunOpened
+
+    opened = next((e for e in events if e.kind == "run_opened"), None)
+    # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
+    run_opened = RunOpened.from_event(opened) if opened else None
+    goal = opened_goal(run_opened)
+    tried = attempts(events)
+    scored = [scored_with(EvalResult.from_event(a.result)) for a in tried if a.result is not None]
+    # judged by its own target, a result still passes or fails it; evaluated otherwise, it does neither
+    benchmark_evaluation = not evaluated_otherwise(config_eval(run_opened), scored)
+    day = next(
+        (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in tried if a.start), ""
+    )
+    return _Evaluations(
+        rows=[_evals_row(a, goal, benchmark_evaluation) for a in tried],
+        accuracies=[a.accuracy for a in tried],
+        goal=goal,
+        day=day,
+        why_not=why_not_comparable(run_opened, scored),
+        target=recorded_target(run_opened),
+    )
+
+
+def _evals_json(run_id: str, seen: _Evaluations) -> None:
+    """`evals --format json`: the document docs/cli.md describes (numbers as numbers, accuracies whole)."""
+    names = ["step", "segment", "started", "seconds", "status", "accuracy", "pass", "sha256", "detail"]
+    rows = []
+    for cells, accuracy in zip(seen.rows, seen.accuracies, strict=True):
+        row: dict[str, Any] = dict(zip(names, cells, strict=True))
+        row.update(
+            step=int(row["step"]) if row["step"] else None,
+            seconds=float(row["seconds"]) if row["seconds"] else None,
+            accuracy=accuracy,
+        )
+        rows.append(row)
+    print_document(
+        {
+            "run_id": run_id,
+            "pass_means": None if seen.goal is None else str(seen.goal),
+            "not_comparable": seen.why_not,
+            "evaluations": rows,
+        }
+    )
 
 
 def _zero_shot_table(events: list[Any]) -> Table | None:
@@ -464,6 +528,8 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
     if not scores and not failed:
         return None
     tasks = list(dict.fromkeys(t for row in scores.values() for t in row))
+    from rich.table import Table
+
     table = Table(
         title="zero-shot tasks (recorder eval --harness lm-eval; latest score per step and task)",
         box=box.SIMPLE,

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.table import Table
 
 from recorder.cli._output import console, cut, err, warning
+from recorder.cli._tables import Col, print_fitted, set_wide
 
 
 def _utc(time_ns: int) -> str:
@@ -23,11 +23,13 @@ def events(
     fmt: Annotated[
         Literal["table", "json"], typer.Option("--format", help="table or json (one object a line).")
     ] = "table",
+    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
 ) -> None:
     """Print a run's events in merged order (for people debugging a run)."""
     from recorder.catalogue import check_kind
     from recorder.reader import read_run, recorded_run_id
 
+    set_wide(wide)
     for k in kind or []:
         check_kind(k)
     log = read_run(run_dir)
@@ -43,13 +45,8 @@ def events(
             row.update(value=e.value, data=e.data, digest=e.digest, segment=e.segment)
             typer.echo(json.dumps(row, sort_keys=False))
         return
-    table = Table(title=f"{recorded_run_id(log.run)}: {len(selected)} events")
-    for col in ("time (UTC)", "writer", "seq", "kind", "step", "samples"):
-        table.add_column(col, no_wrap=True)
-    for col in ("key", "value", "data"):
-        table.add_column(col, overflow="fold")
-    for e in selected:
-        table.add_row(
+    rows = [
+        [
             _utc(e.time_ns),
             e.writer,
             str(e.seq),
@@ -59,10 +56,26 @@ def events(
             cut(e.key or ""),
             cut(e.value_json or ""),
             cut(e.data_json) if e.data_json != "{}" else "",
-        )
-    console.print(table)
+        ]
+        for e in selected
+    ]
+    # a narrow terminal leaves out whole columns, least telling first, and says which (never a zero-width one)
+    print_fitted(console, EVENTS_COLUMNS, rows, f"{recorded_run_id(log.run)}: {len(selected)} events")
     for torn in log.torn:
-        console.print(warning(str(torn)))
+        err.print(warning(str(torn)))
+
+
+EVENTS_COLUMNS = (
+    Col("time (UTC)", whole=True, drop=4),
+    Col("writer", drop=5),
+    Col("seq", "right", whole=True),
+    Col("kind", whole=True),
+    Col("step", "right"),
+    Col("samples", "right", drop=6),
+    Col("key", drop=3),
+    Col("value", drop=2),
+    Col("data", drop=7),
+)
 
 
 def _str(x: int | None) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
-from rich.table import Table
 
+from recorder.cli._json import FormatOption, print_document
 from recorder.cli._output import console, cut, err, label, line, make_console, warning
 from recorder.cli._paths import check_output, write_failed
 from recorder.cli._progress import working
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-RootOption = Annotated[Path, typer.Option("--root", help="The folder holding the runs.")]
+RootOption = Annotated[Path, typer.Option("--root", envvar="RECORDER_ROOT", help="The folder holding the runs.")]
 DEFAULT_ROOT = Path("runs")
 
 
@@ -60,6 +61,8 @@ def _write_table(table: pa.Table, fmt: str, out: Path | None) -> None:
             print_fitted(console, _query_columns(table.column_names), rows, show_lines=False)
             console.print(f"{table.num_rows} rows")
             return
+        from rich.table import Table
+
         view = Table(show_lines=False)
         for name in table.column_names:
             view.add_column(name, overflow="fold")
@@ -166,6 +169,7 @@ RUNS_COLUMNS = (
 def runs(
     root: RootOption = DEFAULT_ROOT,
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
+    fmt: FormatOption = "table",
 ) -> None:
     """One line per run: benchmark, GBS, steps, status, passing step, official minutes, the pass target."""
     set_wide(wide)
@@ -179,6 +183,9 @@ def runs(
     rows = table.to_pylist()
     with working("runs: checking each run's scores against its events"):
         differ, unchecked, untrusted = _recheck_scores(rows)
+    if fmt == "json":
+        _runs_json(root, rows, differ, unchecked, untrusted, apart)
+        return
     cells = []
     for row in rows:
         del row["path"]
@@ -186,7 +193,40 @@ def runs(
         row["minutes"] = None if minutes is None else f"{minutes:.3f}"
         cells.append([_cell(v) for v in row.values()])
     print_fitted(console, RUNS_COLUMNS, cells, f"{table.num_rows} runs under {root}")
-    unscored = [r["run_id"] for r in table.to_pylist() if r["scored_as"] is None and r["status"] != "no checkpoint"]
+    _print_runs_notes(root, rows, differ, unchecked, untrusted, apart)
+
+
+def _runs_json(
+    root: Path,
+    rows: list[dict[str, Any]],
+    differ: list[tuple[str, str]],
+    unchecked: list[str],
+    untrusted: list[str],
+    apart: list[dict[str, Any]],
+) -> None:
+    """`runs --format json`: the document docs/cli.md describes."""
+    print_document(
+        {
+            "root": os.fsdecode(root),
+            "runs": rows,
+            "untrusted": untrusted,
+            "unverified": [{"run_id": run_id, "why": why} for run_id, why in differ],
+            "unchecked": unchecked,
+            "not_comparable": [{"run_id": r["run_id"], "why": _apart_reason(r["target"], r["flags"])} for r in apart],
+        }
+    )
+
+
+def _print_runs_notes(
+    root: Path,
+    rows: list[dict[str, Any]],
+    differ: list[tuple[str, str]],
+    unchecked: list[str],
+    untrusted: list[str],
+    apart: list[dict[str, Any]],
+) -> None:
+    """The lines under the runs table: what is not scored yet, trust, disagreement, staleness, comparability."""
+    unscored = [r["run_id"] for r in rows if r["scored_as"] is None and r["status"] != "no checkpoint"]
     if unscored:  # scores are files replay writes; a fresh import or evaluation has none yet
         console.print(
             f"{len(unscored)} run(s) not scored yet ({', '.join(unscored[:3])}"

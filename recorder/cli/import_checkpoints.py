@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from recorder.cli._model_source import ModelConfigOption, TokenizerOption
 from recorder.cli._output import console, label, line, warning
@@ -101,6 +100,8 @@ def import_checkpoints(
 
     source = ModelSource.of(model_config, tokenizer)
     report, columns, rows = _run_import(checkpoint_root, into, task, global_batch_size, source, strict)
+    from rich.table import Table
+
     table = Table(title=f"{recorded_run_id(report.run)}: {len(rows)} checkpoints (GBS {report.global_batch_size})")
     for col in columns:
         table.add_column(col)

@@ -16,7 +16,7 @@ def import_(
     paths: Annotated[
         list[Path], typer.Argument(help="mllog files (result_N.txt, *.out, ...) or result folders (result_*.txt).")
     ],
-    root: Annotated[Path, typer.Option("--root", help="Where the new runs go.")] = Path("runs"),
+    root: Annotated[Path, typer.Option("--root", envvar="RECORDER_ROOT", help="Where the new runs go.")] = Path("runs"),
     run_id: Annotated[str | None, typer.Option("--run-id", help="Run id (one file only).")] = None,
     ruleset: Annotated[
         str | None,

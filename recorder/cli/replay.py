@@ -4,12 +4,13 @@ modules (and mlperf-logging) are imported inside the commands, so `recorder --he
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
+from recorder.cli._json import FormatOption, print_document
 from recorder.cli._output import console, err, label, line, warning
 from recorder.cli._paths import check_output
 from recorder.cli._progress import working
@@ -66,6 +67,7 @@ def replay(
         ),
     ] = False,
     untrusted_ok: UntrustedOkOption = False,
+    fmt: FormatOption = "table",
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from replay.run_replay import ReplayRequest, replay_run
@@ -79,6 +81,9 @@ def replay(
         check_output(output)
     with working(f"replay: verifying and reading, deriving{', mlperf-logging checkers' if check else ''}: {run_dir}"):
         result = replay_run(request)  # refuses (exit 1) a run that fails verify, unless --force
+    if fmt == "json":
+        _replay_json(result, compare)
+        return
     for notice in result.notices:
         console.print(_notice_line(notice))
     if result.refused is not None:
@@ -92,6 +97,43 @@ def replay(
             line(label("note:", "yellow"), f"{result.mismatch}; --check says what the checker can judge of it")
         )
     if result.failed:
+        raise typer.Exit(1)
+
+
+def _replay_json(result: ReplayResult, compare: bool) -> None:
+    """`replay --format json`: the document docs/cli.md describes; the exit status as the table's."""
+    doc: dict[str, Any] = {
+        "ruleset": result.ruleset,
+        "notices": [{"kind": n.kind, "text": n.text} for n in result.notices],
+        "refused": None if result.refused is None else str(result.refused),
+    }
+    d = result.derivation
+    if compare:
+        doc["interpretations"] = result.rows
+    elif d is not None:
+        doc.update(
+            interpretation=result.interpretation,
+            status=d.status,
+            passing_step=d.passing_step,
+            minutes=d.minutes,
+            why=d.why,
+            lines=len(d.lines),
+            path=None if result.path is None else os.fsdecode(result.path),
+            proof=result.proof,
+            unverified=result.unverified,
+            untrusted=result.untrusted,
+            resumed=result.resumed,
+            comparable=result.comparable,
+            missing_keys=list(d.missing_keys),
+            mismatch=result.mismatch,
+            checks=[
+                {"tool": c.tool, "verdict": c.verdict, "ok": c.ok, "reasons": list(c.reasons)} for c in result.checks
+            ],
+        )
+    print_document(doc)
+    if result.refused is not None:
+        raise result.refused
+    if not compare and result.failed:
         raise typer.Exit(1)
 
 
@@ -146,6 +188,8 @@ def _compare_table(rows: list[dict[str, Any]]) -> None:
     from replay.compare import COLUMNS, compare_table
 
     t = compare_table(rows)
+    from rich.table import Table
+
     table = Table(title=t.title)
     for col in COLUMNS:
         table.add_column(col, no_wrap=True)
@@ -172,7 +216,7 @@ def _compare_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
-FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]
+FormatOpt = Annotated[str, typer.Option("--format", help="table or json.")]  # score: one document per set
 
 
 def score(
@@ -277,7 +321,9 @@ def _score_table(result: SetScore) -> None:
 def check_submission(
     folder: Annotated[Path, typer.Argument(help="A submission folder (results/, systems/, benchmarks/).")],
     ruleset: Annotated[str, typer.Option("--ruleset", help="The submission's MLPerf Training ruleset.")],
-    root: Annotated[Path, typer.Option("--root", help="Where the imported runs go.")] = Path("runs"),
+    root: Annotated[Path, typer.Option("--root", envvar="RECORDER_ROOT", help="Where the imported runs go.")] = Path(
+        "runs"
+    ),
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
 ) -> None:
     """mlperf-logging's package checker on a submission, then every result set imported under --root and

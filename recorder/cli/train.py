@@ -13,6 +13,7 @@ import typer
 
 from recorder.cli._heartbeat import Heartbeat
 from recorder.cli._output import err
+from recorder.cli._paths import check_root
 from recorder.cli._signing import SigningKeyOption, apply_signing_key
 from recorder.errors import RecorderError
 
@@ -30,7 +31,7 @@ class TrainInterrupted(RecorderError):
 
 
 _ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A TOML or JSON file of settings.")]
-_RootOpt = Annotated[Path, typer.Option("--root", help="Where runs live.")]
+_RootOpt = Annotated[Path, typer.Option("--root", envvar="RECORDER_ROOT", help="Where runs live.")]
 _RunIdOpt = Annotated[str | None, typer.Option("--run-id", help="The run's id (default: time + random).")]
 _SetsOpt = Annotated[
     list[str] | None,
@@ -91,6 +92,12 @@ def train(
         return
     if run_id is not None:
         check_run_id(run_id)  # before torch loads
+    if resume is None:
+        check_root(root)
+    else:
+        from recorder.run import RunDir
+
+        RunDir.open(resume)  # a run to resume, before torch loads
     apply_signing_key(signing_key)  # every rank signs its own segment
     ranks = launched_ranks()
     if (ranks.distributed or nproc > 1) and (resume is not None or ray or ray_address is not None):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recorder.cli._output import console, label, line, warning
+from recorder.cli._json import FormatOption, print_document
+from recorder.cli._output import console, err, label, line, warning
 from recorder.cli._progress import progress, working
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ def verify(
     run_dir: Annotated[Path, typer.Argument(help="The run directory (holds events/).")],
     trust: _TrustOpt = None,
     require_signed: _RequireSignedOpt = False,
+    fmt: FormatOption = "table",
 ) -> None:
     """Check a run's log: schema, seq contiguity, digest chains, closing records, signatures, then the facts
     and derived/scores.jsonl (re-derived from the events).
@@ -45,9 +47,7 @@ def verify(
     a trusted key (by its file name), signed by an untrusted key, or unsigned, and only trusted keys pass.
     """
     from recorder.history.cache import verify_with_cache
-    from recorder.reader import recorded_run_id
     from recorder.signing import load_trusted
-    from recorder.verify.truncation import TRUNCATED_RULE
     from recorder.verify.trust import trusted_from_environment
 
     if require_signed and not trust and not os.environ.get("RECORDER_TRUST"):
@@ -60,10 +60,23 @@ def verify(
             _derived_scores(report)
     if report.ok:
         _keep_verdict(report)
-    total = sum(s.events for s in report.segments)
-    console.print(f"run {recorded_run_id(report.run)}: {len(report.segments)} segments, {total} events")
-    untrusted = 0
+    segments, untrusted = _segment_lines(report, trusted)
+    signed_short = require_signed and untrusted > 0
+    if fmt == "json":
+        _verify_json(report, segments, untrusted, signed_short)
+    else:
+        _print_report(report, segments, untrusted, signed_short)
+    if not report.ok or signed_short:
+        raise typer.Exit(1)
+
+
+def _segment_lines(report: VerifyReport, trusted: dict[str, str] | None) -> tuple[list[dict[str, Any]], int]:
+    """Each segment as verify reports it (name, events, state, signature, whether that is shown), and how
+    many are not signed by a trusted key."""
+    from recorder.verify.truncation import TRUNCATED_RULE
+
     truncated = {p.segment: p.seq for p in report.problems if p.rule == TRUNCATED_RULE}
+    rows, untrusted = [], 0
     for s in report.segments:
         state = "closed" if s.closed else "open (writer did not close)"
         if s.name in truncated:
@@ -71,21 +84,55 @@ def verify(
         signature = _signature(report, s, trusted)
         shown = trusted is not None or s.opened_with is not None or signature.text == "bad signature"
         untrusted += not signature.trusted
-        console.print(f"  {s.name}  {s.events} events  {state}" + (f"  {signature.text}" if shown else ""))
-    for torn in report.torn:
+        rows.append({"name": s.name, "events": s.events, "state": state, "signature": signature.text, "shown": shown})
+    return rows, untrusted
+
+
+def _print_report(report: VerifyReport, segments: list[dict[str, Any]], untrusted: int, signed_short: bool) -> None:
+    from recorder.reader import recorded_run_id
+
+    total = sum(s.events for s in report.segments)
+    console.print(f"run {recorded_run_id(report.run)}: {len(report.segments)} segments, {total} events")
+    for s in segments:
+        console.print(
+            f"  {s['name']}  {s['events']} events  {s['state']}" + (f"  {s['signature']}" if s["shown"] else "")
+        )
+    for torn in report.torn:  # warnings on stderr: stdout stays the report a script reads
         if torn.bytes_lost:
-            console.print(warning(str(torn)))
+            err.print(warning(str(torn)))
     for note in report.warnings:
-        console.print(warning(note))
+        err.print(warning(note))
     for problem in report.problems:
         console.print(line(label(_verdict(problem), "bold red"), str(problem)))
     if not report.ok:
         console.print(_failed(report))
-        raise typer.Exit(1)
-    if require_signed and untrusted:
+    elif signed_short:
         console.print(f"verify: FAILED ({untrusted} of {len(report.segments)} segments not signed by a trusted key)")
-        raise typer.Exit(1)
-    console.print("verify: intact")
+    else:
+        console.print("verify: intact")
+
+
+def _verify_json(report: VerifyReport, segments: list[dict[str, Any]], untrusted: int, signed_short: bool) -> None:
+    """`verify --format json`: the document docs/cli.md describes."""
+    from recorder.reader import recorded_run_id
+
+    if not report.ok:
+        verdict = _failed(report)
+    elif signed_short:
+        verdict = f"verify: FAILED ({untrusted} of {len(report.segments)} segments not signed by a trusted key)"
+    else:
+        verdict = "verify: intact"
+    print_document(
+        {
+            "run_id": recorded_run_id(report.run),
+            "ok": report.ok and not signed_short,
+            "verdict": verdict.removeprefix("verify: "),
+            "events": sum(s.events for s in report.segments),
+            "segments": [{k: v for k, v in s.items() if k != "shown"} for s in segments],
+            "warnings": [str(t) for t in report.torn if t.bytes_lost] + [str(n) for n in report.warnings],
+            "problems": [{"verdict": _verdict(p).rstrip(":"), "text": str(p)} for p in report.problems],
+        }
+    )
 
 
 def _verdict(problem: Problem) -> str:

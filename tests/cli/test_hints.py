@@ -66,8 +66,8 @@ def test_a_non_file_in_events_is_named_and_skipped_as_documented(tmp_path: Path)
     os.mkfifo(run / "events" / "pipe.arrows")
     done = run_cli("verify", str(run))
     assert done.returncode == 0 and "verify: intact" in done.stdout, done.stdout
-    assert "events/notes: a directory" in done.stdout and "events/pipe.arrows: a FIFO" in done.stdout
-    assert "skipped" in done.stdout and "ALTERED" not in done.stdout
+    assert "events/notes: a directory" in done.stderr and "events/pipe.arrows: a FIFO" in done.stderr  # warnings
+    assert "skipped" in done.stderr and "ALTERED" not in done.stdout + done.stderr
     (run / "events" / "notes.txt").write_text("a regular file is someone's edit\n")
     assert run_cli("verify", str(run)).returncode == 1
 
@@ -88,12 +88,12 @@ def test_the_stale_note_names_the_command_that_refreshes_the_cache(tmp_path: Pat
     run = record_run(tmp_path / "runs", "s", gbs=256, steps=20, closed=True)
     run_cli("score", str(run.path))
     record_evals(run, [(19, 0.72)], gbs=256, start_s=1500, each_s=60)
-    note = next(x for x in run_cli("verify", str(run.path)).stdout.splitlines() if "stale" in x)
+    note = next(x for x in run_cli("verify", str(run.path)).stderr.splitlines() if "stale" in x)  # a warning
     command = re.search(r"`(recorder replay [^`]+)`", note)
     assert command, note
     assert run_cli(*command.group(1).split()[1:]).returncode == 0  # follow it
     after = run_cli("verify", str(run.path))
-    assert after.returncode == 0 and "stale" not in after.stdout
+    assert after.returncode == 0 and "stale" not in after.stdout + after.stderr
     state = json.loads((run.derived / "state.json").read_text())
     assert set(state["derived"]["scores.jsonl"]["events"]) == {"trainer-0001.arrows", "evaluator-0001.arrows"}
 

@@ -77,7 +77,7 @@ def test_entries_of_events_that_are_not_files_are_named_and_skipped(tmp_path: Pa
         for name in ("x.arrows", "fifo-0001.arrows", "zero-0001.arrows"):
             assert name in said or args[0] == "compact", (args, said)
     verify = run_process("verify", str(run.path))
-    assert "a FIFO" in verify.out and "a directory" in verify.out and "a symlink" in verify.out
+    assert "a FIFO" in verify.err and "a directory" in verify.err and "a symlink" in verify.err  # warnings: stderr
 
 
 def test_query_timeout_interrupts_duckdb_and_spills_nowhere_visible(tmp_path: Path) -> None:

@@ -84,3 +84,12 @@ def test_import_prints_above_its_bar_and_breaks_no_word(corpus: Path, tmp_path: 
 def test_help_pages_break_no_word(command: str) -> None:
     text = on_terminal(COLUMNS, *([command] if command else []), "--help")
     assert broken_words(text, COLUMNS) == [], text
+
+
+def test_events_leaves_out_whole_columns_and_says_which(root: Path) -> None:
+    text = on_terminal(COLUMNS, "events", str(root / "demo"), "--kind", "eval_result")
+    prose = " ".join(text.split())
+    assert "left out to fit 80 columns:" in prose and "(--wide shows every column)" in prose, text
+    header = next(x for x in text.splitlines() if "seq" in x and "kind" in x)
+    assert "││" not in header and "┃┃" not in header, text  # no column squeezed to nothing
+    assert "eval_result" in text and "accuracy" in text, text

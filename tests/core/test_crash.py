@@ -79,4 +79,4 @@ def test_torn_tail_at_every_offset_is_reported_not_fatal(tmp_path: Path, stride:
     (RunDir.create(tmp_path, "cli").events / segment.name).write_bytes(data[:cut])
     out = run_cli("verify", str(tmp_path / "cli"))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert f"torn tail at byte {complete[3]}" in out.stdout and "verify: intact" in out.stdout
+    assert f"torn tail at byte {complete[3]}" in out.stderr and "verify: intact" in out.stdout

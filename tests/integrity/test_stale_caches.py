@@ -33,7 +33,7 @@ def test_a_scores_file_from_before_the_evaluation_is_stale_not_altered(scored_th
     done = run_cli("verify", str(scored_then_evaluated))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ALTERED" not in done.stdout and "verify: intact" in done.stdout
-    assert "derived/scores.jsonl: stale" in done.stdout and "refreshes it" in done.stdout
+    assert "derived/scores.jsonl: stale" in done.stderr and "refreshes it" in done.stderr  # a warning: stderr
 
 
 def test_runs_shows_a_stale_run_as_its_events_derive_it(scored_then_evaluated: Path) -> None:
@@ -48,7 +48,7 @@ def test_replay_refreshes_the_cache_and_a_hand_edit_of_it_is_altered(scored_then
     run = scored_then_evaluated
     assert run_cli("replay", str(run)).returncode == 0
     done = run_cli("verify", str(run))
-    assert done.returncode == 0 and "stale" not in done.stdout, done.stdout
+    assert done.returncode == 0 and "stale" not in done.stdout + done.stderr, done.stdout + done.stderr
     path = run / "derived" / "scores.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     rows[0]["minutes"] = 0.001
@@ -99,6 +99,6 @@ def test_train_score_eval_verify_is_intact(trained_run: Path, tmp_path: Path) ->
     assert evaluated.returncode in (0, 1) and "Traceback" not in evaluated.stderr, evaluated.stderr
     done = run_cli("verify", str(run))
     assert done.returncode == 0 and "verify: intact" in done.stdout and "ALTERED" not in done.stdout, done.stdout
-    assert "derived/scores.jsonl: stale" in done.stdout
+    assert "derived/scores.jsonl: stale" in done.stderr
     listed = run_cli("runs", "--root", str(run.parent))
     assert listed.returncode == 0 and "UNVERIFIED" not in listed.stdout, listed.stdout

@@ -11,8 +11,6 @@ from typing import Any
 # typer carries its own click; its exceptions are the parser's (pinned in requirements.lock)
 from typer._click.exceptions import ClickException, MissingParameter, NoArgsIsHelpError, NoSuchOption, UsageError
 
-USAGE_EXIT = 2
-
 
 def _did_you_mean(possibilities: list[str]) -> str:
     if not possibilities:

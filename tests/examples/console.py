@@ -11,7 +11,8 @@ An HTML comment right above a block says how to run it (invisible where the Mark
     <!-- console: before: SHELL -->     hidden setup run first in the example's directory (repeatable);
                                         it must exit 0, and what it prints is not compared
     <!-- console: continues -->         the block runs on in the directory of the block before it in the file
-    <!-- console: python above -->      the nearest ```python block above runs first (as `python snippet.py`)
+    <!-- console: python above -->      the nearest ```python block above runs (as `python snippet.py`), after
+                                        the `before:` setups
     <!-- console: slow -->              the example runs in the slow tier (training, minutes)
     <!-- console: needs WHAT: WHY -->   not run here (a GPU, vLLM's own environment); listed by the test
 

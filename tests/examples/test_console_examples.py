@@ -36,14 +36,17 @@ def _param(session: list[Example]) -> object:
 
 def _script(session: list[Example], work: Path) -> str:
     """One bash script for the session, each command preceded by a marker line, so that exports and `cd`
-    carry over as in a terminal; the hidden setup (`before:`, a Python block above) must succeed."""
+    carry over as in a terminal; the hidden setup (`before:`, then a Python block above) must succeed."""
+    log = work.parent / "setup.log"  # what a setup prints is shown only when it fails
     lines = ["exec 2>&1"]
     for n, example in enumerate(session):
         if example.python is not None:
             (work / f"snippet{n}.py").write_text(example.python)
-            example = replace(example, before=[f"python snippet{n}.py", *example.before])
+            example = replace(example, before=[*example.before, f"python snippet{n}.py"])
         for setup in example.before:
-            lines.append(f"( {setup} ) >/dev/null || {{ echo 'setup failed: {example.name}'; exit 97; }}")
+            lines.append(
+                f"( {setup} ) >'{log}' 2>&1 || {{ cat '{log}'; echo 'setup failed: {example.name}'; exit 97; }}"
+            )
         for command in example.commands:
             lines.append(f"echo '{MARKER}'")
             lines.append(command.text)

@@ -26,6 +26,7 @@ TRAIN_METADATA = "train_metadata.yaml"
 SNAPSHOT_META = "snapshot_meta.json"
 FINAL_META = "final_meta.json"
 EPOCH_META = "epoch_meta.json"
+PLAIN_RUN_CONFIG = "training.json"  # a plain FSDP2 training run's settings, beside its snapshots/
 OLD_SNAPSHOT_META = "meta.json"  # a name the seed does not use: refused, naming the seed's
 DCP_METADATA = ".metadata"
 EPOCH = re.compile(r"fsdp2_epoch_(\d+)")
@@ -82,7 +83,10 @@ def find(
     if is_dcp(path) and path.parent.name == "snapshots":
         run = path.parent.parent
         meta = snapshot_meta(path)
-        if not (meta or (run / ALL_CONFIG).is_file() or config_dir is not None):
+        told = (run / ALL_CONFIG).is_file() or config_dir is not None
+        # a plain FSDP2 training run (evaluator/zero_shot/training_run.py) writes snapshot_meta.json too; its
+        # training.json, where a team run has all_config.yaml, says which layout the snapshot belongs to
+        if not told and (not meta or (run / PLAIN_RUN_CONFIG).is_file()):
             return None
         return _checkpoint("snapshot", path, path, run, config_dir, None, [(path / SNAPSHOT_META, meta)], names)
     m = EPOCH.fullmatch(path.name)

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.zero_shot.errors import ZeroShotInputError
+from recorder.team_layout import PLAIN_RUN_CONFIG
 
-TRAINING_CONFIG = "training.json"
+TRAINING_CONFIG = PLAIN_RUN_CONFIG
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

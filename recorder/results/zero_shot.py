@@ -72,10 +72,10 @@ class ZeroShotResults(Document):
     timings: Mapping[str, float]
     provenance: Mapping[str, Any]
     finished: str  # ISO time
-    binding: ResultBinding | None = None  # what it scored, its digest, its signature (recorder.results.binding)
     # where each setting the scores depend on came from (a file and key, an option, the team's declaration)
     sources: Mapping[str, Any] | None = None
     training_commit: Mapping[str, Any] | None = None  # {training, code, same}: train_metadata.yaml's git_commit
+    binding: ResultBinding | None = None  # last: what it scored, its digest, its signature (results.binding)
 
     def __post_init__(self) -> None:
         require_accuracies(self.scores, "scores")

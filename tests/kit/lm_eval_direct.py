@@ -3,7 +3,7 @@
 package), `lm_eval.simple_evaluate`, on the same weights and the same local task data.
 
     python -m tests.kit.lm_eval_direct CKPT TEAM_ROOT HF_CACHE LIMIT OUT.json
-        [--batch-size 32] [--softmax-dtype float64] [--tasks arc_easy,...] [--team team|lumen|quill]
+        [--batch-size 32] [--softmax-dtype float64] [--tasks arc_easy,...] [--team team|lumen|quill|heron]
 
 No lm-eval model class reads a DCP checkpoint or a model outside `transformers`: HFLM takes an
 already-built model (anything with `.config`, `.device` and a forward answering `.logits`) and a
@@ -11,8 +11,9 @@ already-built model (anything with `.config`, `.device` and a forward answering 
 project's loader) into the team's own model, built as each team's README says (capacity off, fp32, as
 scoring runs): tests/fixtures/team's `models.moe:build_model(config, capacity=False)`, lumen's
 `build_lumen(load_model_config(...))` with `cfg.moe.use_capacity = False`, quill's
-`QuillLM.build(**arch_kwargs(config))` then `set_expert_capacity(False)`. Lumen and quill ship a Hugging Face
-tokenizer directory, read by transformers' AutoTokenizer; the fixture team's char tokenizer is shimmed. The
+`QuillLM.build(**arch_kwargs(config))` then `set_expert_capacity(False)`, heron's
+`build_model(config["model"], drop_overflow=False)`. Lumen, quill and heron ship a Hugging Face tokenizer
+directory, read by transformers' AutoTokenizer; the fixture team's char tokenizer is shimmed. The
 two thin shims below only give them the shape HFLM calls:
 
 - `HFShaped`: `.config.max_position_embeddings` (the model's `max_seq_len`, so HFLM truncates as the
@@ -52,6 +53,7 @@ RUNS = {  # each team tree's run directory
     "team": "checkpoints/tiny/run1",
     "lumen": "checkpoints/lumen-pretrain/moe-d32-e4-r1",
     "quill": "checkpoints/quill-tiny/moe-d32-e4",
+    "heron": "checkpoints/heron_pretrain/moe_tiny_r1",
 }
 
 
@@ -71,6 +73,10 @@ def build(name: str, team: Path, config: dict[str, Any]) -> tuple[Any, int]:
         model = QuillLM.build(**arch_kwargs(config))
         model.set_expert_capacity(False)
         return model, 2048  # rotary positions: no limit of its own; lm-eval's default
+    if name == "heron":
+        from models import build_model as build_heron
+
+        return build_heron(config["model"], drop_overflow=False), int(config["model"]["max_positions"])
     from models.moe import build_model
 
     built = build_model(config["model"], capacity=False)
@@ -223,7 +229,7 @@ def main() -> None:
 
 
 def _tokenizer(a: Any, run: Path, configs: list[dict[str, Any]]) -> Any:
-    """The team's tokenizer as HFLM takes it: lumen's and quill's Hugging Face directories as they are, the
+    """The team's tokenizer as HFLM takes it: lumen's, quill's and heron's Hugging Face directories as they are, the
     fixture team's char tokenizer through the shim."""
     import yaml
 
@@ -231,7 +237,7 @@ def _tokenizer(a: Any, run: Path, configs: list[dict[str, Any]]) -> Any:
     if a.team_choice != "team":
         from transformers import AutoTokenizer
 
-        key = {"lumen": "hf_tokenizer", "quill": "hf_tokenizer_dir"}[a.team_choice]
+        key = {"lumen": "hf_tokenizer", "quill": "hf_tokenizer_dir", "heron": "tokenizer_path"}[a.team_choice]
         return AutoTokenizer.from_pretrained(str(a.team / metadata[key]), local_files_only=True)
     chars = json.loads((a.team / metadata["tokenizer"]).read_text())
     texts = [Path(f).read_bytes().decode("utf-8", errors="ignore") for c in configs for f in _files(c)]

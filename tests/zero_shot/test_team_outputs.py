@@ -97,8 +97,8 @@ def test_two_archives_of_one_epoch_keep_both_results_and_collect_prints_both(
     done = run_cli("collect", str(out), "--all")
     assert done.returncode == 0, done.stderr
     rows = [line.split()[0] for line in done.stdout.splitlines()[1:]]
-    assert rows == labels  # every result that verifies, each a smoke test (--limit 2), marked
-    assert all(line.endswith("smoke test (--limit 2), test data") for line in done.stdout.splitlines()[1:])
+    assert rows == labels  # every result that verifies, each a smoke test (--limit 2), marked as one
+    assert all(line.endswith("smoke test, test data") for line in done.stdout.splitlines()[1:])
     default = run_cli("collect", str(out))
     assert default.returncode == 1 and "left out 3 smoke test(s) (--limit): --all shows them" in default.stdout
 

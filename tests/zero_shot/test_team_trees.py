@@ -1,10 +1,13 @@
-"""`recorder zero-shot` on two more teams' trees, each written and trained (torchrun, FSDP2, DCP model +
+"""`recorder zero-shot` on three more teams' trees, each written and trained (torchrun, FSDP2, DCP model +
 optimizer state) independently of this project and of each other, with its own keys, factory and layout:
 
 - tests/fixtures/team_lumen: `build_lumen(LumenConfig)`, capacity a config field (`model.moe.use_capacity`),
   an epoch's step in `epoch_state.json` `global_step`, an archive whose `source` is relative to its root;
 - tests/fixtures/team_quill: `QuillLM.build(**arch_kwargs(config))`, capacity a method of the module
-  (`set_expert_capacity`), a model-only single-file archive, paths relative to its root.
+  (`set_expert_capacity`), a model-only single-file archive, paths relative to its root;
+- tests/fixtures/team_heron, held out: written after the declaration was built and scored with nothing changed
+  in the recorder: `build_model(model_section, drop_overflow=...)`, capacity a factory keyword of its own name,
+  an epoch's step in `trainer_state.json`.
 
 Each is given only the `[tool.recorder]` table its pyproject.toml declares (run from its root, as its jobs
 run): the run directory, a snapshot and the archive score with the holdout check on, and the archive's
@@ -51,6 +54,10 @@ TREES = {
     "quill": Tree(
         "quill", "checkpoints/quill-tiny/moe-d32-e4", "checkpoints/quill-tiny/moe-d32-e4/snapshots/step_0000120",
         "archive/quill-tiny/moe-d32-e4", (140, 120, 140),
+    ),
+    "heron": Tree(
+        "heron", "checkpoints/heron_pretrain/moe_tiny_r1", "checkpoints/heron_pretrain/moe_tiny_r1/snapshots/"
+        "step_0000150", "archive/moe_tiny_r1_final", (194, 150, 194),
     ),
 }  # fmt: skip
 

@@ -42,8 +42,9 @@ def table(docs: Sequence[ZeroShotDocument], width: int | None = None) -> str:
     where there is one: a smoke test, test data, not the task), tasks in first-seen order; below it, one
     line per task whose data is not the task's, saying why (evaluator.zero_shot.shown). `width` None: every
     column in one block (files, pipes). Otherwise the score columns are split into blocks that fit `width`,
-    each led by the checkpoint and step; where not even one score column fits beside them, each row is a
-    block of `name: value` lines. A checkpoint's name is never cut."""
+    each led by the checkpoint and step (a note too wide for that goes on a line of its own under the table);
+    where not even one score column fits beside them, each row is a block of `name: value` lines. A
+    checkpoint's name is never cut."""
     pins = pins_from_environment()
     results = [shown(d, pins) for d in docs]
     tasks = list(dict.fromkeys(t for d in docs for t in d.scores))
@@ -53,6 +54,10 @@ def table(docs: Sequence[ZeroShotDocument], width: int | None = None) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     blocks = _blocks(widths, width)
     why = "".join(line + "\n" for r in results for line in r.not_task)
+    if blocks is None and noted and _blocks(widths[:-1], width) is not None:
+        # a note too wide to sit beside a long name goes under the table, one line per noted result
+        rows, widths, blocks = [r[:-1] for r in rows], widths[:-1], _blocks(widths[:-1], width)
+        why = "".join(f"note: {r.doc.label} - {r.note}\n" for r in results if r.note) + why
     if blocks is None:
         return _records(rows) + why
     return "\n\n".join(_lines(rows, widths, [0, 1, *block]) for block in blocks) + "\n" + why

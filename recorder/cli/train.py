@@ -90,6 +90,9 @@ def train(
 
         typer.echo(settings_markdown(), nl=False)
         return
+    ranks = launched_ranks()
+    if (ranks.distributed or nproc > 1) and (resume is not None or ray or ray_address is not None):
+        raise DistributedError("data-parallel training (torchrun) takes neither --resume nor --ray")
     if run_id is not None:
         check_run_id(run_id)  # before torch loads
     if resume is None:
@@ -99,9 +102,6 @@ def train(
 
         RunDir.open(resume)  # a run to resume, before torch loads
     apply_signing_key(signing_key)  # every rank signs its own segment
-    ranks = launched_ranks()
-    if (ranks.distributed or nproc > 1) and (resume is not None or ray or ray_address is not None):
-        raise DistributedError("data-parallel training (torchrun) takes neither --resume nor --ray")
     if nproc > 1 and not ranks.distributed:
         from recorder.cli._launch import launch_data_parallel
 

@@ -84,6 +84,6 @@ class CacheChecks:
         )
         return (
             f"{len(self.unchecked)} runs ({shown}) are read from compacted caches not compared with their "
-            f"segments (a pack's rows are not; a command compares at most {CHECK_EVENTS:,} events of runs' own "
-            "caches): `recorder verify RUN_DIR` compares one"
+            f"segments (a command compares at most {CHECK_EVENTS:,} events of runs' own caches): `recorder verify "
+            "RUN_DIR` compares one"
         )

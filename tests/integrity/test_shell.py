@@ -16,6 +16,7 @@ def _nemo_step(root: Path, step: int, info: dict[str, object], config: str) -> P
     d = root / f"step_{step}"
     (d / "policy" / "weights").mkdir(parents=True)
     (d / "policy" / "weights" / "w.bin").write_bytes(b"\0" * 16)
+    (d / "policy" / "weights" / "config.json").write_text("{}")  # Hugging Face weights: a finished save
     (d / "training_info.json").write_text(json.dumps(info))
     (d / "config.yaml").write_text(config)
     return d

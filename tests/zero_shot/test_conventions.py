@@ -166,7 +166,7 @@ def test_a_declared_switch_the_model_ignores_is_never_recorded_as_off(team: Path
     """build_plain keeps capacity on whatever the config says: the built model shows it, nothing is written."""
     _declare(team, DECLARED.replace("build_by_config", "build_plain"))
     summary, out = _run(team, hf_cache, [team / "archive/ckpt_E2"], holdout="off")
-    assert summary.failed == ["tiny/run1/epoch_2"] and summary.docs == []
+    assert summary.failed == ["tiny/run1/epoch_2@ckpt_E2"] and summary.docs == []  # the archive's label
     assert "capacity is on" in out and "[tool.recorder.capacity]" in out
 
 

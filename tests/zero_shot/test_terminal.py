@@ -40,7 +40,7 @@ def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path]
     summary = (first.parent / "summary.txt").read_text().splitlines()
     assert summary[0].split() == ["checkpoint", "step", *TASKS, "average", "holdout", "note"]  # the file: one block
     assert [line.split()[0] for line in summary[1:]] == labels
-    table = text[text.rindex(f"{labels[1]}:") :].split("\n", 1)[1]  # what follows the last checkpoint's line
+    table = text[text.rindex(f"{labels[1]}: ") :].split("\n", 1)[1]  # what follows the last checkpoint's line
     for label in labels:
         assert label in table, table
     for task in TASKS:
@@ -51,6 +51,7 @@ def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path]
         assert len(heads) > 1 and len(rows) == 2 * len(heads), table  # blocks, each led by every name
         assert all(len(line) <= columns for line in [*heads, *rows]), table
         assert "/2 done" in text and "loading" in text  # the progress: checkpoints done, what each does
+        assert f"note: {labels[0]} - smoke test, test data" in table, table  # too wide beside the name: below
         again = on_terminal(columns, "collect", str(out), "--all")  # smoke tests (--limit) shown, marked
         drawn = [line for line in table.splitlines() if line in heads or line in rows]
         assert [line for line in again.splitlines() if line.strip()] == drawn, again  # the same blocks

@@ -1,7 +1,8 @@
 """A forged `derived/events.parquet` (an accuracy raised to 0.99, its manifest untouched so the sizes still
 match) is never served by the history: `recorder query` compares a run's cache with the segments before it
-reads it, says the cache differs, and answers from the segments; rows it reads unchecked (a root's pack, or
-past the budget) come with a note naming their runs."""
+reads it, says the cache differs, and answers from the segments; rows it reads unchecked past the budget come
+with a note naming their runs. A root's pack, written by the user's own `recorder compact`, is read unchecked
+and without a note: one after every honest compact would be a false alarm (docs/integrity.md)."""
 
 from __future__ import annotations
 
@@ -47,8 +48,7 @@ def test_query_does_not_serve_a_forged_cache(tmp_path: Path) -> None:
     run = _compacted(tmp_path)
     honest = run_cli("query", QUERY, "--root", str(tmp_path), "--format", "json")
     assert honest.returncode == 0 and _values(honest.stdout) == [0.6, 0.62], honest.stdout + honest.stderr
-    said = " ".join(honest.stderr.split())  # served from the root's pack, whose rows are not compared: said
-    assert "1 runs (honest) are read from compacted caches not compared with their segments" in said, said
+    assert honest.stderr == "", honest.stderr  # served from the root's pack after an honest compact: no alarm
     _forge(run)
     shutil.rmtree(tmp_path / ".history")  # no pack: the run's own cache would be read
     done = run_cli("query", QUERY, "--root", str(tmp_path), "--format", "json")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -85,8 +86,9 @@ def test_help_shows_metavars_never_python_types() -> None:
 
 
 def test_shell_completion_is_installable_and_completes_commands() -> None:
+    # the shell is found from the process that runs the command (as a user's shell runs it), so bash runs it
     script = subprocess.run(
-        [RECORDER, "--show-completion", "bash"],
+        ["bash", "-c", f"{shlex.quote(RECORDER)} --show-completion"],
         capture_output=True,
         text=True,
         env={**os.environ, "SHELL": "/bin/bash"},

@@ -118,7 +118,7 @@ def main() -> None:
             say(str(e))
         else:
             say(str(e), "error:")
-        if getattr(e, "abandons_process", False):  # work still running that would not stop: never wait for it
+        if getattr(e, "abandons_process", False):  # work still winding down (an interrupted query): never wait for it
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(e.exit_code)

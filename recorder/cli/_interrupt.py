@@ -42,6 +42,7 @@ class CommandInterrupted(RecorderError):
     """Ctrl-C stopped a command: what it kept is in the message; exit 130."""
 
     exit_code = 130
+    abandons_process = False
 
 
 def interruptible(name: str, command: F) -> F:
@@ -57,7 +58,9 @@ def interruptible(name: str, command: F) -> F:
         except Exception as e:
             if not interrupted_in_duckdb(e):
                 raise
-            raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
+            stopped = CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}")
+            stopped.abandons_process = True  # as recorder.history.limits.QueryInterrupted says why
+            raise stopped from None
 
     return run  # type: ignore[return-value]
 

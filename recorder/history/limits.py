@@ -42,11 +42,16 @@ MEMORY_GRACE_S = 0.01  # the same, past its memory limit: an interrupt check com
 
 
 class QueryTimeoutError(InputError):
-    """A query that ran past its time limit (it was interrupted)."""
+    """A query that ran past its time limit (it was interrupted: the process ends as QueryInterrupted says)."""
+
+    abandons_process = True
 
 
 class QueryMemoryError(InputError):
-    """A query whose process grew past its memory limit (it was interrupted)."""
+    """A query whose process grew past its memory limit (it was interrupted: the process ends as
+    QueryInterrupted says)."""
+
+    abandons_process = True
 
 
 class QueryAbandoned(InputError):
@@ -60,9 +65,12 @@ class MemoryLimitTooLow(InputError):
 
 
 class QueryInterrupted(RecorderError):
-    """Ctrl-C during a query."""
+    """Ctrl-C during a query. The process ends without the interpreter's shutdown: DuckDB's own threads may
+    still be winding the interrupted statement down, and one that takes the GIL while Python finalizes is
+    ended inside C++, which aborts the process (exit -6, after the line saying it was interrupted)."""
 
     exit_code = 130
+    abandons_process = True
 
 
 def default_memory_limit() -> str:

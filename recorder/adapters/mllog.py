@@ -72,6 +72,30 @@ def _default_logger() -> logging.Logger:
     return logger
 
 
+def _mllog_call(event_type: str, doc: str) -> Callable[..., None]:
+    """One of mllog's three calls (start, end, event) with its signature. It calls `_log_helper` directly, as
+    mllog's do, so the stack depth to `get_caller` is mllog's and `stack_offset` means the same thing."""
+
+    def call(
+        self: MLLogger,
+        key: str,
+        value: Any = None,
+        metadata: dict[str, Any] | None = None,
+        namespace: str | None = None,
+        time_ms: int | float | None = None,
+        stack_offset: int | None = None,
+        clear_line: bool | None = None,
+        unique: bool = False,
+        unique_log_rank: int = 0,
+    ) -> None:
+        self._log_helper(
+            event_type, key, value, metadata, namespace, time_ms, stack_offset, clear_line, unique, unique_log_rank
+        )
+
+    call.__doc__ = doc
+    return call
+
+
 class MLLogger:
     """`mlperf_logging.mllog.MLLogger` with the same methods and defaults, recording into a run."""
 
@@ -104,85 +128,13 @@ class MLLogger:
         self._lines = 0
         self._lock = threading.RLock()
 
-    # The three calls of mllog, with its signature. Each calls _log_helper directly, which calls
-    # get_caller: the same stack depth as in mllog, so stack_offset means the same thing.
-    def start(
-        self,
-        key: str,
-        value: Any = None,
-        metadata: dict[str, Any] | None = None,
-        namespace: str | None = None,
-        time_ms: int | float | None = None,
-        stack_offset: int | None = None,
-        clear_line: bool | None = None,
-        unique: bool = False,
-        unique_log_rank: int = 0,
-    ) -> None:
-        """Start a time interval (an `INTERVAL_START` line)."""
-        self._log_helper(
-            constants.INTERVAL_START,
-            key,
-            value,
-            metadata,
-            namespace,
-            time_ms,
-            stack_offset,
-            clear_line,
-            unique,
-            unique_log_rank,
-        )
-
-    def end(
-        self,
-        key: str,
-        value: Any = None,
-        metadata: dict[str, Any] | None = None,
-        namespace: str | None = None,
-        time_ms: int | float | None = None,
-        stack_offset: int | None = None,
-        clear_line: bool | None = None,
-        unique: bool = False,
-        unique_log_rank: int = 0,
-    ) -> None:
-        """End a time interval (an `INTERVAL_END` line); `time_ms` overrides the clock (e.g. a backdated run_stop)."""
-        self._log_helper(
-            constants.INTERVAL_END,
-            key,
-            value,
-            metadata,
-            namespace,
-            time_ms,
-            stack_offset,
-            clear_line,
-            unique,
-            unique_log_rank,
-        )
-
-    def event(
-        self,
-        key: str,
-        value: Any = None,
-        metadata: dict[str, Any] | None = None,
-        namespace: str | None = None,
-        time_ms: int | float | None = None,
-        stack_offset: int | None = None,
-        clear_line: bool | None = None,
-        unique: bool = False,
-        unique_log_rank: int = 0,
-    ) -> None:
-        """A point-in-time event (a `POINT_IN_TIME` line)."""
-        self._log_helper(
-            constants.POINT_IN_TIME,
-            key,
-            value,
-            metadata,
-            namespace,
-            time_ms,
-            stack_offset,
-            clear_line,
-            unique,
-            unique_log_rank,
-        )
+    # The three calls of mllog, with its signature (see _mllog_call).
+    start = _mllog_call(constants.INTERVAL_START, "Start a time interval (an `INTERVAL_START` line).")
+    end = _mllog_call(
+        constants.INTERVAL_END,
+        "End a time interval (an `INTERVAL_END` line); `time_ms` overrides the clock (e.g. a backdated run_stop).",
+    )
+    event = _mllog_call(constants.POINT_IN_TIME, "A point-in-time event (a `POINT_IN_TIME` line).")
 
     def _log_helper(
         self,

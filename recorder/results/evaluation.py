@@ -76,8 +76,9 @@ class SampleRow(Part):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PassAtKResults(Document):
-    """A checkpoint scored pass@k by the evaluator's own sampling (torch or vllm)."""
+class EvalResults(Document):
+    """What every benchmark evaluation's results.json starts with: which checkpoint of which run, and its
+    score. The two kinds below add what their score rests on."""
 
     schema: Literal["recorder.eval.results/1"] = EVAL_SCHEMA
     run_id: str
@@ -85,6 +86,12 @@ class PassAtKResults(Document):
     samples_count: int | None
     metric: str
     score: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PassAtKResults(EvalResults):
+    """A checkpoint scored pass@k by the evaluator's own sampling (torch or vllm)."""
+
     k: int
     n_tasks: int
     tasks_passed: int
@@ -115,15 +122,9 @@ class CommandCheckpoint(Part):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CommandResults(Document):
+class CommandResults(EvalResults):
     """A checkpoint scored by the submitter's command (`--backend command`)."""
 
-    schema: Literal["recorder.eval.results/1"] = EVAL_SCHEMA
-    run_id: str
-    step: int
-    samples_count: int | None
-    metric: str
-    score: float
     n_tasks: int
     target: float
     passed: bool

@@ -11,7 +11,7 @@ from typing import Any
 
 from typer._click.decorators import help_option
 from typer._click.exceptions import BadParameter, MissingParameter
-from typer.core import TyperArgument, TyperOption
+from typer.core import TyperArgument, TyperCommand, TyperOption
 
 HELP_OPTIONS = ["-h", "--help"]
 # typer's own type label -> the metavar a reader expects
@@ -98,6 +98,27 @@ class _Argument(TyperArgument):
         return name + ("..." if self.nargs != 1 else "")
 
 
+class _PanelledCommand(TyperCommand):
+    """A command whose options are listed in sections, one per `rich_help_panel` the options name, after the
+    options that name none: a command of thirty options reads as a few short lists. typer draws panels only
+    in its rich help, which the plain help (quicker to start) does not import."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        arguments, sections = [], {"Options": []}  # type: ignore[var-annotated]
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                arguments.append(record)
+            else:
+                sections.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(record)
+        for title, records in (("Arguments", arguments), *sections.items()):
+            if records:
+                with formatter.section(title):
+                    formatter.write_dl(records)
+
+
 def spelled(command: Any) -> Any:
     """`command` (and every subcommand) with its parameters spelled as above, and each subcommand listed with
     its whole first paragraph (click would cut it at 45 characters, mid-clause, with `...`)."""
@@ -108,6 +129,8 @@ def spelled(command: Any) -> Any:
     if getattr(command, "_help_option", "absent") is None:  # made now, to be processed as below (pinned typer)
         help_option(HELP_OPTIONS)(command)
         command._help_option = command.params.pop()
+    if type(command) is TyperCommand and any(getattr(p, "rich_help_panel", None) for p in command.params):
+        command.__class__ = _PanelledCommand
     for p in [*command.params, getattr(command, "_help_option", None)]:
         if type(p) is TyperOption:
             p.__class__ = _Option

@@ -9,10 +9,13 @@ from typing import Annotated
 
 import typer
 
+from recorder.cli import _panels as panels
+
 SigningKeyOption = Annotated[
     Path | None,
     typer.Option(
         "--signing-key",
+        rich_help_panel=panels.SIGNING,
         help="Sign each segment this command writes with this Ed25519 private key (`recorder keygen`). "
         "Default: the key $RECORDER_SIGNING_KEY names, if set.",
     ),
@@ -23,6 +26,7 @@ UntrustedOkOption = Annotated[
     bool,
     typer.Option(
         "--untrusted-ok",
+        rich_help_panel=panels.SIGNING,
         help="Judge a run whose signatures fail its trust (unsigned, another key's, or signed segments "
         "missing); every line carrying a score then says UNTRUSTED.",
     ),

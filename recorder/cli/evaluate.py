@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
+from recorder.cli import _panels as panels
 from recorder.cli._json import FormatOption, print_document
 from recorder.cli._model_source import ModelConfigOption, TokenizerOption
 from recorder.cli._output import console, label, line, warning
@@ -30,80 +31,152 @@ if TYPE_CHECKING:
 
 
 _RunDirOpt = Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")]
-_OrderOpt = Annotated[str, typer.Option(help="ascending | descending | S1,S2,... (only those steps).")]
-_AllOpt = Annotated[bool, typer.Option("--all", help="Evaluate every checkpoint, not only up to the first pass.")]
+_OrderOpt = Annotated[
+    str, typer.Option(rich_help_panel=panels.WHICH, help="ascending | descending | S1,S2,... (only those steps).")
+]
+_AllOpt = Annotated[
+    bool,
+    typer.Option(
+        "--all", rich_help_panel=panels.WHICH, help="Evaluate every checkpoint, not only up to the first pass."
+    ),
+]
 _WorkersOpt = Annotated[
     int,
     typer.Option(
+        rich_help_panel=panels.WORKERS,
         help="Evaluation workers; more than 1 runs Ray actors, each evaluating whole checkpoints in --order "
-        "(one GPU each where the cluster has one per worker)."
+        "(one GPU each where the cluster has one per worker).",
     ),
 ]
-_RayOpt = Annotated[bool, typer.Option("--ray", help="Workers as Ray actors (a local cluster), even with one worker.")]
-_RayAddressOpt = Annotated[
-    str | None, typer.Option("--ray-address", help="Use the running Ray cluster at this address (implies --ray).")
+_RayOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ray", rich_help_panel=panels.WORKERS, help="Workers as Ray actors (a local cluster), even with one worker."
+    ),
 ]
-_LimitOpt = Annotated[int | None, typer.Option(help="Evaluate at most N checkpoints in this session.")]
-_BatchSizeOpt = Annotated[int, typer.Option(help="Samples generated per batch (the score does not depend on it).")]
-_AllowGapsOpt = Annotated[bool, typer.Option("--allow-gaps", help="Evaluate a series that misses checkpoints.")]
-_FingerprintOpt = Annotated[Literal["on", "off"], typer.Option(help="Check each checkpoint's fingerprint.")]
-_FingerprintToleranceOpt = Annotated[float, typer.Option(help="Largest |recomputed - recorded| fingerprint.")]
+_RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        rich_help_panel=panels.WORKERS,
+        help="Use the running Ray cluster at this address (implies --ray).",
+    ),
+]
+_LimitOpt = Annotated[
+    int | None, typer.Option(rich_help_panel=panels.WHICH, help="Evaluate at most N checkpoints in this session.")
+]
+_BatchSizeOpt = Annotated[
+    int,
+    typer.Option(rich_help_panel=panels.WORKERS, help="Samples generated per batch (the score does not depend on it)."),
+]
+_AllowGapsOpt = Annotated[
+    bool, typer.Option("--allow-gaps", rich_help_panel=panels.WHICH, help="Evaluate a series that misses checkpoints.")
+]
+_FingerprintOpt = Annotated[
+    Literal["on", "off"], typer.Option(rich_help_panel=panels.CHECKS, help="Check each checkpoint's fingerprint.")
+]
+_FingerprintToleranceOpt = Annotated[
+    float, typer.Option(rich_help_panel=panels.CHECKS, help="Largest |recomputed - recorded| fingerprint.")
+]
 _HarnessOpt = Annotated[
     Literal["lm-eval"] | None,
-    typer.Option(help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k."),
+    typer.Option(
+        rich_help_panel=panels.TASKS,
+        help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k.",
+    ),
 ]
 _TasksOpt = Annotated[
     str | None,
     typer.Option(
-        help="--harness: comma-separated tasks (default: arc_easy,arc_challenge,hellaswag,openbookqa,piqa,"
-        "winogrande,siqa)."
+        rich_help_panel=panels.TASKS,
+        help="--harness: comma-separated tasks (default: arc_easy, arc_challenge, hellaswag, openbookqa, piqa, "
+        "winogrande, siqa).",
     ),
 ]
-_StepsOpt = Annotated[str | None, typer.Option(help="--harness: only these steps, S1,S2,... (default: all).")]
+_StepsOpt = Annotated[
+    str | None,
+    typer.Option(rich_help_panel=panels.WHICH, help="--harness: only these steps, S1,S2,... (default: all)."),
+]
 _DataDirOpt = Annotated[
-    Path | None, typer.Option(help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA).")
+    Path | None,
+    typer.Option(
+        rich_help_panel=panels.TASKS, help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA)."
+    ),
 ]
 _TaskOpt = Annotated[
     Path | None,
     typer.Option(
+        rich_help_panel=panels.TASKS,
         help="A task spec (TOML). An imported run: its task and settings. A run of `recorder train`: where the "
-        "spec it recorded lies now (another is refused)."
+        "spec it recorded lies now (another is refused).",
     ),
 ]
 _BackendOpt = Annotated[
-    Literal["torch", "vllm", "command"], typer.Option(help="torch (ours), vllm, or command (--command).")
+    Literal["torch", "vllm", "command"],
+    typer.Option(rich_help_panel=panels.BACKEND, help="torch (ours), vllm, or command (--command)."),
 ]
 _CommandOpt = Annotated[
     str | None,
-    typer.Option(help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".'),
+    typer.Option(
+        rich_help_panel=panels.BACKEND,
+        help='--backend command: your evaluation, e.g. "python ev.py --ckpt {checkpoint} --out {out}".',
+    ),
 ]
 _DtypeOpt = Annotated[
     Literal["fp32", "bf16", "fp16"] | None,
     typer.Option(
+        rich_help_panel=panels.MODEL,
         help="The weights' dtype (default: the dtype the run rolled out in, the rule's precision; another "
-        "one is recorded as not the rule's)."
+        "one is recorded as not the rule's).",
     ),
 ]
-_DeviceOpt = Annotated[str, typer.Option(help="Where the model runs: cpu, cuda, cuda:1, ...")]
+_DeviceOpt = Annotated[
+    str, typer.Option(rich_help_panel=panels.MODEL, help="Where the model runs: cpu, cuda, cuda:1, ...")
+]
 _ModelCodeOpt = Annotated[
-    Path | None, typer.Option(help="The root of your model's code (with --model-factory): imported from there.")
+    Path | None,
+    typer.Option(
+        rich_help_panel=panels.MODEL, help="The root of your model's code (with --model-factory): imported from there."
+    ),
 ]
 _ModelFactoryOpt = Annotated[
-    str | None, typer.Option(help="package.module:function under --model-code: called with the checkpoint's config.")
+    str | None,
+    typer.Option(
+        rich_help_panel=panels.MODEL,
+        help="package.module:function under --model-code: called with the checkpoint's config.",
+    ),
 ]
-_TensorParallelOpt = Annotated[int, typer.Option(help="--backend vllm: GPUs per model replica.")]
-_PipelineParallelOpt = Annotated[int, typer.Option(help="--backend vllm: pipeline stages.")]
+_TensorParallelOpt = Annotated[
+    int, typer.Option(rich_help_panel=panels.VLLM, help="--backend vllm: GPUs per model replica.")
+]
+_PipelineParallelOpt = Annotated[
+    int, typer.Option(rich_help_panel=panels.VLLM, help="--backend vllm: pipeline stages.")
+]
 _ExpertParallelOpt = Annotated[
-    bool, typer.Option("--enable-expert-parallel", help="--backend vllm: spread MoE experts over the GPUs.")
+    bool,
+    typer.Option(
+        "--enable-expert-parallel",
+        rich_help_panel=panels.VLLM,
+        help="--backend vllm: spread MoE experts over the GPUs.",
+    ),
 ]
 _QuantizationOpt = Annotated[
-    str | None, typer.Option(help="--backend vllm: the rollout's quantization (fp8, awq, ...).")
+    str | None,
+    typer.Option(rich_help_panel=panels.VLLM, help="--backend vllm: the rollout's quantization (fp8, awq, ...)."),
 ]
 _TrustRemoteCodeOpt = Annotated[
-    bool, typer.Option("--trust-remote-code", help="Run model code shipped in the checkpoint directory.")
+    bool,
+    typer.Option(
+        "--trust-remote-code", rich_help_panel=panels.MODEL, help="Run model code shipped in the checkpoint directory."
+    ),
 ]
 _ForceOpt = Annotated[
-    bool, typer.Option("--force", help="Evaluate a run that fails verify; its results are marked UNVERIFIED.")
+    bool,
+    typer.Option(
+        "--force",
+        rich_help_panel=panels.CHECKS,
+        help="Evaluate a run that fails verify; its results are marked UNVERIFIED.",
+    ),
 ]
 # The options that Options takes as they are given, under the same names.
 _AS_GIVEN = (

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from recorder.cli import _panels as panels
 from recorder.cli._output import at_spaces, console
 from recorder.cli._progress import PerItem
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
@@ -18,14 +19,25 @@ Paths = Annotated[
     ),
 ]
 Tasks = Annotated[
-    str, typer.Option(help="lm-eval task names, comma-separated (siqa = social_iqa).", envvar="LMEVAL_TASKS")
+    str,
+    typer.Option(
+        rich_help_panel=panels.TASKS,
+        help="lm-eval task names, comma-separated (siqa = social_iqa).",
+        envvar="LMEVAL_TASKS",
+    ),
 ]
 Limit = Annotated[
-    int | None, typer.Option(help="At most N examples per task (a smoke test, not a score).", envvar="LMEVAL_LIMIT")
+    int | None,
+    typer.Option(
+        rich_help_panel=panels.TASKS,
+        help="At most N examples per task (a smoke test, not a score).",
+        envvar="LMEVAL_LIMIT",
+    ),
 ]
 TaskSources = Annotated[
     str,
     typer.Option(
+        rich_help_panel=panels.TASKS,
         help="TASK=PATH[:CONFIG],...: a task's Hugging Face dataset instead of the default "
         "(winogrande: allenai/winogrande:winogrande_debiased, social_iqa: jet-ai/social_i_qa).",
         envvar="EVAL_TASK_SOURCES",
@@ -34,77 +46,131 @@ TaskSources = Annotated[
 HfCache = Annotated[
     Path | None,
     typer.Option(
+        rich_help_panel=panels.TASKS,
         help="Local Hugging Face datasets directory (default: eval/hf_cache of the model code, if there).",
         envvar="EVAL_HF_ROOT",
     ),
 ]
-DataDir = Annotated[Path | None, typer.Option(help="Directory of <task>.jsonl exports.")]
+DataDir = Annotated[Path | None, typer.Option(rich_help_panel=panels.TASKS, help="Directory of <task>.jsonl exports.")]
 Offline = Annotated[
     bool,
     typer.Option(
         "--offline/--online",
+        rich_help_panel=panels.TASKS,
         help="Keep the datasets libraries off the network (--online lets them reach the hub).",
         envvar="EVAL_OFFLINE",
     ),
 ]
 LogSamples = Annotated[
-    bool, typer.Option(help="Per-sample log-likelihoods: samples_<task>.jsonl.", envvar="LMEVAL_LOG_SAMPLES")
+    bool,
+    typer.Option(
+        rich_help_panel=panels.TASKS,
+        help="Per-sample log-likelihoods: samples_<task>.jsonl.",
+        envvar="LMEVAL_LOG_SAMPLES",
+    ),
 ]
 Holdout = Annotated[
     str,
     typer.Option(
+        rich_help_panel=panels.HOLDOUT,
         help="on (1): compare with the logged eval/loss; record: store it only; off (0): skip.",
         envvar="EVAL_HOLDOUT_CHECK",
     ),
 ]
 MaxGap = Annotated[
-    float, typer.Option(help="Largest |recomputed - logged| eval/loss allowed.", envvar="EVAL_HOLDOUT_MAX_GAP")
+    float,
+    typer.Option(
+        rich_help_panel=panels.HOLDOUT,
+        help="Largest |recomputed - logged| eval/loss allowed.",
+        envvar="EVAL_HOLDOUT_MAX_GAP",
+    ),
 ]
-HoldoutData = Annotated[Path | None, typer.Option(help="The holdout file, when the config's path does not resolve.")]
+HoldoutData = Annotated[
+    Path | None,
+    typer.Option(rich_help_panel=panels.HOLDOUT, help="The holdout file, when the config's path does not resolve."),
+]
 WorldSize = Annotated[
     int | None,
-    typer.Option(help="The training's world size (default: the checkpoint's).", envvar="EVAL_HOLDOUT_TRAIN_WORLD"),
+    typer.Option(
+        rich_help_panel=panels.HOLDOUT,
+        help="The training's world size (default: the checkpoint's).",
+        envvar="EVAL_HOLDOUT_TRAIN_WORLD",
+    ),
 ]
 ModelRoot = Annotated[
     Path | None,
     typer.Option(
+        rich_help_panel=panels.MODEL,
         help="Root of the team's model code (default with --model-factory: the working directory, the team's "
         "repository root).",
         envvar="MODEL_CODE_ROOT",
     ),
 ]
 Factory = Annotated[
-    str | None, typer.Option(help="pkg.module:function under --model-code.", envvar="EVAL_MODEL_FACTORY")
+    str | None,
+    typer.Option(
+        rich_help_panel=panels.MODEL, help="pkg.module:function under --model-code.", envvar="EVAL_MODEL_FACTORY"
+    ),
 ]
 HoldoutFn = Annotated[
     str | None,
-    typer.Option(help="The team's eval/loss function, pkg.module:function under --model-code (default: built in)."),
+    typer.Option(
+        rich_help_panel=panels.HOLDOUT,
+        help="The team's eval/loss function, pkg.module:function under --model-code (default: built in).",
+    ),
 ]
-Epoch = Annotated[int | None, typer.Option(help="A run's fsdp2_epoch_N (default: the largest).", envvar="CKPT_EPOCH")]
+Epoch = Annotated[
+    int | None,
+    typer.Option(
+        rich_help_panel=panels.WHICH, help="A run's fsdp2_epoch_N (default: the largest).", envvar="CKPT_EPOCH"
+    ),
+]
 ConfigDir = Annotated[
     Path | None,
-    typer.Option(help="Directory with all_config.yaml and train_metadata.yaml.", envvar="CKPT_CONFIG_DIR"),
+    typer.Option(
+        rich_help_panel=panels.MODEL,
+        help="Directory with all_config.yaml and train_metadata.yaml.",
+        envvar="CKPT_CONFIG_DIR",
+    ),
 ]
 TokenizerPath = Annotated[
     Path | None,
-    typer.Option("--tokenizer", help="Tokenizer file or directory (default: train_metadata.yaml's).",
-                 envvar="EVAL_TOKENIZER_PATH"),
-]  # fmt: skip
+    typer.Option(
+        "--tokenizer",
+        rich_help_panel=panels.MODEL,
+        help="Tokenizer file or directory (default: train_metadata.yaml's).",
+        envvar="EVAL_TOKENIZER_PATH",
+    ),
+]
 SkipCapacity = Annotated[
     bool,
     typer.Option(
-        "--moe-skip-capacity/--moe-capacity", help="MoE capacity off while scoring.", envvar="MOE_SKIP_CAPACITY"
+        "--moe-skip-capacity/--moe-capacity",
+        rich_help_panel=panels.MODEL,
+        help="MoE capacity off while scoring.",
+        envvar="MOE_SKIP_CAPACITY",
     ),
 ]
-Dtype = Annotated[Literal["fp32", "bf16"], typer.Option(help="Scoring precision.", envvar="EVAL_PARAM_DTYPE")]
-Device = Annotated[str, typer.Option(help="cpu, cuda, or auto (each worker's accelerator if any).")]
+Dtype = Annotated[
+    Literal["fp32", "bf16"],
+    typer.Option(rich_help_panel=panels.MODEL, help="Scoring precision.", envvar="EVAL_PARAM_DTYPE"),
+]
+Device = Annotated[
+    str, typer.Option(rich_help_panel=panels.MODEL, help="cpu, cuda, or auto (each worker's accelerator if any).")
+]
 BatchSize = Annotated[
-    int, typer.Option(help="Requests per forward pass (scores do not depend on it).", envvar="EVAL_BATCH_SIZE_MCQ")
+    int,
+    typer.Option(
+        rich_help_panel=panels.WORKERS,
+        help="Requests per forward pass (scores do not depend on it).",
+        envvar="EVAL_BATCH_SIZE_MCQ",
+    ),
 ]
 Nproc = Annotated[
     int | None,
     typer.Option(
         "--nproc",
+        rich_help_panel=panels.WORKERS,
         help="Processes (devices) one checkpoint's requests are split across (default: the GPUs its worker sees "
         "when scoring on CUDA, else 1).",
         envvar="NPROC_PER_NODE",
@@ -112,14 +178,25 @@ Nproc = Annotated[
 ]
 Workers = Annotated[
     int | None,
-    typer.Option(help="Ray actors, one checkpoint each (default: one per PATH; at most one per CPU of the cluster)."),
+    typer.Option(
+        rich_help_panel=panels.WORKERS,
+        help="Ray actors, one checkpoint each (default: one per PATH; at most one per CPU of the cluster).",
+    ),
 ]
-RayAddress = Annotated[str | None, typer.Option(help="Ray cluster to join (default: a local one).")]
+RayAddress = Annotated[
+    str | None, typer.Option(rich_help_panel=panels.WORKERS, help="Ray cluster to join (default: a local one).")
+]
 TaskSpec = Annotated[
-    Path | None, typer.Option("--task", help="An imported recorder run: the task spec its fingerprints used.")
+    Path | None,
+    typer.Option(
+        "--task", rich_help_panel=panels.TASKS, help="An imported recorder run: the task spec its fingerprints used."
+    ),
 ]
 Out = Annotated[
-    Path | None, typer.Option("-o", "--out", help="Write results under DIR instead.", envvar="EVAL_OUTPUT_DIR")
+    Path | None,
+    typer.Option(
+        "-o", "--out", rich_help_panel=panels.OUTPUT, help="Write results under DIR instead.", envvar="EVAL_OUTPUT_DIR"
+    ),
 ]
 HOLDOUT_MODES = {"on": "on", "1": "on", "off": "off", "0": "off", "record": "record"}
 TEAM_HF_CACHE = Path("eval/hf_cache")  # where a team's eval scripts keep the datasets, under its repository

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.zero_shot.errors import ZeroShotInputError
+from recorder.tree_walk import walk
 
 TAG = "eval/loss"
 SCALARS = "tensorboard_scalars.json"
+EVENT_FILES = "events.out.tfevents."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,11 +27,10 @@ class LoggedLoss:
 def logged_loss(run: Path, step: int | None) -> LoggedLoss:
     """eval/loss at `step` from the run's logs; ZeroShotInputError naming the file and the fix."""
     scalars = run / SCALARS
-    events = sorted(run.rglob("events.out.tfevents.*"))
     if scalars.is_file():
         source, values = scalars, _from_json(scalars)
-    elif events:
-        source, values = events[0].parent, _from_events(events[0].parent)
+    elif folders := _event_folders(run):
+        source, values = folders[0], _from_events(folders[0])
     else:
         raise ZeroShotInputError(
             f"{run}: no {SCALARS} and no TensorBoard event file: nothing to check the holdout loss against; "
@@ -42,6 +43,19 @@ def logged_loss(run: Path, step: int | None) -> LoggedLoss:
             "step, or use --holdout record for a checkpoint saved between two evaluations"
         )
     return LoggedLoss(value=values[step], step=step, source=source)
+
+
+def _event_folders(run: Path) -> list[Path]:
+    """The folders under `run` that hold TensorBoard event files; ZeroShotInputError where more than one
+    does: which of them logged this run's loss is not for the reader to guess."""
+    folders = sorted({Path(e.path).parent for e in walk(run) if e.name.startswith(EVENT_FILES)})
+    if len(folders) > 1:
+        raise ZeroShotInputError(
+            f"{run}: TensorBoard event files in {len(folders)} folders ({folders[0]}, {folders[1]}"
+            f"{', ...' if len(folders) > 2 else ''}): which one logged this run's {TAG} is not known; keep that "
+            f"folder only, or write {SCALARS} beside the run"
+        )
+    return folders
 
 
 def _from_json(path: Path) -> dict[int, float]:

@@ -19,6 +19,7 @@ from evaluator.zero_shot.task_sources import parse_task_names
 from evaluator.zero_shot.training_run import HoldoutPlan
 from recorder.results.harness import HarnessTask
 from recorder.results.zero_shot import RecordedEvents, StepCheckpoint, StepSettings, ZeroShotStepResults
+from recorder.tree_walk import TreeWalkError
 from tests.helpers import run_cli
 from trainer.policy.tokenizer import from_json
 
@@ -126,6 +127,27 @@ def test_the_logged_loss_from_a_tensorboard_event_file(tmp_path: Path) -> None:
     assert (found.value, found.step, found.source) == (3.25, 200, tmp_path / "tb")
     with pytest.raises(ZeroShotInputError, match="no eval/loss at step 300 .logged at steps: 100, 200"):
         logged_loss(tmp_path, 300)
+
+
+def test_event_files_in_two_folders_are_refused_naming_both(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    for folder, value in (("tb", 3.25), ("tb_old", 7.0)):
+        writer = SummaryWriter(str(tmp_path / folder))
+        writer.add_scalar("eval/loss", value, 200)
+        writer.close()
+    with pytest.raises(ZeroShotInputError, match=r"in 2 folders \(.*/tb, .*/tb_old\): which one logged"):
+        logged_loss(tmp_path, 200)
+
+
+def test_event_files_nested_deeper_than_a_walk_goes_are_refused_naming_the_folder(tmp_path: Path) -> None:
+    deep = tmp_path
+    for _ in range(200):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    with pytest.raises(TreeWalkError, match="nested more than"):
+        logged_loss(tmp_path, 200)
 
 
 def test_task_names_are_lm_evals_with_siqa_as_an_alias() -> None:

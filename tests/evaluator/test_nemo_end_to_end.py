@@ -66,6 +66,7 @@ def check_replay(run: Path, series: Path, passing: int) -> None:
     training_step_end_time_ms, and the evaluations are emitted from the validation start up to it."""
     done = run_cli("replay", str(run), "--interpretation", "official", "--check")
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "warning" not in done.stderr, done.stderr  # an honest import, evaluation and replay: no alarm
     assert "compliance checker (mlperf-logging" in done.stdout and "training 6.1.0): PASSED" in done.stdout
     assert "RCP checker (mlperf-logging" in done.stdout and "RCP found" in done.stdout
     lines = mllog(run / "derived" / "result_official.txt")

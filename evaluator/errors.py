@@ -97,3 +97,11 @@ class AuditFailed(EvalError, DataError):
 
 class RayStartError(EvalError, InputError):
     """Ray could not start a local cluster or join the one at --ray-address: the cause and the ways out."""
+
+
+class EvaluationsInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a session: `steps` were being evaluated and each is recorded as interrupted."""
+
+    def __init__(self, steps: list[int]) -> None:
+        super().__init__(steps)
+        self.steps = steps

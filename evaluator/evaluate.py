@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator.committed import CommittedCheckpoint, resolve
-from evaluator.errors import CheckpointRefused, EvaluationCrashed, HashMismatchError, UnloadableCheckpointError
+from evaluator.errors import (
+    CheckpointRefused,
+    EvaluationCrashed,
+    EvaluationsInterrupted,
+    HashMismatchError,
+    UnloadableCheckpointError,
+)
 from evaluator.integrity import (
     check_fingerprint,
     check_hash,
@@ -29,6 +35,7 @@ from evaluator.settings import Dtype, Options, RunEvalConfig, eval_dtype, rule_p
 from evaluator.vllm_backend import VllmWorkers
 from evaluator.workers import Workers
 from recorder.checkpoint_formats import recorded_format
+from recorder.interrupts import deferred_interrupts
 from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
 from recorder.log import LogWriter
 from recorder.provenance import provenance
@@ -140,10 +147,13 @@ def evaluate_checkpoint(
     `score` replaces the benchmark's pass@k (the lm-eval harness passes its own); `start` gives eval_start's
     harness and tasks (this adds checkpoint, sha256 and worker).
     """
-    t0 = begin_evaluation(ctx, cp, start)
+    t0: float | None = None
     try:
+        with deferred_interrupts():  # eval_start and knowing it began: a Ctrl-C between them leaves no open start
+            t0 = begin_evaluation(ctx, cp, start)
         written = compute(ctx, cp, t0, score)
     except CheckpointRefused as e:
+        assert t0 is not None
         return record_refusal(ctx, cp, e, t0)
     except ABORTS as e:  # recorded, then the session stops (exit 2)
         ctx.writer.append(
@@ -151,9 +161,12 @@ def evaluate_checkpoint(
         )
         raise
     except BaseException as e:  # Ctrl-C or SystemExit: close the interval, then let it propagate
-        record_interruption(ctx, cp, e)
+        closed = [] if t0 is None else close_interrupted_evaluations([(ctx, cp)], e)
+        if isinstance(e, KeyboardInterrupt):
+            raise EvaluationsInterrupted(closed) from None
         raise
-    return record_written(ctx, cp, written, t0)
+    with deferred_interrupts():  # eval_result and eval_stop together
+        return record_written(ctx, cp, written, t0)
 
 
 def begin_evaluation(ctx: Context, cp: CommittedCheckpoint, start: EvalStart | None = None) -> float:
@@ -203,6 +216,18 @@ def record_interruption(ctx: Context, cp: CommittedCheckpoint, e: BaseException)
         error=type(e).__name__,
     )
     ctx.writer.append(failed, step=cp.step, samples_count=cp.samples_count)
+
+
+def close_interrupted_evaluations(running: list[tuple[Context, CommittedCheckpoint]], e: BaseException) -> list[int]:
+    """Record each running evaluation as interrupted by `e`, on the way out; -> their steps. A second Ctrl-C
+    meanwhile waits until every one is recorded, then is dropped: the command is already stopping."""
+    try:
+        with deferred_interrupts():
+            for ctx, cp in running:
+                record_interruption(ctx, cp, e)
+    except KeyboardInterrupt:
+        pass
+    return [cp.step for _, cp in running]
 
 
 def record_written(ctx: Context, cp: CommittedCheckpoint, written: WrittenResults, t0: float) -> CheckpointEvaluation:

@@ -19,20 +19,21 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 
 from evaluator.committed import CommittedCheckpoint
-from evaluator.errors import CheckpointRefused
+from evaluator.errors import CheckpointRefused, EvaluationsInterrupted
 from evaluator.evaluate import (
     ABORTS,
     CheckpointEvaluation,
     Context,
     WrittenResults,
     begin_evaluation,
+    close_interrupted_evaluations,
     compute,
     record_abort,
-    record_interruption,
     record_refusal,
     record_written,
 )
 from evaluator.workers import Workers
+from recorder.interrupts import deferred_interrupts
 from recorder.rules import passes
 
 
@@ -116,8 +117,9 @@ def sweep(
                 slot_ctx = replace(ctx, workers=free.pop(0))
                 cp = checkpoints[step]
                 future: Future[WrittenResults] = Future()
-                running[future] = _Running(step, begin_evaluation(slot_ctx, cp), slot_ctx)
-                handout.start(step)
+                with deferred_interrupts():  # its eval_start and its place in `running`: no start left unclosed
+                    running[future] = _Running(step, begin_evaluation(slot_ctx, cp), slot_ctx)
+                    handout.start(step)
                 if pool is not None:
                     pool.submit(_fill, future, slot_ctx, cp, running[future].t0, in_thread=True)
                 else:
@@ -128,21 +130,23 @@ def sweep(
             for future in sorted(ended, key=lambda f: handout.position(running[f].step)):
                 r = running[future]
                 cp = checkpoints[r.step]
-                try:
-                    result = record_written(r.ctx, cp, future.result(), r.t0)
-                except CheckpointRefused as e:
-                    result = record_refusal(r.ctx, cp, e, r.t0)
-                except ABORTS as e:  # no checkpoint can be evaluated with this input: recorded, then stop
-                    record_abort(r.ctx, cp, e)
+                with deferred_interrupts():  # its ending events and leaving `running` together
+                    try:
+                        result = record_written(r.ctx, cp, future.result(), r.t0)
+                    except CheckpointRefused as e:
+                        result = record_refusal(r.ctx, cp, e, r.t0)
+                    except ABORTS as e:  # no checkpoint can be evaluated with this input: recorded, then stop
+                        record_abort(r.ctx, cp, e)
+                        del running[future]
+                        raise
                     del running[future]
-                    raise
-                del running[future]
                 handout.end(r.step, passes(result.accuracy, target))
                 free.append(r.ctx.workers)
                 on_end(r.step, result)
     except BaseException as e:  # Ctrl-C, or a worker's interruption: close every open evaluation, then stop
-        for r in running.values():
-            record_interruption(r.ctx, checkpoints[r.step], e)
+        closed = close_interrupted_evaluations([(r.ctx, checkpoints[r.step]) for r in running.values()], e)
+        if isinstance(e, KeyboardInterrupt):
+            raise EvaluationsInterrupted(closed) from None
         raise
     finally:
         if pool is not None:

@@ -6,8 +6,9 @@ import contextlib
 import os
 import re
 import secrets
+import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +99,28 @@ def list_runs(root: Path | str) -> list[RunDir]:
     if (root / "events").is_dir():  # nothing may be written into a run taken for a root (a lock, packs)
         raise InputError(f"{root} is a run directory; --root takes the folder holding runs: --root {root.parent}")
     return [RunDir(p) for p in sorted(root.iterdir()) if (p / "events").is_dir()]
+
+
+@contextlib.contextmanager
+def new_run(root: Path | str, run_id: str | None) -> Iterator[RunDir]:
+    """A new run's folder, for the block to write its first events in: all or nothing. When the block fails (a
+    full disk refuses the first segment or event) the folder is removed again, since a run without its first
+    events is no run: verify could only call it altered."""
+    run = RunDir.create(root, run_id)
+    try:
+        yield run
+    except Exception as e:
+        shutil.rmtree(run.path, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            fsync_dir(run.path.parent)
+        if not isinstance(e, LogWriteError):
+            raise
+        cause = e.__cause__
+        why = os.strerror(cause.errno) if isinstance(cause, OSError) and cause.errno else str(e)
+        raise LogWriteError(
+            f"{run.path}: the run's first events could not be written ({why}), so no run was left; "
+            "free space (or make --root writable) and run again"
+        ) from e
 
 
 def fsync_dir(path: Path) -> None:

@@ -209,7 +209,7 @@ class GRPOTrainer:
         self.rollout = self._make_rollout()
         self.ckpt = self._make_checkpoint_writer(self.model)
 
-    def _checkpoint_format(self) -> str:
+    def checkpoint_format(self) -> str:
         """`checkpoint.format`, `auto` resolved: sharded under torchrun, consolidated in one process."""
         fmt = self.cfg.checkpoint.format
         return ("dcp" if self.ranks.distributed else "safetensors") if fmt == "auto" else fmt
@@ -218,7 +218,7 @@ class GRPOTrainer:
         """The writer of this run's checkpoints of `model` (data parallel: rank 0's only)."""
         import torch
 
-        if self._checkpoint_format() == "dcp":
+        if self.checkpoint_format() == "dcp":
             return ShardedCheckpointWriter(
                 self.run_dir.checkpoints,
                 lambda: model,

@@ -9,15 +9,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Literal
 
+from recorder.errors import LogWriteError
 from recorder.interrupts import deferred_interrupts
 from recorder.kinds import MllogConfig, RunOpened
 from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK
-from recorder.run import RunDir
+from recorder.run import RunDir, new_run
 from trainer.config import TrainConfig
 from trainer.distributed import Ranks
 from trainer.mllog_keys import mllog_config_items
@@ -53,11 +55,16 @@ def open_fresh_run(cfg: TrainConfig, root: Path, run_id: str | None) -> tuple[Ru
     """Create the run (an existing id is refused) and record its config.
 
     The folder and its first events, or none of them: Ctrl-C here waits until run_opened is recorded, so an
-    interrupted run always has the events that say whose it is (and then its train_stop)."""
-    with deferred_interrupts():
-        run_dir = RunDir.create(root, run_id)
+    interrupted run always has the events that say whose it is (and then its train_stop), and a full disk
+    that refuses them leaves no folder (recorder.run.new_run)."""
+    with deferred_interrupts(), new_run(root, run_id) as run_dir:
         log = LogWriter(run_dir, WRITER)
-        log.append(run_opened(cfg))
-        for key, value in mllog_config_items(cfg):
-            log.append(MllogConfig(), key=key, value=value)
+        try:
+            log.append(run_opened(cfg))
+            for key, value in mllog_config_items(cfg):
+                log.append(MllogConfig(), key=key, value=value)
+        except Exception:  # a full disk: the folder goes (new_run), and the segment's file with it
+            with contextlib.suppress(LogWriteError):
+                log.close()
+            raise
     return run_dir, log

@@ -82,9 +82,10 @@ def target(
             "a checkpoint directory or a recorder run"
         ) from e
     run = info.source_run
-    if info.format == "recorder" and run is not None and (run / "events").is_dir():
+    if _recorder_step(info):
         # the recorder's own step directory: scored as its run's step, checked by the fingerprint training
         # recorded for it (the run logs no eval/loss), and recorded as the run's eval events
+        assert run is not None
         return Target(path=run, kind="recorder-run", label=run.name, info=None, run=run, step=info.step)
     if run is None or run == path:
         kind: Kind = "run" if (path / TRAINING_CONFIG).is_file() else "checkpoint"
@@ -94,6 +95,17 @@ def target(
     else:
         kind, label = "archive", path.name
     return Target(path=path, kind=kind, label=label, info=info, run=run if run is not None else path)
+
+
+def _recorder_step(info: CheckpointInfo) -> bool:
+    """Whether `info` is a step directory of a recorder run: its consolidated safetensors (format `recorder`),
+    or the torch DCP shards a data-parallel `recorder train` saves under `<run>/checkpoints/step_NNNNNNN/`."""
+    run = info.source_run
+    if run is None or not (run / "events").is_dir():
+        return False
+    if info.format == "recorder":
+        return True
+    return info.format == "torch-dcp" and info.step is not None and info.path.parent == run / "checkpoints"
 
 
 def _team_target(team: TeamCheckpoint, model_key: str | None) -> Target:

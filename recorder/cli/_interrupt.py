@@ -20,9 +20,9 @@ KEPT = {
     "import": "every file imported before it is kept, each a complete run, and the one being read left no run; "
     "run the same command again (a file already imported is refused by its run id: give the rest)",
     "import-checkpoints": "the checkpoints recorded before it are kept; run the same command again",
-    # true whether or not an evaluation had started: one that had has no end yet, and the next eval closes it
-    "eval": "every evaluation that finished is kept; one that was still running has no end recorded "
-    "(`recorder evals` shows it so) until the next `recorder eval` closes it as interrupted and evaluates it again",
+    # true wherever it lands; eval itself says more where it knows (eval_interrupted)
+    "eval": "every evaluation that finished is kept, and one that was running is recorded as interrupted "
+    "(`recorder evals` shows it so); run it again: it evaluates the rest",
     "audit": "nothing was written (the audit writes derived/audit.json at its end); run it again",
     "replay": "nothing was changed (derived files are replaced whole or not at all); run it again",
     "score": "nothing was changed (derived files are replaced whole or not at all); run it again",
@@ -36,6 +36,27 @@ KEPT = {
 DEFAULT_KEPT = "nothing was changed; run it again"
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def eval_interrupted(closed: list[int], evaluated: int) -> str:
+    """What `recorder eval` kept when Ctrl-C stopped it, from what the session did: the steps whose evaluation
+    it recorded as interrupted on its way out, and how many evaluations it ended before that."""
+    if closed:
+        running = (
+            f"the one running (step {closed[0]}) is"
+            if len(closed) == 1
+            else (f"the ones running (steps {', '.join(map(str, closed))}) are")
+        )
+        return (
+            f"eval: interrupted; every evaluation that finished is kept, and {running} recorded as interrupted "
+            "(`recorder evals` shows it so); run it again: it evaluates the rest"
+        )
+    if evaluated:
+        return (
+            "eval: interrupted between evaluations; every one that finished is kept and none was left running; "
+            "run it again: it evaluates the rest"
+        )
+    return "eval: interrupted before any evaluation started; no evaluation was recorded; run it again"
 
 
 class CommandInterrupted(RecorderError):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import typer
 
 from recorder.cli import _panels as panels
+from recorder.cli._interrupt import CommandInterrupted, eval_interrupted
 from recorder.cli._json import FormatOption, print_document
 from recorder.cli._model_source import ModelConfigOption, TokenizerOption
 from recorder.cli._output import console, label, line, warning
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from evaluator.attempts import Attempt
+    from evaluator.harness.run_session import HarnessOptions, HarnessSummary
     from evaluator.order import Order
     from evaluator.session import StepOutcome, Summary
     from evaluator.settings import Options
@@ -267,13 +269,28 @@ def _evaluate(run_dir: Path, options: Options) -> Summary:
     first one (verify, torch and the model load first)."""
     from evaluator.session import evaluate_run
 
+    evaluated = 0
     with UntilFirst(_waiting_for(options)) as waiting:
 
         def on_outcome(o: StepOutcome) -> None:
+            nonlocal evaluated
+            evaluated += o.status != "skipped"
             waiting.done()
             _print_outcome(o)
 
-        return evaluate_run(run_dir, options, on_outcome=on_outcome)
+        try:
+            return evaluate_run(run_dir, options, on_outcome=on_outcome)
+        except KeyboardInterrupt as e:
+            raise _interrupted(e, evaluated) from None
+
+
+def _interrupted(e: KeyboardInterrupt, evaluated: int) -> CommandInterrupted:
+    """Ctrl-C in an eval session, said from what it did: the steps it recorded as interrupted on its way out
+    (evaluator.errors.EvaluationsInterrupted), else whether it had evaluated any."""
+    from evaluator.errors import EvaluationsInterrupted
+
+    closed = e.steps if isinstance(e, EvaluationsInterrupted) else []
+    return CommandInterrupted(eval_interrupted(closed, evaluated))
 
 
 def _waiting_for(options: Options) -> str:
@@ -345,7 +362,7 @@ def _harness_eval(
     """`eval --harness lm-eval`: of the options, those the harness reads (the others are the benchmark's)."""
     from evaluator.errors import EvaluationsFailed
     from evaluator.harness.errors import HarnessOptionsError
-    from evaluator.harness.run_session import HarnessOptions, evaluate_harness
+    from evaluator.harness.run_session import HarnessOptions
     from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
     from evaluator.order import parse_order
     from evaluator.settings import Options
@@ -376,7 +393,7 @@ def _harness_eval(
             model_factory=given.model_factory,
         ),
     )
-    summary = evaluate_harness(run_dir, options, on_outcome=_print_harness_outcome)
+    summary = _harness_session(run_dir, options)
     for c in summary.closed:
         console.print(f"closed an interrupted evaluation: {c}", highlight=False)
     head = f"run {summary.run_id}: {sum(o.status == 'scored' for o in summary.outcomes)} checkpoint(s) scored"
@@ -391,6 +408,23 @@ def _harness_eval(
             f"{len(summary.failures)} evaluation(s) failed (steps {failed}); each is an "
             f"eval_failed event: see `recorder evals {run_dir}`"
         )
+
+
+def _harness_session(run_dir: Path, options: HarnessOptions) -> HarnessSummary:
+    """The zero-shot session, each outcome printed as it comes; Ctrl-C said as `_interrupted` says it."""
+    from evaluator.harness.run_session import evaluate_harness
+
+    evaluated = 0
+
+    def on_outcome(o: StepOutcome) -> None:
+        nonlocal evaluated
+        evaluated += o.status != "skipped"
+        _print_harness_outcome(o)
+
+    try:
+        return evaluate_harness(run_dir, options, on_outcome=on_outcome)
+    except KeyboardInterrupt as e:
+        raise _interrupted(e, evaluated) from None
 
 
 def _print_harness_outcome(o: Any) -> None:

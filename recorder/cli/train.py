@@ -244,6 +244,18 @@ def _interrupted(trainer: GRPOTrainer) -> TrainInterrupted:
             f"interrupted at step {step}, before the first checkpoint: {run_dir.path} cannot be resumed "
             "(it is kept, with train_stop status interrupted); start again with `recorder train`"
         )
+    if trainer.checkpoint_format() == "dcp":  # what plan_resume refuses: no consolidated weights to load
+        return TrainInterrupted(
+            f"interrupted at step {step}: {run_dir.path} cannot be resumed: its checkpoints are sharded (one part "
+            "per rank) and `recorder train --resume` loads consolidated ones; it is kept: evaluate its checkpoints "
+            f"with `recorder eval {run_dir.path}`, or start a new run (`--set checkpoint.format=safetensors` makes "
+            "it resumable)"
+        )
+    if trainer.ranks.distributed:  # torchrun takes no --resume: the run goes on in one process
+        return TrainInterrupted(
+            f"interrupted at step {step}; resume in one process (data-parallel training takes no --resume) "
+            f"with: recorder train --resume {run_dir.path}"
+        )
     return TrainInterrupted(f"interrupted at step {step}; resume with: recorder train --resume {run_dir.path}")
 
 

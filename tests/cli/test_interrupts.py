@@ -35,7 +35,11 @@ def _started(p: subprocess.Popen[str]) -> bool:
 
 
 def _interrupt(
-    args: list[str], after_s: float, wait_for: Callable[[subprocess.Popen[str]], None] | None = None
+    args: list[str],
+    after_s: float,
+    wait_for: Callable[[subprocess.Popen[str]], None] | None = None,
+    *,
+    signals: int = 1,
 ) -> tuple[int, str, str]:
     p = subprocess.Popen(
         [EXE, *args],
@@ -50,8 +54,10 @@ def _interrupt(
     if wait_for is not None:
         wait_for(p)
     time.sleep(after_s)
-    if p.poll() is None:
-        p.send_signal(signal.SIGINT)
+    for _ in range(signals):  # a second Ctrl-C lands while the command records how it stopped
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+        time.sleep(0.01)
     out, err = p.communicate(timeout=300)
     return p.returncode, out, err
 
@@ -103,19 +109,62 @@ def evaluable(tmp_path: Path) -> Path:
     return record_with_checkpoints(tmp_path / "runs", steps=20, target=1.0, samples=40).path
 
 
-@pytest.mark.parametrize("after_s", [1.0, pytest.param(4.0, marks=pytest.mark.slow)])
-def test_ctrl_c_during_eval_records_the_evaluation_as_interrupted(evaluable: Path, after_s: float) -> None:
+def _first_result(p: subprocess.Popen[str]) -> None:
+    """Until eval prints its first step's line: the next evaluation has begun (or the command ended)."""
+    assert p.stdout is not None
+    line = p.stdout.readline()
+    assert line.startswith("step ") or p.poll() is not None, line
+
+
+def _loading_torch(p: subprocess.Popen[str]) -> None:
+    """Until the command loads torch (eval: its worker, after verifying the run, before any evaluation)."""
+    deadline = time.monotonic() + 120
+    while p.poll() is None and time.monotonic() < deadline:
+        try:
+            if "libtorch" in Path(f"/proc/{p.pid}/maps").read_text():
+                return
+        except OSError:
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize(
+    ("after_s", "wait_for", "signals"),
+    [
+        (0.0, _loading_torch, 1),  # while its worker loads torch: before any evaluation
+        (0.5, _first_result, 1),  # in the second evaluation
+        pytest.param(0.5, _first_result, 2, marks=pytest.mark.slow),  # and again while it records that
+        pytest.param(4.0, None, 1, marks=pytest.mark.slow),
+    ],
+    ids=["before-any", "during-one", "twice", "4s"],
+)
+def test_ctrl_c_during_eval_records_the_evaluation_as_interrupted(
+    evaluable: Path, after_s: float, wait_for: Callable[[subprocess.Popen[str]], None] | None, signals: int
+) -> None:
     pytest.importorskip("torch")
-    rc, out, err = _interrupt(["eval", str(evaluable), "--batch-size", "1"], after_s)
+    from evaluator.attempts import attempts
+    from recorder.reader import read_run
+
+    args = ["eval", str(evaluable), "--all", "--batch-size", "1"]
+    rc, out, err = _interrupt(args, after_s, wait_for, signals=signals)
     _assert_safe(rc, out, err, "eval", finished=(1,))  # finished: nothing passes target 1.0
     _assert_runs_verify(evaluable.parent)
     shown = run_cli("evals", str(evaluable))
-    assert shown.returncode == 0 and " failed " not in shown.stdout, shown.stdout
-    if rc == 130 and "eval: interrupted" in err:
-        from recorder.reader import read_run
-
-        failed = [e.data for e in read_run(evaluable).events if e.kind == "eval_failed"]
-        assert all(f["error"] == "KeyboardInterrupt" for f in failed), failed
+    assert shown.returncode == 0 and " failed " not in shown.stdout and " running " not in shown.stdout, shown.stdout
+    tried = attempts(read_run(evaluable).events)
+    assert all(a.status in ("scored", "interrupted") for a in tried), [(a.step, a.status) for a in tried]
+    said = err.strip().splitlines()[-1] if rc == 130 else ""
+    stopped = [a.step for a in tried if a.status == "interrupted"]
+    if said.startswith("eval: interrupted before any evaluation started"):
+        assert tried == [] and "no evaluation was recorded" in said, said
+    elif said.startswith("eval: interrupted; "):  # the evaluation it names is recorded as interrupted, now
+        (step,) = stopped
+        assert f"the one running (step {step}) is recorded as interrupted" in said, said
+    elif said.startswith("eval: interrupted between evaluations"):
+        assert stopped == [] and tried, said
+    else:  # ended on its own, or Ctrl-C came while the command was starting
+        assert rc != 130 or said == STARTING, err
+        assert stopped == [], stopped
 
 
 @pytest.fixture

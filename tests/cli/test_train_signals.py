@@ -103,3 +103,52 @@ def test_ctrl_c_under_nproc_is_one_line_and_exit_130(tmp_path: Path, after_s: fl
     assert len(said) == 1, err
     if after_s is None:
         assert said[0].startswith("interrupted at step") and _train_stops(tmp_path / "dp") == ["interrupted"]
+
+
+def _committed(run: Path) -> bool:
+    from recorder.reader import read_run
+
+    try:
+        return any(e.kind == "checkpoint_committed" for e in read_run(run).events)
+    except Exception:  # the run's folder or first segment is still being made
+        return False
+
+
+@pytest.mark.slow  # torchrun, two ranks to the first checkpoint, then the printed command: minutes here
+@pytest.mark.parametrize("fmt", ["safetensors", "dcp"])
+def test_ctrl_c_under_nproc_after_a_checkpoint_prints_a_resume_command_only_where_it_works(
+    tmp_path: Path, fmt: str
+) -> None:
+    import os
+    import re
+    import shlex
+
+    exe = Path(sys.executable).parent / "recorder"
+    run = tmp_path / "dp"
+    options = ["--set", "max_steps=21", "--set", f"checkpoint.format={fmt}", "--set", "checkpoint.sync=true"]
+    p = subprocess.Popen(
+        [str(exe), "train", "--nproc", "2", "--root", str(tmp_path), "--run-id", "dp", *QUICK, *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a shell's foreground job: the signal goes to every process
+    )
+    assert p.stdout is not None
+    for line in p.stdout:  # a step line counts the checkpoints committed; the run's events must hold one too
+        if (m := re.search(r"checkpoints (\d+)", line)) and int(m.group(1)) >= 1 and _committed(run):
+            break
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=600)
+    assert p.returncode == 130, err
+    (said,) = [line for line in err.splitlines() if "interrupted" in line]
+    hint = re.search(r"with: (recorder train .*)$", said)
+    if fmt == "dcp":  # sharded checkpoints: no command is given, since none would resume it
+        assert hint is None and "cannot be resumed" in said and f"recorder eval {run}" in said, said
+        refused = subprocess.run([str(exe), "train", "--resume", str(run)], capture_output=True, text=True)
+        assert refused.returncode == 2 and "not resumed" in refused.stderr, refused.stderr
+        return
+    assert hint is not None, said
+    command = shlex.split(hint.group(1))
+    resumed = subprocess.run([str(exe), *command[1:]], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _train_stops(run)[-1] == "completed"

@@ -1,8 +1,11 @@
 """Faults of the filesystem: disk full and read-only, on a real tmpfs. Nothing already recorded is lost."""
 
 import os
+import resource
+import signal
 import subprocess
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,3 +83,39 @@ def _fill(ballast: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _train(root: Path, preexec: Callable[[], None] | None = None) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "recorder"
+    command = [str(exe), "train", "--root", str(root), "--run-id", "r", "--set", "warmup.enabled=false"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, preexec_fn=preexec)
+
+
+def _assert_no_run_left(done: subprocess.CompletedProcess[str], root: Path) -> None:
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+    (said,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert f"{root / 'r'}: the run's first events could not be written" in said, said
+    assert "no run was left" in said and "intact" not in said, said
+    assert not (root / "r").exists()  # no folder that verify would call altered
+
+
+@pytest.mark.parametrize("free_kib", [0, 36], ids=["no segment", "some events"])
+def test_a_run_that_cannot_record_its_first_events_on_a_full_disk_is_not_left(small_fs: Path, free_kib: int) -> None:
+    pytest.importorskip("torch")
+    ballast = small_fs / "ballast.bin"
+    _fill(ballast)
+    if free_kib:
+        os.truncate(ballast, ballast.stat().st_size - free_kib * 1024)
+    _assert_no_run_left(_train(small_fs / "runs"), small_fs / "runs")
+
+
+@pytest.mark.parametrize("limit", [512, 16_384], ids=["no segment", "some events"])
+def test_a_run_whose_first_events_exceed_the_file_size_limit_is_not_left(tmp_path: Path, limit: int) -> None:
+    """The same without root: the process's RLIMIT_FSIZE makes the kernel refuse the write (EFBIG)."""
+    pytest.importorskip("torch")
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    _assert_no_run_left(_train(tmp_path / "runs", limited), tmp_path / "runs")

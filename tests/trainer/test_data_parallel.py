@@ -222,3 +222,37 @@ def test_sharded_checkpoints_score_as_the_consolidated_ones_and_a_bad_shard_is_n
     # a run that fails verify is not evaluated (the loader's own refusal: tests/checkpoints/test_formats.py)
     refused = run_cli("eval", str(dcp_run), "--all")
     assert refused.returncode != 0 and "__1_0.distcp" in refused.stderr.replace("\n", ""), refused.stderr
+
+
+@pytest.mark.slow
+def test_zero_shot_scores_a_sharded_step_directory_as_its_runs_step_with_the_holdout_check_on(
+    dcp_run: Path, tmp_path: Path
+) -> None:
+    """A data-parallel run's step directory (DCP shards) is the recorder's own: zero-shot checks it by the
+    fingerprint its training recorded (no training config asked for, no --holdout off), and a step that
+    `recorder eval --harness` scored is shown as a row, scored earlier."""
+    pytest.importorskip("lm_eval")
+    import shutil
+
+    from evaluator.harness.taskset import SHIPPED_DATA
+
+    data = ["--tasks", "piqa", "--data-dir", str(SHIPPED_DATA)]
+    step = f"checkpoints/step_{VALIDATION_START:07d}"
+    fresh, scored = tmp_path / "fresh" / "dcp", tmp_path / "scored" / "dcp"
+    for copy in (fresh, scored):
+        shutil.copytree(dcp_run, copy, ignore=shutil.ignore_patterns("derived", "evaluator-*.arrows"))
+
+    done = run_cli("zero-shot", str(fresh / step), "--holdout", "on", *data)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (value,) = [e.value for e in read_run(RunDir.open(fresh)).events if e.kind == "eval_result" and e.key == "piqa"]
+    [path] = (fresh / "eval_results" / f"step_{VALIDATION_START:07d}").glob("official_lmeval7_*/results.json")
+    holdout = json.loads(path.read_text())["holdout"]
+    assert holdout["mode"] == "fingerprint" and holdout["fingerprint"]["checked"] is True, holdout
+
+    assert run_cli("eval", str(scored), "--harness", "lm-eval", *data).returncode == 0
+    again = run_cli("zero-shot", str(scored / step), "--holdout", "on", *data)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "scored earlier: piqa" in again.stdout
+    rows = [line.split() for line in again.stdout.splitlines() if line.startswith(f"dcp/step_{VALIDATION_START}")]
+    assert [cells[2] for cells in rows if not cells[0].endswith(":")] == [f"{value:.4f}"], again.stdout
+    assert not list(scored.glob("eval_results/step_*/official_lmeval7_*"))  # nothing written for it

@@ -19,7 +19,7 @@ from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import LayoutNames, TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
 from trainer.policy.checkpoints.detect import CheckpointInfo
-from trainer.policy.checkpoints.readers import detect
+from trainer.policy.checkpoints.readers import detect, reader
 from trainer.policy.errors import CheckpointError
 
 Kind = Literal["recorder-run", "run", "snapshot", "archive", "checkpoint"]
@@ -82,7 +82,7 @@ def target(
             "a checkpoint directory or a recorder run"
         ) from e
     run = info.source_run
-    if info.format == "recorder" and run is not None and (run / "events").is_dir():
+    if reader(info.format).run_step and run is not None and (run / "events").is_dir():
         # the recorder's own step directory: scored as its run's step, checked by the fingerprint training
         # recorded for it (the run logs no eval/loss), and recorded as the run's eval events
         return Target(path=run, kind="recorder-run", label=run.name, info=None, run=run, step=info.step)

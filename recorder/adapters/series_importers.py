@@ -24,6 +24,9 @@ from recorder.run import RunDir
 
 Row = tuple[str, ...]
 COLUMNS: Row = ("step", "samples", "weight update (UTC)")  # every importer's first columns
+# The writer an importer added with register_importer records its series as (the catalogue lets it record the
+# four kinds recorder.adapters.series_import.write_series appends).
+REGISTERED_WRITER = "import-series"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -51,7 +51,9 @@ def may_write(writer: str, kind: str) -> bool:
     return kind in catalogue() and _writers_re(kind).fullmatch(writer) is not None
 
 
-IMPORTERS = "import"  # the importers' writer names: `import` (mllog), `import-nemo` (NeMo-RL), `import-dcp` (torch DCP)
+# the importers' writer names: `import` (mllog), `import-nemo` (NeMo-RL), `import-dcp` (torch DCP), `import-series`
+# (an importer added with recorder.adapters.series_importers.register_importer)
+IMPORTERS = "import"
 
 
 def records_timing_of(writer: str, owner: str) -> bool:

@@ -4,13 +4,18 @@ and the command line read (torch-free, so verify stays so).
 A row is a format as `checkpoint_committed.format` records it: which reader of `trainer.policy.checkpoints`
 loads it (its `READERS` row: how a directory is recognised and read), whether its series was trained
 elsewhere and imported where it lies, how verify checks its files, where its weights lie in the committed
-directory, and in which dtype its fingerprint was computed. A new format is a reader plus a row here.
+directory, and in which dtype its fingerprint was computed. A new format is a reader plus a row here; one
+the project does not ship is added while the process runs by `register_format` (with its reader's row,
+`trainer.policy.checkpoints.readers.register_reader`, and, for an imported series, its importer's,
+`recorder.adapters.series_importers.register_importer`). Nothing outside the tables asks a format's name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from recorder.codec import names_from_table
 
 # As recorded in checkpoint_committed.format (None: a commit recorded before the field, the trainer's file).
 CheckpointFormat = Literal[
@@ -70,6 +75,19 @@ FORMATS: tuple[RecordedFormat, ...] = (
 )
 # A commit recorded before `format` was: the trainer's single safetensors file.
 UNRECORDED: CheckpointFormat = "safetensors"
+
+
+def register_format(row: RecordedFormat) -> None:
+    """Add a format the project does not ship: events may then record its name (`checkpoint_committed.format`
+    is read against this table), and verify and the evaluator treat it as its row says. A name already in
+    the table is refused (a row is never replaced)."""
+    global FORMATS
+    if any(f.name == row.name for f in FORMATS):
+        raise ValueError(f"checkpoint format {row.name!r}: already in the table")
+    FORMATS = (*FORMATS, row)
+
+
+names_from_table(CheckpointFormat, lambda: tuple(f.name for f in FORMATS))
 
 
 def recorded_format(name: str | None) -> RecordedFormat:

@@ -48,6 +48,17 @@ class Dialect:
         return Mismatch(f"{where} is {show(raw)}, expected {type_name(tp)}")
 
 
+# Literals whose members are a table's names, which may grow while the process runs (a checkpoint format added
+# by recorder.checkpoint_formats.register_format): the annotation's id -> the names the table holds now.
+_TABLE_NAMES: dict[int, Callable[[], tuple[str, ...]]] = {}
+
+
+def names_from_table(tp: Any, names: Callable[[], tuple[str, ...]]) -> None:
+    """Decode the Literal `tp` against `names()`, the names its table holds when a value is read (those it
+    was written with and any added since), so a payload never names what the table lacks."""
+    _TABLE_NAMES[id(tp)] = names
+
+
 def decode(raw: Any, tp: Any, where: str, dialect: Dialect) -> Any:
     """`raw` (as `json.loads` gives it) checked against the annotation `tp` and converted where the type says:
     tuples from lists, floats from the dialect's non-finite strings, nested objects through `dialect.nested`,
@@ -73,7 +84,9 @@ def decode(raw: Any, tp: Any, where: str, dialect: Dialect) -> Any:
         if raw is None:
             return next(iter(null))  # type: ignore[call-overload]
     elif origin is Literal:
-        if raw in get_args(tp) and type(raw) in {type(a) for a in get_args(tp)}:
+        table = _TABLE_NAMES.get(id(tp))
+        members = table() if table is not None else get_args(tp)
+        if raw in members and type(raw) in {type(a) for a in members}:
             return raw
     elif tp is bool or tp is str or tp is type(None):
         if type(raw) is tp:

@@ -34,6 +34,16 @@ class CheckpointSettings:
     # auto: dcp under torchrun (--nproc > 1), safetensors in one process
     format: Literal["auto", "safetensors", "dcp"] = "auto"
 
+    def sharded(self, distributed: bool) -> bool:
+        """Whether every rank writes its own shard: the setting's row of WRITE_FORMATS, `auto` sharded
+        exactly under torchrun."""
+        return distributed if self.format == "auto" else WRITE_FORMATS[self.format]
+
+
+# The trainer's own write formats, by `checkpoint.format`: whether each is sharded (True: torch DCP, every rank
+# its shard, recorded as `torch-dcp`; False: rank 0's consolidated safetensors file, recorded as `safetensors`).
+WRITE_FORMATS: dict[str, bool] = {"safetensors": False, "dcp": True}
+
 
 @dataclass(frozen=True)
 class EvalSettings:

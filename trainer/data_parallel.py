@@ -134,7 +134,7 @@ class DataParallelTrainer(GRPOTrainer):
     def _make_checkpoint_writer(self, model: Any) -> CheckpointWriter | ShardedCheckpointWriter | None:
         """Sharded (the default): every rank writes its own shard, rank 0 fingerprints the unsharded copy and
         commits. Consolidated (`checkpoint.format=safetensors`): rank 0 writes the unsharded copy alone."""
-        if self.checkpoint_format() == "dcp":
+        if self.sharded_checkpoints():
             return ShardedCheckpointWriter(
                 self.run_dir.checkpoints,
                 lambda: self.plain,

@@ -209,16 +209,16 @@ class GRPOTrainer:
         self.rollout = self._make_rollout()
         self.ckpt = self._make_checkpoint_writer(self.model)
 
-    def checkpoint_format(self) -> str:
-        """`checkpoint.format`, `auto` resolved: sharded under torchrun, consolidated in one process."""
-        fmt = self.cfg.checkpoint.format
-        return ("dcp" if self.ranks.distributed else "safetensors") if fmt == "auto" else fmt
+    def sharded_checkpoints(self) -> bool:
+        """Whether `checkpoint.format` (`auto` resolved: sharded under torchrun, consolidated in one process)
+        writes sharded torch DCP checkpoints."""
+        return self.cfg.checkpoint.sharded(self.ranks.distributed)
 
     def _make_checkpoint_writer(self, model: Any) -> CheckpointWriter | ShardedCheckpointWriter | None:
         """The writer of this run's checkpoints of `model` (data parallel: rank 0's only)."""
         import torch
 
-        if self.checkpoint_format() == "dcp":
+        if self.sharded_checkpoints():
             return ShardedCheckpointWriter(
                 self.run_dir.checkpoints,
                 lambda: model,

@@ -19,7 +19,7 @@ from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import LayoutNames, TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
 from trainer.policy.checkpoints.detect import CheckpointInfo
-from trainer.policy.checkpoints.readers import detect
+from trainer.policy.checkpoints.readers import detect, reader
 from trainer.policy.errors import CheckpointError
 
 Kind = Literal["recorder-run", "run", "snapshot", "archive", "checkpoint"]
@@ -98,14 +98,13 @@ def target(
 
 
 def _recorder_step(info: CheckpointInfo) -> bool:
-    """Whether `info` is a step directory of a recorder run: its consolidated safetensors (format `recorder`),
-    or the torch DCP shards a data-parallel `recorder train` saves under `<run>/checkpoints/step_NNNNNNN/`."""
+    """Whether `info` is a step directory of a recorder run: its consolidated safetensors (a reader whose row
+    says so), or the torch DCP shards a data-parallel `recorder train` saves under
+    `<run>/checkpoints/step_NNNNNNN/`."""
     run = info.source_run
     if run is None or not (run / "events").is_dir():
         return False
-    if info.format == "recorder":
-        return True
-    return info.format == "torch-dcp" and info.step is not None and info.path.parent == run / "checkpoints"
+    return reader(info.format).run_step or (info.step is not None and info.path.parent == run / "checkpoints")
 
 
 def _team_target(team: TeamCheckpoint, model_key: str | None) -> Target:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -56,6 +57,44 @@ _ARCHIVE = re.compile(r"fsdp2_epoch_(\d+)")
 _SNAPSHOT = re.compile(r"step_(\d+)")
 _NS = {"weight_update_ns": 1, "weight_update_ms": 1_000_000, "timestamp": 1_000_000_000}
 _MAX_NS = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DcpLayout:
+    """One of the layouts, a row each: how its checkpoints are found under the root and described."""
+
+    format: Layout  # as its commits record it (a row of recorder.checkpoint_formats)
+    pattern: re.Pattern[str]  # a checkpoint directory's name; its group: the number in it
+    expected: str  # its checkpoint directories, as an error names them
+    folder: Callable[[Path], Path]  # where they lie under the root given
+    meta: Callable[[Path], tuple[Path, dict[str, Any]]]  # a checkpoint's meta file and its object
+    name_is_step: bool  # the number in a directory's name is its step when the meta gives none
+
+
+def _snapshots(root: Path) -> Path:
+    return root if root.name == "snapshots" else root / "snapshots"
+
+
+def _snapshot_meta(path: Path) -> tuple[Path, dict[str, Any]]:
+    return path / SNAPSHOT_META, snapshot_meta(path, follow=False)
+
+
+ARCHIVES = DcpLayout(
+    format="dcp-archive",
+    pattern=_ARCHIVE,
+    expected="fsdp2_epoch_N/",
+    folder=lambda root: root,
+    meta=lambda path: archive_meta(path, follow=False),  # required: final_meta.json
+    name_is_step=False,  # an archive's name gives an epoch
+)
+SNAPSHOTS = DcpLayout(
+    format="dcp-snapshot",
+    pattern=_SNAPSHOT,
+    expected="step_N/",
+    folder=_snapshots,
+    meta=_snapshot_meta,  # optional: snapshot_meta.json
+    name_is_step=True,
+)
 
 
 class DcpImportError(InputError):
@@ -90,24 +129,25 @@ class DcpImportReport:
     warnings: list[str] = field(default_factory=list)  # shard files left out of a manifest, named
 
 
-def layout_of(root: Path) -> Layout | None:
+def layout_of(root: Path) -> DcpLayout | None:
     """Which DCP layout `root` holds: archives in it, snapshots in it or in its `snapshots/`; None if neither."""
     if not root.is_dir():
         return None
     if any(_ARCHIVE.fullmatch(p.name) and p.is_dir() for p in root.iterdir()):
-        return "dcp-archive"
+        return ARCHIVES
     if root.name == "snapshots" or (root / "snapshots").is_dir():
-        return "dcp-snapshot"
+        return SNAPSHOTS
     return None
 
 
-def discover(root: Path, layout: Layout) -> list[Path]:
+def discover(root: Path, layout: DcpLayout) -> list[Path]:
     """The checkpoint directories of `layout` under `root`, by the number in their name."""
-    where, pattern = (root, _ARCHIVE) if layout == "dcp-archive" else (_snapshots(root), _SNAPSHOT)
+    where, pattern = layout.folder(root), layout.pattern
     found = [(int(m.group(1)), p) for p in where.iterdir() if p.is_dir() and (m := pattern.fullmatch(p.name))]
     if not found:
-        expected = "fsdp2_epoch_N/" if layout == "dcp-archive" else "step_N/"
-        raise DcpLayoutError(f"{where}: no {expected} checkpoint directories: point at the folder that holds them")
+        raise DcpLayoutError(
+            f"{where}: no {layout.expected} checkpoint directories: point at the folder that holds them"
+        )
     for _, p in found:  # before a byte is read: every checkpoint a plain tree of the series' own files
         why = first_irregular(p)
         if why is not None:
@@ -115,11 +155,7 @@ def discover(root: Path, layout: Layout) -> list[Path]:
     return [p for _, p in sorted(found)]
 
 
-def _snapshots(root: Path) -> Path:
-    return root if root.name == "snapshots" else root / "snapshots"
-
-
-def read_checkpoint(path: Path, layout: Layout, gbs: int | None) -> DcpCheckpoint:
+def read_checkpoint(path: Path, layout: DcpLayout, gbs: int | None) -> DcpCheckpoint:
     """Read and check one archive or snapshot; `gbs` (samples per step) when the caller gave it."""
     shards = _shards(path)
     meta_path, meta = _meta(path, layout)
@@ -166,12 +202,10 @@ def _shards(path: Path) -> tuple[Path, ...]:
     return (metadata, *distcp)
 
 
-def _meta(path: Path, layout: Layout) -> tuple[Path, dict[str, Any]]:
+def _meta(path: Path, layout: DcpLayout) -> tuple[Path, dict[str, Any]]:
     """(the meta file, its object): an archive's final_meta.json (required), a snapshot's snapshot_meta.json."""
     try:  # a regular file of at most JSON_LIMIT: a FIFO, a symlink or a sparse giant is named, never read
-        if layout == "dcp-archive":
-            return archive_meta(path, follow=False)
-        return path / SNAPSHOT_META, snapshot_meta(path, follow=False)
+        return layout.meta(path)
     except TeamLayoutError as e:
         raise DcpLayoutError(str(e)) from e
 
@@ -202,12 +236,13 @@ def _int(meta: dict[str, Any], keys: tuple[str, ...], meta_path: Path) -> int | 
     return value
 
 
-def _step(meta: dict[str, Any], meta_path: Path, path: Path, layout: Layout) -> int:
+def _step(meta: dict[str, Any], meta_path: Path, path: Path, layout: DcpLayout) -> int:
     step = _int(meta, ("step",), meta_path)
     if step is not None:
         return step
-    if layout == "dcp-snapshot":
-        return int(path.name.removeprefix("step_"))
+    named = layout.pattern.fullmatch(path.name) if layout.name_is_step else None
+    if named is not None:
+        return int(named.group(1))
     raise DcpLayoutError(f'{meta_path}: no step (an archive\'s name gives an epoch, not a step): add "step": N')
 
 
@@ -252,7 +287,7 @@ def import_checkpoints(
     warnings = [w for _, ws in made for w in ws]
     # as committed: a shard-mtime weight update dated by the manifest's shards only
     checkpoints = [replace(c, weight_update_ns=m.weight_update_ns) for c, (m, _) in zip(checkpoints, made, strict=True)]
-    return DcpImportReport(run, layout, checkpoints, gbs, problems, "eval_result" in kinds, warnings)
+    return DcpImportReport(run, layout.format, checkpoints, gbs, problems, "eval_result" in kinds, warnings)
 
 
 def _check_distinct(checkpoints: list[DcpCheckpoint]) -> None:
@@ -277,7 +312,7 @@ def _series_gbs(checkpoints: list[DcpCheckpoint], given: int | None) -> int:
     return first.samples // first.step
 
 
-def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter) -> tuple[SeriesCommit, list[str]]:
+def _series_commit(c: DcpCheckpoint, layout: DcpLayout, fingerprint: Fingerprinter) -> tuple[SeriesCommit, list[str]]:
     try:
         record, manifest = fingerprint(c.path)
     except DataError as e:
@@ -298,7 +333,7 @@ def _series_commit(c: DcpCheckpoint, layout: Layout, fingerprint: Fingerprinter)
         sha256=manifest["root"],
         bytes=sum(s["bytes"] for s in manifest["shards"]),
         fingerprint=record,
-        format=layout,
+        format=layout.format,
         dtype=_dtype(c.meta),
         source=SOURCE,
         manifest=manifest,
@@ -313,10 +348,10 @@ def _dtype(meta: dict[str, Any]) -> str | None:
     return dtype if isinstance(dtype, str) else None
 
 
-def _run_opened(first: DcpCheckpoint, gbs: int, layout: Layout) -> RunOpened:
+def _run_opened(first: DcpCheckpoint, gbs: int, layout: DcpLayout) -> RunOpened:
     world = first.meta.get("source_world_size")
     config = {
-        "layout": layout,
+        "layout": layout.format,
         "global_batch_size": gbs,
         "source_world_size": world if isinstance(world, int) else len(first.shards) - 1,
         "meta": first.meta,

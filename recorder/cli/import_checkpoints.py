@@ -3,7 +3,6 @@ archives or snapshots) becomes events of a run."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -15,50 +14,28 @@ from recorder.cli._output import console, label, line, warning
 from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
 if TYPE_CHECKING:
+    from recorder.adapters.series_importers import SeriesImported
     from recorder.run import RunDir
     from trainer.policy.checkpoints.detect import ModelSource
 
 
-def _utc_ns(ns: int) -> str:
-    # whole seconds and microseconds apart: a float of Unix-epoch nanoseconds cannot hold every millisecond
-    at = dt.datetime.fromtimestamp(ns // 10**9, dt.UTC) + dt.timedelta(microseconds=ns % 10**9 // 1000)
-    return at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-COLUMNS = ("step", "samples", "weight update (UTC)")
-Rows = list[tuple[str, ...]]
-
-
 def _run_import(
     root: Path, into: Path, task: Path | None, gbs: int | None, source: Any = None, strict: bool = False
-) -> tuple[Any, tuple[str, ...], Rows]:
-    """(the import's report, its table's columns, a row per checkpoint): an FSDP2 job's torch DCP series (with
-    where each weight-update time came from), else NeMo-RL's."""
-    from recorder.adapters import dcp, nemo
+) -> SeriesImported:
+    """The import of the series at `root` by the first importer row that claims it
+    (recorder.adapters.series_importers), fingerprinted by the checkpoint library."""
+    from recorder.adapters.series_importers import ImportRequest, import_series
     from trainer.policy.checkpoints.dcp_listing import missing_shards
     from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
-    if dcp.layout_of(root) is not None:
-        fingerprint = checkpoint_fingerprinter(task, source)
-        report = dcp.import_checkpoints(root, into, fingerprint=fingerprint, global_batch_size=gbs, strict=strict)
-        rows: Rows = [
-            (str(c.step), str(c.samples), _utc_ns(c.weight_update_ns), c.timing, str(c.path))
-            for c in report.checkpoints
-        ]
-        return report, (*COLUMNS, "timing", "path"), rows
-    if gbs is not None:
-        nemo.discover(root)  # a folder that holds no NeMo-RL series is named as what it is, first
-        raise nemo.NemoImportError(
-            f"{root}: a NeMo-RL series gives its global batch size in config.yaml: leave out --global-batch-size"
-        )
-    nemo_report = nemo.import_checkpoints(
-        root, into, fingerprint=checkpoint_fingerprinter(task, source), strict=strict, missing_shards=missing_shards
+    request = ImportRequest(
+        into=into,
+        fingerprinter=lambda: checkpoint_fingerprinter(task, source),
+        missing_shards=missing_shards,
+        global_batch_size=gbs,
+        strict=strict,
     )
-    ns = nemo.NS_PER_MS
-    nemo_rows: Rows = [
-        (str(c.step), str(c.samples), _utc_ns(c.weight_update_ms * ns), str(c.path)) for c in nemo_report.checkpoints
-    ]
-    return nemo_report, (*COLUMNS, "path"), nemo_rows
+    return import_series(root, request)
 
 
 def import_checkpoints(
@@ -99,11 +76,12 @@ def import_checkpoints(
     from trainer.policy.checkpoints.detect import ModelSource
 
     source = ModelSource.of(model_config, tokenizer)
-    report, columns, rows = _run_import(checkpoint_root, into, task, global_batch_size, source, strict)
+    report = _run_import(checkpoint_root, into, task, global_batch_size, source, strict)
     from rich.table import Table
 
+    rows = report.rows
     table = Table(title=f"{recorded_run_id(report.run)}: {len(rows)} checkpoints (GBS {report.global_batch_size})")
-    for col in columns:
+    for col in report.columns:
         table.add_column(col)
     for row in rows:
         table.add_row(*row)
@@ -113,9 +91,9 @@ def import_checkpoints(
     for left_out in report.warnings:
         console.print(warning(left_out))
     console.print(f"imported into {report.run.path}; next: {_next_step(report.run, report.evaluated, task, source)}")
-    unfinished = getattr(report, "left_out", [])
-    for step in unfinished:  # after the table: the last lines a script or a person reads
-        console.print(line(label("left out:", "yellow"), f"{step.path}: its save did not finish: {step.why}"))
+    unfinished = report.unfinished
+    for path, why in unfinished:  # after the table: the last lines a script or a person reads
+        console.print(line(label("left out:", "yellow"), f"{path}: its save did not finish: {why}"))
     if unfinished or (report.problems and strict):
         raise typer.Exit(1)
 

@@ -244,7 +244,7 @@ def _interrupted(trainer: GRPOTrainer) -> TrainInterrupted:
             f"interrupted at step {step}, before the first checkpoint: {run_dir.path} cannot be resumed "
             "(it is kept, with train_stop status interrupted); start again with `recorder train`"
         )
-    if trainer.checkpoint_format() == "dcp":  # what plan_resume refuses: no consolidated weights to load
+    if trainer.sharded_checkpoints():  # what plan_resume refuses: no consolidated weights to load
         return TrainInterrupted(
             f"interrupted at step {step}: {run_dir.path} cannot be resumed: its checkpoints are sharded (one part "
             "per rank) and `recorder train --resume` loads consolidated ones; it is kept: evaluate its checkpoints "

@@ -14,7 +14,7 @@ import torch
 from tests.checkpoints import fixtures
 from trainer.policy.checkpoints import Manifest, ShardDigest, detect, load_state_dict
 from trainer.policy.checkpoints.evaluable import load_checkpoint
-from trainer.policy.checkpoints.load import left_out
+from trainer.policy.checkpoints.readers import left_out
 from trainer.policy.checkpoints.safe_metadata import load_metadata
 from trainer.policy.errors import CheckpointError, UnsafeMetadataError
 

@@ -11,7 +11,7 @@ from trainer.policy.checkpoints.detect import CheckpointInfo, ModelSource
 from trainer.policy.checkpoints.load import torch_dtype
 from trainer.policy.checkpoints.manifest import Manifest
 from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, fit_names, load_weights
-from trainer.policy.checkpoints.readers import detect, load_state_dict
+from trainer.policy.checkpoints.readers import detect, load_state_dict, reader
 from trainer.policy.errors import CheckpointError
 
 
@@ -98,9 +98,10 @@ def load_tokenizer(info: CheckpointInfo, *, trust_remote_code: bool = False) -> 
     """The checkpoint's tokenizer: the policy's own tokenizer.json (no tokenizer_config.json beside it), else
     the Hugging Face tokenizer files, with their chat template."""
     where = info.tokenizer_dir
-    if where is None and info.format == "mcore-torch-dist":
+    lacks = reader(info.format).lacks_tokenizer
+    if where is None and lacks:
         raise CheckpointError(
-            f"{info.path}: no tokenizer: NeMo-RL's Megatron checkpoints hold none, and the base model's "
+            f"{info.path}: no tokenizer: {lacks}, and the base model's "
             f"({info.model_name or 'config.yaml names no policy.model_name'}) is not a local directory or in the "
             "Hugging Face cache: pass --tokenizer DIR"
         )

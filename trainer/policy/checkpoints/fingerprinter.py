@@ -16,8 +16,7 @@ from recorder.run_files import sha256_file
 from trainer.policy.checkpoints.detect import ModelSource
 from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, texts_record
-from trainer.policy.checkpoints.load import left_out
-from trainer.policy.checkpoints.readers import reader
+from trainer.policy.checkpoints.readers import left_out, reader
 from trainer.policy.taskspec import load_spec
 
 # (the fingerprint record, the manifest of Megatron-Core weights, hashed while loaded, or None)

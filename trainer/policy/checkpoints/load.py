@@ -87,13 +87,19 @@ def every_file(info: CheckpointInfo) -> list[Path]:
     return split_shards(_weight_files(info))[0]
 
 
-def left_out(info: CheckpointInfo) -> list[Path]:
-    """The `*.distcp` files in a DCP or Megatron-Core checkpoint that no `.metadata` names: not read, not
-    hashed, not in the manifest (none for other formats)."""
-    if info.format == "torch-dcp":
-        return split_shards(_dcp_candidates(info))[1]
-    if info.format == "mcore-torch-dist":
-        return split_shards(_weight_files(info))[1]
+def dcp_left_out(info: CheckpointInfo) -> list[Path]:
+    """The `*.distcp` files in a DCP checkpoint that no `.metadata` names: not read, not hashed, not in the
+    manifest."""
+    return split_shards(_dcp_candidates(info))[1]
+
+
+def every_file_left_out(info: CheckpointInfo) -> list[Path]:
+    """The `*.distcp` files under a Megatron-Core checkpoint's weights that no `.metadata` names."""
+    return split_shards(_weight_files(info))[1]
+
+
+def none_left_out(info: CheckpointInfo) -> list[Path]:
+    """A format whose listing leaves no file out (a safetensors directory reads what it names)."""
     return []
 
 

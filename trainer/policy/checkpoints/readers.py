@@ -4,8 +4,9 @@ its state dict is read with every shard hashed on the way.
 `detect` asks them in this order, the most specific layout first (a NeMo-RL Megatron step holds more than a
 plain DCP directory; the recorder's own safetensors is a Hugging Face directory with its weight-update time),
 and the Hugging Face reader last: any directory with a config.json is one, and it names what it lacks.
-A new on-disk format is its reader's functions plus a row here, and its recorded name a row of
-`recorder.checkpoint_formats.FORMATS`.
+A new on-disk format is its reader's functions plus a row here (or one `register_reader` adds, as a format
+the project does not ship does), and its recorded name a row of `recorder.checkpoint_formats.FORMATS`.
+Nothing outside the table asks a reader's name: what differs per reader is a field of its row.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class Reader:
     read: ReadStateDict  # (state dict, digests of every file read)
     sharded: bool  # its manifest (many shards, hashed while read) is what an import records
     takes_source: bool = False  # its checkpoints may lack config and tokenizer: detect takes a ModelSource
+    left_out: Callable[[CheckpointInfo], list[Path]] = load.none_left_out  # shard files its listing names not
+    lacks_tokenizer: str = ""  # why its checkpoints hold no tokenizer (the base model's is looked for): errors say
+    run_step: bool = False  # a step directory of a recorder run: scored as that run's step (zero-shot)
 
 
 READERS: tuple[Reader, ...] = (
@@ -59,6 +63,8 @@ READERS: tuple[Reader, ...] = (
         read=load.read_mcore,
         sharded=True,
         takes_source=True,
+        left_out=load.every_file_left_out,
+        lacks_tokenizer="NeMo-RL's Megatron checkpoints hold none",
     ),
     Reader(
         name="torch-dcp",
@@ -67,6 +73,7 @@ READERS: tuple[Reader, ...] = (
         shard_files=load.dcp_files,
         read=load.read_dcp,
         sharded=True,
+        left_out=load.dcp_left_out,
     ),
     Reader(
         name="recorder",
@@ -75,6 +82,7 @@ READERS: tuple[Reader, ...] = (
         shard_files=load.safetensors_file,
         read=load.read_safetensors,
         sharded=False,
+        run_step=True,
     ),
     Reader(
         name="hf-safetensors",
@@ -85,6 +93,17 @@ READERS: tuple[Reader, ...] = (
         sharded=False,
     ),
 )
+
+
+def register_reader(row: Reader) -> None:
+    """Add a reader of a format the project does not ship, asked before the Hugging Face reader (which takes
+    any directory with a config.json); its recorded format is `recorder.checkpoint_formats.register_format`'s.
+    A name already in the table is refused (a reader is never replaced)."""
+    global READERS
+    if any(r.name == row.name for r in READERS):
+        raise ValueError(f"checkpoint reader {row.name!r}: already in the table")
+    *specific, catch_all = READERS
+    READERS = (*specific, row, catch_all)
 
 
 def detect(path: Path, source: ModelSource | None = None) -> CheckpointInfo:
@@ -106,6 +125,12 @@ def detect(path: Path, source: ModelSource | None = None) -> CheckpointInfo:
 def reader(name: ReaderName) -> Reader:
     """The reader detection named."""
     return next(r for r in READERS if r.name == name)
+
+
+def left_out(info: CheckpointInfo) -> list[Path]:
+    """The shard files in `info`'s checkpoint that its listing does not name: never read, hashed or in the
+    manifest."""
+    return reader(info.format).left_out(info)
 
 
 def shard_files(info: CheckpointInfo) -> list[Path]:

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import RECORDER, interrupted_on_terminal
+from tests.kit.screen import screen
+
 pytest.importorskip("torch")
 
 QUICK = ["--set", "warmup.enabled=false"]  # the default run, GBS 256: checkpoints from step 18
@@ -103,3 +106,19 @@ def test_ctrl_c_under_nproc_is_one_line_and_exit_130(tmp_path: Path, after_s: fl
     assert len(said) == 1, err
     if after_s is None:
         assert said[0].startswith("interrupted at step") and _train_stops(tmp_path / "dp") == ["interrupted"]
+
+
+@pytest.mark.slow  # torch, a model and a first step on a pseudo-terminal
+def test_ctrl_c_on_a_terminal_80_columns_wide_leaves_no_bar(tmp_path: Path) -> None:
+    """The terminal echoes `^C` at the end of the bar's line; the bar is erased all the same, and where the
+    run stopped is said on lines of its own."""
+    small = ["--set", "num_prompts_per_step=4", "--set", "num_generations_per_prompt=4", "--set", "micro_batch_size=16"]
+    args = ["train", "--root", str(tmp_path), "--run-id", "sig", *QUICK, *small]
+    code, recording = interrupted_on_terminal(80, "/244 reward", RECORDER, *args)  # once step 1 is drawn
+    shown = screen(recording, 80)
+    assert code == 130, shown
+    assert shown[0].startswith("train: starting"), shown
+    assert not [line for line in shown if "━" in line or "/244" in line], shown
+    started = next(i for i, line in enumerate(shown) if line.endswith("two minutes)"))  # wrapped at a space
+    assert shown[started + 1].startswith("interrupted at step "), shown
+    assert "before the first checkpoint" in shown[started + 1], shown

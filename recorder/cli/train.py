@@ -86,9 +86,9 @@ def train(
     from trainer.distributed import DistributedError, launched_ranks
 
     if list_settings:
-        from recorder.cli._settings import settings_markdown
+        from recorder.cli._settings import print_settings
 
-        typer.echo(settings_markdown(), nl=False)
+        print_settings()
         return
     ranks = launched_ranks()
     if (ranks.distributed or nproc > 1) and (resume is not None or ray or ray_address is not None):

@@ -3,32 +3,47 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from trainer.loop import StepResult
 
 
-class Progress:
-    """Step, reward, seconds per step and checkpoints written."""
+def _erased_bar(*columns: Any) -> Any:
+    from rich.progress import Progress as Bar
 
-    def __init__(self, total: int, validation_start: int, *, tty: bool | None = None) -> None:
+    return Bar(*columns, transient=True)
+
+
+class Progress:
+    """Step, reward, seconds per step and checkpoints written. On a terminal the bar is erased when training
+    ends or is interrupted: what the command prints then (its summary, where it stopped) takes its place.
+    `bar` makes the rich Progress from its columns (the command line's: drawn on its own consoles)."""
+
+    def __init__(
+        self,
+        total: int,
+        validation_start: int,
+        *,
+        tty: bool | None = None,
+        bar: Callable[..., Any] = _erased_bar,
+    ) -> None:
         self.total, self.validation_start = total, validation_start
         self.tty = sys.stderr.isatty() if tty is None else tty
+        self._make_bar = bar
         self._bar: Any = None
         self._task: Any = None
 
     def __enter__(self) -> Progress:
         if self.tty:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-            from rich.progress import Progress as Bar
 
-            self._bar = Bar(
+            self._bar = self._make_bar(
                 TextColumn("train"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[info]}"),
                 TimeElapsedColumn(),
-                transient=False,
             )
             self._bar.start()
             # until a warm-up batch or step 1 says more: a cached init loads, it is not trained

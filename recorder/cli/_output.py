@@ -27,7 +27,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from rich.console import Console, ConsoleOptions, RenderableType
+    from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook
+    from rich.live import Live
     from rich.segment import Segment
     from rich.text import Text
 
@@ -66,6 +67,16 @@ def _safe_console() -> type[Console]:
             (recorder.cli._closed_pipe)."""
             raise BrokenPipeError
 
+        def set_live(self, live: Live) -> bool:
+            _bars.append(live)
+            return super().set_live(live)
+
+        def clear_live(self) -> None:
+            super().clear_live()
+            mine = [bar for bar in _bars if bar.console is self]
+            if mine:
+                _bars.remove(mine[-1])
+
         def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
             for segment in super().render(renderable, options):
                 if segment.control is None and UNSAFE.search(segment.text):
@@ -76,12 +87,33 @@ def _safe_console() -> type[Console]:
     return SafeConsole
 
 
+# The live displays (progress bars) being drawn now, on either console, last started last.
+_bars: list[Live] = []
+
+
+def _above_other_bars(console: Console) -> RenderHook:
+    """A render hook for a terminal `console`: what it prints while a bar is drawn on the other stream's
+    console (the same terminal) goes above the bar, as on the bar's own console: the bar is erased first and
+    drawn again under it. Without it the bar's last frame stays on the screen with the printed line glued to
+    its end, and the bar's next frame erases lines it no longer owns."""
+    from rich.console import RenderHook
+
+    class AboveOtherBars(RenderHook):
+        def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+            drawn = [bar for bar in _bars if bar.console is not console and bar.console.is_terminal]
+            return drawn[-1].process_renderables(renderables) if drawn else renderables
+
+    return AboveOtherBars()
+
+
 def make_console(*, stderr: bool = False, file: object = None) -> Console:
     """A console that treats every string as plain text, and never wraps unless it writes to a terminal."""
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
     isatty = getattr(stream, "isatty", None)
     if callable(isatty) and isatty():
-        return _safe_console()(stderr=stderr, file=file, highlight=False, markup=False, emoji=False)  # type: ignore[arg-type]
+        made = _safe_console()(stderr=stderr, file=file, highlight=False, markup=False, emoji=False)  # type: ignore[arg-type]
+        made.push_render_hook(_above_other_bars(made))
+        return made
     return _safe_console()(
         stderr=stderr,
         file=file,  # type: ignore[arg-type]
@@ -157,12 +189,13 @@ console = cast("Console", _OnFirstUse(stderr=False))
 err = cast("Console", _OnFirstUse(stderr=True))
 
 
-def at_spaces(text: str, console: Console) -> str:
+def at_spaces(text: str, console: Console, whole: Iterable[str] = ()) -> str:
     """`text` with each line longer than a terminal `console` broken at spaces, never inside a word (rich would
-    fold a word longer than the line, a path or a run's name; the terminal shows it whole on its own line)."""
+    fold a word longer than the line, a path or a run's name; the terminal shows it whole on its own line), nor
+    inside any of `whole` (a path or a name that may hold spaces: it goes on a line of its own instead)."""
     if not console.is_terminal:
         return text
-    return fill_at_spaces(text, console.width)
+    return fill_at_spaces(text, console.width, whole)
 
 
 def say(message: str, word: str = "") -> None:
@@ -179,9 +212,19 @@ def say(message: str, word: str = "") -> None:
     stream.flush()
 
 
-def fill_at_spaces(text: str, width: int) -> str:
-    """Each line of `text` longer than `width` broken at spaces; a word longer than the line stays whole."""
-    return "\n".join(
+# Stands for a space inside a part of a line that must not be broken while the line is wrapped: a character
+# from Unicode's private use area, which no path, name or message of the tool holds.
+_KEPT_SPACE = "\ue000"
+
+
+def fill_at_spaces(text: str, width: int, whole: Iterable[str] = ()) -> str:
+    """Each line of `text` longer than `width` broken at spaces; a word longer than the line stays whole, and
+    so does each of `whole` (its spaces are not places to break)."""
+    kept = sorted((part for part in whole if " " in part), key=len, reverse=True)  # longest first
+    for part in kept:
+        text = text.replace(part, part.replace(" ", _KEPT_SPACE))
+    filled = "\n".join(
         line if len(line) <= width else textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
         for line in text.split("\n")
     )
+    return filled.replace(_KEPT_SPACE, " ")

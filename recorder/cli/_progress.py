@@ -1,13 +1,15 @@
 """Progress on a terminal for work that takes more than a moment; nothing of it on a pipe or in a file.
 
 A bar says what is being done, how much of it is done and how much is left (count or bytes, elapsed and
-remaining time); it is erased when the work ends and never reaches a script's output. It draws through the
-console the command prints its results on when that is the terminal, so a line printed while the bar runs
-goes above the bar (rich clears and redraws it); on stderr when only stderr is the terminal.
+remaining time); it is erased when the work ends or Ctrl-C stops it, and never reaches a script's output. It
+draws through the console the command prints its results on when that is the terminal; on stderr when only
+stderr is the terminal. A line printed while the bar runs goes above the bar on either console (rich clears
+and redraws it; recorder.cli._output does the same for the other stream's console).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -16,13 +18,55 @@ from recorder.cli._output import console, err, made
 
 if TYPE_CHECKING:  # rich loads when a bar is drawn, on a terminal only
     from rich.console import Console
-    from rich.progress import Progress, TaskID
+    from rich.progress import Progress, ProgressColumn, TaskID
 
 Advance = Callable[[int], None]  # how much more is done (items, or bytes)
 
 
 def _terminal() -> Console:
     return made(console if console.is_terminal else err)
+
+
+# Columns a bar leaves free at the end of its lines: the terminal echoes Ctrl-C as `^C` where the cursor is,
+# at the end of the bar's last line; a line that filled the width would wrap, and the bar, erasing the lines
+# it drew, would erase one line too low and leave its last frame on the screen.
+ECHO_ROOM = 2
+
+
+@functools.cache
+def _erasable_bar() -> type[Progress]:
+    """A rich Progress whose lines end ECHO_ROOM columns short of the terminal's width."""
+    from rich.console import ConsoleOptions, RenderableType, RenderResult
+    from rich.progress import Progress
+
+    class ShortOfTheEdge:
+        def __init__(self, inner: RenderableType) -> None:
+            self.inner = inner
+
+        def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+            yield from console.render(self.inner, options.update_width(max(1, options.max_width - ECHO_ROOM)))
+
+    class ErasableBar(Progress):
+        def get_renderable(self) -> RenderableType:
+            return ShortOfTheEdge(super().get_renderable())
+
+    return ErasableBar
+
+
+def terminal_bar(*columns: ProgressColumn | str, on: Console | None = None) -> Progress:
+    """A bar of `columns` on the terminal (`on`: that console, else the results' console when it is the
+    terminal, else stderr's), erased when it stops, Ctrl-C included. Whatever is printed meanwhile, on either
+    console or by print() to a stream that is the same terminal, goes above it; a stream that is a pipe or a
+    file is left alone (rich would send what a script writes to stdout into the bar's stream)."""
+    import sys
+
+    return _erasable_bar()(
+        *columns,
+        console=on or _terminal(),
+        transient=True,
+        redirect_stdout=sys.stdout.isatty(),
+        redirect_stderr=sys.stderr.isatty(),
+    )
 
 
 @contextmanager
@@ -36,7 +80,6 @@ def progress(description: str, total: int | None, *, unit: str = "items") -> Ite
         BarColumn,
         DownloadColumn,
         MofNCompleteColumn,
-        Progress,
         SpinnerColumn,
         TextColumn,
         TimeElapsedColumn,
@@ -45,7 +88,7 @@ def progress(description: str, total: int | None, *, unit: str = "items") -> Ite
 
     amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
     columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), amount, TimeElapsedColumn()]
-    with Progress(*columns, TimeRemainingColumn(), console=_terminal(), transient=True) as bar:
+    with terminal_bar(*columns, TimeRemainingColumn()) as bar:
         task = bar.add_task(description, total=total)
         yield lambda n: bar.advance(task, n)
 
@@ -56,11 +99,9 @@ def working(description: str) -> Iterator[None]:
     if not err.is_terminal:
         yield
         return
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=_terminal(), transient=True
-    ) as bar:
+    with terminal_bar(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()) as bar:
         bar.add_task(description, total=None)
         yield
 
@@ -72,15 +113,9 @@ class UntilFirst:
     def __init__(self, description: str) -> None:
         self._bar: Progress | None = None
         if err.is_terminal:
-            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
-            self._bar = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                TimeElapsedColumn(),
-                console=_terminal(),
-                transient=True,
-            )
+            self._bar = terminal_bar(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
             self._bar.add_task(description, total=None)
             self._bar.start()
 
@@ -112,7 +147,6 @@ class PerItem:
             from rich.progress import (
                 BarColumn,
                 MofNCompleteColumn,
-                Progress,
                 SpinnerColumn,
                 TextColumn,
                 TimeElapsedColumn,
@@ -120,15 +154,9 @@ class PerItem:
             )
 
             columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
-            self._bar = Progress(
-                # on stderr: a results table printed meanwhile keeps its own layout (rich folds what it prints
-                # through a live display to the display's width)
-                *columns,
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=made(err),
-                transient=True,
-            )
+            # on stderr: a results table printed meanwhile on stdout keeps its own layout (rich folds what a
+            # script print()s through a live display to the display's width)
+            self._bar = terminal_bar(*columns, TimeElapsedColumn(), TimeRemainingColumn(), on=made(err))
 
     def report(self, item: str, doing: str, done: int, total: int) -> None:
         if self._bar is None:

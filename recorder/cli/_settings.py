@@ -95,6 +95,27 @@ def _default(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def print_settings() -> None:
+    """`train --list-settings`: on a terminal a table fitted to its width, each key whole with its default
+    under it and the meaning wrapped at spaces; elsewhere the Markdown table, one setting a line (grep)."""
+    from recorder.cli._output import console
+
+    if not console.is_terminal:
+        console.print(settings_markdown(), end="", soft_wrap=True)
+        return
+    from rich import box
+
+    from recorder.cli._tables import Col, print_fitted
+
+    cols = [Col("--set key = default", whole=True), Col("type", drop=1, narrow=True), Col("meaning")]
+    rows = [
+        [f"{key}\n= {_default(default)}", type_name.replace(" \\| ", " | "), MEANINGS.get(key, "")]
+        for key, type_name, default in setting_fields()
+    ]
+    # no outer edge and no rules between columns: at 80 columns every key, type and meaning's word fits
+    print_fitted(console, cols, rows, box=box.SIMPLE_HEAD, show_edge=False)
+
+
 def settings_markdown() -> str:
     """docs/cli.md's table of `--set` options."""
     rows = ["| `--set` key | type | default | meaning |", "|---|---|---|---|"]

@@ -28,37 +28,42 @@ def set_wide(wide: bool) -> None:
 
 @dataclass(frozen=True)
 class Col:
-    """A column: `whole` is never cut or wrapped (an id); `drop` > 0 may be left out to fit, highest first."""
+    """A column: `whole` is never cut or wrapped (an id); `drop` > 0 may be left out to fit, highest first;
+    `narrow` wraps at its longest word, leaving the width to the other columns (a list of choices beside a
+    description)."""
 
     name: str
     justify: Literal["left", "right"] = "left"
     whole: bool = False
     drop: int = 0
+    narrow: bool = False
 
 
 def _table(cols: Sequence[Col], rows: Sequence[Sequence[str]], title: str | None, options: dict[str, Any]) -> Table:
     from rich.table import Table
 
     table = Table(title=title, **options)
-    for c in cols:
-        table.add_column(c.name, justify=c.justify, no_wrap=c.whole, overflow="fold")
+    for i, c in enumerate(cols):
+        longest = max(len(w) for v in [c.name, *(r[i] for r in rows)] for w in [*v.split(), ""]) if c.narrow else None
+        table.add_column(c.name, justify=c.justify, no_wrap=c.whole, overflow="fold", max_width=longest)
     for row in rows:
         table.add_row(*row)
     return table
 
 
-def _needs(cols: Sequence[Col], rows: Sequence[Sequence[str]], whole: bool = False) -> int:
-    """The narrowest the table can be with no word cut (`whole`: no cell wrapped): an identifying cell whole,
-    another cell's longest word, the header's, plus each column's padding and border (3, and 1)."""
+def _needs(cols: Sequence[Col], rows: Sequence[Sequence[str]], whole: bool = False, edge: bool = True) -> int:
+    """The narrowest the table can be with no word cut (`whole`: no cell wrapped): an identifying cell whole
+    (each of its lines), another cell's longest word, the header's, plus each column's padding and border (3,
+    and 1; without the outer `edge`, 2 fewer)."""
     from rich.cells import cell_len
 
     def widest(i: int, c: Col) -> int:
         cells = [c.name, *(r[i] for r in rows)]
         if c.whole or whole:
-            return max(cell_len(v) for v in cells)
+            return max(cell_len(line) for v in cells for line in v.split("\n"))
         return max((cell_len(w) for v in cells for w in v.split()), default=1)
 
-    return sum(widest(i, c) + 3 for i, c in enumerate(cols)) + 1
+    return sum(widest(i, c) + 3 for i, c in enumerate(cols)) + (1 if edge else -1)
 
 
 def fitted(
@@ -70,7 +75,8 @@ def fitted(
 ) -> tuple[RenderableType, list[str]]:
     """The table to print on `console`, and the names of the columns left out to fit it."""
     everything = _table(cols, rows, title, options)
-    if _wide or not console.is_terminal or _needs(cols, rows) <= console.width:
+    edge = options.get("show_edge", True)
+    if _wide or not console.is_terminal or _needs(cols, rows, edge=edge) <= console.width:
         return everything, []
     from rich.console import Group
     from rich.text import Text
@@ -85,7 +91,7 @@ def fitted(
         kept.remove(victim)
         dropped.append(cols[victim].name)
         shown, cells = [cols[i] for i in kept], [[r[i] for i in kept] for r in rows]
-        if _needs(shown, cells) <= console.width:
+        if _needs(shown, cells, edge=edge) <= console.width:
             return _table(shown, cells, title, options), dropped
     return _records(cols, rows, title), []
 

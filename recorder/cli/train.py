@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from recorder.cli._heartbeat import Heartbeat
-from recorder.cli._output import err
+from recorder.cli._output import at_spaces, console, err
 from recorder.cli._paths import check_root
 from recorder.cli._signing import SigningKeyOption, apply_signing_key
 from recorder.errors import RecorderError
@@ -86,9 +86,9 @@ def train(
     from trainer.distributed import DistributedError, launched_ranks
 
     if list_settings:
-        from recorder.cli._settings import settings_markdown
+        from recorder.cli._settings import print_settings
 
-        typer.echo(settings_markdown(), nl=False)
+        print_settings()
         return
     ranks = launched_ranks()
     if (ranks.distributed or nproc > 1) and (resume is not None or ray or ray_address is not None):
@@ -126,11 +126,12 @@ def _train_main(
     ray_address: str | None,
 ) -> None:
     """Rank 0 (or the one process): validate, say that it starts, train, and say where the run is."""
+    from recorder.cli._progress import terminal_bar
     from trainer.progress import Progress
 
     trainer = _trainer(config, sets, root, run_id, resume, ranks, use_ray, ray_address)
     cfg = trainer.cfg
-    _print_trained(_run(trainer, Progress(cfg.max_steps, cfg.validation_start)), cfg)
+    _print_trained(_run(trainer, Progress(cfg.max_steps, cfg.validation_start, bar=terminal_bar)), cfg)
 
 
 def _trainer(
@@ -185,13 +186,16 @@ def _print_trained(summary: TrainSummary, cfg: TrainConfig) -> None:
             f"dev pass@{cfg.eval.k} {w.dev_accuracy:.3f})"
         )
     steps = summary.steps
-    typer.echo(
+    run, follow = str(summary.run.path), f"recorder eval {summary.run.path}"
+    lines = [
         f"trained {len(steps)} steps ({cfg.global_batch_size} samples each), "
         f"mean step {sum(s.step_s for s in steps) / max(1, len(steps)):.2f} s; "
-        f"checkpoints {', '.join(str(c.step) for c in summary.checkpoints)}"
-    )
-    typer.echo(f"run: {summary.run.path}")
-    typer.echo(f"next: recorder eval {summary.run.path}")
+        f"checkpoints {', '.join(str(c.step) for c in summary.checkpoints)}",
+        f"run: {run}",
+        f"next: {follow}",
+    ]
+    # on a terminal each line breaks at spaces, never inside the run's path or the command to run next
+    console.print(at_spaces("\n".join(lines), console, whole=[run, follow]), soft_wrap=True)
 
 
 def _train_rank(ranks: Ranks, config: Path | None, sets: list[str] | None, root: Path, run_id: str | None) -> None:

@@ -259,10 +259,17 @@ def zero_shot_command(
     with PerItem("zero-shot") as shown:
         width = console.width if console.is_terminal else None
         summary = zero_shot(paths, options, echo=_echo, width=width, report=shown.report)
-    for path in summary.written:
-        console.print(at_spaces(f"wrote {path.parent}", console), highlight=False, soft_wrap=True)
+    _say_written(summary.written)
     if summary.failed:
         raise typer.Exit(1)
+
+
+def _say_written(files: list[Path]) -> None:
+    """`wrote DIR` for each result: the directory whole, on a line of its own where it does not fit beside
+    the word (a path with spaces is never broken at them)."""
+    for path in files:
+        where = str(path.parent)
+        console.print(at_spaces(f"wrote {where}", console, whole=[where]), highlight=False, soft_wrap=True)
 
 
 def _team_defaults(
@@ -325,7 +332,10 @@ AllOption = Annotated[
 
 
 def _echo(text: str) -> None:
-    console.print(at_spaces(text, console), highlight=False, markup=False, soft_wrap=True)
+    """A line of the evaluator's: it starts with the name of what it is about (`LABEL: ...`, a checkpoint's
+    label, which may hold spaces): the line breaks at spaces after it, never inside it."""
+    lead = text.split(": ", 1)[0] if ": " in text.split("\n", 1)[0] else ""
+    console.print(at_spaces(text, console, whole=[lead] if lead else []), highlight=False, markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import RECORDER, on_terminal, run_cli
+from tests.helpers import RECORDER, interrupted_on_terminal, on_terminal, run_cli
+from tests.kit.screen import screen
 from tests.kit.synthetic import record_run
 
 pytestmark = pytest.mark.skipif(shutil.which("script") is None, reason="needs util-linux `script`")
@@ -56,3 +59,62 @@ def test_import_and_runs_show_progress_on_a_terminal_only(corpus: Path, tmp_path
     assert "runs: reading the runs" in _raw_terminal("runs", "--root", str(tmp_path / "a"))
     assert "runs: reading" not in run_cli("runs", "--root", str(tmp_path / "a")).stderr
     assert on_terminal(80, "runs", "--root", str(tmp_path / "a")).count("run_0") >= 1
+
+
+def test_the_screen_is_what_the_terminal_shows() -> None:
+    assert screen("abc\r\x1b[2Kxy\r\nzz", 80) == ["xy", "zz"]  # a frame erased and drawn again
+    assert screen("a" * 80 + "^C\r\x1b[2Kb", 80) == ["a" * 80, "b"]  # the last column written: the next wraps
+    assert screen("one\r\ntwo\r\n\x1b[1A\x1b[2K\x1b[1A\x1b[2Kend", 80) == ["end"]  # two lines up, erased
+
+
+# A bar on stderr, as zero-shot draws its per-checkpoint progress, and results printed on stdout while it runs.
+BAR_AND_RESULTS = """
+import time
+from recorder.cli._output import console
+from recorder.cli._progress import PerItem
+with PerItem("zero-shot") as shown:
+    for done in range(3):
+        shown.report("run/step_10", "scoring", done, 3)
+        time.sleep(0.3)
+    console.print("run/step_10: arc_easy 0.5000", soft_wrap=True)
+    console.print("checkpoint   step  arc_easy", soft_wrap=True)
+    console.print("run/step_10    10    0.5000", soft_wrap=True)
+    shown.report("run/step_10", "done", 3, 3)
+    time.sleep(0.3)
+console.print("wrote /tmp/a results/run_step_10", soft_wrap=True)
+"""
+
+
+def test_what_is_printed_on_stdout_while_a_bar_runs_on_stderr_goes_above_it_and_the_bar_leaves_nothing() -> None:
+    command = f"stty cols 80 rows 50; {shlex.join([sys.executable, '-c', BAR_AND_RESULTS])}"
+    done = subprocess.run(
+        ["script", "-qec", command, "/dev/null"], capture_output=True, env=os.environ | {"COLUMNS": "80"}
+    )
+    assert done.returncode == 0, done.stdout
+    assert screen(done.stdout.decode(), 80) == [
+        "run/step_10: arc_easy 0.5000",
+        "checkpoint   step  arc_easy",
+        "run/step_10    10    0.5000",
+        "wrote /tmp/a results/run_step_10",
+    ]
+
+
+# A bar whose line fills an 80-column terminal (a long description), stopped by Ctrl-C.
+BAR_THEN_CTRL_C = """
+import time
+from recorder.cli._progress import progress
+try:
+    with progress("import: reading a long list of files, each a run of its own, one after another", 10**6) as advance:
+        while True:
+            advance(1)
+            time.sleep(0.05)
+except KeyboardInterrupt:
+    print("stopped")
+"""
+
+
+def test_ctrl_c_leaves_nothing_of_a_bar_as_wide_as_the_terminal() -> None:
+    code, recording = interrupted_on_terminal(80, "import: reading", sys.executable, "-c", BAR_THEN_CTRL_C)
+    assert code == 0, recording[-2000:]
+    assert "…" in recording  # the bar was drawn, its description cut to fit the line
+    assert screen(recording, 80) == ["stopped"], recording[-2000:]

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import RECORDER, interrupted_on_terminal
+from tests.kit.screen import screen
+
 pytest.importorskip("torch")
 
 QUICK = ["--set", "warmup.enabled=false"]  # the default run, GBS 256: checkpoints from step 18
@@ -152,3 +155,19 @@ def test_ctrl_c_under_nproc_after_a_checkpoint_prints_a_resume_command_only_wher
     resumed = subprocess.run([str(exe), *command[1:]], capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert _train_stops(run)[-1] == "completed"
+
+
+@pytest.mark.slow  # torch, a model and a first step on a pseudo-terminal
+def test_ctrl_c_on_a_terminal_80_columns_wide_leaves_no_bar(tmp_path: Path) -> None:
+    """The terminal echoes `^C` at the end of the bar's line; the bar is erased all the same, and where the
+    run stopped is said on lines of its own."""
+    small = ["--set", "num_prompts_per_step=4", "--set", "num_generations_per_prompt=4", "--set", "micro_batch_size=16"]
+    args = ["train", "--root", str(tmp_path), "--run-id", "sig", *QUICK, *small]
+    code, recording = interrupted_on_terminal(80, "/244 reward", RECORDER, *args)  # once step 1 is drawn
+    shown = screen(recording, 80)
+    assert code == 130, shown
+    assert shown[0].startswith("train: starting"), shown
+    assert not [line for line in shown if "━" in line or "/244" in line], shown
+    started = next(i for i, line in enumerate(shown) if line.endswith("two minutes)"))  # wrapped at a space
+    assert shown[started + 1].startswith("interrupted at step "), shown
+    assert "before the first checkpoint" in shown[started + 1], shown

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from recorder.cli._output import fill_at_spaces
 from replay.scores import write_scores
 from tests.helpers import on_terminal
 from tests.kit.synthetic import record_run
@@ -93,3 +94,11 @@ def test_events_leaves_out_whole_columns_and_says_which(root: Path) -> None:
     header = next(x for x in text.splitlines() if "seq" in x and "kind" in x)
     assert "││" not in header and "┃┃" not in header, text  # no column squeezed to nothing
     assert "eval_result" in text and "accuracy" in text, text
+
+
+def test_a_path_or_a_command_with_spaces_goes_whole_on_a_line_of_its_own() -> None:
+    run = "/home/a user/recorder runs/" + "interrupted-resume-check-bravo-" * 2 + "seed1"
+    said = fill_at_spaces(f"run: {run}\nnext: recorder eval {run}", 80, [run, f"recorder eval {run}"])
+    assert said.splitlines() == ["run:", run, "next:", f"recorder eval {run}"]
+    assert fill_at_spaces(f"wrote {run}", 80).splitlines()[1] != run  # unmarked, it breaks at the path's spaces
+    assert fill_at_spaces("run: /a b/c", 80, ["/a b/c"]) == "run: /a b/c"  # where it fits, one line

@@ -7,7 +7,8 @@ import pytest
 from rich.console import Console
 
 from recorder.cli._heartbeat import Heartbeat
-from tests.helpers import on_terminal
+from tests.helpers import plain, terminal_recording
+from tests.kit.screen import screen
 from trainer.loop import StepResult
 from trainer.progress import Progress
 
@@ -60,11 +61,20 @@ def test_on_a_terminal_80_columns_wide_the_bar_keeps_the_step_count_and_the_time
     if shutil.which("script") is None:
         pytest.skip("util-linux `script` is not installed")
     short_warmup = ["--set", f"warmup.cache_dir={tmp_path / 'cache'}", "--set", "warmup.max_batches=12"]
-    shown = on_terminal(80, "train", "--root", str(tmp_path / "runs"), "--run-id", "bar", *short_warmup)
+    root = tmp_path / "recorder runs" / ("r" * 80)  # a path with a space, longer than the terminal is wide
+    recording = terminal_recording(80, "train", "--root", str(root), "--run-id", "bar", *short_warmup)
+    shown = plain(recording)
     assert re.search(r"warm-up batch 10, dev \d\.\d\d of 0\.58 \d:\d\d:\d\d", shown), shown
     for step in (1, 18, 19):
         assert re.search(rf" {step:>2}/19 reward \d\.\d{{3}} .* \d:\d\d:\d\d$", shown, re.M), (step, shown)
     assert "…" not in shown, shown
+    # once it ends: the bar is gone, the summary's lines break at spaces, the run's path and the next command
+    # each whole on a line of their own
+    left = screen(recording, 80)
+    assert not [line for line in left if "━" in line or "/19" in line], left
+    ended = shown[shown.index("\ntrained 19 steps") + 1 :].splitlines()
+    assert ended[1:] == ["run:", str(root / "bar"), "next:", f"recorder eval {root / 'bar'}"], shown
+    assert len(ended[0]) <= 80, shown
 
 
 def test_a_heartbeat_says_what_the_command_is_at(tmp_path):

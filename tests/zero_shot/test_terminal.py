@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from evaluator.zero_shot.task_sources import TASKS
-from tests.helpers import on_terminal, run_cli
+from tests.helpers import on_terminal, plain, run_cli, terminal_recording
+from tests.kit.screen import screen
 
 pytestmark = [
     pytest.mark.slow,
@@ -32,15 +33,24 @@ def snapshots(training: Path) -> list[Path]:
 @pytest.mark.parametrize("columns", [80, 40])
 def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path], hf_cache: Path, columns: int) -> None:
     labels = [f"{RUN}/step_10", f"{RUN}/step_20"]
-    out = snapshots[0].parents[2] / "results"
+    out = snapshots[0].parents[2] / "zero-shot results"  # a path with a space: never broken there
     args = ["zero-shot", *map(str, snapshots), "--hf-cache", str(hf_cache), "--limit", "1", "--workers", "1"]
-    text = on_terminal(columns, *args, "-o", str(out))
+    recording = terminal_recording(columns, *args, "-o", str(out))
+    text, shown = plain(recording), screen(recording, columns)
     [first, second] = sorted(out.glob("*/results.json"))
     assert [json.loads(p.read_text())["label"] for p in (first, second)] == labels
+    # the progress is gone from the screen, and what replaced it starts its own lines
+    assert not [line for line in shown if "━" in line or "zero-shot: " in line and " done" in line], shown
+    assert shown[0].startswith("zero-shot: 2 checkpoint(s)"), shown
+    assert f"\n{labels[0]}:" in text, text  # a line of its own, not glued to a frame
+    for result in (first, second):  # the path whole: beside the word, or alone on the next line
+        assert f"wrote {result.parent}\n" in text or f"wrote\n{result.parent}\n" in text, text
     summary = (first.parent / "summary.txt").read_text().splitlines()
     assert summary[0].split() == ["checkpoint", "step", *TASKS, "average", "holdout", "note"]  # the file: one block
     assert [line.split()[0] for line in summary[1:]] == labels
-    table = text[text.rindex(f"{labels[1]}: ") :].split("\n", 1)[1]  # what follows the last checkpoint's line
+    # what follows the last checkpoint's line (a line of its own; the progress rows that name it start with a
+    # spinner)
+    table = text[text.rindex(f"\n{labels[1]}:") + 1 :].split("\n", 1)[1]
     for label in labels:
         assert label in table, table
     for task in TASKS:
@@ -51,10 +61,13 @@ def test_every_name_whole_and_the_table_in_blocks_that_fit(snapshots: list[Path]
         assert len(heads) > 1 and len(rows) == 2 * len(heads), table  # blocks, each led by every name
         assert all(len(line) <= columns for line in [*heads, *rows]), table
         assert "/2 done" in text and "loading" in text  # the progress: checkpoints done, what each does
-        assert f"note: {labels[0]} - smoke test, test data" in table, table  # too wide beside the name: below
+        # too wide beside the name: below the table, broken at a space where it is wider than the terminal
+        assert f"note: {labels[0]} - smoke test, test data" in " ".join(table.split()), table
         again = on_terminal(columns, "collect", str(out), "--all")  # smoke tests (--limit) shown, marked
-        drawn = [line for line in table.splitlines() if line in heads or line in rows]
-        assert [line for line in again.splitlines() if line.strip()] == drawn, again  # the same blocks
+        start = next(i for i, line in enumerate(shown) if line.startswith("checkpoint "))
+        end = next(i for i, line in enumerate(shown) if line.startswith("wrote"))
+        drawn = [line for line in shown[start:end] if line.strip()]  # the table left on the screen, its notes
+        assert [line for line in again.splitlines() if line.strip()] == drawn, again  # the same
     else:  # not even the names fit beside a score: one block of lines per checkpoint
         assert [line for line in rows] == labels, table
         assert f"  {TASKS[0]}: " in table and "  holdout: " in table, table

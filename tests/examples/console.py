@@ -18,8 +18,8 @@ An HTML comment right above a block says how to run it (invisible where the Mark
 
 Volatile parts are masked on both sides before comparing, as a cram user would with `(re)`: every run of
 digits (times, counts, scores, dates, sizes) except an exit status (`exit 2`), hexadecimal digests of eight
-characters or more, the example's own directory, runs of spaces and of a table's rule characters, and blank
-lines. In the expected text, a line `...` stands for any number of lines and `...` inside a line for any text.
+characters or more, the example's own directory, runs of spaces and of a table's rule characters, blank
+lines, and train's heartbeat lines (`train: still starting (10 s)`: as many as start-up took tens of seconds). In the expected text, a line `...` stands for any number of lines and `...` inside a line for any text.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ DIRECTIVE = re.compile(r"<!--\s*console:\s*(.*?)\s*-->")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 HEX = re.compile(r"\b[0-9a-f]{8,}\b")
 DIGITS = re.compile(r"(?<!exit )(?<![0-9])[0-9]+")
+# train's heartbeat while it starts, one line every 10 s: how many there are is how long start-up took
+HEARTBEAT = re.compile(r"^train: [^()]* \(# s\)$")
 RULES = re.compile(r"([─━═│┃┏┓┗┛┡┩└┘┌┐├┤┬┴┼╇╋┳┻])\1+")
 
 
@@ -162,7 +164,7 @@ def normalize(text: str, workdir: Path) -> list[str]:
     for line in text.splitlines():
         line = RULES.sub(r"\1", DIGITS.sub("#", HEX.sub("<hex>", line)))
         line = " ".join(line.split())
-        if line:
+        if line and not HEARTBEAT.match(line):
             out.append(line)
     return out
 

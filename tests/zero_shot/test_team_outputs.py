@@ -97,9 +97,11 @@ def test_two_archives_of_one_epoch_keep_both_results_and_collect_prints_both(
     assert len({p.parent for p in out.glob("*/results.json")}) == 3
     done = run_cli("collect", str(out), "--all")
     assert done.returncode == 0, done.stderr
-    rows = [line.split()[0] for line in done.stdout.splitlines()[1:]]
-    assert rows == labels  # every result that verifies, each a smoke test (--limit 2), marked as one
-    assert all(line.endswith("smoke test, test data") for line in done.stdout.splitlines()[1:])
+    lines = [line for line in done.stdout.splitlines()[1:] if line.startswith("tiny/")]
+    assert [line.split()[0] for line in lines] == labels  # every result that verifies, each a smoke test
+    # (--limit 2), marked as one, and unsigned: no --trust key checked who wrote it
+    assert all(line.endswith("smoke test, test data, unsigned") for line in lines), done.stdout
+    assert done.stdout.splitlines()[1 + len(lines)].startswith("unsigned: "), done.stdout
     default = run_cli("collect", str(out))
     assert default.returncode == 1 and "left out 3 smoke test(s) (--limit): --all shows them" in default.stdout
 

@@ -8,8 +8,10 @@ path inside the archive, no file of its own), one that set its own `__file__` to
 at that instant, and code a module runs from a file by hand (`runpy.run_path`, `exec(compile(...))` of a
 file's text named by its path). A module is accepted when it ran from the `--model-code` tree through the
 recorder's source-only loader (tree_import.py records its bytes), or through Python's own file loaders from
-a file of an installed library (the standard library, site-packages) or of the recorder itself. Anything
-else is a refusal, kept until `check` raises it: the model ran code its provenance does not record.
+a file of an installed library (the standard library, site-packages) or of the recorder itself, or through a
+loader of an installed library's own (its `exec_module` in such a file: torch generates modules from its
+templates). Anything else is a refusal, kept until `check` raises it: the model ran code its provenance
+does not record.
 
 An audit hook cannot be removed: it is installed on the first watch and costs one flag test per audited
 event outside a watch, so a process that never loads model code pays nothing and one that did is not
@@ -80,7 +82,7 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
 
 def _judge(code: CodeType, frame: FrameType | None) -> str | None:
     """Why this execution of module code is refused, or None."""
-    module, loader = _loading(frame)
+    module, loader, by = _loading(frame)
     if module is None:  # run by hand: judged by the file its code names, when it names one
         file = Path(code.co_filename)
         if not file.is_absolute() or not file.is_file() or _accepted_file(file):
@@ -99,11 +101,14 @@ def _judge(code: CodeType, frame: FrameType | None) -> str | None:
         return None
     elif isinstance(loader, zipimport.zipimporter) and _accepted_file(Path(loader.archive)):
         return None
+    elif type(loader) not in _FILE_LOADERS and not isinstance(loader, zipimport.zipimporter) and _accepted_file(by):
+        return None  # an installed library's own loader (torch's of a module it generates from its template)
     return _refusal(f"module {name}", f"{origin} (by {kind})")
 
 
-def _loading(frame: FrameType | None) -> tuple[ModuleType | None, Any]:
-    """(the module a loader is executing, the loader) when this exec is a loader's `exec_module`."""
+def _loading(frame: FrameType | None) -> tuple[ModuleType | None, Any, Path]:
+    """(the module a loader is executing, the loader, the file its `exec_module` is in) when this exec is a
+    loader's `exec_module`."""
     for _ in range(3):  # exec_module -> _call_with_frames_removed -> exec, or a loader's own exec_module -> exec
         if frame is None:
             break
@@ -112,9 +117,10 @@ def _loading(frame: FrameType | None) -> tuple[ModuleType | None, Any]:
             module = local.get("module")
             if isinstance(module, ModuleType):
                 spec = getattr(module, "__spec__", None)
-                return module, local.get("self", getattr(spec, "loader", None))
+                loader = local.get("self", getattr(spec, "loader", None))
+                return module, loader, Path(frame.f_code.co_filename)
         frame = frame.f_back
-    return None, None
+    return None, None, Path()
 
 
 def _accepted_file(file: Path) -> bool:

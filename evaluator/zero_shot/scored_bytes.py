@@ -44,35 +44,56 @@ def changed_since_scored(doc: ZeroShotDocument, rehash: Rehash) -> str | None:
     if not isinstance(shards, list) or not base.is_dir():
         rehash.gone.append(doc.label)
         return None
-    base = _weights_dir(base, shards)
+    if not all(isinstance(s, dict) for s in shards):
+        return "checkpoint changed since scored: its manifest lists no shard paths"
+    first_why = None
+    for where in _weights_dirs(base, shards):
+        why = _compare(where, shards, rehash)
+        if why == "":
+            rehash.by_size.append(doc.label)
+        if not why:
+            return None
+        first_why = first_why or why
+    return f"checkpoint changed since scored: {first_why}" if first_why else None
+
+
+def _compare(where: Path, shards: list[dict[str, Any]], rehash: Rehash) -> str | None:
+    """Why the shards under `where` are not the manifest's; None when they are; "" when they are by size,
+    not rehashed past the budget."""
     sized_only = False
     for shard in shards:
-        if not isinstance(shard, dict):
-            return "checkpoint changed since scored: its manifest lists no shard paths"
-        path = base / str(shard.get("path"))
-        why = _differs(path, shard.get("bytes"), shard.get("sha256"), rehash)
+        why = _differs(where / str(shard.get("path")), shard.get("bytes"), shard.get("sha256"), rehash)
         if why == "":
             sized_only = True
         elif why is not None:
-            return f"checkpoint changed since scored: {shard.get('path')} {why}"
-    if sized_only:
-        rehash.by_size.append(doc.label)
-    return None
+            return f"{shard.get('path')} {why}"
+    return "" if sized_only else None
 
 
-def _weights_dir(base: Path, shards: list[Any]) -> Path:
-    """Where the manifest's paths start: the checkpoint's directory, or the weights folder its format keeps
-    inside it (detected as loading detects it)."""
-    from trainer.policy.checkpoints.readers import detect
-    from trainer.policy.errors import CheckpointError
+def _weights_dirs(base: Path, shards: list[dict[str, Any]]) -> list[Path]:
+    """Where the manifest's paths may start: the checkpoint's directory, else the folders one or two levels
+    under it that hold its first shard (a team's archive keeps its weights in `fsdp2_epoch_N/`)."""
+    first = str(shards[0].get("path")) if shards else ""
+    if not first or os.path.lexists(base / first):
+        return [base]
+    found = [d for d in _folders(base, 2) if os.path.lexists(d / first)]
+    return found or [base]
 
-    first = shards[0].get("path") if shards and isinstance(shards[0], dict) else None
-    if first is None or os.path.lexists(base / str(first)):
-        return base
-    try:
-        return detect(base).weights_dir
-    except (CheckpointError, OSError):
-        return base  # no longer a checkpoint: its shards are missing
+
+def _folders(base: Path, depth: int) -> list[Path]:
+    """The folders under `base`, `depth` levels at most, sorted, no link followed."""
+    out: list[Path] = []
+    level = [base]
+    for _ in range(depth):
+        nxt = []
+        for d in level:
+            try:
+                nxt += sorted(Path(e.path) for e in os.scandir(d) if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+        out += nxt
+        level = nxt
+    return out
 
 
 def _differs(path: Path, size: object, sha256: object, rehash: Rehash) -> str | None:

@@ -4,7 +4,8 @@ that covers its tracks afterwards is refused by `recorder eval`, naming the modu
 Each attack is a committed `--model-code` tree whose model runs a module from a folder outside it, which
 writes a marker file (proof that it ran), and then hides it: (a) a folder put first on `sys.path`, an
 already imported module taken out of `sys.modules`, imported again from there, the original put back;
-(b) a module imported from a `.zip`; (c) a module whose `__file__` is set to None after its import.
+(b) a module imported from a `.zip`; (c) a module whose `__file__` is set to None after its import; and a
+file's code run by hand (`exec(compile(text, FILE, "exec"))`), no module at all.
 """
 
 from __future__ import annotations
@@ -76,6 +77,14 @@ def build(config, *, capacity=True):
 
 Attack = Callable[[Path, Path], tuple[str, str, str]]  # (outside folder, marker) -> (model.py, module, origin)
 
+BY_HAND = """
+def build(config, *, capacity=True):
+    path = {outside!r}
+    with open(path) as f:
+        exec(compile(f.read(), path, "exec"), {{}})  # no loader, no module: a file's code run by hand
+    return _llama(config)
+"""
+
 
 def _marker(where: Path) -> str:
     return f"from pathlib import Path\nPath({str(where)!r}).write_text('ran')\n"
@@ -111,7 +120,15 @@ def _unnamed(outside: Path, marker: Path) -> tuple[str, str, str]:
     return UNNAMED.format(outside=str(outside)), "fhelper", str(outside / "fhelper.py")
 
 
-@pytest.mark.parametrize("attack", [_rerun, _zipped, _unnamed], ids=["sys-modules-rerun", "zip", "file-none"])
+def _by_hand(outside: Path, marker: Path) -> tuple[str, str, str]:
+    outside.mkdir()
+    (outside / "helper.py").write_text(_marker(marker))
+    return BY_HAND.format(outside=str(outside / "helper.py")), "", str(outside / "helper.py")
+
+
+@pytest.mark.parametrize(
+    "attack", [_rerun, _zipped, _unnamed, _by_hand], ids=["sys-modules-rerun", "zip", "file-none", "exec-by-hand"]
+)
 def test_code_run_from_outside_the_tree_is_refused_naming_it(tmp_path: Path, attack: Attack) -> None:
     run = record_run(tmp_path, target=-1.0, samples=2)
     marker = tmp_path / "ran.txt"
@@ -126,5 +143,6 @@ def test_code_run_from_outside_the_tree_is_refused_naming_it(tmp_path: Path, att
     assert done.returncode == 2, (done.stdout, done.stderr, recorded)
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, done.stderr
-    assert f"module {name} ran from {origin}" in errors[0] and "outside --model-code" in errors[0], errors[0]
+    what = f"module {name}" if name else "code"
+    assert f"{what} ran from {origin}" in errors[0] and "outside --model-code" in errors[0], errors[0]
     assert not results.exists() and "Traceback" not in done.stderr

@@ -90,8 +90,9 @@ def test_two_archives_of_one_epoch_keep_both_results_and_collect_prints_both(
     options = ZeroShotOptions(
         tasks=("piqa",), limit=2, hf_cache=hf_cache, workers=2, out=out, code=ModelCode(root=team, factory=FACTORY)
     )
-    summary = zero_shot(archives, options, echo=lambda _: None)
-    assert not summary.failed
+    said: list[str] = []
+    summary = zero_shot(archives, options, echo=said.append)
+    assert not summary.failed, said
     labels = sorted(ZeroShotResults.from_json(p.read_bytes()).label for p in out.glob("*/results.json"))
     assert labels == ["tiny/run1/epoch_2@ckpt_E2", "tiny/run1/epoch_2@ckpt_E2", "tiny/run2/epoch_2@ckpt_R2"]
     assert len({p.parent for p in out.glob("*/results.json")}) == 3

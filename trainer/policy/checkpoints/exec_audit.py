@@ -7,11 +7,11 @@ path inside the archive, no file of its own), one that set its own `__file__` to
 `importlib.reload` and a hand-made spec run a module), with the loader and the place it ran from as they are
 at that instant, and code a module runs from a file by hand (`runpy.run_path`, `exec(compile(...))` of a
 file's text named by its path). A module is accepted when it ran from the `--model-code` tree through the
-recorder's source-only loader (tree_import.py records its bytes), or through Python's own file loaders from
-a file of an installed library (the standard library, site-packages) or of the recorder itself, or through a
-loader of an installed library's own (its `exec_module` in such a file: torch generates modules from its
-templates). Anything else is a refusal, kept until `check` raises it: the model ran code its provenance
-does not record.
+recorder's source-only loader (tree_import.py records its bytes), or through Python's own file loaders
+(source, bytecode, extension) from a file of an installed library (the standard library, site-packages) or
+of the recorder itself, or through a loader of an installed library's own (its `exec_module` in such a
+file: torch generates modules from its templates). Anything else is a refusal, kept until `check` raises
+it: the model ran code its provenance does not record.
 
 An audit hook cannot be removed: it is installed on the first watch and costs one flag test per audited
 event outside a watch, so a process that never loads model code pays nothing and one that did is not
@@ -26,7 +26,7 @@ import zipimport
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from importlib.machinery import FrozenImporter, SourceFileLoader, SourcelessFileLoader
+from importlib.machinery import ExtensionFileLoader, FrozenImporter, SourceFileLoader, SourcelessFileLoader
 from pathlib import Path
 from types import CodeType, FrameType, ModuleType
 from typing import Any
@@ -37,8 +37,10 @@ from trainer.policy.errors import ModelCodeError
 _lock = threading.RLock()
 _depth = 0  # open watches; the hook records only while it is above 0
 _installed = False
+_judging = threading.local()
 _refused: list[str] = []  # what ran from outside the tree and the installed libraries, in the order it ran
-_FILE_LOADERS = (SourceFileLoader, SourcelessFileLoader)  # exactly these: a subclass may run any code
+# exactly these (a subclass may run any code); an extension's init may exec code it holds as text (Cython)
+_FILE_LOADERS = (SourceFileLoader, SourcelessFileLoader, ExtensionFileLoader)
 
 
 @contextmanager
@@ -46,6 +48,7 @@ def watching() -> Iterator[None]:
     """Record every module executed inside the block (and in other threads while it is open); the outermost
     watch starts with nothing refused."""
     global _depth, _installed
+    _places()  # imports what it reads before any watch: the hook itself imports nothing
     with _lock:
         if not _installed:
             sys.addaudithook(_hook)
@@ -69,12 +72,16 @@ def check() -> None:
 
 
 def _hook(event: str, args: tuple[Any, ...]) -> None:
-    if not _depth or event != "exec":
+    if not _depth or event != "exec" or getattr(_judging, "now", False):
         return
     code = args[0] if args else None
     if not isinstance(code, CodeType) or code.co_name != "<module>":
         return  # a function's code (exec of a generated function, a comprehension): no module of its own
-    why = _judge(code, sys._getframe(1))
+    _judging.now = True  # what judging runs is the hook's own, not the model's
+    try:
+        why = _judge(code, sys._getframe(1))
+    finally:
+        _judging.now = False
     if why is not None:
         with _lock:
             _refused.append(why)
@@ -87,7 +94,7 @@ def _judge(code: CodeType, frame: FrameType | None) -> str | None:
         file = Path(code.co_filename)
         if not file.is_absolute() or not file.is_file() or _accepted_file(file):
             return None  # "<string>" and the like: generated text (dataclasses, namedtuple), not a module's file
-        return _refusal(f"code of {file}", f"{file}, run by hand")
+        return _refusal("code", f"{file}, run by hand (not by a loader)")
     spec = getattr(module, "__spec__", None)
     origin = getattr(spec, "origin", None) or code.co_filename
     name = getattr(module, "__name__", "?")
@@ -108,19 +115,18 @@ def _judge(code: CodeType, frame: FrameType | None) -> str | None:
 
 def _loading(frame: FrameType | None) -> tuple[ModuleType | None, Any, Path]:
     """(the module a loader is executing, the loader, the file its `exec_module` is in) when this exec is a
-    loader's `exec_module`."""
-    for _ in range(3):  # exec_module -> _call_with_frames_removed -> exec, or a loader's own exec_module -> exec
-        if frame is None:
-            break
-        if frame.f_code.co_name == "exec_module":
-            local = frame.f_locals
-            module = local.get("module")
-            if isinstance(module, ModuleType):
-                spec = getattr(module, "__spec__", None)
-                loader = local.get("self", getattr(spec, "loader", None))
-                return module, loader, Path(frame.f_code.co_filename)
+    loader's `exec_module`: importlib's (exec_module -> _call_with_frames_removed -> exec) or a loader's own
+    (exec_module -> exec). Module code that calls exec itself is not a loader running this code."""
+    if frame is not None and frame.f_code.co_name == "_call_with_frames_removed":
         frame = frame.f_back
-    return None, None, Path()
+    if frame is None or frame.f_code.co_name != "exec_module":
+        return None, None, Path()
+    local = frame.f_locals
+    module = local.get("module")
+    if not isinstance(module, ModuleType):
+        return None, None, Path()
+    spec = getattr(module, "__spec__", None)
+    return module, local.get("self", getattr(spec, "loader", None)), Path(frame.f_code.co_filename)
 
 
 def _accepted_file(file: Path) -> bool:

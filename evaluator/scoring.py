@@ -7,6 +7,8 @@ The task (prompts, template, verifier) comes from a task spec file; no task has 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +90,7 @@ class Scorer:
         self.tokenizer: Any = None
         self.loaded: str | None = None
         self.placed: dict[str, Any] = {}  # what was loaded: dtype, device, format, code provenance
+        self.team_code = False  # the loaded model is built by the team's --model-code
 
     def ready(self) -> bool:
         """True once constructed (Ray actors start asynchronously; the driver waits on this)."""
@@ -101,19 +104,34 @@ class Scorer:
         if self.spec is None or str(self.spec.path) != loading.task:
             self.spec = load_spec(loading.task)
         first = loading.fingerprint_dtype if texts is not None and loading.fingerprint_dtype else loading.dtype
-        loaded = load_model(Path(checkpoint_dir), replace(loading, dtype=first))
-        self.model, self.tokenizer, self.loaded = loaded.model, loaded.tokenizer, checkpoint_dir
-        measured = None
-        if texts is not None:
-            from trainer.policy.checkpoints.fingerprint import fingerprint
+        self.team_code = loading.model_code is not None
+        with self._watched():
+            loaded = load_model(Path(checkpoint_dir), replace(loading, dtype=first))
+            self.model, self.tokenizer, self.loaded = loaded.model, loaded.tokenizer, checkpoint_dir
+            measured = None
+            if texts is not None:
+                from trainer.policy.checkpoints.fingerprint import fingerprint
 
-            measured = float(fingerprint(self.model, self.tokenizer, texts))
+                measured = float(fingerprint(self.model, self.tokenizer, texts))
         if first != loading.dtype:
             from trainer.policy.checkpoints.load import torch_dtype
 
             self.model = self.model.to(torch_dtype(loading.dtype))
         self.placed = placement(loaded) | {"dtype": loading.dtype}
         return measured
+
+    @contextmanager
+    def _watched(self) -> Iterator[None]:
+        """With the team's model code: every module executed meanwhile is checked (exec_audit.py); a module
+        from outside its tree and the installed libraries ends the evaluation with ModelCodeError."""
+        if not self.team_code:
+            yield
+            return
+        from trainer.policy.checkpoints import exec_audit
+
+        with exec_audit.watching():
+            yield
+        exec_audit.check()
 
     def placement(self) -> dict[str, Any]:
         """How the loaded checkpoint is held: dtype, device, format, manifest root, model code provenance."""
@@ -129,7 +147,8 @@ class Scorer:
 
         if self.model is None:
             raise RuntimeError("harness() before load(): the driver must load a checkpoint first")
-        return list(METHODS[name](self.model, self.tokenizer, requests, batch_size=batch_size))
+        with self._watched():
+            return list(METHODS[name](self.model, self.tokenizer, requests, batch_size=batch_size))
 
     def score(self, plan: list[tuple[int, int]], gen: Generation) -> list[Sample]:
         """One sample per (task index, sample index) of `plan`, in plan order; batches of gen.batch_size."""
@@ -137,7 +156,11 @@ class Scorer:
 
         if self.model is None or self.spec is None:
             raise RuntimeError("score() before load(): the driver must load a checkpoint first")
-        spec, items = self.spec, self.spec.items
+        with self._watched():
+            return self._sampled(self.spec, plan, gen, generate)
+
+    def _sampled(self, spec: TaskSpec, plan: list[tuple[int, int]], gen: Generation, generate: Any) -> list[Sample]:
+        items = spec.items
         out: list[Sample] = []
         for batch in chunks(plan, gen.batch_size):
             seeds = [sample_seed(t, j) for t, j in batch]

@@ -5,11 +5,12 @@ them, marked, with `everything`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.outputs import table, verified_results
+from evaluator.zero_shot.scored_bytes import REHASH_BYTES, Rehash
 from evaluator.zero_shot.shown import newest_per_checkpoint, smoke_test
 from evaluator.zero_shot.targets import RESULTS, target
 from recorder.results.zero_shot import ZeroShotDocument
@@ -30,6 +31,7 @@ class Collected:
     table: str
     skipped: list[str]
     left_out: str = ""
+    notes: list[str] = field(default_factory=list)  # what was not rechecked: shards compared by size, gone
 
 
 def collect(
@@ -37,16 +39,18 @@ def collect(
 ) -> Collected:
     """The table of the zero-shot results under every PATH that verify against their binding (signed by a
     `trusted` key, when given), in blocks that fit `width` when given: the newest of each checkpoint that is
-    not a smoke test, or with `everything` each one (smoke tests marked). ZeroShotInputError when a PATH
-    holds no results.json at all."""
+    not a smoke test, or with `everything` each one (smoke tests marked). Without `trusted` keys no author is
+    checked: every row says so (unsigned, key not checked). ZeroShotInputError when a PATH holds no
+    results.json at all."""
     docs: list[ZeroShotDocument] = []
     skipped: list[str] = []
+    rehash = Rehash()  # one budget of checkpoint bytes rehashed for the whole command
     for path in paths:
         if not path.exists():
             raise ZeroShotInputError(f"{path}: no such directory")
         if not path.is_dir():
             raise ZeroShotInputError(f"{path}: not a directory (give a checkpoint or a zero-shot -o DIR)")
-        found = verified_results(result_base(path.resolve()), trusted)
+        found = verified_results(result_base(path.resolve()), trusted, rehash)
         if not found.shown and not found.skipped:
             raise ZeroShotInputError(f"{path}: no zero-shot results.json under it: run recorder zero-shot {path}")
         docs.extend(doc for _, doc in found.shown)
@@ -60,4 +64,13 @@ def collect(
         parts += [f"{smoke} smoke test(s) (--limit)"] if smoke else []
         left_out = f"left out {' and '.join(parts)}: --all shows them" if parts else ""
         docs = newest
-    return Collected(table(docs, width) if docs else "", skipped, left_out)
+    shown = {d.label for d in docs}
+    gone = [label for label in dict.fromkeys(rehash.gone) if label in shown]
+    notes = [f"note: {label}: its checkpoint is gone, its shards not rechecked" for label in gone]
+    by_size = [label for label in dict.fromkeys(rehash.by_size) if label in shown]
+    if by_size:
+        notes.append(
+            f"note: {', '.join(by_size)}: checkpoint shards compared by size only, not rehashed "
+            f"(collect rehashes at most {REHASH_BYTES // 1024**3} GiB a command)"
+        )
+    return Collected(table(docs, width, unchecked=trusted is None) if docs else "", skipped, left_out, notes)

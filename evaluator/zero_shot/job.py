@@ -70,7 +70,17 @@ def parts(job: Job) -> int:
 
 def run_job(job: Job, report: Report | None = None) -> JobResult:
     """Load the checkpoint, recompute its holdout loss (if planned); score unless the gap aborts it. `report`
-    hears of each part as it starts."""
+    hears of each part as it starts. With the team's model code, every module executed meanwhile is checked
+    (exec_audit.py) when its provenance is taken."""
+    if job.code.factory is None:
+        return _run(job, report)
+    from trainer.policy.checkpoints import exec_audit
+
+    with exec_audit.watching():
+        return _run(job, report)
+
+
+def _run(job: Job, report: Report | None) -> JobResult:
     total = parts(job)
     say: Report = report or (lambda label, doing, done, of: None)
     say(job.label, "loading", 0, total)

@@ -13,7 +13,8 @@ from typing import Any
 
 from evaluator.harness.task_content import pins_from_environment
 from evaluator.results_files import write_results
-from evaluator.zero_shot.shown import ShownResult, out_of_range, shown
+from evaluator.zero_shot.scored_bytes import Rehash, changed_since_scored
+from evaluator.zero_shot.shown import AUTHORSHIP, ShownResult, authorship, out_of_range, shown
 from recorder.output import write_output
 from recorder.results.binding import bind, check
 from recorder.results.document import ResultsDocError
@@ -37,16 +38,17 @@ GAP = 2  # spaces between two columns
 TEXT = ("checkpoint", "note")  # the columns aligned left
 
 
-def table(docs: Sequence[ZeroShotDocument], width: int | None = None) -> str:
+def table(docs: Sequence[ZeroShotDocument], width: int | None = None, *, unchecked: bool = False) -> str:
     """One row per result (checkpoint, step, each task's score, the average, the holdout loss, and a note
     where there is one: a smoke test, test data, not the task), tasks in first-seen order; below it, one
     line per task whose data is not the task's, saying why (evaluator.zero_shot.shown). `width` None: every
     column in one block (files, pipes). Otherwise the score columns are split into blocks that fit `width`,
     each led by the checkpoint and step (a note too wide for that goes on a line of its own under the table);
     where not even one score column fits beside them, each row is a block of `name: value` lines. A
-    checkpoint's name is never cut."""
+    checkpoint's name is never cut. `unchecked` (collect without trusted keys): each row's note says how far
+    it is vouched for (unsigned, key not checked), and a line under the table says what that means."""
     pins = pins_from_environment()
-    results = [shown(d, pins) for d in docs]
+    results = [shown(d, pins, unchecked=unchecked) for d in docs]
     tasks = list(dict.fromkeys(t for d in docs for t in d.scores))
     noted = any(r.note for r in results)
     head = ["checkpoint", "step", *tasks, "average", "holdout", *(["note"] if noted else [])]
@@ -54,6 +56,8 @@ def table(docs: Sequence[ZeroShotDocument], width: int | None = None) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     blocks = _blocks(widths, width)
     why = "".join(line + "\n" for r in results for line in r.not_task)
+    if unchecked:
+        why += "".join(AUTHORSHIP[word] + "\n" for word in dict.fromkeys(authorship(r.doc) for r in results))
     if blocks is None and noted and _blocks(widths[:-1], width) is not None:
         # a note too wide to sit beside a long name goes under the table, one line per noted result
         rows, widths, blocks = [r[:-1] for r in rows], widths[:-1], _blocks(widths[:-1], width)
@@ -141,10 +145,14 @@ class FoundResults:
     skipped: list[str]
 
 
-def verified_results(base: Path, trusted: Mapping[str, str] | None = None) -> FoundResults:
-    """Every zero-shot result under `base`, each checked against its binding (recorder.results.binding):
-    shown only when it verifies (under `trusted` keys, when given); a results.json of another kind (a harness
-    session's) is not a zero-shot result and is not named."""
+def verified_results(
+    base: Path, trusted: Mapping[str, str] | None = None, rehash: Rehash | None = None
+) -> FoundResults:
+    """Every zero-shot result under `base`, each checked against its binding (recorder.results.binding) and
+    its checkpoint's shards (scored_bytes.py, within `rehash`'s budget): shown only when it verifies (under
+    `trusted` keys, when given) and its checkpoint still holds the bytes it scored; a results.json of another
+    kind (a harness session's) is not a zero-shot result and is not named."""
+    rehash = rehash or Rehash()
     found = FoundResults([], [])
     for path in sorted(Path(e.path) for e in walk(base) if e.name == "results.json"):
         try:
@@ -161,6 +169,7 @@ def verified_results(base: Path, trusted: Mapping[str, str] | None = None) -> Fo
             found.skipped.append(f"skipped {path}: cannot read it ({e.strerror})")
             continue
         why = check(doc, doc.binding, _scored(doc), scored_code(doc), trusted) or out_of_range(doc)
+        why = why or changed_since_scored(doc, rehash)
         if why is None:
             found.shown.append((path, doc))
         else:

@@ -30,8 +30,26 @@ class ShownResult:
     not_task: list[str] = field(default_factory=list)
 
 
-def shown(doc: ZeroShotDocument, pins: Mapping[tuple[str, str], frozenset[str]]) -> ShownResult:
-    """`doc` as the table shows it, its tasks' data judged against the known content (`pins` added)."""
+UNSIGNED = "unsigned"  # the note of a result no key signed, shown without --trust
+KEY_NOT_CHECKED = "key not checked"  # the note of a signed result shown without --trust
+AUTHORSHIP = {
+    UNSIGNED: "unsigned: no key signed it and no --trust key was given: its digest says only that nothing changed "
+    "since whoever wrote it computed it (anyone who can write its results.json can edit the scores and recompute it)",
+    KEY_NOT_CHECKED: "key not checked: signed, but no --trust key was given to check its key against",
+}
+
+
+def authorship(doc: ZeroShotDocument) -> str:
+    """How far a result shown without trusted keys is vouched for: unsigned, or signed by a key not checked."""
+    binding = doc.binding
+    return UNSIGNED if binding is None or binding.signature is None else KEY_NOT_CHECKED
+
+
+def shown(
+    doc: ZeroShotDocument, pins: Mapping[tuple[str, str], frozenset[str]], *, unchecked: bool = False
+) -> ShownResult:
+    """`doc` as the table shows it, its tasks' data judged against the known content (`pins` added);
+    `unchecked`: shown without trusted keys, its note says so (unsigned, or key not checked)."""
     cells: dict[str, str] = {}
     values: list[float] = []
     test_data: list[str] = []
@@ -53,6 +71,7 @@ def shown(doc: ZeroShotDocument, pins: Mapping[tuple[str, str], frozenset[str]])
     every = len(test_data) == len(doc.scores)
     notes += ["test data" + ("" if every else f" ({' '.join(test_data)})")] if test_data else []
     notes += ["not the task"] if not_task else []
+    notes += [authorship(doc)] if unchecked else []
     return ShownResult(doc, cells, average, ", ".join(notes), not_task)
 
 

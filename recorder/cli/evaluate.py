@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from evaluator.session import StepOutcome, Summary
     from evaluator.settings import Options
     from recorder.goals import Goal
+    from recorder.run import RunDir
 
 
 _RunDirOpt = Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")]
@@ -531,7 +532,7 @@ def evals(
     from recorder.reader import read_run, recorded_run_id, run_id_from
 
     log = read_run(run_dir)
-    seen = _evaluations(log.events)
+    seen = _evaluations(log.events, log.run)
     run_id = run_id_from(log.events) or recorded_run_id(log.run)
     if fmt == "json":
         _evals_json(run_id, seen)
@@ -548,6 +549,8 @@ def evals(
     )
     # an import's own target is its benchmark's
     _print_not_comparable(seen.why_not, seen.target)
+    if seen.not_rechecked:
+        console.print(seen.not_rechecked, highlight=False, markup=False, soft_wrap=True)
     zero_shot = _zero_shot_table(log.events)
     if zero_shot is not None:
         console.print(zero_shot)
@@ -563,9 +566,10 @@ class _Evaluations:
     day: str
     why_not: str | None
     target: float | None
+    not_rechecked: str = ""  # a note naming the steps whose checkpoints were not rehashed (past the budget)
 
 
-def _evaluations(events: list[Any]) -> _Evaluations:
+def _evaluations(events: list[Any], run: RunDir) -> _Evaluations:
     from evaluator.attempts import attempts
     from recorder.comparability import config_eval, evaluated_otherwise, scored_with, why_not_comparable
     from recorder.goals import opened_goal
@@ -582,13 +586,22 @@ def _evaluations(events: list[Any]) -> _Evaluations:
     day = next(
         (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in tried if a.start), ""
     )
+    from recorder.verify.scored_commits import REHASH_BYTES, recheck
+
+    # a score is its checkpoint's only while the checkpoint holds the committed bytes (recorder verify's rules)
+    rechecked = recheck(run, events, {a.step for a in tried if a.result is not None and a.step is not None})
+    skipped = ", ".join(map(str, rechecked.not_rechecked))
     return _Evaluations(
-        rows=[_evals_row(a, goal, benchmark_evaluation) for a in tried],
+        rows=[_evals_row(a, goal, benchmark_evaluation, rechecked.changed.get(a.step or -1)) for a in tried],
         accuracies=[a.accuracy for a in tried],
         goal=goal,
         day=day,
         why_not=why_not_comparable(run_opened, scored),
         target=recorded_target(run_opened),
+        not_rechecked=f"note: the checkpoints of step(s) {skipped} were not rehashed (past "
+        f"{REHASH_BYTES // 1024**3} GiB a command): `recorder verify` checks them"
+        if skipped
+        else "",
     )
 
 
@@ -653,9 +666,10 @@ def _zero_shot_table(events: list[Any]) -> Table | None:
     return table
 
 
-def _evals_row(a: Attempt, goal: Goal | None, comparable: bool) -> list[str]:
+def _evals_row(a: Attempt, goal: Goal | None, comparable: bool, changed: str | None = None) -> list[str]:
     """One evaluation; `comparable`: the run was evaluated as the benchmark is (recorder.comparability; else
-    its pass column says NOT COMPARABLE rather than yes or no)."""
+    its pass column says NOT COMPARABLE rather than yes or no); `changed`: why its checkpoint no longer holds
+    the committed bytes (its score is then not shown as that checkpoint's)."""
     from recorder.comparability import NOT_COMPARABLE
     from recorder.kinds import EvalFailed, EvalResult, EvalStart
 
@@ -670,6 +684,8 @@ def _evals_row(a: Attempt, goal: Goal | None, comparable: bool) -> list[str]:
         detail = (result.results or "").removeprefix("derived/evals/")
         if result.unverified is not None:  # evaluated with --force from a run that fails verify
             detail = f"UNVERIFIED ({result.unverified}) {detail}"
+        if changed is not None:  # no verdict on weights that are no longer there
+            passed, detail = "", f"CHECKPOINT CHANGED SINCE SCORED ({changed}) {detail}"
     elif a.failed is not None or a.closed_by is not None:
         ev = a.failed or a.closed_by
         assert ev is not None

@@ -309,7 +309,7 @@ def collect_command(paths: Paths, trust: TrustOption = None, all_results: AllOpt
     width = console.width if console.is_terminal else None
     found = collect(paths, width, trusted, everything=all_results)
     console.print(at_spaces(found.table, console), highlight=False, markup=False, soft_wrap=True, end="")
-    for line in [*found.skipped, *([found.left_out] if found.left_out else [])]:
+    for line in [*found.skipped, *found.notes, *([found.left_out] if found.left_out else [])]:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     if not found.table:
         console.print("collect: no result verifies" if not found.left_out else "collect: no result shown",

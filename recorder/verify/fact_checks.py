@@ -225,11 +225,11 @@ def _check_commits(
                 )
             elif e.time_ns < update.time_ns:
                 found.fail(e, "update-before-commit", f"committed {_ago(update.time_ns, e)} its weight update")
-        _check_commit_files(run, Commit(e, d), run_id, found)
+        check_commit_files(run, Commit(e, d), run_id, found)
     return commits
 
 
-def _check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: Findings) -> None:
+def check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: Findings) -> None:
     e, d = commit.event, commit.data
     files = recorded_format(d.format).files
     if files == "shards":

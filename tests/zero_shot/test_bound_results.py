@@ -157,3 +157,49 @@ def test_nothing_verifies_exits_1_naming_each(results: Path) -> None:
     done = run_cli("collect", str(results))
     assert done.returncode == 1 and "collect: no result verifies" in done.stdout
     assert done.stdout.count("not bound to what it scored") == 2, done.stdout
+
+
+def test_a_forgery_with_its_digest_recomputed_is_marked_without_trust(results: Path, keys: Path) -> None:
+    """Without a trusted key no author is checked: a forgery rebound with no key, or with a key of its own,
+    is shown, but never as a plain row: every row's note says how far it is vouched for."""
+    from recorder.results.binding import bind
+    from recorder.results.zero_shot import scored_code, scored_manifest, zero_shot_from_json
+    from recorder.signing import load_signer
+
+    forged = _forge(results, {})
+    doc = zero_shot_from_json(forged.read_bytes())
+    assert isinstance(doc, ZeroShotResults)
+    for signer, note in ((None, "unsigned"), (load_signer(keys / "mallory"), "key not checked")):
+        rebound = bind(dataclasses.replace(doc, binding=None), scored_manifest(doc), scored_code(doc), signer)
+        forged.write_bytes(rebound.to_json())
+        done = run_cli("collect", str(results), "--all")
+        assert done.returncode == 0 and "skipped" not in done.stdout, done.stdout + done.stderr
+        rows = _rows(done.stdout)
+        [row] = [r for r in rows if "0.9900" in r]
+        assert row.endswith(note), done.stdout
+        assert all(r.endswith(("unsigned", "key not checked")) for r in rows), done.stdout  # alice's too
+        assert f"{note}: " in done.stdout and "no --trust key was given" in done.stdout, done.stdout
+    trusted = run_cli("collect", str(results), "--trust", str(keys / "alice.pub"), "--all")
+    assert not any(r.endswith(("unsigned", "key not checked")) for r in _rows(trusted.stdout)), trusted.stdout
+
+
+@pytest.mark.parametrize("change", ["same-size", "resized", "removed"])
+def test_a_result_whose_checkpoint_changed_after_scoring_is_not_shown(results: Path, keys: Path, change: str) -> None:
+    shard = results.parent / "fsdp2_epoch_2" / "__0_0.distcp"
+    if change == "same-size":
+        shard.write_bytes(b"\x07" + shard.read_bytes()[1:])  # one byte, its size kept
+    elif change == "resized":
+        shard.write_bytes(shard.read_bytes() * 2)
+    else:
+        shard.unlink()
+    done = run_cli("collect", str(results), "--trust", str(keys / "alice.pub"), "--all")
+    assert done.returncode == 1 and _rows(done.stdout) == [], done.stdout + done.stderr
+    skipped = [x for x in done.stdout.splitlines() if x.startswith("skipped ")]
+    assert len(skipped) == 2 and all("checkpoint changed since scored: __0_0.distcp" in x for x in skipped), skipped
+
+
+def test_a_result_whose_checkpoint_is_gone_is_shown_and_named(results: Path, keys: Path) -> None:
+    shutil.rmtree(results.parent / "fsdp2_epoch_2")
+    done = run_cli("collect", str(results), "--trust", str(keys / "alice.pub"))
+    assert done.returncode == 0 and len(_rows(done.stdout)) == 1, done.stdout + done.stderr
+    assert "note: tiny/run1/epoch_2: its checkpoint is gone, its shards not rechecked" in done.stdout

@@ -57,7 +57,7 @@ def test_all_shows_every_result_and_marks_the_smoke_test(results: Path) -> None:
         ("tiny/run2/epoch_2", "0.1250"),
     ]
     [smoke] = [line for line in done.stdout.splitlines() if " 0.7500 " in line]
-    assert smoke.endswith("smoke test, test data")
+    assert smoke.endswith("smoke test, test data, unsigned")  # no --trust: no author checked
     assert all(
         "smoke test" not in line for line in done.stdout.splitlines() if line.startswith("tiny/") and line != smoke
     )

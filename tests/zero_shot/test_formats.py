@@ -74,6 +74,13 @@ def test_per_sample_logs_on_request_and_collect_prints_the_table_again(training:
     samples = json.loads(_one(run / "eval_results").read_text())["tasks"]["piqa"]["samples"]
     assert [s["doc_id"] for s in samples] == [0, 1] and all(len(s["loglikelihoods"]) == 2 for s in samples)
     table = _one(run / "eval_results").with_name("summary.txt").read_text()
-    again = run_cli("collect", str(run))
+    again = run_cli("collect", str(run), "--all")  # a --limit result is a smoke test: shown with --all
     assert again.returncode == 0, again.stderr
-    assert again.stdout == table and table in done.stdout
+    assert table in done.stdout
+    # the same rows again, each noted unsigned (no --trust key checked who wrote it), and a line saying so
+    shown, unsigned = again.stdout.splitlines(), table.splitlines()
+    assert [" ".join(x.split()) for x in shown[1 : len(unsigned)]] == [
+        " ".join(x.split()) + (", unsigned" if "test data" in x else "  unsigned").replace("  ", " ")
+        for x in unsigned[1:]
+    ], again.stdout
+    assert shown[len(unsigned)].startswith("unsigned: "), again.stdout

@@ -90,16 +90,19 @@ def test_two_archives_of_one_epoch_keep_both_results_and_collect_prints_both(
     options = ZeroShotOptions(
         tasks=("piqa",), limit=2, hf_cache=hf_cache, workers=2, out=out, code=ModelCode(root=team, factory=FACTORY)
     )
-    summary = zero_shot(archives, options, echo=lambda _: None)
-    assert not summary.failed
+    said: list[str] = []
+    summary = zero_shot(archives, options, echo=said.append)
+    assert not summary.failed, said
     labels = sorted(ZeroShotResults.from_json(p.read_bytes()).label for p in out.glob("*/results.json"))
     assert labels == ["tiny/run1/epoch_2@ckpt_E2", "tiny/run1/epoch_2@ckpt_E2", "tiny/run2/epoch_2@ckpt_R2"]
     assert len({p.parent for p in out.glob("*/results.json")}) == 3
     done = run_cli("collect", str(out), "--all")
     assert done.returncode == 0, done.stderr
-    rows = [line.split()[0] for line in done.stdout.splitlines()[1:]]
-    assert rows == labels  # every result that verifies, each a smoke test (--limit 2), marked as one
-    assert all(line.endswith("smoke test, test data") for line in done.stdout.splitlines()[1:])
+    lines = [line for line in done.stdout.splitlines()[1:] if line.startswith("tiny/")]
+    assert [line.split()[0] for line in lines] == labels  # every result that verifies, each a smoke test
+    # (--limit 2), marked as one, and unsigned: no --trust key checked who wrote it
+    assert all(line.endswith("smoke test, test data, unsigned") for line in lines), done.stdout
+    assert done.stdout.splitlines()[1 + len(lines)].startswith("unsigned: "), done.stdout
     default = run_cli("collect", str(out))
     assert default.returncode == 1 and "left out 3 smoke test(s) (--limit): --all shows them" in default.stdout
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainer.policy.checkpoints import tree_import
+from trainer.policy.checkpoints import exec_audit, tree_import
 from trainer.policy.checkpoints.capacity_switch import WAYS, CapacitySwitch, FactoryCall
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.tree_git import tree_state
@@ -120,9 +120,17 @@ def _factory_model(
     info: CheckpointInfo, root: Path, spec: str, capacity: bool | None, switch: CapacitySwitch | None,
     call: FactoryCall,
 ) -> tuple[nn.Module, CodeProvenance]:  # fmt: skip
+    with exec_audit.watching():  # every module the build executes, whatever it does to sys.modules after
+        model = _built(info, root.resolve(), spec, capacity, switch, call)
+    return model, code_provenance(root.resolve(), spec + (f" {call.converter}" if call.converter else ""))
+
+
+def _built(
+    info: CheckpointInfo, root: Path, spec: str, capacity: bool | None, switch: CapacitySwitch | None,
+    call: FactoryCall,
+) -> nn.Module:  # fmt: skip
     from torch import nn
 
-    root = root.resolve()
     before = set(sys.modules)
     factory = import_from_tree(root, spec, "--model-factory")
     switch = switch or factory_switch(factory)
@@ -144,7 +152,8 @@ def _factory_model(
     check_not_shadowed(root, model)
     classes = {type(m).__module__ for m in model.modules()}
     check_inside(root, (set(sys.modules) - before) | classes)
-    return model, code_provenance(root, spec + (f" {call.converter}" if call.converter else ""))
+    exec_audit.check()
+    return model
 
 
 def factory_switch(factory: Any) -> CapacitySwitch | None:
@@ -171,7 +180,8 @@ def import_from_tree(root: Path, spec: str, option: str) -> Any:
     tree_import.register(root)
     sys.path.insert(0, str(root))
     try:
-        module = importlib.import_module(module_name)
+        with exec_audit.watching():
+            module = importlib.import_module(module_name)
     except tree_import.TreeImportError as e:
         raise ModelCodeError(f"{option} {spec}: {e}") from e
     except Exception as e:  # the team's code may raise anything while importing
@@ -181,6 +191,7 @@ def import_from_tree(root: Path, spec: str, option: str) -> Any:
     check_not_shadowed(root)
     check_ran_from_source(root)
     check_inside(root, (set(sys.modules) - before) | {module_name})
+    exec_audit.check()
     function: Any = module
     for part in func_name.split("."):  # a function, or a class's method: Class.build
         function = getattr(function, part, None)
@@ -264,7 +275,9 @@ def check_ran_from_source(root: Path) -> None:
 
 def code_provenance(root: Path, spec: str) -> CodeProvenance:
     """Every module of ROOT that ran so far (path, sha256 of the bytes it ran from), ROOT's commit, and
-    which of those files differ from the commit or are not in it."""
+    which of those files differ from the commit or are not in it; ModelCodeError when a module ran from
+    outside the tree and the installed libraries (exec_audit.py)."""
+    exec_audit.check()
     check_ran_from_source(root)
     files = tree_import.executed(root)
     state = tree_state(root, files)

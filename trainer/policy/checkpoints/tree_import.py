@@ -100,6 +100,17 @@ def executed(root: Path) -> list[tuple[str, str]]:
     return sorted((f.relative_to(root).as_posix(), h) for f, h in items)
 
 
+def registered() -> tuple[Path, ...]:
+    """The registered trees, the most recent first."""
+    with _lock:
+        return tuple(_roots)
+
+
+def in_registered_tree(file: Path) -> bool:
+    """Whether the (resolved) file lies in a registered tree."""
+    return any(_under(file, root) for root in registered())
+
+
 def ran_from_source(file: Path) -> bool:
     """Whether the (resolved) file was executed through the source-only loader."""
     with _lock:

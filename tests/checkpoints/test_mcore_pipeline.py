@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.kit import mcore_golden
-from tests.kit.mcore_golden import GOLDEN, ITERATION, PIPELINE_TWIN, STEPS
+from tests.kit.mcore_golden import GOLDEN, ITERATION, STEPS, TWINS
 from trainer.policy.checkpoints.detect import ModelSource
 from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.checkpoints.load import every_file, read_dcp
@@ -27,7 +27,7 @@ from trainer.policy.checkpoints.readers import detect
 from trainer.policy.checkpoints.safe_metadata import load_metadata
 from trainer.policy.errors import CheckpointError
 
-PP, TWIN = "dense-pp2", PIPELINE_TWIN["dense-pp2"]
+PP, TWIN = "dense-pp2", TWINS["dense-pp2"]
 FP32_TOLERANCE = 1e-4
 
 

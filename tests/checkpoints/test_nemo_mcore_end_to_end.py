@@ -112,7 +112,7 @@ def test_a_series_saved_by_pipeline_stages_imports_with_its_twins_fingerprints(t
         committed = [e for e in read_run(run).events if e.kind == "checkpoint_committed"]
         return {e.step: e.data["fingerprint"]["value"] for e in committed}
 
-    pp, twin = fingerprints("dense-pp2"), fingerprints(mcore_golden.PIPELINE_TWIN["dense-pp2"])
+    pp, twin = fingerprints("dense-pp2"), fingerprints(mcore_golden.TWINS["dense-pp2"])
     assert sorted(pp) == sorted(twin) == list(SMALL_STEPS)
     assert all(matches(twin[s], pp[s]) for s in SMALL_STEPS), (pp, twin)
 

@@ -65,6 +65,7 @@ class Summary:
     closed: list[str] = field(default_factory=list)  # interrupted attempts closed now
     remaining: list[int] = field(default_factory=list)  # planned steps left unevaluated (--limit)
     unverified: list[str] = field(default_factory=list)  # verify's problems, when evaluated with --force
+    engine_log: Path | None = None  # where the backend's own output went (vLLM's), when it ran
 
     @property
     def passing_step(self) -> int | None:
@@ -128,17 +129,18 @@ def evaluate_run(
     """
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
     if workers_factory is None:
-        workers_factory = _backend_workers(options)
+        workers_factory = _backend_workers(options, run)
     with session_lock(run):
         return _evaluate_locked(run, options, workers_factory, clock, on_outcome)
 
 
-def _backend_workers(options: Options) -> Callable[[int, str | None], Workers]:
+def _backend_workers(options: Options, run: RunDir) -> Callable[[int, str | None], Workers]:
     if options.backend != "vllm":
         return start_workers
     import functools
 
     from evaluator.vllm_backend import VllmParallel, require_vllm, start_vllm_workers
+    from evaluator.vllm_output import vllm_log
 
     require_vllm()  # before the lock and any event: exit 2 with how to install it
     parallel = VllmParallel(
@@ -147,7 +149,8 @@ def _backend_workers(options: Options) -> Callable[[int, str | None], Workers]:
         enable_expert_parallel=options.enable_expert_parallel,
         quantization=options.quantization,
     )
-    return functools.partial(start_vllm_workers, parallel=parallel)
+    # vLLM's own output goes to the run's log, not the user's terminal (the summary names it)
+    return functools.partial(start_vllm_workers, parallel=parallel, log=vllm_log(run))
 
 
 def _evaluate_locked(
@@ -197,11 +200,13 @@ def _evaluate_locked(
                     on_outcome(ended[step])
         todo = _todo(steps, done, target, options.all)[: options.limit]
         workers_name = "none"
+        engine_log = None
         if todo:
             pin_cpu_kernels(_trained_pinned(facts))  # before the workers load torch: the run's float order
             workers = workers_factory(options.workers, options.ray_address)
             stack.callback(workers.close)
             workers_name = workers.name
+            engine_log = getattr(workers, "log", None)  # VllmWorkers': where vLLM's own output went
             ctx = Context(facts=facts, options=options, writer=writer, workers=workers, clock=clock)
 
             def record(step: int, result: CheckpointEvaluation) -> None:
@@ -221,6 +226,7 @@ def _evaluate_locked(
             closed=closed,
             remaining=handout.remaining(),
             unverified=facts.unverified,
+            engine_log=engine_log,
         )
 
 

@@ -18,6 +18,8 @@ Where the installed vLLM has a batch-invariant mode for the platform (VLLM_BATCH
 0.32), it is switched on. On every checkpoint a few requests are generated again one at a time and compared
 with the batched run: the answer (`batch_invariant`) goes into results.json and the eval_result event.
 Scripts that start vLLM need an `if __name__ == "__main__":` guard (its engine runs in a spawned process).
+Given a log file (the command's: `<run>/derived/evals/vllm.log`), vLLM's own output goes there, never to the
+user's terminal (evaluator/vllm_output.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from evaluator.errors import CheckpointRefused, EvalError
 from evaluator.passk import sample_seed
 from evaluator.results_files import Sample
 from evaluator.scoring import Generation, Loading, load_model, placement
+from evaluator.vllm_output import route_logging, said_into, streams_into
 from evaluator.vllm_refit import WeightReceiver, stream_weights
 from recorder.errors import InputError
 
@@ -62,6 +65,10 @@ class VllmUnsupportedError(EvalError, InputError):
 
 class BackendCannotLoad(CheckpointRefused):
     """A checkpoint the installed vLLM cannot serve on this platform (recorded as eval_failed)."""
+
+
+class EngineFailed(CheckpointRefused):
+    """vLLM's engine did not start for a checkpoint (recorded as eval_failed, naming vLLM's log)."""
 
 
 def require_vllm() -> None:
@@ -176,17 +183,25 @@ def engine_arguments(
 class VllmWorkers:
     """The Workers of `--backend vllm`: one engine in a process vLLM spawns, driven from this one."""
 
-    def __init__(self, *, gpu_memory_utilization: float = 0.2, parallel: VllmParallel | None = None) -> None:
+    def __init__(
+        self, *, gpu_memory_utilization: float = 0.2, parallel: VllmParallel | None = None, log: Path | None = None
+    ) -> None:
+        """`log`: where vLLM's own output goes (None: where vLLM sends it, the standard streams)."""
         require_vllm()
+        self.log = log
+        if log is not None:
+            route_logging(log)
         # Imported when the workers start, as the torch Scorer does, so that start-up is not billed to the
         # first checkpoint (the fingerprint loads the model through transformers).
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM logs INFO lines to stdout, amid ours
-        import vllm
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)
+        with streams_into(log):  # vLLM's modules print as they are first imported
+            import vllm
+
+            self.mode = batch_invariant_mode()
         from transformers import AutoModelForCausalLM  # noqa: F401
 
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", KV_CACHE_GIB)
         self.version = vllm.__version__
-        self.mode = batch_invariant_mode()
         self.name = "vllm"
         self.parallel = parallel or VllmParallel()
         self.placed: dict[str, Any] = {}
@@ -231,9 +246,8 @@ class VllmWorkers:
         if self.llm is not None and key == self._engine_key:
             self.engine_start_s = 0.0  # this checkpoint's weights go into the running engine
             return
-        from vllm import LLM
-
-        check_head_size(checkpoint, config)
+        with streams_into(self.log):  # vLLM's modules print as they are first imported
+            check_head_size(checkpoint, config)
         self.close()
         if self.parallel.ray_address is not None:
             import ray
@@ -243,10 +257,18 @@ class VllmWorkers:
         self._config_dir = Path(tempfile.mkdtemp(prefix="recorder-vllm-config-"))
         (self._config_dir / "config.json").write_text(key[0])
         started = time.monotonic()
-        self.llm = LLM(
-            **engine_arguments(self._config_dir, config, loading, self.parallel),
-            gpu_memory_utilization=self.gpu_memory_utilization,
-        )
+        try:
+            with streams_into(self.log):  # the processes it spawns keep these streams
+                from vllm import LLM
+
+                self.llm = LLM(
+                    **engine_arguments(self._config_dir, config, loading, self.parallel),
+                    gpu_memory_utilization=self.gpu_memory_utilization,
+                )
+        except Exception as e:
+            if self.log is None:
+                raise
+            raise EngineFailed(f"{checkpoint}: vLLM's engine did not start: {said_into(self.log, e)}") from e
         self._engine_key = key
         self.engine_start_s = time.monotonic() - started
 
@@ -351,8 +373,10 @@ class VllmWorkers:
             self._config_dir = None
 
 
-def start_vllm_workers(n: int, address: str | None = None, parallel: VllmParallel | None = None) -> VllmWorkers:
+def start_vllm_workers(
+    n: int, address: str | None = None, parallel: VllmParallel | None = None, log: Path | None = None
+) -> VllmWorkers:
     """The session's workers for `--backend vllm` (Options allows only --workers 1); `address`: the Ray
-    cluster the engine's workers run on."""
+    cluster the engine's workers run on; `log`: where vLLM's own output goes."""
     base = parallel or VllmParallel()
-    return VllmWorkers(parallel=replace(base, ray_address=address or base.ray_address))
+    return VllmWorkers(parallel=replace(base, ray_address=address or base.ray_address), log=log)

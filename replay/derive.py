@@ -359,6 +359,7 @@ def derive_from(tl: Timeline, source: EventSource, ruleset: KnownRuleset, interp
     RenderedLines: produced from the facts, and from the events `source` reads back, each time they are
     iterated (a long run's log is written as it is produced). Every refusal is raised here, before any line."""
     interp = get_interpretation(interpretation)
+    interpretation = interp.name  # an earlier name (interpretations.ALIASES) is derived under the current one
     if interp.policy is None:
         return _as_recorded(tl, source, ruleset.name)
     rules = require_offline_rule(tl, ruleset, interpretation)

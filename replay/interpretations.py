@@ -72,7 +72,7 @@ def _not_passed(tl: Timeline, rules: RulesetFacts, emitted: Sequence[Evaluation]
         note = f" (evaluation failed for {', '.join(map(str, failed))})" if failed else ""
         raise NotEvaluatedError(
             f"run {tl.run_id}: no evaluated checkpoint passes ({name}: accuracy "
-            f"{'>=' if name == 'ge-threshold' else '>'} {pass_target(tl, rules)}) and steps "
+            f"{'>=' if name == NEMO_RL_GE else '>'} {pass_target(tl, rules)}) and steps "
             f"{', '.join(map(str, missing))} "
             f"are not evaluated yet{note}: no run_stop is derived"
         )
@@ -247,12 +247,13 @@ def checker_order(tl: Timeline, rules: RulesetFacts) -> Plan:
     return _not_passed(tl, rules, emitted, "checker-order")
 
 
-def ge_threshold(tl: Timeline, rules: RulesetFacts) -> Plan:
-    """The reference evaluator (NeMo-RL mlperf_grpo_deferred.py) stops when "accuracy >= target";
-    the 6.1.0 checker's ATLEAST_ONE_CHECK is "v['value'] > s['target_accuracy']". Official semantics, with >=."""
+def nemo_rl_ge(tl: Timeline, rules: RulesetFacts) -> Plan:
+    """NeMo-RL's >=: the reference evaluator (NeMo-RL mlperf_grpo_deferred.py) stops when "accuracy >=
+    target"; the 6.1.0 checker's ATLEAST_ONE_CHECK is "v['value'] > s['target_accuracy']". Official semantics,
+    passing at >= as NeMo-RL does: an accuracy exactly at the target passes here and not in `official`."""
     emitted, passing = _in_order_until_pass(tl, rules, ge=True)
     if passing is None:
-        return _not_passed(tl, rules, emitted, "ge-threshold")
+        return _not_passed(tl, rules, emitted, NEMO_RL_GE)
     return _success(tl, emitted, passing, "first checkpoint in evaluation order with accuracy >= target")
 
 
@@ -269,6 +270,9 @@ class Interpretation:
 
 AS_RECORDED_DOC = """Imported logs: the original ':::MLLOG' lines, verbatim and in file order (prefixes kept)."""
 AS_RECORDED = "as-recorded"
+NEMO_RL_GE = "nemo-rl-ge"
+# names a reading had before, still accepted wherever an interpretation is named; what is written is the new one
+ALIASES = {"ge-threshold": NEMO_RL_GE}
 
 INTERPRETATIONS: dict[str, Interpretation] = {
     i.name: i
@@ -279,15 +283,20 @@ INTERPRETATIONS: dict[str, Interpretation] = {
         Interpretation("zero-save-cost", zero_save_cost),
         Interpretation("inline-eval", inline_eval),
         Interpretation("checker-order", checker_order),
-        Interpretation("ge-threshold", ge_threshold),
+        Interpretation(NEMO_RL_GE, nemo_rl_ge),
         Interpretation(AS_RECORDED, None),
     )
 }
 
 
+def canonical_name(name: str) -> str:
+    """The interpretation's name as written and shown: an earlier name (ALIASES) gives its current one."""
+    return ALIASES.get(name, name)
+
+
 def get_interpretation(name: str) -> Interpretation:
     try:
-        return INTERPRETATIONS[name]
+        return INTERPRETATIONS[canonical_name(name)]
     except KeyError:
         raise UnknownInterpretationError(
             f"unknown interpretation {name!r}: choose one of {', '.join(INTERPRETATIONS)}"

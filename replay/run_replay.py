@@ -209,7 +209,7 @@ class ReplayRequest:
         if self.ruleset is not None:
             object.__setattr__(self, "known", get_known(self.ruleset))
         if self.interpretation is not None:
-            get_interpretation(self.interpretation)
+            object.__setattr__(self, "interpretation", get_interpretation(self.interpretation).name)
 
 
 NoticeKind = Literal["warning", "note", "unverified", "untrusted", "resumed", "not-comparable"]

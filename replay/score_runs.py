@@ -22,7 +22,7 @@ from recorder.verify.proof import proven_by
 from replay.check import CheckResult, compliance_lines, rcp
 from replay.derive import Derivation, derive_from
 from replay.errors import ReplayError, ScoreInputError
-from replay.interpretations import AS_RECORDED
+from replay.interpretations import AS_RECORDED, canonical_name
 from replay.preflight import UNTRUSTED, UNVERIFIED, mark_rows, verified
 from replay.rulesets import KnownRuleset, get_known, ruleset_for_run
 from replay.run_scan import RunScan, scan_verified
@@ -78,7 +78,8 @@ def _open(run_dir: Path, ruleset: KnownRuleset | None, interpretation: str | Non
     label = recorded_run_id(run) + (f" ({', '.join(marks)})" if marks else "")
     default = AS_RECORDED if scan.imported else "official"
     notes = [elsewhere] if elsewhere else []
-    return _Run(run, scan, known, unverified, label, interpretation or default, untrusted, report, notes)
+    name = canonical_name(interpretation) if interpretation else default
+    return _Run(run, scan, known, unverified, label, name, untrusted, report, notes)
 
 
 def _marks(run: _Run) -> dict[str, Any]:

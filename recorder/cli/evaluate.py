@@ -474,6 +474,8 @@ def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
     if s.remaining:
         head += f"; not evaluated (--limit): steps {', '.join(map(str, s.remaining))}"
     console.print(head, highlight=False)
+    if s.engine_log is not None:
+        console.print(f"vLLM's own output: {s.engine_log}", highlight=False)
     if s.passing_step is not None:
         console.print(
             f"first passing checkpoint: step {s.passing_step} ({compared} > {s.eval_cfg.target})",

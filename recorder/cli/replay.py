@@ -38,7 +38,8 @@ InterpOpt = Annotated[
         "--interpretation",
         "-i",
         help="official, earliest-passing, include-final-save, zero-save-cost, inline-eval, checker-order, "
-        "ge-threshold, as-recorded. Default: as-recorded for imported logs, official otherwise.",
+        "nemo-rl-ge (NeMo-RL's >=; ge-threshold is its earlier name), as-recorded. Default: as-recorded for "
+        "imported logs, official otherwise.",
     ),
 ]
 

@@ -1,8 +1,9 @@
 """The golden series written again by the real megatron-core (`.venv-mcore`, made by `.ci/mcore`) and
 compared with the committed ones: the same tensors under the same names, the same NeMo-RL files, the same
 configs, and megatron-core's forward giving the same logits (to float summation order: the thread count
-may differ). `.metadata` is compared through what it describes, not byte for byte: torch records the
-save's directory and a random save id in it."""
+may differ; in bf16, within megatron-core's own bf16 noise). `.metadata` is compared through what it
+describes, not byte for byte: torch records the save's directory and a random save id in it. The series a
+pipeline-parallel one loads (tests/fixtures/make_mcore.py's TWIN) is written first."""
 
 from __future__ import annotations
 
@@ -67,8 +68,12 @@ def test_megatron_core_writes_the_committed_series_again(kind: str, regenerated:
         load_file(str(regenerated / f"{kind}.logits.safetensors")),
     )
     assert old.keys() == new.keys()
+    # fp32 logits agree to summation order; bf16 ones (a series trained in bf16) within the series' own bf16
+    # noise, megatron-core's bf16 forward against its fp32 one: another CPU's bf16 kernels round otherwise
+    noise = max((old[f"step_{s}"] - old[f"step_{s}.fp32"]).abs().max().item() for s in STEPS)
     for name in old:
-        assert (old[name] - new[name]).abs().max().item() <= 1e-4, name
+        bound = 1e-4 if name.endswith(".fp32") else max(1e-4, noise)
+        assert (old[name] - new[name]).abs().max().item() <= bound, (name, bound)
 
 
 def test_the_regenerated_tokenizer_is_the_committed_one(regenerated: Path) -> None:

@@ -100,6 +100,23 @@ def test_fp32_training_with_bf16_rollouts_is_evaluated_in_bf16_and_fp32_is_named
     assert "eval-precision" in done.stdout and "step 19 was evaluated in fp32" in done.stdout.replace("\n", " ")
 
 
+@pytest.mark.slow  # the default tier compares the two series' loaded tensors and logits (test_mcore_pipeline.py)
+def test_a_series_saved_by_pipeline_stages_imports_with_its_twins_fingerprints(tmp_path: Path) -> None:
+    """import-checkpoints loads each checkpoint and records its fingerprint (the mean log-likelihood of fixed
+    texts under the loaded model): the PP2 series and the TP1 series whose weights it saved again agree."""
+    from recorder.reader import read_run
+    from trainer.policy.checkpoints.fingerprint import matches
+
+    def fingerprints(kind: str) -> dict[int, float]:
+        run, _ = _import(tmp_path / kind, kind)
+        committed = [e for e in read_run(run).events if e.kind == "checkpoint_committed"]
+        return {e.step: e.data["fingerprint"]["value"] for e in committed}
+
+    pp, twin = fingerprints("dense-pp2"), fingerprints(mcore_golden.TWINS["dense-pp2"])
+    assert sorted(pp) == sorted(twin) == list(SMALL_STEPS)
+    assert all(matches(twin[s], pp[s]) for s in SMALL_STEPS), (pp, twin)
+
+
 def test_without_the_base_models_config_the_import_says_what_to_pass(tmp_path: Path) -> None:
     series = mcore_golden.copy_series("dense-tp1", tmp_path / "checkpoints")
     log = nemo_run.write_training_mllog(tmp_path / "mlperf_training.log", final_step=SMALL_STEPS[-1])

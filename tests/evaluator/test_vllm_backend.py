@@ -15,7 +15,10 @@ The engine starts once per model shape (each start is ~30 s and ~3.5 GB); the se
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ from recorder.reader import read_run
 from recorder.rules import TARGET
 from tests.contract.workers_contract import WorkersContract
 from tests.evaluator.synth import record_run
+from tests.helpers import run_cli
 from tests.kit import sample_series
 from trainer.policy.taskspec import shipped
 
@@ -166,6 +170,68 @@ def test_a_head_size_vllm_cannot_serve_on_cpu_is_an_eval_failed(engine: SharedEn
     (outcome,) = summary.outcomes
     assert outcome.status == "failed" and outcome.error == "BackendCannotLoad"
     assert "head size 16" in outcome.reason and "--backend torch" in outcome.reason
+
+
+# a line vLLM's loggers write: "(EngineCore pid=123) WARNING 12-06 07:57:01 [base.py:380] ..."
+VLLM_LINE = re.compile(r"^\((?:MainProcess|EngineCore|VllmWorker|Worker)[^)]* pid=\d+\) [A-Z]+ ", re.MULTILINE)
+
+
+def _nothing_of_vllms(done: subprocess.CompletedProcess[str]) -> None:
+    """The command printed none of vLLM's own lines, warnings or tracebacks."""
+    shown = done.stdout + done.stderr
+    assert not VLLM_LINE.search(shown), shown
+    assert "Traceback" not in shown and "Triton" not in shown and "Warning:" not in shown, shown
+
+
+def test_an_evaluation_on_vllm_keeps_vllms_own_output_in_the_runs_log(
+    hf_run: Path, greedy_spec: Path, tmp_path: Path
+) -> None:
+    """`recorder eval --backend vllm`, as a user runs it: vLLM's warm-up traceback and warnings (its engine's
+    processes' included) go to <run>/derived/evals/vllm.log, which the command names, not to the terminal."""
+    shutil.copytree(hf_run.parent, tmp_path / "copy")
+    run = tmp_path / "copy" / hf_run.name
+    done = run_cli("eval", str(run), "--backend", "vllm", "--task", str(greedy_spec), "--dtype", "fp32", "--all")
+    assert done.returncode == 1, done.stdout + done.stderr  # a tiny random model: nothing passes
+    _nothing_of_vllms(done)
+    log = run / "derived" / "evals" / "vllm.log"
+    assert f"vLLM's own output: {log}" in done.stdout, done.stdout
+    kept = log.read_text()
+    assert re.search(r"^\(EngineCore[^)]* pid=\d+\) ", kept, re.MULTILINE), kept[-3000:]  # the engine's process
+    errors = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: no evaluated checkpoint reached"), done.stderr
+
+
+def test_a_checkpoint_vllm_cannot_serve_reaches_the_user_in_one_error_line(tmp_path: Path) -> None:
+    run = record_run(tmp_path, steps=18).path  # the default tiny test model: head size 16
+    done = run_cli("eval", str(run), "--backend", "vllm")
+    assert done.returncode == 1, done.stdout + done.stderr
+    _nothing_of_vllms(done)
+    assert "step 18: FAILED BackendCannotLoad:" in done.stdout and "head size 16" in done.stdout, done.stdout
+    errors = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and "1 evaluation(s) failed (steps 18)" in errors[0], done.stderr
+
+
+def test_an_engine_that_does_not_start_reaches_the_user_in_one_error_line_naming_vllms_log(tmp_path: Path) -> None:
+    """A config vLLM refuses when its engine starts (an architecture it has no model for; transformers builds
+    the fingerprint's copy from model_type): a FAILED line naming vLLM's log, which holds what vLLM said."""
+    from recorder.adapters.nemo import import_checkpoints
+    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+
+    series = sample_series.write_series(tmp_path / "ckpt", {18: UPDATES_MS[18]}, hidden_size=64)
+    config = series / "step_18" / "policy" / "weights" / "config.json"
+    written = config.stat().st_mtime_ns  # as the save dated it
+    config.write_text(json.dumps(json.loads(config.read_text()) | {"architectures": ["NoSuchModelForCausalLM"]}))
+    os.utime(config, ns=(written, written))
+    import_checkpoints(series, tmp_path / "run", fingerprint=checkpoint_fingerprinter(shipped("math-word")))
+    done = run_cli("eval", str(tmp_path / "run"), "--backend", "vllm", "--task", str(shipped("math-word")))
+    assert done.returncode == 1, done.stdout + done.stderr
+    _nothing_of_vllms(done)
+    log = tmp_path / "run" / "derived" / "evals" / "vllm.log"
+    failed = [x for x in done.stdout.splitlines() if x.startswith("step 18: FAILED EngineFailed:")]
+    assert len(failed) == 1 and failed[0].endswith(f"(its whole text and vLLM's own output: {log})"), done.stdout
+    assert "NoSuchModelForCausalLM" in failed[0] and "NoSuchModelForCausalLM" in log.read_text(), done.stdout
+    errors = [x for x in done.stderr.splitlines() if x.startswith("error:")]
+    assert len(errors) == 1 and "1 evaluation(s) failed (steps 18)" in errors[0], done.stderr
 
 
 class TestVllmWorkers(WorkersContract):

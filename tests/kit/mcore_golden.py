@@ -14,7 +14,9 @@ from pathlib import Path
 from tests.kit.sample_series import WRITE_MS
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "mcore"
-SERIES = ("dense-tp1", "dense-tp2", "moe", "hybrid")
+SERIES = ("dense-tp1", "dense-tp2", "moe", "hybrid", "dense-pp2", "moe-ep2")
+# a series saved by pipeline stages or with its experts spread over ranks -> the same weights saved by one rank
+TWINS = {"dense-pp2": "dense-tp1", "moe-ep2": "moe"}
 STEPS = (18, 19)
 ITERATION = Path("policy") / "weights" / "iter_0000000"
 

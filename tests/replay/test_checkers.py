@@ -94,10 +94,10 @@ def test_skipping_the_validation_start_fails_official_and_passes_checker_order(t
     assert not result.ok and any("next_validation_samples" in r for r in result.reasons)
 
 
-def test_ge_threshold_at_exactly_the_target_fails_the_checker(tmp_path: Path) -> None:
-    """Step 18 scores exactly 0.69: the reference evaluator (>=) stops there; the checker demands > 0.69."""
+def test_nemo_rl_ge_at_exactly_the_target_fails_the_checker(tmp_path: Path) -> None:
+    """Step 18 scores exactly 0.69: NeMo-RL's reference evaluator (>=) stops there; the checker demands > 0.69."""
     events = _closed(tmp_path, "ge", [(18, 0.69), (19, 0.72)])
-    ge = derive_run(events, "6.1.0", "ge-threshold")
+    ge = derive_run(events, "6.1.0", "nemo-rl-ge")
     official = derive_run(events, "6.1.0", "official")
     assert (ge.passing_step, official.passing_step) == (18, 19)
     result = compliance(ge.text())

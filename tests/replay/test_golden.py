@@ -27,7 +27,7 @@ EXPECTED: dict[str, dict[str, tuple[str, int | None, float]]] = {
         "zero-save-cost": ("success", 4, 240),
         "inline-eval": ("success", 4, 240 + 60),
         "checker-order": ("success", 4, 240),
-        "ge-threshold": ("success", 4, 240),
+        "nemo-rl-ge": ("success", 4, 240),
     },
     "later_pass": {
         "official": ("success", 6, 364),
@@ -36,7 +36,7 @@ EXPECTED: dict[str, dict[str, tuple[str, int | None, float]]] = {
         "zero-save-cost": ("success", 6, 364 - 4),
         "inline-eval": ("success", 6, 364 - 6 + 2 + 3 * 60),
         "checker-order": ("success", 6, 364),
-        "ge-threshold": ("success", 6, 364),
+        "nemo-rl-ge": ("success", 6, 364),
     },
     "aborted": {
         "official": ("aborted", None, 364),
@@ -45,7 +45,7 @@ EXPECTED: dict[str, dict[str, tuple[str, int | None, float]]] = {
         "zero-save-cost": ("aborted", None, 360),
         "inline-eval": ("aborted", None, 540),
         "checker-order": ("aborted", None, 364),
-        "ge-threshold": ("aborted", None, 364),
+        "nemo-rl-ge": ("aborted", None, 364),
     },
     "descending": {
         "official": ("success", 6, 364),
@@ -54,7 +54,7 @@ EXPECTED: dict[str, dict[str, tuple[str, int | None, float]]] = {
         "zero-save-cost": ("success", 6, 360),
         "inline-eval": ("success", 5, 304 - 4 + 60 + 60),
         "checker-order": ("success", 5, 302),
-        "ge-threshold": ("success", 6, 364),
+        "nemo-rl-ge": ("success", 6, 364),
     },
     "arbitrary_order": {
         "official": ("success", 5, 302),
@@ -63,7 +63,7 @@ EXPECTED: dict[str, dict[str, tuple[str, int | None, float]]] = {
         "zero-save-cost": ("success", 5, 300),
         "inline-eval": ("success", 4, 300),
         "checker-order": ("success", 4, 240),
-        "ge-threshold": ("success", 5, 302),
+        "nemo-rl-ge": ("success", 5, 302),
     },
     "several_passing": {
         "official": ("success", 5, 302),
@@ -72,7 +72,7 @@ EXPECTED: dict[str, dict[str, tuple[str, int | None, float]]] = {
         "zero-save-cost": ("success", 5, 300),
         "inline-eval": ("success", 5, 420),
         "checker-order": ("success", 5, 302),
-        "ge-threshold": ("success", 4, 240),
+        "nemo-rl-ge": ("success", 4, 240),
     },
     "late_metrics": {
         "official": ("success", 5, 302),
@@ -81,7 +81,7 @@ EXPECTED: dict[str, dict[str, tuple[str, int | None, float]]] = {
         "zero-save-cost": ("success", 5, 300),
         "inline-eval": ("success", 5, 420),
         "checker-order": ("success", 5, 302),
-        "ge-threshold": ("success", 5, 302),
+        "nemo-rl-ge": ("success", 5, 302),
     },
 }
 
@@ -141,7 +141,7 @@ def test_design_worked_example(tmp_path: Path) -> None:
         "zero-save-cost": (19, 1140),
         "inline-eval": (18, 1140),
         "checker-order": (18, 1080),
-        "ge-threshold": (19, 1142),
+        "nemo-rl-ge": (19, 1142),
     }
     for name, (step, stop_s) in table.items():
         d = derive_run(events, "6.1.0", name)

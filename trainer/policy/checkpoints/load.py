@@ -146,7 +146,8 @@ def read_mcore(
     from trainer.policy.checkpoints.mcore_names import to_hf
 
     state, digests = read_dcp(info, files, expected, dtype, threads)
-    return to_hf(state, require_config(info), where=info.path), digests
+    metadata = min((f for f in files if f.name == DCP_METADATA), key=lambda f: len(f.parts))  # read_dcp's
+    return to_hf(state, require_config(info), where=metadata), digests
 
 
 def _rel(info: CheckpointInfo, path: Path) -> str:

@@ -12,6 +12,13 @@ saved split by part (`in_proj.weight.query` ... `.alpha`), or whole in the same 
 the hub checkpoint's per-expert names (`mlp.experts.E.gate_proj.weight`), which vLLM loads as they are and
 `hf_layout.fuse_experts` stacks for transformers' fused experts. Every Megatron tensor must map, or the load is
 refused: a silently dropped tensor would evaluate a different model.
+
+Pipeline stages: megatron-core (0.16) saves each stage's layers under their global numbers, a stacked tensor
+as the stage's rows of the whole layer axis, a per-layer name with the layer's number in the whole model; the
+embedding is the first stage's, the final norm and output layer the last's. So a series saved with pipeline
+parallelism reads as one saved without. A layer axis that is not the model's, a layer number past the model's
+last, or a layer no tensor names (a stage numbered from 0 on its own, a stage's part absent) is refused naming
+the `.metadata` and the key: which layer a tensor belongs to is never guessed.
 """
 
 from __future__ import annotations
@@ -73,6 +80,7 @@ def to_hf(state: dict[str, torch.Tensor], config: dict[str, Any], *, where: Path
     import torch
 
     layers = int(_text_config(config).get("num_hidden_layers", 0))
+    _check_layers(state, layers, where)
     out: dict[str, torch.Tensor] = {}
     parts: dict[str, dict[int, torch.Tensor]] = {}
     for name, tensor in _unstack(state, layers).items():
@@ -102,6 +110,40 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     """A multimodal config's language model part (Qwen3.5's `text_config`), else the config itself."""
     text = config.get("text_config")
     return text if isinstance(text, dict) else config
+
+
+def _check_layers(state: dict[str, torch.Tensor], layers: int, where: Path) -> None:
+    """CheckpointError unless the tensors' layers are exactly the model's `layers`, each by its global number:
+    a stacked tensor's first axis is the whole layer axis, a per-layer name's number one of the model's."""
+    numbered: set[int] = set()
+    stacked = False
+    for name, tensor in state.items():
+        if not name.startswith("decoder.layers."):
+            continue
+        m = _LAYER.fullmatch(name)
+        if m is None:  # stacked: the first axis is the layer axis, every stage's rows in it
+            if tensor.shape[:1] != (layers,):
+                raise CheckpointError(
+                    f"{where}: {name} stacks {tensor.shape[0] if tensor.dim() else 0} layers along its first axis, "
+                    f"the model config has {layers} (num_hidden_layers): the checkpoint is not this model's, or its "
+                    "pipeline stages were not saved as one checkpoint"
+                )
+            stacked = True
+        elif int(m.group(1)) >= layers:
+            raise CheckpointError(
+                f"{where}: {name} is layer {m.group(1)}, the model config has {layers} layers (num_hidden_layers): "
+                "the checkpoint is not this model's"
+            )
+        else:
+            numbered.add(int(m.group(1)))
+    absent = [] if stacked else sorted(set(range(layers)) - numbered)
+    if absent:
+        shown = ", ".join(map(str, absent[:8])) + (" ..." if len(absent) > 8 else "")
+        raise CheckpointError(
+            f"{where}: no tensor of layer {shown} (decoder.layers.N.*), the model config has {layers} layers: a "
+            "pipeline stage's part is missing, or its layers are numbered from 0 within the stage, not as "
+            "megatron-core numbers them"
+        )
 
 
 def _unstack(state: dict[str, torch.Tensor], layers: int) -> dict[str, torch.Tensor]:

@@ -54,14 +54,31 @@ def quiet() -> Iterator[None]:
     import logging
     from contextlib import redirect_stderr
 
+    import lm_eval.evaluator
+
     logger = logging.getLogger("lm_eval")
-    before = logger.level
+    before = logger.level, lm_eval.evaluator.get_git_commit_hash
     logger.setLevel(logging.ERROR)
+    # lm-eval asks git for the working directory's commit with git's stderr on the terminal: outside a
+    # checkout that is a "fatal: not a git repository" line among the scores. The same question, asked quietly.
+    lm_eval.evaluator.get_git_commit_hash = _working_directory_commit
     try:
         with redirect_stderr(io.StringIO()):
             yield
     finally:
-        logger.setLevel(before)
+        logger.setLevel(before[0])
+        lm_eval.evaluator.get_git_commit_hash = before[1]
+
+
+def _working_directory_commit() -> str | None:
+    """`git describe --always` in the working directory, as lm-eval records it; None outside a checkout."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True, check=False)
+    except OSError:  # no git
+        return None
+    return (done.stdout.strip() or None) if done.returncode == 0 else None
 
 
 def sample_row(s: dict[str, Any]) -> dict[str, Any]:

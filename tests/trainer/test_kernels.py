@@ -76,6 +76,7 @@ def _probe(kernels: str, *, pinned: bool) -> dict[str, object]:
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow  # a probe per kernel set, in its own process; the pinned comparison below stays in the tier
 @pytest.mark.parametrize("kernels", list(KERNEL_SETS))
 def test_each_kernel_set_this_cpu_offers_computes_with_its_own_kernels(kernels: str) -> None:
     """A set the CPU announces but cannot execute (a virtual machine reporting AVX-512 it lacks) is skipped
@@ -92,6 +93,7 @@ def test_pinned_kernels_give_the_same_bits_under_every_kernel_set() -> None:
     assert len({p["digest"] for p in probes.values()}) == 1, probes
 
 
+@pytest.mark.slow  # the unpinned probes of every kernel set, as above
 def test_without_the_pin_each_kernel_set_has_its_own_float_order() -> None:
     offered = _offered()
     if len(offered) < 2:

@@ -46,6 +46,9 @@ def verify(
     key, or a signed segment deleted or cut fails (exit 1). With --trust, each segment is reported signed by
     a trusted key (by its file name), signed by an untrusted key, or unsigned, and only trusted keys pass.
     """
+    from recorder.run import RunDir
+
+    RunDir.open(run_dir)  # a path that is no run is said before the verifier (pyarrow, DuckDB) loads
     from recorder.history.cache import verify_with_cache
     from recorder.signing import load_trusted
     from recorder.verify.trust import trusted_from_environment

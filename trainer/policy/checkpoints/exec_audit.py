@@ -5,7 +5,7 @@ put first on `sys.path` and then taken out of `sys.modules` again, one imported 
 path inside the archive, no file of its own), one that set its own `__file__` to None. So an audit hook
 (`sys.addaudithook`) sees each `exec` of a module's code by a loader (`exec_module`, the one way importlib,
 `importlib.reload` and a hand-made spec run a module), with the loader and the place it ran from as they are
-at that instant, and code a module runs from a file by hand (`runpy.run_path`, `exec(compile(...))` of a
+at that instant, and code a module runs from a file by hand (`runpy.run_path`, `exec` of what `compile` made of a
 file's text named by its path). A module is accepted when it ran from the `--model-code` tree through the
 recorder's source-only loader (tree_import.py records its bytes), or through Python's own file loaders
 (source, bytecode, extension) from a file of an installed library (the standard library, site-packages) or

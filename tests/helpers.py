@@ -47,6 +47,17 @@ def terminal_recording(columns: int, *args: str) -> str:
     return done.stdout.decode("utf-8", "replace")
 
 
+def _own_terminal() -> None:
+    """In the child: the pseudo-terminal on its stdin becomes its controlling terminal, and Ctrl-C does what
+    it does in a user's shell (a test run started in the background inherits SIGINT ignored)."""
+    import fcntl
+    import signal
+    import termios
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
 def interrupted_on_terminal(columns: int, when: str, *command: str, timeout: float = 600) -> tuple[int, str]:
     """(exit status, every byte written) of `command` (argv) on a pseudo-terminal `columns` wide whose user
     types Ctrl-C once `when` is drawn: the terminal itself sends SIGINT to the command, as a shell's
@@ -67,7 +78,7 @@ def interrupted_on_terminal(columns: int, when: str, *command: str, timeout: flo
         stderr=child_side,
         env={**os.environ, "COLUMNS": str(columns)},
         start_new_session=True,  # a session of its own, whose controlling terminal is the pseudo-terminal
-        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+        preexec_fn=_own_terminal,
     )
     os.close(child_side)
     written, typed, deadline = bytearray(), False, time.monotonic() + timeout

@@ -214,14 +214,18 @@ def test_sharded_checkpoints_score_as_the_consolidated_ones_and_a_bad_shard_is_n
 
     assert completions(dcp_run) == completions(dp_run)
     shard = step_dir / "__1_0.distcp"
-    data = bytearray(shard.read_bytes())
+    honest = shard.read_bytes()
+    data = bytearray(honest)
     data[len(data) // 2] ^= 1
     shard.write_bytes(bytes(data))
-    found = verify_run(dcp_run)
-    assert not found.ok and "__1_0.distcp" in str(found.problems)
-    # a run that fails verify is not evaluated (the loader's own refusal: tests/checkpoints/test_formats.py)
-    refused = run_cli("eval", str(dcp_run), "--all")
-    assert refused.returncode != 0 and "__1_0.distcp" in refused.stderr.replace("\n", ""), refused.stderr
+    try:
+        found = verify_run(dcp_run)
+        assert not found.ok and "__1_0.distcp" in str(found.problems)
+        # a run that fails verify is not evaluated (the loader's own refusal: tests/checkpoints/test_formats.py)
+        refused = run_cli("eval", str(dcp_run), "--all")
+        assert refused.returncode != 0 and "__1_0.distcp" in refused.stderr.replace("\n", ""), refused.stderr
+    finally:  # the run is the module's: the tests after this one read it honest
+        shard.write_bytes(honest)
 
 
 @pytest.mark.slow

@@ -104,7 +104,8 @@ class _PanelledCommand(TyperCommand):
     in its rich help, which the plain help (quicker to start) does not import."""
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
-        arguments, sections = [], {"Options": []}  # type: ignore[var-annotated]
+        arguments: list[tuple[str, str]] = []
+        sections: dict[str, list[tuple[str, str]]] = {"Options": []}
         for param in self.get_params(ctx):
             record = param.get_help_record(ctx)
             if record is None:

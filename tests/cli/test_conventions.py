@@ -86,12 +86,10 @@ def test_help_shows_metavars_never_python_types() -> None:
 
 
 def test_shell_completion_is_installable_and_completes_commands() -> None:
-    # the shell is found from the process that runs the command (as a user's shell runs it), so bash runs it
+    # the shell is found among the command's parent processes, so bash runs it as a user's shell does: the
+    # `:` after it keeps bash from exec-ing it (a runner started outside any shell would have none)
     script = subprocess.run(
-        ["bash", "-c", f"{shlex.quote(RECORDER)} --show-completion"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "SHELL": "/bin/bash"},
+        ["bash", "-c", f"{shlex.quote(RECORDER)} --show-completion; :"], capture_output=True, text=True
     )
     assert script.returncode == 0 and "_RECORDER_COMPLETE=complete_bash" in script.stdout, script
     env = {**os.environ, "_RECORDER_COMPLETE": "complete_bash", "COMP_WORDS": "recorder ver", "COMP_CWORD": "1"}

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli.shell import run_main
 from tests.helpers import REPO, run_cli
 from tests.kit.synthetic import record_run
 
@@ -51,13 +52,13 @@ def test_a_validation_error_comes_without_the_start_line(tmp_path: Path) -> None
 def test_query_runs_the_statements_its_help_names_and_refuses_the_rest(tmp_path: Path) -> None:
     record_run(tmp_path / "runs", "q", gbs=256, steps=20, closed=True)
     root = str(tmp_path / "runs")
-    help_text = " ".join(run_cli("query", "--help").stdout.split())
+    help_text = " ".join(run_main("query", "--help").out.split())
     for statement in ("SELECT", "EXPLAIN", "PIVOT", "DESCRIBE", "SHOW", "SUMMARIZE"):
         assert statement in help_text, help_text
-    described = run_cli("query", "--root", root, "DESCRIBE runs", "--format", "json")
-    assert described.returncode == 0 and "pass_target" in described.stdout, described.stderr
-    refused = run_cli("query", "--root", root, "CREATE TABLE t AS SELECT 1")
-    assert refused.returncode == 2 and "read-only (SELECT, EXPLAIN, PIVOT, DESCRIBE, SHOW, SUMMARIZE)" in refused.stderr
+    described = run_main("query", "--root", root, "DESCRIBE runs", "--format", "json")
+    assert described.code == 0 and "pass_target" in described.out, described.err
+    refused = run_main("query", "--root", root, "CREATE TABLE t AS SELECT 1")
+    assert refused.code == 2 and "read-only (SELECT, EXPLAIN, PIVOT, DESCRIBE, SHOW, SUMMARIZE)" in refused.err
 
 
 def test_a_non_file_in_events_is_named_and_skipped_as_documented(tmp_path: Path) -> None:
@@ -86,14 +87,14 @@ def test_the_stale_note_names_the_command_that_refreshes_the_cache(tmp_path: Pat
     from tests.kit.synthetic import record_evals
 
     run = record_run(tmp_path / "runs", "s", gbs=256, steps=20, closed=True)
-    run_cli("score", str(run.path))
+    run_main("score", str(run.path))
     record_evals(run, [(19, 0.72)], gbs=256, start_s=1500, each_s=60)
-    note = next(x for x in run_cli("verify", str(run.path)).stderr.splitlines() if "stale" in x)  # a warning
+    note = next(x for x in run_main("verify", str(run.path)).err.splitlines() if "stale" in x)  # a warning
     command = re.search(r"`(recorder replay [^`]+)`", note)
     assert command, note
-    assert run_cli(*command.group(1).split()[1:]).returncode == 0  # follow it
-    after = run_cli("verify", str(run.path))
-    assert after.returncode == 0 and "stale" not in after.stdout + after.stderr
+    assert run_main(*command.group(1).split()[1:]).code == 0  # follow it
+    after = run_main("verify", str(run.path))
+    assert after.code == 0 and "stale" not in after.out + after.err
     state = json.loads((run.derived / "state.json").read_text())
     assert set(state["derived"]["scores.jsonl"]["events"]) == {"trainer-0001.arrows", "evaluator-0001.arrows"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_cli
+from tests.cli.shell import run_main
 from tests.kit.synthetic import record_run
 
 VICTIM = b"a file outside the run that nobody asked to change\n"
@@ -44,8 +44,8 @@ def test_a_planted_output_symlink_is_replaced_never_followed(run: Path, tmp_path
     victim.write_bytes(VICTIM)
     out = tmp_path / f"out{SUFFIX[command]}"
     out.symlink_to(victim)
-    done = run_cli(*COMMANDS[command](run, out))
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_main(*COMMANDS[command](run, out))
+    assert done.code == 0, done.out + done.err
     assert victim.read_bytes() == VICTIM
     assert not out.is_symlink() and out.stat().st_size > 0
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # nothing half-written left

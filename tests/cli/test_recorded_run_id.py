@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.shell import run_main
 from tests.evaluator.synth import record_run
 from tests.helpers import run_cli
 
@@ -34,26 +35,26 @@ def test_every_command_names_a_copied_run_by_its_recorded_id(copied: Path) -> No
     assert done.returncode in (0, 1), done.stdout + done.stderr  # scored; whether a random model passes is not asked
     assert _named(r"^run (\S+): \d+ evaluated", done.stdout) == ["r1"], done.stdout
 
-    evals = run_cli("evals", str(copied))
-    assert evals.returncode == 0 and _named(r"^\s*(\S+): \d+ evaluations", evals.stdout) == ["r1"], evals.stdout
+    evals = run_main("evals", str(copied))
+    assert evals.code == 0 and _named(r"^\s*(\S+): \d+ evaluations", evals.out) == ["r1"], evals.out
 
-    verify = run_cli("verify", str(copied))
-    assert verify.returncode == 0, verify.stdout + verify.stderr
-    assert _named(r"^run (\S+): \d+ segments", verify.stdout) == ["r1"], verify.stdout
+    verify = run_main("verify", str(copied))
+    assert verify.code == 0, verify.out + verify.err
+    assert _named(r"^run (\S+): \d+ segments", verify.out) == ["r1"], verify.out
 
-    events = run_cli("events", str(copied), "--kind", "run_opened")
-    assert events.returncode == 0 and _named(r"^\s*(\S+): 1 events", events.stdout) == ["r1"], events.stdout
+    events = run_main("events", str(copied), "--kind", "run_opened")
+    assert events.code == 0 and _named(r"^\s*(\S+): 1 events", events.out) == ["r1"], events.out
 
-    replay = run_cli("replay", str(copied))
-    assert replay.returncode == 0, replay.stdout + replay.stderr
+    replay = run_main("replay", str(copied))
+    assert replay.code == 0, replay.out + replay.err
     rows = [json.loads(x) for x in (copied / "derived" / "scores.jsonl").read_text().splitlines()]
     assert {r["run_id"] for r in rows} == {"r1"}
 
-    compact = run_cli("compact", "--root", str(copied.parent))
-    assert compact.returncode == 0 and _named(r"^(\S+): (?:compacted|fresh)", compact.stdout) == ["r1"], compact.stdout
+    compact = run_main("compact", "--root", str(copied.parent))
+    assert compact.code == 0 and _named(r"^(\S+): (?:compacted|fresh)", compact.out) == ["r1"], compact.out
 
-    runs = run_cli("runs", "--root", str(copied.parent))
-    assert runs.returncode == 0 and "r1" in runs.stdout and "r1-copy" not in runs.stdout, runs.stdout + runs.stderr
+    runs = run_main("runs", "--root", str(copied.parent))
+    assert runs.code == 0 and "r1" in runs.out and "r1-copy" not in runs.out, runs.out + runs.err
 
 
 def test_a_copy_beside_its_original_is_left_out_of_the_history_by_name(copied: Path, tmp_path: Path) -> None:
@@ -61,8 +62,8 @@ def test_a_copy_beside_its_original_is_left_out_of_the_history_by_name(copied: P
     root.mkdir()
     shutil.copytree(copied, root / "r1", symlinks=True)
     shutil.copytree(copied, root / "r1-copy", symlinks=True)
-    runs = run_cli("runs", "--root", str(root))
-    assert runs.returncode == 0, runs.stdout + runs.stderr
-    said = runs.stdout + runs.stderr
+    runs = run_main("runs", "--root", str(root))
+    assert runs.code == 0, runs.out + runs.err
+    said = runs.out + runs.err
     assert f"{root / 'r1-copy'}: left out of the history: it records run id 'r1', as {root / 'r1'} does" in said
-    assert len(_named(r"^\S*\s*r1\s", runs.stdout)) == 1, runs.stdout  # one row, not two merged under r1
+    assert len(_named(r"^\S*\s*r1\s", runs.out)) == 1, runs.out  # one row, not two merged under r1

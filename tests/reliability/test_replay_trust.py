@@ -9,7 +9,7 @@ from recorder.log import LogWriter
 from recorder.reader import read_run
 from recorder.run import RunDir
 from replay.preflight import clock_steps
-from tests.helpers import run_cli
+from tests.cli.shell import run_main
 from tests.kit.synthetic import record_run
 
 
@@ -27,42 +27,42 @@ def _tamper_a_value(run: Path) -> None:
 
 def test_intact_run_replays_unmarked(tmp_path):
     run = _evaluated_run(tmp_path)
-    r = run_cli("replay", str(run))
-    assert r.returncode == 0, r.stderr
-    assert "UNVERIFIED" not in r.stdout and (run / "derived" / "result_official.txt").exists()
+    r = run_main("replay", str(run))
+    assert r.code == 0, r.err
+    assert "UNVERIFIED" not in r.out and (run / "derived" / "result_official.txt").exists()
 
 
 def test_tampered_run_is_refused(tmp_path):
     run = _evaluated_run(tmp_path)
     _tamper_a_value(run)
     assert read_run(run).events  # still readable: only verification can tell
-    r = run_cli("replay", str(run))
-    assert r.returncode == 1 and "fails verification" in r.stderr and "--force" in r.stderr
-    assert "evaluator-0001.arrows seq" in r.stderr and "Traceback" not in r.stderr
+    r = run_main("replay", str(run))
+    assert r.code == 1 and "fails verification" in r.err and "--force" in r.err
+    assert "evaluator-0001.arrows seq" in r.err and "Traceback" not in r.err
     assert not (run / "derived").exists() or not list((run / "derived").glob("result_*"))
 
 
 def test_forced_replay_is_marked_everywhere(tmp_path):
     run = _evaluated_run(tmp_path)
     _tamper_a_value(run)
-    r = run_cli("replay", str(run), "--force")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("UNVERIFIED:")
+    r = run_main("replay", str(run), "--force")
+    assert r.code == 0, r.err
+    assert r.out.startswith("UNVERIFIED:")
     derived = run / "derived"
     assert (derived / "result_official.UNVERIFIED.txt").exists() and not (derived / "result_official.txt").exists()
     assert not list(derived.glob("*.txt.UNVERIFIED"))  # the default name carries the mark itself
     rows = [json.loads(line) for line in (derived / "scores.jsonl").read_text().splitlines()]
     assert rows and all(row["verified"] is False and row["why"].startswith("UNVERIFIED") for row in rows)
     # the history leaves a run that fails verification out, and says so
-    q = run_cli("query", "--root", str(tmp_path), "SELECT count(*) AS n FROM scores", "--format", "csv")
-    assert q.returncode == 0 and q.stdout.split()[-1] == "0" and "left out of the history" in " ".join(q.stderr.split())
+    q = run_main("query", "--root", str(tmp_path), "SELECT count(*) AS n FROM scores", "--format", "csv")
+    assert q.code == 0 and q.out.split()[-1] == "0" and "left out of the history" in " ".join(q.err.split())
     # a chosen output name gets a sidecar
     out = tmp_path / "mine.txt"
-    r = run_cli("replay", str(run), "--force", "-o", str(out))
-    assert r.returncode == 0 and out.exists() and (tmp_path / "mine.txt.UNVERIFIED").exists()
+    r = run_main("replay", str(run), "--force", "-o", str(out))
+    assert r.code == 0 and out.exists() and (tmp_path / "mine.txt.UNVERIFIED").exists()
     # and --compare marks every verdict
-    r = run_cli("replay", str(run), "--force", "--compare")
-    assert r.returncode == 0 and "UNVERIFIED: every row above" in " ".join(r.stdout.split()), r.stdout
+    r = run_main("replay", str(run), "--force", "--compare")
+    assert r.code == 0 and "UNVERIFIED: every row above" in " ".join(r.out.split()), r.out
 
 
 def test_wall_clock_stepping_back_is_warned_with_seq_and_size(tmp_path):
@@ -85,9 +85,9 @@ def test_wall_clock_stepping_back_is_warned_with_seq_and_size(tmp_path):
     assert len(steps) == 1 and steps[0].seq == 5 and abs(steps[0].back_ns - (3600 * 10**9 - 10**6)) < 10**6
     mono = [e.mono_ns for e in sorted(events, key=lambda e: e.seq)]
     assert mono == sorted(mono)  # mono_ns shows the real order
-    r = run_cli("replay", str(run.path))
-    assert "seq 5: the wall clock stepped back 3599.999 s" in r.stdout.replace("\n", " ")
-    assert "Traceback" not in r.stderr
+    r = run_main("replay", str(run.path))
+    assert "seq 5: the wall clock stepped back 3599.999 s" in r.out.replace("\n", " ")
+    assert "Traceback" not in r.err
 
 
 def test_synthetic_out_of_order_stamps_are_not_clock_steps(tmp_path):
@@ -98,8 +98,8 @@ def test_synthetic_out_of_order_stamps_are_not_clock_steps(tmp_path):
 def test_score_refuses_a_tampered_run_unless_forced(tmp_path):
     good, bad = _evaluated_run(tmp_path, "good"), _evaluated_run(tmp_path, "bad")
     _tamper_a_value(bad)
-    r = run_cli("score", str(good), str(bad))
-    assert r.returncode == 1 and "fails verification" in r.stderr and "Traceback" not in r.stderr
+    r = run_main("score", str(good), str(bad))
+    assert r.code == 1 and "fails verification" in r.err and "Traceback" not in r.err
     assert not (good / "derived" / "scores.jsonl").exists()  # refused before anything was written
-    r = run_cli("score", str(good), str(bad), "--force")
-    assert "bad (UNVERIFIED)" in " ".join(r.stdout.split()) and "Traceback" not in r.stderr, r.stdout + r.stderr
+    r = run_main("score", str(good), str(bad), "--force")
+    assert "bad (UNVERIFIED)" in " ".join(r.out.split()) and "Traceback" not in r.err, r.out + r.err

@@ -56,9 +56,14 @@ def _copy(run: Path, tmp_path: Path) -> Path:
 @pytest.fixture(scope="module")
 def resumed(killed: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any], Any]:
     """A copy of the killed run, resumed once (a training session: shared by the tests that need one):
-    (the run, its events before, the finished `recorder train --resume`)."""
+    (the run, its events before, the finished `recorder train --resume`). The copy holds a checkpoint
+    directory the killed session renamed into place but never committed."""
     run = _copy(killed, tmp_path_factory.mktemp("resumed"))
     before = read_run(run).events
+    last = max(e.step for e in before if e.kind == "checkpoint_committed")
+    orphan = run / "checkpoints" / f"step_{last + 1:07d}"
+    if not orphan.exists():  # the kill landed before the rename: make the rename-then-die case explicitly
+        shutil.copytree(run / "checkpoints" / f"step_{last:07d}", orphan)
     return run, before, run_cli("train", "--resume", str(run))
 
 
@@ -97,13 +102,8 @@ def test_resume_finishes_the_run(resumed: tuple[Path, list[Any], Any]) -> None:
     assert q.returncode == 0 and q.stdout.split()[-1] == str(len(rows)), q.stdout + q.stderr
 
 
-def test_uncommitted_checkpoint_dir_is_set_aside(tmp_path: Path, killed: Path) -> None:
-    run = _copy(killed, tmp_path)
-    last = max(e.step for e in read_run(run).events if e.kind == "checkpoint_committed")
-    orphan = run / "checkpoints" / f"step_{last + 1:07d}"
-    if not orphan.exists():  # the kill landed before the rename: make the rename-then-die case explicitly
-        shutil.copytree(run / "checkpoints" / f"step_{last:07d}", orphan)
-    r = run_cli("train", "--resume", str(run))
+def test_uncommitted_checkpoint_dir_is_set_aside(resumed: tuple[Path, list[Any], Any]) -> None:
+    run, _, r = resumed
     assert r.returncode == 0, r.stderr
     opened = next(e for e in read_run(run).events if e.segment == "trainer-0002.arrows")
     assert len(opened.data["set_aside"]) == 1 and ".uncommitted-" in opened.data["set_aside"][0]
@@ -120,11 +120,34 @@ def test_refusals(tmp_path: Path, killed: Path) -> None:
     r = run_cli("train", "--resume", str(run))
     assert r.returncode == 2 and "[rule commit-sha]" in r.stderr and "Traceback" not in r.stderr
     assert len(list((run / "events").iterdir())) == 1  # refused before any event
-    early = _train_until(tmp_path / "early", "e", "step 3/")
-    r = run_cli("train", "--resume", str(early))
+    r = run_cli("train", "--resume", str(_killed_before_any_checkpoint(tmp_path / "early")))
     assert r.returncode == 2 and "no checkpoint was committed" in r.stderr
     r = run_cli("train", "--resume", str(tmp_path / "nope"))
     assert r.returncode == 2 and "no such run directory" in r.stderr
+
+
+def _killed_before_any_checkpoint(root: Path) -> Path:
+    """The log a trainer killed in its first steps leaves: its run_opened (config and all), no commit, no stop."""
+    from recorder.kinds import RunOpened
+    from recorder.log import LogWriter
+    from recorder.run import RunDir
+    from trainer.config import load_config
+
+    cfg = load_config(sets=list(SMALL_TRAIN[1::2]))
+    run = RunDir.create(root, "e")
+    with LogWriter(run, "trainer") as w:
+        w.append(
+            RunOpened(
+                benchmark=None,
+                ruleset=None,
+                division=None,
+                global_batch_size=cfg.global_batch_size,
+                config=cfg.to_dict(),
+                provenance={},
+                resumed_from=None,
+            )
+        )
+    return run.path
 
 
 def test_a_completed_run_is_not_resumed(resumed: tuple[Path, list[Any], Any]) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.shell import run_main
 from tests.helpers import REPO, run_cli
 
 PACKAGES = ("recorder", "replay", "trainer", "evaluator")
@@ -130,8 +131,8 @@ def test_query_cannot_write_or_attach(tmp_path: Path) -> None:
     """The full matrix is tests/history/test_query.py; here the two that matter most, through the CLI."""
     target = tmp_path / "out.csv"
     for sql in (f"COPY (SELECT 1) TO '{target}'", f"ATTACH '{tmp_path / 'x.db'}' AS x"):
-        r = run_cli("query", "--root", str(tmp_path), sql)
-        assert r.returncode == 2 and "refused" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        r = run_main("query", "--root", str(tmp_path), sql)
+        assert r.code == 2 and "refused" in r.err and "Traceback" not in r.err, r.err
     assert not target.exists() and not (tmp_path / "x.db").exists()
 
 

@@ -32,6 +32,9 @@ KEPT = {
     "zero-shot": "no result was written (each checkpoint's is written when the command ends); run it again",
     "collect": "nothing was changed; run it again",
     "compact": "runs compacted before it are kept; the rest read from their segments: run it again",
+    "query": "nothing was changed (the history is read-only); run it again",
+    "runs": "nothing was changed (the history is read-only); run it again",
+    "evals": "nothing was changed (the history is read-only); run it again",
 }
 DEFAULT_KEPT = "nothing was changed; run it again"
 
@@ -77,7 +80,12 @@ def interruptible(name: str, command: F) -> F:
         except KeyboardInterrupt:
             raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
         except Exception as e:
-            if not interrupted_in_duckdb(e):
+            # a query the history ran for this command (runs, evals, report as well as query) is said as this
+            # command's interruption, never under the query's name
+            ended_in_a_query = (
+                isinstance(e, RecorderError) and e.exit_code == 130 and not isinstance(e, CommandInterrupted)
+            )
+            if not (ended_in_a_query or interrupted_in_duckdb(e)):
                 raise
             stopped = CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}")
             stopped.abandons_process = True  # as recorder.history.limits.QueryInterrupted says why

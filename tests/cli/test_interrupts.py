@@ -244,3 +244,19 @@ def test_ctrl_c_as_duckdb_reports_it_is_told_from_its_errors() -> None:
     assert interrupted_in_duckdb(duckdb.InvalidInputException(f"Invalid Input Error: {scan}"))
     assert not interrupted_in_duckdb(duckdb.InvalidInputException("Invalid Input Error: a bad value"))
     assert not interrupted_in_duckdb(ValueError("KeyboardInterrupt"))  # not DuckDB's
+
+
+@pytest.mark.parametrize("command", ["runs", "evals", "query"])
+def test_a_query_interrupted_inside_a_command_is_said_as_that_commands_interruption(command: str) -> None:
+    """The history's queries run in a worker thread (recorder.history.limits): Ctrl-C there ends the process
+    at once, and the line names the command the user typed, not the query it ran."""
+    from recorder.cli._interrupt import CommandInterrupted, interruptible
+    from recorder.history.limits import QueryInterrupted
+
+    def reads_the_history() -> None:
+        raise QueryInterrupted("query: interrupted; nothing was changed (the history is read-only)")
+
+    with pytest.raises(CommandInterrupted) as stopped:
+        interruptible(command, reads_the_history)()
+    assert str(stopped.value) == f"{command}: interrupted; nothing was changed (the history is read-only); run it again"
+    assert stopped.value.exit_code == 130 and stopped.value.abandons_process

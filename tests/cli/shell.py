@@ -6,6 +6,7 @@ import hashlib
 import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -39,6 +40,9 @@ def run_main(*args: str) -> Result:
     out, err = io.StringIO(), io.StringIO()
     argv = sys.argv
     sys.argv = ["recorder", *args]
+    # main() ignores SIGINT on its way out (a process that is ending); this process goes on, and the processes
+    # it starts later must find Ctrl-C as it was
+    sigint = signal.getsignal(signal.SIGINT)
     code = 0
     try:
         with redirect_stdout(out), redirect_stderr(err):
@@ -47,6 +51,7 @@ def run_main(*args: str) -> Result:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
         sys.argv = argv
+        signal.signal(signal.SIGINT, sigint)
     return Result(code, out.getvalue(), err.getvalue())
 
 

@@ -20,6 +20,15 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 600) -> subpro
     return subprocess.run([RECORDER, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
+def run_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """`recorder ARGS` in this process through the real entry point (typer, error mapping), returned as
+    `run_cli` returns it: for tests that read what a command says and writes, not the process it runs in."""
+    from tests.cli.shell import run_main
+
+    done = run_main(*args)
+    return subprocess.CompletedProcess([RECORDER, *args], done.code, done.out, done.err)
+
+
 def on_terminal(columns: int, *args: str) -> str:
     """What `recorder ARGS` draws on a pseudo-terminal `columns` wide (util-linux `script`), as plain text:
     escape sequences left out, each carriage return a line break (so a progress frame is a line of its own).

@@ -19,6 +19,7 @@ from recorder.run import RunDir
 from recorder.team_layout import snapshot_meta
 from recorder.verify import verify_run
 from tests.checkpoints import fixtures
+from tests.cli.shell import run_main
 from tests.helpers import run_cli
 from tests.kit import sample_series
 from tests.zero_shot.conftest import pretraining  # noqa: F401  (the two-rank FSDP2 job, trained once)
@@ -186,20 +187,21 @@ def _flip(path: Path) -> None:
 def test_a_shard_changed_after_import_is_named_by_verify_and_refused_by_eval(tmp_path: Path) -> None:
     series = write_archives(tmp_path / "archives", tmp_path / "job")
     run = tmp_path / "runs" / "fsdp"
-    done = run_cli("import-checkpoints", str(series), "--into", str(run), "--global-batch-size", str(GBS))
-    assert done.returncode == 0, done.stdout + done.stderr
+    # the commands in this process through the CLI's entry point: their exit codes and words are what is read
+    done = run_main("import-checkpoints", str(series), "--into", str(run), "--global-batch-size", str(GBS))
+    assert done.code == 0, done.out + done.err
     _flip(series / "fsdp2_epoch_1" / "__0_0.distcp")
-    done = run_cli("verify", str(run))
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "commit-sha" in done.stdout and "step 18's shard __0_0.distcp is not the committed one" in done.stdout
+    done = run_main("verify", str(run))
+    assert done.code == 1, done.out + done.err
+    assert "commit-sha" in done.out and "step 18's shard __0_0.distcp is not the committed one" in done.out
     task = str(shipped("next-number"))
-    done = run_cli("eval", str(run), "--task", task, "--order", "18")
-    assert done.returncode == 1 and "shard __0_0.distcp" in done.stderr.replace("\n", " "), done.stdout + done.stderr
+    done = run_main("eval", str(run), "--task", task, "--order", "18")
+    assert done.code == 1 and "shard __0_0.distcp" in done.err.replace("\n", " "), done.out + done.err
     # forced past verification, the evaluator's own check refuses the shard before loading it
-    done = run_cli("eval", str(run), "--task", task, "--order", "18", "--force")
-    assert done.returncode == 1, done.stdout + done.stderr
-    done = run_cli("evals", str(run))
-    assert "HashMismatchError" in done.stdout and "__0_0.distcp" in done.stdout.replace("\n", ""), done.stdout
+    done = run_main("eval", str(run), "--task", task, "--order", "18", "--force")
+    assert done.code == 1, done.out + done.err
+    done = run_main("evals", str(run))
+    assert "HashMismatchError" in done.out and "__0_0.distcp" in done.out.replace("\n", ""), done.out
 
 
 SPEC = """name = "tiny-count"

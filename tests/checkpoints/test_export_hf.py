@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.cli.shell import run_main
 from tests.helpers import run_cli
 from tests.kit import mcore_golden
 from tests.kit.mcore_golden import GOLDEN, SERIES
@@ -35,8 +36,8 @@ def _greedy(model: torch.nn.Module, tokenizer: object, prompt: str) -> list[int]
 def test_an_exported_megatron_step_is_the_same_model(kind: str, tmp_path: Path) -> None:
     step = GOLDEN / kind / "step_19"
     out = tmp_path / "hf"
-    done = run_cli("export-hf", str(step), "-o", str(out), *_source(kind))
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_main("export-hf", str(step), "-o", str(out), *_source(kind))  # in this process: the export is read
+    assert done.code == 0, done.out + done.err
     assert {"model.safetensors", "config.json", "tokenizer.json"} <= {p.name for p in out.iterdir()}
     megatron = load_checkpoint(
         step, dtype="fp32", source=ModelSource(mcore_golden.model_config(kind), mcore_golden.tokenizer())
@@ -58,8 +59,8 @@ def test_transformers_loads_the_export_itself(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 
     out = tmp_path / "hf"
-    done = run_cli("export-hf", str(GOLDEN / "moe" / "step_18"), "-o", str(out), *_source("moe"))
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_main("export-hf", str(GOLDEN / "moe" / "step_18"), "-o", str(out), *_source("moe"))
+    assert done.code == 0, done.out + done.err
     model = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32)
     ours = load_checkpoint(out, dtype="fp32").model.state_dict()
     assert all(torch.equal(v, ours[k]) for k, v in model.state_dict().items())

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,14 +45,32 @@ def _import(tmp_path: Path, kind: str) -> tuple[Path, Path]:
     return run, series
 
 
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Path], tuple[Path, Path]]:
+    """(the run, the series) for a kind, imported once per module: each test gets a copy of the whole folder
+    (training log, series, run: the commit names its files relative to the run), to add evaluations to."""
+    done: dict[str, Path] = {}
+
+    def copy(kind: str, where: Path) -> tuple[Path, Path]:
+        if kind not in done:
+            done[kind] = tmp_path_factory.mktemp(kind)
+            _import(done[kind], kind)
+        shutil.copytree(done[kind], where, symlinks=True, dirs_exist_ok=True)
+        return where / "runs" / "nemo", where / "checkpoints"
+
+    return copy
+
+
 def _results(run: Path, step: int) -> dict:  # type: ignore[type-arg]
     doc: dict = json.loads((run / "derived" / "evals" / f"step_{step:07d}" / "results.json").read_text())  # type: ignore[type-arg]
     return doc
 
 
 @pytest.mark.parametrize("kind", EACH_SERIES)
-def test_a_megatron_core_series_is_evaluated_by_our_torch_backend(kind: str, tmp_path: Path) -> None:
-    run, _ = _import(tmp_path, kind)
+def test_a_megatron_core_series_is_evaluated_by_our_torch_backend(
+    kind: str, imported: Callable[[str, Path], tuple[Path, Path]], tmp_path: Path
+) -> None:
+    run, _ = imported(kind, tmp_path)
     spec = shipped("next-number")
     done = run_cli("eval", str(run), "--task", str(spec), "--all", *_source(kind), timeout=900)
     # tiny random weights reach no target: exit 1 with that one line, every checkpoint scored
@@ -68,8 +88,10 @@ def test_a_megatron_core_series_is_evaluated_by_our_torch_backend(kind: str, tmp
 
 
 @pytest.mark.parametrize("kind", EACH_SERIES)
-def test_a_passing_megatron_core_series_replays_with_both_checkers_passing(kind: str, tmp_path: Path) -> None:
-    run, series = _import(tmp_path, kind)
+def test_a_passing_megatron_core_series_replays_with_both_checkers_passing(
+    kind: str, imported: Callable[[str, Path], tuple[Path, Path]], tmp_path: Path
+) -> None:
+    run, series = imported(kind, tmp_path)
     script = tmp_path / "my_eval.py"
     script.write_text(COMMAND)
     done = run_cli(

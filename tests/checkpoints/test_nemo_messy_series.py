@@ -2,7 +2,7 @@
 (tests/golden/mcore/): a leftover iteration folder beside a step's own, a last save that did not finish, a
 training log that ends before the series, a Megatron-LM save directory, a base model's config that does not
 describe the weights. Each is imported from what the writer recorded, or refused naming the file and the key;
-never a silent choice."""
+never a silent choice. The commands run in this process (what they say and write is what is read)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from recorder.reader import read_run
 from recorder.run import RunDir
 from tests.evaluator import nemo_run
-from tests.helpers import run_cli
+from tests.helpers import run_in_process
 from tests.kit import mcore_golden
 from tests.kit.mcore_golden import ITERATION
 from tests.kit.sample_series import STEP_MS, WRITE_MS
@@ -48,7 +48,7 @@ def _series(tmp_path: Path, *, step_20: bool = False) -> Path:
 
 def _with_training_log(tmp_path: Path, final_step: int) -> Path:
     log = nemo_run.write_training_mllog(tmp_path / "mlperf_training.log", final_step=final_step)
-    done = run_cli("import", str(log), "--root", str(tmp_path / "runs"), "--run-id", "nemo")
+    done = run_in_process("import", str(log), "--root", str(tmp_path / "runs"), "--run-id", "nemo")
     assert done.returncode == 0, done.stdout + done.stderr
     return tmp_path / "runs" / "nemo"
 
@@ -76,7 +76,7 @@ def _leftover_iteration(series: Path) -> Path:
 def test_two_iteration_folders_and_no_record_of_which_is_refused_naming_both(tmp_path: Path) -> None:
     weights = _leftover_iteration(_series(tmp_path))
     into = tmp_path / "runs" / "nemo"
-    done = run_cli("import-checkpoints", str(tmp_path / "checkpoints"), "--into", str(into), *_source())
+    done = run_in_process("import-checkpoints", str(tmp_path / "checkpoints"), "--into", str(into), *_source())
     assert done.returncode == 2, done.stdout + done.stderr
     errors = _errors(done.stderr)
     text = done.stderr.replace("\n", " ")
@@ -95,7 +95,7 @@ def test_a_leftover_iteration_is_passed_over_for_the_one_the_writer_recorded(rec
         info = json.loads((series / "step_19" / "training_info.json").read_text())
         (series / "step_19" / "training_info.json").write_text(json.dumps(info | {"iteration": 19}))
     into = tmp_path / "runs" / "nemo"
-    done = run_cli("import-checkpoints", str(series), "--into", str(into), *_source(), timeout=600)
+    done = run_in_process("import-checkpoints", str(series), "--into", str(into), *_source())
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout.replace("\n", "")
     assert f"{weights / 'iter_0000000'}: left out of step 19 (never read)" in out, done.stdout
@@ -111,7 +111,7 @@ def test_a_tracker_naming_an_iteration_that_is_not_there_is_refused(tmp_path: Pa
     series = _series(tmp_path)
     weights = series / "step_19" / ITERATION.parent
     (weights / TRACKER).write_text("20")
-    done = run_cli("import-checkpoints", str(series), "--into", str(tmp_path / "runs" / "x"), *_source())
+    done = run_in_process("import-checkpoints", str(series), "--into", str(tmp_path / "runs" / "x"), *_source())
     assert done.returncode == 2, done.stdout + done.stderr
     text = done.stderr.replace("\n", " ")
     assert len(_errors(done.stderr)) == 1 and str(weights / TRACKER) in text and "iter_0000020" in text, text
@@ -136,7 +136,7 @@ def test_an_unfinished_last_save_is_left_out_named_and_the_finished_steps_import
     series = _series(tmp_path, step_20=True)
     gone = _unfinish(series / "step_20", how)
     run = _with_training_log(tmp_path, final_step=19)  # training stopped while step 20 was being saved
-    done = run_cli("import-checkpoints", str(series), "--into", str(run), *_source(), timeout=600)
+    done = run_in_process("import-checkpoints", str(series), "--into", str(run), *_source())
     assert done.returncode == 1, done.stdout + done.stderr  # a step was left out
     assert "Traceback" not in done.stderr and not _errors(done.stderr), done.stderr
     left = [line for line in done.stdout.splitlines() if line.startswith("left out:")]
@@ -151,7 +151,7 @@ def test_a_series_past_the_training_logs_last_step_is_refused_and_nothing_is_wri
     series = _series(tmp_path, step_20=True)
     run = _with_training_log(tmp_path, final_step=19)
     before = [e.digest for e in _events(run)]
-    done = run_cli("import-checkpoints", str(series), "--into", str(run), *_source())
+    done = run_in_process("import-checkpoints", str(series), "--into", str(run), *_source())
     assert done.returncode == 2, done.stdout + done.stderr
     errors = _errors(done.stderr)
     text = done.stderr.replace("\n", " ")
@@ -179,7 +179,7 @@ def test_a_series_step_that_disagrees_with_the_training_log_is_refused_naming_th
     info_path = series / "step_19" / "training_info.json"
     info_path.write_text(json.dumps(json.loads(info_path.read_text()) | {key: value}))
     run = _with_training_log(tmp_path, final_step=19)
-    done = run_cli("import-checkpoints", str(series), "--into", str(run), *_source())
+    done = run_in_process("import-checkpoints", str(series), "--into", str(run), *_source())
     assert done.returncode == 2, done.stdout + done.stderr
     text = done.stderr.replace("\n", " ")
     assert len(_errors(done.stderr)) == 1 and str(info_path) in text and said in text, text
@@ -191,7 +191,7 @@ def test_a_megatron_lm_save_directory_is_named_as_one_with_or_without_a_global_b
     shutil.copytree(mcore_golden.GOLDEN / "dense-tp1" / "step_18" / ITERATION, root / "iter_0000018")
     (root / TRACKER).write_text("18")
     for extra in ([], ["--global-batch-size", "256"]):
-        done = run_cli("import-checkpoints", str(root), "--into", str(tmp_path / "runs" / "x"), *extra)
+        done = run_in_process("import-checkpoints", str(root), "--into", str(tmp_path / "runs" / "x"), *extra)
         assert done.returncode == 2, done.stdout + done.stderr
         text = done.stderr.replace("\n", " ")
         assert len(_errors(done.stderr)) == 1 and "a Megatron-LM save directory" in text, text
@@ -204,7 +204,9 @@ def test_a_model_config_that_does_not_describe_the_weights_blames_its_own_file_a
 ) -> None:
     series = mcore_golden.copy_series("moe", tmp_path / "checkpoints")
     dense = mcore_golden.model_config("dense-tp1")
-    done = run_cli("import-checkpoints", str(series), "--into", str(tmp_path / "runs" / "x"), *_source("dense-tp1"))
+    done = run_in_process(
+        "import-checkpoints", str(series), "--into", str(tmp_path / "runs" / "x"), *_source("dense-tp1")
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     text = done.stderr.replace("\n", " ")
     assert len(_errors(done.stderr)) == 1 and f"{dense / 'config.json'} implies" in text, text
@@ -218,7 +220,7 @@ def test_strict_refuses_a_series_that_breaks_the_rule_and_writes_nothing(tmp_pat
     run = _with_training_log(tmp_path, final_step=19)
     before = [e.digest for e in _events(run)]
     for into in (run, tmp_path / "runs" / "new"):
-        done = run_cli("import-checkpoints", str(series), "--into", str(into), "--strict", *_source())
+        done = run_in_process("import-checkpoints", str(series), "--into", str(into), "--strict", *_source())
         assert done.returncode == 1, done.stdout + done.stderr
         text = done.stderr.replace("\n", " ")
         assert len(_errors(done.stderr)) == 1 and "starts at step 19, not at the validation start 18" in text, text

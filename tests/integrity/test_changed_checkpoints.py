@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from tests.evaluator.synth import record_run
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_in_process
 
 
 def _row(run: Path, step: int) -> dict[str, object]:
@@ -20,7 +20,7 @@ def _row(run: Path, step: int) -> dict[str, object]:
 
 def test_a_score_whose_checkpoint_changed_after_scoring_is_marked(tmp_path: Path) -> None:
     run = record_run(tmp_path, target=-1.0, samples=2)
-    done = run_cli("eval", str(run.path))
+    done = run_in_process("eval", str(run.path))  # the scores, not the process, are read
     assert done.returncode == 0, done.stdout + done.stderr
     honest = _row(run.path, 18)
     assert honest["pass"] and "CHANGED" not in str(honest["detail"])  # a verdict (NOT COMPARABLE: 2 tasks)

@@ -17,6 +17,7 @@ from recorder.log import LogWriter
 from recorder.reader import read_segment
 from recorder.verify import verify_run
 from recorder.verify.trust import SIGNED_RUN_RULE, SIGNED_SET_RULE, TRUST_ENV
+from tests.cli.shell import run_main
 from tests.helpers import run_cli
 from tests.integrity.forge import evaluator_segment, rows, write
 from tests.kit.synthetic import record_run
@@ -84,6 +85,7 @@ def test_every_verdict_refuses_an_attacked_signed_run_with_no_flag(
 ) -> None:
     rule = attack(signed_run, keys)
     assert rule in {p.rule for p in verify_run(signed_run).problems}
+    # the commands in this process through the CLI's entry point: their exit codes and words are what is read
     for args in (
         ["verify", str(signed_run)],
         ["verify", str(signed_run), "--trust", str(keys / "alice.pub"), "--require-signed"],
@@ -91,14 +93,14 @@ def test_every_verdict_refuses_an_attacked_signed_run_with_no_flag(
         ["eval", str(signed_run)],
         ["score", str(signed_run)],
     ):
-        done = run_cli(*args)
-        assert done.returncode == 1, (args, done.stdout, done.stderr)
-        assert f"rule {rule}" in done.stdout + done.stderr, (args, done.stdout, done.stderr)
-        assert "Traceback" not in done.stderr
-    report = run_cli("report", str(signed_run), "-o", str(signed_run.parent / "page.html"))
-    assert "UNVERIFIED" in report.stdout and f"rule {rule}" in report.stdout, report.stdout + report.stderr
-    runs = run_cli("runs", "--root", str(signed_run.parent))
-    assert "untrusted" in runs.stdout and "UNTRUSTED:" in runs.stdout, runs.stdout + runs.stderr
+        done = run_main(*args)
+        assert done.code == 1, (args, done.out, done.err)
+        assert f"rule {rule}" in done.out + done.err, (args, done.out, done.err)
+        assert "Traceback" not in done.err
+    report = run_main("report", str(signed_run), "-o", str(signed_run.parent / "page.html"))
+    assert "UNVERIFIED" in report.out and f"rule {rule}" in report.out, report.out + report.err
+    runs = run_main("runs", "--root", str(signed_run.parent))
+    assert "untrusted" in runs.out and "UNTRUSTED:" in runs.out, runs.out + runs.err
 
 
 def test_untrusted_ok_judges_anyway_and_says_so_on_every_score_line(signed_run: Path, keys: Path) -> None:

@@ -16,6 +16,7 @@ from recorder.reader import read_run
 from recorder.verify import verify_run
 from tests.adoption import nemo_layout
 from tests.checkpoints.test_dcp_import import GBS, write_archives, write_snapshots
+from tests.cli.shell import run_main
 from tests.evaluator import nemo_run
 from tests.helpers import run_cli
 from tests.kit import mcore_golden
@@ -38,8 +39,9 @@ def _commits(run: Path) -> dict[int, Any]:
 
 
 def _import(series: Path, run: Path, *extra: str) -> Any:
-    done = run_cli("import-checkpoints", str(series), "--into", str(run), *extra, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+    """The import in this process through the CLI's entry point (what it commits and says is what is read)."""
+    done = run_main("import-checkpoints", str(series), "--into", str(run), *extra)
+    assert done.code == 0, done.out + done.err
     return done
 
 
@@ -76,10 +78,10 @@ def test_shard_files_no_metadata_names_are_left_out_of_the_manifest_and_named(tm
     commit = _commits(run)[18]
     assert commit["manifest"] == honest["manifest"]  # the same shards, the same root
     assert commit["weight_update_ns"] == honest["weight_update_ns"]  # a later stray does not date the save
-    warnings = [line for line in done.stdout.splitlines() if line.startswith("warning:")]
-    text = " ".join(done.stdout.split())
-    assert len(warnings) == 1 and f"{step_dir}: {STRAYS} shard files" in text, done.stdout
-    assert f"{sorted(strays)[0]}, " in text and f"and {STRAYS - 3} more" in text, done.stdout
+    warnings = [line for line in done.out.splitlines() if line.startswith("warning:")]
+    text = " ".join(done.out.split())
+    assert len(warnings) == 1 and f"{step_dir}: {STRAYS} shard files" in text, done.out
+    assert f"{sorted(strays)[0]}, " in text and f"and {STRAYS - 3} more" in text, done.out
     assert verify_run(run).ok
     # what eval does before loading: the shards listed and hashed against the commit; the strays are no shards
     assert hash_shards(detect(step_dir), Manifest.from_dict(commit["manifest"])).root == commit["sha256"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_score_standalone
 
-from tests.helpers import run_cli
+from tests.helpers import run_cli, run_here
 
 SUBMISSION = "mlperf-results/training_results_v5.0/IBM+CoreWeave+NVIDIA"
 SYSTEM, BENCHMARK = "carina_ngpu512_ngc25.04_nemo", "llama31_405b"
@@ -20,7 +20,7 @@ def test_check_submission_table(corpus: Path, tmp_path: Path) -> None:
     shutil.copytree(corpus / SUBMISSION, folder)
     scaling = folder / "results" / SYSTEM / BENCHMARK / "scaling.json"
     before = scaling.read_bytes()
-    result = run_cli("check-submission", str(folder), "--ruleset", "5.0.0", "--root", str(tmp_path / "runs"))
+    result = run_here("check-submission", str(folder), "--ruleset", "5.0.0", "--root", str(tmp_path / "runs"))
     out = " ".join(result.stdout.split())
     assert "Traceback" not in result.stdout + result.stderr
     assert result.returncode in (0, 1), result.stderr
@@ -44,6 +44,7 @@ def test_a_hostile_submission_names_every_entry_it_refuses_and_reads_none_of_the
     (bench / "loop").symlink_to("..")
     with open(bench / "result_9.txt", "wb") as f:
         f.truncate(2 << 30)  # sparse: no disk used, 2 GiB to read
+    # a process of its own: a FIFO that were read would hang it, and the timeout ends that
     result = run_cli(
         "check-submission", str(folder), "--ruleset", "5.0.0", "--root", str(tmp_path / "runs"), timeout=120
     )

@@ -8,6 +8,7 @@ from tests.helpers import run_cli
 from trainer.config import load_config
 from trainer.errors import TrainingFailed
 from trainer.loop import GRPOTrainer
+from trainer.policy.model import ModelConfig
 
 
 def test_all_config_errors_at_once(tmp_path):
@@ -58,8 +59,9 @@ def test_checkpoint_write_failure_stops_the_run(tmp_path):
     # Asynchronous (the default): the failure surfaces from the background writer. The synchronous path's
     # failure is covered in test_checkpoint.py::test_failed_write_is_not_committed.
     cfg = load_config(sets=["warmup.enabled=false", "threads=1"])
+    small = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)  # the write is what fails
     with pytest.raises(TrainingFailed) as info:
-        _FullDisk(cfg, root=tmp_path, run_id="r").run()
+        _FullDisk(cfg, root=tmp_path, run_id="r", model_cfg=small).run()
     assert info.value.exit_code == 1
     events = read_run(tmp_path / "r").events
     assert not [e for e in events if e.kind == "checkpoint_committed"]

@@ -110,24 +110,3 @@ def interrupted_on_terminal(columns: int, when: str, *command: str, timeout: flo
     finally:
         os.close(master)
     return p.wait(timeout=60), written.decode("utf-8", "replace")
-
-
-def run_here(*args: str) -> subprocess.CompletedProcess[str]:
-    """`recorder ARGS` in this process through the real entry point (main(): typer, error mapping), for a test
-    that is not about the process itself: it spares a fresh interpreter loading DuckDB and the CLI."""
-    import io
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from recorder.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    argv, sys.argv = sys.argv, ["recorder", *args]
-    code = 0
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            main()
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    finally:
-        sys.argv = argv
-    return subprocess.CompletedProcess(["recorder", *args], code, out.getvalue(), err.getvalue())

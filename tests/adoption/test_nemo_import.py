@@ -22,7 +22,7 @@ from recorder.run import RunDir
 from recorder.run_files import tree_digest
 from recorder.verify import verify_run
 from tests.adoption import nemo_layout
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.kit.synthetic import write_evidence
 from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
@@ -96,7 +96,7 @@ def test_gaps_and_a_late_start_are_reported(tmp_path: Path) -> None:
         "the series starts at step 19, not at the validation start 18 (GBS 256)",
         "missing checkpoints for steps 20 (was keep_top_k pruning them?)",
     ]
-    done = run_here("import-checkpoints", str(root), "--into", str(tmp_path / "run2"), "--strict")
+    done = run_in_process("import-checkpoints", str(root), "--into", str(tmp_path / "run2"), "--strict")
     assert done.returncode == 1
     assert "missing checkpoints for steps 20" in done.stderr and "nothing written" in done.stderr
     assert not (tmp_path / "run2").exists()
@@ -124,7 +124,7 @@ def test_importing_twice_is_refused(tmp_path: Path) -> None:
     import_checkpoints(root, tmp_path / "run", fingerprint=FINGERPRINT)
     with pytest.raises(AlreadyImportedError, match="steps 18, 19, 20 already have checkpoint commits"):
         import_checkpoints(root, tmp_path / "run", fingerprint=FINGERPRINT)
-    done = run_here("import-checkpoints", str(root), "--into", str(tmp_path / "run"))
+    done = run_in_process("import-checkpoints", str(root), "--into", str(tmp_path / "run"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
@@ -220,7 +220,7 @@ def _record_evaluations(run: RunDir) -> None:
 def test_series_with_evaluations_holds_what_replay_needs(tmp_path: Path) -> None:
     root = _series(tmp_path / "ckpt")
     run = tmp_path / "runs" / "nemo"
-    done = run_here("import-checkpoints", str(root), "--into", str(run))
+    done = run_in_process("import-checkpoints", str(root), "--into", str(run))
     assert done.returncode == 0, done.stderr
     assert "3 checkpoints (GBS 256)" in done.stdout
     _record_evaluations(RunDir.open(run))
@@ -237,16 +237,16 @@ def test_replay_derives_the_backdated_run_stop(tmp_path: Path, monkeypatch: pyte
     """The whole NeMo-RL path: its training mllog imported, its checkpoints imported, evaluations, replay."""
     mllog_file = tmp_path / "training.log"
     _write_training_mllog(mllog_file, monkeypatch)
-    done = run_here("import", str(mllog_file), "--root", str(tmp_path / "runs"), "--run-id", "nemo")
+    done = run_in_process("import", str(mllog_file), "--root", str(tmp_path / "runs"), "--run-id", "nemo")
     assert done.returncode == 0, done.stdout + done.stderr
     run = RunDir.open(tmp_path / "runs" / "nemo")
-    done = run_here("import-checkpoints", str(_series(tmp_path / "ckpt")), "--into", str(run.path))
+    done = run_in_process("import-checkpoints", str(_series(tmp_path / "ckpt")), "--into", str(run.path))
     assert done.returncode == 0, done.stdout + done.stderr
     _record_evaluations(run)
     assert verify_run(run).ok
 
     out = tmp_path / "official.log"
-    done = run_here("replay", str(run.path), "--ruleset", "6.1.0", "--interpretation", "official", "-o", str(out))
+    done = run_in_process("replay", str(run.path), "--ruleset", "6.1.0", "--interpretation", "official", "-o", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [json.loads(t.split(":::MLLOG ", 1)[1]) for t in out.read_text().splitlines() if ":::MLLOG" in t]
     run_stop = lines[-1]
@@ -254,7 +254,7 @@ def test_replay_derives_the_backdated_run_stop(tmp_path: Path, monkeypatch: pyte
     assert (run_stop["time_ms"], run_stop["metadata"]["status"]) == (UPDATES_MS[19], "success")
     assert run_stop["metadata"]["samples_count"] == 19 * 256
     # include-final-save reads when the passing checkpoint was written: its files' modification time.
-    done = run_here("replay", str(run.path), "-i", "include-final-save", "-o", str(out))
+    done = run_in_process("replay", str(run.path), "-i", "include-final-save", "-o", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(out.read_text().splitlines()[-1].split(" ", 1)[1])["time_ms"] == UPDATES_MS[19] + 30_000
 
@@ -266,12 +266,12 @@ def test_nemo_evaluator_lines_in_the_mllog_are_scored_too(tmp_path: Path, monkey
     mllog_file = tmp_path / "mlperf.log"
     _write_training_mllog(mllog_file, monkeypatch)
     _append_nemo_evaluations(mllog_file, monkeypatch)
-    assert run_here("import", str(mllog_file), "--root", str(tmp_path), "--run-id", "nemo").returncode == 0
+    assert run_in_process("import", str(mllog_file), "--root", str(tmp_path), "--run-id", "nemo").returncode == 0
     run = tmp_path / "nemo"
-    assert run_here("import-checkpoints", str(_series(tmp_path / "ckpt")), "--into", str(run)).returncode == 0
+    assert run_in_process("import-checkpoints", str(_series(tmp_path / "ckpt")), "--into", str(run)).returncode == 0
     for interpretation, expected_ms in (("as-recorded", UPDATES_MS[19]), ("official", UPDATES_MS[19])):
         out = tmp_path / f"{interpretation}.log"
-        done = run_here("replay", str(run), "-i", interpretation, "-o", str(out))
+        done = run_in_process("replay", str(run), "-i", interpretation, "-o", str(out))
         assert done.returncode == 0, done.stdout + done.stderr
         last = json.loads(out.read_text().splitlines()[-1].split(":::MLLOG ", 1)[1])
         assert (last["key"], last["time_ms"]) == ("run_stop", expected_ms), interpretation

@@ -13,7 +13,7 @@ import pytest
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
 from recorder.reader import read_run
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.kit import sample_series
 from tests.results_shape import assert_written_in_shape
 from trainer.policy.taskspec import load_spec
@@ -83,7 +83,7 @@ def test_the_command_backends_summary_names_what_it_compared(imported: tuple[Pat
     script.write_text("import json, sys; json.dump({'accuracy': 0.8, 'samples': 3}, open(sys.argv[2], 'w'))\n")
     command = f"{sys.executable} {script} {{checkpoint}} {{out}}"
     # --fingerprint off: fewer seconds of model loading on a busy machine
-    done = run_here(
+    done = run_in_process(
         "eval", str(run), "--task", str(spec_path), "--backend", "command", "--command", command, "--fingerprint", "off"
     )
     assert done.returncode == 0, done.stdout + done.stderr
@@ -99,7 +99,7 @@ def test_the_command_backends_summary_names_what_it_compared(imported: tuple[Pat
 def test_backend_vllm_without_vllm_says_how_to_install_it(imported: tuple[Path, Path], tmp_path: Path) -> None:
     run, spec_path = _copy(imported, tmp_path), imported[1]
     before = sorted(p.name for p in (run / "events").iterdir())
-    done = run_here("eval", str(run), "--task", str(spec_path), "--backend", "vllm")
+    done = run_in_process("eval", str(run), "--task", str(spec_path), "--backend", "vllm")
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith("error: --backend vllm: the vllm package is not installed")
     assert "pip install -e '.[vllm]'" in done.stderr and "Traceback" not in done.stderr

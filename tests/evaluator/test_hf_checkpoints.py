@@ -16,7 +16,7 @@ from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
 from recorder.adapters.nemo import CheckpointLayoutError
 from recorder.reader import read_run
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.kit import sample_series
 from trainer.policy import CheckpointError
 from trainer.policy.checkpoints.hf_checkpoint import load_hf_checkpoint
@@ -78,7 +78,7 @@ def test_sharded_hf_series_imports_with_fingerprints_and_evaluates(series: Path,
     assert {f["method"] for f in fps} == {"mean_loglik"} and {f["texts"] for f in fps} == {"dev:tiny-chat"}
     assert len({f["value"] for f in fps}) == 3  # the steps' weights differ, and so do their fingerprints
 
-    done = run_here("eval", str(run), "--task", str(spec), "--all")
+    done = run_in_process("eval", str(run), "--task", str(spec), "--all")
     assert done.returncode == 1, done.stdout + done.stderr  # a random model passes nothing
     assert "no evaluated checkpoint reached pass@2 > 0.69" in done.stderr
     results = _events(run, "eval_result")
@@ -93,7 +93,7 @@ def test_sharded_hf_series_imports_with_fingerprints_and_evaluates(series: Path,
 def test_without_a_spec_an_imported_run_asks_for_one(series: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
     _import(series, run)
-    done = run_here("eval", str(run))
+    done = run_in_process("eval", str(run))
     assert done.returncode == 2
     assert "error:" in done.stderr and "--task FILE" in done.stderr and "Traceback" not in done.stderr
 

@@ -13,7 +13,7 @@ from recorder.errors import SegmentError
 from recorder.reader import read_run
 from recorder.verify import verify_run
 from tests.evaluator.synth import record_run
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 
 
 def _kinds(run: Path) -> list[tuple[str, int | None, str]]:
@@ -41,7 +41,7 @@ def test_kill_mid_evaluation_then_rerun(tmp_path: Path) -> None:
     assert ("eval_result", 18, "evaluator-0001.arrows") in killed
     assert not any(k == "eval_result" and s == 19 for k, s, _ in killed)
 
-    again = run_here("eval", str(run))
+    again = run_in_process("eval", str(run))
     assert again.returncode == 1, again.stderr  # nothing passes (target 1.0): the data says no
     assert "closed an interrupted evaluation: step 19 (evaluator-0001.arrows)" in again.stdout
     events = [e for e in read_run(run).events if e.kind.startswith("eval_")]

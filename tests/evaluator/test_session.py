@@ -16,7 +16,7 @@ from evaluator.settings import Options
 from recorder.reader import read_run
 from recorder.verify import verify_run
 from tests.evaluator.synth import record_run
-from tests.helpers import run_cli, run_here
+from tests.helpers import run_cli, run_in_process
 from tests.results_shape import assert_written_in_shape
 
 PASS_ALL, PASS_NONE = -1.0, 1.0  # random models score 0.0: > -1 passes, > 1 never does
@@ -196,12 +196,12 @@ def test_bad_runs_are_refused_before_any_event(tmp_path: Path) -> None:
 def test_cli_exit_codes_and_evals_table(tmp_path: Path) -> None:
     run = record_run(tmp_path, steps=19, target=PASS_NONE, samples=2)
     # in-process through main(), which maps errors to exit codes; the installed binary's own exit status below
-    done = run_here("eval", str(run.path), "--order", "19,18")
+    done = run_in_process("eval", str(run.path), "--order", "19,18")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "no evaluated checkpoint reached pass@4 > 1.0" in done.stderr
-    table = run_here("evals", str(run.path))
+    table = run_in_process("evals", str(run.path))
     assert table.returncode == 0 and "2 evaluations" in table.stdout and table.stdout.count("scored") == 2
-    bad = run_here("eval", str(run.path), "--order", "17")
+    bad = run_in_process("eval", str(run.path), "--order", "17")
     assert bad.returncode == 2 and "no committed checkpoint" in bad.stderr and "Traceback" not in bad.stderr
     gone = run_cli("eval", str(tmp_path / "nope"))
     assert gone.returncode == 2 and "no such run directory" in gone.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from recorder.history.views import open_history
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 
 FOLDER = "mlperf-results/training_results_v5.1/AMD/results/MI355X_EPYC_9575F_pytorch/llama2_70b_lora"
 TARGET = 0.925
@@ -22,13 +22,13 @@ TARGET = 0.925
 @pytest.fixture(scope="module")
 def imported(corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("lora") / "runs"
-    done = run_here("import", str(corpus / FOLDER), "--root", str(root))
+    done = run_in_process("import", str(corpus / FOLDER), "--root", str(root))
     assert done.returncode == 0, done.stdout + done.stderr
     return root
 
 
 def _replayed_step(run: Path) -> int:
-    done = run_here("replay", str(run))
+    done = run_in_process("replay", str(run))
     assert done.returncode == 0, done.stdout + done.stderr
     found = re.search(r"as-recorded: success, passing step (\d+)", " ".join(done.stdout.split()))
     assert found, done.stdout
@@ -36,7 +36,7 @@ def _replayed_step(run: Path) -> int:
 
 
 def _evals(run: Path) -> tuple[str, list[tuple[int, float, str]]]:
-    done = run_here("evals", str(run))
+    done = run_in_process("evals", str(run))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = []
     for line in done.stdout.splitlines():
@@ -56,7 +56,7 @@ def test_evals_and_the_views_agree_with_replay(imported: Path) -> None:
         assert [s for s, _, verdict in rows if verdict == "yes"] == [step]  # training stops at its first pass
     with open_history(imported) as history:
         for run in runs:
-            run_id = json.loads(run_here("events", str(run), "--format", "json").stdout.splitlines()[0])["run_id"]
+            run_id = json.loads(run_in_process("events", str(run), "--format", "json").stdout.splitlines()[0])["run_id"]
             view = history.query(f"SELECT * FROM runs WHERE run_id = '{run_id}'").to_pylist()[0]
             assert (view["pass_op"], view["pass_target"]) == ("<=", TARGET)
             assert view["comparable"] and view["flags"] is None  # its own target is no other target
@@ -72,7 +72,7 @@ def test_the_report_and_the_plot_judge_by_the_benchmarks_goal(imported: Path, tm
     run = sorted(p for p in imported.iterdir() if (p / "events").is_dir())[0]
     step = _replayed_step(run)
     page = tmp_path / "report.html"
-    done = run_here("report", str(run), "-o", str(page))
+    done = run_in_process("report", str(run), "-o", str(page))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"Converged (as-recorded): step {step}'s checkpoint passes the target (<= 0.925)" in done.stdout
     text = page.read_text()

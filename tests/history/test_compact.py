@@ -11,12 +11,12 @@ from recorder.history.compact import check_compacted, compact_run, pack_root, pa
 from recorder.history.views import VIEWS, open_history
 from recorder.log import LogWriter
 from recorder.run import RunDir
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 
 
 def test_compact_closed_runs_and_the_views_do_not_change(fresh_root: Path) -> None:
     before = snapshot_all(fresh_root)
-    done = run_here("compact", "--root", str(fresh_root), "--no-scores")
+    done = run_in_process("compact", "--root", str(fresh_root), "--no-scores")
     assert done.returncode == 1  # the damaged run could not be compacted
     assert "damaged" in done.stderr and "recorder verify" in done.stderr
     assert "worked: compacted, 61 events" in done.stdout
@@ -29,7 +29,7 @@ def test_compact_closed_runs_and_the_views_do_not_change(fresh_root: Path) -> No
     assert sources == {"worked": "pack", "rcp-gbs256-seed1": "pack", "live": "segments"}
     assert "packs: 2 runs newly packed, 1 pack files" in done.stdout
     assert snapshot_all(fresh_root) == before
-    again = run_here("compact", "--root", str(fresh_root), "--no-scores")
+    again = run_in_process("compact", "--root", str(fresh_root), "--no-scores")
     assert "worked: fresh, 61 events" in again.stdout
     assert "packs: 0 runs newly packed, 1 pack files" in again.stdout
 
@@ -113,7 +113,7 @@ def test_packs_serve_fresh_runs_and_skip_stale_ones(fresh_root: Path) -> None:
 
 def test_compact_writes_replays_scores(fresh_root: Path) -> None:
     (fresh_root / "worked" / "derived" / "scores.jsonl").unlink()
-    done = run_here("compact", "--root", str(fresh_root))
+    done = run_in_process("compact", "--root", str(fresh_root))
     assert "worked: compacted" in done.stdout
     with open_history(fresh_root) as history:
         got = history.query(
@@ -154,9 +154,9 @@ def test_runs_says_which_runs_are_not_scored_yet(tmp_path: Path) -> None:
     from tests.kit.synthetic import record_worked_example
 
     record_worked_example(tmp_path, "fresh")
-    out = run_here("runs", "--root", str(tmp_path))
+    out = run_in_process("runs", "--root", str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "1 run(s) not scored yet (fresh): `recorder replay RUN_DIR` or `recorder compact" in out.stdout
-    assert run_here("compact", "--root", str(tmp_path)).returncode == 0
-    out = run_here("runs", "--root", str(tmp_path))
+    assert run_in_process("compact", "--root", str(tmp_path)).returncode == 0
+    out = run_in_process("runs", "--root", str(tmp_path))
     assert out.returncode == 0 and "not scored yet" not in out.stdout

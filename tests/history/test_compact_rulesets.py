@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recorder.adapters.mllog_import import import_file
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.replay.corpus_index import corpus_logs
 
 SMALL = (
@@ -35,7 +35,7 @@ def _damage(root: Path, name: str) -> Path:
 
 def _compact_and_list(root: Path, imported: int) -> None:
     _damage(root, "damaged")
-    compacted = run_here("compact", "--root", str(root))
+    compacted = run_in_process("compact", "--root", str(root))
     assert compacted.returncode == 1, compacted.stdout + compacted.stderr
     assert f"{root / 'damaged'}" in compacted.stderr and "not compacted" in compacted.stderr
     assert "Traceback" not in compacted.stdout + compacted.stderr
@@ -46,7 +46,7 @@ def _compact_and_list(root: Path, imported: int) -> None:
             assert (run / "derived" / "events.parquet").is_file(), run
             rows = [json.loads(ln) for ln in (run / "derived" / "scores.jsonl").read_text().splitlines()]
             assert rows and all(r["ruleset"] != "unknown" for r in rows)
-    listed = run_here("runs", "--root", str(root))
+    listed = run_in_process("runs", "--root", str(root))
     assert listed.returncode == 0, listed.stderr
     assert f"{imported} runs under {root}" in listed.stdout
     assert f"{root / 'damaged'}" in listed.stderr and "left out of the history" in listed.stderr

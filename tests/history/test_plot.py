@@ -8,7 +8,7 @@ import pytest
 
 from recorder.history.plot import load_timeline
 from recorder.history.views import open_history
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 
 pytest.importorskip("matplotlib")
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -40,29 +40,29 @@ def test_timeline_facts_in_minutes_after_run_start(history_root: Path) -> None:
 
 def test_plot_run_and_metric_across_runs(history_root: Path, tmp_path: Path) -> None:
     out = tmp_path / "worked.png"
-    done = run_here("plot", str(history_root / "worked"), "-o", str(out))
+    done = run_in_process("plot", str(history_root / "worked"), "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert out.read_bytes().startswith(PNG)
     imported = tmp_path / "imported.png"
-    done = run_here("plot", str(history_root / "rcp-gbs256-seed1"), "-o", str(imported))
+    done = run_in_process("plot", str(history_root / "rcp-gbs256-seed1"), "-o", str(imported))
     assert done.returncode == 0, done.stderr
     curves = tmp_path / "reward.png"
-    done = run_here("plot", "--root", str(history_root), "--metric", "reward", "-o", str(curves))
+    done = run_in_process("plot", "--root", str(history_root), "--metric", "reward", "-o", str(curves))
     assert done.returncode == 0, done.stderr
     assert curves.read_bytes().startswith(PNG)
     scores = tmp_path / "accuracy.png"  # an evaluation key, as zero-shot task names are
-    done = run_here("plot", "--root", str(history_root), "--metric", "accuracy", "-o", str(scores))
+    done = run_in_process("plot", "--root", str(history_root), "--metric", "accuracy", "-o", str(scores))
     assert done.returncode == 0, done.stderr
     assert scores.read_bytes().startswith(PNG)
 
 
 def test_plot_bad_input(history_root: Path, tmp_path: Path) -> None:
-    done = run_here("plot", "--root", str(history_root), "--metric", "nope", "-o", str(tmp_path / "x.png"))
+    done = run_in_process("plot", "--root", str(history_root), "--metric", "nope", "-o", str(tmp_path / "x.png"))
     assert done.returncode == 2 and "unknown metric 'nope'" in done.stderr and "reward" in done.stderr
     assert "evaluation key (accuracy" in done.stderr
-    done = run_here("plot", str(history_root / "damaged"), "-o", str(tmp_path / "d.png"))
+    done = run_in_process("plot", str(history_root / "damaged"), "-o", str(tmp_path / "d.png"))
     assert done.returncode == 2 and "cannot draw" in done.stderr and "altered" in done.stderr
-    done = run_here("plot", "-o", str(tmp_path / "n.png"))
+    done = run_in_process("plot", "-o", str(tmp_path / "n.png"))
     assert done.returncode == 2 and "RUN_DIR" in done.stderr
     assert not any(tmp_path.iterdir())
 

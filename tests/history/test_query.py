@@ -11,24 +11,24 @@ import pytest
 
 from recorder.history.errors import QueryError, QueryRefusedError
 from recorder.history.views import open_history
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 
 
 def test_query_json_and_csv(history_root: Path, tmp_path: Path) -> None:
     sql = "SELECT run_id, passing_step, minutes FROM runs WHERE minutes IS NOT NULL ORDER BY run_id"
-    done = run_here("query", sql, "--root", str(history_root), "--format", "json")
+    done = run_in_process("query", sql, "--root", str(history_root), "--format", "json")
     assert done.returncode == 0, done.stderr
     got = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["run_id"], r["passing_step"]) for r in got] == [("rcp-gbs256-seed1", 18), ("worked", 19)]
     assert "damaged" in done.stderr  # the damaged run is named, the others still answer
     out = tmp_path / "runs.csv"
-    done = run_here("query", sql, "--root", str(history_root), "--format", "csv", "-o", str(out))
+    done = run_in_process("query", sql, "--root", str(history_root), "--format", "csv", "-o", str(out))
     assert done.returncode == 0, done.stderr
     assert [r["run_id"] for r in csv.DictReader(io.StringIO(out.read_text()))] == ["rcp-gbs256-seed1", "worked"]
 
 
 def test_runs_command_table(history_root: Path) -> None:
-    done = run_here("runs", "--root", str(history_root))
+    done = run_in_process("runs", "--root", str(history_root))
     assert done.returncode == 0, done.stderr
     assert "3 runs" in done.stdout and "19.033" in done.stdout and "worked" in done.stdout
     assert "damaged" in done.stderr and "left out" in done.stderr
@@ -44,7 +44,7 @@ def test_runs_command_table(history_root: Path) -> None:
     ],
 )
 def test_bad_sql_is_an_input_error(history_root: Path, sql: str, message: str) -> None:
-    done = run_here("query", sql, "--root", str(history_root))
+    done = run_in_process("query", sql, "--root", str(history_root))
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
 
@@ -73,12 +73,12 @@ def test_statements_that_write_or_read_files_are_refused(history_root: Path, sql
 
 
 def test_refusal_through_the_cli(history_root: Path) -> None:
-    done = run_here("query", "DROP VIEW runs", "--root", str(history_root))
+    done = run_in_process("query", "DROP VIEW runs", "--root", str(history_root))
     assert done.returncode == 2 and "read-only" in done.stderr
 
 
 def test_missing_root(tmp_path: Path) -> None:
-    done = run_here("query", "SELECT 1", "--root", str(tmp_path / "nowhere"))
+    done = run_in_process("query", "SELECT 1", "--root", str(tmp_path / "nowhere"))
     assert done.returncode == 2 and "no such root" in done.stderr
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from recorder.report.page import build_report
 from recorder.verify import verify_run
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.history import report_runs
 
 RCP = "qwen35_397b_grpo_rcp/GBS512"
@@ -99,7 +99,7 @@ def test_a_run_evaluated_otherwise_than_the_benchmark_is_marked_not_comparable(t
 
 def test_an_imported_reference_log_says_where_it_came_from(corpus: Path, tmp_path: Path) -> None:
     log = corpus / RCP / "seed_1.out"
-    assert run_here("import", str(log), "--root", str(tmp_path), "--run-id", "seed1").returncode == 0
+    assert run_in_process("import", str(log), "--root", str(tmp_path), "--run-id", "seed1").returncode == 0
     page = report(tmp_path / "seed1", tmp_path / "r.html")
     words = top(page)
     assert f"Imported from {log}" in words and "(as-recorded)" in words, words
@@ -108,12 +108,12 @@ def test_an_imported_reference_log_says_where_it_came_from(corpus: Path, tmp_pat
 
 def test_several_runs_carry_the_score_recorder_score_gives(corpus: Path, tmp_path: Path) -> None:
     logs = [str(corpus / RCP / f"seed_{i}.out") for i in (1, 2, 3)]
-    assert run_here("import", *logs, "--root", str(tmp_path)).returncode == 0
+    assert run_in_process("import", *logs, "--root", str(tmp_path)).returncode == 0
     runs = sorted(str(p) for p in tmp_path.iterdir() if (p / "events").is_dir())
     out = tmp_path / "set.html"
-    r = run_here("report", *runs, "-o", str(out))
+    r = run_in_process("report", *runs, "-o", str(out))
     assert r.returncode == 0, r.stderr
-    score = run_here("score", *runs)  # the same set through `recorder score`
+    score = run_in_process("score", *runs)  # the same set through `recorder score`
     said = re.search(r"_compute_strong_score_standalone\): (\S+) minutes = (\S+) minutes over 3 runs", score.stdout)
     assert said is not None, score.stdout
     page = html.unescape(out.read_text())
@@ -144,7 +144,7 @@ def test_the_page_names_nothing_outside_itself(root: Path, tmp_path: Path) -> No
 
 
 def test_a_missing_run_is_a_one_line_error(tmp_path: Path) -> None:
-    r = run_here("report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html"))
+    r = run_in_process("report", str(tmp_path / "nope"), "-o", str(tmp_path / "r.html"))
     assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr
     assert not (tmp_path / "r.html").exists()
 

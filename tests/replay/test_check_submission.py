@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_score_standalone
 
-from tests.helpers import run_cli, run_here
+from tests.helpers import run_cli, run_in_process
 
 SUBMISSION = "mlperf-results/training_results_v5.0/IBM+CoreWeave+NVIDIA"
 SYSTEM, BENCHMARK = "carina_ngpu512_ngc25.04_nemo", "llama31_405b"
@@ -20,7 +20,7 @@ def test_check_submission_table(corpus: Path, tmp_path: Path) -> None:
     shutil.copytree(corpus / SUBMISSION, folder)
     scaling = folder / "results" / SYSTEM / BENCHMARK / "scaling.json"
     before = scaling.read_bytes()
-    result = run_here("check-submission", str(folder), "--ruleset", "5.0.0", "--root", str(tmp_path / "runs"))
+    result = run_in_process("check-submission", str(folder), "--ruleset", "5.0.0", "--root", str(tmp_path / "runs"))
     out = " ".join(result.stdout.split())
     assert "Traceback" not in result.stdout + result.stderr
     assert result.returncode in (0, 1), result.stderr

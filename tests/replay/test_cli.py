@@ -11,7 +11,7 @@ from recorder.reader import read_run
 from replay.derive import derive_run
 from replay.interpretations import INTERPRETATIONS
 from replay.scores import write_scores
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.replay.runs import CASES, record_run
 
 CONTRACT = [
@@ -30,7 +30,7 @@ CONTRACT = [
 
 def test_replay_writes_the_derived_log_and_scores(tmp_path: Path) -> None:
     run = record_run(tmp_path, "cli", **CASES["arbitrary_order"])  # type: ignore[arg-type]
-    result = run_here("replay", str(run.path), "--ruleset", "6.1.0")
+    result = run_in_process("replay", str(run.path), "--ruleset", "6.1.0")
     assert result.returncode == 0, result.stderr
     assert "official: success, passing step 5, 5.033 minutes" in " ".join(result.stdout.split())
     written = (run.derived / "result_official.txt").read_text()
@@ -47,7 +47,7 @@ def test_replay_writes_the_derived_log_and_scores(tmp_path: Path) -> None:
 
 def test_replay_check_keeps_the_verdict_it_asked_for(tmp_path: Path) -> None:
     run = record_run(tmp_path, "cli", **CASES["arbitrary_order"])  # type: ignore[arg-type]
-    result = run_here("replay", str(run.path), "--ruleset", "6.1.0", "--check")
+    result = run_in_process("replay", str(run.path), "--ruleset", "6.1.0", "--check")
     assert result.returncode == 1, result.stdout + result.stderr  # the checker fails this short run
     rows = [json.loads(line) for line in (run.derived / "scores.jsonl").read_text().splitlines()]
     by = {r["interpretation"]: r for r in rows}
@@ -57,7 +57,7 @@ def test_replay_check_keeps_the_verdict_it_asked_for(tmp_path: Path) -> None:
 
 def test_compare_table(tmp_path: Path) -> None:
     run = record_run(tmp_path, "cmp", **CASES["arbitrary_order"])  # type: ignore[arg-type]
-    result = run_here("replay", str(run.path), "--compare")
+    result = run_in_process("replay", str(run.path), "--compare")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for name in INTERPRETATIONS:
@@ -68,13 +68,13 @@ def test_compare_table(tmp_path: Path) -> None:
 
 def test_check_runs_both_checkers(tmp_path: Path) -> None:
     good = record_run(tmp_path, "good", gbs=256, steps=20, closed=True, evals=[(18, 0.72)], eval_start_s=1300)
-    result = run_here("replay", str(good.path), "--check")
+    result = run_in_process("replay", str(good.path), "--check")
     assert result.returncode == 0, result.stdout + result.stderr
     flat = " ".join(result.stdout.split())
     assert "compliance checker (mlperf-logging 4.1.68, training 6.1.0): PASSED" in flat
     assert "RCP checker (mlperf-logging 4.1.68, training 6.1.0): PASSED: RCP found" in flat
     skip = record_run(tmp_path, "skip", gbs=256, steps=20, closed=True, evals=[(19, 0.72)], eval_start_s=1300)
-    result = run_here("replay", str(skip.path), "--check")
+    result = run_in_process("replay", str(skip.path), "--check")
     assert result.returncode == 1
     assert "next_validation_samples" in result.stdout
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from recorder.comparability import why_not_comparable
 from recorder.kinds import RunOpened
 from recorder.rules import TARGET, passes, recorded_target
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.kit.synthetic import record_run
 
 
 def _csv(root: Path, sql: str) -> list[str]:
-    done = run_here("query", "--root", str(root), sql, "--format", "csv")
+    done = run_in_process("query", "--root", str(root), sql, "--format", "csv")
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()[1:]
 
@@ -24,16 +24,16 @@ def test_a_checkpoint_between_the_runs_target_and_the_rules_gets_one_answer(tmp_
     # Step 18 scores 0.6: above the run's 0.5, below the ruleset's 0.69. Steps 19 and 20 are not evaluated.
     run = record_run(tmp_path, "t05", gbs=256, steps=20, evals=[(18, 0.6)], target=0.5, closed=True)
 
-    evaluated = run_here("eval", str(run.path))  # the evaluator's decision: 18 passed, nothing left to do
+    evaluated = run_in_process("eval", str(run.path))  # the evaluator's decision: 18 passed, nothing left to do
     assert evaluated.returncode == 0, evaluated.stderr
     out = " ".join(evaluated.stdout.split())
     assert "first passing checkpoint: step 18 (pass@4 > 0.5)" in out
     assert "NOT COMPARABLE: the run's pass target is 0.5, not the ruleset's 0.69" in out
-    table = run_here("evals", str(run.path)).stdout
+    table = run_in_process("evals", str(run.path)).stdout
     assert "pass means > 0.5" in table and "NOT COMPARABLE" in table
     assert [line.split()[6] for line in table.splitlines() if line.split()[:1] == ["18"]] == ["yes"]
 
-    replayed = run_here("replay", str(run.path), "--check")
+    replayed = run_in_process("replay", str(run.path), "--check")
     assert replayed.returncode == 1  # the log claims success at 0.6; the 6.1.0 checker reads 0.69
     out = " ".join(replayed.stdout.split())
     assert "not comparable official: success, passing step 18" in out
@@ -48,21 +48,21 @@ def test_a_checkpoint_between_the_runs_target_and_the_rules_gets_one_answer(tmp_
     assert _csv(tmp_path, "SELECT step, value, target, passed FROM evals WHERE key = 'accuracy'") == ["18,0.6,0.5,true"]
     assert _csv(tmp_path, "SELECT passing_step, target, comparable FROM runs") == ["18,0.5,false"]
     assert _csv(tmp_path, "SELECT DISTINCT comparable FROM scores") == ["false"]
-    listed = run_here("runs", "--root", str(tmp_path)).stdout
+    listed = run_in_process("runs", "--root", str(tmp_path)).stdout
     assert "NOT COMPARABLE to MLPerf results: t05 (the run's pass target is 0.5" in " ".join(listed.split())
 
-    scored = run_here("score", str(run.path))
+    scored = run_in_process("score", str(run.path))
     assert scored.returncode == 1 and "t05 (NOT COMPARABLE)" in scored.stdout
 
 
 def test_the_rulesets_target_leaves_a_run_comparable(tmp_path: Path) -> None:
     run = record_run(tmp_path, "std", gbs=256, steps=20, evals=[(18, 0.6), (19, 0.7)], target=TARGET, closed=True)
-    replayed = run_here("replay", str(run.path))
+    replayed = run_in_process("replay", str(run.path))
     assert replayed.returncode == 0, replayed.stderr
     assert "official: success, passing step 19" in " ".join(replayed.stdout.split())
     assert "NOT COMPARABLE" not in replayed.stdout.upper()
     assert _csv(tmp_path, "SELECT passing_step, target, comparable FROM runs") == ["19,0.69,true"]
-    assert "NOT COMPARABLE" not in run_here("runs", "--root", str(tmp_path)).stdout
+    assert "NOT COMPARABLE" not in run_in_process("runs", "--root", str(tmp_path)).stdout
 
 
 def _opened(**data: object) -> RunOpened:

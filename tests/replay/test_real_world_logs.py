@@ -22,7 +22,7 @@ from replay.check import compliance, compliance_file
 from replay.derive import derive_run
 from replay.rulesets import known_rulesets
 from replay.score_runs import score_runs
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.replay.corpus_index import corpus_logs
 
 RESULTS = "mlperf-results/training_results_v"
@@ -110,20 +110,24 @@ def test_files_that_are_not_mllogs_are_refused_before_anything_is_recorded(corpu
     # Prose that mentions ':::MLLOG' and shows it without a record, as a README does.
     readme = tmp_path / "README.md"
     readme.write_text("# Notes\n\nEach line of a log starts with `:::MLLOG` and a JSON record:\n\n    :::MLLOG ...\n")
-    _clean_error(run_here("import", str(readme), "--root", str(root)), 2, f"{readme}: not an mllog", "no :::MLLOG line")
+    _clean_error(
+        run_in_process("import", str(readme), "--root", str(root)), 2, f"{readme}: not an mllog", "no :::MLLOG line"
+    )
     empty = tmp_path / "result_0.txt"
     empty.write_bytes(b"")
-    _clean_error(run_here("import", str(empty), "--root", str(root)), 2, f"{empty}: empty file")
+    _clean_error(run_in_process("import", str(empty), "--root", str(root)), 2, f"{empty}: empty file")
     packed = tmp_path / "result_1.txt.gz"
     packed.write_bytes(gzip.compress((corpus / LORA).read_bytes()))
-    _clean_error(run_here("import", str(packed), "--root", str(root)), 2, f"{packed}: gzip-compressed", "gunzip")
+    _clean_error(run_in_process("import", str(packed), "--root", str(root)), 2, f"{packed}: gzip-compressed", "gunzip")
     folder = tmp_path / "results" / "sys" / "llama2_70b_lora"
     folder.mkdir(parents=True)
     shutil.copy(packed, folder / "result_0.txt.gz")
-    _clean_error(run_here("import", str(folder), "--root", str(root)), 2, "only compressed files (result_0.txt.gz)")
+    _clean_error(
+        run_in_process("import", str(folder), "--root", str(root)), 2, "only compressed files (result_0.txt.gz)"
+    )
     hpc = tmp_path / "deepcam.txt"
     hpc.write_text((corpus / LORA).read_text().replace('"value": "llama2_70b_lora"', '"value": "deepcam"'))
-    _clean_error(run_here("import", str(hpc), "--root", str(root)), 2, "HPC not supported", "'deepcam'")
+    _clean_error(run_in_process("import", str(hpc), "--root", str(root)), 2, "HPC not supported", "'deepcam'")
     assert not root.exists() or not any(root.iterdir())
 
 
@@ -134,7 +138,7 @@ def test_a_result_folder_of_two_benchmarks_is_refused_whole(corpus: Path, tmp_pa
     shutil.copy(corpus / RESNET, folder / "result_1.txt")
     root = tmp_path / "runs"
     _clean_error(
-        run_here("import", str(folder), "--root", str(root)),
+        run_in_process("import", str(folder), "--root", str(root)),
         2,
         "state different benchmarks (result_0.txt: bert, result_1.txt: resnet)",
     )
@@ -144,13 +148,15 @@ def test_a_result_folder_of_two_benchmarks_is_refused_whole(corpus: Path, tmp_pa
 def test_a_benchmark_the_ruleset_does_not_know(corpus: Path, tmp_path: Path) -> None:
     root = tmp_path / "runs"
     # flux1 is a 5.1.0 benchmark: imported under 4.0.0 it is kept (a warning), and score says why it refuses
-    imported = run_here("import", str(corpus / FLUX), "--root", str(root), "--run-id", "flux", "--ruleset", "4.0.0")
+    imported = run_in_process(
+        "import", str(corpus / FLUX), "--root", str(root), "--run-id", "flux", "--ruleset", "4.0.0"
+    )
     assert imported.returncode == 0 and "benchmark 'flux1' is not in training 4.0.0" in " ".join(
         imported.stdout.split()
     )
-    _clean_error(run_here("score", str(root / "flux")), 1, "benchmark 'flux1' is not in training 4.0.0", "bert")
+    _clean_error(run_in_process("score", str(root / "flux")), 1, "benchmark 'flux1' is not in training 4.0.0", "bert")
     # a benchmark no ruleset knows, imported without --ruleset: scored under 6.1.0, which refuses it (exit 1)
     unknown = tmp_path / "result_0.txt"
     unknown.write_text((corpus / LORA).read_text().replace('"value": "llama2_70b_lora"', '"value": "tinyllm"'))
-    assert run_here("import", str(unknown), "--root", str(root), "--run-id", "tiny").returncode == 0
-    _clean_error(run_here("score", str(root / "tiny")), 1, "benchmark 'tinyllm' is not in training 6.1.0")
+    assert run_in_process("import", str(unknown), "--root", str(root), "--run-id", "tiny").returncode == 0
+    _clean_error(run_in_process("score", str(root / "tiny")), 1, "benchmark 'tinyllm' is not in training 6.1.0")

@@ -13,7 +13,7 @@ from recorder.reader import read_run
 from replay.check import compliance, compliance_file
 from replay.derive import derive_run
 from replay.rulesets import checker_root, get_known, known_rulesets
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.replay.corpus_index import corpus_logs
 
 # One log per ruleset and per kind of verdict (passed, failed, the checker raising), fast enough for the
@@ -83,10 +83,10 @@ def test_every_corpus_log_gives_the_checkers_own_verdict(corpus: Path, tmp_path:
 
 def test_replay_check_cli_reports_a_raising_checker_and_keeps_the_file(corpus: Path, tmp_path: Path) -> None:
     log = corpus / "mlperf-results/training/llm_moe_pretraining/nemo/rcp_logs/15360/seed_1.out"  # no time_ms
-    imported = run_here("import", str(log), "--root", str(tmp_path), "--run-id", "ref", "--ruleset", "6.0.0")
+    imported = run_in_process("import", str(log), "--root", str(tmp_path), "--run-id", "ref", "--ruleset", "6.0.0")
     assert imported.returncode == 0, imported.stderr
     out = tmp_path / "ref.txt"
-    result = run_here("replay", str(tmp_path / "ref"), "--check", "-o", str(out))
+    result = run_in_process("replay", str(tmp_path / "ref"), "--check", "-o", str(out))
     assert result.returncode == 1, result.stdout + result.stderr
     assert "compliance checker (mlperf-logging 4.1.68, training 6.0.0): checker error: KeyError: 'time_ms'" in (
         result.stdout
@@ -97,17 +97,20 @@ def test_replay_check_cli_reports_a_raising_checker_and_keeps_the_file(corpus: P
 
 def test_replay_check_cli_passes_a_compliant_log_under_its_ruleset(corpus: Path, tmp_path: Path) -> None:
     log = corpus / SAMPLE[4]  # retinanet 5.1.0, closed: RCPs exist for it
-    assert run_here("import", str(log), "--root", str(tmp_path), "--run-id", "r", "--ruleset", "5.1.0").returncode == 0
-    result = run_here("replay", str(tmp_path / "r"), "--check")
+    assert (
+        run_in_process("import", str(log), "--root", str(tmp_path), "--run-id", "r", "--ruleset", "5.1.0").returncode
+        == 0
+    )
+    result = run_in_process("replay", str(tmp_path / "r"), "--check")
     assert "compliance checker (mlperf-logging 4.1.68, training 5.1.0): PASSED" in result.stdout, result.stdout
     assert "RCP checker (mlperf-logging 4.1.68, training 5.1.0)" in result.stdout
     # under the recorded ruleset without typing it; a typed ruleset that does not know retinanet is refused
-    refused = run_here("replay", str(tmp_path / "r"), "--ruleset", "6.1.0")
+    refused = run_in_process("replay", str(tmp_path / "r"), "--ruleset", "6.1.0")
     assert refused.returncode == 2
     assert "benchmark 'retinanet' is not in training 6.1.0 (closed division): mlperf-logging's checker knows " in (
         " ".join(refused.stderr.split())
     )
-    offline = run_here("replay", str(tmp_path / "r"), "-i", "official")
+    offline = run_in_process("replay", str(tmp_path / "r"), "-i", "official")
     assert offline.returncode == 2
     assert "reads the offline-evaluation rule, which applies to qwen35_397b_grpo under training 6.1.0" in (
         " ".join(offline.stderr.split())
@@ -116,14 +119,14 @@ def test_replay_check_cli_passes_a_compliant_log_under_its_ruleset(corpus: Path,
 
 def test_a_benchmark_the_recorded_ruleset_does_not_know_is_the_data_saying_no(corpus: Path, tmp_path: Path) -> None:
     log = corpus / SAMPLE[1]  # bert, 4.1.0; 6.1.0 (the default when nothing is recorded) has no bert
-    assert run_here("import", str(log), "--root", str(tmp_path), "--run-id", "b").returncode == 0
-    scored = run_here("score", str(tmp_path / "b"))
+    assert run_in_process("import", str(log), "--root", str(tmp_path), "--run-id", "b").returncode == 0
+    scored = run_in_process("score", str(tmp_path / "b"))
     assert scored.returncode == 1
     assert "benchmark 'bert' is not in training 6.1.0 (closed division)" in " ".join(scored.stderr.split())
     assert not (tmp_path / "b" / "derived" / "scores.jsonl").exists()
-    checked = run_here("replay", str(tmp_path / "b"), "--check")  # the checker still judges the log as recorded
+    checked = run_in_process("replay", str(tmp_path / "b"), "--check")  # the checker still judges the log as recorded
     assert checked.returncode == 1 and "compliance checker" in checked.stdout
-    unknown = run_here("import", str(log), "--root", str(tmp_path), "--ruleset", "6.2.0")
+    unknown = run_in_process("import", str(log), "--root", str(tmp_path), "--ruleset", "6.2.0")
     assert unknown.returncode == 2 and "unknown ruleset '6.2.0'" in unknown.stderr
 
 
@@ -132,10 +135,10 @@ def test_a_typed_ruleset_that_does_not_know_the_run_leaves_its_scores_untouched(
     from tests.replay.runs import record_run
 
     run = record_run(tmp_path, "grpo", evals=[(4, 0.72)])
-    assert run_here("replay", str(run.path)).returncode == 0
+    assert run_in_process("replay", str(run.path)).returncode == 0
     scores = run.path / "derived" / "scores.jsonl"
     before = scores.read_bytes()
-    result = run_here("score", str(run.path), "--ruleset", "5.1.0")
+    result = run_in_process("score", str(run.path), "--ruleset", "5.1.0")
     assert result.returncode == 2, result.stdout + result.stderr
     assert "benchmark 'qwen35_397b_grpo' is not in training 5.1.0" in " ".join(result.stderr.split())
     assert scores.read_bytes() == before

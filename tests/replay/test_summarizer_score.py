@@ -16,7 +16,7 @@ from recorder.adapters.mllog_import import import_file
 from recorder.adapters.result_folder import read_result_folder
 from replay.score_runs import score_runs
 from replay.set_score import SetScore
-from tests.helpers import run_here
+from tests.helpers import run_in_process
 from tests.replay.corpus_index import complete_result_sets
 
 IBM_405B = "mlperf-results/training_results_v5.0/IBM+CoreWeave+NVIDIA/results/carina_ngpu512_ngc25.04_nemo/llama31_405b"
@@ -52,8 +52,8 @@ def _assert_same(folder: Path, ruleset: str, root: Path) -> SetScore:
 
 def test_a_result_folder_scores_as_the_summarizer_scores_it_through_the_cli(corpus: Path, tmp_path: Path) -> None:
     folder = corpus / IBM_405B
-    assert run_here("import", str(folder), "--root", str(tmp_path), "--ruleset", "5.0.0").returncode == 0
-    result = run_here("score", *sorted(str(p) for p in tmp_path.iterdir()), "--format", "json")
+    assert run_in_process("import", str(folder), "--root", str(tmp_path), "--ruleset", "5.0.0").returncode == 0
+    result = run_in_process("score", *sorted(str(p) for p in tmp_path.iterdir()), "--format", "json")
     assert result.returncode == 0, result.stderr
     payload = json.loads(result.stdout)
     assert set(payload) >= {

@@ -72,3 +72,15 @@ def evaluated_otherwise(
 def target_reason(target: float | None) -> str:
     """Why a run judged by `target` is not comparable ('' for the ruleset's own)."""
     return "" if is_standard_target(target) else f"the run's pass target is {target:g}, not the ruleset's {TARGET:g}"
+
+
+def with_what_judges(why: str, target: float | None, checker: str) -> str:
+    """`why` a run is not comparable, followed by what its results pass or fail: a run's own target judges it
+    in eval, the history and replay while the `checker` ruleset's checker reads its own; at the ruleset's
+    target, a result evaluated otherwise passes or fails nothing against the benchmark."""
+    if not is_standard_target(target):
+        return (
+            f"{why}; eval, the history and replay judge passing by the run's own target, and the {checker} checker "
+            "by the ruleset's"
+        )
+    return f"{why}; its scores pass or fail nothing against the benchmark"

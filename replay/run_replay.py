@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from recorder.comparability import NOT_COMPARABLE
+from recorder.comparability import NOT_COMPARABLE, with_what_judges
 from recorder.errors import InputError, RecorderError
 from recorder.output import output_file, write_output
 from recorder.read_only_runs import writable_run
@@ -262,13 +262,7 @@ def _notices(
     ]
     why_not = scan.not_comparable
     if why_not is not None:
-        notices.append(
-            Notice(
-                "not-comparable",
-                f"{why_not}; eval, the history and replay judge passing by the run's own target, and the "
-                f"{known.name} checker by the ruleset's",
-            )
-        )
+        notices.append(Notice("not-comparable", with_what_judges(why_not, scan.target, known.name)))
     return notices
 
 

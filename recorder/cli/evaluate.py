@@ -17,7 +17,7 @@ from recorder.cli._output import console, label, line, warning
 from recorder.cli._progress import UntilFirst
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 from recorder.cli._tables import Col, print_fitted, set_wide
-from recorder.rules import is_standard_target, recorded_target
+from recorder.rules import recorded_target
 
 LOCAL_RAY = "local"
 
@@ -488,18 +488,11 @@ def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
 
 def _print_not_comparable(why: str | None, target: float | None) -> None:
     """The NOT COMPARABLE line (recorder.comparability's why), saying what judges passing."""
-    from recorder.comparability import NOT_COMPARABLE
+    from recorder.comparability import NOT_COMPARABLE, with_what_judges
 
     if why is None:
         return
-    if not is_standard_target(target):
-        why += (
-            "; eval, the history and replay judge passing by the run's own target, and the 6.1.0 checker by the "
-            "ruleset's"
-        )
-    else:
-        why += "; its scores pass or fail nothing against the benchmark"
-    console.print(line(label(f"{NOT_COMPARABLE}:", "yellow"), why))
+    console.print(line(label(f"{NOT_COMPARABLE}:", "yellow"), with_what_judges(why, target, "6.1.0")))
 
 
 def _utc(time_ns: int | None) -> str:

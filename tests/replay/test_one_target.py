@@ -77,3 +77,17 @@ def test_the_recorded_target_and_its_fallbacks() -> None:
     assert why_not_comparable(None) is None and why_not_comparable(_opened(target=TARGET, config={})) is None
     assert why_not_comparable(_opened(target=0.5, config={})) == "the run's pass target is 0.5, not the ruleset's 0.69"
     assert passes(0.6, 0.5) and not passes(0.6) and not passes(TARGET) and not passes(None)
+
+
+def test_a_run_judged_by_the_rulesets_target_but_evaluated_otherwise_says_so_not_that_its_target_judges(
+    tmp_path: Path,
+) -> None:
+    # 64 tasks, not the benchmark's 251, at the ruleset's own target: passing is still judged by 0.69 (the
+    # kit's results score 251 tasks, which verify names: --force replays it anyway)
+    run = record_run(tmp_path, "t64", gbs=256, steps=20, evals=[(18, 0.7)], target=TARGET, eval_samples=64, closed=True)
+    replayed = run_cli("replay", str(run.path), "--force")
+    assert replayed.returncode == 0, replayed.stderr
+    out = " ".join(replayed.stdout.split())
+    assert "NOT COMPARABLE: its evaluation is not the benchmark's (samples 64, not 251)" in out, out
+    assert "its scores pass or fail nothing against the benchmark" in out, out
+    assert "own target" not in out, out

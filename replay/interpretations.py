@@ -72,9 +72,9 @@ def _not_passed(tl: Timeline, rules: RulesetFacts, emitted: Sequence[Evaluation]
         note = f" (evaluation failed for {', '.join(map(str, failed))})" if failed else ""
         raise NotEvaluatedError(
             f"run {tl.run_id}: no evaluated checkpoint passes ({name}: accuracy "
-            f"{'>=' if name == NEMO_RL_GE else '>'} {pass_target(tl, rules)}) and steps "
-            f"{', '.join(map(str, missing))} "
-            f"are not evaluated yet{note}: no run_stop is derived"
+            f"{'>=' if name == NEMO_RL_GE else '>'} {pass_target(tl, rules)}) and "
+            f"{'step' if len(missing) == 1 else 'steps'} {', '.join(map(str, missing))} "
+            f"{'is' if len(missing) == 1 else 'are'} not evaluated yet{note}: no run_stop is derived"
         )
     final = tl.final_step
     return Plan(

@@ -301,9 +301,12 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
         _derive(request, result, run, scan, known, unverified)
         result.proof = proven_by(report, result.derivation.passing_step if result.derivation else None)
     except NotEvaluatedError as e:  # the hint repeats the path as the user typed it
-        command = eval_command(request.run_dir, scan.opened)
-        note = f" ({SPEC_NOTE})" if "SPEC.toml" in command else ""
-        result.refused = NotEvaluatedError(f"{e}; evaluate them: {command}{note}")
+        if unverified:  # eval refuses a run that fails verification: no command would fill the gap
+            result.refused = NotEvaluatedError(f"{e}; the run fails verification: recorder verify {request.run_dir}")
+        else:
+            command = eval_command(request.run_dir, scan.opened)
+            note = f" ({SPEC_NOTE})" if "SPEC.toml" in command else ""
+            result.refused = NotEvaluatedError(f"{e}; evaluate them: {command}{note}")
     except NoCheckpointError as e:  # the history shows `no checkpoint` too, without waiting for `compact`
         write_scores(run, scan, known, unverified, untrusted=result.untrusted, check=False)
         result.refused = e

@@ -52,6 +52,26 @@ def test_unevaluated_checkpoints_and_none_passing_fabricate_nothing(tmp_path: Pa
     assert not (run.derived / "result_official.txt").exists()
 
 
+def test_one_unevaluated_checkpoint_is_named_with_the_command_that_evaluates_it(tmp_path: Path) -> None:
+    run = record_run(tmp_path, "one-left", evals=[(4, 0.5), (5, 0.5)])
+    _assert_clean_error(
+        run_in_process("replay", str(run.path)),
+        1,
+        "and step 6 is not evaluated yet: no run_stop is derived; evaluate them: recorder eval",
+    )
+
+
+def test_a_forced_replay_of_a_run_failing_verify_names_verify_not_an_eval_that_would_refuse(tmp_path: Path) -> None:
+    run = record_run(tmp_path, "broken", evals=[(4, 0.5), (5, 0.5)], skip_weight_update=[5])
+    forced = run_in_process("replay", str(run.path), "--force")
+    _assert_clean_error(
+        forced,
+        1,
+        f"step 6 is not evaluated yet: no run_stop is derived; the run fails verification: recorder verify {run.path}",
+    )
+    assert "recorder eval" not in forced.stderr, forced.stderr
+
+
 def test_duplicate_results_for_one_step(tmp_path: Path) -> None:
     run = record_run(tmp_path, "dup", evals=[(4, 0.70)], extra_results=[(4, 0.71)])
     _assert_clean_error(

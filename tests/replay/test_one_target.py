@@ -85,7 +85,7 @@ def test_a_run_judged_by_the_rulesets_target_but_evaluated_otherwise_says_so_not
     # 64 tasks, not the benchmark's 251, at the ruleset's own target: passing is still judged by 0.69 (the
     # kit's results score 251 tasks, which verify names: --force replays it anyway)
     run = record_run(tmp_path, "t64", gbs=256, steps=20, evals=[(18, 0.7)], target=TARGET, eval_samples=64, closed=True)
-    replayed = run_cli("replay", str(run.path), "--force")
+    replayed = run_in_process("replay", str(run.path), "--force")
     assert replayed.returncode == 0, replayed.stderr
     out = " ".join(replayed.stdout.split())
     assert "NOT COMPARABLE: its evaluation is not the benchmark's (samples 64, not 251)" in out, out

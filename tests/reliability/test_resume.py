@@ -128,26 +128,29 @@ def test_refusals(tmp_path: Path, killed: Path) -> None:
 
 def _killed_before_any_checkpoint(root: Path) -> Path:
     """The log a trainer killed in its first steps leaves: its run_opened (config and all), no commit, no stop."""
-    from recorder.kinds import RunOpened
     from recorder.log import LogWriter
     from recorder.run import RunDir
     from trainer.config import load_config
 
-    cfg = load_config(sets=list(SMALL_TRAIN[1::2]))
     run = RunDir.create(root, "e")
     with LogWriter(run, "trainer") as w:
-        w.append(
-            RunOpened(
-                benchmark=None,
-                ruleset=None,
-                division=None,
-                global_batch_size=cfg.global_batch_size,
-                config=cfg.to_dict(),
-                provenance={},
-                resumed_from=None,
-            )
-        )
+        w.append(_opened(load_config(sets=list(SMALL_TRAIN[1::2]))))
     return run.path
+
+
+def _opened(cfg: Any) -> Any:
+    """The run_opened a trainer with `cfg` records first."""
+    from recorder.kinds import RunOpened
+
+    return RunOpened(
+        benchmark=None,
+        ruleset=None,
+        division=None,
+        global_batch_size=cfg.global_batch_size,
+        config=cfg.to_dict(),
+        provenance={},
+        resumed_from=None,
+    )
 
 
 def test_a_completed_run_is_not_resumed(resumed: tuple[Path, list[Any], Any]) -> None:
@@ -159,7 +162,7 @@ def test_a_completed_run_is_not_resumed(resumed: tuple[Path, list[Any], Any]) ->
 
 def test_a_recorded_path_outside_the_run_is_refused(tmp_path: Path) -> None:
     """A well-formed log (valid digest chain: digests are not signatures) whose commit points outside the run."""
-    from recorder.kinds import CheckpointCommitted, RunOpened
+    from recorder.kinds import CheckpointCommitted
     from recorder.log import LogWriter
     from recorder.run import RunDir
     from trainer.config import load_config
@@ -171,16 +174,7 @@ def test_a_recorded_path_outside_the_run_is_refused(tmp_path: Path) -> None:
     for rel in ("../../evil/step_0000018", str(outside)):
         run = RunDir.create(tmp_path / "runs", f"r{len(rel)}")
         with LogWriter(run, "trainer") as w:
-            opened = RunOpened(
-                benchmark=None,
-                ruleset=None,
-                division=None,
-                global_batch_size=cfg.global_batch_size,
-                config=cfg.to_dict(),
-                provenance={},
-                resumed_from=None,
-            )
-            w.append(opened)
+            w.append(_opened(cfg))
             committed = CheckpointCommitted(
                 path=rel,
                 sha256="",

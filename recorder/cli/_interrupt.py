@@ -80,18 +80,24 @@ def interruptible(name: str, command: F) -> F:
         except KeyboardInterrupt:
             raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
         except Exception as e:
-            # a query the history ran for this command (runs, evals, report as well as query) is said as this
-            # command's interruption, never under the query's name
-            ended_in_a_query = (
-                isinstance(e, RecorderError) and e.exit_code == 130 and not isinstance(e, CommandInterrupted)
-            )
-            if not (ended_in_a_query or interrupted_in_duckdb(e)):
+            if not (_in_a_history_query(e) or interrupted_in_duckdb(e)):
                 raise
             stopped = CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}")
             stopped.abandons_process = True  # as recorder.history.limits.QueryInterrupted says why
             raise stopped from None
 
     return run  # type: ignore[return-value]
+
+
+def _in_a_history_query(e: BaseException) -> bool:
+    """Whether `e` is Ctrl-C in a query the history ran for the command (runs, evals, report as well as query):
+    said as that command's interruption, never under the query's name. A command's own interruption (train's,
+    zero-shot's, eval's) keeps its message."""
+    if not isinstance(e, RecorderError) or e.exit_code != 130:
+        return False
+    from recorder.history.limits import QueryInterrupted  # only once a command has stopped: not at start-up
+
+    return isinstance(e, QueryInterrupted)
 
 
 def interrupted_in_duckdb(e: BaseException) -> bool:

@@ -260,3 +260,16 @@ def test_a_query_interrupted_inside_a_command_is_said_as_that_commands_interrupt
         interruptible(command, reads_the_history)()
     assert str(stopped.value) == f"{command}: interrupted; nothing was changed (the history is read-only); run it again"
     assert stopped.value.exit_code == 130 and stopped.value.abandons_process
+
+
+def test_a_commands_own_interruption_keeps_its_message() -> None:
+    """train's and zero-shot's own lines (what was recorded, how to resume) pass through unchanged."""
+    from recorder.cli._interrupt import interruptible
+    from recorder.cli.train import TrainInterrupted
+
+    def stopped_training() -> None:
+        raise TrainInterrupted("train: interrupted at step 3; resume with: recorder train --resume runs/r")
+
+    with pytest.raises(TrainInterrupted) as stopped:
+        interruptible("train", stopped_training)()
+    assert str(stopped.value) == "train: interrupted at step 3; resume with: recorder train --resume runs/r"

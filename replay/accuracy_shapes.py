@@ -16,8 +16,6 @@ from pathlib import Path
 
 import yaml
 
-from replay.rulesets import USAGE, checker_root, known_rulesets
-
 # `v['value']['BBOX']` and `'BBOX' in v['value']`, in either quote
 _INDEXED = re.compile(r"""v\[\s*['"]value['"]\s*\]\s*\[\s*['"](\w+)['"]\s*\]""")
 _MEMBER = re.compile(r"""['"](\w+)['"]\s+in\s+v\[\s*['"]value['"]\s*\]""")
@@ -48,8 +46,7 @@ def _fields_in(path: Path) -> Fields:
     return tuple(names)
 
 
-def _rule_file(ruleset: str, division: str, benchmark: str) -> Path | None:
-    folder = checker_root() / f"{USAGE}_{ruleset}"
+def _rule_file(folder: Path, division: str, benchmark: str) -> Path | None:
     for name in (f"{division}_{benchmark}.yaml", f"closed_{benchmark}.yaml", f"{benchmark}.yaml"):
         if (folder / name).is_file():
             return folder / name
@@ -57,16 +54,16 @@ def _rule_file(ruleset: str, division: str, benchmark: str) -> Path | None:
 
 
 @cache
-def accuracy_fields(ruleset: str, division: str | None, benchmark: str | None) -> Fields:
-    """The fields `eval_accuracy` holds for `benchmark` under `ruleset` (its division's rule file, else the
-    closed one). A ruleset without that benchmark (the checker refuses the log for it anyway) takes the shape
-    from the newest ruleset that has it, so a log replayed under another ruleset is read as it was written."""
+def fields_in_rule_files(folders: tuple[Path, ...], division: str | None, benchmark: str | None) -> Fields:
+    """The fields `eval_accuracy` holds for `benchmark` in the first of a ruleset's checker `folders` with a
+    rule file for it (its division's, else the closed one): the ruleset's own folder first, then the others
+    its `KnownRuleset.rule_folders` names (a ruleset without that benchmark, whose checker refuses the log
+    anyway, reads the shape the log was written with)."""
     if not benchmark or not re.fullmatch(r"\w+", benchmark):
         return ()
     division = division if division in ("closed", "open") else "closed"
-    names = [ruleset, *reversed([r for r in known_rulesets() if r != ruleset])]
-    for name in names:
-        found = _rule_file(name, division, benchmark)
+    for folder in folders:
+        found = _rule_file(folder, division, benchmark)
         if found is not None:
             return _fields_in(found)
     return ()

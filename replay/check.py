@@ -17,6 +17,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
 
+from replay.rulesets import KnownRuleset, get_known
+
+# a ruleset as a replay looked it up, or the name a caller outside a replay gives (looked up where it enters)
+Ruleset = KnownRuleset | str
+
 
 @cache
 def mlperf_logging_version() -> str:
@@ -84,18 +89,18 @@ def _reason(message: str) -> str:
     return " ".join(kept)
 
 
-def compliance(text: str, ruleset: str = "6.1.0", usage: str = "training") -> CheckResult:
+def compliance(text: str, ruleset: Ruleset = "6.1.0", usage: str = "training") -> CheckResult:
     """`python -m mlperf_logging.compliance_checker --usage training --ruleset RULESET`, in process."""
     return _compliance_written(lambda f: f.write(text), ruleset, usage)
 
 
-def compliance_lines(lines: Iterable[str], ruleset: str = "6.1.0", usage: str = "training") -> CheckResult:
+def compliance_lines(lines: Iterable[str], ruleset: Ruleset = "6.1.0", usage: str = "training") -> CheckResult:
     """`compliance` on a log given line by line (without line endings): written to the checker's file as the
     lines are produced, never held whole (the checker's own reading is mlperf-logging's memory)."""
     return _compliance_written(lambda f: f.writelines(line + "\n" for line in lines), ruleset, usage)
 
 
-def _compliance_written(write: Callable[[TextIO], object], ruleset: str, usage: str) -> CheckResult:
+def _compliance_written(write: Callable[[TextIO], object], ruleset: Ruleset, usage: str) -> CheckResult:
     with tempfile.TemporaryDirectory(prefix="replay-check-") as tmp, _quiet():
         path = Path(tmp) / "result_0.txt"
         with open(path, "w", encoding="utf-8") as f:
@@ -122,7 +127,7 @@ def _first_long_line(path: Path) -> str | None:
     return None
 
 
-def _first_mistyped_line(path: Path, ruleset: str) -> str | None:
+def _first_mistyped_line(path: Path, ruleset: KnownRuleset) -> str | None:
     """Why the checker is not run on `path`: its first line whose value has the wrong type (replay.recorded_types);
     lines are at most LINE_LIMIT long here (checked first)."""
     from replay.recorded_types import first_type_problem
@@ -132,16 +137,18 @@ def _first_mistyped_line(path: Path, ruleset: str) -> str | None:
     return None if why is None else f"{why}: the checker would compare it as it is; not checked"
 
 
-def compliance_file(path: Path, ruleset: str, usage: str = "training") -> CheckResult:
+def compliance_file(path: Path, ruleset: Ruleset, usage: str = "training") -> CheckResult:
     """The compliance checker on a file as it is: its verdict, or the exception it raised as a verdict."""
     from mlperf_logging.compliance_checker import mlp_compliance
 
     from replay.checker_configs import parsed_once
 
+    known = ruleset if isinstance(ruleset, KnownRuleset) else get_known(ruleset)
+    ruleset = known.name
     too_long = _first_long_line(path)
     if too_long is not None:  # the checker would take hours on it: not run, and the log does not pass
         return CheckResult("compliance checker", ruleset, False, (too_long,), mlperf_logging_version())
-    mistyped = _first_mistyped_line(path, ruleset)
+    mistyped = _first_mistyped_line(path, known)
     if mistyped is not None:  # the checker reads `true` as 1: its verdict would rest on a value it misread
         return CheckResult("compliance checker", ruleset, False, (mistyped,), mlperf_logging_version())
 

@@ -139,7 +139,7 @@ class _Writer:
         return line
 
 
-def _configs(tl: Timeline, rules: RulesetFacts, out: _Writer) -> Iterator[str]:
+def _configs(tl: Timeline, facts: RulesetFacts, out: _Writer) -> Iterator[str]:
     """Recorded configuration keys, plus those run_opened states that were not recorded, in the checker's
     own key order (its checks read earlier keys: opt_base_learning_rate needs global_batch_size first),
     then any other keys in recorded order."""
@@ -153,13 +153,13 @@ def _configs(tl: Timeline, rules: RulesetFacts, out: _Writer) -> Iterator[str]:
         ):
             if key not in recorded and value is not None:
                 configs.append(Config(key, value, tl.opened))
-    rank = {key: i for i, key in enumerate(rules.required_keys(tl.division or C.OPEN))}
+    rank = {key: i for i, key in enumerate(facts.required_keys(tl.division or C.OPEN))}
     for c in sorted(configs, key=lambda c: rank.get(c.key, len(rank))):
         yield out.add(c.at, None, POINT_IN_TIME, c.key, c.value)
 
 
-def _evaluation(ev: Evaluation, gbs: int, rules: RulesetFacts, out: _Writer, shift: int = 0) -> Iterator[str]:
-    samples = ev.samples_count if ev.samples_count >= 0 else rules.samples_after(ev.step, gbs)
+def _evaluation(ev: Evaluation, gbs: int, facts: RulesetFacts, out: _Writer, shift: int = 0) -> Iterator[str]:
+    samples = ev.samples_count if ev.samples_count >= 0 else facts.samples_after(ev.step, gbs)
     start = ev.start.time_ns + shift
     yield out.add(start, ev.start.source, INTERVAL_START, C.EVAL_START, None, samples_count=samples, step=ev.step)
     yield out.add(
@@ -171,10 +171,10 @@ def _evaluation(ev: Evaluation, gbs: int, rules: RulesetFacts, out: _Writer, shi
 
 
 def render(
-    tl: Timeline, rules: RulesetFacts, plan: Plan, step_data: Callable[[StepMetrics], Any] | None = None
+    tl: Timeline, facts: RulesetFacts, plan: Plan, step_data: Callable[[StepMetrics], Any] | None = None
 ) -> list[str]:
     """The mllog lines of a plan, in the 6.1.0 order (a timeline built from a list of events)."""
-    return list(render_lines(tl, rules, plan, step_data or _kept_data))
+    return list(render_lines(tl, facts, plan, step_data or _kept_data))
 
 
 def _kept_data(m: StepMetrics) -> dict[str, Any]:
@@ -184,7 +184,7 @@ def _kept_data(m: StepMetrics) -> dict[str, Any]:
 
 
 def render_lines(
-    tl: Timeline, rules: RulesetFacts, plan: Plan, step_data: Callable[[StepMetrics], Any]
+    tl: Timeline, facts: RulesetFacts, plan: Plan, step_data: Callable[[StepMetrics], Any]
 ) -> Iterator[str]:
     """The mllog lines of a plan, in the 6.1.0 order, one at a time: each step's metrics are read back
     through `step_data` when their line is written. Facts that are missing raise before the first line."""
@@ -195,12 +195,12 @@ def render_lines(
     if tl.block_start is None:
         raise MissingFactError(f"run {tl.run_id}: no block_start event; record it before replaying")
     last = None if plan.inline else tl.weight_update(plan.last_step, "the final step")
-    return _lines(tl, rules, plan, step_data, gbs, run_start, init_start, init_stop, tl.block_start, last)
+    return _lines(tl, facts, plan, step_data, gbs, run_start, init_start, init_stop, tl.block_start, last)
 
 
 def _lines(
     tl: Timeline,
-    rules: RulesetFacts,
+    facts: RulesetFacts,
     plan: Plan,
     step_data: Callable[[StepMetrics], Any],
     gbs: int,
@@ -213,7 +213,7 @@ def _lines(
     out = _Writer()
     yield out.add(init_start, None, POINT_IN_TIME, C.CACHE_CLEAR, True)
     yield out.add(init_start, None, INTERVAL_START, C.INIT_START)
-    yield from _configs(tl, rules, out)
+    yield from _configs(tl, facts, out)
     yield out.add(init_stop, None, INTERVAL_END, C.INIT_STOP)
     yield out.add(run_start, None, INTERVAL_START, C.RUN_START)
     bs_at, bs_step, bs_samples = block_start
@@ -229,7 +229,7 @@ def _lines(
     for m in tl.metrics:
         if m.step > plan.last_step:
             break
-        samples = m.samples_count if m.samples_count is not None else rules.samples_after(m.step, gbs)
+        samples = m.samples_count if m.samples_count is not None else facts.samples_after(m.step, gbs)
         yield out.add(
             plan.shift(m.at.time_ns),
             m.at.source,
@@ -243,7 +243,7 @@ def _lines(
             ev = inline[m.step]
             at = plan.shift(inline_at(tl, m.step))
             yield out.add(at, m.at.source, INTERVAL_END, C.BLOCK_STOP, samples_count=samples, step=m.step)
-            yield from _evaluation(ev, gbs, rules, out, shift=at - ev.start.time_ns)
+            yield from _evaluation(ev, gbs, facts, out, shift=at - ev.start.time_ns)
             if m.step < plan.last_step:
                 yield out.add(
                     at + ev.duration_ns,
@@ -259,11 +259,11 @@ def _lines(
             last.source,
             INTERVAL_END,
             C.BLOCK_STOP,
-            samples_count=rules.samples_after(plan.last_step, gbs),
+            samples_count=facts.samples_after(plan.last_step, gbs),
             step=plan.last_step,
         )
         for ev in plan.evaluations:
-            yield from _evaluation(ev, gbs, rules, out)
+            yield from _evaluation(ev, gbs, facts, out)
     yield out.add(
         plan.run_stop,
         None,
@@ -271,7 +271,7 @@ def _lines(
         C.RUN_STOP,
         None,
         status=plan.status,
-        samples_count=rules.samples_after(plan.stop_step, gbs),
+        samples_count=facts.samples_after(plan.stop_step, gbs),
     )
 
 
@@ -300,7 +300,7 @@ def recorded_lines(tl: Timeline, source: EventSource) -> Iterator[str]:
             yield kinds.MllogLine.from_event(e).line
 
 
-def _as_recorded(tl: Timeline, source: EventSource, ruleset: str) -> Derivation:
+def _as_recorded(tl: Timeline, source: EventSource, ruleset: KnownRuleset) -> Derivation:
     """The original lines; minutes from the run_start and run_stop the result summarizer would read."""
     if not tl.mllog_segments:
         raise NothingToEmitError(
@@ -329,7 +329,7 @@ def _as_recorded(tl: Timeline, source: EventSource, ruleset: str) -> Derivation:
     stop_ms = stop.parser_time_ms if stop is not None else None
     return Derivation(
         tl.run_id,
-        ruleset,
+        ruleset.name,
         AS_RECORDED,
         RenderedLines(lambda: recorded_lines(tl, source)),
         status,
@@ -361,23 +361,23 @@ def derive_from(tl: Timeline, source: EventSource, ruleset: KnownRuleset, interp
     interp = get_interpretation(interpretation)
     interpretation = interp.name  # an earlier name (interpretations.ALIASES) is derived under the current one
     if interp.policy is None:
-        return _as_recorded(tl, source, ruleset.name)
-    rules = require_offline_rule(tl, ruleset, interpretation)
+        return _as_recorded(tl, source, ruleset)
+    facts = require_offline_rule(tl, ruleset, interpretation)
     tl.require_consistent()
     if tl.weight_updates and not tl.checkpoints:  # killed (or still training) before the validation start
         raise NoCheckpointError(
             f"run {tl.run_id}: no checkpoint: training stopped at step {tl.final_step}, before its first "
-            f"checkpoint (step {rules.validation_start_step(tl.gbs())}), so no run_stop and no minutes exist"
+            f"checkpoint (step {facts.validation_start_step(tl.gbs())}), so no run_stop and no minutes exist"
         )
-    plan = interp.policy(tl, rules)
-    render_lines(tl, rules, plan, _kept_data)  # its checks raise now, not when the lines are first read
+    plan = interp.policy(tl, facts)
+    render_lines(tl, facts, plan, _kept_data)  # its checks raise now, not when the lines are first read
     run_start = tl.require("run_start", tl.run_start).time_ns
     stop = plan.run_stop.time_ns
     return Derivation(
         tl.run_id,
         ruleset.name,
         interpretation,
-        RenderedLines(lambda: render_lines(tl, rules, plan, StepData(source))),
+        RenderedLines(lambda: render_lines(tl, facts, plan, StepData(source))),
         plan.status,
         plan.passing.step if plan.passing else None,
         run_start,
@@ -385,7 +385,7 @@ def derive_from(tl: Timeline, source: EventSource, ruleset: KnownRuleset, interp
         plan.why,
         float(ns_to_ms(run_start)),
         float(ns_to_ms(stop)),
-        missing_keys(tl, rules),
+        missing_keys(tl, facts),
     )
 
 
@@ -394,17 +394,18 @@ def require_offline_rule(tl: Timeline, ruleset: KnownRuleset, interpretation: st
     it does not apply (another benchmark, or a ruleset that states no such rule: replay.ruleset_facts). A run
     that states no benchmark is the recorder's own (qwen35_397b_grpo)."""
     benchmark = tl.benchmark or BENCHMARK
-    if not ruleset.offline_evaluation(benchmark):
+    facts = ruleset.offline_facts(benchmark)
+    if facts is None:
         stated = ", ".join(f"{f.benchmark} under training {f.ruleset}" for f in FACTS.values())
         raise InterpretationNotApplicableError(
             f"run {tl.run_id}: interpretation {interpretation!r} reads the offline-evaluation rule, which "
             f"applies to {stated}, not to {benchmark} under training {ruleset.name}: "
             "use --interpretation as-recorded"
         )
-    return FACTS[ruleset.name]
+    return facts
 
 
-def missing_keys(tl: Timeline, rules: RulesetFacts) -> tuple[str, ...]:
+def missing_keys(tl: Timeline, facts: RulesetFacts) -> tuple[str, ...]:
     """Required configuration keys neither recorded as mllog_config nor stated by run_opened."""
     have = {c.key for c in tl.configs}
     if tl.opened is not None:
@@ -417,7 +418,7 @@ def missing_keys(tl: Timeline, rules: RulesetFacts) -> tuple[str, ...]:
             )
             if v is not None
         }
-    return tuple(k for k in rules.required_keys(tl.division or C.OPEN) if k not in have)
+    return tuple(k for k in facts.required_keys(tl.division or C.OPEN) if k not in have)
 
 
 def derive(events: Iterable[Event], ruleset: str, interpretation: str) -> list[str]:

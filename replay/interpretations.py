@@ -45,34 +45,34 @@ def shifted(offsets: Sequence[tuple[int, int]], t: int) -> int:
 Policy = Callable[[Timeline, RulesetFacts], Plan]
 
 
-def pass_target(tl: Timeline, rules: RulesetFacts) -> float:
+def pass_target(tl: Timeline, facts: RulesetFacts) -> float:
     """The one target evaluations are judged by: the run's recorded one, as `recorder eval` and the history
     judge them, else the ruleset's. A run whose target is not the ruleset's is marked not comparable."""
-    return tl.target if tl.target is not None else rules.target
+    return tl.target if tl.target is not None else facts.target
 
 
-def _passes(ev: Evaluation, tl: Timeline, rules: RulesetFacts, ge: bool = False) -> bool:
-    target = pass_target(tl, rules)
+def _passes(ev: Evaluation, tl: Timeline, facts: RulesetFacts, ge: bool = False) -> bool:
+    target = pass_target(tl, facts)
     return ev.accuracy >= target if ge else passes(ev.accuracy, target)
 
 
-def required_steps(tl: Timeline, rules: RulesetFacts) -> list[int]:
+def required_steps(tl: Timeline, facts: RulesetFacts) -> list[int]:
     """The checkpoints the rule requires: those committed, or else every step from the validation start."""
     if tl.checkpoints:
         return sorted(tl.checkpoints)
-    return list(range(rules.validation_start_step(tl.gbs()), tl.final_step + 1))
+    return list(range(facts.validation_start_step(tl.gbs()), tl.final_step + 1))
 
 
-def _not_passed(tl: Timeline, rules: RulesetFacts, emitted: Sequence[Evaluation], name: str) -> Plan:
+def _not_passed(tl: Timeline, facts: RulesetFacts, emitted: Sequence[Evaluation], name: str) -> Plan:
     """No evaluation passed: aborted if every required checkpoint was evaluated, else refuse (exit 1)."""
     evaluated = {ev.step for ev in tl.evaluations}
-    missing = [s for s in required_steps(tl, rules) if s not in evaluated]
+    missing = [s for s in required_steps(tl, facts) if s not in evaluated]
     if missing:
         failed = [s for s in missing if s in tl.failed_steps]
         note = f" (evaluation failed for {', '.join(map(str, failed))})" if failed else ""
         raise NotEvaluatedError(
             f"run {tl.run_id}: no evaluated checkpoint passes ({name}: accuracy "
-            f"{'>=' if name == NEMO_RL_GE else '>'} {pass_target(tl, rules)}) and "
+            f"{'>=' if name == NEMO_RL_GE else '>'} {pass_target(tl, facts)}) and "
             f"{'step' if len(missing) == 1 else 'steps'} {', '.join(map(str, missing))} "
             f"{'is' if len(missing) == 1 else 'are'} not evaluated yet{note}: no run_stop is derived"
         )
@@ -95,41 +95,41 @@ def _success(
     return Plan("success", tuple(emitted), passing, stop, passing.step, tl.final_step, why=why)
 
 
-def _in_order_until_pass(tl: Timeline, rules: RulesetFacts, ge: bool) -> tuple[list[Evaluation], Evaluation | None]:
+def _in_order_until_pass(tl: Timeline, facts: RulesetFacts, ge: bool) -> tuple[list[Evaluation], Evaluation | None]:
     emitted: list[Evaluation] = []
     for ev in tl.evaluations:
         emitted.append(ev)
-        if _passes(ev, tl, rules, ge):
+        if _passes(ev, tl, facts, ge):
             return emitted, ev
     return emitted, None
 
 
-def official(tl: Timeline, rules: RulesetFacts) -> Plan:
+def official(tl: Timeline, facts: RulesetFacts) -> Plan:
     """ "After training halts, checkpoints are evaluated offline, in any order ... until one reaches the
     target accuracy." "run_stop carries the passing checkpoint's weight-update timestamp (status success),
     or the final checkpoint's timestamp with status aborted when none passes." Passing: accuracy > target."""
-    emitted, passing = _in_order_until_pass(tl, rules, ge=False)
+    emitted, passing = _in_order_until_pass(tl, facts, ge=False)
     if passing is None:
-        return _not_passed(tl, rules, emitted, "official")
+        return _not_passed(tl, facts, emitted, "official")
     return _success(tl, emitted, passing, "first passing checkpoint in evaluation order")
 
 
-def earliest_passing(tl: Timeline, rules: RulesetFacts) -> Plan:
+def earliest_passing(tl: Timeline, facts: RulesetFacts) -> Plan:
     """ "Each checkpoint stores the timestamp of its latest weight update": read as "the run reached the
     target at the earliest checkpoint that reaches it", whatever order the evaluations ran in.
     Emits the evaluated steps up to that one in ascending order."""
-    passing_steps = sorted(ev.step for ev in tl.evaluations if _passes(ev, tl, rules))
+    passing_steps = sorted(ev.step for ev in tl.evaluations if _passes(ev, tl, facts))
     if not passing_steps:
-        return _not_passed(tl, rules, list(tl.evaluations), "earliest-passing")
+        return _not_passed(tl, facts, list(tl.evaluations), "earliest-passing")
     first = passing_steps[0]
     emitted = sorted((ev for ev in tl.evaluations if ev.step <= first), key=lambda ev: ev.step)
     return _success(tl, emitted, emitted[-1], "earliest passing step among all evaluated checkpoints")
 
 
-def include_final_save(tl: Timeline, rules: RulesetFacts) -> Plan:
+def include_final_save(tl: Timeline, facts: RulesetFacts) -> Plan:
     """ "So the write time of the passing checkpoint is not scored": read the other way, the run is not
     done until its passing checkpoint is committed, so run_stop is that checkpoint's commit time."""
-    plan = official(tl, rules)
+    plan = official(tl, facts)
     step = plan.stop_step
     ckpt = tl.checkpoints.get(step)
     if ckpt is None:
@@ -154,11 +154,11 @@ def _blocking_before(tl: Timeline, step: int) -> tuple[tuple[int, int], ...]:
     )
 
 
-def zero_save_cost(tl: Timeline, rules: RulesetFacts) -> Plan:
+def zero_save_cost(tl: Timeline, facts: RulesetFacts) -> Plan:
     """ "The save time of every earlier checkpoint is [scored] (unless saving is asynchronous and hides
     it)": what a perfectly asynchronous checkpointer scores. Every blocking save before the passing
     (or final) step is removed from the training timeline."""
-    plan = official(tl, rules)
+    plan = official(tl, facts)
     offsets = _blocking_before(tl, plan.stop_step)
     removed = -sum(d for _, d in offsets)
     stop = Point(shifted(offsets, plan.run_stop.time_ns), plan.run_stop.source)
@@ -174,11 +174,11 @@ def zero_save_cost(tl: Timeline, rules: RulesetFacts) -> Plan:
     )
 
 
-def inline_eval(tl: Timeline, rules: RulesetFacts) -> Plan:
+def inline_eval(tl: Timeline, facts: RulesetFacts) -> Plan:
     """The pre-6.1 reading (the reference convergence logs): "eval_start ... eval_accuracy ... eval_stop"
     inline during training, each evaluation at its step from the validation start, its duration added to
     the timeline, and no checkpoint saves. Needs an evaluation of every step from the validation start."""
-    start = rules.validation_start_step(tl.gbs())
+    start = facts.validation_start_step(tl.gbs())
     by_step = {ev.step: ev for ev in tl.evaluations}
     emitted: list[Evaluation] = []
     passing = None
@@ -190,7 +190,7 @@ def inline_eval(tl: Timeline, rules: RulesetFacts) -> Plan:
                 f"and step {step} was not evaluated: nothing to emit"
             )
         emitted.append(ev)
-        if _passes(ev, tl, rules):
+        if _passes(ev, tl, facts):
             passing = ev
             break
     if not emitted:
@@ -219,12 +219,12 @@ def inline_at(tl: Timeline, step: int) -> int:
     return tl.weight_update(step, "an inline evaluation").time_ns
 
 
-def checker_order(tl: Timeline, rules: RulesetFacts) -> Plan:
+def checker_order(tl: Timeline, facts: RulesetFacts) -> Plan:
     """mlperf-logging 4.1.68, training_6.1.0/closed_qwen35_397b_grpo.yaml: "v['metadata']['samples_count'] ==
     s['next_validation_samples']", starting at GBS * CEIL(2.5 + 3840/GBS), then GBS more each time.
     Evaluations emitted in ascending samples order: the consecutive prefix from the validation start."""
     gbs = tl.gbs()
-    start = rules.validation_start_step(gbs)
+    start = facts.validation_start_step(gbs)
     by_step = {ev.step: ev for ev in tl.evaluations}
     if start not in by_step:
         raise NothingToEmitError(
@@ -236,7 +236,7 @@ def checker_order(tl: Timeline, rules: RulesetFacts) -> Plan:
     step = start
     while step in by_step:
         emitted.append(by_step[step])
-        if _passes(by_step[step], tl, rules):
+        if _passes(by_step[step], tl, facts):
             return _success(tl, emitted, by_step[step], f"ascending from step {start}; step {step} passes first")
         step += 1
     if step <= tl.final_step:
@@ -244,16 +244,16 @@ def checker_order(tl: Timeline, rules: RulesetFacts) -> Plan:
             f"run {tl.run_id}: checker-order: steps {start}..{step - 1} evaluated, none passes, and step {step} "
             "was not evaluated: the consecutive series stops there"
         )
-    return _not_passed(tl, rules, emitted, "checker-order")
+    return _not_passed(tl, facts, emitted, "checker-order")
 
 
-def nemo_rl_ge(tl: Timeline, rules: RulesetFacts) -> Plan:
+def nemo_rl_ge(tl: Timeline, facts: RulesetFacts) -> Plan:
     """NeMo-RL's >=: the reference evaluator (NeMo-RL mlperf_grpo_deferred.py) stops when "accuracy >=
     target"; the 6.1.0 checker's ATLEAST_ONE_CHECK is "v['value'] > s['target_accuracy']". Official semantics,
     passing at >= as NeMo-RL does: an accuracy exactly at the target passes here and not in `official`."""
-    emitted, passing = _in_order_until_pass(tl, rules, ge=True)
+    emitted, passing = _in_order_until_pass(tl, facts, ge=True)
     if passing is None:
-        return _not_passed(tl, rules, emitted, NEMO_RL_GE)
+        return _not_passed(tl, facts, emitted, NEMO_RL_GE)
     return _success(tl, emitted, passing, "first checkpoint in evaluation order with accuracy >= target")
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from recorder.rules import finite_score
-from replay.accuracy_shapes import Fields, accuracy_fields
+from replay.accuracy_shapes import Fields
 from replay.mllog_format import ParsedLine, parse_line
+from replay.rulesets import KnownRuleset
 
 # key -> what its `value` must be (eval_accuracy: see accuracy_problem)
 NUMBER_VALUES = frozenset({"target_accuracy"})
@@ -67,7 +68,7 @@ def type_problem(p: ParsedLine, fields: Fields | None = ()) -> str | None:
     return None
 
 
-def first_type_problem(lines: Iterable[str], ruleset: str) -> str | None:
+def first_type_problem(lines: Iterable[str], ruleset: KnownRuleset) -> str | None:
     """'line N: ...' for the first mistyped line (N counts from 1, as the log's lines), or None. Accuracies
     are read as the log's benchmark logs them under `ruleset`; one logged before the log names its benchmark
     is judged once the benchmark is known (the checker reads the whole log before it judges a line)."""
@@ -80,7 +81,7 @@ def first_type_problem(lines: Iterable[str], ruleset: str) -> str | None:
             continue
         if parsed.key == "submission_benchmark" and benchmark is None and isinstance(parsed.get("value"), str):
             benchmark = parsed.get("value")
-            why = _first_early(early, accuracy_fields(ruleset, division, benchmark))
+            why = _first_early(early, ruleset.accuracy_fields(division, benchmark))
             if why is not None:
                 return why
             early = []
@@ -88,7 +89,7 @@ def first_type_problem(lines: Iterable[str], ruleset: str) -> str | None:
             division = parsed.get("value")
         if parsed.key == "eval_accuracy" and benchmark is None:
             early.append((number, parsed))
-        why = type_problem(parsed, None if benchmark is None else accuracy_fields(ruleset, division, benchmark))
+        why = type_problem(parsed, None if benchmark is None else ruleset.accuracy_fields(division, benchmark))
         if why is not None:
             return f"line {number}: {why}"
     return _first_early(early, ())

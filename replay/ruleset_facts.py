@@ -1,8 +1,9 @@
 """Ruleset facts: what each ruleset with an offline-evaluation rule fixes for the benchmark that rule judges,
 the facts the offline-evaluation interpretations derive a log from, one row per ruleset version (`FACTS`:
 6.1.0 for `qwen35_397b_grpo`). Which rulesets and benchmarks exist is `replay.rulesets` (discovered from the
-installed checker); the offline rule applies where a ruleset has a row here (`KnownRuleset.offline_evaluation`),
-so a newer ruleset gets no facts it did not state until its row is added.
+installed checker); the offline rule applies where a ruleset has a row here, which its `KnownRuleset` carries
+(`offline_rule`, set once when the installed rulesets are read), so a newer ruleset gets no facts it did not
+state until its row is added. A row states every number it fixes, the validation start included.
 
 Kept as data here (not read from mlperf-logging at derive time) so that `derive` reads events only;
 tests/replay/test_checkers.py (test_required_keys_match_the_checker_yaml) checks these lists against the
@@ -11,6 +12,7 @@ installed checker's own YAML files.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mlperf_logging.mllog import constants as C
@@ -73,13 +75,14 @@ class RulesetFacts:
     ruleset: str  # the version whose files state these facts: "6.1.0"
     benchmark: str
     target: float  # passing means accuracy > target (the checker's ATLEAST_ONE_CHECK)
+    validation_start: Callable[[int], int]  # global batch size -> the first step whose checkpoint must exist
     common_required: tuple[str, ...]
     closed_common_required: tuple[str, ...]
     benchmark_required: tuple[str, ...]
 
     def validation_start_step(self, global_batch_size: int) -> int:
-        """The first step whose checkpoint must exist and be evaluable (recorder.rules)."""
-        return rules.validation_start_step(global_batch_size)
+        """The first step whose checkpoint must exist and be evaluable, as this row states it."""
+        return self.validation_start(global_batch_size)
 
     def samples_after(self, step: int, global_batch_size: int) -> int:
         """Samples after step k (recorder.rules)."""
@@ -97,15 +100,9 @@ FACTS: dict[str, RulesetFacts] = {
         ruleset="6.1.0",
         benchmark=rules.BENCHMARK,
         target=rules.TARGET,
+        validation_start=rules.validation_start_step,
         common_required=COMMON_REQUIRED,
         closed_common_required=CLOSED_COMMON_REQUIRED,
         benchmark_required=BENCHMARK_REQUIRED,
     ),
 }
-
-
-def facts_of(ruleset: str, benchmark: str) -> RulesetFacts | None:
-    """The offline-evaluation facts ruleset `ruleset` states for `benchmark`, or None: its offline rule does
-    not judge that benchmark, or it has none."""
-    facts = FACTS.get(ruleset)
-    return facts if facts is not None and facts.benchmark == benchmark else None

@@ -6,21 +6,26 @@ benchmarks are those its `submission_benchmark` CHECK accepts and for which the 
 `<division>_<benchmark>.yaml` to load (a benchmark the CHECK names without that file would crash the
 checker); RCPs are the `rcp_checker/training_X.Y.Z/rcps_<benchmark>.json` files. Upgrading mlperf-logging
 upgrades what the recorder knows.
+
+A `KnownRuleset` is the one value a replay carries: looked up once where its name enters, it holds the facts
+every later step reads (its divisions and RCPs, its offline-evaluation rule's row, where its accuracy shapes
+are read), so nothing on the path looks a ruleset up by name again.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
 import yaml
 
 from recorder import rules
+from replay.accuracy_shapes import Fields, fields_in_rule_files
 from replay.errors import RulesetMismatchError, UnknownBenchmarkError, UnknownRulesetError
-from replay.ruleset_facts import facts_of
+from replay.ruleset_facts import FACTS, RulesetFacts
 
 USAGE = "training"
 _FOLDER = re.compile(rf"^{USAGE}_(\d+)\.(\d+)\.(\d+)$")
@@ -34,6 +39,10 @@ class KnownRuleset:
     name: str  # "5.1.0"
     divisions: tuple[tuple[str, tuple[str, ...]], ...]  # (division, benchmarks the checker can check)
     rcp_benchmarks: tuple[str, ...]
+    # the facts its offline-evaluation rule fixes (replay.ruleset_facts.FACTS), None where it states no such rule
+    offline_rule: RulesetFacts | None = None
+    # its checker folder, then every other installed ruleset's, newest first: where an accuracy's shape is read
+    rule_folders: tuple[Path, ...] = ()
 
     @property
     def version(self) -> tuple[int, ...]:
@@ -51,10 +60,22 @@ class KnownRuleset:
     def has_rcps(self, benchmark: str | None) -> bool:
         return benchmark in self.rcp_benchmarks
 
+    def offline_facts(self, benchmark: str | None) -> RulesetFacts | None:
+        """The facts this ruleset's offline-evaluation rule states for `benchmark`, or None: its rule does not
+        judge that benchmark, or it has none."""
+        rule = self.offline_rule
+        return rule if rule is not None and benchmark is not None and rule.benchmark == benchmark else None
+
     def offline_evaluation(self, benchmark: str | None) -> bool:
         """Whether an offline-evaluation rule (and so its interpretations) applies to `benchmark`: this ruleset
         states its facts for it (replay.ruleset_facts)."""
-        return benchmark is not None and facts_of(self.name, benchmark) is not None
+        return self.offline_facts(benchmark) is not None
+
+    def accuracy_fields(self, division: str | None, benchmark: str | None) -> Fields:
+        """The fields `eval_accuracy` holds for `benchmark` under this ruleset (replay.accuracy_shapes); a
+        ruleset without that benchmark takes the shape from the newest that has it, so a log replayed under
+        another ruleset is read as it was written."""
+        return fields_in_rule_files(self.rule_folders, division, benchmark)
 
     def benchmark_problem(self, benchmark: str | None, division: str | None) -> str | None:
         """Why this ruleset does not know `benchmark` (naming those it knows), or None."""
@@ -120,7 +141,7 @@ def _load(folder: Path, name: str) -> KnownRuleset:
         divisions.append(("", tuple(b for b in accepted if (folder / f"{b}.yaml").is_file())))
     rcp_folder = rcp_root() / folder.name
     rcps = tuple(sorted(p.stem.removeprefix("rcps_") for p in rcp_folder.glob("rcps_*.json")))
-    return KnownRuleset(name, tuple(divisions), rcps)
+    return KnownRuleset(name, tuple(divisions), rcps, offline_rule=FACTS.get(name), rule_folders=(folder,))
 
 
 @cache
@@ -132,7 +153,12 @@ def known_rulesets() -> dict[str, KnownRuleset]:
         if match and folder.is_dir() and (folder / "common.yaml").is_file():
             version = tuple(int(g) for g in match.groups())
             found.append((version, ".".join(match.groups()), folder))
-    return {name: _load(folder, name) for _, name, folder in sorted(found)}
+    loaded = [_load(folder, name) for _, name, folder in sorted(found)]
+    newest_first = [k.rule_folders[0] for k in reversed(loaded)]
+    return {
+        k.name: replace(k, rule_folders=(k.rule_folders[0], *(f for f in newest_first if f != k.rule_folders[0])))
+        for k in loaded
+    }
 
 
 @cache

@@ -177,7 +177,7 @@ def run_checks(
     if mismatch is not None:
         why = f"{mismatch}, so it has no rules to judge this log by"
         return [CheckResult("compliance checker", known.name, False, (why,), mlperf_logging_version(), ran=False)]
-    checks = [compliance_lines(d.lines, known.name)]
+    checks = [compliance_lines(d.lines, known)]
     if not known.has_rcps(benchmark):
         checks.append(rcp_not_run(known.name, f"training {known.name} has no RCPs for {benchmark}"))
     elif division == "open":

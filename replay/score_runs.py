@@ -133,7 +133,7 @@ def _outcome(run: _Run) -> tuple[RunOutcome, Derivation | None]:
         write_rows(run.run, mark_rows(rows, **_marks(run)), run.scan.heads)
         proof = proven_by(run.report, None)
         return RunOutcome(run.label, None, "none", None, str(e), run.interpretation, proof), None
-    check = compliance_lines(d.lines, run.known.name)
+    check = compliance_lines(d.lines, run.known)
     done: dict[str, Outcome] = {run.interpretation: (d, check)}
     rows = compute_scores(run.run, run.known, check=False, done=done, scan=run.scan)
     write_rows(run.run, mark_rows(rows, **_marks(run)), run.scan.heads)

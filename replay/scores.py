@@ -60,7 +60,7 @@ def scan_row(
     """`score_row` from one pass over a run (replay.run_scan): its events are not held."""
     judged = _judged(scan.target, scan.not_comparable is None, bool(scan.resumed))
     derive = partial(derive_from, scan.timeline, scan.source, ruleset, interpretation)
-    return _row(run_id, ruleset.name, interpretation, derive, judged, check, done)
+    return _row(run_id, ruleset, interpretation, derive, judged, check, done)
 
 
 def _judged(target: float | None, comparable: bool, resumed: bool) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def _judged(target: float | None, comparable: bool, resumed: bool) -> dict[str, 
 
 def _row(
     run_id: str,
-    ruleset: str,
+    ruleset: KnownRuleset,
     interpretation: str,
     derive: Callable[[], Derivation],
     judged: dict[str, Any],
@@ -81,7 +81,7 @@ def _row(
     except ReplayError as e:
         return {
             "run_id": run_id,
-            "ruleset": ruleset,
+            "ruleset": ruleset.name,
             "interpretation": interpretation,
             "status": NoCheckpointError.status if isinstance(e, NoCheckpointError) else "none",
             "passing_step": None,
@@ -97,7 +97,7 @@ def _row(
     )
     return {
         "run_id": run_id,
-        "ruleset": ruleset,
+        "ruleset": ruleset.name,
         "interpretation": interpretation,
         "status": d.status,
         "passing_step": d.passing_step,

@@ -1,18 +1,28 @@
 """Parse at the edge: on replay's path a ruleset's name becomes a `KnownRuleset` once, where it enters (the
 request's `--ruleset`, else the run's recorded ruleset), and that value is passed on to the scores, the
-derivation and the offline rule's facts; none of them looks it up again. Every lookup reads the installed
-rulesets through `replay.rulesets.known_rulesets`, so counting its calls counts the lookups."""
+derivation, the offline rule's facts, the accuracy shapes and the checker; none of them looks it up again,
+on a native run's path or an imported log's. Every lookup reads the installed rulesets through
+`replay.rulesets.known_rulesets`, and no other module holds that function under its own name, so counting
+its calls counts the lookups."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 import replay.rulesets
+from recorder.adapters.mllog_import import import_file
 from replay.ruleset_facts import FACTS
 from replay.run_replay import ReplayRequest, replay_run
+from tests.replay.corpus_index import FIXTURE_RESULTS
 from tests.replay.runs import CASES, record_run
+
+REPO = Path(__file__).resolve().parents[2]
+# an imported result of training 3.0.0 whose accuracy the checker reads as a dict (BBOX, SEGM): its shape
+# is read from the ruleset's rule files on the as-recorded path
+IMPORTED = FIXTURE_RESULTS / "training_results_v3.0/GIGABYTE/results/G593-SD0_pytorch/maskrcnn/result_0.txt"
 
 
 @pytest.fixture
@@ -40,6 +50,34 @@ def test_replay_looks_a_ruleset_up_once(tmp_path: Path, lookups: list[int], aske
     assert result.refused is None and result.ruleset == "6.1.0"
     assert len(result.rows) > 1  # every interpretation's row was derived under the one value
     assert len(lookups) == 1
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [{}, {"ruleset": "3.0.0"}, {"check": True}, {"compare": True}],
+    ids=["the log's own", "typed", "checked", "compare"],
+)
+def test_an_imported_log_looks_its_ruleset_up_once(
+    tmp_path: Path, lookups: list[int], asked: dict[str, object]
+) -> None:
+    run = import_file(IMPORTED, tmp_path, ruleset="3.0.0").run
+    lookups.clear()
+    result = replay_run(ReplayRequest(run.path, **asked))  # type: ignore[arg-type]
+    assert result.refused is None and result.ruleset == "3.0.0"
+    assert result.rows or result.derivation is not None
+    assert len(lookups) == 1
+
+
+def test_only_the_rulesets_module_names_the_lookup() -> None:
+    """A module that imported `known_rulesets` by name would look rulesets up unseen by the count above."""
+    holders = []
+    for folder in ("recorder", "replay", "trainer", "evaluator"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and any(a.name == "known_rulesets" for a in node.names):
+                    holders.append(str(path.relative_to(REPO)))
+    assert holders == []
 
 
 def test_the_count_sees_a_second_lookup(tmp_path: Path, lookups: list[int]) -> None:

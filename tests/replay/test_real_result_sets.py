@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from replay.recorded_types import first_type_problem
+from replay.rulesets import get_known
 from tests.replay.corpus_index import FIXTURE_RESULTS, corpus_logs, fixture_result_sets
 from tests.replay.test_summarizer_score import _assert_same
 
@@ -43,22 +44,22 @@ def test_no_value_check_refuses_a_real_log() -> None:
     files = [(f, ruleset) for folder, ruleset in fixture_result_sets() for f in sorted(folder.glob("result_*.txt"))]
     assert len(files) > 200
     for path, ruleset in files:
-        assert first_type_problem(_lines(path), ruleset) is None, path
+        assert first_type_problem(_lines(path), get_known(ruleset)) is None, path
 
 
 def test_no_value_check_refuses_a_corpus_log(corpus: Path) -> None:
     for path, ruleset in corpus_logs(corpus):
-        assert first_type_problem(_lines(path), ruleset) is None, path
+        assert first_type_problem(_lines(path), get_known(ruleset)) is None, path
 
 
 def test_a_dict_valued_accuracy_is_held_to_numbers() -> None:
     """The checker compares `v['value']['BBOX'] >= 0.377`: `true` there would be read as 1."""
     lines = _lines(MASKRCNN / "result_0.txt")
     forged = [re.sub(r'"BBOX": [0-9.e-]+', '"BBOX": true', ln) if '"eval_accuracy"' in ln else ln for ln in lines]
-    why = first_type_problem(forged, "3.0.0")
+    why = first_type_problem(forged, get_known("3.0.0"))
     assert why is not None and re.fullmatch(r"line \d+: eval_accuracy BBOX true is not a finite number", why), why
     plain = [re.sub(r'"value": \{[^}]*\}', '"value": 0.5', ln) if '"eval_accuracy"' in ln else ln for ln in lines]
-    why = first_type_problem(plain, "3.0.0")
+    why = first_type_problem(plain, get_known("3.0.0"))
     assert why is not None and "eval_accuracy 0.5 is not an object of BBOX, SEGM" in why, why
 
 
@@ -68,7 +69,7 @@ def test_a_dict_valued_accuracy_is_no_number_elsewhere() -> None:
     forged = [
         re.sub(r'"value": [0-9.e-]+', '"value": {"BBOX": 0.9}', ln) if '"eval_accuracy"' in ln else ln for ln in lines
     ]
-    why = first_type_problem(forged, "3.0.0")
+    why = first_type_problem(forged, get_known("3.0.0"))
     assert why is not None and 'eval_accuracy {"BBOX": 0.9} is not a finite number' in why, why
 
 

@@ -1,4 +1,6 @@
-"""Typed event payloads: one frozen dataclass per kind's `data` in `schemas/catalogue.toml`.
+"""Typed event payloads: one frozen dataclass per kind's `data` in `schemas/catalogue.toml`, the one place a
+kind's keys (its fields) and its upcasts (its `upcast_v<N>_...` static methods, applied by recorder.upcast) are
+declared; the catalogue says who writes a kind, when, whether it is critical, and what each key holds.
 
 Producers build `data` through these classes (`LogWriter.append(payload, ...)` takes the kind from the
 class), so a misspelled kind or key fails where it is written. Consumers parse through `from_event`, which
@@ -87,7 +89,7 @@ class Payload:
     def from_recorded(cls, data: Mapping[str, Any] | None, *, where: str = "") -> Self:
         """The payload of `data` as an event of this kind recorded it, in today's shape (older payloads upcast
         on read: recorder.upcast); PayloadError prefixed by `where`."""
-        return cls.from_data(upcast(cls.KIND, data), where=where)
+        return cls.from_data(upcast(cls, data), where=where)
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any], *, where: str = "") -> Self:
@@ -174,6 +176,7 @@ class RunOpened(Payload):
 
     `target` is the pass target the run is evaluated against (older runs lack it: config.eval.target). An
     import of a result folder records the folder's five keys together, null where it has no value (NULL).
+    Older payloads are read in today's shape by the `upcast_v1_*` steps below (recorder.upcast applies them).
     """
 
     KIND: ClassVar[str] = "run_opened"
@@ -195,6 +198,31 @@ class RunOpened(Payload):
     scaling_file: str | Null | None = None
     system: str | Null | None = None
     system_description: Mapping[str, Any] | Null | None = None
+
+    @staticmethod
+    def upcast_v1_target(data: dict[str, Any]) -> dict[str, Any]:
+        """`target` (the pass target the run is evaluated against): runs recorded before it hold it only in the
+        resolved config's `eval.target`."""
+        section = _eval_section(data)
+        if data.get("target") is None and section is not None and section.get("target") is not None:
+            return data | {"target": section["target"]}
+        return data
+
+    @staticmethod
+    def upcast_v1_eval_task(data: dict[str, Any]) -> dict[str, Any]:
+        """`config.eval.task` (the task spec the evaluation scores): runs recorded before it name their spec in
+        the config's top-level `task`."""
+        section, config = _eval_section(data) or {}, data.get("config")
+        if "task" in section or not isinstance(config, Mapping) or not isinstance(config.get("task"), str):
+            return data
+        return data | {"config": dict(config) | {"eval": dict(section) | {"task": config["task"]}}}
+
+
+def _eval_section(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """A run_opened's `config.eval`, when it is a mapping."""
+    config = data.get("config")
+    section = config.get("eval") if isinstance(config, Mapping) else None
+    return section if isinstance(section, Mapping) else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,54 +11,41 @@ loading). tests/layout/test_upcast_readers.py holds this list to the code.
 Events on disk are never rewritten: their bytes, digests and signatures stay as written, and verify's byte
 checks read them raw. An upcast is a pure function of one event's `data` that gives the mapping readers of
 facts use; it never changes a value a writer did record. Steps are keyed by kind and by the version of the
-segment schema they upgrade from (`schemas/event_v<N>.toml`; eventsourcing's Mapper, `upcast_vN_vN+1`),
-and applied in order. Within version 1, payload keys were added as the recorder grew; the `v1` steps fill each
-from what writers recorded before it. A new schema version adds its own steps after them.
+segment schema they upgrade from (`schemas/event_v<N>.toml`), and applied in order. Each step is a static
+method of the payload class it upgrades, named `upcast_v<N>_<what it fills>` (as eventsourcing puts
+`upcast_v1_v2` on the event class: `recorder.kinds.RunOpened.upcast_v1_target`), so a kind's fields, keys and
+upcasts are read in one place; this module only finds and applies them. Within version 1, payload keys were
+added as the recorder grew; the `v1` steps fill each from what writers recorded before it. A new schema version
+adds its own steps after them.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 Step = Callable[[dict[str, Any]], dict[str, Any]]
+_STEP = re.compile(r"upcast_v(\d+)_\w+")
 
 
-def _eval_section(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    config = data.get("config")
-    section = config.get("eval") if isinstance(config, Mapping) else None
-    return section if isinstance(section, Mapping) else None
+def upcast_steps(payload: type) -> list[tuple[int, Step]]:
+    """(schema version, step) of each `upcast_v<N>_...` static method of a payload class (its bases' first),
+    by version, in the order the class defines them within one version."""
+    found: list[tuple[int, Step]] = []
+    for klass in reversed(payload.__mro__):
+        for name, member in vars(klass).items():
+            match = _STEP.fullmatch(name)
+            if match and isinstance(member, staticmethod):
+                found.append((int(match.group(1)), member.__func__))
+    return sorted(found, key=lambda step: step[0])  # stable: a version's steps keep the class's order
 
 
-def upcast_run_opened_v1_target(data: dict[str, Any]) -> dict[str, Any]:
-    """`target` (the pass target the run is evaluated against): runs recorded before it hold it only in the
-    resolved config's `eval.target`."""
-    section = _eval_section(data)
-    if data.get("target") is None and section is not None and section.get("target") is not None:
-        return data | {"target": section["target"]}
-    return data
-
-
-def upcast_run_opened_v1_eval_task(data: dict[str, Any]) -> dict[str, Any]:
-    """`config.eval.task` (the task spec the evaluation scores): runs recorded before it name their spec in
-    the config's top-level `task`."""
-    section, config = _eval_section(data) or {}, data.get("config")
-    if "task" in section or not isinstance(config, Mapping) or not isinstance(config.get("task"), str):
-        return data
-    return data | {"config": dict(config) | {"eval": dict(section) | {"task": config["task"]}}}
-
-
-UPCASTS: dict[tuple[str, int], tuple[Step, ...]] = {
-    ("run_opened", 1): (upcast_run_opened_v1_target, upcast_run_opened_v1_eval_task),
-}
-
-
-def upcast(kind: str, data: Mapping[str, Any] | None, version: int = 1) -> dict[str, Any]:
-    """`data` of an event of `kind` from a segment of schema `version`, in today's shape (a new mapping;
-    `data` itself is left as it is). None (no event) gives {}."""
+def upcast(payload: type, data: Mapping[str, Any] | None, version: int = 1) -> dict[str, Any]:
+    """`data` of an event of `payload`'s kind from a segment of schema `version`, in today's shape (a new
+    mapping; `data` itself is left as it is). None (no event) gives {}."""
     out = dict(data or {})
-    for (step_kind, step_version), steps in sorted(UPCASTS.items()):
-        if step_kind == kind and step_version >= version:
-            for step in steps:
-                out = step(out)
+    for step_version, step in upcast_steps(payload):
+        if step_version >= version:
+            out = step(out)
     return out

@@ -8,13 +8,15 @@ MLPerf Training v6.1, training_policies PR #596 ("offline evaluation"), as summa
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from recorder.rules import passes
 from replay.errors import NotEvaluatedError, NothingToEmitError, UnknownInterpretationError
-from replay.ruleset_facts import RulesetFacts
-from replay.timeline import Evaluation, Point, Timeline
+
+if TYPE_CHECKING:  # the table is read by `recorder replay --help`, which loads no event reading (pyarrow)
+    from replay.ruleset_facts import RulesetFacts
+    from replay.timeline import Evaluation, Point, Timeline
 
 Status = Literal["success", "aborted"]
 
@@ -42,7 +44,7 @@ def shifted(offsets: Sequence[tuple[int, int]], t: int) -> int:
     return t + sum(delta for after, delta in offsets if t > after)
 
 
-Policy = Callable[[Timeline, RulesetFacts], Plan]
+Policy = Callable[["Timeline", "RulesetFacts"], Plan]
 
 
 def pass_target(tl: Timeline, facts: RulesetFacts) -> float:
@@ -161,7 +163,7 @@ def zero_save_cost(tl: Timeline, facts: RulesetFacts) -> Plan:
     plan = official(tl, facts)
     offsets = _blocking_before(tl, plan.stop_step)
     removed = -sum(d for _, d in offsets)
-    stop = Point(shifted(offsets, plan.run_stop.time_ns), plan.run_stop.source)
+    stop = replace(plan.run_stop, time_ns=shifted(offsets, plan.run_stop.time_ns))
     return Plan(
         plan.status,
         plan.evaluations,
@@ -202,7 +204,7 @@ def inline_eval(tl: Timeline, facts: RulesetFacts) -> Plan:
         "success" if passing else "aborted",
         tuple(emitted),
         passing,
-        Point(end, last.stop.source),
+        replace(last.stop, time_ns=end),  # the last evaluation's stop, moved to where it ends inline
         last.step,
         last.step,
         offsets,

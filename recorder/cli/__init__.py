@@ -1,4 +1,4 @@
-"""The `recorder` command line: one module per command (or per noun: `history`, `evaluate`, `zero_shot`, `replay`),
+"""The `recorder` command line: one module per command (or per noun: `history`, `zero_shot`, `replay`),
 each parsing options and calling the library; the helpers they share are `_`-prefixed.
 
 Exit codes: 0 success, 1 the data says no, 2 usage or input error, 130 interrupted. Heavy imports (torch,
@@ -18,6 +18,9 @@ import typer
 from recorder import __version__
 from recorder.cli import (
     audit,
+    check_submission,
+    compact,
+    evals,
     evaluate,
     events,
     export,
@@ -56,12 +59,15 @@ for _group in (
     keygen,
     train,
     evaluate,
+    evals,
     zero_shot,
     audit,
     history,
+    compact,
     import_checkpoints,
     export,
     replay,
+    check_submission,
     import_mllog,
     report,
 ):

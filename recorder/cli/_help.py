@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from typer._click.decorators import help_option
@@ -14,6 +15,10 @@ from typer._click.exceptions import BadParameter, MissingParameter
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
 HELP_OPTIONS = ["-h", "--help"]
+# An option's help written from a table when the help is shown, by the option's first spelling: the table's
+# module loads what listing the commands must not (tests/layout/test_startup.py); its declared help stays a
+# placeholder until then.
+HELP_WHEN_SHOWN: dict[str, Callable[[], str]] = {}
 # typer's own type label -> the metavar a reader expects
 _BY_TYPE = {"int": "N", "int range": "N", "float": "X", "float range": "X", "path": "PATH", "list[path]": "PATH"}
 # options whose value has a shape of its own
@@ -70,6 +75,12 @@ def _utf8_only(param: TyperOption | TyperArgument, ctx: Any, value: Any) -> None
 
 
 class _Option(TyperOption):
+    def get_help_record(self, ctx: Any) -> tuple[str, str] | None:
+        written = HELP_WHEN_SHOWN.get(self.opts[0])
+        if written is not None:
+            self.help = written()
+        return super().get_help_record(ctx)
+
     def process_value(self, ctx: Any, value: Any) -> Any:
         if value is None:
             return _missing(self, ctx)

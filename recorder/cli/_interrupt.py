@@ -15,8 +15,17 @@ from typing import Any, TypeVar
 from recorder.errors import RecorderError
 from recorder.interrupts import end_startup
 
-# What each command has kept when Ctrl-C stops it, and how to go on.
+# What each command has kept when Ctrl-C stops it, and how to go on: one line for every command
+# (tests/layout/test_kept_lines.py), since only the command knows what it writes.
 KEPT = {
+    # train and zero-shot say more where they know (the step, the run): these lines are where they do not
+    "train": "every event and checkpoint recorded before it is kept (each is one append or one rename); "
+    "`recorder verify RUN` shows what the run holds, `recorder train --resume RUN` goes on from its last checkpoint",
+    "keygen": "a key file is written whole or not at all, never over an existing one; delete any KEY or KEY.pub "
+    "it left and run it again",
+    "export-hf": "the -o directory may hold part of the export: delete it and run it again",
+    "plot": "nothing was changed (the figure is written whole or not at all); run it again",
+    "events": "nothing was changed; run it again",
     "import": "every file imported before it is kept, each a complete run, and the one being read left no run; "
     "run the same command again (a file already imported is refused by its run id: give the rest)",
     "import-checkpoints": "the checkpoints recorded before it are kept; run the same command again",
@@ -32,11 +41,10 @@ KEPT = {
     "zero-shot": "no result was written (each checkpoint's is written when the command ends); run it again",
     "collect": "nothing was changed; run it again",
     "compact": "runs compacted before it are kept; the rest read from their segments: run it again",
-    "query": "nothing was changed (the history is read-only); run it again",
+    "query": "nothing was changed (the history is read-only; an -o file is written whole or not at all); run it again",
     "runs": "nothing was changed (the history is read-only); run it again",
     "evals": "nothing was changed (the history is read-only); run it again",
 }
-DEFAULT_KEPT = "nothing was changed; run it again"
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,6 +70,15 @@ def eval_interrupted(closed: list[int], evaluated: int) -> str:
     return "eval: interrupted before any evaluation started; no evaluation was recorded; run it again"
 
 
+def eval_session_interrupted(e: KeyboardInterrupt, evaluated: int) -> CommandInterrupted:
+    """Ctrl-C in an eval session (`eval`, `eval --harness`), said from what it did: the steps it recorded as
+    interrupted on its way out (evaluator.errors.EvaluationsInterrupted), else whether it had evaluated any."""
+    from evaluator.errors import EvaluationsInterrupted
+
+    closed = e.steps if isinstance(e, EvaluationsInterrupted) else []
+    return CommandInterrupted(eval_interrupted(closed, evaluated))
+
+
 class CommandInterrupted(RecorderError):
     """Ctrl-C stopped a command: what it kept is in the message; exit 130."""
 
@@ -71,6 +88,7 @@ class CommandInterrupted(RecorderError):
 
 def interruptible(name: str, command: F) -> F:
     """`command`, with Ctrl-C said in one line (CommandInterrupted) instead of click's bare "Aborted!"."""
+    kept = KEPT[name]  # a command without its line fails here, when the command line is built
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -78,11 +96,11 @@ def interruptible(name: str, command: F) -> F:
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt:
-            raise CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}") from None
+            raise CommandInterrupted(f"{name}: interrupted; {kept}") from None
         except Exception as e:
             if not (_in_a_history_query(e) or interrupted_in_duckdb(e)):
                 raise
-            stopped = CommandInterrupted(f"{name}: interrupted; {KEPT.get(name, DEFAULT_KEPT)}")
+            stopped = CommandInterrupted(f"{name}: interrupted; {kept}")
             stopped.abandons_process = True  # as recorder.history.limits.QueryInterrupted says why
             raise stopped from None
 

@@ -1,9 +1,10 @@
-"""`--model-config DIR` and `--tokenizer DIR`, which `import-checkpoints`, `eval` and `export-hf` take."""
+"""`--model-config DIR` and `--tokenizer DIR`, which `import-checkpoints`, `eval`, `zero-shot` and `export-hf`
+take; zero-shot also reads the tokenizer from the variable a team's job scripts set (`TokenizerFromEnvOption`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -19,12 +20,18 @@ ModelConfigOption = Annotated[
         "(default: config.yaml's policy.model_name, a local directory or in the Hugging Face cache).",
     ),
 ]
-TokenizerOption = Annotated[
-    Path | None,
-    typer.Option(
+
+
+def _tokenizer(envvar: str | None = None) -> Any:
+    return typer.Option(
         "--tokenizer",
         rich_help_panel=panels.MODEL,
-        help="The tokenizer's directory, for checkpoints that come without one (default: config.yaml's "
-        "policy.tokenizer.name, a local directory or in the Hugging Face cache).",
-    ),
-]
+        help="The tokenizer's directory (or file), for checkpoints that come without one (default: the one the "
+        "checkpoint's own config names: config.yaml's policy.tokenizer.name, a local directory or in the Hugging "
+        "Face cache; a team's train_metadata.yaml's).",
+        envvar=envvar,
+    )
+
+
+TokenizerOption = Annotated[Path | None, _tokenizer()]
+TokenizerFromEnvOption = Annotated[Path | None, _tokenizer("EVAL_TOKENIZER_PATH")]

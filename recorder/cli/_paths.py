@@ -9,8 +9,14 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from recorder.errors import InputError
+
+# the folder of runs a history command reads (`query`, `runs`, `compact`)
+RootOption = Annotated[Path, typer.Option("--root", envvar="RECORDER_ROOT", help="The folder holding the runs.")]
 
 
 class OutputPathError(InputError):

@@ -9,6 +9,7 @@ block of `name: value` lines. `--wide` and any output that is not a terminal get
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -127,3 +128,9 @@ def print_fitted(
     console.print(shown)
     if dropped:
         console.print(f"left out to fit {console.width} columns: {', '.join(dropped)} (--wide shows every column)")
+
+
+def minutes_cell(m: float | None) -> str:
+    """A number of minutes as a table shows it: three decimals, or `-` where there is none (a NaN run_stop is
+    no number of minutes)."""
+    return "-" if m is None or not math.isfinite(m) else f"{m:.3f}"

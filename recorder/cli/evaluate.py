@@ -1,36 +1,35 @@
-"""`recorder eval` and `recorder evals`. Imports only typer/rich here; the evaluator loads lazily."""
+"""`recorder eval`. Imports only typer/rich here; the evaluator loads lazily."""
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from recorder.cli import _panels as panels
-from recorder.cli._interrupt import CommandInterrupted, eval_interrupted
-from recorder.cli._json import FormatOption, print_document
+from recorder.cli._eval_options import (
+    DataDirOption,
+    DeviceOption,
+    ModelCodeOption,
+    ModelFactoryOption,
+    RayAddressOption,
+    TasksOption,
+    TaskSpecOption,
+)
+from recorder.cli._harness_eval import check_harness_options, harness_eval
+from recorder.cli._interrupt import eval_session_interrupted
 from recorder.cli._model_source import ModelConfigOption, TokenizerOption
+from recorder.cli._not_comparable import print_not_comparable
 from recorder.cli._output import console, label, line, warning
 from recorder.cli._progress import UntilFirst
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
-from recorder.cli._tables import Col, print_fitted, set_wide
-from recorder.rules import recorded_target
 
 LOCAL_RAY = "local"
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
-    from evaluator.attempts import Attempt
-    from evaluator.harness.run_session import HarnessOptions, HarnessSummary
-    from evaluator.order import Order
     from evaluator.session import StepOutcome, Summary
     from evaluator.settings import Options
-    from recorder.goals import Goal
-    from recorder.run import RunDir
 
 
 _RunDirOpt = Annotated[Path, typer.Argument(help="The run directory (training must have stopped).")]
@@ -57,14 +56,6 @@ _RayOpt = Annotated[
         "--ray", rich_help_panel=panels.WORKERS, help="Workers as Ray actors (a local cluster), even with one worker."
     ),
 ]
-_RayAddressOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ray-address",
-        rich_help_panel=panels.WORKERS,
-        help="Use the running Ray cluster at this address (implies --ray).",
-    ),
-]
 _LimitOpt = Annotated[
     int | None, typer.Option(rich_help_panel=panels.WHICH, help="Evaluate at most N checkpoints in this session.")
 ]
@@ -88,31 +79,9 @@ _HarnessOpt = Annotated[
         help="Score zero-shot tasks with lm-evaluation-harness instead of the benchmark's pass@k.",
     ),
 ]
-_TasksOpt = Annotated[
-    str | None,
-    typer.Option(
-        rich_help_panel=panels.TASKS,
-        help="--harness: comma-separated tasks (default: arc_easy, arc_challenge, hellaswag, openbookqa, piqa, "
-        "winogrande, siqa).",
-    ),
-]
 _StepsOpt = Annotated[
     str | None,
     typer.Option(rich_help_panel=panels.WHICH, help="--harness: only these steps, S1,S2,... (default: all)."),
-]
-_DataDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        rich_help_panel=panels.TASKS, help="--harness: directory of <task>.jsonl files (default: $RECORDER_EVAL_DATA)."
-    ),
-]
-_TaskOpt = Annotated[
-    Path | None,
-    typer.Option(
-        rich_help_panel=panels.TASKS,
-        help="A task spec (TOML). An imported run: its task and settings. A run of `recorder train`: where the "
-        "spec it recorded lies now (another is refused).",
-    ),
 ]
 _BackendOpt = Annotated[
     Literal["torch", "vllm", "command"],
@@ -131,22 +100,6 @@ _DtypeOpt = Annotated[
         rich_help_panel=panels.MODEL,
         help="The weights' dtype (default: the dtype the run rolled out in, the rule's precision; another "
         "one is recorded as not the rule's).",
-    ),
-]
-_DeviceOpt = Annotated[
-    str, typer.Option(rich_help_panel=panels.MODEL, help="Where the model runs: cpu, cuda, cuda:1, ...")
-]
-_ModelCodeOpt = Annotated[
-    Path | None,
-    typer.Option(
-        rich_help_panel=panels.MODEL, help="The root of your model's code (with --model-factory): imported from there."
-    ),
-]
-_ModelFactoryOpt = Annotated[
-    str | None,
-    typer.Option(
-        rich_help_panel=panels.MODEL,
-        help="package.module:function under --model-code: called with the checkpoint's config.",
     ),
 ]
 _TensorParallelOpt = Annotated[
@@ -212,23 +165,23 @@ def eval_command(
     all_: _AllOpt = False,
     workers: _WorkersOpt = 1,
     ray: _RayOpt = False,
-    ray_address: _RayAddressOpt = None,
+    ray_address: RayAddressOption = None,
     limit: _LimitOpt = None,
     batch_size: _BatchSizeOpt = 64,
     allow_gaps: _AllowGapsOpt = False,
     fingerprint: _FingerprintOpt = "on",
     fingerprint_tolerance: _FingerprintToleranceOpt = 0.005,
     harness: _HarnessOpt = None,
-    tasks: _TasksOpt = None,
+    tasks: TasksOption = None,
     steps: _StepsOpt = None,
-    data_dir: _DataDirOpt = None,
-    task: _TaskOpt = None,
+    data_dir: DataDirOption = None,
+    task: TaskSpecOption = None,
     backend: _BackendOpt = "torch",
     command: _CommandOpt = None,
     dtype: _DtypeOpt = None,
-    device: _DeviceOpt = "cpu",
-    model_code: _ModelCodeOpt = None,
-    model_factory: _ModelFactoryOpt = None,
+    device: DeviceOption = "cpu",
+    model_code: ModelCodeOption = None,
+    model_factory: ModelFactoryOption = None,
     model_config: ModelConfigOption = None,
     tokenizer: TokenizerOption = None,
     tensor_parallel_size: _TensorParallelOpt = 1,
@@ -250,7 +203,7 @@ def eval_command(
     from evaluator.settings import Options
 
     apply_key_options(signing_key, untrusted_ok)
-    _check_harness_options(harness, task, backend, command, tasks, steps, data_dir)
+    check_harness_options(harness, task, backend, command, tasks, steps, data_dir)
     options = Options(
         order=parse_order(order),  # the harness reads --order or --steps itself
         all=all_,
@@ -260,7 +213,7 @@ def eval_command(
         **{name: given[name] for name in _AS_GIVEN},
     )
     if harness is not None:
-        _harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
+        harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
         return
     _finish(_evaluate(run_dir, options), run_dir, options)
 
@@ -282,16 +235,7 @@ def _evaluate(run_dir: Path, options: Options) -> Summary:
         try:
             return evaluate_run(run_dir, options, on_outcome=on_outcome)
         except KeyboardInterrupt as e:
-            raise _interrupted(e, evaluated) from None
-
-
-def _interrupted(e: KeyboardInterrupt, evaluated: int) -> CommandInterrupted:
-    """Ctrl-C in an eval session, said from what it did: the steps it recorded as interrupted on its way out
-    (evaluator.errors.EvaluationsInterrupted), else whether it had evaluated any."""
-    from evaluator.errors import EvaluationsInterrupted
-
-    closed = e.steps if isinstance(e, EvaluationsInterrupted) else []
-    return CommandInterrupted(eval_interrupted(closed, evaluated))
+            raise eval_session_interrupted(e, evaluated) from None
 
 
 def _waiting_for(options: Options) -> str:
@@ -307,24 +251,6 @@ def _waiting_for(options: Options) -> str:
         )
         return f"eval: verifying the run, {ray}, {options.workers} worker(s) each loading torch and the model"
     return "eval: verifying the run, loading torch and the model"
-
-
-def _check_harness_options(
-    harness: str | None,
-    task: Path | None,
-    backend: str,
-    command: str | None,
-    tasks: str | None,
-    steps: str | None,
-    data_dir: Path | None,
-) -> None:
-    """The options of one way of scoring given to the other: refused before anything is read."""
-    from evaluator.harness.errors import HarnessOptionsError
-
-    if harness is not None and (task is not None or backend != "torch" or command is not None):
-        raise HarnessOptionsError("--task, --backend and --command score the benchmark's task: drop --harness")
-    if harness is None and (tasks is not None or steps is not None or data_dir is not None):
-        raise HarnessOptionsError("--tasks, --steps and --data-dir choose zero-shot tasks: add --harness lm-eval")
 
 
 def _finish(summary: Summary, run_dir: Path, options: Options) -> None:
@@ -344,98 +270,6 @@ def _finish(summary: Summary, run_dir: Path, options: Options) -> None:
         raise NothingPassedError(
             f"no evaluated checkpoint reached {compared} > {summary.eval_cfg.target}: no run_stop can claim success"
         )
-
-
-def _order_from(text: str, option: str) -> Order:
-    """`text` parsed as --order is, an error naming `option`, the one the user gave."""
-    from evaluator.errors import OrderError
-    from evaluator.order import parse_order
-
-    try:
-        return parse_order(text)
-    except OrderError as e:
-        raise OrderError(str(e).replace("--order", option, 1)) from None
-
-
-def _harness_eval(
-    run_dir: Path, given: Options, *, order: str, tasks: str | None, steps: str | None, data_dir: Path | None
-) -> None:
-    """`eval --harness lm-eval`: of the options, those the harness reads (the others are the benchmark's)."""
-    from evaluator.errors import EvaluationsFailed
-    from evaluator.harness.errors import HarnessOptionsError
-    from evaluator.harness.run_session import HarnessOptions
-    from evaluator.harness.taskset import DEFAULT_TASKS, parse_tasks
-    from evaluator.order import parse_order
-    from evaluator.settings import Options
-
-    problems = []
-    if order != "ascending" and steps is not None:
-        problems.append("--order and --steps: give one of them")
-    if given.all:
-        problems.append("--all: the harness scores every checkpoint asked for anyway (there is no target)")
-    if problems:
-        raise HarnessOptionsError("with --harness: " + "; ".join(problems))
-    options = HarnessOptions(
-        tasks=parse_tasks(tasks if tasks is not None else ",".join(DEFAULT_TASKS)),
-        data_dir=data_dir,
-        evaluation=Options(
-            order=_order_from(steps, "--steps") if steps is not None else parse_order(order),
-            limit=given.limit,
-            batch_size=given.batch_size,
-            workers=given.workers,
-            ray_address=given.ray_address,
-            allow_gaps=given.allow_gaps,
-            fingerprint=given.fingerprint,
-            fingerprint_tolerance=given.fingerprint_tolerance,
-            force=given.force,
-            dtype=given.dtype,
-            device=given.device,
-            model_code=given.model_code,
-            model_factory=given.model_factory,
-        ),
-    )
-    summary = _harness_session(run_dir, options)
-    for c in summary.closed:
-        console.print(f"closed an interrupted evaluation: {c}", highlight=False)
-    head = f"run {summary.run_id}: {sum(o.status == 'scored' for o in summary.outcomes)} checkpoint(s) scored"
-    head += f" on {', '.join(t.name for t in summary.tasks)}"
-    head += f", events in {summary.segment}" if summary.segment else " (nothing to do: every task already scored)"
-    if summary.remaining:
-        head += f"; not evaluated (--limit): steps {', '.join(map(str, summary.remaining))}"
-    console.print(head, highlight=False)
-    if summary.failures:
-        failed = ", ".join(str(o.step) for o in summary.failures)
-        raise EvaluationsFailed(
-            f"{len(summary.failures)} evaluation(s) failed (steps {failed}); each is an "
-            f"eval_failed event: see `recorder evals {run_dir}`"
-        )
-
-
-def _harness_session(run_dir: Path, options: HarnessOptions) -> HarnessSummary:
-    """The zero-shot session, each outcome printed as it comes; Ctrl-C said as `_interrupted` says it."""
-    from evaluator.harness.run_session import evaluate_harness
-
-    evaluated = 0
-
-    def on_outcome(o: StepOutcome) -> None:
-        nonlocal evaluated
-        evaluated += o.status != "skipped"
-        _print_harness_outcome(o)
-
-    try:
-        return evaluate_harness(run_dir, options, on_outcome=on_outcome)
-    except KeyboardInterrupt as e:
-        raise _interrupted(e, evaluated) from None
-
-
-def _print_harness_outcome(o: Any) -> None:
-    if o.status == "failed":
-        console.print(line(f"step {o.step}:", label("FAILED", "bold red"), f"{o.error}: {o.reason}"))
-    elif o.status == "skipped":
-        console.print(f"step {o.step}: {o.reason}", highlight=False)
-    else:
-        scores = "  ".join(f"{k} {v:.4f}" for k, v in o.scores.items())
-        console.print(f"step {o.step}: {scores} (in {o.seconds:.1f} s -> {o.results})", highlight=False)
 
 
 def _print_outcome(o: StepOutcome) -> None:
@@ -483,225 +317,8 @@ def _print_summary(s: Summary, *, all_: bool, compared: str) -> None:
         )
     cfg = s.eval_cfg
     settings = {"k": cfg.k, "samples": cfg.samples, "temperature": cfg.temperature, "top_p": cfg.top_p}
-    _print_not_comparable(why_not_judged(cfg.target, settings), cfg.target)
-
-
-def _print_not_comparable(why: str | None, target: float | None) -> None:
-    """The NOT COMPARABLE line (recorder.comparability's why), saying what judges passing."""
-    from recorder.comparability import NOT_COMPARABLE, with_what_judges
-
-    if why is None:
-        return
-    console.print(line(label(f"{NOT_COMPARABLE}:", "yellow"), with_what_judges(why, target, "6.1.0")))
-
-
-def _utc(time_ns: int | None) -> str:
-    if time_ns is None:
-        return ""
-    return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).strftime("%H:%M:%S")
-
-
-# `recorder evals`' columns; on a narrow terminal those with the highest rank are left out first (tables.py)
-EVALS_COLUMNS = (
-    Col("step", "right", whole=True),
-    Col("segment", drop=4),
-    Col("started", drop=3),
-    Col("s", "right", drop=2),
-    Col("status"),
-    Col("accuracy", "right"),
-    Col("pass"),
-    Col("sha256", drop=5),
-    Col("derived/evals/ or reason", drop=1),
-)
-
-
-def evals(
-    run_dir: Annotated[Path, typer.Argument(help="The run directory.")],
-    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
-    fmt: FormatOption = "table",
-) -> None:
-    """Every evaluation of a run, from its events: step, outcome, score, timing, checkpoint hash."""
-    set_wide(wide)
-    from rich import box
-
-    from recorder.reader import read_run, recorded_run_id, run_id_from
-
-    log = read_run(run_dir)
-    seen = _evaluations(log.events, log.run)
-    run_id = run_id_from(log.events) or recorded_run_id(log.run)
-    if fmt == "json":
-        _evals_json(run_id, seen)
-        return
-    title = f"{run_id}: {len(seen.rows)} evaluations" + (f", pass means {seen.goal}" if seen.goal is not None else "")
-    print_fitted(
-        console,
-        EVALS_COLUMNS,
-        seen.rows,
-        title + (f", started {seen.day} UTC" if seen.day else ""),
-        box=box.SIMPLE,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    # an import's own target is its benchmark's
-    _print_not_comparable(seen.why_not, seen.target)
-    if seen.not_rechecked:
-        console.print(seen.not_rechecked, highlight=False, markup=False, soft_wrap=True)
-    zero_shot = _zero_shot_table(log.events)
-    if zero_shot is not None:
-        console.print(zero_shot)
-
-
-@dataclass(frozen=True)
-class _Evaluations:
-    """A run's evaluations as `evals` shows them: one row per attempt (EVALS_COLUMNS), its accuracies whole."""
-
-    rows: list[list[str]]
-    accuracies: list[float | None]
-    goal: Goal | None
-    day: str
-    why_not: str | None
-    target: float | None
-    not_rechecked: str = ""  # a note naming the steps whose checkpoints were not rehashed (past the budget)
-
-
-def _evaluations(events: list[Any], run: RunDir) -> _Evaluations:
-    from evaluator.attempts import attempts
-    from recorder.comparability import config_eval, evaluated_otherwise, scored_with, why_not_comparable
-    from recorder.goals import opened_goal
-    from recorder.kinds import EvalResult, RunOpened
-
-    opened = next((e for e in events if e.kind == "run_opened"), None)
-    # the one target eval and replay judge by: the recorded one, else the benchmark's own (recorder.goals)
-    run_opened = RunOpened.from_event(opened) if opened else None
-    goal = opened_goal(run_opened)
-    tried = attempts(events)
-    scored = [scored_with(EvalResult.from_event(a.result)) for a in tried if a.result is not None]
-    # judged by its own target, a result still passes or fails it; evaluated otherwise, it does neither
-    benchmark_evaluation = not evaluated_otherwise(config_eval(run_opened), scored)
-    day = next(
-        (dt.datetime.fromtimestamp(a.start.time_ns / 1e9, dt.UTC).strftime("%Y-%m-%d") for a in tried if a.start), ""
-    )
-    from recorder.verify.scored_commits import REHASH_BYTES, recheck
-
-    # a score is its checkpoint's only while the checkpoint holds the committed bytes (recorder verify's rules)
-    rechecked = recheck(run, events, {a.step for a in tried if a.result is not None and a.step is not None})
-    skipped = ", ".join(map(str, rechecked.not_rechecked))
-    return _Evaluations(
-        rows=[_evals_row(a, goal, benchmark_evaluation, rechecked.changed.get(a.step or -1)) for a in tried],
-        accuracies=[a.accuracy for a in tried],
-        goal=goal,
-        day=day,
-        why_not=why_not_comparable(run_opened, scored),
-        target=recorded_target(run_opened),
-        not_rechecked=f"note: the checkpoints of step(s) {skipped} were not rehashed (past "
-        f"{REHASH_BYTES // 1024**3} GiB a command): `recorder verify` checks them"
-        if skipped
-        else "",
-    )
-
-
-def _evals_json(run_id: str, seen: _Evaluations) -> None:
-    """`evals --format json`: the document docs/cli.md describes (numbers as numbers, accuracies whole)."""
-    names = ["step", "segment", "started", "seconds", "status", "accuracy", "pass", "sha256", "detail"]
-    rows = []
-    for cells, accuracy in zip(seen.rows, seen.accuracies, strict=True):
-        row: dict[str, Any] = dict(zip(names, cells, strict=True))
-        row.update(
-            step=int(row["step"]) if row["step"] else None,
-            seconds=float(row["seconds"]) if row["seconds"] else None,
-            accuracy=accuracy,
-        )
-        rows.append(row)
-    print_document(
-        {
-            "run_id": run_id,
-            "pass_means": None if seen.goal is None else str(seen.goal),
-            "not_comparable": seen.why_not,
-            "evaluations": rows,
-        }
-    )
-
-
-def _zero_shot_table(events: list[Any]) -> Table | None:
-    """The harness's task scores (writer "harness"), one row per step, one column per task; None if none."""
-    from rich import box
-
-    from evaluator.attempts import HARNESS_WRITER
-    from recorder.kinds import EvalFailed, EvalResult
-
-    scores: dict[int, dict[str, str]] = {}
-    failed: dict[int, str] = {}
-    for e in events:
-        if e.writer != HARNESS_WRITER or e.step is None:
-            continue
-        if e.kind == "eval_result" and isinstance(e.value, (int, float)):
-            metric = EvalResult.from_event(e).metric or ""
-            scores.setdefault(e.step, {})[str(e.key)] = f"{e.value:.4f} {metric}".strip()
-        elif e.kind == "eval_failed":
-            f = EvalFailed.from_event(e)
-            failed[e.step] = f"{f.error}: {f.reason}"
-    if not scores and not failed:
-        return None
-    tasks = list(dict.fromkeys(t for row in scores.values() for t in row))
-    from rich.table import Table
-
-    table = Table(
-        title="zero-shot tasks (recorder eval --harness lm-eval; latest score per step and task)",
-        box=box.SIMPLE,
-        pad_edge=False,
-        collapse_padding=True,
-    )
-    table.add_column("step", no_wrap=True)
-    for t in tasks:
-        table.add_column(t, no_wrap=True)
-    table.add_column("failed", overflow="fold")
-    for step in sorted(set(scores) | set(failed)):
-        row = scores.get(step, {})
-        table.add_row(str(step), *[row.get(t, "") for t in tasks], failed.get(step, "") if step not in scores else "")
-    return table
-
-
-def _evals_row(a: Attempt, goal: Goal | None, comparable: bool, changed: str | None = None) -> list[str]:
-    """One evaluation; `comparable`: the run was evaluated as the benchmark is (recorder.comparability; else
-    its pass column says NOT COMPARABLE rather than yes or no); `changed`: why its checkpoint no longer holds
-    the committed bytes (its score is then not shown as that checkpoint's)."""
-    from recorder.comparability import NOT_COMPARABLE
-    from recorder.kinds import EvalFailed, EvalResult, EvalStart
-
-    end = a.stop or a.failed or a.closed_by
-    seconds = f"{(end.time_ns - a.start.time_ns) / 1e9:.1f}" if a.start and end else ""
-    acc = a.accuracy
-    passed = "" if acc is None or goal is None else ("yes" if goal.passes(acc) else "no")
-    if a.result is not None:
-        result = EvalResult.from_event(a.result)
-        if passed and not comparable:
-            passed = NOT_COMPARABLE
-        detail = (result.results or "").removeprefix("derived/evals/")
-        if result.unverified is not None:  # evaluated with --force from a run that fails verify
-            detail = f"UNVERIFIED ({result.unverified}) {detail}"
-        if changed is not None:  # no verdict on weights that are no longer there
-            passed, detail = "", f"CHECKPOINT CHANGED SINCE SCORED ({changed}) {detail}"
-    elif a.failed is not None or a.closed_by is not None:
-        ev = a.failed or a.closed_by
-        assert ev is not None
-        f = EvalFailed.from_event(ev)
-        detail = f"{f.error}: {f.reason}"
-    else:
-        detail = "no end recorded (running, or killed)"
-    sha = ((EvalStart.from_event(a.start).sha256 if a.start else None) or "")[:8]
-    return [
-        str(a.step if a.step is not None else ""),
-        a.segment.removesuffix(".arrows"),
-        _utc(a.start.time_ns if a.start else None),
-        seconds,
-        a.status,
-        "" if acc is None else f"{acc:.4f}",
-        passed,
-        sha,
-        detail,
-    ]
+    print_not_comparable(why_not_judged(cfg.target, settings), cfg.target)
 
 
 def register(app: typer.Typer) -> None:
     app.command(name="eval")(eval_command)
-    app.command()(evals)

@@ -1,4 +1,4 @@
-"""`recorder query`, `recorder runs`, `recorder compact`, `recorder plot`: the history of every run."""
+"""`recorder query`, `recorder runs`, `recorder plot`: the history of every run."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import typer
 
 from recorder.cli._json import FormatOption, print_document
 from recorder.cli._output import console, cut, err, label, line, make_console, warning
-from recorder.cli._paths import check_output, write_failed
+from recorder.cli._paths import RootOption, check_output, write_failed
 from recorder.cli._progress import working
 from recorder.cli._tables import Col, print_fitted, set_wide
 from recorder.output import output_file, write_output
-from recorder.run import RunDir
+from recorder.run import DEFAULT_ROOT, RunDir
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
-RootOption = Annotated[Path, typer.Option("--root", envvar="RECORDER_ROOT", help="The folder holding the runs.")]
-DEFAULT_ROOT = Path("runs")
 
 
 def _open(root: Path, memory_limit: str | None = None) -> History:
@@ -343,55 +341,6 @@ def _apart_reason(target: float | None, flags: str | None) -> str:
     )
 
 
-def compact(
-    root: RootOption = DEFAULT_ROOT,
-    force: Annotated[bool, typer.Option("--force", help="Rewrite files that are already fresh.")] = False,
-    scores: Annotated[bool, typer.Option(help="Also write derived/scores.jsonl (needs replay).")] = True,
-) -> None:
-    """Closed runs get derived/events.parquet (a cache; the segments stay the truth), packed per root."""
-    from recorder.history.lock import compaction_lock
-    from recorder.run import list_runs
-
-    list_runs(root)  # a missing root is refused before the lock file is created
-
-    def waiting(lock: Path) -> None:
-        err.print(f"waiting for another `recorder compact` of {root} to finish (it holds {lock})")
-
-    with compaction_lock(root, waiting):
-        failed = _compact_runs(root, force=force, scores=scores)  # listed again: a waiter sees the holder's work
-    if failed:
-        raise typer.Exit(1)
-
-
-def _compact_runs(root: Path, *, force: bool, scores: bool) -> int:
-    """Compact each run, then pack the root; how many runs failed."""
-    from recorder.errors import RecorderError
-    from recorder.history.compact import compact_run, pack_root
-    from recorder.run import list_runs
-    from replay.scores import write_scores
-
-    failed = 0
-    for run in list_runs(root):
-        try:
-            result = compact_run(run, force=force)
-        except RecorderError as e:
-            failed += 1
-            err.print(line(label("not compacted:", "bold red"), str(e)))
-            continue
-        note = f" ({result.reason})" if result.reason else ""
-        console.print(f"{result.run_id}: {result.status}, {result.events} events{note}", highlight=False)
-        if scores and result.status == "compacted":
-            try:
-                write_scores(run.path)
-            except Exception as e:  # one run's scores (any ruleset, any log) never stop the others
-                failed += 1
-                why = str(e) if isinstance(e, RecorderError) else f"{type(e).__name__}: {e}"
-                err.print(line(label("scores not written:", "bold red"), f"{run.path}: {why}"))
-    packed, packs = pack_root(root)
-    console.print(f"packs: {packed} runs newly packed, {packs} pack files under {root}/.history")
-    return failed
-
-
 def plot(
     run_dir: Annotated[Path | None, typer.Argument(help="The run to draw as a timeline.")] = None,
     out: Annotated[
@@ -435,5 +384,4 @@ def plot(
 def register(app: typer.Typer) -> None:
     app.command()(query)
     app.command()(runs)
-    app.command()(compact)
     app.command()(plot)

@@ -1,22 +1,21 @@
-"""`recorder replay`, `recorder score`, `recorder check-submission`. Only typer and rich at module level: replay's
+"""`recorder replay`, `recorder score`. Only typer and rich at module level: replay's
 modules (and mlperf-logging) are imported inside the commands, so `recorder --help` stays fast."""
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from recorder.cli._help import HELP_WHEN_SHOWN
 from recorder.cli._json import FormatOption, print_document
 from recorder.cli._output import console, err, label, line, warning
 from recorder.cli._paths import check_output
 from recorder.cli._progress import working
 from recorder.cli._signing import UntrustedOkOption, apply_untrusted_ok
-from recorder.cli._tables import Col, print_fitted, set_wide
-from recorder.errors import RecorderError
+from recorder.cli._tables import Col, minutes_cell, print_fitted, set_wide
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -34,18 +33,21 @@ RulesetOpt = Annotated[
 ]
 InterpOpt = Annotated[
     str | None,
-    typer.Option(
-        "--interpretation",
-        "-i",
-        help="official, earliest-passing, include-final-save, zero-save-cost, inline-eval, checker-order, "
-        "nemo-rl-ge (NeMo-RL's >=; ge-threshold is its earlier name), as-recorded. Default: as-recorded for "
-        "imported logs, official otherwise.",
-    ),
+    typer.Option("--interpretation", "-i", help="The interpretation (listed by --help)."),
 ]
 
 
-def _minutes(m: float | None) -> str:
-    return "-" if m is None or not math.isfinite(m) else f"{m:.3f}"  # a NaN run_stop is no number of minutes
+def _interpretation_help() -> str:
+    """--interpretation's help: the interpretations table's names (replay.interpretations), each earlier name
+    beside the one it now is."""
+    from replay.interpretations import ALIASES, INTERPRETATIONS
+
+    earlier = {new: old for old, new in ALIASES.items()}
+    names = [f"{name} ({earlier[name]} is its earlier name)" if name in earlier else name for name in INTERPRETATIONS]
+    return f"{', '.join(names)}. Default: as-recorded for imported logs, official otherwise."
+
+
+HELP_WHEN_SHOWN["--interpretation"] = _interpretation_help
 
 
 def replay(
@@ -170,7 +172,7 @@ def _print_replayed(result: ReplayResult) -> None:
     console.print(
         line(
             *tags,
-            f"{result.interpretation}: {d.status}, {passing}, {_minutes(d.minutes)} minutes ({d.why}); "
+            f"{result.interpretation}: {d.status}, {passing}, {minutes_cell(d.minutes)} minutes ({d.why}); "
             f"{len(d.lines)} lines -> {result.path}; {result.proof}",
         )
     )
@@ -267,17 +269,6 @@ SCORE_COLUMNS = (
 )
 
 
-SUBMISSION_COLUMNS = (
-    Col("system", whole=True),
-    Col("benchmark", whole=True),
-    Col("runs", "right", drop=3),
-    Col("score", "right"),
-    Col("scaling", "right", drop=2),
-    Col("verdict"),
-    Col("reasons", drop=1),
-)
-
-
 def _score_table(result: SetScore) -> None:
     set_name = result.extra.get("set", "")
     title = (
@@ -285,7 +276,7 @@ def _score_table(result: SetScore) -> None:
         f"{len(result.runs)} runs"
     )
     rows = [
-        [r.run, r.interpretation, r.status, _minutes(r.minutes), r.check.verdict if r.check else (r.error or "-")]
+        [r.run, r.interpretation, r.status, minutes_cell(r.minutes), r.check.verdict if r.check else (r.error or "-")]
         for r in result.runs
     ]
     print_fitted(console, SCORE_COLUMNS, rows, title)
@@ -293,8 +284,8 @@ def _score_table(result: SetScore) -> None:
     console.print(
         line(
             f"olympic score (mlperf-logging {result.to_json()['mlperf_logging']} result summarizer's "
-            f"_compute_strong_score_standalone): {_minutes(result.olympic_minutes)} minutes{scaling} = "
-            f"{_minutes(result.score_minutes)} minutes over {len(result.runs)} runs",
+            f"_compute_strong_score_standalone): {minutes_cell(result.olympic_minutes)} minutes{scaling} = "
+            f"{minutes_cell(result.score_minutes)} minutes over {len(result.runs)} runs",
             *([] if result.scored else [label("(not scored)", "bold red")]),
         )
     )
@@ -319,89 +310,6 @@ def _score_table(result: SetScore) -> None:
         console.print(result.rcp.summary(), highlight=False)
 
 
-def check_submission(
-    folder: Annotated[Path, typer.Argument(help="A submission folder (results/, systems/, benchmarks/).")],
-    ruleset: Annotated[str, typer.Option("--ruleset", help="The submission's MLPerf Training ruleset.")],
-    root: Annotated[Path, typer.Option("--root", envvar="RECORDER_ROOT", help="Where the imported runs go.")] = Path(
-        "runs"
-    ),
-    wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
-) -> None:
-    """mlperf-logging's package checker on a submission, then every result set imported under --root and
-    scored as its result summarizer scores it: one table (system, benchmark, runs, score, scaling, verdict,
-    reasons). Exit 0 when the package passes and every set scores, 1 otherwise."""
-    import tempfile
-
-    from replay.errors import ImportFileError
-    from replay.package_check import HostileSubmissionError, check_package
-    from replay.rulesets import get_known
-
-    set_wide(wide)
-    get_known(ruleset)
-    if not (folder / "results").is_dir():
-        raise ImportFileError(f"{folder}: no results/ folder; give a submission folder (results/<system>/<benchmark>)")
-    with tempfile.TemporaryDirectory(prefix="check-submission-") as tmp:
-        try:
-            package = check_package(folder, ruleset, Path(tmp))
-        except HostileSubmissionError as e:  # every refused entry on its own error: line, then exit 2
-            for refused in e.refused:
-                err.print(line(label("error:", "bold red"), refused), highlight=False)
-            raise typer.Exit(2) from None
-        console.print(package.result.summary(), highlight=False)
-        table: list[list[str]] = []
-        all_scored = True
-        for bench in sorted(package.copy.glob("results/*/*")):
-            if bench.is_dir() and any(bench.glob("result_*.txt")):
-                all_scored &= _score_result_set(bench, folder / bench.relative_to(package.copy), root, ruleset, table)
-    print_fitted(console, SUBMISSION_COLUMNS, table, f"{folder}: training {ruleset}")
-    if not (package.result.ok and all_scored):
-        raise typer.Exit(1)
-
-
-def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, table: list[list[str]]) -> bool:
-    """Import one result set of the checked copy `bench` (from its `original` folder) and score it: its row of
-    the table; False when it is not imported or not scored."""
-    import dataclasses
-
-    from recorder.adapters.mllog_import import import_file
-    from recorder.adapters.result_folder import read_result_folder
-    from replay.errors import ImportFileError
-    from replay.score_runs import score_runs
-
-    copy, folder = bench.parents[2], original.parents[2]
-    try:
-        checked = read_result_folder(bench)
-    except ImportFileError as e:  # e.g. logs of two benchmarks: this set is not scored, the others are
-        reason = str(e).replace(str(copy), str(folder))
-        table.append([bench.parent.name, bench.name, "-", "-", "-", "not imported", reason])
-        return False
-    result_set = dataclasses.replace(checked.result_set, folder=str(original))
-    for note in checked.notes:
-        console.print(line(label("note:", "yellow"), note.replace(str(copy), str(folder))))
-    runs = [import_file(original / f.name, root, None, ruleset, result_set).run.path for f in checked.files]
-    try:
-        [result] = score_runs(runs, None, None, False)
-    except RecorderError as e:
-        table.append([bench.parent.name, bench.name, str(len(runs)), "-", "-", "not scored", str(e)])
-        return False
-    verdict = "scored" if result.scored else "not scored"
-    if result.rcp is not None:
-        verdict += f", RCP {result.rcp.verdict}"
-    table.append(
-        [
-            bench.parent.name,
-            bench.name,
-            str(len(runs)),
-            _minutes(result.score_minutes),
-            f"{result.scaling_factor:.4f}",
-            verdict,
-            "; ".join(result.reasons),
-        ]
-    )
-    return result.scored
-
-
 def register(app: typer.Typer) -> None:
     app.command()(replay)
     app.command()(score)
-    app.command("check-submission")(check_submission)

@@ -8,6 +8,16 @@ from typing import Annotated, Literal
 import typer
 
 from recorder.cli import _panels as panels
+from recorder.cli._eval_options import (
+    DataDirOption,
+    DeviceOption,
+    ModelCodeFromEnvOption,
+    ModelFactoryFromEnvOption,
+    RayAddressOption,
+    TasksFromEnvOption,
+    TaskSpecOption,
+)
+from recorder.cli._model_source import TokenizerFromEnvOption
 from recorder.cli._output import at_spaces, console
 from recorder.cli._progress import PerItem
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
@@ -16,14 +26,6 @@ Paths = Annotated[
     list[Path],
     typer.Argument(
         help="Checkpoints: run dirs, snapshots, archives, checkpoint dirs, recorder runs.", envvar="CKPT_PATH"
-    ),
-]
-Tasks = Annotated[
-    str,
-    typer.Option(
-        rich_help_panel=panels.TASKS,
-        help="lm-eval task names, comma-separated (siqa = social_iqa).",
-        envvar="LMEVAL_TASKS",
     ),
 ]
 Limit = Annotated[
@@ -51,7 +53,6 @@ HfCache = Annotated[
         envvar="EVAL_HF_ROOT",
     ),
 ]
-DataDir = Annotated[Path | None, typer.Option(rich_help_panel=panels.TASKS, help="Directory of <task>.jsonl exports.")]
 Offline = Annotated[
     bool,
     typer.Option(
@@ -97,21 +98,6 @@ WorldSize = Annotated[
         envvar="EVAL_HOLDOUT_TRAIN_WORLD",
     ),
 ]
-ModelRoot = Annotated[
-    Path | None,
-    typer.Option(
-        rich_help_panel=panels.MODEL,
-        help="Root of the team's model code (default with --model-factory: the working directory, the team's "
-        "repository root).",
-        envvar="MODEL_CODE_ROOT",
-    ),
-]
-Factory = Annotated[
-    str | None,
-    typer.Option(
-        rich_help_panel=panels.MODEL, help="pkg.module:function under --model-code.", envvar="EVAL_MODEL_FACTORY"
-    ),
-]
 HoldoutFn = Annotated[
     str | None,
     typer.Option(
@@ -133,15 +119,6 @@ ConfigDir = Annotated[
         envvar="CKPT_CONFIG_DIR",
     ),
 ]
-TokenizerPath = Annotated[
-    Path | None,
-    typer.Option(
-        "--tokenizer",
-        rich_help_panel=panels.MODEL,
-        help="Tokenizer file or directory (default: train_metadata.yaml's).",
-        envvar="EVAL_TOKENIZER_PATH",
-    ),
-]
 SkipCapacity = Annotated[
     bool,
     typer.Option(
@@ -154,9 +131,6 @@ SkipCapacity = Annotated[
 Dtype = Annotated[
     Literal["fp32", "bf16"],
     typer.Option(rich_help_panel=panels.MODEL, help="Scoring precision.", envvar="EVAL_PARAM_DTYPE"),
-]
-Device = Annotated[
-    str, typer.Option(rich_help_panel=panels.MODEL, help="cpu, cuda, or auto (each worker's accelerator if any).")
 ]
 BatchSize = Annotated[
     int,
@@ -183,15 +157,6 @@ Workers = Annotated[
         help="Ray actors, one checkpoint each (default: one per PATH; at most one per CPU of the cluster).",
     ),
 ]
-RayAddress = Annotated[
-    str | None, typer.Option(rich_help_panel=panels.WORKERS, help="Ray cluster to join (default: a local one).")
-]
-TaskSpec = Annotated[
-    Path | None,
-    typer.Option(
-        "--task", rich_help_panel=panels.TASKS, help="An imported recorder run: the task spec its fingerprints used."
-    ),
-]
 Out = Annotated[
     Path | None,
     typer.Option(
@@ -205,32 +170,32 @@ ALL_TASKS = "arc_easy,arc_challenge,hellaswag,openbookqa,piqa,winogrande,social_
 
 def zero_shot_command(
     paths: Paths,
-    tasks: Tasks = ALL_TASKS,
+    tasks: TasksFromEnvOption = ALL_TASKS,
     limit: Limit = None,
     task_source: TaskSources = "",
     hf_cache: HfCache = None,
-    data_dir: DataDir = None,
+    data_dir: DataDirOption = None,
     offline: Offline = True,
     log_samples: LogSamples = False,
     holdout: Holdout = "on",
     holdout_max_gap: MaxGap = 0.005,
     holdout_data: HoldoutData = None,
     train_world_size: WorldSize = None,
-    model_code: ModelRoot = None,
-    model_factory: Factory = None,
+    model_code: ModelCodeFromEnvOption = None,
+    model_factory: ModelFactoryFromEnvOption = None,
     holdout_fn: HoldoutFn = None,
     epoch: Epoch = None,
     config_dir: ConfigDir = None,
-    tokenizer: TokenizerPath = None,
+    tokenizer: TokenizerFromEnvOption = None,
     moe_skip_capacity: SkipCapacity = True,
     dtype: Dtype = "fp32",
-    device: Device = "auto",
+    device: DeviceOption = "auto",
     batch_size: BatchSize = 32,
     nproc: Nproc = None,
     workers: Workers = None,
-    ray_address: RayAddress = None,
+    ray_address: RayAddressOption = None,
     out: Out = None,
-    task: TaskSpec = None,
+    task: TaskSpecOption = None,
     signing_key: SigningKeyOption = None,
     untrusted_ok: UntrustedOkOption = False,
 ) -> None:

@@ -250,7 +250,7 @@ def test_ctrl_c_as_duckdb_reports_it_is_told_from_its_errors() -> None:
 def test_a_query_interrupted_inside_a_command_is_said_as_that_commands_interruption(command: str) -> None:
     """The history's queries run in a worker thread (recorder.history.limits): Ctrl-C there ends the process
     at once, and the line names the command the user typed, not the query it ran."""
-    from recorder.cli._interrupt import CommandInterrupted, interruptible
+    from recorder.cli._interrupt import KEPT, CommandInterrupted, interruptible
     from recorder.history.limits import QueryInterrupted
 
     def reads_the_history() -> None:
@@ -258,7 +258,8 @@ def test_a_query_interrupted_inside_a_command_is_said_as_that_commands_interrupt
 
     with pytest.raises(CommandInterrupted) as stopped:
         interruptible(command, reads_the_history)()
-    assert str(stopped.value) == f"{command}: interrupted; nothing was changed (the history is read-only); run it again"
+    assert str(stopped.value) == f"{command}: interrupted; {KEPT[command]}"
+    assert "nothing was changed (the history is read-only" in str(stopped.value)
     assert stopped.value.exit_code == 130 and stopped.value.abandons_process
 
 

@@ -304,7 +304,7 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
         if unverified:  # eval refuses a run that fails verification: no command would fill the gap
             result.refused = NotEvaluatedError(f"{e}; the run fails verification: recorder verify {request.run_dir}")
         else:
-            command = eval_command(request.run_dir, scan.opened)
+            command = evaluate_hint(request.run_dir, scan.opened)
             note = f" ({SPEC_NOTE})" if "SPEC.toml" in command else ""
             result.refused = NotEvaluatedError(f"{e}; evaluate them: {command}{note}")
     except NoCheckpointError as e:  # the history shows `no checkpoint` too, without waiting for `compact`
@@ -319,9 +319,10 @@ def replay_run(request: ReplayRequest) -> ReplayResult:
 SPEC_NOTE = "SPEC.toml: the task spec it trained on; this run records no evaluation settings of its own"
 
 
-def eval_command(run_dir: Path | str, opened: dict[str, Any], task: Path | None = None) -> str:
-    """The `recorder eval` that works on this run: a run not recorded by `recorder train` has no evaluation
-    settings of its own, so it needs the task spec it was trained on (`task` when known, else SPEC.toml)."""
+def evaluate_hint(run_dir: Path | str, opened: dict[str, Any], task: Path | None = None) -> str:
+    """The `recorder eval` command line a hint shows, the one that works on this run: a run not recorded by
+    `recorder train` has no evaluation settings of its own, so it needs the task spec it was trained on (`task`
+    when known, else SPEC.toml)."""
     if isinstance((opened.get("config") or {}).get("eval"), dict):
         return f"recorder eval {run_dir}"
     return f"recorder eval {run_dir} --task {task or 'SPEC.toml'}"

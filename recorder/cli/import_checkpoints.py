@@ -105,12 +105,12 @@ def _next_step(run: RunDir, evaluated: bool, task: Path | None, source: ModelSou
     import shlex
 
     from recorder.reader import read_run
-    from replay.run_replay import SPEC_NOTE, eval_command
+    from replay.run_replay import SPEC_NOTE, evaluate_hint
 
     if evaluated:
         return f"recorder replay {run.path}"
     opened = next((e.data for e in read_run(run).events if e.kind == "run_opened"), {})
-    command = eval_command(run.path, opened, task)
+    command = evaluate_hint(run.path, opened, task)
     note = f"\n  {SPEC_NOTE}" if command.endswith("SPEC.toml") else ""
     for flag, where in (("--model-config", source and source.config), ("--tokenizer", source and source.tokenizer)):
         if where is not None:

@@ -80,6 +80,29 @@ def test_only_the_rulesets_module_names_the_lookup() -> None:
     assert holders == []
 
 
+def parameters_named(name: str, source: str) -> list[str]:
+    """The functions in `source` that take a parameter called `name`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            args = node.args
+            every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            if any(a is not None and a.arg == name for a in every):
+                found.append(getattr(node, "name", "lambda"))
+    return found
+
+
+def test_no_parameter_named_rules_holds_a_rulesets_facts() -> None:
+    """`rules` is the module recorder.rules; a ruleset's facts travel as `facts`."""
+    named = {
+        str(path.relative_to(REPO)): parameters_named("rules", path.read_text(encoding="utf-8"))
+        for folder in ("recorder", "replay", "trainer", "evaluator")
+        for path in sorted((REPO / folder).rglob("*.py"))
+    }
+    assert {path: names for path, names in named.items() if names} == {}
+    assert parameters_named("rules", "def render(tl, rules, plan): ...") == ["render"]
+
+
 def test_the_count_sees_a_second_lookup(tmp_path: Path, lookups: list[int]) -> None:
     replay.rulesets.get_known("6.1.0")
     replay.rulesets.get_known("6.1.0")

@@ -137,7 +137,9 @@ def flow_list_config_yaml(where: Path, size: int = 16 * 2**20 - 4096) -> list[st
     return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
 
 
-CORPUS_LOG = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "qwen35_397b_grpo_rcp"
+# RECORDER_CORPUS, as tests/conftest.py reads it: where a worktree that is not next to ../shared finds it
+_CORPUS = os.environ.get("RECORDER_CORPUS", str(Path(__file__).resolve().parents[2].parent / "shared" / "corpus"))
+CORPUS_LOG = Path(_CORPUS) / "qwen35_397b_grpo_rcp"
 
 
 def long_mllog(where: Path, lines: int, newline: str = "\r") -> Path:

@@ -7,13 +7,17 @@ then damaged: a FIFO among a DCP snapshot's shards and among Megatron weights, a
 weights, a 2 GB sparse `final_meta.json`, a `config.yaml` of a million `[`, one of 16 MiB of flow lists,
 1,500 nested folders under a checkpoint (`import-checkpoints` and `collect`), and a `recorder query` that
 builds a list of 10**8 numbers (under `--memory-limit 256MB`, `256M` and `256 megabytes`, and `--timeout 5`;
-`-1` is refused). A command still running after `--limit` seconds is killed and reported as HUNG. The
+`-1` is refused); and `recorder zero-shot` of the golden team's archive with a NaN or 1e300
+`--holdout-max-gap`, a `pyproject.toml` declaration nested 5,000 deep, a `tensorboard_scalars.json` of 200,000
+`[` or 2 GB sparse, a FIFO named like a TensorBoard event file, a 15 MiB `all_config.yaml`, `seq_len: 0`, and
+`collect` with RECORDER_TASK_PINS naming a FIFO or /dev/zero. A command still running after `--limit` seconds is killed and reported as HUNG. The
 query's peer, measured beside it: the same command on the same history reading every event.
 
 Work that must grow no faster than its input is measured at two sizes (`--scaling`): the DCP chunk-overlap
 check on a staircase of 8,000 and 40,000 chunks (every chunk runs to the end of dim 0: a sweep that kept them
 all compared each with every other), and `recorder import` and `replay` of a real reference log repeated to
-12,500 and 50,000 lines joined by CR alone. Each row prints the load average beside it: on shared cores,
+12,500 and 50,000 lines (`--lines`; 800,000 is the 233 MB log) joined by CR alone, with the CPU seconds per
+million lines. Each row prints the load average beside it: on shared cores,
 CPU seconds (user + sys) are the steadier figure.
 
     python bench/hostile_inputs.py            # every case
@@ -56,7 +60,11 @@ CPU: dict[str, float] = {}  # "last": the CPU seconds (user + sys) of the comman
 
 def measured(args: list[str], limit_s: float, argv: list[str] = RECORDER) -> tuple[float, float, str, str]:
     """Run `recorder ARGS` (or `argv + ARGS`) alone, killed after `limit_s`: wall seconds, peak RSS (MiB),
-    exit status, output. Its CPU seconds are left in CPU["last"]."""
+    exit status, output. Its CPU seconds are left in CPU["last"]. ARGS may start with `env NAME=VALUE...`:
+    the variables the command is run with."""
+    if args[:1] == ["env"]:
+        settings = [a for a in args[1:] if "=" in a and a.split("=", 1)[0].isupper()]
+        argv, args = ["env", *settings, *argv], args[1 + len(settings) :]
     with tempfile.TemporaryFile("w+") as out:
         t = time.perf_counter()
         launch = [sys.executable, "-c", LAUNCH, str(limit_s), *argv, *args]
@@ -83,27 +91,30 @@ CHUNKS = (
 )
 
 
-def scaling(limit_s: float) -> list[dict[str, object]]:
-    """The chunk check at 8,000 and 40,000 chunks; import and replay of a CR-joined log at 12,500 and 50,000
-    lines: wall and CPU seconds, peak RSS, and the ratio of the larger to the smaller."""
+def scaling(limit_s: float, sizes: tuple[int, ...] = (12_500, 50_000)) -> list[dict[str, object]]:
+    """The chunk check at 8,000 and 40,000 chunks; import and replay of a CR-joined log at two sizes (`sizes`
+    lines; 800,000 lines is the 233 MB log): wall and CPU seconds, CPU seconds per million lines (linear work
+    keeps it level across sizes), peak RSS."""
     rows: list[dict[str, object]] = []
     env_argv = [sys.executable, "-c", CHUNKS]
     for n in (8_000, 40_000):
         seconds, rss, code, text = measured([str(n)], limit_s, env_argv)
         rows.append({"case": f"chunk-cover-{n}", "seconds": round(seconds, 2), "cpu": CPU["last"], "rss": rss})
         print(f"chunk-cover {n:>7,} {seconds:7.2f} s {CPU['last']:7.2f} CPU s {rss:6.0f} MiB  exit {code}  {load()}")
-    for lines in (12_500, 50_000):
+    for lines in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             log = long_mllog(Path(tmp), lines)
             root = str(Path(tmp) / "runs")
             for verb, args in (("import", [str(log), "--root", root, "--run-id", "r"]), ("replay", [f"{root}/r"])):
                 seconds, rss, code, text = measured([verb, *args], limit_s)
+                per_million = CPU["last"] / lines * 1e6
                 rows.append(
-                    {"case": f"mllog-{verb}-{lines}", "seconds": round(seconds, 2), "cpu": CPU["last"], "rss": rss}
-                )
+                    {"case": f"mllog-{verb}-{lines}", "seconds": round(seconds, 2), "cpu": CPU["last"], "rss": rss,
+                     "cpu_s_per_million_lines": round(per_million, 1)}
+                )  # fmt: skip
                 print(
                     f"mllog {verb:6} {lines:>7,} {seconds:7.2f} s {CPU['last']:7.2f} CPU s {rss:6.0f} MiB  "
-                    f"exit {code}  {load()}"
+                    f"{per_million:7.1f} CPU s per million lines  exit {code}  {load()}"
                 )
     return rows
 
@@ -113,6 +124,9 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(CASES), action="append", help="one case (repeatable)")
     parser.add_argument("--limit", type=float, default=60.0, help="kill a command after this many seconds")
     parser.add_argument("--scaling", action="store_true", help="only the cases measured at two sizes")
+    parser.add_argument(
+        "--lines", default="12500,50000", help="the mllog sizes, in lines (800000: the 233 MB log), comma-separated"
+    )
     args = parser.parse_args()
     os.environ["PYTHONPATH"] = str(_HERE.parent)  # the chunk check's child imports the tests' kit
     rows = []
@@ -123,8 +137,13 @@ def main() -> None:
             for made in Path(tmp).iterdir():
                 remove_tree(made)  # a tree nested past what shutil.rmtree's recursion removes
         errors = [line for line in text.splitlines() if line.startswith("error:")]
-        rows.append({"case": name, "seconds": round(seconds, 2), "peak_rss_mib": round(rss), "exit": code})
-        print(f"{name:20} {seconds:7.2f} s {rss:7.0f} MiB  exit {code:>4}  {len(errors)} error line(s)  {load()}")
+        rows.append(
+            {"case": name, "seconds": round(seconds, 2), "cpu": CPU["last"], "peak_rss_mib": round(rss), "exit": code}
+        )
+        print(
+            f"{name:20} {seconds:7.2f} s {CPU['last']:6.2f} CPU s {rss:7.0f} MiB  exit {code:>4}  "
+            f"{len(errors)} error line(s)  {load()}"
+        )
         for line in errors or text.strip().splitlines()[-3:]:
             print(f"    {line[:300]}")
         if name in PEERS:
@@ -134,7 +153,7 @@ def main() -> None:
             print(f"{'  honest peer':20} {seconds:7.2f} s {peer_rss:7.0f} MiB  exit {code:>4}  (the case's peak is "
                   f"{rss - peer_rss:,.0f} MiB above it)")  # fmt: skip
     if args.scaling or not args.only:
-        rows += scaling(max(args.limit, 600.0))
+        rows += scaling(max(args.limit, 600.0), tuple(int(n) for n in args.lines.split(",")))
     print(json.dumps(rows))
 
 

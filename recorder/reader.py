@@ -21,7 +21,7 @@ from recorder.segment import (
     schema_message,
     skipped_entries,
 )
-from recorder.untrusted_files import read_regular
+from recorder.untrusted_files import arrow_input, read_regular
 
 ARROW_ERRORS = (
     pa.ArrowInvalid,
@@ -247,7 +247,7 @@ def stream_events(path: Path) -> Iterator[Event]:
         return
     chunk: list[pa.RecordBatch] = []
     try:
-        with pa.OSFile(str(path)) as source:
+        with arrow_input(path) as source:
             reader = pa.ipc.open_stream(source)
             if not reader.schema.equals(arrow_schema(), check_metadata=False):
                 return

@@ -69,6 +69,19 @@ def read_regular(path: Path) -> bytes:
         os.close(fd)
 
 
+def arrow_input(path: Path) -> Any:
+    """A pyarrow input file for `path`, whatever bytes its name holds: pyarrow opens files by UTF-8 names only,
+    so a path that is not UTF-8 (a run under a folder named in another encoding) is opened by Python and
+    handed over as a file object."""
+    import pyarrow as pa
+
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return pa.PythonFile(open(path, "rb"), mode="r")  # closed with the NativeFile
+    return pa.OSFile(str(path))
+
+
 class IrregularFileError(InputError):
     """An input that is not a regular file, or is larger than its reader allows."""
 
@@ -86,7 +99,8 @@ def read_bounded(path: Path, limit: int, what: str = "file", *, follow: bool = F
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise IrregularFileError(f"{path}: {kind_of(st.st_mode)}, not a regular file; give a {what} file")
+            noun = what if what.endswith("file") else f"{what} file"
+            raise IrregularFileError(f"{path}: {kind_of(st.st_mode)}, not a regular file; give a {noun}")
         if st.st_size > limit:
             raise IrregularFileError(f"{path}: {st.st_size:,} bytes, larger than a {what} may be ({limit:,})")
         with os.fdopen(os.dup(fd), "rb") as f:

@@ -18,6 +18,10 @@ class MissingTaskDataError(HarnessError, InputError):
     """No data directory, or no data file for a task in it (no hub is reachable: data must be local)."""
 
 
+class TaskDataError(HarnessError, InputError):
+    """A task's data file that is not plain rows: unreadable, a key given twice, a lone surrogate, a FIFO."""
+
+
 class HarnessUnavailableError(HarnessError, InputError):
     """lm-eval is not installed (the `harness` extra)."""
 

@@ -14,15 +14,14 @@ RECORDER_TASK_PINS names makes that content the task's."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 PINS_ENV: Final = "RECORDER_TASK_PINS"
+PINS_LIMIT: Final = 1024 * 1024  # a line of about 80 bytes per task and version
 
 Known = Literal["official", "test data", "not the task"]
 
@@ -46,24 +45,10 @@ TEST_DATA: Final[Mapping[tuple[str, str], str]] = {
 
 def content_sha256(files: list[Path], builder: str) -> str:
     """The content hash of a split held in `files` (JSON lines, or `builder` "arrow": a datasets split's
-    Arrow files in order)."""
-    digest = hashlib.sha256()
-    for row in _rows(files, builder):
-        digest.update(json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
-    return digest.hexdigest()
+    Arrow files in order), as evaluator.harness.task_rows reads them."""
+    from evaluator.harness.task_rows import read_rows
 
-
-def _rows(files: list[Path], builder: str) -> Iterator[Any]:
-    if builder == "arrow":
-        import pyarrow as pa
-
-        for f in files:
-            with pa.memory_map(str(f)) as source:
-                yield from pa.ipc.open_stream(source).read_all().to_pylist()
-        return
-    for f in files:
-        with f.open(encoding="utf-8") as lines:
-            yield from (json.loads(line) for line in lines if line.strip())
+    return read_rows(files, builder).content_sha256
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +84,13 @@ def pins_from_environment() -> dict[tuple[str, str], frozenset[str]]:
 
 def read_pins(path: Path) -> dict[tuple[str, str], frozenset[str]]:
     from evaluator.harness.errors import TaskPinsError
+    from recorder.untrusted_files import IrregularFileError, read_bounded
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+    try:  # bounded: a FIFO is refused at once, /dev/zero by what it is, a giant by its size
+        text = read_bounded(path, PINS_LIMIT, "task pins", follow=True).decode("utf-8")
+    except IrregularFileError as e:
+        raise TaskPinsError(f"{e} ({PINS_ENV} names it)") from None
+    except UnicodeDecodeError as e:
         raise TaskPinsError(f"{path} ({PINS_ENV}): cannot read it ({e})") from None
     pins: dict[tuple[str, str], set[str]] = {}
     for n, line in enumerate(text.splitlines(), 1):

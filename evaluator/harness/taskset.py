@@ -7,13 +7,16 @@ files written for the tests (python -m tests.kit.write_data), not the real datas
 
 from __future__ import annotations
 
-import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluator.harness.errors import MissingTaskDataError, UnknownTaskError
+
+if TYPE_CHECKING:
+    from evaluator.harness.task_rows import TaskRows
 
 TASKS_DIR = Path(__file__).parent / "tasks"
 SHIPPED_DATA = TASKS_DIR / "data"
@@ -47,21 +50,31 @@ class TaskData:
     data: Path
     builder: str = "json"
     files: tuple[Path, ...] = ()
+    content: TaskRows | None = field(default=None, repr=False, compare=False)  # the rows, read once (`read`)
+
+    def read(self) -> TaskData:
+        """This task with its rows read once (evaluator.harness.task_rows): what is hashed is what is scored."""
+        if self.content is not None:
+            return self
+        from evaluator.harness.task_rows import read_rows
+
+        return replace(self, content=read_rows(list(self.files) or [self.data], self.builder))
+
+    @property
+    def rows(self) -> TaskRows:
+        content = self.read().content
+        assert content is not None
+        return content
 
     @property
     def data_sha256(self) -> str:
-        """sha256 of the data file; of the files' "name sha256" lines for a split in several files."""
-        if not self.files:
-            return hashlib.sha256(self.data.read_bytes()).hexdigest()
-        lines = "".join(f"{f.name} {hashlib.sha256(f.read_bytes()).hexdigest()}\n" for f in self.files)
-        return hashlib.sha256(lines.encode()).hexdigest()
+        """sha256 of the data file's bytes as read; of the files' "name sha256" lines for a split in several."""
+        return self.rows.data_sha256
 
     @property
     def content_sha256(self) -> str:
         """sha256 of the split's rows, whatever files hold them (evaluator.harness.task_content)."""
-        from evaluator.harness.task_content import content_sha256
-
-        return content_sha256(list(self.files) or [self.data], self.builder)
+        return self.rows.content_sha256
 
 
 def parse_tasks(text: str) -> list[str]:
@@ -108,18 +121,27 @@ def resolve_tasks(names: list[str], directory: Path) -> list[TaskData]:
             + f": one JSON record per line in the Hugging Face field layout (see {TASKS_DIR}/<task>.yaml)"
         )
     return [
-        TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=data_file(directory, n)) for n in names
+        TaskData(name=n, metric=METRICS[n], config=TASKS_DIR / f"{n}.yaml", data=data_file(directory, n)).read()
+        for n in names
     ]
 
 
 def lm_eval_config(task: TaskData) -> dict[str, Any]:
-    """The task's lm-eval config (a dict: !function resolved), reading its data from the local file only."""
+    """The task's lm-eval config (a dict: !function resolved), its data the rows read once (`TaskData.read`),
+    handed over in memory: the datasets library neither reads the files again nor answers from its cache."""
     cfg = _load_task_yaml(task.config)
-    files = [str(f.resolve()) for f in task.files] or str(task.data.resolve())
     cfg.setdefault("task_alias", task.name)  # lm-eval 0.4.11 prints each task under its alias, None otherwise
     cfg["dataset_path"] = task.builder
-    cfg["dataset_kwargs"] = {"data_files": {"test": files}}
+    cfg["dataset_kwargs"] = {}
+    cfg["custom_dataset"] = partial(_dataset, task.rows)
     return cfg
+
+
+def _dataset(rows: TaskRows, **_: Any) -> Any:
+    """lm-eval's `custom_dataset`: called with the task's metadata and dataset_kwargs, which the rows need not."""
+    from evaluator.harness.task_rows import in_memory_dataset
+
+    return in_memory_dataset(rows)
 
 
 def _load_task_yaml(path: Path) -> dict[str, Any]:

@@ -31,6 +31,7 @@ pytest, mypy) reads its settings: no new file to learn, and one place a reviewer
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from trainer.policy.checkpoints.capacity_switch import CapacitySwitch, switch_of
 from trainer.policy.errors import ModelCodeError
 
 PYPROJECT = "pyproject.toml"
+DECLARATION_LIMIT = 1024 * 1024  # a pyproject.toml is a few KB
 TABLE = "[tool.recorder]"
 HOLDOUT_KEYS = {  # the setting: its key path in all_config.yaml when nothing is declared
     "seq_len": "packing.seq_len",
@@ -83,15 +85,16 @@ class Declaration:
 def read_declaration(root: Path | None) -> Declaration:
     """The `[tool.recorder]` table of ROOT/pyproject.toml (an empty Declaration when there is none);
     ZeroShotInputError naming the file and the entry that is wrong."""
-    import tomllib
+    from recorder.bounded_documents import read_toml
+    from recorder.untrusted_files import IrregularFileError
 
-    if root is None or not (root / PYPROJECT).is_file():
+    if root is None or not os.path.lexists(root / PYPROJECT):
         return Declaration()
     file = (root / PYPROJECT).resolve()
-    try:
-        doc = tomllib.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ZeroShotInputError(f"{file}: not a readable TOML file ({e}): correct it") from e
+    try:  # bounded: a regular file of at most 1 MiB, its depth and values capped (a FIFO is refused at once)
+        doc = read_toml(root / PYPROJECT, "TOML file", limit=DECLARATION_LIMIT, follow=True)
+    except IrregularFileError as e:
+        raise ZeroShotInputError(f"{e}: correct it") from e
     table = doc.get("tool", {}).get("recorder")
     if table is None:
         return Declaration()

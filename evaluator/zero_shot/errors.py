@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evaluator.errors import EvalError
-from recorder.errors import InputError
+from recorder.errors import DataError, InputError
 
 
 class ZeroShotError(EvalError):
@@ -12,6 +12,10 @@ class ZeroShotError(EvalError):
 
 class ZeroShotInputError(ZeroShotError, InputError):
     """A path, option, training-run config, reference log or task data the command cannot use."""
+
+
+class HoldoutMismatch(ZeroShotError, DataError):
+    """A team's holdout function reports a loss the project's own recomputation of the same weights does not."""
 
 
 class ZeroShotInterrupted(ZeroShotError):

@@ -16,23 +16,26 @@ from typing import Any
 
 from evaluator.harness.model_call import logits as model_logits
 from evaluator.zero_shot.errors import ZeroShotInputError
-from evaluator.zero_shot.training_run import HoldoutPlan
+from evaluator.zero_shot.training_run import HoldoutPlan, holdout_bytes
+from recorder.bounded_documents import unique_keys
 from trainer.policy.tokenizer import Tokenizer
 
 
-def documents(path: Path) -> list[str]:
-    """One document per non-empty line; a JSON-lines file gives each record's "text"."""
+def documents(path: Path, content: bytes | None = None) -> list[str]:
+    """One document per non-empty line of `content` (the file's bytes as the plan read them; read here when
+    not given); a JSON-lines file gives each record's "text"."""
     try:
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, UnicodeDecodeError) as e:
+        text = (content if content is not None else holdout_bytes(path)).decode("utf-8")
+    except UnicodeDecodeError as e:
         raise ZeroShotInputError(f"{path}: cannot read the holdout data ({e}); point --holdout-data at it") from e
+    lines = [line for line in text.splitlines() if line.strip()]
     if path.suffix != ".jsonl":
         return lines
     docs = []
     for number, line in enumerate(lines, 1):
         try:
-            docs.append(str(json.loads(line)["text"]))
-        except (ValueError, KeyError, TypeError) as e:
+            docs.append(str(json.loads(line, object_pairs_hook=unique_keys)["text"]))
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise ZeroShotInputError(
                 f'{path}: record {number} is not a JSON object with a "text" field ({type(e).__name__}: {e})'
             ) from e
@@ -55,7 +58,7 @@ def holdout_loss(model: Any, tokenizer: Tokenizer, plan: HoldoutPlan, *, batch_s
     """eval/loss of `model` on the plan's holdout data (mean over ranks of each rank's mean token loss)."""
     import torch
 
-    docs = [tokenizer.encode(d) + [tokenizer.eos_id] for d in documents(plan.data)]
+    docs = [tokenizer.encode(d) + [tokenizer.eos_id] for d in documents(plan.data, plan.content)]
     ranks = rank_rows(docs, plan)
     if any(not rows for rows in ranks):
         raise ZeroShotInputError(

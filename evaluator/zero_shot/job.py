@@ -4,6 +4,7 @@ Ray actor (`ZeroShotWorker`), one checkpoint per actor."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -12,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.harness.taskset import TaskData
+from evaluator.zero_shot.errors import HoldoutMismatch
 from evaluator.zero_shot.loading import ModelCode, build, described, holdout_function, provenance, read
 from evaluator.zero_shot.training_run import HoldoutPlan
+from recorder.imported_code import imported_environment
 from trainer.policy.checkpoints.detect import CheckpointInfo
 
 # What a worker is doing: (checkpoint label, what it starts now, parts done, parts in all). The parts are
@@ -61,6 +64,7 @@ class JobResult:
     processes: int = 1  # processes the requests were split across
     capacity_check: str | None = None  # how "capacity off" was confirmed on the built model
     timings: dict[str, float] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)  # the module files the scoring process imported
 
 
 def parts(job: Job) -> int:
@@ -98,7 +102,7 @@ def _run(job: Job, report: Report | None) -> JobResult:
     version, check = None, None
     dtype, where = job.dtype, device
     processes = job.processes or visible_devices(device)
-    aborted = loss is not None and job.reference is not None and abs(loss - job.reference) > job.max_gap
+    aborted = loss is not None and not _within(loss, job)
     if not aborted:
         model = build(weights, dtype=job.dtype, device=device, code=job.code, capacity=job.capacity)
         check = _confirm_capacity(model, job)
@@ -108,6 +112,7 @@ def _run(job: Job, report: Report | None) -> JobResult:
         timings["score_s"] = time.monotonic() - t
     say(job.label, DONE, total, total)
     code = provenance(job.code)
+    environment = imported_environment(job.code.root).to_dict()  # hashed once the scoring has imported all
     return JobResult(
         label=job.label,
         tasks=tasks,
@@ -121,6 +126,7 @@ def _run(job: Job, report: Report | None) -> JobResult:
         processes=processes,
         capacity_check=check,
         timings=timings,
+        environment=environment,
     )
 
 
@@ -142,13 +148,38 @@ def _holdout(weights: Any, plan: HoldoutPlan, job: Job, device: str) -> float:
     from evaluator.zero_shot.holdout import holdout_loss
 
     model = build(weights, dtype=plan.dtype, device=device, code=job.code, capacity=plan.capacity)
+    own = holdout_loss(model, weights.tokenizer, plan, batch_size=job.batch_size)
     hook = holdout_function(job.code)
     if hook is None:
-        return holdout_loss(model, weights.tokenizer, plan, batch_size=job.batch_size)
+        return own
     import torch
 
     with torch.no_grad():
-        return float(hook(model, weights.tokenizer, dict(plan.config), plan.world_size))
+        value = hook(model, weights.tokenizer, dict(plan.config), plan.world_size)
+    return cross_checked(value, own, job.code.holdout_fn, job.max_gap)
+
+
+def cross_checked(value: Any, own: float, spec: str | None, max_gap: float) -> float:
+    """The team's holdout function's value, once the project's own recomputation over the same data, packing
+    and numerics agrees with it: a function could return the logged loss whatever the weights are, so its
+    word alone passes nothing. HoldoutMismatch naming both values otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise HoldoutMismatch(f"--holdout-fn {spec} returned {value!r}, not a finite loss: not scored")
+    if not abs(float(value) - own) <= max_gap:
+        raise HoldoutMismatch(
+            f"--holdout-fn {spec} returned eval/loss {float(value):.6f}, but the recomputation over the same "
+            f"holdout data, packing and numerics gives {own:.6f} (gap {abs(float(value) - own):.6f} > "
+            f"{max_gap}): the function does not report these weights' loss; not scored"
+        )
+    return float(value)
+
+
+def _within(loss: float, job: Job) -> bool:
+    """Whether a recomputed holdout loss lets the checkpoint be scored: finite, and within max_gap of the
+    logged loss when there is one (a NaN gap passes no comparison: it aborts)."""
+    if not math.isfinite(loss):
+        return False
+    return job.reference is None or abs(loss - job.reference) <= job.max_gap
 
 
 def resolve_device(device: str) -> str:

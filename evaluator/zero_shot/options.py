@@ -12,6 +12,9 @@ from evaluator.zero_shot.task_sources import TASKS, Sources
 
 Holdout = Literal["on", "off", "record"]
 MAX_GAP = 0.005
+# The largest tolerance the check takes (nats per token): neighbouring checkpoints of one run differ by more,
+# so a wider gap no longer tells the training's weights from others and the check would pass anything.
+MAX_GAP_CEILING = 0.1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,8 +57,11 @@ class ZeroShotOptions:
             problems.append(f"--workers {self.workers}: at least 1")
         if self.processes is not None and self.processes < 1:
             problems.append(f"--nproc {self.processes}: at least 1")
-        if self.max_gap < 0:
-            problems.append(f"--holdout-max-gap {self.max_gap}: not negative")
+        if not 0 <= self.max_gap <= MAX_GAP_CEILING:  # NaN fails every comparison: refused here too
+            problems.append(
+                f"--holdout-max-gap {self.max_gap} (EVAL_HOLDOUT_MAX_GAP): a finite gap from 0 to {MAX_GAP_CEILING} "
+                f"(default {MAX_GAP})"
+            )
         if self.train_world_size is not None and self.train_world_size < 1:
             problems.append(f"--train-world-size {self.train_world_size}: at least 1")
         if self.epoch is not None and self.epoch < 0:

@@ -169,7 +169,7 @@ def verified_results(
             found.skipped.append(f"skipped {path}: cannot read it ({e.strerror})")
             continue
         why = check(doc, doc.binding, _scored(doc), scored_code(doc), trusted) or out_of_range(doc)
-        why = why or changed_since_scored(doc, rehash)
+        why = why or changed_since_scored(doc, rehash, path)
         if why is None:
             found.shown.append((path, doc))
         else:

@@ -1,18 +1,25 @@
-"""The eval loss training logged at a step: tensorboard_scalars.json, else TensorBoard's event files (read
-with the tensorboard package's own reader)."""
+"""The eval loss training logged at a step: tensorboard_scalars.json, else TensorBoard's event files (their
+records parsed with the tensorboard package's own protobuf classes). Each file is read once through the bounded
+reader (recorder.untrusted_files): a FIFO or device named like an event file is refused at once, not waited on."""
 
 from __future__ import annotations
 
-import json
+import math
+import os
+import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.zero_shot.errors import ZeroShotInputError
 from recorder.tree_walk import walk
+from recorder.untrusted_files import read_bounded, read_json
 
 TAG = "eval/loss"
 SCALARS = "tensorboard_scalars.json"
 EVENT_FILES = "events.out.tfevents."
+SCALARS_LIMIT = 64 * 1024**2  # a run's scalars as JSON: a million evaluations are about 50 MB
+EVENTS_LIMIT = 256 * 1024**2  # one event file; a run whose file is larger writes tensorboard_scalars.json
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -27,7 +34,7 @@ class LoggedLoss:
 def logged_loss(run: Path, step: int | None) -> LoggedLoss:
     """eval/loss at `step` from the run's logs; ZeroShotInputError naming the file and the fix."""
     scalars = run / SCALARS
-    if scalars.is_file():
+    if os.path.lexists(scalars):  # whatever it is: the bounded reader refuses a FIFO or a device
         source, values = scalars, _from_json(scalars)
     elif folders := _event_folders(run):
         source, values = folders[0], _from_events(folders[0])
@@ -59,20 +66,60 @@ def _event_folders(run: Path) -> list[Path]:
 
 
 def _from_json(path: Path) -> dict[int, float]:
-    try:
-        rows = json.loads(path.read_text()).get(TAG, [])
-        return {int(r["step"]): float(r["value"]) for r in rows}
-    except (json.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError) as e:
-        raise ZeroShotInputError(
-            f'{path}: not a scalars file ({e}): it holds {{"{TAG}": [{{"step": S, "value": V}}, ...]}}'
-        ) from e
+    doc = read_json(path, "scalars file", limit=SCALARS_LIMIT, follow=True)  # bounded: regular file, size, depth
+    rows = doc.get(TAG, []) if isinstance(doc, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and {"step", "value"} <= set(r) for r in rows):
+        raise ZeroShotInputError(f'{path}: not a scalars file: it holds {{"{TAG}": [{{"step": S, "value": V}}, ...]}}')
+    return _checked(path, [(r["step"], r["value"]) for r in rows])
+
+
+def _checked(source: Path, pairs: list[tuple[object, object]]) -> dict[int, float]:
+    """{step: loss}, each step a whole number and each loss a finite number at least 0 (a cross-entropy): a
+    NaN logged loss would make every gap NaN, which no comparison fails."""
+    out: dict[int, float] = {}
+    for step, value in pairs:
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ZeroShotInputError(f"{source}: {TAG} step {step!r} is not a whole number of steps")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise ZeroShotInputError(
+                f"{source}: {TAG} at step {step} is {value!r}, not a finite loss (at least 0): the logged "
+                "value cannot be compared with; use --holdout record, or --holdout off"
+            )
+        out[step] = float(value)
+    return out
 
 
 def _from_events(directory: Path) -> dict[int, float]:
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    """eval/loss from the folder's event files, in name order as TensorBoard loads them (a later record of a
+    step replaces an earlier one). Each file is read once, bounded (a FIFO or device refused at once), and its
+    records parsed here: TFRecord framing (length, its CRC, the Event protobuf, its CRC)."""
+    pairs: list[tuple[object, object]] = []
+    for file in sorted(p for p in directory.iterdir() if p.name.startswith(EVENT_FILES)):
+        pairs.extend(_event_values(file, read_bounded(file, EVENTS_LIMIT, "TensorBoard event file", follow=True)))
+    return _checked(directory, pairs)
 
-    acc = EventAccumulator(str(directory), size_guidance={"scalars": 0})
-    acc.Reload()
-    if TAG not in acc.Tags().get("scalars", []):
-        return {}
-    return {int(e.step): float(e.value) for e in acc.Scalars(TAG)}
+
+def _event_values(file: Path, data: bytes) -> Iterator[tuple[object, object]]:
+    from google.protobuf.message import DecodeError
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.util import tensor_util
+
+    at = 0
+    while at + 12 <= len(data):  # a record cut short at the end (a run still writing) ends the file
+        (length,) = struct.unpack_from("<Q", data, at)
+        if at + 12 + length + 4 > len(data):
+            break
+        try:
+            event = event_pb2.Event.FromString(data[at + 12 : at + 12 + length])
+        except DecodeError as e:
+            raise ZeroShotInputError(f"{file}: byte {at}: not a TensorBoard event record ({e})") from e
+        for v in event.summary.value:
+            if v.tag != TAG:
+                continue
+            if v.HasField("simple_value"):
+                yield event.step, v.simple_value
+            elif v.HasField("tensor") and (array := tensor_util.make_ndarray(v.tensor)).size == 1:
+                yield event.step, float(array.reshape(()))
+            else:
+                raise ZeroShotInputError(f"{file}: byte {at}: {TAG} at step {event.step} is not one number")
+        at += 12 + length + 4

@@ -3,6 +3,7 @@ checkpoint (one per worker), then write each one's results and print the table o
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -32,6 +33,7 @@ from evaluator.zero_shot.task_sources import resolve_task_data
 from evaluator.zero_shot.team_config import read_team_config, team_holdout_plan
 from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from recorder.errors import RecorderError
+from recorder.imported_code import foreign_startup
 from recorder.interrupts import deferred_interrupts
 from recorder.provenance import provenance
 from recorder.results.zero_shot import (
@@ -78,6 +80,12 @@ def prepare(paths: list[Path], options: ZeroShotOptions) -> tuple[list[TaskData]
     problem, before anything is loaded or written."""
     if not paths:
         raise ZeroShotInputError("name at least one checkpoint PATH")
+    foreign = foreign_startup()
+    if foreign:  # it ran before this command did, and can rewrite any score it computes
+        raise ZeroShotInputError(
+            f"foreign start-up code in this process: {'; '.join(foreign)}: remove it (or run without the "
+            "PYTHONPATH entry that brings it); no score is computed with it loaded"
+        )
     tasks = resolve_task_data(
         list(options.tasks), hf_cache=options.hf_cache, data_dir=options.data_dir, sources=options.sources
     )
@@ -171,15 +179,19 @@ def _known_sources(t: Target, options: ZeroShotOptions, code: ModelCode, capacit
 
 
 def _run_config(t: Target) -> dict[str, Any]:
-    import json
+    import os
+
+    from recorder.untrusted_files import read_json
 
     assert t.run is not None and t.info is not None
     file = t.run / TRAINING_CONFIG
-    if not file.is_file():
+    if not os.path.lexists(file):
         raise ZeroShotInputError(
             f"{file}: no training config, so no holdout settings: add it (docs/zero-shot.md), or --holdout off"
         )
-    config: dict[str, Any] = json.loads(file.read_text())
+    config = read_json(file, "training config", follow=True)  # bounded: a FIFO or device refused at once
+    if not isinstance(config, dict):
+        raise ZeroShotInputError(f"{file}: not a JSON object: it holds the run's holdout settings")
     return config
 
 
@@ -299,6 +311,10 @@ def _judge(
     if isinstance(outcome, RecorderError):
         say(f"{t.label}: failed: {outcome}")
         return None
+    if outcome.aborted and not math.isfinite(outcome.holdout_loss or 0.0):
+        loss = outcome.holdout_loss
+        say(f"{t.label}: holdout check failed: recomputed eval/loss {loss}, not a finite loss; not scored")
+        return None
     check = _holdout_record(p, outcome, options)
     if outcome.aborted:
         say(
@@ -314,12 +330,23 @@ def _judge(
             f"{t.label}: the model code's commit {commits['code'] or '(not a git checkout)'} is not the training's "
             f"git_commit {commits['training']} (train_metadata.yaml); recorded in results.json"
         )
+    _say_environment(t.label, outcome.environment, say)
     say(
         f"{t.label}: "
         + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
         + (f"; holdout eval/loss {outcome.holdout_loss:.6f}" if outcome.holdout_loss is not None else "")
     )
     return _document(p, outcome, options, workers, check, scores)
+
+
+def _say_environment(label: str, environment: dict[str, Any], say: Echo) -> None:
+    """A line naming imported module files no installed distribution vouches for (recorded in results.json's
+    provenance.environment): code that ran in the scoring process and that neither git nor the install
+    records."""
+    unrecorded, changed = environment.get("unrecorded") or [], environment.get("changed") or []
+    for what, files in (("not in any installed distribution's RECORD", unrecorded), ("changed since install", changed)):
+        if files:
+            say(f"{label}: imported module file(s) {what}: {', '.join(files)} (recorded in results.json)")
 
 
 def _holdout_record(p: Prepared, r: JobResult, options: ZeroShotOptions) -> dict[str, Any]:
@@ -351,11 +378,9 @@ def _sources(p: Prepared, r: JobResult) -> dict[str, Any]:
 
 
 def _plan(plan: HoldoutPlan) -> dict[str, Any]:
-    import hashlib
-
     return {
         "data": str(plan.data),
-        "data_sha256": hashlib.sha256(plan.data.read_bytes()).hexdigest(),
+        "data_sha256": plan.data_sha256,  # of the bytes the loss was computed over, read once before it
         "seq_len": plan.seq_len,
         "tokens": plan.tokens,
         "world_size": plan.world_size,
@@ -401,7 +426,7 @@ def _document(
         harness=HarnessVersion(name="lm-eval", version=r.lm_eval_version),
         tasks=r.tasks,
         timings={k: round(v, 6) for k, v in r.timings.items()},
-        provenance=provenance(),
+        provenance={**provenance(), "environment": r.environment},
         finished=datetime.now(UTC).isoformat(),
     )
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evaluator.zero_shot.targets import RESULTS
 from recorder.results.zero_shot import ZeroShotDocument, ZeroShotResults
 from recorder.untrusted_files import kind_of
 
@@ -34,13 +35,16 @@ class Rehash:
     gone: list[str] = field(default_factory=list)  # labels of results whose checkpoint directory is gone
 
 
-def changed_since_scored(doc: ZeroShotDocument, rehash: Rehash) -> str | None:
+def changed_since_scored(doc: ZeroShotDocument, rehash: Rehash, found: Path | None = None) -> str | None:
     """Why `doc`'s checkpoint no longer holds the bytes it scored (a shard missing, resized or rehashed to
-    another sha256), or None. A recorder step's result is held by `recorder verify` (rule commit-sha)."""
+    another sha256), or None. The checkpoint is the one the result sits with when it was `found` in a
+    checkpoint's (or its run's) eval_results (`beside`), not the path it names: a result copied or moved
+    with its checkpoint is held to the copy's bytes. A recorder step's result is held by `recorder verify`
+    (rule commit-sha)."""
     if not isinstance(doc, ZeroShotResults):
         return None
     shards = doc.checkpoint.manifest.get("shards")
-    base = Path(doc.checkpoint.path)
+    base = (beside(found, doc) if found is not None else None) or Path(doc.checkpoint.path)
     if not isinstance(shards, list) or not base.is_dir():
         rehash.gone.append(doc.label)
         return None
@@ -55,6 +59,19 @@ def changed_since_scored(doc: ZeroShotDocument, rehash: Rehash) -> str | None:
             return None
         first_why = first_why or why
     return f"checkpoint changed since scored: {first_why}" if first_why else None
+
+
+def beside(results: Path, doc: ZeroShotResults) -> Path | None:
+    """The checkpoint a results.json at `results` sits with: above its `eval_results` folder, the checkpoint
+    itself (an archive's results), or its run, where the checkpoint is where it was in the recorded run (an
+    epoch or snapshot of it); None for a result kept elsewhere (`-o DIR`)."""
+    holder = next((p.parent for p in results.parents if p.name == RESULTS), None)
+    if holder is None:
+        return None
+    named, run = Path(doc.checkpoint.path), Path(doc.checkpoint.run)
+    if run.is_absolute() and named != run and named.is_relative_to(run):
+        return holder / named.relative_to(run)
+    return holder
 
 
 def _compare(where: Path, shards: list[dict[str, Any]], rehash: Rehash) -> str | None:

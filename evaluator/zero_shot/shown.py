@@ -11,6 +11,7 @@ from typing import Any
 
 from evaluator.harness.task_content import judge
 from evaluator.harness.taskset import METRICS
+from evaluator.zero_shot.options import MAX_GAP, MAX_GAP_CEILING
 from recorder.results.zero_shot import ZeroShotDocument, ZeroShotResults
 
 NOT_TASK = "not-task"  # the cell of a score on data that is not the task's
@@ -71,8 +72,16 @@ def shown(
     every = len(test_data) == len(doc.scores)
     notes += ["test data" + ("" if every else f" ({' '.join(test_data)})")] if test_data else []
     notes += ["not the task"] if not_task else []
+    notes += [gap] if (gap := wider_gap(doc)) else []
     notes += [authorship(doc)] if unchecked else []
     return ShownResult(doc, cells, average, ", ".join(notes), not_task)
+
+
+def wider_gap(doc: ZeroShotDocument) -> str | None:
+    """ "holdout gap G" when the holdout check let a gap other than the default through (--holdout-max-gap),
+    else None: a reader compares such a row knowing its weights were held to another tolerance."""
+    gap = doc.holdout.get("max_gap")
+    return None if gap is None or gap == MAX_GAP else f"holdout gap {gap:g}"
 
 
 def smoke_test(doc: ZeroShotDocument) -> int | None:
@@ -94,10 +103,28 @@ def out_of_range(doc: ZeroShotDocument) -> str | None:
         stderr = _task(doc, name).get("stderr")
         if stderr is not None and not (isinstance(stderr, (int, float)) and 0 <= stderr < math.inf):
             return f"{name}'s stderr {stderr!r} is not a standard error: not a score"
-    loss = doc.holdout.get("recomputed")
-    if loss is not None and not (isinstance(loss, (int, float)) and 0 <= loss < math.inf):
-        return f"holdout loss {loss!r} is not a loss: not a score"
+    return _holdout_out_of_range(doc.holdout)
+
+
+def _holdout_out_of_range(holdout: Mapping[str, Any]) -> str | None:
+    """Why the holdout record cannot stand behind the scores: a loss that is no loss, a tolerance outside
+    --holdout-max-gap's range (0 to MAX_GAP_CEILING), a check said failed or a gap past its tolerance."""
+    for key in ("recomputed", "logged"):
+        loss = holdout.get(key)
+        if loss is not None and not (_number(loss) and 0 <= loss < math.inf):
+            return f"holdout loss {loss!r} is not a loss: not a score"
+    gap, tolerance = holdout.get("gap"), holdout.get("max_gap")
+    if tolerance is not None and not (_number(tolerance) and 0 <= tolerance <= MAX_GAP_CEILING):
+        return f"holdout max_gap {tolerance!r} is outside 0 to {MAX_GAP_CEILING}: the check held nothing"
+    if gap is not None and not (_number(gap) and _number(tolerance) and 0 <= gap <= tolerance):
+        return f"holdout gap {gap!r} is past its max_gap {tolerance!r}: not a score"
+    if "passed" in holdout and holdout["passed"] is not True:
+        return "its holdout check did not pass: not a score"
     return None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def newest_per_checkpoint(docs: Sequence[ZeroShotDocument]) -> list[ZeroShotDocument]:

@@ -10,7 +10,7 @@ to `<run>/eval_results/step_NNNNNNN/official_lmeval7_<time>/`, since snapshots a
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,6 +18,7 @@ from typing import Literal
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import LayoutNames, TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
+from recorder.untrusted_files import read_json
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.readers import detect, reader
 from trainer.policy.errors import CheckpointError
@@ -126,12 +127,12 @@ def _team_target(team: TeamCheckpoint, model_key: str | None) -> Target:
 def _check_source(path: Path) -> None:
     """An archive's final_meta.json must name a run that exists: its config and logs are there."""
     meta = path / "final_meta.json"
-    if not meta.is_file():
+    if not os.path.lexists(meta):
         return
-    try:
-        source = json.loads(meta.read_text()).get("source")
-    except (OSError, ValueError, AttributeError) as e:
-        raise ZeroShotInputError(f"{meta}: not a readable JSON object ({e}): rewrite it") from e
+    doc = read_json(meta, "JSON file", follow=True)  # bounded: a FIFO or a sparse giant is refused at once
+    if not isinstance(doc, dict):
+        raise ZeroShotInputError(f"{meta}: not a JSON object: rewrite it")
+    source = doc.get("source")
     if isinstance(source, str) and source and not (path.parent / source).is_dir():
         raise ZeroShotInputError(
             f"{meta}: source {source!r} does not exist: restore the run there, or set `source` to where it is now"

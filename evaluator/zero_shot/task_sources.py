@@ -102,10 +102,10 @@ def resolve_task_data(
                     data=files[0].parent,
                     builder="arrow",
                     files=tuple(files),
-                )
+                ).read()  # read once here: its hashes and the rows scored are of the same bytes
             )
         elif jsonl is not None:
-            out.append(TaskData(name=name, metric=METRICS[name], config=config, data=jsonl))
+            out.append(TaskData(name=name, metric=METRICS[name], config=config, data=jsonl).read())
         else:
             missing.append(_where(name, hf_cache, data_dir, sources.get(name) or HUB[name]))
     if missing:

@@ -22,7 +22,7 @@ from typing import Any
 from evaluator.zero_shot.declaration import HOLDOUT_KEYS, MODEL_KEY, TOKENIZER_KEYS, Declaration, lookup
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import ALL_CONFIG, TRAIN_METADATA
-from evaluator.zero_shot.training_run import HoldoutPlan
+from evaluator.zero_shot.training_run import HoldoutPlan, holdout_bytes, whole
 from recorder.user_paths import user_path
 
 PARAM_DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp32": "fp32", "float32": "fp32", "fp16": "fp16"}
@@ -129,10 +129,12 @@ def team_holdout_plan(team: TeamConfig, *, world_size: int | None, data: Path | 
         value, sources[name] = _setting(team, name)
         return value
 
-    try:
-        seq_len, tokens, batch_rows = (int(setting(n)) for n in ("seq_len", "tokens", "batch_rows"))
-    except (TypeError, ValueError) as e:
-        raise ZeroShotInputError(f"{where}: a holdout setting is not a whole number ({e})") from e
+    def checked(name: str) -> int:  # named by the file's full path and key, or the declaration's entry
+        value = setting(name)
+        said = sources[name]
+        return whole(value, name, str(team.directory / said) if said.startswith(ALL_CONFIG) else said)
+
+    seq_len, tokens, batch_rows = (checked(n) for n in ("seq_len", "tokens", "batch_rows"))
     if data is not None:
         val, sources["val_path"] = data.resolve(), "--holdout-data"
     else:
@@ -156,6 +158,7 @@ def team_holdout_plan(team: TeamConfig, *, world_size: int | None, data: Path | 
     return HoldoutPlan(
         data=val, seq_len=seq_len, tokens=tokens, world_size=world_size, batch_rows=batch_rows,
         dtype=PARAM_DTYPES[dtype], capacity=True, hook=hook, config=resolved, sources=sources,
+        content=holdout_bytes(val),
     )  # fmt: skip
 
 
@@ -194,14 +197,13 @@ def _with_path(config: dict[str, Any], key: str, value: str) -> dict[str, Any]:
 
 
 def _yaml(path: Path) -> dict[str, Any]:
-    import yaml
+    from recorder.bounded_documents import read_yaml
+    from recorder.untrusted_files import IrregularFileError
 
-    from recorder.untrusted_files import JSON_LIMIT, IrregularFileError, read_bounded
-
-    try:  # bounded, regular files only: a FIFO or /dev/zero is refused
-        doc = yaml.safe_load(read_bounded(path, JSON_LIMIT, "YAML file", follow=True))
-    except (OSError, IrregularFileError, yaml.YAMLError) as e:
-        raise ZeroShotInputError(f"{path}: not a readable YAML file ({e}): rewrite it") from e
+    try:  # the bounded reader: regular files only (a FIFO or /dev/zero refused at once), bytes, nodes, depth
+        doc = read_yaml(path, "YAML file", follow=True)
+    except IrregularFileError as e:
+        raise ZeroShotInputError(f"{e}: rewrite it") from e
     if not isinstance(doc, dict):
         raise ZeroShotInputError(f"{path}: expected a YAML mapping")
     return doc

@@ -59,9 +59,16 @@ def shown(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
+# (command, parameter) that take a path in any bytes: verify reads a run through Python's own file objects,
+# so an honest run under a folder named in another encoding verifies rather than being refused
+ANY_BYTES = {("verify", "run_dir")}
+
+
 def _utf8_only(param: TyperOption | TyperArgument, ctx: Any, value: Any) -> None:
     """Refuse a name whose bytes are not UTF-8, naming it escaped: the runs' files are opened by pyarrow and
-    DuckDB, which take UTF-8 names only, and a run id is UTF-8 text."""
+    DuckDB, which take UTF-8 names only, and a run id is UTF-8 text (ANY_BYTES excepted)."""
+    if (ctx.command.name, param.name) in ANY_BYTES:
+        return
     for item in value if isinstance(value, (list, tuple)) else [value]:
         if isinstance(item, str):
             try:

@@ -82,7 +82,7 @@ MaxGap = Annotated[
     float,
     typer.Option(
         rich_help_panel=panels.HOLDOUT,
-        help="Largest |recomputed - logged| eval/loss allowed.",
+        help="Largest |recomputed - logged| eval/loss allowed (0 to 0.1).",
         envvar="EVAL_HOLDOUT_MAX_GAP",
     ),
 ]

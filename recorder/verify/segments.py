@@ -35,7 +35,7 @@ from recorder.segment import (
     skipped_entries,
 )
 from recorder.signing import CHAIN_DOMAIN, fingerprint, signature_valid
-from recorder.untrusted_files import irregular, read_regular
+from recorder.untrusted_files import arrow_input, irregular, read_regular
 from recorder.verify.fact_checks import check_facts, for_rules
 from recorder.verify.fact_checks import kept as kept_kind
 from recorder.verify.problem import Problem
@@ -275,7 +275,7 @@ def _stream_segment(
     every: list[Event] = []
     last: tuple[Any, ...] | None = None
     n = 0
-    with open(path, "rb") as raw, pa.OSFile(str(path)) as source:
+    with open(path, "rb") as raw, arrow_input(path) as source:
         fd = raw.fileno()
         size = os.fstat(fd).st_size
         if os.pread(fd, len(schema), 0) != schema:

@@ -15,7 +15,9 @@ from tests.kit.hostile_inputs import (
     deep_tree_collect,
     deep_tree_import,
     fifo_dcp_shard,
+    fifo_event_file,
     fifo_mcore_weight,
+    fifo_pins,
     flow_list_config_yaml,
     query_list_bomb,
     remove_tree,
@@ -99,3 +101,23 @@ def test_a_config_yaml_of_flow_lists_is_refused_by_its_node_count(tmp_path: Path
     config = tmp_path / "checkpoints" / "step_18" / "config.yaml"
     args = flow_list_config_yaml(tmp_path, size=2 * 2**20)
     _refused(tmp_path, args, f"{config}: line ", "YAML of more than 20,000 nodes, more than a config holds")
+
+
+def test_a_fifo_named_like_an_event_file_is_refused_by_zero_shot(tmp_path: Path) -> None:
+    run = tmp_path / "team" / "checkpoints" / "tiny" / "run1"
+    _refused(tmp_path, fifo_event_file(tmp_path), f"{run}/events.out.tfevents.", "a FIFO, not a regular file")
+
+
+def test_task_pins_naming_a_fifo_are_refused_by_collect(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.helpers import RECORDER
+
+    command = fifo_pins(tmp_path)  # env RECORDER_TASK_PINS=PATH collect OUT
+    name, value = command[1].split("=", 1)
+    done = subprocess.run(
+        [RECORDER, *command[2:]], capture_output=True, text=True, timeout=300, env={**os.environ, name: value}
+    )
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert done.returncode == 2 and len(errors) == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert f"{tmp_path / 'pins'}: a FIFO, not a regular file" in errors[0], errors

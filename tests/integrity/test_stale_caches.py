@@ -87,6 +87,21 @@ def test_verify_keeps_its_verdict_for_the_report(scored_then_evaluated: Path) ->
     assert verified_unchanged(run) is None  # a new segment: verified again
 
 
+def test_a_kept_verdict_is_not_reused_over_bytes_changed_in_place(scored_then_evaluated: Path) -> None:
+    """A same-size edit inside a segment keeps every size verify recorded: the bytes are compared too, so the
+    report verifies again (and finds it) instead of showing the kept verdict as proven."""
+    from recorder.derived_state import verified_unchanged
+
+    run = RunDir(scored_then_evaluated)
+    assert run_cli("verify", str(run.path)).returncode == 0 and verified_unchanged(run) == 96
+    segment = sorted(run.events.glob("*.arrows"))[0]
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    segment.write_bytes(bytes(data))
+    assert verified_unchanged(run) is None
+    assert run_cli("verify", str(run.path)).returncode != 0  # what the report's own verify then says
+
+
 @pytest.mark.slow  # a real training run (minutes on a loaded 2-core machine) and a real evaluation
 def test_train_score_eval_verify_is_intact(trained_run: Path, tmp_path: Path) -> None:
     import shutil

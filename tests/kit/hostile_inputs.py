@@ -83,7 +83,10 @@ def _nest(under: Path, depth: int) -> Path:
 def remove_tree(top: Path) -> None:
     """Remove `top` and all under it, folder by folder from a list: `shutil.rmtree` recurses once per level
     and cannot remove a tree nested DEEP folders deep."""
-    if not top.exists():
+    if not os.path.lexists(top):
+        return
+    if not top.is_dir() or top.is_symlink():  # a FIFO or a link the case made beside its tree
+        top.unlink()
         return
     order, folders = [], [top]
     while folders:
@@ -134,7 +137,9 @@ def flow_list_config_yaml(where: Path, size: int = 16 * 2**20 - 4096) -> list[st
     return ["import-checkpoints", str(series), "--into", str(where / "runs" / "r")]
 
 
-CORPUS_LOG = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "qwen35_397b_grpo_rcp"
+# RECORDER_CORPUS, as tests/conftest.py reads it: where a worktree that is not next to ../shared finds it
+_CORPUS = os.environ.get("RECORDER_CORPUS", str(Path(__file__).resolve().parents[2].parent / "shared" / "corpus"))
+CORPUS_LOG = Path(_CORPUS) / "qwen35_397b_grpo_rcp"
 
 
 def long_mllog(where: Path, lines: int, newline: str = "\r") -> Path:
@@ -180,6 +185,97 @@ def query_honest(where: Path) -> list[str]:
     return args
 
 
+def _team(where: Path) -> tuple[Path, list[str]]:
+    """A copy of the golden team repository and the `zero-shot` arguments that score its epoch-2 archive with
+    the team's own code on the shipped test records (what every zero-shot case below damages)."""
+    from evaluator.harness.taskset import SHIPPED_DATA
+    from tests.fixtures import team_tree
+
+    team = team_tree.copy(where / "team")
+    args = [
+        "zero-shot", str(team / "archive" / "ckpt_E2"), "--model-code", str(team), "--model-factory",
+        "models.moe:build_model", "--data-dir", str(SHIPPED_DATA), "--tasks", "piqa", "--workers", "1",
+    ]  # fmt: skip
+    return team, args
+
+
+def _team_run(team: Path) -> Path:
+    return team / "checkpoints" / "tiny" / "run1"
+
+
+def nan_holdout_gap(where: Path) -> list[str]:
+    return [*_team(where)[1], "--holdout-max-gap", "nan"]
+
+
+def huge_holdout_gap(where: Path) -> list[str]:
+    return [*_team(where)[1], "--holdout-max-gap", "1e300"]
+
+
+def deep_declaration(where: Path) -> list[str]:
+    team, args = _team(where)
+    (team / "pyproject.toml").write_text("[tool.recorder]\nfactory = " + "[" * 5000 + "]" * 5000 + "\n")
+    return args
+
+
+def bracket_scalars(where: Path) -> list[str]:
+    team, args = _team(where)
+    (_team_run(team) / "tensorboard_scalars.json").write_text("[" * 200_000)
+    return args
+
+
+def sparse_scalars(where: Path) -> list[str]:
+    team, args = _team(where)
+    with open(_team_run(team) / "tensorboard_scalars.json", "r+b") as f:  # its JSON, then 2 GB of holes
+        f.seek(2 * 2**30)
+        f.write(b" ")
+    return args
+
+
+def fifo_event_file(where: Path) -> list[str]:
+    team, args = _team(where)
+    (_team_run(team) / "tensorboard_scalars.json").unlink()  # the event files are then the reference
+    os.mkfifo(_team_run(team) / "events.out.tfevents.1700000000.host.1.0")
+    return args
+
+
+def big_all_config(where: Path) -> list[str]:
+    """all_config.yaml followed by 15 MiB of flow lists (two bytes a node), within the bytes cap."""
+    team, args = _team(where)
+    config = _team_run(team) / "all_config.yaml"
+    config.write_text(config.read_text() + "padding: [" + "[0, 1], " * (15 * 2**20 // 8) + "]\n")
+    return args
+
+
+def zero_seq_len(where: Path) -> list[str]:
+    team, args = _team(where)
+    config = _team_run(team) / "all_config.yaml"
+    config.write_text(config.read_text().replace("\n  seq_len: 32\n", "\n  seq_len: 0\n"))
+    return args
+
+
+def _pins(where: Path, make: Callable[[Path], None]) -> list[str]:
+    """`collect` of the shipped results with RECORDER_TASK_PINS naming what `make` puts there (given to the
+    command as `env NAME=VALUE`)."""
+    from tests.zero_shot.test_bound_results import _document
+
+    checkpoint = where / "fsdp2_epoch_2"
+    checkpoint.mkdir()
+    (checkpoint / "__0_0.distcp").write_bytes(b"\0" * 64)
+    from evaluator.zero_shot.outputs import write_outputs
+
+    write_outputs(where / "out" / "r", _document(checkpoint, 0.5, "2026-01-01T00:00:00+00:00"), "", "")
+    make(where / "pins")
+    return ["env", f"RECORDER_TASK_PINS={where / 'pins'}", "collect", str(where / "out")]
+
+
+def fifo_pins(where: Path) -> list[str]:
+    return _pins(where, os.mkfifo)
+
+
+def dev_zero_pins(where: Path) -> list[str]:
+    return _pins(where, lambda p: os.symlink("/dev/zero", p))
+
+
 CASES: dict[str, Callable[[Path], list[str]]] = {
     "fifo-dcp-shard": fifo_dcp_shard,
     "fifo-mcore-weight": fifo_mcore_weight,
@@ -192,4 +288,14 @@ CASES: dict[str, Callable[[Path], list[str]]] = {
     "flow-list-config-yaml": flow_list_config_yaml,
     "deep-tree-import": deep_tree_import,
     "deep-tree-collect": deep_tree_collect,
+    "holdout-gap-nan": nan_holdout_gap,
+    "holdout-gap-1e300": huge_holdout_gap,
+    "declaration-5000-deep": deep_declaration,
+    "scalars-200000-brackets": bracket_scalars,
+    "sparse-scalars": sparse_scalars,
+    "fifo-event-file": fifo_event_file,
+    "all-config-15MiB": big_all_config,
+    "seq-len-0": zero_seq_len,
+    "pins-fifo": fifo_pins,
+    "pins-dev-zero": dev_zero_pins,
 }

@@ -115,7 +115,14 @@ def switch_of(spec: Any, source: str) -> CapacitySwitch:
             f"{source}: capacity needs exactly one of {', '.join(KINDS)} naming the switch, and at most on/off"
             + (f" (unknown: {', '.join(unknown)})" if unknown else "")
         )
+    kind, name = named[0], spec[named[0]]
+    if kind == "config" and not all(name.split(".")):
+        raise ModelCodeError(f"{source}: capacity config {name!r}: a key path (KEY or KEY.KEY...)")
+    if kind != "config" and not (name.isidentifier() and not name.startswith("_")):
+        # `__init__`, `_apply`, `__class__`: every module has them, and calling or setting one rebuilds or
+        # breaks the module instead of switching its capacity
+        raise ModelCodeError(f"{source}: capacity {kind} {name!r}: a public name (letters, digits, _; not a leading _)")
     on, off = spec.get("on", True), spec.get("off", False)
     if on == off:
         raise ModelCodeError(f"{source}: capacity on and off are both {on!r}")
-    return CapacitySwitch(kind=named[0], name=spec[named[0]], on=on, off=off, source=source)
+    return CapacitySwitch(kind=kind, name=name, on=on, off=off, source=source)

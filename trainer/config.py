@@ -80,6 +80,9 @@ class WarmupSettings:
     # of one init differ by up to 0.09 (other tasks), so 0.58 keeps every init measured below 0.69.
     stop_dev_accuracy: float = 0.58
     cache_dir: str = "~/.cache/recorder/warmup"
+    # Take the init shipped with recorder when it was made for these settings (trainer/warmup.py, SHIPPED):
+    # training it is most of a first run's time. false: the user's cache, or a warm-up trained here.
+    shipped: bool = True
 
 
 @dataclass(frozen=True)

@@ -3,20 +3,29 @@
 It stops at the first check where pass@k on the DEV split reaches `warmup.stop_dev_accuracy` (never the
 validation set): a calibrated start, so that seeds start near the same accuracy, below the target, and GRPO
 has to earn the crossing.
+
+Training it is most of a first run's time on a CPU (with the pinned kernels about 350 batches and 70 dev
+checks, some 170 s on 2 cores), so recorder ships the default config's init (`SHIPPED`, the cache's own layout:
+`<key>/model.safetensors` and `meta.json`, which says where it was made). `warmup.shipped` (default true) takes
+it when its key is the run's: the same settings, seed, model and float order, made by this code. It was made
+with `recorder train --set warmup.shipped=false --set warmup.cache_dir=trainer/warmup_inits`; with
+`warmup.shipped=false` a run uses, or trains, its own.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+import platform
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from recorder.user_paths import user_path
 from trainer.config import TrainConfig
 from trainer.grpo import build_batch, token_logprobs
-from trainer.policy.kernels import kernel_set
+from trainer.policy.kernels import cpu_model, kernel_set
 from trainer.policy.model import ModelConfig
 from trainer.policy.sampling import generate, sample_seed
 from trainer.policy.task import Task, dev_tasks, reward, warmup_tasks
@@ -24,6 +33,7 @@ from trainer.policy.tokenizer import Tokenizer
 
 VERSION = "warmup-v2"  # bump when the warm-up's code changes what it produces
 WarmupCheck = Callable[[int, float], None]  # (batches trained, dev pass@k measured after them)
+SHIPPED = Path(__file__).resolve().parent / "warmup_inits"  # inits made by this code, one folder per cache key
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,7 @@ class WarmupResult:
     cached: bool
     seconds: float
     cache_path: str
+    shipped: bool = False  # loaded from SHIPPED (then also `cached`), not from the user's cache
 
 
 def pass_at_k(
@@ -66,13 +77,14 @@ def pass_at_k(
     return passed / len(tasks)
 
 
-def cache_key(cfg: TrainConfig, model_cfg: ModelConfig) -> str:
-    """The warm-up's settings and the float order it computes in (trainer/policy/kernels.py): an init
-    trained with other kernels is another init, and one taken from the cache would mix float orders."""
+def cache_key(cfg: TrainConfig, model_cfg: ModelConfig, kernels: Mapping[str, str] | None = None) -> str:
+    """The warm-up's settings and the float order it computes in (trainer/policy/kernels.py; `kernels`:
+    this process's unless given): an init trained with other kernels is another init, and one taken from the
+    cache would mix float orders. Where an init is looked up (`cache_dir`, `shipped`) is not part of it."""
     w = asdict(cfg.warmup)
-    del w["cache_dir"]
+    del w["cache_dir"], w["shipped"]
     settings = {"v": VERSION, "seed": cfg.seed, "model": asdict(model_cfg), "warmup": w, "eval": asdict(cfg.eval)}
-    blob = json.dumps({**settings, "kernels": kernel_set()}, sort_keys=True)
+    blob = json.dumps({**settings, "kernels": dict(kernels or kernel_set())}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -86,19 +98,40 @@ def warm_start(
     from safetensors.torch import load_file, save_file
 
     t0 = time.perf_counter()
-    directory = user_path(cfg.warmup.cache_dir) / cache_key(cfg, model_cfg)
-    weights, meta = directory / "model.safetensors", directory / "meta.json"
-    if weights.is_file() and meta.is_file():
-        model.load_state_dict(load_file(str(weights)), strict=True)
-        info = json.loads(meta.read_text())
-        return WarmupResult(info["batches"], info["dev_accuracy"], True, time.perf_counter() - t0, str(directory))
+    key = cache_key(cfg, model_cfg)
+    directory = user_path(cfg.warmup.cache_dir) / key
+    for found, shipped in ((SHIPPED / key, True), (directory, False)):
+        if (shipped and not cfg.warmup.shipped) or not _is_init(found):
+            continue
+        model.load_state_dict(load_file(str(found / "model.safetensors")), strict=True)
+        info = json.loads((found / "meta.json").read_text())
+        took = time.perf_counter() - t0
+        return WarmupResult(info["batches"], info["dev_accuracy"], True, took, str(found), shipped=shipped)
     batches, acc = _train(model, tokenizer, cfg, on_check)
     directory.mkdir(parents=True, exist_ok=True)
     tmp = directory / f".tmp-{time.time_ns()}.safetensors"
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
-    tmp.rename(weights)
-    meta.write_text(json.dumps({"batches": batches, "dev_accuracy": acc, "key": directory.name}))
+    tmp.rename(directory / "model.safetensors")
+    (directory / "meta.json").write_text(json.dumps(_meta(key, batches, acc), indent=1) + "\n")
     return WarmupResult(batches, acc, False, time.perf_counter() - t0, str(directory))
+
+
+def _is_init(directory: Path) -> bool:
+    return (directory / "model.safetensors").is_file() and (directory / "meta.json").is_file()
+
+
+def _meta(key: str, batches: int, accuracy: float) -> dict[str, Any]:
+    """What a made init says about itself: its key and result, and where and how it was made (the CPU, the
+    kernels and torch), for an init that travels (a shipped one) to say where it came from."""
+    import torch
+
+    made = {
+        "cpu": cpu_model(),
+        "kernels": kernel_set(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+    return {"batches": batches, "dev_accuracy": accuracy, "key": key, "made": made}
 
 
 def _train(model: Any, tokenizer: Tokenizer, cfg: TrainConfig, on_check: WarmupCheck | None) -> tuple[int, float]:

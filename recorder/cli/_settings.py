@@ -58,6 +58,7 @@ MEANINGS: dict[str, str] = {
     "warmup.check_every_batch_within": "... and every batch once the last check was this close to the stop",
     "warmup.stop_dev_accuracy": "Warm-up stops at the first check reaching this dev accuracy",
     "warmup.cache_dir": "Where warm-up inits are cached",
+    "warmup.shipped": "Use the init shipped with recorder when made for these settings (false: cache or train)",
 }
 
 

@@ -181,10 +181,8 @@ def _trainer(
 def _print_trained(summary: TrainSummary, cfg: TrainConfig) -> None:
     w = summary.warmup
     if w is not None:
-        typer.echo(
-            f"init: warm-up {'cached' if w.cached else 'trained'} ({w.batches} batches, "
-            f"dev pass@{cfg.eval.k} {w.dev_accuracy:.3f})"
-        )
+        source = "shipped with recorder" if w.shipped else "cached" if w.cached else "trained"
+        typer.echo(f"init: warm-up {source} ({w.batches} batches, dev pass@{cfg.eval.k} {w.dev_accuracy:.3f})")
     steps = summary.steps
     run, follow = str(summary.run.path), f"recorder eval {summary.run.path}"
     lines = [

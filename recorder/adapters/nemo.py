@@ -242,9 +242,16 @@ def global_batch_size(config: dict[str, Any]) -> int:
     return gbs
 
 
-def series_problems(checkpoints: list[NemoCheckpoint], gbs: int) -> list[str]:
-    """Departures from the rule: the series must start at the validation start and have no gaps."""
-    return step_problems([(c.step, c.samples) for c in checkpoints], gbs, "was keep_top_k pruning them?")
+def series_problems(checkpoints: list[NemoCheckpoint], gbs: int, left: list[LeftOut] | None = None) -> list[str]:
+    """Departures from the rule: the series must start at the validation start and have no gaps. A gap the
+    import made by leaving out a step whose save did not finish (`left`) is named as that, with why."""
+    steps = [c.step for c in checkpoints]
+    unfinished = {int(s.path.name.removeprefix("step_")): s.why for s in left or []}
+    gaps = set(range(steps[0], steps[-1] + 1)) - set(steps) if steps else set()
+    said = [f"step {n}'s save did not finish, left out: {why}" for n, why in sorted(unfinished.items()) if n in gaps]
+    if not said or gaps - set(unfinished):
+        said.append("was keep_top_k pruning them?")
+    return step_problems([(c.step, c.samples) for c in checkpoints], gbs, "; ".join(said))
 
 
 @dataclass(frozen=True)
@@ -285,7 +292,8 @@ def import_checkpoints(
     if checkpoints:  # a series that is not the imported training log's is refused before a byte is loaded
         facts = [SeriesStep(c.step, c.samples, c.weight_update_ms * NS_PER_MS, c.path / INFO) for c in checkpoints]
         check_log_agrees(into, global_batch_size(checkpoints[0].config), facts)
-        refuse_if_strict(root, series_problems(checkpoints, global_batch_size(checkpoints[0].config)), strict)
+        gbs = global_batch_size(checkpoints[0].config)
+        refuse_if_strict(root, series_problems(checkpoints, gbs, left), strict)
     made: list[tuple[NemoCheckpoint, tuple[dict[str, Any], LoadedFiles | None]]] = []
     for c in checkpoints:  # every one before anything is written
         try:
@@ -296,7 +304,7 @@ def import_checkpoints(
         raise NoCheckpointsError(f"{root}: no finished checkpoint: " + "; ".join(s.why for s in left))
     checkpoints = [c for c, _ in made]
     gbs = global_batch_size(checkpoints[0].config)
-    problems = series_problems(checkpoints, gbs)
+    problems = series_problems(checkpoints, gbs, left)
     refuse_if_strict(root, problems, strict)  # again: a step whose shards were missing may have left a gap
     commits = [_series_commit(c, record, loaded) for c, (record, loaded) in made]
     run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs), commits)

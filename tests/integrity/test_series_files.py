@@ -88,6 +88,27 @@ def test_shard_files_no_metadata_names_are_left_out_of_the_manifest_and_named(tm
     assert hash_shards(detect(step_dir), Manifest.from_dict(commit["manifest"])).root == commit["sha256"]
 
 
+def test_copy_tools_temporary_files_are_left_out_of_the_manifest_and_named(tmp_path: Path) -> None:
+    series = _mcore(tmp_path)
+    _import(series, tmp_path / "runs" / "honest")
+    honest = _commits(tmp_path / "runs" / "honest")[18]
+    folder = series / "step_18" / "policy" / "weights" / "iter_0000000"
+    temps = [".__0_0.distcp.Xy12Ab", "common.pt.partial", "metadata.json.tmp"]  # rsync's, and two others
+    for name in temps:
+        shutil.copy(folder / "__0_0.distcp", folder / name)
+    run = tmp_path / "runs" / "r"
+
+    done = _import(series, run)
+
+    commit = _commits(run)[18]
+    assert commit["manifest"] == honest["manifest"]  # nothing of them hashed
+    warnings = [line for line in done.out.splitlines() if line.startswith("warning:")]
+    text = " ".join(done.out.split())
+    assert len(warnings) == 1 and "3 copy tool's temporary files" in text, done.out
+    assert all(f"iter_0000000/{name}" in text for name in temps), done.out
+    assert verify_run(run).ok
+
+
 def test_a_steps_weights_linked_to_another_steps_leave_that_step_out_naming_the_link(tmp_path: Path) -> None:
     series = _mcore(tmp_path)
     weights = series / "step_19" / "policy" / "weights"

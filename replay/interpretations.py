@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from recorder.checkpoint_formats import recorded_format
 from recorder.rules import passes
 from replay.errors import NotEvaluatedError, NothingToEmitError, UnknownInterpretationError
 from replay.ruleset_facts import RulesetFacts
@@ -136,6 +137,13 @@ def include_final_save(tl: Timeline, rules: RulesetFacts) -> Plan:
         raise NothingToEmitError(
             f"run {tl.run_id}: include-final-save needs the checkpoint_committed event of "
             f"step {step}, and there is none"
+        )
+    if recorded_format(ckpt.payload.format).imported:
+        # an imported series records no save end: its commit is dated by its files' newest modification time,
+        # which a copy of the files resets (to the day of the copy), so it is never a score
+        raise NothingToEmitError(
+            f"run {tl.run_id}: include-final-save cannot be judged: step {step}'s checkpoint was imported, and "
+            "its commit time is its files' newest modification time, not a save end its training recorded"
         )
     return Plan(
         plan.status,

@@ -240,12 +240,7 @@ def test_every_shipped_format_has_its_builder_here() -> None:
     assert sorted(BUILDERS) == sorted(f.name for f in FORMATS)
 
 
-# nemo-rl-hf's import and evaluation take a minute of CPU: the slow tier (its check is the tree digest of
-# Hugging Face weights, which nemo-rl-mcore's import without fingerprints records too)
-EACH_FORMAT = [pytest.param(n, marks=pytest.mark.slow) if n == "nemo-rl-hf" else n for n in sorted(BUILDERS)]
-
-
-@pytest.mark.parametrize("name", EACH_FORMAT)
+@pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_one_flipped_byte_of_a_committed_file_is_named_by_verify_and_marked_by_evals(name: str, tmp_path: Path) -> None:
     built = BUILDERS[name](tmp_path)
     formats = {e.data["format"] for e in read_run(built.run).events if e.kind == "checkpoint_committed"}

@@ -30,9 +30,11 @@ CheckpointFormat = Literal[
 ]
 # The readers (trainer.policy.checkpoints.readers.READERS), named as detection reports a directory.
 ReaderName = Literal["mcore-torch-dist", "torch-dcp", "recorder", "hf-safetensors"]
-# How `recorder verify` checks a commit's files: the trainer's weights file, its shards against the manifest,
-# an imported series' shards where they lie, or not until the checkpoint is evaluated.
-FileCheck = Literal["weights-file", "shards", "imported-shards", "when-evaluated"]
+# How `recorder verify` (and `recorder evals`, before showing a score) checks a commit's files, every time: the
+# trainer's weights file, its shards against the manifest, an imported series' weights where they lie (its
+# manifest's shards, else the tree digest of its weights directory), or the one file another library's
+# callback hashed (`weights_file`).
+FileCheck = Literal["weights-file", "shards", "imported-shards", "committed-file"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +48,7 @@ class RecordedFormat:
     weights_dir: str = ""  # where the weights lie in the committed directory ("" : the directory itself)
     fingerprint_in_run_dtype: bool = False  # fingerprinted by the trainer in the run's dtype (else at import)
     single_file: bool = False  # sha256 and bytes are those of the one weights file
+    weights_file: str = "model.safetensors"  # the file a "weights-file" or "committed-file" commit hashed
 
 
 FORMATS: tuple[RecordedFormat, ...] = (
@@ -58,17 +61,29 @@ FORMATS: tuple[RecordedFormat, ...] = (
         single_file=True,
     ),
     RecordedFormat(name="torch-dcp", reader="torch-dcp", imported=False, files="shards", fingerprint_in_run_dtype=True),
-    RecordedFormat(name="safetensors-adapter", reader=None, imported=False, files="when-evaluated"),
-    RecordedFormat(name="safetensors-index", reader=None, imported=False, files="when-evaluated"),
+    RecordedFormat(
+        name="safetensors-adapter",
+        reader=None,
+        imported=False,
+        files="committed-file",
+        weights_file="adapter_model.safetensors",
+    ),
+    RecordedFormat(
+        name="safetensors-index",
+        reader=None,
+        imported=False,
+        files="committed-file",
+        weights_file="model.safetensors.index.json",
+    ),
     RecordedFormat(
         name="nemo-rl-mcore",
         reader="mcore-torch-dist",
         imported=True,
-        files="when-evaluated",
+        files="imported-shards",
         weights_dir="policy/weights",
     ),
     RecordedFormat(
-        name="nemo-rl-hf", reader="hf-safetensors", imported=True, files="when-evaluated", weights_dir="policy/weights"
+        name="nemo-rl-hf", reader="hf-safetensors", imported=True, files="imported-shards", weights_dir="policy/weights"
     ),
     RecordedFormat(name="dcp-archive", reader="torch-dcp", imported=True, files="imported-shards"),
     RecordedFormat(name="dcp-snapshot", reader="torch-dcp", imported=True, files="imported-shards"),

@@ -7,8 +7,10 @@ recorded is the checkpoint: the tracker file's, or the `iteration` a NeMo-RL ste
 Nothing recorded, and the choice is refused naming every folder: the first in sort order may be a leftover.
 
 A save finished when its iteration folder holds the torch_dist `.metadata` (written last, once every rank's
-shards are down) and every shard that `.metadata` names (the loader checks those while it reads them and
-raises `UnfinishedSaveError`).
+shards are down), every shard that `.metadata` names (the loader checks those while it reads them and
+raises `UnfinishedSaveError`), and the two files megatron-core writes with every torch_dist save: `common.pt`
+(the state that is not sharded) and `metadata.json` (the save's format); one of them missing is a step copied
+in part.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from recorder.untrusted_files import IrregularFileError, read_bounded
 
 TRACKER: Final = "latest_checkpointed_iteration.txt"
 DCP_METADATA: Final = ".metadata"
+COMPANIONS: Final = ("common.pt", "metadata.json")  # megatron-core writes both with every torch_dist save
 _TRACKER_LIMIT = 64  # an iteration number or "release", and a newline
 
 
@@ -123,6 +126,12 @@ def unfinished(
     if missing:
         more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         return f"{chosen.folder / missing[0]}{more}: missing, and its {DCP_METADATA} places tensors in it"
+    lacking = next((name for name in COMPANIONS if not (chosen.folder / name).is_file()), None)
+    if lacking is not None:
+        return (
+            f"{chosen.folder / lacking}: missing (megatron-core writes it with every torch_dist save: a step "
+            "copied in part; copy it whole to import it)"
+        )
     return None
 
 

@@ -194,8 +194,14 @@ def render_lines(
     init_stop = tl.require("init_stop", tl.init_stop)
     if tl.block_start is None:
         raise MissingFactError(f"run {tl.run_id}: no block_start event; record it before replaying")
-    last = None if plan.inline else tl.weight_update(plan.last_step, "the final step")
-    return _lines(tl, facts, plan, step_data, gbs, run_start, init_start, init_stop, tl.block_start, last)
+    last, last_step = None, plan.last_step
+    if not plan.inline:
+        last = tl.weight_update(plan.last_step, "the final step")
+        if tl.block_stop is not None and tl.block_stop[1] > plan.last_step:
+            # training went on past the last checkpoint (a final save left out as unfinished): the block it
+            # recorded is the training's, and a checkpoint left out never moves it
+            last, last_step = tl.block_stop
+    return _lines(tl, facts, plan, step_data, gbs, run_start, init_start, init_stop, tl.block_start, last, last_step)
 
 
 def _lines(
@@ -209,6 +215,7 @@ def _lines(
     init_stop: Point,
     block_start: tuple[Point, int | None, int | None],
     last: Point | None,
+    last_step: int,
 ) -> Iterator[str]:
     out = _Writer()
     yield out.add(init_start, None, POINT_IN_TIME, C.CACHE_CLEAR, True)
@@ -227,7 +234,7 @@ def _lines(
     )
     inline = {ev.step: ev for ev in plan.evaluations} if plan.inline else {}
     for m in tl.metrics:
-        if m.step > plan.last_step:
+        if m.step > last_step:
             break
         samples = m.samples_count if m.samples_count is not None else facts.samples_after(m.step, gbs)
         yield out.add(
@@ -259,8 +266,8 @@ def _lines(
             last.source,
             INTERVAL_END,
             C.BLOCK_STOP,
-            samples_count=facts.samples_after(plan.last_step, gbs),
-            step=plan.last_step,
+            samples_count=facts.samples_after(last_step, gbs),
+            step=last_step,
         )
         for ev in plan.evaluations:
             yield from _evaluation(ev, gbs, facts, out)

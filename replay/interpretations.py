@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
+from recorder.checkpoint_formats import recorded_format
 from recorder.rules import passes
 from replay.errors import NotEvaluatedError, NothingToEmitError, UnknownInterpretationError
 
@@ -138,6 +139,13 @@ def include_final_save(tl: Timeline, facts: RulesetFacts) -> Plan:
         raise NothingToEmitError(
             f"run {tl.run_id}: include-final-save needs the checkpoint_committed event of "
             f"step {step}, and there is none"
+        )
+    if recorded_format(ckpt.payload.format).imported:
+        # an imported series records no save end: its commit is dated by its files' newest modification time,
+        # which a copy of the files resets (to the day of the copy), so it is never a score
+        raise NothingToEmitError(
+            f"run {tl.run_id}: include-final-save cannot be judged: step {step}'s checkpoint was imported, and "
+            "its commit time is its files' newest modification time, not a save end its training recorded"
         )
     return Plan(
         plan.status,

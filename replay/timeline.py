@@ -131,6 +131,8 @@ class Timeline:
     failed_steps: tuple[int, ...]
     mllog_segments: tuple[str, ...]  # segments holding mllog_line events, by their first event's time
     problems: tuple[str, ...] = field(default=())
+    # the training's own last block_stop (when, step), as its writer recorded it (an imported training log's)
+    block_stop: tuple[Point, int] | None = None
 
     @property
     def final_step(self) -> int:
@@ -238,7 +240,7 @@ def _key(e: Event) -> Key:
 _FIRST_KINDS = frozenset({"run_opened", "init_start", "init_stop", "run_start", "block_start"})
 _PER_STEP = frozenset({"step_metrics", "weight_update", "checkpoint_committed"})
 _EVALUATION_KINDS = frozenset({"eval_start", "eval_result", "eval_stop", "eval_failed"})
-_RARE_KINDS = _FIRST_KINDS | _EVALUATION_KINDS | {"mllog_config"}
+_RARE_KINDS = _FIRST_KINDS | _EVALUATION_KINDS | {"mllog_config", "block_stop"}
 
 
 def _owned(by_writer: dict[str, dict[int, tuple[Key, F]]], owner: str | None) -> dict[int, tuple[Key, F]]:
@@ -274,6 +276,7 @@ class TimelineBuilder:
         self.checkpoints: dict[str, dict[int, tuple[Key, CheckpointSave]]] = {}
         self.evaluation_events: list[tuple[Key, Event]] = []
         self.mllog_first: dict[str, int] = {}  # segment -> time of its first mllog_line
+        self.block_stops: dict[str, tuple[int, Key, Event]] = {}  # writer -> its block_stop of the highest step
 
     def add(self, e: Event) -> None:
         kind, step = e.kind, e.step
@@ -303,6 +306,10 @@ class TimelineBuilder:
                 self.first[kind] = (key, e)
         if kind == "mllog_config" and e.key:
             self.configs.append((key, Config(e.key, e.value, _point(e))))
+        if kind == "block_stop" and step is not None:
+            held_b = self.block_stops.get(e.writer)
+            if held_b is None or (step, key) > held_b[:2]:
+                self.block_stops[e.writer] = (step, key, e)
         if step is not None and kind in _EVALUATION_KINDS:
             self.evaluation_events.append((key, e))
 
@@ -352,6 +359,8 @@ class TimelineBuilder:
         ordered_evaluations = [e for _, e in sorted(self.evaluation_events, key=lambda ke: ke[0])]
         evaluations, problems, failed = _evaluations(run_id, ordered_evaluations)
         bs = first.get("block_start")
+        stops = [held for w, held in self.block_stops.items() if owner is not None and records_timing_of(w, owner)]
+        last_stop = max(stops, key=lambda held: held[:2]) if stops else None
         return Timeline(
             run_id=run_id,
             benchmark=opened.benchmark if opened else None,
@@ -372,4 +381,5 @@ class TimelineBuilder:
             failed_steps=tuple(failed),
             mllog_segments=tuple(sorted(self.mllog_first, key=lambda seg: (self.mllog_first[seg], seg))),
             problems=tuple(problems),
+            block_stop=(_point(last_stop[2]), last_stop[0]) if last_stop else None,
         )

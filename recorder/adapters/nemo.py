@@ -94,10 +94,16 @@ class NemoCheckpoint:
 
 @dataclass(frozen=True, slots=True)
 class LeftOut:
-    """A `step_N` directory whose save did not finish: not imported, named with why."""
+    """A `step_N` directory not imported, named with why: its save did not finish, or it is not a plain
+    tree of the series' own files (a link)."""
 
     path: Path
     why: str
+    unfinished: bool = True  # its save did not finish (else `why` says what it is and the way to import it)
+
+    @property
+    def said(self) -> str:
+        return f"its save did not finish: {self.why}" if self.unfinished else self.why
 
 
 def discover(root: Path) -> list[Path]:
@@ -120,11 +126,20 @@ def discover(root: Path) -> list[Path]:
             f"{root}: no step_N checkpoint directories (NeMo-RL's checkpointing.checkpoint_dir), fsdp2_epoch_N/ "
             "archives or snapshots/step_N/ (torch DCP): point at the folder that holds them"
         )
-    for p in found:  # before a byte is read: every checkpoint a plain tree of the series' own files
-        why = first_irregular(p)
-        if why is not None:
-            raise CheckpointLayoutError(f"{why}: refused in a checkpoint series (every file a regular file in it)")
     return sorted(found, key=lambda p: int(p.name.removeprefix("step_")))
+
+
+def irregular_step(path: Path) -> str | None:
+    """Why step directory `path` is not a plain tree of the series' own files (None: it is), with the way to
+    import it: a link may lead to another step's weights or to files that change after they are hashed, so
+    the step is left out, never followed."""
+    why = first_irregular(path)
+    if why is None:
+        return None
+    return (
+        f"{why}: a step is imported only as a plain tree of regular files in the series; to import it, replace "
+        f"the link by a copy of what it points to (cp -rL) and import again into a new run"
+    )
 
 
 def _load_json(path: Path) -> dict[str, Any]:
@@ -242,9 +257,16 @@ def global_batch_size(config: dict[str, Any]) -> int:
     return gbs
 
 
-def series_problems(checkpoints: list[NemoCheckpoint], gbs: int) -> list[str]:
-    """Departures from the rule: the series must start at the validation start and have no gaps."""
-    return step_problems([(c.step, c.samples) for c in checkpoints], gbs, "was keep_top_k pruning them?")
+def series_problems(checkpoints: list[NemoCheckpoint], gbs: int, left: list[LeftOut] | None = None) -> list[str]:
+    """Departures from the rule: the series must start at the validation start and have no gaps. A gap the
+    import made by leaving out a step whose save did not finish (`left`) is named as that, with why."""
+    steps = [c.step for c in checkpoints]
+    named = {int(s.path.name.removeprefix("step_")): s.said for s in left or []}
+    gaps = set(range(steps[0], steps[-1] + 1)) - set(steps) if steps else set()
+    said = [f"step {n} left out, {why}" for n, why in sorted(named.items()) if n in gaps]
+    if not said or gaps - set(named):
+        said.append("was keep_top_k pruning them?")
+    return step_problems([(c.step, c.samples) for c in checkpoints], gbs, "; ".join(said))
 
 
 @dataclass(frozen=True)
@@ -279,13 +301,16 @@ def import_checkpoints(
     of Megatron-Core weights (trainer.policy.checkpoints.fingerprinter.checkpoint_fingerprinter gives it); the import
     never loads weights itself.
     """
-    steps = discover(root)
-    left = [LeftOut(p, why) for p in steps if (why := unfinished_save(p, missing_shards)) is not None]
+    found = discover(root)  # before a byte is read: a step that is not a plain tree is left out, named
+    left = [LeftOut(p, why, unfinished=False) for p in found if (why := irregular_step(p)) is not None]
+    steps = [p for p in found if p not in {s.path for s in left}]
+    left += [LeftOut(p, why) for p in steps if (why := unfinished_save(p, missing_shards)) is not None]
     checkpoints = [read_checkpoint(p) for p in steps if p not in {s.path for s in left}]
     if checkpoints:  # a series that is not the imported training log's is refused before a byte is loaded
         facts = [SeriesStep(c.step, c.samples, c.weight_update_ms * NS_PER_MS, c.path / INFO) for c in checkpoints]
         check_log_agrees(into, global_batch_size(checkpoints[0].config), facts)
-        refuse_if_strict(root, series_problems(checkpoints, global_batch_size(checkpoints[0].config)), strict)
+        gbs = global_batch_size(checkpoints[0].config)
+        refuse_if_strict(root, series_problems(checkpoints, gbs, left), strict)
     made: list[tuple[NemoCheckpoint, tuple[dict[str, Any], LoadedFiles | None]]] = []
     for c in checkpoints:  # every one before anything is written
         try:
@@ -296,7 +321,7 @@ def import_checkpoints(
         raise NoCheckpointsError(f"{root}: no finished checkpoint: " + "; ".join(s.why for s in left))
     checkpoints = [c for c, _ in made]
     gbs = global_batch_size(checkpoints[0].config)
-    problems = series_problems(checkpoints, gbs)
+    problems = series_problems(checkpoints, gbs, left)
     refuse_if_strict(root, problems, strict)  # again: a step whose shards were missing may have left a gap
     commits = [_series_commit(c, record, loaded) for c, (record, loaded) in made]
     run, kinds = write_series(into, writer, _run_opened(checkpoints[0], gbs), commits)

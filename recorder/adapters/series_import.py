@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from recorder.adapters.log_series_join import SeriesStep, check_join
 from recorder.checkpoint_formats import CheckpointFormat
+from recorder.copy_temp_files import is_copy_temp
 from recorder.errors import DataError, InputError
 from recorder.interrupts import deferred_interrupts
 from recorder.kinds import CheckpointCommitted, RunOpened, Source, Timing, TrainStop, WeightUpdate
@@ -91,12 +92,26 @@ def loaded_files(manifest: Mapping[str, Any]) -> LoadedFiles:
 
 
 def left_out_warning(path: Path, left_out: list[str]) -> str:
-    """The line naming the files of checkpoint `path` that no `.metadata` names (never empty `left_out`)."""
-    shown = ", ".join(left_out[:3]) + (f" and {len(left_out) - 3} more" if len(left_out) > 3 else "")
-    return (
-        f"{path}: {len(left_out)} shard file{'s' if len(left_out) > 1 else ''} that its .metadata does not name "
-        f"left out of the manifest (never read): {shown}"
-    )
+    """The line naming the files of checkpoint `path` left out of its manifest (never empty `left_out`):
+    shard files no `.metadata` names, and copy tools' temporary files."""
+    temps = [p for p in left_out if is_copy_temp(PurePosixPath(p))]
+    strays = [p for p in left_out if p not in temps]
+    said = []
+    if strays:
+        said.append(
+            f"{len(strays)} shard file{'s' if len(strays) > 1 else ''} that its .metadata does not name left out "
+            f"of the manifest (never read): {_shown(strays)}"
+        )
+    if temps:
+        said.append(
+            f"{len(temps)} copy tool's temporary file{'s' if len(temps) > 1 else ''} (a copy not finished or "
+            f"stopped) left out of the manifest (never read): {_shown(temps)}"
+        )
+    return f"{path}: " + "; ".join(said)
+
+
+def _shown(paths: list[str]) -> str:
+    return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
 def step_problems(steps_samples: list[tuple[int, int]], gbs: int, gap_hint: str) -> list[str]:

@@ -52,7 +52,7 @@ class SeriesImported:
     problems: list[str]  # departures from the rule
     warnings: list[str]  # files left out of a manifest, named
     evaluated: bool  # the run already holds evaluation results
-    unfinished: list[tuple[Path, str]] = field(default_factory=list)  # (a step whose save did not finish, why)
+    unfinished: list[tuple[Path, str]] = field(default_factory=list)  # (a step left out, why, in words)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -119,7 +119,7 @@ def _run_nemo(root: Path, request: ImportRequest) -> SeriesImported:
         problems=report.problems,
         warnings=report.warnings,
         evaluated=report.evaluated,
-        unfinished=[(s.path, s.why) for s in report.left_out],
+        unfinished=[(s.path, s.said) for s in report.left_out],
     )
 
 

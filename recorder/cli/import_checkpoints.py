@@ -93,7 +93,7 @@ def import_checkpoints(
     console.print(f"imported into {report.run.path}; next: {_next_step(report.run, report.evaluated, task, source)}")
     unfinished = report.unfinished
     for path, why in unfinished:  # after the table: the last lines a script or a person reads
-        console.print(line(label("left out:", "yellow"), f"{path}: its save did not finish: {why}"))
+        console.print(line(label("left out:", "yellow"), f"{path}: {why}"))
     if unfinished or (report.problems and strict):
         raise typer.Exit(1)
 

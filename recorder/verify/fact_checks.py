@@ -11,8 +11,9 @@ the events mean. Each rule below has a name that every failure carries, with the
 - one-commit-per-step: no step is committed twice with different weights.
 - commit-inside-run: a commit's path stays inside the run directory (an imported torch DCP series: relative).
 - commit-sha: the committed weights file has the recorded size and sha256 (a sharded checkpoint, or an
-  imported torch DCP series wherever it lies: every shard its manifest names, and the manifest's root is
-  the sha256).
+  imported series wherever it lies, torch DCP or NeMo-RL's Megatron-Core: every shard its manifest names,
+  and the manifest's root is the sha256; imported Hugging Face weights: the tree digest of their directory;
+  a Trainer callback's adapter or index: that one file), whatever the format, evaluated or not.
 - eval-precision: an evaluation in bf16 or in the dtype the run's rollouts were generated in.
 - commit-metadata: the weights' own metadata (step, weight update, run id) match the commit.
 - commit-files: config.json and tokenizer files hashed into the commit still match.
@@ -46,7 +47,7 @@ from recorder.kinds import CheckpointCommitted, EvalResult, EvalStart, RunOpened
 from recorder.reader import run_id_from
 from recorder.rules import recorded_target, validation_start_step
 from recorder.run import RunDir
-from recorder.run_files import inside, normalized, sha256_file
+from recorder.run_files import inside, normalized, sha256_file, tree_digest
 from recorder.safetensors_header import HeaderError, read_header
 from recorder.verify.clocks import check_wall_clock
 from recorder.verify.eval_settings import (
@@ -80,7 +81,6 @@ KINDS = frozenset(
 # durations the timeline rules read), so memory stays bounded by the events' count, not by what a trainer
 # logged in them. An event of a kind its writer may not record is kept the same way, whatever its kind.
 STEP_ONLY = frozenset({"step_metrics", "rank_step"})
-WEIGHTS_FILE = "model.safetensors"
 
 
 def kept(kind: str, writer: str) -> bool:
@@ -230,16 +230,15 @@ def _check_commits(
 
 
 def check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: Findings) -> None:
+    """Rules commit-inside-run, commit-sha, commit-files and commit-metadata for one commit, whatever its format
+    (its row of recorder.checkpoint_formats says how): every file a score may rest on is rechecked each time."""
     e, d = commit.event, commit.data
-    files = recorded_format(d.format).files
-    if files == "shards":
+    row = recorded_format(d.format)
+    if row.files == "shards":
         _check_shards(run, commit, found)
         return
-    if files == "imported-shards":
+    if row.files == "imported-shards":
         _check_imported_shards(run, commit, found)
-        return
-    if files == "when-evaluated":  # adapters' formats (directories, indexes): weights checked when evaluated
-        _check_loaded_files(run, commit, found)
         return
     directory = inside(run, d.path)
     if directory is None or not normalized(d.path):
@@ -249,10 +248,10 @@ def check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: F
             f"checkpoint path {d.path!r} leaves the run directory or is not a plain relative path",
         )
         return
-    weights = directory / WEIGHTS_FILE
+    weights = directory / row.weights_file
     if not weights.is_file():
         found.warnings.append(
-            f"{e.segment} seq {e.seq}: step {e.step}'s {d.path}/{WEIGHTS_FILE} is missing: not checked"
+            f"{e.segment} seq {e.seq}: step {e.step}'s {d.path}/{row.weights_file} is missing: not checked"
         )
         return
     size = weights.stat().st_size
@@ -262,7 +261,8 @@ def check_commit_files(run: RunDir, commit: Commit, run_id: str | None, found: F
     if sha256_file(weights) != d.sha256:
         found.fail(e, "commit-sha", f"sha256 of step {e.step}'s {weights.name} is not the committed one")
         return
-    _check_metadata(weights, commit, run_id, found)
+    if row.files == "weights-file":  # the trainer's own file records its step and update time
+        _check_metadata(weights, commit, run_id, found)
     for name, sha in sorted((d.files or {}).items()):
         path = inside(run, f"{d.path}/{name}")
         if path is None or not path.is_file() or sha256_file(path) != sha:
@@ -285,9 +285,10 @@ def _check_shards(run: RunDir, commit: Commit, found: Findings) -> None:
 
 
 def _check_imported_shards(run: RunDir, commit: Commit, found: Findings) -> None:
-    """Rule commit-sha for an imported torch DCP series (recorder.adapters.dcp): it stays where the job wrote
-    it, so its recorded path may lead outside the run; every shard its manifest names must still be there,
-    inside that checkpoint directory, with its size and sha256."""
+    """Rule commit-sha for an imported series (torch DCP, NeMo-RL): it stays where the job wrote it, so its
+    recorded path may lead outside the run; every shard its manifest names must still be there, inside its
+    weights directory, with its size and sha256; a commit without a manifest (Hugging Face weights, an import
+    without fingerprints), the tree digest of its weights directory."""
     e, d = commit.event, commit.data
     if PurePosixPath(d.path).is_absolute() or Path(d.path).is_absolute():
         found.fail(e, "commit-inside-run", f"checkpoint path {d.path!r} is not relative to the run directory")
@@ -296,13 +297,34 @@ def _check_imported_shards(run: RunDir, commit: Commit, found: Findings) -> None
     if not directory.is_dir():
         found.warnings.append(f"{e.segment} seq {e.seq}: step {e.step}'s imported {directory} is missing: not checked")
         return
+    where = recorded_format(d.format).weights_dir
+    weights = (directory / where).resolve() if where else directory
+    if d.manifest is None:
+        _check_tree(commit, weights, where or ".", found)
+    else:
 
-    def shard(rel: str) -> Path | None:
-        path = (directory / rel).resolve()
-        return path if directory in path.parents else None
+        def shard(rel: str) -> Path | None:
+            path = (weights / rel).resolve()
+            return path if weights in path.parents else None
 
-    _check_manifest(commit, shard, found)
+        _check_manifest(commit, shard, found, f"{where}/" if where else "")
     _check_loaded_files(run, commit, found)
+
+
+def _check_tree(commit: Commit, weights: Path, shown: str, found: Findings) -> None:
+    """Rule commit-sha for weights committed as one tree digest: every file under `weights`, hashed again."""
+    e, d = commit.event, commit.data
+    if not weights.is_dir():
+        found.fail(e, "commit-sha", f"step {e.step}'s {shown} is missing")
+        return
+    digest, size = tree_digest(weights)
+    if (digest, size) != (d.sha256, d.bytes):
+        found.fail(
+            e,
+            "commit-sha",
+            f"step {e.step}'s files under {shown} are not the committed ones (their tree digest differs: "
+            f"{size} bytes, the commit says {d.bytes})",
+        )
 
 
 def _check_loaded_files(run: RunDir, commit: Commit, found: Findings) -> None:
@@ -319,9 +341,9 @@ def _check_loaded_files(run: RunDir, commit: Commit, found: Findings) -> None:
             found.fail(e, "commit-files", f"step {e.step}'s {name} is missing or not the committed one")
 
 
-def _check_manifest(commit: Commit, locate: Callable[[str], Path | None], found: Findings) -> None:
+def _check_manifest(commit: Commit, locate: Callable[[str], Path | None], found: Findings, shown: str = "") -> None:
     """Every shard the commit's manifest names (found by `locate`, None: not where it may be) has its size and
-    sha256, and the manifest's root is the commit's sha256."""
+    sha256, and the manifest's root is the commit's sha256; a shard is named as `shown` + its path."""
     e, d = commit.event, commit.data
     shards = list((d.manifest or {}).get("shards") or [])
     lines = "".join(f"{s.get('sha256')}  {s.get('path')}\n" for s in sorted(shards, key=lambda s: str(s.get("path"))))
@@ -331,9 +353,9 @@ def _check_manifest(commit: Commit, locate: Callable[[str], Path | None], found:
     for shard in shards:
         path = locate(str(shard.get("path")))
         if path is None or not path.is_file():
-            found.fail(e, "commit-sha", f"step {e.step}'s shard {shard.get('path')} is missing")
+            found.fail(e, "commit-sha", f"step {e.step}'s shard {shown}{shard.get('path')} is missing")
         elif path.stat().st_size != shard.get("bytes") or sha256_file(path) != shard.get("sha256"):
-            found.fail(e, "commit-sha", f"step {e.step}'s shard {shard.get('path')} is not the committed one")
+            found.fail(e, "commit-sha", f"step {e.step}'s shard {shown}{shard.get('path')} is not the committed one")
 
 
 def _check_metadata(weights: Path, commit: Commit, run_id: str | None, found: Findings) -> None:

@@ -155,8 +155,8 @@ def _write_training_mllog(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log.end(key="init_stop")
     log.start(key="run_start")
     log.start(key="block_start", metadata={"samples_count": 0, "step": 0})
-    for step in range(1, 21):
-        now["ms"] = T0_MS + step * 60_000
+    for step in range(1, 21):  # a step's tracked_stats is logged once its weights are updated
+        now["ms"] = UPDATES_MS.get(step, T0_MS + step * 60_000)
         log.event(key="tracked_stats", value={"reward": 0.5}, metadata={"samples_count": step * 256, "step": step})
     now["ms"] = UPDATES_MS[20] + 30_000
     log.end(key="block_stop", metadata={"samples_count": 20 * 256, "step": 20}, time_ms=UPDATES_MS[20])
@@ -253,10 +253,14 @@ def test_replay_derives_the_backdated_run_stop(tmp_path: Path, monkeypatch: pyte
     assert run_stop["key"] == "run_stop"
     assert (run_stop["time_ms"], run_stop["metadata"]["status"]) == (UPDATES_MS[19], "success")
     assert run_stop["metadata"]["samples_count"] == 19 * 256
-    # include-final-save reads when the passing checkpoint was written: its files' modification time.
-    done = run_in_process("replay", str(run.path), "-i", "include-final-save", "-o", str(out))
+    # include-final-save would read when the passing checkpoint was written: an imported series records no
+    # save end, and its files' modification time (which a copy resets) is never a score
+    done = run_in_process("replay", str(run.path), "--compare")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert json.loads(out.read_text().splitlines()[-1].split(" ", 1)[1])["time_ms"] == UPDATES_MS[19] + 30_000
+    [row] = [line for line in done.stdout.splitlines() if "include-final-save" in line and "│" in line]
+    assert "none" in row, done.stdout
+    text = " ".join(done.stdout.split())
+    assert "include-final-save cannot be judged: step 19's checkpoint was imported" in text, done.stdout
 
 
 @pytest.mark.slow  # the default tier keeps the series import with evaluations and its replay

@@ -61,7 +61,7 @@ NPZ = readers.Reader(
     read=_read_npz,
     sharded=False,
 )
-NPZ_ROW = RecordedFormat(name="npz-dir", reader="npz", imported=True, files="when-evaluated")  # type: ignore[arg-type]
+NPZ_ROW = RecordedFormat(name="npz-dir", reader="npz", imported=True, files="imported-shards")  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -157,7 +157,11 @@ def test_a_flipped_megatron_shard_is_refused_naming_it(tmp_path: Path) -> None:
     data = bytearray(shard.read_bytes())
     data[len(data) // 3] ^= 0x10
     shard.write_bytes(bytes(data))
-    done = run_cli("eval", str(run), "--task", str(shipped("next-number")), "--all", *_source("dense-tp2"))
+    evaluate = ("eval", str(run), "--task", str(shipped("next-number")), "--all", *_source("dense-tp2"))
+    done = run_cli(*evaluate)  # verify names the shard first: the run is refused before anything is loaded
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "__1_0.distcp" in "".join((done.stdout + done.stderr).split()), done.stdout + done.stderr
+    done = run_cli(*evaluate, "--force")  # forced past verify, the evaluator's own check refuses the shard
     assert done.returncode == 1, done.stdout + done.stderr
     done = run_cli("evals", str(run))
     assert "HashMismatchError" in done.stdout and "__1_0.distcp" in done.stdout.replace("\n", ""), done.stdout

@@ -12,6 +12,7 @@ checkpoint series is tests.kit.sample_series's.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,9 @@ TRAINING_CONFIG: tuple[tuple[str, Any], ...] = (
 )
 
 
-def write_training_mllog(path: Path, final_step: int) -> Path:
-    """The training side's mllog of a run that stopped after `final_step`, with mlperf_logging's own logger."""
+def write_training_mllog(path: Path, final_step: int, times: Callable[[int], int] = update_ms) -> Path:
+    """The training side's mllog of a run that stopped after `final_step`, with mlperf_logging's own logger;
+    each step's tracked_stats (and the final block_stop) at `times(step)`, its weight update's end."""
     from mlperf_logging.mllog import mllog as reference
 
     logger = logging.getLogger(f"nemo-training-mllog-{path}")
@@ -94,12 +96,12 @@ def write_training_mllog(path: Path, final_step: int) -> Path:
             key="tracked_stats",
             value=stats,
             metadata={"samples_count": step * GBS, "step": step},
-            time_ms=update_ms(step),
+            time_ms=times(step),
         )
     log.end(
         key="block_stop",
         metadata={"samples_count": final_step * GBS, "step": final_step},
-        time_ms=update_ms(final_step),
+        time_ms=times(final_step),
     )
     handler.close()
     logger.removeHandler(handler)

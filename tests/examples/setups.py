@@ -98,9 +98,12 @@ def nemo_mllog(path: Path) -> None:
     (the closed GBS-256 configuration, 20 steps, no run_stop), then its deferred evaluator's lines in step
     order (18 scores 0.65, 19 passes with 0.72) and the run_stop backdated to step 19's weight update
     (docs/design.md's worked example: updates 1080, 1142, 1204 s after run_start)."""
-    from tests.evaluator.nemo_run import T0_MS, write_training_mllog
+    from tests.evaluator.nemo_run import T0_MS, update_ms, write_training_mllog
 
-    write_training_mllog(path, final_step=20)
+    saved = {18: 1_080_000, 19: 1_142_000, 20: 1_204_000}  # each step's tracked_stats once its update is done
+    write_training_mllog(
+        path, final_step=20, times=lambda step: T0_MS + saved[step] if step in saved else update_ms(step)
+    )
     log, logger = _mllogger(path)
     now = T0_MS + 1_300_000
     for step, accuracy in ((18, 0.65), (19, 0.72)):

@@ -1,6 +1,7 @@
 """What an import of a checkpoint series commits is what loading reads, built from honest series: shard files
 no `.metadata` names are left out of the manifest and named; links between steps or from outside the series
-are refused naming the link; a NeMo-RL step's config.yaml and the base model's config.json it leads to are
+leave a NeMo-RL step out naming the link, and an archive linked in from outside is refused naming it; a
+NeMo-RL step's config.yaml and the base model's config.json it leads to are
 hashed into the commit, so one swapped after the import is ALTERED (commit-files)."""
 
 from __future__ import annotations
@@ -87,12 +88,39 @@ def test_shard_files_no_metadata_names_are_left_out_of_the_manifest_and_named(tm
     assert hash_shards(detect(step_dir), Manifest.from_dict(commit["manifest"])).root == commit["sha256"]
 
 
-def test_a_steps_weights_linked_to_another_steps_are_refused_naming_the_link(tmp_path: Path) -> None:
+def test_copy_tools_temporary_files_are_left_out_of_the_manifest_and_named(tmp_path: Path) -> None:
+    series = _mcore(tmp_path)
+    _import(series, tmp_path / "runs" / "honest")
+    honest = _commits(tmp_path / "runs" / "honest")[18]
+    folder = series / "step_18" / "policy" / "weights" / "iter_0000000"
+    temps = [".__0_0.distcp.Xy12Ab", "common.pt.partial", "metadata.json.tmp"]  # rsync's, and two others
+    for name in temps:
+        shutil.copy(folder / "__0_0.distcp", folder / name)
+    run = tmp_path / "runs" / "r"
+
+    done = _import(series, run)
+
+    commit = _commits(run)[18]
+    assert commit["manifest"] == honest["manifest"]  # nothing of them hashed
+    warnings = [line for line in done.out.splitlines() if line.startswith("warning:")]
+    text = " ".join(done.out.split())
+    assert len(warnings) == 1 and "3 copy tool's temporary files" in text, done.out
+    assert all(f"iter_0000000/{name}" in text for name in temps), done.out
+    assert verify_run(run).ok
+
+
+def test_a_steps_weights_linked_to_another_steps_leave_that_step_out_naming_the_link(tmp_path: Path) -> None:
     series = _mcore(tmp_path)
     weights = series / "step_19" / "policy" / "weights"
     shutil.rmtree(weights)
     weights.symlink_to(series / "step_18" / "policy" / "weights")  # one step's weights committed twice
-    _refused(tmp_path, series, (), f"{weights}: a symlink")
+    run = tmp_path / "runs" / "r"
+    done = run_cli("import-checkpoints", str(series), "--into", str(run), timeout=600)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    left = [line for line in done.stdout.splitlines() if line.startswith("left out:")]
+    text = " ".join(done.stdout.split())
+    assert len(left) == 1 and f"{weights}: a symlink" in text and "cp -rL" in text, done.stdout
+    assert sorted(_commits(run)) == [18]
 
 
 def test_an_archive_linked_in_from_outside_the_series_is_refused_naming_it(tmp_path: Path) -> None:

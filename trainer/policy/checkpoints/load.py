@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recorder.copy_temp_files import is_copy_temp
 from recorder.megatron_saves import UnfinishedSaveError
 from recorder.safetensors_header import HeaderError, header_length, parse_header
 from recorder.tree_walk import walk
@@ -94,8 +95,9 @@ def dcp_left_out(info: CheckpointInfo) -> list[Path]:
 
 
 def every_file_left_out(info: CheckpointInfo) -> list[Path]:
-    """The `*.distcp` files under a Megatron-Core checkpoint's weights that no `.metadata` names."""
-    return split_shards(_weight_files(info))[1]
+    """The `*.distcp` files under a Megatron-Core checkpoint's weights that no `.metadata` names, and the
+    copy tools' temporary files there (recorder.copy_temp_files)."""
+    return sorted(split_shards(_weight_files(info))[1] + _copy_temps(info))
 
 
 def none_left_out(info: CheckpointInfo) -> list[Path]:
@@ -104,7 +106,16 @@ def none_left_out(info: CheckpointInfo) -> list[Path]:
 
 
 def _weight_files(info: CheckpointInfo) -> list[Path]:
-    """Every file under the weights directory but those of the iteration folders passed over."""
+    """Every file under the weights directory but those of the iteration folders passed over and the copy
+    tools' temporary files (never part of a checkpoint: left out, and named)."""
+    return [f for f in _every_weight_file(info) if not is_copy_temp(f.relative_to(info.weights_dir))]
+
+
+def _copy_temps(info: CheckpointInfo) -> list[Path]:
+    return [f for f in _every_weight_file(info) if is_copy_temp(f.relative_to(info.weights_dir))]
+
+
+def _every_weight_file(info: CheckpointInfo) -> list[Path]:
     return [f for f in _walk(info.weights_dir) if not any(f.is_relative_to(p) for p in info.passed_over)]
 
 

@@ -18,6 +18,7 @@ from typing import Literal
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import LayoutNames, TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
+from recorder.team_layout import FINAL_META, step_dir
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.readers import detect, reader
 from trainer.policy.errors import CheckpointError
@@ -50,7 +51,7 @@ class Target:
         if self.team is not None and self.team.kind == "run" and self.path != self.team.run:
             return self.team.run / RESULTS  # fsdp2_epoch_N given inside its run: the run's results
         if self.kind == "snapshot" and self.run is not None and self.info is not None:
-            return self.run / RESULTS / f"step_{self.info.step or 0:07d}"
+            return self.run / RESULTS / step_dir(self.info.step or 0)
         return self.path / RESULTS
 
 
@@ -125,7 +126,7 @@ def _team_target(team: TeamCheckpoint, model_key: str | None) -> Target:
 
 def _check_source(path: Path) -> None:
     """An archive's final_meta.json must name a run that exists: its config and logs are there."""
-    meta = path / "final_meta.json"
+    meta = path / FINAL_META
     if not meta.is_file():
         return
     try:

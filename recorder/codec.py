@@ -49,7 +49,7 @@ class Dialect:
 
 
 # Literals whose members are a table's names, which may grow while the process runs (a checkpoint format added
-# by recorder.checkpoint_formats.register_format): the annotation's id -> the names the table holds now.
+# by a format plugin, recorder.checkpoint_formats.PLUGINS): the annotation's id -> the names the table holds now.
 _TABLE_NAMES: dict[int, Callable[[], tuple[str, ...]]] = {}
 
 

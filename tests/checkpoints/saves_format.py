@@ -3,10 +3,11 @@ model's tensors in `tensors.st` (written by the real safetensors library, a name
 config.json and tokenizer, and a `save.json` giving the step, the samples and the time of the weight update.
 
 The module holds its reader (detection and loading) and its importer, and `PLUGIN`, the one object that
-carries them with its recorded row (how verify checks its files), naming the two rows as "module:attr".
-Shipped, the module lies beside recorder/adapters/dcp.py and its plugin is registered in
-recorder/checkpoint_formats.py, its name added to `CheckpointFormat` there: two product files. A team's
-package registers `PLUGIN` through its entry point instead (`[recorder.checkpoint_formats]`)."""
+carries them with its recorded row (how verify checks its files), naming the two rows as "module:attr". A
+team's package registers `PLUGIN` through its entry point (`[recorder.checkpoint_formats]`). Shipped, the
+reader goes in a module of trainer/policy/checkpoints/ and the importer in one beside
+recorder/adapters/dcp.py (the parts table keeps the adapters off torch), and the plugin in
+recorder/checkpoint_formats.py with its name in `CheckpointFormat`: three product files."""
 
 from __future__ import annotations
 

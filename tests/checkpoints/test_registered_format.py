@@ -3,8 +3,8 @@ module: a series of `save_N/` folders the real safetensors library wrote, a name
 Registered, `recorder import-checkpoints`, `recorder eval` and `recorder verify`, run through the real command
 line in this process, import, score and verify the series (the tiny random model passes no target, so eval
 ends with exit 1, the data's no, having scored every step). Files the format takes: its module and the line
-that registers its plugin (here this test; shipped, recorder/checkpoint_formats.py, with its name in
-`CheckpointFormat`); a team's installed package registers it through its entry point in every process."""
+that registers its plugin (here this test); a team's installed package registers it through its entry point
+in every process. Shipped, it is three product files (saves_format.py's docstring says which)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ them; nothing is installed."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from recorder.plugin_registry import Registry, RegistryError, resolve
+from tests.helpers import REPO
 
 GROUP = "recorder.test_plugin_registry"
 
@@ -107,3 +109,23 @@ def test_a_module_attr_name_is_resolved_on_use_or_named() -> None:
     ):
         with pytest.raises(RegistryError, match=f"plugin p: '{target}' {said}"):
             resolve(target, Entry, "plugin p")
+
+
+def test_a_shipped_format_is_read_without_asking_the_installed_packages() -> None:
+    """Events and verify read a shipped format's name without scanning the installed packages (an import of
+    importlib.metadata and a walk of every dist-info): only a name no shipped plugin holds asks them."""
+    probe = (
+        "import sys\n"
+        "from recorder.checkpoint_formats import CheckpointFormat, recorded_format\n"
+        "from recorder.codec import Mismatch, decode\n"
+        "from recorder.kinds import EVENTS\n"
+        "decode('dcp-archive', CheckpointFormat, 'format', EVENTS)\n"
+        "recorded_format('torch-dcp')\n"
+        "print('importlib.metadata' in sys.modules)\n"
+        "try:\n"
+        "    decode('saves', CheckpointFormat, 'format', EVENTS)\n"
+        "except Mismatch:\n"
+        "    print('importlib.metadata' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr

@@ -10,7 +10,6 @@ to `<run>/eval_results/step_NNNNNNN/official_lmeval7_<time>/`, since snapshots a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,7 +17,7 @@ from typing import Literal
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import LayoutNames, TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
-from recorder.team_layout import FINAL_META, step_dir
+from recorder.team_layout import FINAL_META, TeamLayoutError, read_meta, step_dir
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.readers import detect, reader
 from trainer.policy.errors import CheckpointError
@@ -129,10 +128,10 @@ def _check_source(path: Path) -> None:
     meta = path / FINAL_META
     if not meta.is_file():
         return
-    try:
-        source = json.loads(meta.read_text()).get("source")
-    except (OSError, ValueError, AttributeError) as e:
-        raise ZeroShotInputError(f"{meta}: not a readable JSON object ({e}): rewrite it") from e
+    try:  # bounded, a regular file, a JSON object: the layout's one reader of its meta files
+        source = read_meta(meta).get("source")
+    except TeamLayoutError as e:
+        raise ZeroShotInputError(str(e)) from e
     if isinstance(source, str) and source and not (path.parent / source).is_dir():
         raise ZeroShotInputError(
             f"{meta}: source {source!r} does not exist: restore the run there, or set `source` to where it is now"

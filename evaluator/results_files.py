@@ -15,6 +15,7 @@ from recorder import canonical
 from recorder.results.document import Document
 from recorder.results.evaluation import SampleRow
 from recorder.run import RunDir, derived_dir, write_derived
+from recorder.team_layout import step_dir
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,7 +44,7 @@ def task_set_sha256(pairs: Sequence[tuple[str, str]]) -> str:
 
 def results_dir(run: RunDir, step: int, *more: str) -> Path:
     """`derived/evals/step_NNNNNNN/<more...>`, created inside the run (never through a symlink)."""
-    return derived_dir(run, "evals", f"step_{step:07d}", *more)
+    return derived_dir(run, "evals", step_dir(step), *more)
 
 
 def sample_rows(samples: Sequence[Sample], pairs: Sequence[tuple[str, str]]) -> tuple[SampleRow, ...]:

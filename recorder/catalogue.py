@@ -52,7 +52,7 @@ def may_write(writer: str, kind: str) -> bool:
 
 
 # the importers' writer names: `import` (mllog), `import-nemo` (NeMo-RL), `import-dcp` (torch DCP), `import-series`
-# (an importer added with recorder.adapters.series_importers.register_importer)
+# (an importer of a format plugin the project does not ship)
 IMPORTERS = "import"
 
 

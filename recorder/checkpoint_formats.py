@@ -1,21 +1,24 @@
-"""The checkpoint formats, one row each: the one table that the events, verify, the evaluator, the importers
+"""The checkpoint formats, one plugin each: the one table that the events, verify, the evaluator, the importers
 and the command line read (torch-free, so verify stays so).
 
-A row is a format as `checkpoint_committed.format` records it: which reader of `trainer.policy.checkpoints`
-loads it (its `READERS` row: how a directory is recognised and read), whether its series was trained
-elsewhere and imported where it lies, how verify checks its files, where its weights lie in the committed
-directory, and in which dtype its fingerprint was computed. A new format is a reader plus a row here; one
-the project does not ship is added while the process runs by `register_format` (with its reader's row,
-`trainer.policy.checkpoints.readers.register_reader`, and, for an imported series, its importer's,
-`recorder.adapters.series_importers.register_importer`). Nothing outside the tables asks a format's name.
+A plugin (`FormatPlugin`) is one format family as one object: the rows its commits record
+(`checkpoint_committed.format`: whether its series was trained elsewhere and imported where it lies, how verify
+checks its files, where its weights lie in the committed directory, in which dtype its fingerprint was
+computed), the reader that detects and loads its directories (a row of `trainer.policy.checkpoints.readers`)
+and the importer of its series (a row of `recorder.adapters.series_importers`), those two named as
+"module:attr" strings resolved on use, so this table imports no torch. The shipped plugins are registered
+below; a package a team installs adds its own through the `recorder.checkpoint_formats` entry-point group
+(recorder.plugin_registry), and code may `PLUGINS.register` one while the process runs. Nothing outside the tables
+asks a format's name.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from recorder.codec import names_from_table
+from recorder.plugin_registry import Registry
 
 # As recorded in checkpoint_committed.format (None: a commit recorded before the field, the trainer's file).
 CheckpointFormat = Literal[
@@ -28,7 +31,7 @@ CheckpointFormat = Literal[
     "dcp-archive",
     "dcp-snapshot",
 ]
-# The readers (trainer.policy.checkpoints.readers.READERS), named as detection reports a directory.
+# The readers (a plugin's reader row, trainer.policy.checkpoints.readers), named as detection reports a directory.
 ReaderName = Literal["mcore-torch-dist", "torch-dcp", "recorder", "hf-safetensors"]
 # How `recorder verify` (and `recorder evals`, before showing a score) checks a commit's files, every time: the
 # trainer's weights file, its shards against the manifest, an imported series' weights where they lie (its
@@ -51,67 +54,144 @@ class RecordedFormat:
     weights_file: str = "model.safetensors"  # the file a "weights-file" or "committed-file" commit hashed
 
 
-FORMATS: tuple[RecordedFormat, ...] = (
-    RecordedFormat(
-        name="safetensors",
-        reader="recorder",
-        imported=False,
-        files="weights-file",
-        fingerprint_in_run_dtype=True,
-        single_file=True,
-    ),
-    RecordedFormat(name="torch-dcp", reader="torch-dcp", imported=False, files="shards", fingerprint_in_run_dtype=True),
-    RecordedFormat(
-        name="safetensors-adapter",
-        reader=None,
-        imported=False,
-        files="committed-file",
-        weights_file="adapter_model.safetensors",
-    ),
-    RecordedFormat(
-        name="safetensors-index",
-        reader=None,
-        imported=False,
-        files="committed-file",
-        weights_file="model.safetensors.index.json",
-    ),
-    RecordedFormat(
-        name="nemo-rl-mcore",
-        reader="mcore-torch-dist",
-        imported=True,
-        files="imported-shards",
-        weights_dir="policy/weights",
-    ),
-    RecordedFormat(
-        name="nemo-rl-hf", reader="hf-safetensors", imported=True, files="imported-shards", weights_dir="policy/weights"
-    ),
-    RecordedFormat(name="dcp-archive", reader="torch-dcp", imported=True, files="imported-shards"),
-    RecordedFormat(name="dcp-snapshot", reader="torch-dcp", imported=True, files="imported-shards"),
+# A plugin's reader or importer that takes any directory: asked after every other plugin's (it names what a
+# directory lacks).
+Role = Literal["reader", "importer"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FormatPlugin:
+    """One checkpoint format family as one object (see the module's docstring)."""
+
+    name: str
+    recorded: tuple[RecordedFormat, ...] = ()  # its names as commits record them, with their file checks
+    reader: str | None = None  # "module:attr" of its trainer.policy.checkpoints.readers.Reader (detection)
+    importer: str | None = None  # "module:attr" of its recorder.adapters.series_importers.SeriesImporter
+    asked_last: tuple[Role, ...] = ()  # the roles in which it takes any directory
+
+
+def _names(plugin: FormatPlugin) -> tuple[str, ...]:
+    return (plugin.name, *(f.name for f in plugin.recorded))
+
+
+# Looked up by a plugin's name or by any name it records; a name held once across every plugin.
+PLUGINS: Registry[FormatPlugin] = Registry(
+    "checkpoint format", FormatPlugin, _names, group="recorder.checkpoint_formats"
+)
+_READERS = "trainer.policy.checkpoints.readers"
+_IMPORTERS = "recorder.adapters.series_importers"
+PLUGINS.register(
+    FormatPlugin(
+        name="nemo-rl",
+        recorded=(
+            RecordedFormat(
+                name="nemo-rl-mcore",
+                reader="mcore-torch-dist",
+                imported=True,
+                files="imported-shards",
+                weights_dir="policy/weights",
+            ),
+            RecordedFormat(
+                name="nemo-rl-hf",
+                reader="hf-safetensors",
+                imported=True,
+                files="imported-shards",
+                weights_dir="policy/weights",
+            ),
+        ),
+        reader=f"{_READERS}:MCORE",
+        importer=f"{_IMPORTERS}:NEMO",
+        asked_last=("importer",),  # it claims any folder, and names what one that holds no series lacks
+    )
+)
+PLUGINS.register(
+    FormatPlugin(
+        name="fsdp2-dcp",
+        recorded=(
+            RecordedFormat(name="dcp-archive", reader="torch-dcp", imported=True, files="imported-shards"),
+            RecordedFormat(name="dcp-snapshot", reader="torch-dcp", imported=True, files="imported-shards"),
+        ),
+        reader=f"{_READERS}:TORCH_DCP",
+        importer=f"{_IMPORTERS}:FSDP2_DCP",
+    )
+)
+PLUGINS.register(
+    FormatPlugin(
+        name="recorder",
+        recorded=(
+            RecordedFormat(
+                name="safetensors",
+                reader="recorder",
+                imported=False,
+                files="weights-file",
+                fingerprint_in_run_dtype=True,
+                single_file=True,
+            ),
+            RecordedFormat(
+                name="torch-dcp", reader="torch-dcp", imported=False, files="shards", fingerprint_in_run_dtype=True
+            ),
+        ),
+        reader=f"{_READERS}:RECORDER",
+    )
+)
+PLUGINS.register(
+    FormatPlugin(
+        name="hugging-face",
+        recorded=(  # TRL's adapter and sharded files: the recorder does not load them itself
+            RecordedFormat(
+                name="safetensors-adapter",
+                reader=None,
+                imported=False,
+                files="committed-file",
+                weights_file="adapter_model.safetensors",
+            ),
+            RecordedFormat(
+                name="safetensors-index",
+                reader=None,
+                imported=False,
+                files="committed-file",
+                weights_file="model.safetensors.index.json",
+            ),
+        ),
+        reader=f"{_READERS}:HUGGING_FACE",
+        asked_last=("reader",),  # any directory with a config.json is one: it names what one lacks
+    )
 )
 # A commit recorded before `format` was: the trainer's single safetensors file.
 UNRECORDED: CheckpointFormat = "safetensors"
 
 
-def register_format(row: RecordedFormat) -> None:
-    """Add a format the project does not ship: events may then record its name (`checkpoint_committed.format`
-    is read against this table), and verify and the evaluator treat it as its row says. A name already in
-    the table is refused (a row is never replaced)."""
-    global FORMATS
-    if any(f.name == row.name for f in FORMATS):
-        raise ValueError(f"checkpoint format {row.name!r}: already in the table")
-    FORMATS = (*FORMATS, row)
+def formats() -> tuple[RecordedFormat, ...]:
+    """Every recorded format, the shipped plugins' and those registered or installed since."""
+    return tuple(f for plugin in PLUGINS.all() for f in plugin.recorded)
 
 
-names_from_table(CheckpointFormat, lambda: tuple(f.name for f in FORMATS))
+def ordered(role: Role) -> tuple[FormatPlugin, ...]:
+    """The plugins in the order their `role` rows are asked: as registered, those that take any directory
+    last."""
+    plugins = PLUGINS.all()
+    return tuple(sorted(plugins, key=lambda p: role in p.asked_last))
+
+
+def declared_format(name: str) -> CheckpointFormat:
+    """A recorded name a plugin declares, typed as the table's names: what it is once the plugin is
+    registered (events and lookups accept only the names the table holds, names_from_table)."""
+    return cast(CheckpointFormat, name)
+
+
+def declared_reader(name: str) -> ReaderName:
+    """A reader's name a plugin declares, typed as the readers' names (see `declared_format`)."""
+    return cast(ReaderName, name)
+
+
+names_from_table(CheckpointFormat, lambda: tuple(f.name for f in formats()))
 
 
 def recorded_format(name: str | None) -> RecordedFormat:
     """The row of a recorded format name (None: a commit from before the field, the trainer's file)."""
     wanted = UNRECORDED if name is None else name
-    found = next((f for f in FORMATS if f.name == wanted), None)
+    plugin = PLUGINS.find(wanted)
+    found = next((f for f in plugin.recorded if f.name == wanted), None) if plugin is not None else None
     if found is None:  # a payload's Literal admits only the table's names: a row is missing
-        raise KeyError(f"checkpoint format {name!r}: not one of {', '.join(f.name for f in FORMATS)}")
+        raise KeyError(f"checkpoint format {name!r}: not one of {', '.join(f.name for f in formats())}")
     return found
-
-
-IMPORTED_FORMATS: tuple[CheckpointFormat, ...] = tuple(f.name for f in FORMATS if f.imported)

@@ -49,7 +49,7 @@ class Dialect:
 
 
 # Literals whose members are a table's names, which may grow while the process runs (a checkpoint format added
-# by recorder.checkpoint_formats.register_format): the annotation's id -> the names the table holds now.
+# by a format plugin, recorder.checkpoint_formats.PLUGINS): the annotation's id -> the names the table holds now.
 _TABLE_NAMES: dict[int, Callable[[], tuple[str, ...]]] = {}
 
 
@@ -84,8 +84,10 @@ def decode(raw: Any, tp: Any, where: str, dialect: Dialect) -> Any:
         if raw is None:
             return next(iter(null))  # type: ignore[call-overload]
     elif origin is Literal:
-        table = _TABLE_NAMES.get(id(tp))
-        members = table() if table is not None else get_args(tp)
+        members = get_args(tp)
+        # a name the Literal spells is in its table too: the table is asked (which may load plugins) for others
+        if raw not in members and (table := _TABLE_NAMES.get(id(tp))) is not None:
+            members = table()
         if raw in members and type(raw) in {type(a) for a in members}:
             return raw
     elif tp is bool or tp is str or tp is type(None):

@@ -5,9 +5,12 @@
     <run>/snapshots/step_N/              DCP + snapshot_meta.json {"step": N, "source_world_size": W, ...}
     <archive>/fsdp2_epoch_N/ + <archive>/final_meta.json {"source": <run, relative to the archive>, "step": S}
 
-One parser for both readers: `recorder import-checkpoints` (recorder/adapters/dcp.py) and `recorder zero-shot`
-(evaluator/zero_shot/team_run.py). It reads the JSON metas only (bounded, regular files); the step a DCP
-checkpoint holds inside is the evaluator's to read, since that needs the checkpoint library.
+The one owner of the FSDP2/DCP layout: its meta file names, the epoch (`fsdp2_epoch_N`) and step (`step_N`)
+folder patterns and the step folder a run's own checkpoints and results are written to (`step_dir`). One
+parser for every reader: `recorder import-checkpoints` (recorder/adapters/dcp.py), `recorder zero-shot`
+(evaluator/zero_shot/team_run.py) and checkpoint detection (trainer/policy/checkpoints/detect.py). It reads the
+JSON metas only (bounded, regular files); the step a DCP checkpoint holds inside is the evaluator's to read,
+since that needs the checkpoint library. tests/layout/test_fsdp2_layout.py refuses these names spelled elsewhere.
 """
 
 from __future__ import annotations
@@ -27,10 +30,14 @@ SNAPSHOT_META = "snapshot_meta.json"
 FINAL_META = "final_meta.json"
 EPOCH_META = "epoch_meta.json"
 PLAIN_RUN_CONFIG = "training.json"  # a plain FSDP2 training run's settings, beside its snapshots/
-OLD_SNAPSHOT_META = "meta.json"  # a name the seed does not use: refused, naming the seed's
+RUN_META = "meta.json"  # a plain FSDP2 training run's own meta, beside the DCP shards at its root
+OLD_SNAPSHOT_META = RUN_META  # in a snapshot, a name the seed does not use: refused, naming the seed's
+# A DCP directory's meta files, in the order detection asks them: an archive's, a snapshot's, an epoch's, a run's.
+META_FILES = (FINAL_META, SNAPSHOT_META, EPOCH_META, RUN_META)
 DCP_METADATA = ".metadata"
 EPOCH = re.compile(r"fsdp2_epoch_(\d+)")
 STEP = re.compile(r"step_0*(\d+)")
+STEP_DIR = "step_{:07d}"  # a step's folder as the recorder writes it: its checkpoints, its results
 SHARD = re.compile(r"__(\d+)_0\.distcp")
 TeamKind = Literal["run", "snapshot", "archive"]
 
@@ -158,6 +165,26 @@ def epoch_of(dcp: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def step_of(name: str) -> int | None:
+    """The step a `step_N` folder name gives (leading zeros allowed, as `step_dir` writes them); None: no step."""
+    m = STEP.fullmatch(name)
+    return int(m.group(1)) if m else None
+
+
+def step_dir(step: int) -> str:
+    """The folder name of `step` as the recorder writes it (`step_NNNNNNN`: sorted by name, sorted by step)."""
+    return STEP_DIR.format(step)
+
+
+def dcp_meta(dcp: Path) -> tuple[Path | None, dict[str, Any]]:
+    """(the file, the object) of the first of a DCP directory's META_FILES present ((None, {}) when none is);
+    a snapshot's `meta.json` in place of its snapshot_meta.json is refused, as `snapshot_meta` refuses it."""
+    if dcp.parent.name == "snapshots":
+        snapshot_meta(dcp)
+    file = next((dcp / n for n in META_FILES if (dcp / n).is_file()), None)
+    return (file, read_meta(file)) if file is not None else (None, {})
+
+
 def is_dcp(path: Path) -> bool:
     return (path / DCP_METADATA).is_file()
 
@@ -211,8 +238,8 @@ def _checkpoint(
     names: LayoutNames,
 ) -> TeamCheckpoint:
     step, step_from = _step(metas, names.step_keys)
-    if step is None and kind == "snapshot" and (m := STEP.fullmatch(dcp.name)):
-        step, step_from = int(m.group(1)), f"the directory name {dcp.name}"
+    if step is None and kind == "snapshot" and (named := step_of(dcp.name)) is not None:
+        step, step_from = named, f"the directory name {dcp.name}"
     world, world_from = _step(metas, ("source_world_size",))
     if world is None and (shards := shard_count(dcp)):
         world, world_from = shards, f"the {shards} __R_0.distcp shards"

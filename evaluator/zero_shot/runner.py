@@ -47,6 +47,7 @@ from recorder.results.zero_shot import (
     ZeroShotSettings,
     ZeroShotStepResults,
 )
+from recorder.team_layout import step_dir
 
 if TYPE_CHECKING:
     from evaluator.session import StepOutcome
@@ -469,7 +470,7 @@ def _recorder_run(
                 docs.append((None, earlier))
             continue
         say(f"{label}: " + ", ".join(f"{k} {v:.4f}" for k, v in o.scores.items()))
-        where = options.out / f"{label.replace('/', '_')}_" if options.out else t.path / RESULTS / f"step_{o.step:07d}"
+        where = options.out / f"{label.replace('/', '_')}_" if options.out else t.path / RESULTS / step_dir(o.step)
         doc = _harness_document(t, o, label, result.segment, options)
         docs.append((where / f"{PREFIX}_" if not options.out else where, doc))
     return docs
@@ -477,7 +478,7 @@ def _recorder_run(
 
 def _earlier_result(t: Target, step: int, label: str) -> ZeroShotDocument | None:
     """The newest zero-shot result of this step of the run, as `recorder collect` finds it."""
-    return next((d for d in newest_results(t.path / RESULTS / f"step_{step:07d}") if d.label == label), None)
+    return next((d for d in newest_results(t.path / RESULTS / step_dir(step)) if d.label == label), None)
 
 
 def _trained_here(run: Path) -> bool:

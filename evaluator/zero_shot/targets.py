@@ -18,7 +18,7 @@ from typing import Literal
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.team_run import LayoutNames, TeamCheckpoint, find
 from evaluator.zero_shot.training_run import TRAINING_CONFIG
-from recorder.untrusted_files import read_json
+from recorder.team_layout import FINAL_META, TeamLayoutError, read_meta, step_dir
 from trainer.policy.checkpoints.detect import CheckpointInfo
 from trainer.policy.checkpoints.readers import detect, reader
 from trainer.policy.errors import CheckpointError
@@ -51,7 +51,7 @@ class Target:
         if self.team is not None and self.team.kind == "run" and self.path != self.team.run:
             return self.team.run / RESULTS  # fsdp2_epoch_N given inside its run: the run's results
         if self.kind == "snapshot" and self.run is not None and self.info is not None:
-            return self.run / RESULTS / f"step_{self.info.step or 0:07d}"
+            return self.run / RESULTS / step_dir(self.info.step or 0)
         return self.path / RESULTS
 
 
@@ -126,13 +126,13 @@ def _team_target(team: TeamCheckpoint, model_key: str | None) -> Target:
 
 def _check_source(path: Path) -> None:
     """An archive's final_meta.json must name a run that exists: its config and logs are there."""
-    meta = path / "final_meta.json"
-    if not os.path.lexists(meta):
+    meta = path / FINAL_META
+    if not os.path.lexists(meta):  # present but not a regular file (a FIFO, a link elsewhere): refused below
         return
-    doc = read_json(meta, "JSON file", follow=True)  # bounded: a FIFO or a sparse giant is refused at once
-    if not isinstance(doc, dict):
-        raise ZeroShotInputError(f"{meta}: not a JSON object: rewrite it")
-    source = doc.get("source")
+    try:  # bounded, a regular file, a JSON object: the layout's one reader of its meta files
+        source = read_meta(meta).get("source")
+    except TeamLayoutError as e:
+        raise ZeroShotInputError(str(e)) from e
     if isinstance(source, str) and source and not (path.parent / source).is_dir():
         raise ZeroShotInputError(
             f"{meta}: source {source!r} does not exist: restore the run there, or set `source` to where it is now"

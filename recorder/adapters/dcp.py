@@ -46,15 +46,13 @@ from recorder.kinds import RunOpened, Timing
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
-from recorder.team_layout import SNAPSHOT_META, TeamLayoutError, archive_meta, snapshot_meta
+from recorder.team_layout import EPOCH, SNAPSHOT_META, STEP, TeamLayoutError, archive_meta, snapshot_meta
 from recorder.untrusted_files import first_irregular
 
 SOURCE: Final = "fsdp2"
 WRITER: Final = "import-dcp"
 METADATA: Final = ".metadata"
 Layout = Literal["dcp-archive", "dcp-snapshot"]
-_ARCHIVE = re.compile(r"fsdp2_epoch_(\d+)")
-_SNAPSHOT = re.compile(r"step_(\d+)")
 _NS = {"weight_update_ns": 1, "weight_update_ms": 1_000_000, "timestamp": 1_000_000_000}
 _MAX_NS = 2**63 - 1
 
@@ -81,7 +79,7 @@ def _snapshot_meta(path: Path) -> tuple[Path, dict[str, Any]]:
 
 ARCHIVES = DcpLayout(
     format="dcp-archive",
-    pattern=_ARCHIVE,
+    pattern=EPOCH,
     expected="fsdp2_epoch_N/",
     folder=lambda root: root,
     meta=lambda path: archive_meta(path, follow=False),  # required: final_meta.json
@@ -89,7 +87,7 @@ ARCHIVES = DcpLayout(
 )
 SNAPSHOTS = DcpLayout(
     format="dcp-snapshot",
-    pattern=_SNAPSHOT,
+    pattern=STEP,
     expected="step_N/",
     folder=_snapshots,
     meta=_snapshot_meta,  # optional: snapshot_meta.json
@@ -133,7 +131,7 @@ def layout_of(root: Path) -> DcpLayout | None:
     """Which DCP layout `root` holds: archives in it, snapshots in it or in its `snapshots/`; None if neither."""
     if not root.is_dir():
         return None
-    if any(_ARCHIVE.fullmatch(p.name) and p.is_dir() for p in root.iterdir()):
+    if any(EPOCH.fullmatch(p.name) and p.is_dir() for p in root.iterdir()):
         return ARCHIVES
     if root.name == "snapshots" or (root / "snapshots").is_dir():
         return SNAPSHOTS

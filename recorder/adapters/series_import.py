@@ -61,7 +61,7 @@ class SeriesCommit:
     fingerprint: Mapping[str, Any]
     format: CheckpointFormat
     dtype: str | None
-    source: Source | None  # None: an importer the project does not ship (series_importers.register_importer)
+    source: Source | None  # None: an importer the project does not ship (a format plugin's)
     prompts: int | None = None
     manifest: Mapping[str, Any] | None = None
     timing: Timing | None = None

@@ -2,13 +2,11 @@
 giving what `recorder import-checkpoints` shows (its table's columns and a row per checkpoint, the rule's
 problems, the warnings, the steps left out).
 
-The command asks the rows in order and runs the first that claims the folder: an FSDP2 job's torch DCP
-archives or snapshots (recorder.adapters.dcp), then NeMo-RL's `step_N/` (recorder.adapters.nemo), last
-because it claims any folder and names what one that holds no series lacks. A format the project does not
-ship adds its row with `register_importer`, its recorded format with
-`recorder.checkpoint_formats.register_format` and its reader with
-`trainer.policy.checkpoints.readers.register_reader`. Nothing outside these tables asks a format's name.
-"""
+Each row is a format plugin's importer (`recorder.checkpoint_formats.FormatPlugin.importer` names it as
+"module:attr"). The command asks them in the plugins' order and runs the first that claims the folder: an
+FSDP2 job's torch DCP archives or snapshots (recorder.adapters.dcp), then NeMo-RL's `step_N/`
+(recorder.adapters.nemo), last (its plugin asks it last) because it claims any folder and names what one that
+holds no series lacks. Nothing outside these tables asks a format's name."""
 
 from __future__ import annotations
 
@@ -20,11 +18,13 @@ from pathlib import Path
 from recorder.adapters import dcp, nemo
 from recorder.adapters.nemo import MissingShards
 from recorder.adapters.series_import import Fingerprinter
+from recorder.checkpoint_formats import ordered
+from recorder.plugin_registry import resolve
 from recorder.run import RunDir
 
 Row = tuple[str, ...]
 COLUMNS: Row = ("step", "samples", "weight update (UTC)")  # every importer's first columns
-# The writer an importer added with register_importer records its series as (the catalogue lets it record the
+# The writer an importer the project does not ship records its series as (the catalogue lets it record the
 # four kinds recorder.adapters.series_import.write_series appends).
 REGISTERED_WRITER = "import-series"
 
@@ -123,22 +123,18 @@ def _run_nemo(root: Path, request: ImportRequest) -> SeriesImported:
     )
 
 
-IMPORTERS: tuple[SeriesImporter, ...] = (
-    SeriesImporter(name="fsdp2-dcp", claims=_claims_dcp, run=_run_dcp),
-    SeriesImporter(name="nemo-rl", claims=lambda root: True, run=_run_nemo),  # last: names what a folder lacks
-)
+FSDP2_DCP = SeriesImporter(name="fsdp2-dcp", claims=_claims_dcp, run=_run_dcp)
+NEMO = SeriesImporter(name="nemo-rl", claims=lambda root: True, run=_run_nemo)  # names what a folder lacks
 
 
-def register_importer(row: SeriesImporter) -> None:
-    """Add the importer of a layout the project does not ship, asked before NeMo-RL's (which claims any
-    folder). A name already in the table is refused (an importer is never replaced)."""
-    global IMPORTERS
-    if any(i.name == row.name for i in IMPORTERS):
-        raise ValueError(f"checkpoint series importer {row.name!r}: already in the table")
-    *specific, catch_all = IMPORTERS
-    IMPORTERS = (*specific, row, catch_all)
+def all_importers() -> tuple[SeriesImporter, ...]:
+    """Every plugin's importer, in the order the command asks them (recorder.checkpoint_formats.ordered)."""
+    plugins = ordered("importer")
+    return tuple(
+        resolve(p.importer, SeriesImporter, f"checkpoint format {p.name}") for p in plugins if p.importer is not None
+    )
 
 
 def import_series(root: Path, request: ImportRequest) -> SeriesImported:
     """Import the series at `root` with the first importer that claims it."""
-    return next(row for row in IMPORTERS if row.claims(root)).run(root, request)
+    return next(row for row in all_importers() if row.claims(root)).run(root, request)

@@ -24,6 +24,8 @@ from tests.helpers import run_cli
 from tests.kit import sample_series
 from tests.zero_shot.conftest import pretraining  # noqa: F401  (the two-rank FSDP2 job, trained once)
 from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+from trainer.policy.checkpoints.readers import detect
+from trainer.policy.errors import CheckpointError
 from trainer.policy.taskspec import shipped
 
 GBS = 256  # validation start 18
@@ -106,8 +108,8 @@ def test_snapshots_become_commits_with_the_manifest_of_their_shards(tmp_path: Pa
 
 
 def test_a_snapshot_s_meta_is_the_snapshot_meta_json_zero_shot_reads(tmp_path: Path) -> None:
-    """Both commands read a team snapshot's step from one file, by the team layout's parser; a `meta.json` in
-    its place is refused naming the file to rename, not passed over."""
+    """Both commands, and detection, read a team snapshot's step from one file, by the team layout's parser; a
+    `meta.json` in its place is refused naming the file to rename, not passed over."""
     series = write_snapshots(tmp_path / "job", meta={19: {"step": 190, "source_world_size": 2}})
     into = tmp_path / "runs" / "first"
     report = dcp.import_checkpoints(series, into, fingerprint=checkpoint_fingerprinter(None), global_batch_size=GBS)
@@ -118,6 +120,8 @@ def test_a_snapshot_s_meta_is_the_snapshot_meta_json_zero_shot_reads(tmp_path: P
     run = tmp_path / "runs" / "second"
     done = run_cli("import-checkpoints", str(series), "--into", str(run), "--global-batch-size", str(GBS))
     _refused(done, run, f"{snap / 'meta.json'}: a snapshot's meta file is snapshot_meta.json", "rename it")
+    with pytest.raises(CheckpointError, match="a snapshot's meta file is snapshot_meta.json"):
+        detect(snap)
 
 
 @pytest.mark.slow  # the default tier imports archives in the two-rank FSDP2 job's test

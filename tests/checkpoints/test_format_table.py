@@ -1,7 +1,7 @@
-"""A new checkpoint format is a reader plus a row: here a throwaway one (a model's tensors in a numpy `.npz`
-beside its config.json) is added by a row in trainer.policy.checkpoints.readers.READERS and one in
-recorder.checkpoint_formats.FORMATS, and detection, the hashed load, the model build and the recorded
-format's checks all follow from them, with nothing else of the product changed."""
+"""A new checkpoint format is one plugin: here a throwaway one (a model's tensors in a numpy `.npz` beside its
+config.json) is a reader row and a recorded row on one `recorder.checkpoint_formats.FormatPlugin`, and
+detection, the hashed load, the model build and the recorded format's checks all follow from it, with nothing
+else of the product changed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from recorder import checkpoint_formats
-from recorder.checkpoint_formats import RecordedFormat, recorded_format
+from recorder.checkpoint_formats import FormatPlugin, RecordedFormat, declared_format, declared_reader, recorded_format
 from tests.checkpoints import fixtures
 from trainer.policy.checkpoints import load, readers
 from trainer.policy.checkpoints.detect import CheckpointInfo
@@ -32,7 +32,7 @@ def _detect_npz(path: Path) -> CheckpointInfo | None:
     config = json.loads((path / "config.json").read_text())
     return CheckpointInfo(
         path=path,
-        format="npz",  # type: ignore[arg-type]
+        format=declared_reader("npz"),
         step=None,
         world_size=None,
         source_run=None,
@@ -54,21 +54,23 @@ def _read_npz(
 
 
 NPZ = readers.Reader(
-    name="npz",  # type: ignore[arg-type]
+    name=declared_reader("npz"),
     expects="model.npz with config.json (numpy)",
     detect=_detect_npz,
     shard_files=lambda info: [info.weights_dir / "model.npz"],
     read=_read_npz,
     sharded=False,
 )
-NPZ_ROW = RecordedFormat(name="npz-dir", reader="npz", imported=True, files="imported-shards")  # type: ignore[arg-type]
+NPZ_ROW = RecordedFormat(
+    name=declared_format("npz-dir"), reader=declared_reader("npz"), imported=True, files="imported-shards"
+)
+NPZ_PLUGIN = FormatPlugin(name="npz", recorded=(NPZ_ROW,), reader=f"{__name__}:NPZ")
 
 
 @pytest.fixture
 def npz_format(monkeypatch: pytest.MonkeyPatch) -> None:
-    *specific, catch_all = readers.READERS  # Hugging Face's reader takes any directory with a config.json: last
-    monkeypatch.setattr(readers, "READERS", (*specific, NPZ, catch_all))
-    monkeypatch.setattr(checkpoint_formats, "FORMATS", (*checkpoint_formats.FORMATS, NPZ_ROW))
+    monkeypatch.setattr(checkpoint_formats, "PLUGINS", checkpoint_formats.PLUGINS.copy())
+    checkpoint_formats.PLUGINS.register(NPZ_PLUGIN)
 
 
 def _write_npz(path: Path, tok: Any, model: Any) -> Path:
@@ -79,7 +81,7 @@ def _write_npz(path: Path, tok: Any, model: Any) -> Path:
     return path
 
 
-def test_a_format_added_by_its_two_rows_is_detected_loaded_and_checked(tmp_path: Path, npz_format: None) -> None:
+def test_a_format_added_by_its_plugin_is_detected_loaded_and_checked(tmp_path: Path, npz_format: None) -> None:
     tok, model = fixtures.tiny()
     hf = fixtures.write_hf(tmp_path / "hf", tok, model)
     npz = _write_npz(tmp_path / "npz", tok, model)
@@ -88,9 +90,11 @@ def test_a_format_added_by_its_two_rows_is_detected_loaded_and_checked(tmp_path:
     assert [s.path for s in loaded.manifest.shards] == ["model.npz"]
     assert torch.equal(fixtures.logits(loaded.model, IDS), fixtures.logits(reference.model, IDS))
     assert recorded_format("npz-dir").imported and recorded_format("npz-dir").reader == "npz"
+    # registered after Hugging Face's, its reader is still asked before the one that takes any config.json
+    assert [r.name for r in readers.all_readers()][-2:] == ["npz", "hf-safetensors"]
 
 
-def test_without_its_rows_the_format_is_refused_naming_what_each_reader_expects(tmp_path: Path) -> None:
+def test_without_its_plugin_the_format_is_refused_naming_what_each_reader_expects(tmp_path: Path) -> None:
     tok, model = fixtures.tiny()
     npz = _write_npz(tmp_path / "npz", tok, model)
     (npz / "config.json").rename(npz / "config.json.bak")

@@ -1,49 +1,37 @@
-"""A checkpoint format the project does not ship is added from one file, this one: a series of `save_N/`
-folders, each the model's tensors in `tensors.st` (written by the real safetensors library, a name no shipped
-reader reads), its config.json and tokenizer, and a `save.json` giving the step, the samples and the time of
-the weight update. The file registers its three rows through the documented hooks
-(`recorder.checkpoint_formats.register_format`, `trainer.policy.checkpoints.readers.register_reader`,
-`recorder.adapters.series_importers.register_importer`), and `recorder import-checkpoints`, `recorder eval` and
-`recorder verify`, run through the real command line in this process, import, score and verify the series
-(the tiny random model passes no target, so eval ends with exit 1, the data's no, having scored every step).
-
-Files a new format takes: 1 through the hooks (this one: its layout, reader and importer with their rows).
-A format shipped with the project takes its rows in the three tables (recorder/checkpoint_formats.py,
-trainer/policy/checkpoints/readers.py, recorder/adapters/series_importers.py) and the module with its
-importer's functions beside them: no other product file changes (tests/layout/test_format_rows.py)."""
+"""A checkpoint format added as one plugin (tests/checkpoints/saves_format.py, laid out as a shipped format's
+module: a series of `save_N/` folders the real safetensors library wrote, a name no shipped reader reads).
+Registered, `recorder import-checkpoints`, `recorder eval` and `recorder verify`, run through the real command
+line in this process, import, score and verify the series (the tiny random model passes no target, so eval
+ends with exit 1, the data's no, having scored every step). Files the format takes: its module and the line
+that registers its plugin (here this test); a team's installed package registers it through its entry point
+in every process. Shipped, it is three product files (saves_format.py's docstring says which)."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
-import re
+import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from safetensors.torch import save_file
 
 from recorder import checkpoint_formats
-from recorder.adapters import series_importers
-from recorder.adapters.series_import import SeriesCommit, loaded_files, step_problems, write_series
-from recorder.adapters.series_importers import ImportRequest, SeriesImported, SeriesImporter
-from recorder.checkpoint_formats import RecordedFormat
+from recorder.adapters.series_importers import SeriesImporter
+from recorder.checkpoint_formats import declared_format
 from recorder.cli import run_command_line
 from recorder.errors import RecorderError
-from recorder.kinds import RunOpened
-from recorder.provenance import provenance
+from recorder.plugin_registry import resolve
 from recorder.reader import read_run
-from recorder.rules import BENCHMARK, RULESET
 from recorder.run import RunDir
+from tests.checkpoints import saves_format
+from tests.checkpoints.saves_format import GBS, PLUGIN, STEPS, T0_NS, TENSORS
 from tests.checkpoints.test_dcp_import import _spec
+from tests.helpers import RECORDER, REPO
 from tests.kit import sample_series
-from trainer.policy.checkpoints import load, readers
-from trainer.policy.checkpoints.detect import CheckpointInfo
-
-GBS = 256  # validation start 18
-STEPS = (18, 19)
-T0_NS = 1_780_000_000_000_000_000
-SAVE = re.compile(r"save_(\d+)")
-TENSORS = "tensors.st"
+from trainer.policy.checkpoints.readers import Reader
 
 
 def write_save(root: Path, step: int) -> Path:
@@ -61,86 +49,6 @@ def write_save(root: Path, step: int) -> Path:
     return path
 
 
-def _detect(path: Path) -> CheckpointInfo | None:
-    if not ((path / TENSORS).is_file() and (path / "config.json").is_file()):
-        return None
-    return CheckpointInfo(
-        path=path,
-        format="st-dir",  # type: ignore[arg-type]  # a registered reader's name: not in the shipped Literal
-        step=None,
-        world_size=None,
-        source_run=None,
-        config=json.loads((path / "config.json").read_text()),
-        tokenizer_dir=path,
-        weights_dir=path,
-        config_file=path / "config.json",
-    )
-
-
-READER = readers.Reader(
-    name="st-dir",  # type: ignore[arg-type]
-    expects=f"{TENSORS} with config.json",
-    detect=_detect,
-    shard_files=lambda info: [info.weights_dir / TENSORS],
-    read=load.read_safetensors,
-    sharded=True,  # the import records the manifest of what loading hashed, as verify checks it
-)
-ROW = RecordedFormat(name="saves", reader="st-dir", imported=True, files="imported-shards")  # type: ignore[arg-type]
-
-
-def _claims(root: Path) -> bool:
-    return root.is_dir() and any(SAVE.fullmatch(p.name) and (p / "save.json").is_file() for p in root.iterdir())
-
-
-def _commit(path: Path, request: ImportRequest) -> SeriesCommit:
-    save = json.loads((path / "save.json").read_text())
-    record, manifest = request.fingerprinter()(path)
-    assert manifest is not None
-    loaded = loaded_files(manifest)
-    return SeriesCommit(
-        step=save["step"],
-        samples=save["samples"],
-        path=path,
-        weight_update_ns=save["time_ns"],
-        save_end_ns=max(f.stat().st_mtime_ns for f in path.iterdir()),
-        sha256=loaded.manifest["root"],
-        bytes=sum(s["bytes"] for s in loaded.manifest["shards"]),
-        fingerprint=record,
-        format="saves",  # type: ignore[arg-type]
-        dtype=None,
-        source=None,
-        manifest=loaded.manifest,
-        files=loaded.files,
-    )
-
-
-def _import(root: Path, request: ImportRequest) -> SeriesImported:
-    saves = sorted((p for p in root.iterdir() if SAVE.fullmatch(p.name)), key=lambda p: int(p.name[5:]))
-    commits = [_commit(p, request) for p in saves]
-    opened = RunOpened(
-        benchmark=BENCHMARK,
-        ruleset=RULESET,
-        division=None,
-        global_batch_size=GBS,
-        config={"layout": "saves"},
-        provenance=provenance(),
-        resumed_from=None,
-    )
-    run, kinds = write_series(request.into, series_importers.REGISTERED_WRITER, opened, commits)
-    return SeriesImported(
-        run=run,
-        global_batch_size=GBS,
-        columns=(*series_importers.COLUMNS, "path"),
-        rows=[(str(c.step), str(c.samples), series_importers.utc_ns(c.weight_update_ns), str(c.path)) for c in commits],
-        problems=step_problems([(c.step, c.samples) for c in commits], GBS, "were they deleted?"),
-        warnings=[],
-        evaluated="eval_result" in kinds,
-    )
-
-
-IMPORTER = SeriesImporter(name="saves", claims=_claims, run=_import)
-
-
 def _exit_status(*args: str) -> int:
     """`recorder ARGS` run in this process (where the rows are registered), its error mapped to its exit
     status as the command line's main() maps it."""
@@ -152,13 +60,9 @@ def _exit_status(*args: str) -> int:
 
 @pytest.fixture
 def registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The three rows registered through the hooks, the tables as they were once the test ends."""
-    monkeypatch.setattr(checkpoint_formats, "FORMATS", checkpoint_formats.FORMATS)
-    monkeypatch.setattr(readers, "READERS", readers.READERS)
-    monkeypatch.setattr(series_importers, "IMPORTERS", series_importers.IMPORTERS)
-    checkpoint_formats.register_format(ROW)
-    readers.register_reader(READER)
-    series_importers.register_importer(IMPORTER)
+    """The format's plugin registered, the table as it was once the test ends."""
+    monkeypatch.setattr(checkpoint_formats, "PLUGINS", checkpoint_formats.PLUGINS.copy())
+    checkpoint_formats.PLUGINS.register(PLUGIN)
 
 
 def test_a_registered_format_is_imported_evaluated_and_verified(tmp_path: Path, registered: None) -> None:
@@ -194,10 +98,49 @@ def test_the_rows_are_what_makes_the_format(tmp_path: Path) -> None:
         checkpoint_formats.recorded_format("saves")
 
 
-def test_a_name_already_in_a_table_is_refused(registered: None) -> None:
-    with pytest.raises(ValueError, match="already in the table"):
-        checkpoint_formats.register_format(ROW)
-    with pytest.raises(ValueError, match="already in the table"):
-        readers.register_reader(READER)
-    with pytest.raises(ValueError, match="already in the table"):
-        series_importers.register_importer(IMPORTER)
+def test_a_name_already_in_the_table_is_refused(registered: None) -> None:
+    with pytest.raises(ValueError, match="checkpoint format saves: already in the table"):
+        checkpoint_formats.PLUGINS.register(PLUGIN)
+    # a plugin of another name that records a name the table holds: refused too, the table unchanged
+    clash = replace(PLUGIN, name="saves-2", recorded=(replace(PLUGIN.recorded[0], name=declared_format("torch-dcp")),))
+    with pytest.raises(ValueError, match="checkpoint format torch-dcp: already in the table"):
+        checkpoint_formats.PLUGINS.register(clash)
+    assert checkpoint_formats.PLUGINS.find("saves-2") is None
+    assert checkpoint_formats.recorded_format("torch-dcp").files == "shards"
+
+
+def test_the_format_is_one_module_and_its_plugin() -> None:
+    """Its reader (detection and loading), its importer and its recorded row are one object's, and every
+    function they call in is the module's: nothing else of the product changes for it."""
+    reader, importer = (resolve(target, kind, "saves") for target, kind in ((PLUGIN.reader, Reader), (PLUGIN.importer, SeriesImporter)))  # fmt: skip
+    functions = (reader.detect, reader.shard_files, importer.claims, importer.run)
+    assert {inspect.getsourcefile(f) for f in functions} == {saves_format.__file__}
+    assert (reader, importer) == (saves_format.READER, saves_format.IMPORTER)
+    assert [f.name for f in PLUGIN.recorded] == ["saves"]
+
+
+def test_an_installed_package_s_entry_point_adds_the_format_to_a_fresh_process(
+    tmp_path: Path, registered: None
+) -> None:
+    """A run that records the format is verified by a fresh `recorder` process when a package's entry point
+    registers the plugin (a dist-info with entry_points.txt on the path, as pip installs it); without it,
+    verify fails naming the format its commits record."""
+    for step in STEPS:
+        write_save(tmp_path / "saves", step)
+    run = tmp_path / "runs" / "saves"
+    assert _exit_status("import-checkpoints", str(tmp_path / "saves"), "--into", str(run)) == 0
+    site = tmp_path / "site"
+    info = site / "saves_format-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: saves-format\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[recorder.checkpoint_formats]\nsaves = {saves_format.__name__}:PLUGIN\n")
+    path = os.pathsep.join([str(site), str(REPO)])  # the plugin's module is this project's tests'
+    installed = _fresh("verify", str(run), pythonpath=path)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    bare = _fresh("verify", str(run), pythonpath=str(REPO))  # its commits name a format no plugin has
+    assert bare.returncode == 1 and "'saves'" in bare.stdout and "[rule payload]" in bare.stdout, bare.stdout
+
+
+def _fresh(*args: str, pythonpath: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    return subprocess.run([RECORDER, *args], capture_output=True, text=True, env=env, timeout=600)

@@ -13,8 +13,8 @@ from tests.layout.test_imports import MODULES, ROOT
 
 READ_BY = ("recorder", "replay", "trainer", "evaluator", "schemas", "tests", "bench", "docs")
 SUFFIXES = {".py", ".md", ".toml", ".yaml"}
-# Defined ahead of its reader: the importers are to loop over the imported rows of the formats table.
-NOT_READ_YET = {"recorder.checkpoint_formats.IMPORTED_FORMATS"}
+# Names defined ahead of their reader, each with why (none today).
+NOT_READ_YET: set[str] = set()
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

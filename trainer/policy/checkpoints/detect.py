@@ -22,15 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from recorder.checkpoint_formats import ReaderName
-from recorder.team_layout import EPOCH_META, FINAL_META, SNAPSHOT_META
+from recorder.team_layout import META_FILES, TeamLayoutError, dcp_meta, step_of
 from recorder.user_paths import user_path
 from trainer.policy.errors import CheckpointError
 
 DCP_METADATA = ".metadata"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
-META_FILES = (FINAL_META, SNAPSHOT_META, EPOCH_META, "meta.json")  # an archive's, a snapshot's, an epoch's, a run's
 _RANK_SHARD = re.compile(r"__(\d+)_0\.distcp")
-_STEP = re.compile(r"(?:step|iter)_0*(\d+)")
+_ITERATION = re.compile(r"iter_0*(\d+)")  # a Megatron-Core iteration folder given itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +156,10 @@ def detect_hf(path: Path) -> CheckpointInfo | None:
 
 
 def _dcp(path: Path) -> CheckpointInfo:
-    meta = next((_json(path / m) for m in META_FILES if (path / m).is_file()), {})
+    try:  # the FSDP2 layout's meta files, read by its one parser (recorder.team_layout)
+        _, meta = dcp_meta(path)
+    except TeamLayoutError as e:
+        raise CheckpointError(str(e)) from e
     source = meta.get("source")
     if isinstance(source, str) and source:
         run: Path | None = Path(source) if Path(source).is_absolute() else (path.parent / source)
@@ -280,8 +282,8 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def _step(name: str) -> int | None:
-    m = _STEP.fullmatch(name)
-    return int(m.group(1)) if m else None
+    m = _ITERATION.fullmatch(name)
+    return int(m.group(1)) if m else step_of(name)
 
 
 def _ranks(path: Path) -> int | None:

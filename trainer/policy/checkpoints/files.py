@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.run import fsync_dir
+from recorder.team_layout import step_dir
 from trainer.policy.config_check import check_config_matches_weights
 from trainer.policy.errors import CheckpointError
 from trainer.policy.tokenizer import Tokenizer, from_json
@@ -23,7 +24,7 @@ WEIGHTS = "model.safetensors"
 
 
 def step_dirname(step: int) -> str:
-    return f"step_{step:07d}"
+    return step_dir(step)
 
 
 def write_checkpoint(

@@ -1,12 +1,12 @@
 """The checkpoint readers, one row each: how a directory is recognised, which files its manifest covers, and how
 its state dict is read with every shard hashed on the way.
 
-`detect` asks them in this order, the most specific layout first (a NeMo-RL Megatron step holds more than a
-plain DCP directory; the recorder's own safetensors is a Hugging Face directory with its weight-update time),
-and the Hugging Face reader last: any directory with a config.json is one, and it names what it lacks.
-A new on-disk format is its reader's functions plus a row here (or one `register_reader` adds, as a format
-the project does not ship does), and its recorded name a row of `recorder.checkpoint_formats.FORMATS`.
-Nothing outside the table asks a reader's name: what differs per reader is a field of its row.
+Each row is a format plugin's reader (`recorder.checkpoint_formats.FormatPlugin.reader` names it as
+"module:attr"): `detect` asks them in the plugins' order, the most specific layout first (a NeMo-RL Megatron
+step holds more than a plain DCP directory; the recorder's own safetensors is a Hugging Face directory with
+its weight-update time), and the Hugging Face reader last (its plugin asks it last): any directory with a
+config.json is one, and it names what it lacks. A new on-disk format is its reader's functions and row beside
+its plugin. Nothing outside the table asks a reader's name: what differs per reader is a field of its row.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from recorder.checkpoint_formats import ReaderName
+from recorder.checkpoint_formats import ReaderName, ordered
+from recorder.plugin_registry import resolve
 from trainer.policy.checkpoints import load
 from trainer.policy.checkpoints.detect import (
     CheckpointInfo,
@@ -54,77 +55,71 @@ class Reader:
     run_step: bool = False  # a step directory of a recorder run: scored as that run's step (zero-shot)
 
 
-READERS: tuple[Reader, ...] = (
-    Reader(
-        name="mcore-torch-dist",
-        expects="policy/weights/iter_*/ with training_info.json (Megatron-Core torch_dist)",
-        detect=detect_mcore,
-        shard_files=load.every_file,
-        read=load.read_mcore,
-        sharded=True,
-        takes_source=True,
-        left_out=load.every_file_left_out,
-        lacks_tokenizer="NeMo-RL's Megatron checkpoints hold none",
-    ),
-    Reader(
-        name="torch-dcp",
-        expects=".metadata with *.distcp (torch DCP)",
-        detect=detect_dcp,
-        shard_files=load.dcp_files,
-        read=load.read_dcp,
-        sharded=True,
-        left_out=load.dcp_left_out,
-    ),
-    Reader(
-        name="recorder",
-        expects="model.safetensors recording its weight-update time (a recorder checkpoint)",
-        detect=detect_recorder,
-        shard_files=load.safetensors_file,
-        read=load.read_safetensors,
-        sharded=False,
-        run_step=True,
-    ),
-    Reader(
-        name="hf-safetensors",
-        expects="config.json with *.safetensors (Hugging Face)",
-        detect=detect_hf,
-        shard_files=load.hf_files,
-        read=load.read_safetensors,
-        sharded=False,
-    ),
+MCORE = Reader(
+    name="mcore-torch-dist",
+    expects="policy/weights/iter_*/ with training_info.json (Megatron-Core torch_dist)",
+    detect=detect_mcore,
+    shard_files=load.every_file,
+    read=load.read_mcore,
+    sharded=True,
+    takes_source=True,
+    left_out=load.every_file_left_out,
+    lacks_tokenizer="NeMo-RL's Megatron checkpoints hold none",
+)
+TORCH_DCP = Reader(
+    name="torch-dcp",
+    expects=".metadata with *.distcp (torch DCP)",
+    detect=detect_dcp,
+    shard_files=load.dcp_files,
+    read=load.read_dcp,
+    sharded=True,
+    left_out=load.dcp_left_out,
+)
+RECORDER = Reader(
+    name="recorder",
+    expects="model.safetensors recording its weight-update time (a recorder checkpoint)",
+    detect=detect_recorder,
+    shard_files=load.safetensors_file,
+    read=load.read_safetensors,
+    sharded=False,
+    run_step=True,
+)
+HUGGING_FACE = Reader(
+    name="hf-safetensors",
+    expects="config.json with *.safetensors (Hugging Face)",
+    detect=detect_hf,
+    shard_files=load.hf_files,
+    read=load.read_safetensors,
+    sharded=False,
 )
 
 
-def register_reader(row: Reader) -> None:
-    """Add a reader of a format the project does not ship, asked before the Hugging Face reader (which takes
-    any directory with a config.json); its recorded format is `recorder.checkpoint_formats.register_format`'s.
-    A name already in the table is refused (a reader is never replaced)."""
-    global READERS
-    if any(r.name == row.name for r in READERS):
-        raise ValueError(f"checkpoint reader {row.name!r}: already in the table")
-    *specific, catch_all = READERS
-    READERS = (*specific, row, catch_all)
+def all_readers() -> tuple[Reader, ...]:
+    """Every plugin's reader, in the order detection asks them (recorder.checkpoint_formats.ordered)."""
+    plugins = ordered("reader")
+    return tuple(resolve(p.reader, Reader, f"checkpoint format {p.name}") for p in plugins if p.reader is not None)
 
 
 def detect(path: Path, source: ModelSource | None = None) -> CheckpointInfo:
-    """The format of the checkpoint at `path`, as the first reader that recognises it says (readers.READERS,
+    """The format of the checkpoint at `path`, as the first reader that recognises it says (`all_readers`,
     most specific layout first); CheckpointError naming the path and what each reader expects. `source`: the
     config and tokenizer of a checkpoint that holds neither (a NeMo-RL Megatron step)."""
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"{path}: no such checkpoint directory")
-    for row in READERS:
+    rows = all_readers()
+    for row in rows:
         info = row.detect(path, source) if row.takes_source else row.detect(path)
         if info is not None:
             return info
     raise CheckpointError(
-        f"{path}: not a checkpoint this evaluator reads: expected " + ", or ".join(row.expects for row in READERS)
+        f"{path}: not a checkpoint this evaluator reads: expected " + ", or ".join(row.expects for row in rows)
     )
 
 
 def reader(name: ReaderName) -> Reader:
     """The reader detection named."""
-    return next(r for r in READERS if r.name == name)
+    return next(r for r in all_readers() if r.name == name)
 
 
 def left_out(info: CheckpointInfo) -> list[Path]:

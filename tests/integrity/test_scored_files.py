@@ -1,7 +1,7 @@
 """Every file a score rests on is rechecked by `recorder verify` whatever the checkpoint format, evaluated or
 not: one byte flipped in a committed file (its size kept) fails verify (exit 1, rule commit-sha) naming the
 file, and `recorder evals` marks the evaluated step whose checkpoint changed, with no pass verdict. One
-builder per shipped format (recorder.checkpoint_formats.FORMATS), each writing its checkpoints with the
+builder per shipped format (recorder.checkpoint_formats.formats()), each writing its checkpoints with the
 library that writes that format: the trainer's own writers, megatron-core's golden series, transformers'
 save_pretrained, torch DCP, and the Trainer callback's commits."""
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from recorder.checkpoint_formats import FORMATS
+from recorder.checkpoint_formats import formats
 from recorder.reader import read_run
 from tests.cli.shell import run_main
 from tests.evaluator import nemo_run
@@ -237,7 +237,7 @@ BUILDERS: dict[str, Callable[[Path], Built]] = {
 
 
 def test_every_shipped_format_has_its_builder_here() -> None:
-    assert sorted(BUILDERS) == sorted(f.name for f in FORMATS)
+    assert sorted(BUILDERS) == sorted(f.name for f in formats())
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))

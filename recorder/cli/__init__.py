@@ -8,6 +8,7 @@ fast. Usage errors are one `error:` line (recorder.cli._usage); help speaks in m
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -34,8 +35,9 @@ from recorder.cli import (
 from recorder.cli._closed_pipe import quiet_when_the_reader_leaves
 from recorder.cli._help import HELP_OPTIONS, spelled
 from recorder.cli._interrupt import interruptible
-from recorder.cli._output import say
+from recorder.cli._output import cut, say
 from recorder.cli._quiet import quiet_other_libraries
+from recorder.cli._stdout import stdout_failures_said
 from recorder.cli._usage import NoArgsIsHelpError, UsageError, usage_message
 from recorder.errors import RecorderError
 from recorder.interrupts import STARTING
@@ -69,7 +71,8 @@ for _group in (
 for _command in app.registered_commands:  # Ctrl-C anywhere in a command: one line, exit 130
     if _command.callback is not None:
         _name = _command.name or _command.callback.__name__.replace("_", "-")
-        _command.callback = interruptible(_name, quiet_when_the_reader_leaves(_command.callback))
+        _inner = quiet_when_the_reader_leaves(_command.callback)
+        _command.callback = interruptible(_name, stdout_failures_said(_inner))
 
 
 def _print_version(value: bool) -> None:
@@ -105,6 +108,14 @@ def run_command_line(args: list[str]) -> int:
     return done if isinstance(done, int) else 0  # typer.Exit(code) comes back as its code
 
 
+def _too_long(e: OSError) -> str:
+    name = os.fsdecode(e.filename) if isinstance(e.filename, (str, bytes)) else "a path"
+    return (
+        f"{cut(name, 80)}: too long for the filesystem (a name at most 255 bytes, a path at most 4096); "
+        "give a shorter path"
+    )
+
+
 def main() -> None:
     """Entry point. Usage errors: one line, exit 2; our errors become a message and their exit code."""
     quiet_other_libraries()  # before a command imports transformers or Ray
@@ -113,6 +124,11 @@ def main() -> None:
     except KeyboardInterrupt:  # while typer builds the command line, before any command ran
         say(STARTING)
         sys.exit(130)
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            raise
+        say(_too_long(e), "error:")  # a typed path the filesystem cannot hold is input, not a crash
+        sys.exit(2)
     except RecorderError as e:
         if e.exit_code == 130:  # Ctrl-C: what was stopped, not an error
             say(str(e))

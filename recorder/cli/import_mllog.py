@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from recorder.cli._output import console, label, line, warning
+from recorder.cli._paths import check_root
 from recorder.cli._progress import progress
 from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
@@ -31,6 +32,7 @@ def import_(
     from replay.errors import ImportFileError
     from replay.rulesets import get_known
 
+    check_root(root)  # a root that is a file, or under a missing folder, before anything is read
     if ruleset is not None:
         get_known(ruleset)  # an unknown name is refused before anything is imported
     apply_signing_key(signing_key)

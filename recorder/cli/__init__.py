@@ -35,9 +35,10 @@ from recorder.cli import (
 from recorder.cli._closed_pipe import quiet_when_the_reader_leaves
 from recorder.cli._help import HELP_OPTIONS, spelled
 from recorder.cli._interrupt import interruptible
+from recorder.cli._json import print_error_document, wants_json
 from recorder.cli._output import cut, say
 from recorder.cli._quiet import quiet_other_libraries
-from recorder.cli._stdout import stdout_failures_said
+from recorder.cli._stdout import StdoutWriteError, stdout_failures_said
 from recorder.cli._usage import NoArgsIsHelpError, UsageError, usage_message
 from recorder.errors import RecorderError
 from recorder.interrupts import STARTING
@@ -100,12 +101,19 @@ def run_command_line(args: list[str]) -> int:
         e.show()
         return e.exit_code
     except UsageError as e:
-        say(usage_message(e), "error:")
+        _error(usage_message(e), e.exit_code, args)
         return e.exit_code
     except typer.Abort:  # end of input at a prompt
         say("aborted", "error:")
         return 1
     return done if isinstance(done, int) else 0  # typer.Exit(code) comes back as its code
+
+
+def _error(message: str, code: int, args: list[str]) -> None:
+    """One `error:` line on stderr; and, when the command line asked for JSON, the error as JSON on stdout."""
+    say(message, "error:")
+    if wants_json(args):
+        print_error_document(message, code)
 
 
 def _too_long(e: OSError) -> str:
@@ -127,13 +135,15 @@ def main() -> None:
     except OSError as e:
         if e.errno != errno.ENAMETOOLONG:
             raise
-        say(_too_long(e), "error:")  # a typed path the filesystem cannot hold is input, not a crash
+        _error(_too_long(e), 2, sys.argv[1:])  # a typed path the filesystem cannot hold is input, not a crash
         sys.exit(2)
     except RecorderError as e:
         if e.exit_code == 130:  # Ctrl-C: what was stopped, not an error
             say(str(e))
-        else:
+        elif isinstance(e, StdoutWriteError):  # stdout is what failed: stderr alone carries it
             say(str(e), "error:")
+        else:
+            _error(str(e), e.exit_code, sys.argv[1:])
         if getattr(e, "abandons_process", False):  # work still winding down (an interrupted query): never wait for it
             sys.stdout.flush()
             sys.stderr.flush()

@@ -14,11 +14,13 @@ An HTML comment right above a block says how to run it (invisible where the Mark
     <!-- console: python above -->      the nearest ```python block above runs (as `python snippet.py`), after
                                         the `before:` setups
     <!-- console: slow -->              the example runs in the slow tier (training, minutes)
+    <!-- console: exact -->             what the example prints is deterministic: its numbers and digests are
+                                        compared as written, never masked
     <!-- console: needs WHAT: WHY -->   not run here (a GPU, vLLM's own environment); listed by the test
 
 Volatile parts are masked on both sides before comparing, as a cram user would with `(re)`: every run of
 digits (times, counts, scores, dates, sizes) except an exit status (`exit 2`), hexadecimal digests of eight
-characters or more, the example's own directory, runs of spaces and of a table's rule characters, blank
+characters or more (except in an `exact` example), the example's own directory, runs of spaces and of a table's rule characters, blank
 lines, and train's heartbeat lines (`train: still starting (10 s)`: as many as start-up took tens of seconds). In the expected text, a line `...` stands for any number of lines and `...` inside a line for any text.
 """
 
@@ -58,6 +60,7 @@ class Example:
     continues: bool = False
     python: str | None = None  # the code of the ```python block above, when a directive asks to run it
     slow: bool = False
+    exact: bool = False  # numbers and digests compared as written
     needs: str | None = None
 
     @property
@@ -138,6 +141,8 @@ def _apply(example: Example, directive: str) -> None:
         example.continues = True
     elif directive == "slow":
         example.slow = True
+    elif directive == "exact":
+        example.exact = True
     elif word == "before":
         example.before.append(rest.strip())
     elif word.startswith("needs "):
@@ -157,12 +162,15 @@ def sessions(examples: list[Example]) -> list[list[Example]]:
     return grouped
 
 
-def normalize(text: str, workdir: Path) -> list[str]:
-    """The lines of `text` with the volatile parts masked (the module's docstring says which)."""
+def normalize(text: str, workdir: Path, *, exact: bool = False) -> list[str]:
+    """The lines of `text` with the volatile parts masked (the module's docstring says which); `exact`: numbers
+    and digests kept as they are."""
     text = ANSI.sub("", text).replace(f"{workdir}/", "").replace(str(workdir), ".")
     out: list[str] = []
     for line in text.splitlines():
-        line = RULES.sub(r"\1", DIGITS.sub("#", HEX.sub("<hex>", line)))
+        if not exact:
+            line = DIGITS.sub("#", HEX.sub("<hex>", line))
+        line = RULES.sub(r"\1", line)
         line = " ".join(line.split())
         if line and not HEARTBEAT.match(line):
             out.append(line)

@@ -75,11 +75,12 @@ def test_the_example_prints_what_the_doc_shows(session: list[Example], tmp_path:
     )
     assert done.returncode != 97, done.stdout
     outputs = done.stdout.split(f"{MARKER}\n")[1:]
-    commands = [c for e in session for c in e.commands]
+    commands = [(e.exact, c) for e in session for c in e.commands]
     assert len(outputs) == len(commands), done.stdout
     wrong = []
-    for command, output in zip(commands, outputs, strict=True):
-        want, got = normalize("\n".join(command.expected), work), normalize(output, work)
+    for (exact, command), output in zip(commands, outputs, strict=True):
+        want = normalize("\n".join(command.expected), work, exact=exact)
+        got = normalize(output, work, exact=exact)
         if not matches(want, got):
             wrong.append(
                 f"{command.line}: $ {command.text}\n--- the doc shows\n"

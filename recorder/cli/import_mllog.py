@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -52,6 +52,7 @@ def import_(
             jobs.append((path, None))
     if run_id and len(jobs) > 1:
         raise ImportFileError(f"--run-id names one run, and {len(jobs)} files were given: drop --run-id")
+    jobs = _not_yet_imported(jobs, root) if run_id is None else jobs
     sizes = [p.stat().st_size if p.is_file() else 0 for p, _ in jobs]  # a path that is no file: import says so
     with progress(f"import: {len(jobs)} file(s)", sum(sizes), unit="bytes") as advance:
         for (path, result_set), size in zip(jobs, sizes, strict=True):
@@ -63,6 +64,20 @@ def import_(
                 console.print(warning(f"{path}: {note}"))
             for line_no, why in report.malformed:
                 console.print(warning(f"{path}:{line_no}: {why} (kept verbatim as an mllog_line event)"))
+
+
+def _not_yet_imported(jobs: list[tuple[Path, Any]], root: Path) -> list[tuple[Path, Any]]:
+    """`jobs` less the files an earlier import of the same paths already made runs of, each named once."""
+    from recorder.cli._import_resume import already_imported
+
+    left = []
+    for job in jobs:
+        done = already_imported(job[0], root) if job[0].is_file() else None
+        if done is None:
+            left.append(job)
+        else:
+            console.print(f"{job[0]}: already imported as {done}: skipped")
+    return left
 
 
 def register(app: typer.Typer) -> None:

@@ -36,7 +36,7 @@ from recorder.cli._closed_pipe import quiet_when_the_reader_leaves
 from recorder.cli._help import HELP_OPTIONS, spelled
 from recorder.cli._interrupt import interruptible
 from recorder.cli._json import print_error_document, wants_json
-from recorder.cli._output import cut, say
+from recorder.cli._output import cut, say, set_quiet
 from recorder.cli._quiet import quiet_other_libraries
 from recorder.cli._stdout import StdoutWriteError, stdout_failures_said
 from recorder.cli._usage import NoArgsIsHelpError, UsageError, usage_message
@@ -88,8 +88,18 @@ def _options(
         bool,
         typer.Option("--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."),
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("-q", "--quiet", help="Errors only on stderr: no progress, notes or warnings.")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("-v", "--verbose", help="Also the libraries' own logs and progress bars (transformers, Ray)."),
+    ] = False,
 ) -> None:
     """Event-sourced run recorder with replayable MLPerf scoring (qwen35_397b_grpo, MLPerf Training v6.1)."""
+    if quiet and verbose:
+        raise typer.BadParameter("-q and -v ask for less and for more: give one")
+    set_quiet(quiet)  # before the command prints
 
 
 def run_command_line(args: list[str]) -> int:
@@ -109,6 +119,16 @@ def run_command_line(args: list[str]) -> int:
     return done if isinstance(done, int) else 0  # typer.Exit(code) comes back as its code
 
 
+def verbose_asked(args: list[str]) -> bool:
+    """Whether `-v`/`--verbose` is among the options before the command (where `recorder -v CMD` takes it)."""
+    for arg in args:
+        if not arg.startswith("-"):
+            return False
+        if arg in ("-v", "--verbose"):
+            return True
+    return False
+
+
 def _error(message: str, code: int, args: list[str]) -> None:
     """One `error:` line on stderr; and, when the command line asked for JSON, the error as JSON on stdout."""
     say(message, "error:")
@@ -126,7 +146,8 @@ def _too_long(e: OSError) -> str:
 
 def main() -> None:
     """Entry point. Usage errors: one line, exit 2; our errors become a message and their exit code."""
-    quiet_other_libraries()  # before a command imports transformers or Ray
+    if not verbose_asked(sys.argv[1:]):
+        quiet_other_libraries()  # before a command imports transformers or Ray
     try:
         code = run_command_line(sys.argv[1:])
     except KeyboardInterrupt:  # while typer builds the command line, before any command ran

@@ -14,13 +14,13 @@ An HTML comment right above a block says how to run it (invisible where the Mark
     <!-- console: python above -->      the nearest ```python block above runs (as `python snippet.py`), after
                                         the `before:` setups
     <!-- console: slow -->              the example runs in the slow tier (training, minutes)
-    <!-- console: exact -->             what the example prints is deterministic: its numbers and digests are
-                                        compared as written, never masked
+    <!-- console: exact -->             what the example prints is deterministic: its numbers are compared as
+                                        written, never masked (a digest still is: a run id hashes a path)
     <!-- console: needs WHAT: WHY -->   not run here (a GPU, vLLM's own environment); listed by the test
 
 Volatile parts are masked on both sides before comparing, as a cram user would with `(re)`: every run of
-digits (times, counts, scores, dates, sizes) except an exit status (`exit 2`), hexadecimal digests of eight
-characters or more (except in an `exact` example), the example's own directory, runs of spaces and of a table's rule characters, blank
+digits (times, counts, scores, dates, sizes) except an exit status (`exit 2`) and except in an `exact` example, hexadecimal digests of eight
+characters or more, the example's own directory, runs of spaces and of a table's rule characters, blank
 lines, and train's heartbeat lines (`train: still starting (10 s)`: as many as start-up took tens of seconds). In the expected text, a line `...` stands for any number of lines and `...` inside a line for any text.
 """
 
@@ -164,12 +164,13 @@ def sessions(examples: list[Example]) -> list[list[Example]]:
 
 def normalize(text: str, workdir: Path, *, exact: bool = False) -> list[str]:
     """The lines of `text` with the volatile parts masked (the module's docstring says which); `exact`: numbers
-    and digests kept as they are."""
+    kept as they are."""
     text = ANSI.sub("", text).replace(f"{workdir}/", "").replace(str(workdir), ".")
     out: list[str] = []
     for line in text.splitlines():
+        line = HEX.sub("<hex>", line)
         if not exact:
-            line = DIGITS.sub("#", HEX.sub("<hex>", line))
+            line = DIGITS.sub("#", line)
         line = RULES.sub(r"\1", line)
         line = " ".join(line.split())
         if line and not HEARTBEAT.match(line):

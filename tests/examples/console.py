@@ -34,6 +34,9 @@ from pathlib import Path
 DIRECTIVE = re.compile(r"<!--\s*console:\s*(.*?)\s*-->")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 HEX = re.compile(r"\b[0-9a-f]{8,}\b")
+# In an exact example a digest is told from a number's digits by a letter in it, or by being a run id's
+# 8-character suffix (`result_0-bee3918c`): 10.150568750000001's decimals are compared, not masked.
+EXACT_HEX = re.compile(r"(?<=-)[0-9a-f]{8}\b|\b(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b")
 DIGITS = re.compile(r"(?<!exit )(?<![0-9])[0-9]+")
 # train's heartbeat while it starts, one line every 10 s: how many there are is how long start-up took
 HEARTBEAT = re.compile(r"^train: [^()]* \(# s\)$")
@@ -168,9 +171,7 @@ def normalize(text: str, workdir: Path, *, exact: bool = False) -> list[str]:
     text = ANSI.sub("", text).replace(f"{workdir}/", "").replace(str(workdir), ".")
     out: list[str] = []
     for line in text.splitlines():
-        line = HEX.sub("<hex>", line)
-        if not exact:
-            line = DIGITS.sub("#", line)
+        line = EXACT_HEX.sub("<hex>", line) if exact else DIGITS.sub("#", HEX.sub("<hex>", line))
         line = RULES.sub(r"\1", line)
         line = " ".join(line.split())
         if line and not HEARTBEAT.match(line):

@@ -72,6 +72,8 @@ class RunDir:
                 raise RunExistsError(f"run {run_id!r} already exists at {path}: pick another --run-id") from e
             (path / "events").mkdir()
             fsync_dir(path.parent)
+        except (NotADirectoryError, FileExistsError) as e:  # --root names a file, or a folder above it is one
+            raise InputError(f"{root}: not a folder; --root takes the folder holding the runs") from e
         except OSError as e:  # read-only or full filesystem, no permission: say where, not a traceback
             raise LogWriteError(
                 f"{path}: cannot create the run directory ({e.strerror}); is --root on a read-only or full filesystem?"
@@ -95,7 +97,8 @@ def list_runs(root: Path | str) -> list[RunDir]:
     """Every run directory directly under `root`, sorted by name."""
     root = Path(root)
     if not root.is_dir():
-        raise InputError(f"{root}: no such root directory")
+        what = "not a folder" if os.path.lexists(root) else "no such root directory"
+        raise InputError(f"{root}: {what} (give --root DIR, the folder holding the runs)")
     if (root / "events").is_dir():  # nothing may be written into a run taken for a root (a lock, packs)
         raise InputError(f"{root} is a run directory; --root takes the folder holding runs: --root {root.parent}")
     return [RunDir(p) for p in sorted(root.iterdir()) if (p / "events").is_dir()]

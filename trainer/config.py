@@ -25,6 +25,59 @@ from trainer.policy.taskspec import BUILTIN_TASK
 
 BUILTIN_MODELS = ("tiny", "smollm2-135m")
 
+# Every whole number a setting takes is at most this: JSON (the recorded config) keeps it exactly.
+MAX_INT = 2**53 - 1
+# The most each numeric setting may be, and why: a value past it is a typo or an overflow, never a run (a
+# learning rate of 1e300 trains NaN from the second step; 1e23 steps never end).
+UPPER_BOUNDS: dict[str, float] = {
+    "num_prompts_per_step": 65536,
+    "num_generations_per_prompt": 1024,
+    "max_steps": 1_000_000,
+    "learning_rate": 1.0,
+    "adam_epsilon": 1.0,
+    "weight_decay": 10.0,
+    "grad_clip_norm": 1e6,
+    "clip_epsilon": 10.0,
+    "rollout_temperature": 100.0,
+    "max_new_tokens": 65536,
+    "max_sequence_length": 1 << 20,
+    "threads": 1024,
+    "ray_workers": 1024,
+    "checkpoint.max_pending": 64,
+    "eval.k": 1024,
+    "eval.temperature": 100.0,
+    "eval.max_new_tokens": 65536,
+    "warmup.batch_size": 65536,
+    "warmup.learning_rate": 1.0,
+    "warmup.max_batches": 1_000_000,
+    "warmup.check_every": 1_000_000,
+    "warmup.check_every_batch_within": 1.0,
+}
+BOUND_REASONS: dict[str, str] = {
+    "num_prompts_per_step": "a step's batch is held in memory",
+    "num_generations_per_prompt": "a step's batch is held in memory",
+    "max_steps": "a longer run is several runs, resumed",
+    "learning_rate": "larger steps diverge",
+    "adam_epsilon": "it guards a division; larger hides the gradient",
+    "weight_decay": "larger decays the weights to zero in a few steps",
+    "grad_clip_norm": "larger clips nothing",
+    "clip_epsilon": "a ratio clip",
+    "rollout_temperature": "larger samples uniformly",
+    "max_new_tokens": "the sequence length the mllog declares",
+    "max_sequence_length": "the sequence lengths models take",
+    "threads": "threads of one process",
+    "ray_workers": "actors of one job",
+    "checkpoint.max_pending": "each pending save holds a copy of the weights",
+    "eval.k": "samples per task",
+    "eval.temperature": "larger samples uniformly",
+    "eval.max_new_tokens": "the sequence length the mllog declares",
+    "warmup.batch_size": "a batch is held in memory",
+    "warmup.learning_rate": "larger steps diverge",
+    "warmup.max_batches": "the warm-up is a short supervised start",
+    "warmup.check_every": "the warm-up is a short supervised start",
+    "warmup.check_every_batch_within": "a distance between accuracies",
+}
+
 
 @dataclass(frozen=True)
 class CheckpointSettings:
@@ -251,7 +304,8 @@ def _parse_value(text: str) -> Any:
     """A TOML/JSON literal when it is one (true, 3, 1e-4, "x"), else the bare text (smollm2-135m)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: hostile nesting, '[[[[...'
+    # RecursionError: hostile nesting, '[[[[...'; ValueError: an integer of more digits than Python converts
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError):
         return text
 
 
@@ -305,15 +359,34 @@ def _coerce(value: Any, hint: Any) -> tuple[bool, Any, str]:
         return (True, value, "") if isinstance(value, bool) else (False, None, f"{value!r} is not true or false")
     if hint is int:
         if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) > MAX_INT:
+                return False, None, f"{_short(value)} is out of range; give a whole number of at most {MAX_INT}"
             return True, value, ""
-        return False, None, f"{value!r} is not an integer; give a whole number"
+        return False, None, f"{_short(value)} is not an integer; give a whole number"
     if hint is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True, float(value), ""
-        return False, None, f"{value!r} is not a number; give e.g. 1e-4"
+            # an integer past MAX_INT may have no float at all (10**400)
+            number = float(value) if isinstance(value, float) or abs(value) <= MAX_INT else math.inf
+            if not math.isfinite(number):
+                return False, None, f"{_short(value)} is not a finite number; give e.g. 1e-4"
+            return True, number, ""
+        return False, None, f"{_short(value)} is not a number; give e.g. 1e-4"
     if hint is str:
         return (True, value, "") if isinstance(value, str) else (True, str(value), "")
     return True, value, ""
+
+
+def _dotted(cfg: TrainConfig, name: str) -> Any:
+    value: Any = cfg
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _short(value: Any) -> str:
+    """`value` as a message shows it: a 5,000-digit number is cut, never printed whole."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
 
 
 def validate(cfg: TrainConfig) -> list[str]:
@@ -350,6 +423,9 @@ def validate(cfg: TrainConfig) -> list[str]:
     need(cfg.max_steps >= 0, f"max_steps: {cfg.max_steps} must be >= 0 (0 = validation start + 1)")
     for name in ("learning_rate", "adam_epsilon", "grad_clip_norm", "clip_epsilon"):
         need(getattr(cfg, name) > 0, f"{name}: {getattr(cfg, name)} must be > 0")
+    for name, most in UPPER_BOUNDS.items():
+        value = _dotted(cfg, name)
+        need(value <= most, f"{name}: {value} must be at most {most:g} ({BOUND_REASONS[name]})")
     for name in ("adam_beta1", "adam_beta2"):
         need(0 <= getattr(cfg, name) < 1, f"{name}: {getattr(cfg, name)} must be in [0, 1)")
     need(cfg.weight_decay >= 0, f"weight_decay: {cfg.weight_decay} must be >= 0")

@@ -17,7 +17,10 @@ class ConfigError(TrainerError, InputError):
 
     def __init__(self, errors: list[str]) -> None:
         self.errors = list(errors)
-        super().__init__(f"{len(errors)} invalid config value(s):\n  " + "\n  ".join(errors))
+        if len(errors) == 1:  # one problem, one line
+            super().__init__(errors[0])
+        else:
+            super().__init__(f"{len(errors)} invalid config value(s):\n  " + "\n  ".join(errors))
 
 
 class TrainingFailed(TrainerError, DataError):

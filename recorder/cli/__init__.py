@@ -8,6 +8,7 @@ fast. Usage errors are one `error:` line (recorder.cli._usage); help speaks in m
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -37,8 +38,10 @@ from recorder.cli import (
 from recorder.cli._closed_pipe import quiet_when_the_reader_leaves
 from recorder.cli._help import HELP_OPTIONS, spelled
 from recorder.cli._interrupt import interruptible
-from recorder.cli._output import say
+from recorder.cli._json import print_error_document, wants_json
+from recorder.cli._output import cut, say, set_quiet
 from recorder.cli._quiet import quiet_other_libraries
+from recorder.cli._stdout import StdoutWriteError, stdout_failures_said
 from recorder.cli._usage import NoArgsIsHelpError, UsageError, usage_message
 from recorder.errors import RecorderError
 from recorder.interrupts import STARTING
@@ -75,7 +78,8 @@ for _group in (
 for _command in app.registered_commands:  # Ctrl-C anywhere in a command: one line, exit 130
     if _command.callback is not None:
         _name = _command.name or _command.callback.__name__.replace("_", "-")
-        _command.callback = interruptible(_name, quiet_when_the_reader_leaves(_command.callback))
+        _inner = quiet_when_the_reader_leaves(_command.callback)
+        _command.callback = interruptible(_name, stdout_failures_said(_inner))
 
 
 def _print_version(value: bool) -> None:
@@ -90,8 +94,18 @@ def _options(
         bool,
         typer.Option("--version", "-V", callback=_print_version, is_eager=True, help="Print the version and exit."),
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("-q", "--quiet", help="Errors only on stderr: no progress, notes or warnings.")
+    ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("-v", "--verbose", help="Also the libraries' own logs and progress bars (transformers, Ray)."),
+    ] = False,
 ) -> None:
     """Event-sourced run recorder with replayable MLPerf scoring (qwen35_397b_grpo, MLPerf Training v6.1)."""
+    if quiet and verbose:
+        raise typer.BadParameter("-q and -v ask for less and for more: give one")
+    set_quiet(quiet)  # before the command prints
 
 
 def run_command_line(args: list[str]) -> int:
@@ -103,7 +117,7 @@ def run_command_line(args: list[str]) -> int:
         e.show()
         return e.exit_code
     except UsageError as e:
-        say(usage_message(e), "error:")
+        _error(usage_message(e), e.exit_code, args)
         return e.exit_code
     except typer.Abort:  # end of input at a prompt
         say("aborted", "error:")
@@ -111,19 +125,52 @@ def run_command_line(args: list[str]) -> int:
     return done if isinstance(done, int) else 0  # typer.Exit(code) comes back as its code
 
 
+def verbose_asked(args: list[str]) -> bool:
+    """Whether `-v`/`--verbose` is among the options before the command (where `recorder -v CMD` takes it)."""
+    for arg in args:
+        if not arg.startswith("-"):
+            return False
+        if arg in ("-v", "--verbose"):
+            return True
+    return False
+
+
+def _error(message: str, code: int, args: list[str]) -> None:
+    """One `error:` line on stderr; and, when the command line asked for JSON, the error as JSON on stdout."""
+    say(message, "error:")
+    if wants_json(args):
+        print_error_document(message, code)
+
+
+def _too_long(e: OSError) -> str:
+    name = os.fsdecode(e.filename) if isinstance(e.filename, (str, bytes)) else "a path"
+    return (
+        f"{cut(name, 80)}: too long for the filesystem (a name at most 255 bytes, a path at most 4096); "
+        "give a shorter path"
+    )
+
+
 def main() -> None:
     """Entry point. Usage errors: one line, exit 2; our errors become a message and their exit code."""
-    quiet_other_libraries()  # before a command imports transformers or Ray
+    if not verbose_asked(sys.argv[1:]):
+        quiet_other_libraries()  # before a command imports transformers or Ray
     try:
         code = run_command_line(sys.argv[1:])
     except KeyboardInterrupt:  # while typer builds the command line, before any command ran
         say(STARTING)
         sys.exit(130)
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            raise
+        _error(_too_long(e), 2, sys.argv[1:])  # a typed path the filesystem cannot hold is input, not a crash
+        sys.exit(2)
     except RecorderError as e:
         if e.exit_code == 130:  # Ctrl-C: what was stopped, not an error
             say(str(e))
-        else:
+        elif isinstance(e, StdoutWriteError):  # stdout is what failed: stderr alone carries it
             say(str(e), "error:")
+        else:
+            _error(str(e), e.exit_code, sys.argv[1:])
         if getattr(e, "abandons_process", False):  # work still winding down (an interrupted query): never wait for it
             sys.stdout.flush()
             sys.stderr.flush()

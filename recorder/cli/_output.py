@@ -106,8 +106,14 @@ def _above_other_bars(console: Console) -> RenderHook:
     return AboveOtherBars()
 
 
+# `recorder -q`: stderr's console prints nothing and draws no bar (errors are `say`'s, and still shown).
+quiet_stderr = False
+
+
 def make_console(*, stderr: bool = False, file: object = None) -> Console:
     """A console that treats every string as plain text, and never wraps unless it writes to a terminal."""
+    if stderr and file is None and quiet_stderr:
+        return _safe_console()(stderr=True, quiet=True, force_terminal=False, markup=False, highlight=False)
     stream = file if file is not None else (sys.stderr if stderr else sys.stdout)
     isatty = getattr(stream, "isatty", None)
     if callable(isatty) and isatty():
@@ -187,6 +193,15 @@ def made(c: Console) -> Console:
 
 console = cast("Console", _OnFirstUse(stderr=False))
 err = cast("Console", _OnFirstUse(stderr=True))
+
+
+def set_quiet(quiet: bool) -> None:
+    """`recorder -q`: stderr's console made again, silent, when next used (and as usual without -q: a process
+    that runs several command lines, as the tests do, gets each one's own)."""
+    global quiet_stderr
+    if quiet != quiet_stderr:
+        quiet_stderr = quiet
+        object.__setattr__(err, "_made", None)
 
 
 def at_spaces(text: str, console: Console, whole: Iterable[str] = ()) -> str:

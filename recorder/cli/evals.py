@@ -4,7 +4,7 @@ reading of attempts loads lazily."""
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +22,13 @@ if TYPE_CHECKING:
     from evaluator.attempts import Attempt
     from recorder.goals import Goal
     from recorder.run import RunDir
+
+
+def _iso(time_ns: int | None) -> str | None:
+    """ISO 8601 with the date and the zone, for JSON (the table shows the time of day under a dated title)."""
+    if time_ns is None:
+        return None
+    return dt.datetime.fromtimestamp(time_ns / 1e9, dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _utc(time_ns: int | None) -> str:
@@ -91,6 +98,7 @@ class _Evaluations:
     why_not: str | None
     target: float | None
     not_rechecked: str = ""  # a note naming the steps whose checkpoints were not rehashed (past the budget)
+    started_ns: list[int | None] = field(default_factory=list)  # each row's start, for JSON
 
 
 def _evaluations(events: list[Any], run: RunDir) -> _Evaluations:
@@ -118,6 +126,7 @@ def _evaluations(events: list[Any], run: RunDir) -> _Evaluations:
     return _Evaluations(
         rows=[_evals_row(a, goal, benchmark_evaluation, rechecked.changed.get(a.step or -1)) for a in tried],
         accuracies=[a.accuracy for a in tried],
+        started_ns=[a.start.time_ns if a.start else None for a in tried],
         goal=goal,
         day=day,
         why_not=why_not_comparable(run_opened, scored),
@@ -133,12 +142,14 @@ def _evals_json(run_id: str, seen: _Evaluations) -> None:
     """`evals --format json`: the document docs/cli.md describes (numbers as numbers, accuracies whole)."""
     names = ["step", "segment", "started", "seconds", "status", "accuracy", "pass", "sha256", "detail"]
     rows = []
-    for cells, accuracy in zip(seen.rows, seen.accuracies, strict=True):
+    for cells, accuracy, started in zip(seen.rows, seen.accuracies, seen.started_ns, strict=True):
         row: dict[str, Any] = dict(zip(names, cells, strict=True))
         row.update(
             step=int(row["step"]) if row["step"] else None,
+            started=_iso(started),
             seconds=float(row["seconds"]) if row["seconds"] else None,
             accuracy=accuracy,
+            **{"pass": {"yes": True, "no": False}.get(row["pass"]), "verdict": row["pass"] or None},
         )
         rows.append(row)
     print_document(

@@ -342,6 +342,7 @@ def _apart_reason(target: float | None, flags: str | None) -> str:
 
 
 def plot(
+    ctx: typer.Context,
     run_dir: Annotated[Path | None, typer.Argument(help="The run to draw as a timeline.")] = None,
     out: Annotated[
         Path | None,
@@ -351,7 +352,10 @@ def plot(
             help="The PNG, SVG or PDF to write (default: RUN_DIR/derived/timeline.png, or ROOT/plot-METRIC.png).",
         ),
     ] = None,
-    root: Annotated[Path | None, typer.Option("--root", help="Draw a metric across every run here instead.")] = None,
+    root: Annotated[
+        Path | None,
+        typer.Option("--root", envvar="RECORDER_ROOT", help="Draw a metric across every run here instead."),
+    ] = None,
     metric: Annotated[
         str,
         typer.Option(
@@ -363,6 +367,8 @@ def plot(
     """A timeline of one run (steps, saves, evaluations, run_stop per interpretation), or curves across runs."""
     from recorder.history import plot as plots
 
+    if run_dir is not None and root is not None and _root_from_environment(ctx):
+        root = None  # RECORDER_ROOT is where runs are, not a second thing to draw: RUN_DIR is what was asked
     if (run_dir is None) == (root is None):
         raise typer.BadParameter("give either RUN_DIR (a timeline) or --root DIR (curves across runs)")
     if out is not None:
@@ -379,6 +385,12 @@ def plot(
     except OSError as e:
         raise write_failed(out or Path("."), e) from e
     console.print(f"wrote {out}")
+
+
+def _root_from_environment(ctx: typer.Context) -> bool:
+    """Whether `--root` came from RECORDER_ROOT rather than the command line."""
+    source = ctx.get_parameter_source("root")
+    return source is not None and source.name == "ENVIRONMENT"
 
 
 def register(app: typer.Typer) -> None:

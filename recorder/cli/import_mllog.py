@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from recorder.cli._output import console, label, line, warning
+from recorder.cli._paths import check_root
 from recorder.cli._progress import progress
 from recorder.cli._signing import SigningKeyOption, apply_signing_key
 
@@ -31,6 +32,7 @@ def import_(
     from replay.errors import ImportFileError
     from replay.rulesets import get_known
 
+    check_root(root)  # a root that is a file, or under a missing folder, before anything is read
     if ruleset is not None:
         get_known(ruleset)  # an unknown name is refused before anything is imported
     apply_signing_key(signing_key)
@@ -50,6 +52,7 @@ def import_(
             jobs.append((path, None))
     if run_id and len(jobs) > 1:
         raise ImportFileError(f"--run-id names one run, and {len(jobs)} files were given: drop --run-id")
+    jobs = _not_yet_imported(jobs, root) if run_id is None else jobs
     sizes = [p.stat().st_size if p.is_file() else 0 for p, _ in jobs]  # a path that is no file: import says so
     with progress(f"import: {len(jobs)} file(s)", sum(sizes), unit="bytes") as advance:
         for (path, result_set), size in zip(jobs, sizes, strict=True):
@@ -61,6 +64,20 @@ def import_(
                 console.print(warning(f"{path}: {note}"))
             for line_no, why in report.malformed:
                 console.print(warning(f"{path}:{line_no}: {why} (kept verbatim as an mllog_line event)"))
+
+
+def _not_yet_imported(jobs: list[tuple[Path, Any]], root: Path) -> list[tuple[Path, Any]]:
+    """`jobs` less the files an earlier import of the same paths already made runs of, each named once."""
+    from recorder.cli._import_resume import already_imported
+
+    left = []
+    for job in jobs:
+        done = already_imported(job[0], root) if job[0].is_file() else None
+        if done is None:
+            left.append(job)
+        else:
+            console.print(f"{job[0]}: already imported as {done}: skipped")
+    return left
 
 
 def register(app: typer.Typer) -> None:

@@ -71,11 +71,13 @@ def replay(
     ] = False,
     untrusted_ok: UntrustedOkOption = False,
     fmt: FormatOption = "table",
+    wide: Annotated[bool, typer.Option("--wide", help="--compare: every column, however narrow the terminal.")] = False,
 ) -> None:
     """Derive the run's mllog from its events under an interpretation of the rule (and check it)."""
     from replay.run_replay import ReplayRequest, replay_run
 
     apply_untrusted_ok(untrusted_ok)
+    set_wide(wide)
     # Every option is checked before the run is read or anything written.
     if compare and (interpretation or output):
         raise typer.BadParameter("--compare prints every interpretation; drop --interpretation/-o")
@@ -187,18 +189,24 @@ def _print_replayed(result: ReplayResult) -> None:
         console.print(c.summary(), highlight=False)
 
 
+# `replay --compare`'s columns (replay.compare.COLUMNS); on a narrow terminal the highest `drop` goes first
+COMPARE_COLUMNS = (
+    Col("interpretation", whole=True),
+    Col("status"),
+    Col("step", "right", whole=True),
+    Col("stop_s", "right", drop=3),
+    Col("minutes", "right", whole=True),
+    Col("delta", "right", drop=2),
+    Col("checker", drop=1),
+)
+
+
 def _compare_table(rows: list[dict[str, Any]]) -> None:
     from replay.compare import COLUMNS, compare_table
 
     t = compare_table(rows)
-    from rich.table import Table
-
-    table = Table(title=t.title)
-    for col in COLUMNS:
-        table.add_column(col, no_wrap=True)
-    for row in t.rows:
-        table.add_row(*row)
-    console.print(table)
+    assert [c.name for c in COMPARE_COLUMNS] == list(COLUMNS)
+    print_fitted(console, COMPARE_COLUMNS, t.rows, t.title)  # too narrow: columns left out, and said
     console.print(t.legend)
     for note in t.notes:
         console.print(f"  {note}")

@@ -143,6 +143,8 @@ def _verdict(problem: Problem) -> str:
     a breach (the run was done against the benchmark's rule: nothing altered) or altered (anything else)."""
     if problem.untrusted:
         return "UNTRUSTED:"
+    if problem.missing:
+        return "MISSING:"
     from recorder.verify.registry import CHECKS
     from recorder.verify.truncation import TRUNCATED_RULE
 
@@ -157,6 +159,8 @@ def _failed(report: VerifyReport) -> str:
     count = len(report.problems)
     if all(p.untrusted for p in report.problems):
         return f"verify: UNTRUSTED ({count} problems: not signed by an accepted key; no alteration found)"
+    if all(p.missing for p in report.problems):
+        return f"verify: MISSING ({count} problems: evidence is gone, the scores cannot be rechecked; nothing altered)"
     if all(_verdict(p) in ("BREACH:", "UNTRUSTED:") for p in report.problems):
         return f"verify: BREACH ({count} problems: the run breaks the benchmark's rule; no alteration found)"
     return f"verify: FAILED ({count} problems)"

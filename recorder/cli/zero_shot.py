@@ -19,6 +19,7 @@ from recorder.cli._eval_options import (
 )
 from recorder.cli._model_source import TokenizerFromEnvOption
 from recorder.cli._output import at_spaces, console
+from recorder.cli._paths import check_output_dir
 from recorder.cli._progress import PerItem
 from recorder.cli._signing import SigningKeyOption, UntrustedOkOption, apply_key_options
 
@@ -209,6 +210,7 @@ def zero_shot_command(
     from evaluator.zero_shot.runner import zero_shot
     from evaluator.zero_shot.task_sources import parse_sources, parse_task_names
 
+    check_output_dir(out)
     apply_key_options(signing_key, untrusted_ok)
     mode = _holdout_mode(holdout)
     root, hf_cache = _team_defaults(model_code, model_factory, hf_cache, data_dir)

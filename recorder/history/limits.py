@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -85,12 +86,39 @@ def default_memory_limit() -> str:
 
 @dataclass
 class SpillFolder:
-    """A private temporary folder for DuckDB's spill files, removed when the history is closed."""
+    """A private temporary folder for DuckDB's spill files, removed when the history is closed, and also
+    when the process is killed by SIGTERM (`kill`, a scheduler's time limit) while it exists."""
 
     path: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="recorder-query-")))
 
+    def __post_init__(self) -> None:
+        _open_spills.add(self.path)
+        _remove_on_sigterm()
+
     def remove(self) -> None:
+        _open_spills.discard(self.path)
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+# The spill folders not yet removed, for the SIGTERM handler.
+_open_spills: set[Path] = set()
+
+
+def _remove_on_sigterm() -> None:
+    """Install, once and only where SIGTERM still kills by default (the main thread of a command), a handler
+    that removes the open spill folders and then dies of SIGTERM as before: the exit status is unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def removed_then_killed(signum: int, frame: object) -> None:
+        for path in list(_open_spills):
+            shutil.rmtree(path, ignore_errors=True)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, removed_then_killed)
 
 
 # Every unit DuckDB's memory_limit reads (its error lists them; the words were found by trying them), in

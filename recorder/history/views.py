@@ -309,7 +309,8 @@ def open_history(root: Path | str, *, threads: int | None = None, memory_limit: 
     """Build the views over every run under `root`. Damaged runs are left out and named in `.problems`."""
     root = Path(root)
     if not root.is_dir():
-        raise HistoryError(f"{root}: no such root directory (give --root DIR, the folder holding the runs)")
+        what = "not a folder" if os.path.lexists(root) else "no such root directory"
+        raise HistoryError(f"{root}: {what} (give --root DIR, the folder holding the runs)")
     return open_runs(root, list_runs(root), threads=threads, packs=read_packs(root), memory_limit=memory_limit)
 
 

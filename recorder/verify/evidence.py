@@ -12,7 +12,9 @@ re-evaluates for that.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import TypeGuard
 
 from recorder.errors import EventDecodeError
@@ -25,6 +27,10 @@ from recorder.verify.findings import Findings
 from recorder.verify.results_stream import ResultsFormatError, SampleTally, read_results
 
 RESULTS_LIMIT = 512 * 1024 * 1024  # a results.json larger than this is not read
+EVIDENCE_GONE = (
+    "its results.json ({!r}) is missing: the score cannot be rechecked (derived/evals/ is evidence, not rebuilt "
+    "from the events: restore it from a copy of the run)"
+)
 
 
 def check_evidence(
@@ -37,6 +43,11 @@ def check_evidence(
 ) -> None:
     """Fail rule `eval-evidence` at `e` for the first way its results.json does not back it."""
     path = inside(run, d.results)
+    if path is not None and d.results is not None and _evidence_folder_gone(run, d.results):
+        # derived/evals/ removed as a whole (`rm -rf RUN/derived`): evidence, not a cache, so no replay
+        # rebuilds it and the score cannot be rechecked; one file gone from a folder that is there is ALTERED
+        found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {EVIDENCE_GONE.format(d.results)}", missing=True)
+        return
     if path is None or not path.is_file():
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: its results.json ({d.results!r}) is missing")
         return
@@ -55,6 +66,13 @@ def check_evidence(
     for message in _disagreements(claims, tally, e, d, run_id, committed_sha256):
         found.fail(e, "eval-evidence", f"eval_result of step {e.step}: {d.results} {message}")
         return
+
+
+def _evidence_folder_gone(run: RunDir, results: str) -> bool:
+    """Whether the folder holding every results file (`derived/evals/`, the first two parts of `results`) is
+    missing from the run altogether."""
+    parts = PurePosixPath(results).parts
+    return len(parts) > 2 and not os.path.lexists(run.path.joinpath(*parts[:2]))
 
 
 def _disagreements(

@@ -18,8 +18,8 @@ class Findings:
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def fail(self, e: Event, rule: str, message: str) -> None:
-        self.problems.append(Problem(e.segment, e.seq, message, rule))
+    def fail(self, e: Event, rule: str, message: str, *, missing: bool = False) -> None:
+        self.problems.append(Problem(e.segment, e.seq, message, rule, missing=missing))
 
 
 P = TypeVar("P", bound=Payload)

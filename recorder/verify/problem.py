@@ -21,6 +21,8 @@ class Problem:
     message: str
     rule: str = ""
     untrusted: bool = False
+    # a file the events name is gone (derived/evals/ deleted): nothing can be checked, nothing shown altered
+    missing: bool = False
 
     def __post_init__(self) -> None:
         if self.rule:

@@ -21,7 +21,13 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     base = tmp_path_factory.mktemp("bad-inputs")
     root = make_root(base / "runs")
     (base / "a-file").write_text("not a run\n")
-    return {"root": str(root), "run": str(root / "worked"), "file": str(base / "a-file"), "base": str(base)}
+    return {
+        "root": str(root),
+        "run": str(root / "worked"),
+        "file": str(base / "a-file"),
+        "base": str(base),
+        "long": str(base / ("a" * 5000)),  # longer than any filesystem's names and paths
+    }
 
 
 # (id, argv with {root} {run} {file} {base} {odd}, a phrase of the error line)
@@ -67,8 +73,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("score --ruleset 9", ["score", "{run}", "--ruleset", "9.9.9"], "unknown ruleset"),
     ("replay --compare -o", ["replay", "{run}", "--compare", "-o", "{base}/x.txt"], "--compare"),
     ("verify --require-signed", ["verify", "{run}", "--require-signed"], "--require-signed needs"),
-    ("train --set no =", ["train", "--set", "nokey", "--root", "{base}/t"], "invalid config value"),
-    ("train --config missing", ["train", "--config", "{base}/nope.toml", "--root", "{base}/t"], "invalid config"),
+    ("train --set no =", ["train", "--set", "nokey", "--root", "{base}/t"], "expected KEY=VALUE"),
+    ("train --config missing", ["train", "--config", "{base}/nope.toml", "--root", "{base}/t"], "no such file"),
     ("query DELETE", ["query", "--root", "{root}", "DELETE FROM events"], "read-only"),
     # paths that are missing, or not what the command reads
     ("verify missing", ["verify", "{base}/nope"], "no such run directory"),
@@ -85,6 +91,22 @@ CASES: list[tuple[str, list[str], str]] = [
     ("train --root a file", ["train", "--root", "{file}"], "is not a folder"),
     ("train --root under a file", ["train", "--root", "{file}/runs"], "is not a folder"),
     ("replay -o /proc", ["replay", "{run}", "-o", "/proc/nope/x.txt"], "does not exist"),
+    # a root that is a file, or under a folder that does not exist: said as such, nothing made
+    ("import --root a file", ["import", "--root", "{file}", "{file}"], "is not a folder"),
+    ("runs --root a file", ["runs", "--root", "{file}"], "a-file: not a folder"),
+    ("query --root a file", ["query", "--root", "{file}", "SELECT 1"], "a-file: not a folder"),
+    ("compact --root a file", ["compact", "--root", "{file}"], "a-file: not a folder"),
+    ("plot --root a file", ["plot", "--root", "{file}"], "a-file: not a folder"),
+    ("train --root missing folder", ["train", "--root", "{base}/nope/runs"], "nope does not exist; create it first"),
+    ("import --root missing folder", ["import", "--root", "{base}/nope/r", "{file}"], "does not exist; create it"),
+    # numbers out of range
+    ("train lr inf", ["train", "--set", "learning_rate=inf", "--root", "{base}/t"], "inf is not a finite number"),
+    ("train steps 1e23", ["train", "--set", "max_steps=1e23", "--root", "{base}/t"], "1e+23 is not an integer"),
+    # a path of 5,000 characters
+    ("verify long path", ["verify", "{long}"], "too long for the filesystem"),
+    ("replay long path", ["replay", "{long}"], "too long for the filesystem"),
+    ("runs long root", ["runs", "--root", "{long}"], "too long for the filesystem"),
+    ("train long root", ["train", "--root", "{long}"], "too long for the filesystem"),
     # names whose bytes are not UTF-8: refused by name, escaped
     ("replay odd name", ["replay", "{base}/{odd}"], SHOWN),
     ("evals odd name", ["evals", "{base}/{odd}"], SHOWN),
@@ -128,3 +150,14 @@ def test_a_run_folder_named_in_other_bytes_is_named_and_left_out_of_the_history(
         assert r.code == 0 and "Traceback" not in r.out + r.err, r
         assert "worked" in r.out, r.out  # the other runs still answer
         assert f"{SHOWN}: left out of the history: its name is not UTF-8" in r.err, r.err
+
+
+def test_a_read_command_never_makes_the_root_it_is_pointed_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "nonexistent" / "x"
+    monkeypatch.setenv("RECORDER_ROOT", str(root))
+    for args in (["runs"], ["query", "SELECT 1"], ["compact"], ["plot"]):
+        r = run_main(*args)
+        assert r.code == 2 and r.err.startswith(f"error: {root}: no such root directory"), r
+    r = run_main("train")  # train makes a root, never the folders above it
+    assert r.code == 2 and "does not exist; create it first" in r.err, r
+    assert list(tmp_path.iterdir()) == []

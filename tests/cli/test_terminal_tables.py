@@ -68,3 +68,16 @@ def test_check_submission_shows_the_system_and_benchmark_whole(corpus: Path, tmp
     folder = corpus / "mlperf-results/training_results_v5.1/Wiwynn"
     text = on_terminal(columns, "check-submission", str(folder), "--ruleset", "5.1.0", "--root", str(tmp_path / "runs"))
     assert "1xKinabalux18x4GB200" in text and "llama2_70b_lora" in text, text
+
+
+@pytest.mark.parametrize("columns", [80, 40])
+def test_replay_compare_fits_by_leaving_columns_out_and_says_which(root: Path, columns: int) -> None:
+    text = on_terminal(columns, "replay", str(root / IDS[0]), "--compare")
+    assert max((len(x) for x in _table_lines(text)), default=0) <= columns, text
+    assert "earliest-passing" in text and "19.033" in text, text  # an interpretation and its minutes, whole
+    if columns == 80:
+        assert "stop_s" in text and "checker" in text, text  # every column fits
+    else:  # not even the identifying columns fit: each interpretation is a block, every value kept whole
+        assert "stop_s: 1142.000" in text and "delta: +0.000" in text, text
+    wide = on_terminal(columns, "replay", str(root / IDS[0]), "--compare", "--wide")
+    assert "stop_s" in wide and "checker" in wide, wide

@@ -14,10 +14,12 @@ An HTML comment right above a block says how to run it (invisible where the Mark
     <!-- console: python above -->      the nearest ```python block above runs (as `python snippet.py`), after
                                         the `before:` setups
     <!-- console: slow -->              the example runs in the slow tier (training, minutes)
+    <!-- console: exact -->             what the example prints is deterministic: its numbers are compared as
+                                        written, never masked (a digest still is: a run id hashes a path)
     <!-- console: needs WHAT: WHY -->   not run here (a GPU, vLLM's own environment); listed by the test
 
 Volatile parts are masked on both sides before comparing, as a cram user would with `(re)`: every run of
-digits (times, counts, scores, dates, sizes) except an exit status (`exit 2`), hexadecimal digests of eight
+digits (times, counts, scores, dates, sizes) except an exit status (`exit 2`) and except in an `exact` example, hexadecimal digests of eight
 characters or more, the example's own directory, runs of spaces and of a table's rule characters, blank
 lines, and train's heartbeat lines (`train: still starting (10 s)`: as many as start-up took tens of seconds). In the expected text, a line `...` stands for any number of lines and `...` inside a line for any text.
 """
@@ -32,6 +34,9 @@ from pathlib import Path
 DIRECTIVE = re.compile(r"<!--\s*console:\s*(.*?)\s*-->")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 HEX = re.compile(r"\b[0-9a-f]{8,}\b")
+# In an exact example a digest is told from a number's digits by a letter in it, or by being a run id's
+# 8-character suffix (`result_0-bee3918c`): 10.150568750000001's decimals are compared, not masked.
+EXACT_HEX = re.compile(r"(?<=-)[0-9a-f]{8}\b|\b(?=[0-9a-f]*[a-f])[0-9a-f]{8,}\b")
 DIGITS = re.compile(r"(?<!exit )(?<![0-9])[0-9]+")
 # train's heartbeat while it starts, one line every 10 s: how many there are is how long start-up took
 HEARTBEAT = re.compile(r"^train: [^()]* \(# s\)$")
@@ -58,6 +63,7 @@ class Example:
     continues: bool = False
     python: str | None = None  # the code of the ```python block above, when a directive asks to run it
     slow: bool = False
+    exact: bool = False  # numbers and digests compared as written
     needs: str | None = None
 
     @property
@@ -138,6 +144,8 @@ def _apply(example: Example, directive: str) -> None:
         example.continues = True
     elif directive == "slow":
         example.slow = True
+    elif directive == "exact":
+        example.exact = True
     elif word == "before":
         example.before.append(rest.strip())
     elif word.startswith("needs "):
@@ -157,12 +165,14 @@ def sessions(examples: list[Example]) -> list[list[Example]]:
     return grouped
 
 
-def normalize(text: str, workdir: Path) -> list[str]:
-    """The lines of `text` with the volatile parts masked (the module's docstring says which)."""
+def normalize(text: str, workdir: Path, *, exact: bool = False) -> list[str]:
+    """The lines of `text` with the volatile parts masked (the module's docstring says which); `exact`: numbers
+    kept as they are."""
     text = ANSI.sub("", text).replace(f"{workdir}/", "").replace(str(workdir), ".")
     out: list[str] = []
     for line in text.splitlines():
-        line = RULES.sub(r"\1", DIGITS.sub("#", HEX.sub("<hex>", line)))
+        line = EXACT_HEX.sub("<hex>", line) if exact else DIGITS.sub("#", HEX.sub("<hex>", line))
+        line = RULES.sub(r"\1", line)
         line = " ".join(line.split())
         if line and not HEARTBEAT.match(line):
             out.append(line)

@@ -75,11 +75,12 @@ def test_the_example_prints_what_the_doc_shows(session: list[Example], tmp_path:
     )
     assert done.returncode != 97, done.stdout
     outputs = done.stdout.split(f"{MARKER}\n")[1:]
-    commands = [c for e in session for c in e.commands]
+    commands = [(e.exact, c) for e in session for c in e.commands]
     assert len(outputs) == len(commands), done.stdout
     wrong = []
-    for command, output in zip(commands, outputs, strict=True):
-        want, got = normalize("\n".join(command.expected), work), normalize(output, work)
+    for (exact, command), output in zip(commands, outputs, strict=True):
+        want = normalize("\n".join(command.expected), work, exact=exact)
+        got = normalize(output, work, exact=exact)
         if not matches(want, got):
             wrong.append(
                 f"{command.line}: $ {command.text}\n--- the doc shows\n"
@@ -101,3 +102,12 @@ def test_the_reader_finds_every_console_block() -> None:
             if above.startswith("```") and line.startswith("$ ")
         )
     assert blocks == sum(len(examples_in(p)) for p in DOCS) and blocks > 30
+
+
+def test_an_exact_example_compares_its_numbers() -> None:
+    """A stale number in an `exact` block fails; elsewhere digits are masked, and digests are everywhere."""
+    doc, printed, work = '"olympic_minutes": 10.150617046110568', '"olympic_minutes": 10.150568750000001', Path("/w")
+    assert not matches(normalize(doc, work, exact=True), normalize(printed, work, exact=True))
+    assert matches(normalize(doc, work), normalize(printed, work))
+    ids = ("sub/result_0-bee3918c", "sub/result_0-0a1b2c3d")
+    assert matches(normalize(ids[0], work, exact=True), normalize(ids[1], work, exact=True))

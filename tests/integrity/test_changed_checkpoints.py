@@ -23,7 +23,7 @@ def test_a_score_whose_checkpoint_changed_after_scoring_is_marked(tmp_path: Path
     done = run_in_process("eval", str(run.path))  # the scores, not the process, are read
     assert done.returncode == 0, done.stdout + done.stderr
     honest = _row(run.path, 18)
-    assert honest["pass"] and "CHANGED" not in str(honest["detail"])  # a verdict (NOT COMPARABLE: 2 tasks)
+    assert honest["verdict"] and "CHANGED" not in str(honest["detail"])  # a verdict (NOT COMPARABLE: 2 tasks)
 
     weights = run.path / "checkpoints" / "step_0000018" / "model.safetensors"
     data = bytearray(weights.read_bytes())
@@ -32,6 +32,6 @@ def test_a_score_whose_checkpoint_changed_after_scoring_is_marked(tmp_path: Path
 
     changed = _row(run.path, 18)
     assert str(changed["detail"]).startswith("CHECKPOINT CHANGED SINCE SCORED (sha256 of step 18's model.safetensors")
-    assert changed["pass"] == "" and changed["accuracy"] == honest["accuracy"]
+    assert changed["pass"] is None and changed["verdict"] is None and changed["accuracy"] == honest["accuracy"]
     table = run_cli("evals", str(run.path), "--wide")
     assert "CHECKPOINT CHANGED SINCE SCORED" in table.stdout, table.stdout

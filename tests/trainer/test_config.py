@@ -150,3 +150,43 @@ def test_a_spec_run_scores_at_most_the_specs_tasks(tmp_path):
     bad.write_text("k = 0\n")
     with pytest.raises(ConfigError, match=r"task: .*bad\.toml"):
         load_config(sets=[f"task={bad}"])
+
+
+@pytest.mark.parametrize(
+    ("setting", "problem"),
+    [
+        ("learning_rate=inf", "learning_rate: inf is not a finite number; give e.g. 1e-4"),
+        ("learning_rate=nan", "learning_rate: nan is not a finite number; give e.g. 1e-4"),
+        ("eval.target=-inf", "eval.target: -inf is not a finite number; give e.g. 1e-4"),
+        ("learning_rate=1e300", "learning_rate: 1e+300 must be at most 1 (larger steps diverge)"),
+        ("max_steps=1e23", "max_steps: 1e+23 is not an integer; give a whole number"),
+        (
+            "max_steps=100000000000000000000000",
+            "max_steps: 100000000000000000000000 is out of range; give a whole number of at most 9007199254740991",
+        ),
+        ("max_steps=2000000", "max_steps: 2000000 must be at most 1e+06 (a longer run is several runs, resumed)"),
+        (
+            "num_generations_per_prompt=100000",
+            "num_generations_per_prompt: 100000 must be at most 1024 (a step's batch is held in memory)",
+        ),
+        ("threads=5000", "threads: 5000 must be at most 1024 (threads of one process)"),
+        ("warmup.batch_size=1000000", "warmup.batch_size: 1000000 must be at most 65536 (a batch is held in memory)"),
+    ],
+)
+def test_every_numeric_setting_is_finite_and_bounded(setting, problem):
+    with pytest.raises(ConfigError) as e:
+        load_config(None, [setting])
+    assert e.value.errors == [problem]
+
+
+def test_a_number_too_long_to_show_is_cut_in_the_message():
+    with pytest.raises(ConfigError) as e:
+        load_config(None, ["learning_rate=1" + "0" * 400])
+    assert e.value.errors == [
+        "learning_rate: 10000000000000000000... (401 characters) is not a finite number; give e.g. 1e-4"
+    ]
+    with pytest.raises(ConfigError) as e:  # more digits than Python converts to an integer: text, not a number
+        load_config(None, ["max_steps=1" + "0" * 5000])
+    assert e.value.errors == [
+        "max_steps: '1000000000000000000... (5003 characters) is not an integer; give a whole number"
+    ]

@@ -2,7 +2,8 @@
 
 Each shard is read once, into memory of our own, and hashed block by block as it arrives; if it is the one
 `expected` names, its tensors are views of the same bytes, nothing copied: a safetensors tensor by its
-header, a DCP chunk by its torch.save archive (trainer/policy/checkpoints/torch_save_view.py). One thread per
+header, a DCP chunk by its torch.save archive (trainer/policy/checkpoints/torch_save_view.py; alike chunks,
+such as a layer's experts, are gathered once into one tensor per batch: dcp_chunks.py). One thread per
 shard: reads and hashlib release the GIL. A shard that differs
 from `expected` (size or sha256), one that is missing and one the manifest does not name each raise
 CheckpointError naming the shard, before any of its bytes are parsed. DCP is read without a process group:

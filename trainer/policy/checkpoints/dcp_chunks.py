@@ -60,6 +60,7 @@ def plan(meta_file: Path, metadata: Any, is_model: Any) -> Plan:
     # are hashed with their shard and never read into the model.
     storage = {(i.fqn, tuple(i.offset)): si for i, si in metadata.storage_data.items() if i.offset is not None}
     out = Plan(meta_file)
+    by_name: dict[str, ShardPlan] = {}  # a storage record's relative path -> its shard's plan
     for fqn, md in metadata.state_dict_metadata.items():
         if not isinstance(md, TensorStorageMetadata) or not is_model(fqn):
             continue
@@ -75,11 +76,11 @@ def plan(meta_file: Path, metadata: Any, is_model: Any) -> Plan:
                 raise CheckpointError(f"{meta_file}: {fqn} chunk at {list(offsets)} has no storage record")
             if si.transform_descriptors:
                 raise CheckpointError(f"{meta_file}: {fqn} is stored with {si.transform_descriptors}: not supported")
-            shard_path = meta_file.parent / si.relative_path
-            shard = out.shards.get(shard_path)
+            shard = by_name.get(si.relative_path)
             if shard is None:
-                shard = out.shards[shard_path] = ShardPlan(shard_path)
-            parts.append((shard_path, len(shard.fqn)))
+                shard = by_name[si.relative_path] = ShardPlan(meta_file.parent / si.relative_path)
+                out.shards[shard.path] = shard
+            parts.append((shard.path, len(shard.fqn)))
             shard.fqn.append(index)
             shard.offsets.append(offsets)
             shard.sizes.append(tuple(chunk.sizes))
@@ -191,39 +192,43 @@ def assemble(p: Plan, read: dict[Path, ShardRead], dtype: torch.dtype) -> dict[s
             continue
         kind = p.dtype[index]
         full = torch.empty(size, dtype=dtype if kind.is_floating_point else kind)
-        regular = _regular_parts(p, index)
-        by_batch: dict[tuple[Path, int], list[int]] = {}
+        if _regular_parts(p, index):
+            _place_grid(full, p, parts, read)
+            state[name] = full
+            continue
         for s, i in parts:
-            by_batch.setdefault((s, int(read[s].batch_of[i])), []).append(i)
-        for (s, b), rows in by_batch.items():
             r, shard = read[s], p.shards[s]
-            tensors = r.batches[b].tensors[torch.from_numpy(r.row_of[rows])]
-            offsets = [shard.offsets[i] for i in rows]
-            if regular:
-                _place_grid(full, tensors, offsets, shard.sizes[rows[0]])
-            else:
-                for offs, part in zip(offsets, tensors, strict=True):
-                    region = full
-                    for dim, (offset, n) in enumerate(zip(offs, part.shape, strict=True)):
-                        region = region.narrow(dim, offset, n)
-                    region.copy_(part)
+            part = r.batches[r.batch_of[i]].tensors[r.row_of[i]]
+            region = full
+            for dim, (offset, n) in enumerate(zip(shard.offsets[i], part.shape, strict=True)):
+                region = region.narrow(dim, offset, n)
+            region.copy_(part)
         state[name] = full
     return state
 
 
-def _place_grid(
-    full: torch.Tensor, parts: torch.Tensor, offsets: list[tuple[int, ...]], chunk: tuple[int, ...]
-) -> None:
-    """Copies `parts` ([n, *chunk]) into `full` at `offsets`, a regular grid of `chunk`-sized blocks: one
-    indexed assignment into the view of `full` as [blocks..., chunk...]."""
+def _place_grid(full: torch.Tensor, p: Plan, parts: list[tuple[Path, int]], read: dict[Path, ShardRead]) -> None:
+    """Copies chunks forming a regular grid of equal blocks into `full`: each batch's rows into a buffer of
+    the blocks in grid order (one index_copy), then the buffer into `full` in one permuted copy."""
     import torch
 
+    chunk = p.shards[parts[0][0]].sizes[parts[0][1]]
     grid = [d // c for d, c in zip(full.shape, chunk, strict=True)]
-    interleaved = [x for g, c in zip(grid, chunk, strict=True) for x in (g, c)]
+    blocks = torch.empty((math.prod(grid), *chunk), dtype=full.dtype)
+    for s in dict.fromkeys(s for s, _ in parts):
+        r, shard = read[s], p.shards[s]
+        idx = np.fromiter((i for t, i in parts if t == s), dtype=np.int64)
+        at = np.array([shard.offsets[i] for i in idx.tolist()], dtype=np.int64).reshape(len(idx), len(chunk))
+        flat = np.ravel_multi_index(tuple((at // np.array(chunk, dtype=np.int64)).T), grid)
+        batch_of = r.batch_of[idx]
+        for b in np.unique(batch_of).tolist():
+            mine = batch_of == b
+            rows = torch.from_numpy(r.row_of[idx[mine]])
+            blocks.index_copy_(0, torch.from_numpy(flat[mine]), r.batches[b].tensors[rows].to(full.dtype))
     k = len(chunk)
-    blocks = full.view(interleaved).permute(*range(0, 2 * k, 2), *range(1, 2 * k, 2))
-    at = torch.from_numpy(np.array(offsets, dtype=np.int64).reshape(len(offsets), k) // np.array(chunk, dtype=np.int64))
-    blocks[tuple(at.T)] = parts.to(full.dtype)
+    interleaved = [x for g, c in zip(grid, chunk, strict=True) for x in (g, c)]
+    order = [x for d in range(k) for x in (d, k + d)]  # [grid..., chunk...] -> [g0, c0, g1, c1, ...]
+    full.view(interleaved).copy_(blocks.view(*grid, *chunk).permute(order))
 
 
 def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

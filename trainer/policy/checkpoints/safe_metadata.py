@@ -262,8 +262,8 @@ def checked_globals() -> dict[tuple[str, str], Any]:
             out[key] = type(obj.__name__, (_Placeholder,), body)
         elif inspect.isclass(obj) and obj in settable:
             out[key] = _checked_dataclass(obj, settable[obj])
-        elif obj is torch.Size:
-            out[key] = _Maker(torch.Size, "a torch.Size")
+        elif obj is torch.Size:  # an immutable type: neither it nor a Size made can be given a state
+            out[key] = obj
         elif key == ("torch.serialization", "_get_layout"):
             out[key] = _Maker(obj, "a layout")
         elif inspect.isclass(obj) and (key[0] == "pathlib" or key[1] == "OrderedDict"):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from recorder.untrusted_files import IrregularFileError, read_bounded
 from trainer.policy.checkpoints.detect import DCP_METADATA
-from trainer.policy.checkpoints.safe_metadata import MAX_METADATA_BYTES, load_metadata
+from trainer.policy.checkpoints.safe_metadata import MAX_METADATA_BYTES, shared_metadata
 from trainer.policy.errors import CheckpointError
 
 SHARD_SUFFIX = ".distcp"
@@ -29,7 +29,7 @@ def named_shards(directory: Path) -> set[str]:
         data = read_bounded(metadata, MAX_METADATA_BYTES, "torch DCP .metadata", follow=True)
     except IrregularFileError as e:
         raise CheckpointError(str(e)) from e
-    return {str(info.relative_path) for info in load_metadata(metadata, data).storage_data.values()}
+    return {str(info.relative_path) for info in shared_metadata(metadata, data).storage_data.values()}
 
 
 def split_shards(files: list[Path]) -> tuple[list[Path], list[Path]]:

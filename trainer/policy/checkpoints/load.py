@@ -2,7 +2,8 @@
 
 Each shard is read once, into memory of our own, and hashed block by block as it arrives; if it is the one
 `expected` names, its tensors are views of the same bytes, nothing copied: a safetensors tensor by its
-header, a DCP chunk by its torch.save archive (trainer/policy/checkpoints/torch_save_view.py). One thread per
+header, a DCP chunk by its torch.save archive (trainer/policy/checkpoints/torch_save_view.py; alike chunks,
+such as a layer's experts, are gathered once into one tensor per batch: dcp_chunks.py). One thread per
 shard: reads and hashlib release the GIL. A shard that differs
 from `expected` (size or sha256), one that is missing and one the manifest does not name each raise
 CheckpointError naming the shard, before any of its bytes are parsed. DCP is read without a process group:
@@ -16,7 +17,6 @@ import hashlib
 import mmap
 import os
 import stat
-import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -27,11 +27,9 @@ from recorder.megatron_saves import UnfinishedSaveError
 from recorder.safetensors_header import HeaderError, header_length, parse_header
 from recorder.tree_walk import walk
 from recorder.untrusted_files import kind_of
-from trainer.policy.checkpoints.chunk_cover import Chunk, check_cover, check_storage
 from trainer.policy.checkpoints.dcp_listing import SHARD_SUFFIX, split_shards
 from trainer.policy.checkpoints.detect import DCP_METADATA, CheckpointInfo
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
-from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
 from trainer.policy.errors import CheckpointError, ShardMismatchError
 
 if TYPE_CHECKING:
@@ -289,97 +287,33 @@ def read_dcp(
     info: CheckpointInfo, files: list[Path], expected: Manifest | None, dtype: torch.dtype, threads: int | None
 ) -> tuple[dict[str, Any], tuple[ShardDigest, ...]]:
     """(the model tensors, the digests of every file read). The
-    `.metadata` is read (and hashed) first; then each shard's thread reads the chunks it holds, and tensors
-    cut across shards (FSDP's dim-0 shards) are put together afterwards."""
-    import torch
-    from torch.distributed.checkpoint.metadata import TensorStorageMetadata
-
-    from trainer.policy.checkpoints.safe_metadata import load_metadata
+    `.metadata` is read (and hashed) first; then each shard's thread reads the chunks it holds (a batch of
+    alike archives at a time: dcp_chunks), and tensors cut across chunks or shards (FSDP's dim-0 shards, the
+    experts) are put together afterwards."""
+    from trainer.policy.checkpoints import dcp_chunks
+    from trainer.policy.checkpoints.safe_metadata import shared_metadata
 
     metas = [f for f in files if f.name == DCP_METADATA]
     meta_file = min(metas, key=lambda f: len(f.parts), default=None)
     if meta_file is None:
         raise CheckpointError(f"{info.weights_dir}: no {DCP_METADATA}: a torch distributed checkpoint needs it")
-    read = read_shards(info, [meta_file], expected, lambda buf, path: load_metadata(path, bytes(buf)), 1)
+    read = read_shards(info, [meta_file], expected, lambda buf, path: shared_metadata(path, bytes(buf)), 1)
     metadata = read[_rel(info, meta_file)][1]
     read[_rel(info, meta_file)] = (read[_rel(info, meta_file)][0], None)
-    # (shard file, fqn, chunk offsets, chunk sizes, storage offset, length) for every model tensor chunk
-    wanted: dict[Path, list[tuple[str, tuple[int, ...], tuple[int, ...], int, int]]] = {}
-    # Byte entries (an optimizer's scalars, a step, Megatron's `_extra_state`, rng state) have no offset: they
-    # are hashed with their shard and never read into the model.
-    storage = {(i.fqn, tuple(i.offset)): si for i, si in metadata.storage_data.items() if i.offset is not None}
-    tensors: dict[str, Any] = {}
-    for fqn, md in metadata.state_dict_metadata.items():
-        if not isinstance(md, TensorStorageMetadata) or _not_model(fqn):
-            continue
-        tensors[fqn] = md
-        for chunk in md.chunks:
-            si = storage.get((fqn, tuple(chunk.offsets)))
-            if si is None:
-                raise CheckpointError(f"{meta_file}: {fqn} chunk at {list(chunk.offsets)} has no storage record")
-            if si.transform_descriptors:
-                raise CheckpointError(f"{meta_file}: {fqn} is stored with {si.transform_descriptors}: not supported")
-            shard = meta_file.parent / si.relative_path
-            wanted.setdefault(shard, []).append((fqn, tuple(chunk.offsets), tuple(chunk.sizes), si.offset, si.length))
-    missing = sorted(set(wanted) - set(files))
+    chunks = dcp_chunks.plan(meta_file, metadata, lambda fqn: not _not_model(fqn))
+    missing = sorted(set(chunks.shards) - set(files))
     if missing:
         raise ShardsMissingError(f"{missing[0]}: shard missing: {meta_file} places tensors in it")
-    _check_declared(meta_file, tensors, wanted)
+    dcp_chunks.check_declared(chunks, {f: os.path.getsize(f) for f in chunks.shards})
 
-    def chunks(buf: memoryview, path: Path) -> list[tuple[str, tuple[int, ...], Any]]:
-        out = []
-        for fqn, offsets, sizes, start, length in wanted.get(path, []):
-            try:
-                part = view_tensor(buf, start, length)
-            except (TorchSaveError, struct.error, ValueError, TypeError, RuntimeError) as e:
-                raise CheckpointError(f"{path}: {fqn} at byte {start} cannot be read ({e})") from e
-            if tuple(part.shape) != sizes:
-                shape = list(part.shape)
-                raise CheckpointError(f"{path}: {fqn} at byte {start} is {shape}, .metadata says {list(sizes)}")
-            declared = tensors[fqn].properties.dtype
-            if part.dtype != declared:  # the storage bounds were checked for the declared element size
-                raise CheckpointError(f"{path}: {fqn} at byte {start} is {part.dtype}, .metadata says {declared}")
-            out.append((fqn, offsets, _as(part, dtype)))
-        return out
+    def parse(buf: memoryview, path: Path) -> dcp_chunks.ShardRead | None:
+        shard = chunks.shards.get(path)
+        return None if shard is None else dcp_chunks.read_shard(buf, path, shard, chunks)
 
     rest = [f for f in files if f != meta_file]
-    read |= read_shards(info, rest, expected, chunks, threads)
-    pieces: dict[str, list[tuple[tuple[int, ...], Any]]] = {}
-    for _, parts in read.values():
-        for fqn, offsets, part in parts or []:
-            pieces.setdefault(fqn, []).append((offsets, part))
-    state: dict[str, Any] = {}
-    for fqn, md in tensors.items():
-        found = pieces.get(fqn, [])
-        if len(found) == 1 and tuple(found[0][1].shape) == tuple(md.size):
-            state[fqn] = found[0][1]
-            continue
-        full = torch.empty(tuple(md.size), dtype=found[0][1].dtype if found else dtype)
-        for offsets, part in found:
-            region = full
-            for dim, (offset, size) in enumerate(zip(offsets, part.shape, strict=True)):
-                region = region.narrow(dim, offset, size)
-            region.copy_(part)
-        state[fqn] = full
-    return state, tuple(d for d, _ in read.values())
-
-
-def _check_declared(
-    meta_file: Path,
-    tensors: dict[str, Any],
-    wanted: dict[Path, list[tuple[str, tuple[int, ...], tuple[int, ...], int, int]]],
-) -> None:
-    """Before any memory is allocated or any chunk read: each model tensor `.metadata` declares is covered
-    exactly by its chunks, and each chunk fits in its storage record inside its shard (chunk_cover)."""
-    by_tensor: dict[str, list[Chunk]] = {fqn: [] for fqn in tensors}
-    for shard, placed in wanted.items():
-        size = os.path.getsize(shard)
-        for fqn, offsets, sizes, start, length in placed:
-            chunk = Chunk(offsets, sizes, str(shard), start, length)
-            check_storage(str(meta_file), fqn, chunk, tensors[fqn].properties.dtype.itemsize, size)
-            by_tensor[fqn].append(chunk)
-    for fqn, md in tensors.items():
-        check_cover(str(meta_file), fqn, tuple(md.size), by_tensor[fqn])
+    read |= read_shards(info, rest, expected, parse, threads)
+    shards = {f: read[_rel(info, f)][1] for f in chunks.shards}
+    return dcp_chunks.assemble(chunks, shards, dtype), tuple(d for d, _ in read.values())
 
 
 def _not_model(fqn: str) -> bool:

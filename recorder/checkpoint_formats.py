@@ -29,7 +29,7 @@ CheckpointFormat = Literal[
     "dcp-snapshot",
 ]
 # The readers (trainer.policy.checkpoints.readers.READERS), named as detection reports a directory.
-ReaderName = Literal["mcore-torch-dist", "torch-dcp", "recorder", "hf-safetensors"]
+ReaderName = Literal["mcore-torch-dist", "torch-dcp", "recorder", "safetensors-dir", "torch-save", "hf-safetensors"]
 # How `recorder verify` checks a commit's files: the trainer's weights file, its shards against the manifest,
 # an imported series' shards where they lie, or not until the checkpoint is evaluated.
 FileCheck = Literal["weights-file", "shards", "imported-shards", "when-evaluated"]

@@ -41,6 +41,8 @@ def changed_since_scored(doc: ZeroShotDocument, rehash: Rehash) -> str | None:
         return None
     shards = doc.checkpoint.manifest.get("shards")
     base = Path(doc.checkpoint.path)
+    if base.is_file():  # a torch.save file: the manifest names it from its directory
+        base = base.parent
     if not isinstance(shards, list) or not base.is_dir():
         rehash.gone.append(doc.label)
         return None

@@ -25,8 +25,10 @@ from trainer.policy.checkpoints.detect import (
     detect_hf,
     detect_mcore,
     detect_recorder,
+    detect_safetensors,
 )
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+from trainer.policy.checkpoints.torch_save_file import detect_torch_save, read_torch_save, torch_save_files
 from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -85,6 +87,22 @@ READERS: tuple[Reader, ...] = (
         run_step=True,
     ),
     Reader(
+        name="safetensors-dir",
+        expects="*.safetensors without config.json (a team's weights: its declaration names the config)",
+        detect=detect_safetensors,
+        shard_files=load.safetensors_files,
+        read=load.read_safetensors,
+        sharded=False,
+    ),
+    Reader(
+        name="torch-save",
+        expects="a torch.save file (.pt, .pth, .ckpt, .bin)",
+        detect=detect_torch_save,
+        shard_files=torch_save_files,
+        read=read_torch_save,
+        sharded=False,
+    ),
+    Reader(
         name="hf-safetensors",
         expects="config.json with *.safetensors (Hugging Face)",
         detect=detect_hf,
@@ -111,8 +129,8 @@ def detect(path: Path, source: ModelSource | None = None) -> CheckpointInfo:
     most specific layout first); CheckpointError naming the path and what each reader expects. `source`: the
     config and tokenizer of a checkpoint that holds neither (a NeMo-RL Megatron step)."""
     path = Path(path)
-    if not path.is_dir():
-        raise CheckpointError(f"{path}: no such checkpoint directory")
+    if not path.is_dir() and not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint directory or file")
     for row in READERS:
         info = row.detect(path, source) if row.takes_source else row.detect(path)
         if info is not None:

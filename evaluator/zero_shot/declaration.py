@@ -47,6 +47,10 @@ from trainer.policy.errors import ModelCodeError
 
 PYPROJECT = "pyproject.toml"
 TABLE = "[tool.recorder]"
+# a checkpoint outside the team layouts: its metrics log (JSON lines), the step's and the loss's keys in it,
+# the training's world size, how its rows were cut, whether documents begin with the BOS
+PLAIN_HOLDOUT_KEYS = {"log", "log_step", "log_loss", "world_size", "windows", "bos"}
+WINDOWS = ("disjoint", "shifted")
 HOLDOUT_KEYS = {  # the setting: its key path in all_config.yaml when nothing is declared
     "seq_len": "packing.seq_len",
     "tokens": "eval.tokens",
@@ -114,8 +118,11 @@ def read_declaration(root: Path | None) -> Declaration:
     if unknown:
         raise ZeroShotInputError(f"{where}: unknown entr{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}")
     holdout = table.get("holdout", {})
-    if not isinstance(holdout, dict) or set(holdout) - set(HOLDOUT_KEYS):
-        raise ZeroShotInputError(f"{where}: holdout takes {', '.join(HOLDOUT_KEYS)} (key paths or values)")
+    if not isinstance(holdout, dict) or set(holdout) - set(HOLDOUT_KEYS) - PLAIN_HOLDOUT_KEYS:
+        known = ", ".join([*HOLDOUT_KEYS, *sorted(PLAIN_HOLDOUT_KEYS)])
+        raise ZeroShotInputError(f"{where}: holdout takes {known} (key paths or values)")
+    if holdout.get("windows", WINDOWS[0]) not in WINDOWS or not isinstance(holdout.get("bos", False), bool):
+        raise ZeroShotInputError(f"{where}: holdout windows is one of {', '.join(WINDOWS)}; bos is true or false")
     layout = table.get("layout", {})
     if not isinstance(layout, dict) or set(layout) - LAYOUT_KEYS:
         raise ZeroShotInputError(f"{where}: layout takes {', '.join(sorted(LAYOUT_KEYS))}")

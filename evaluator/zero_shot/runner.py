@@ -24,13 +24,14 @@ from evaluator.zero_shot.job import NOT_APPLICABLE, Job, JobResult, Report, part
 from evaluator.zero_shot.loading import ModelCode
 from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.outputs import newest_results, table, write_outputs
-from evaluator.zero_shot.plain_checkpoint import plain_checkpoint
+from evaluator.zero_shot.plain_checkpoint import PlainCheckpoint, plain_checkpoint
+from evaluator.zero_shot.plain_holdout import logged_validation_loss, plain_holdout_plan
 from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.rerun import rerun_command
 from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
 from evaluator.zero_shot.task_sources import resolve_task_data
-from evaluator.zero_shot.team_config import read_team_config, team_holdout_plan
+from evaluator.zero_shot.team_config import TeamConfig, read_team_config, team_holdout_plan
 from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from recorder.errors import RecorderError
 from recorder.interrupts import deferred_interrupts
@@ -114,6 +115,7 @@ def _prepare(
     tokenizer = None
     sources = _known_sources(t, options, code, capacity)
     commit = None
+    plain: PlainCheckpoint | None = None
     if t.team is not None:
         team = read_team_config(t.team.config_dir, model_code=code.root, declaration=declaration)
         tokenizer, sources["tokenizer"] = team.tokenizer(options.tokenizer)
@@ -130,20 +132,9 @@ def _prepare(
             code = replace(code, max_length=plain.max_length)
     assert t.info is not None
     _check_tokenizer(t.info, tokenizer, code)
+    plain = None if t.team is not None or declaration.config_file is None else plain
     if options.holdout != "off":
-        assert t.run is not None
-        world = options.train_world_size or t.info.world_size
-        if t.team is not None:
-            plan = team_holdout_plan(team, world_size=world, data=options.holdout_data, hook=code.holdout_fn)
-        else:
-            plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
-        if options.holdout == "on":
-            if t.info.step is None:
-                raise ZeroShotInputError(
-                    f"{t.path}: no step (no meta file gives one and the checkpoint holds no saved step), so no "
-                    "logged eval/loss to compare with: run with --holdout record (EVAL_HOLDOUT_CHECK=record) or off"
-                )
-            reference = logged_loss(t.run, t.info.step)
+        plan, reference = _holdout_plan(t, options, code, team if t.team is not None else None, plain, declaration)
     job = Job(
         label=t.label,
         info=t.info,
@@ -164,6 +155,39 @@ def _prepare(
         online=options.online,
     )
     return Prepared(target=t, job=job, reference=reference, sources=sources, training_commit=commit)
+
+
+def _holdout_plan(
+    t: Target,
+    options: ZeroShotOptions,
+    code: ModelCode,
+    team: TeamConfig | None,
+    plain: PlainCheckpoint | None,
+    declaration: Declaration,
+) -> tuple[HoldoutPlan, LoggedLoss | None]:
+    """How training computed the holdout loss (a team run's all_config.yaml, a checkpoint's declared config
+    file and metrics log, a training run's training.json), and the value it logged at the step (None: record)."""
+    assert t.run is not None and t.info is not None
+    world = options.train_world_size or t.info.world_size
+    if team is not None:
+        plan = team_holdout_plan(team, world_size=world, data=options.holdout_data, hook=code.holdout_fn)
+    elif plain is not None:
+        bases = [p for p in (plain.config_file.parent if plain.config_file else None, code.root, Path.cwd()) if p]
+        plan = plain_holdout_plan(
+            plain, declaration, world_size=options.train_world_size, data=options.holdout_data, bases=bases
+        )
+    else:
+        plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
+    if options.holdout != "on":
+        return plan, None
+    if t.info.step is None:
+        raise ZeroShotInputError(
+            f"{t.path}: no step (no meta file gives one and the checkpoint holds no saved step), so no "
+            "logged eval/loss to compare with: run with --holdout record (EVAL_HOLDOUT_CHECK=record) or off"
+        )
+    if plain is not None:
+        return plan, logged_validation_loss(plain, declaration, t.info.step)
+    return plan, logged_loss(t.run, t.info.step)
 
 
 def _check_tokenizer(info: CheckpointInfo, tokenizer: Path | None, code: ModelCode) -> None:

@@ -25,6 +25,9 @@ WAYS = (
 )
 
 
+NULL = "null"  # TOML has no null: an `on` or `off` written "null" is Python's None (a limit of None: no limit)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CapacitySwitch:
     """One way the factory's model turns its MoE capacity on or off, and where that was learnt."""
@@ -115,7 +118,7 @@ def switch_of(spec: Any, source: str) -> CapacitySwitch:
             f"{source}: capacity needs exactly one of {', '.join(KINDS)} naming the switch, and at most on/off"
             + (f" (unknown: {', '.join(unknown)})" if unknown else "")
         )
-    on, off = spec.get("on", True), spec.get("off", False)
+    on, off = (None if v == NULL else v for v in (spec.get("on", True), spec.get("off", False)))
     if on == off:
         raise ModelCodeError(f"{source}: capacity on and off are both {on!r}")
     return CapacitySwitch(kind=named[0], name=spec[named[0]], on=on, off=off, source=source)

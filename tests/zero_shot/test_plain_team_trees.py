@@ -11,7 +11,8 @@ project and of each other, with its own lm-eval adapter:
 
 Each is given only the `[tool.recorder]` table of its pyproject.toml (run from its root, as its jobs run),
 holdout on; its scores equal `lm_eval.simple_evaluate` run with the team's own adapter
-(tests/kit/team_adapter_direct.py) on the same data."""
+(tests/kit/team_adapter_direct.py) on the same data. Cedar's adapter scores each request alone with its
+capacity limit on (its README): compared so, `--moe-capacity --batch-size 1`, the same numerics."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ pytest.importorskip("torch")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPO = FIXTURES.parents[1]
+LIMIT = "8"  # examples per task: a team adapter scores one request per forward pass
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,19 @@ class Tree:
     older: str
     steps: tuple[int, int]
     capacity: object  # results.json's sources.capacity.value
+    as_adapter: tuple[str, ...] = ()  # how the team's own adapter scores, in options (cedar's: alone, limit on)
 
 
 TREES = {
     "birch": Tree("birch", "runs/small/epoch_003", "runs/small/epoch_001", (240, 80), "not applicable"),
-    "cedar": Tree("cedar", "out/tiny_moe/ckpt_step000300.pt", "out/tiny_moe/ckpt_step000100.pt", (300, 100), False),
+    "cedar": Tree(
+        "cedar",
+        "out/tiny_moe/ckpt_step000300.pt",
+        "out/tiny_moe/ckpt_step000100.pt",
+        (300, 100),
+        False,
+        ("--moe-capacity", "--batch-size", "1"),
+    ),
 }
 
 
@@ -142,12 +152,13 @@ def test_collect_over_two_runs_shows_each_run_s_epoch(tmp_path: Path, hf_cache: 
 def test_the_scores_equal_lm_eval_run_with_the_team_s_own_adapter(tree: tuple[Tree, Path], hf_cache: Path) -> None:
     t, root = tree
     ours = root.parent / "ours"
-    _zero_shot(root, t.newest, "--hf-cache", str(hf_cache), "--log-samples", "-o", str(ours))
+    _zero_shot(root, t.newest, "--hf-cache", str(hf_cache), "--log-samples", "--limit", LIMIT, *t.as_adapter,
+               "-o", str(ours))  # fmt: skip
     [doc] = _docs(ours)
     assert doc.holdout["passed"] and len(doc.scores) == 7
     direct = root.parent / "direct.json"
     done = subprocess.run(
-        [sys.executable, "-m", "tests.kit.team_adapter_direct", str(root), str(root / t.newest), str(hf_cache), "0",
+        [sys.executable, "-m", "tests.kit.team_adapter_direct", str(root), str(root / t.newest), str(hf_cache), LIMIT,
          str(direct), "--team", t.name], capture_output=True, text=True, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=1800,
     )  # fmt: skip

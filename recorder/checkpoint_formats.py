@@ -32,7 +32,7 @@ CheckpointFormat = Literal[
     "dcp-snapshot",
 ]
 # The readers (a plugin's reader row, trainer.policy.checkpoints.readers), named as detection reports a directory.
-ReaderName = Literal["mcore-torch-dist", "torch-dcp", "recorder", "hf-safetensors"]
+ReaderName = Literal["mcore-torch-dist", "torch-dcp", "recorder", "safetensors-dir", "torch-save", "hf-safetensors"]
 # How `recorder verify` (and `recorder evals`, before showing a score) checks a commit's files, every time: the
 # trainer's weights file, its shards against the manifest, an imported series' weights where they lie (its
 # manifest's shards, else the tree digest of its weights directory), or the one file another library's
@@ -134,6 +134,10 @@ PLUGINS.register(
         reader=f"{_READERS}:RECORDER",
     )
 )
+# A team's weights outside every layout above (zero-shot reads them; no series records them): a safetensors
+# folder whose config the team's declaration names, and a torch.save file.
+PLUGINS.register(FormatPlugin(name="safetensors-folder", reader=f"{_READERS}:SAFETENSORS_DIR"))
+PLUGINS.register(FormatPlugin(name="torch-save-file", reader=f"{_READERS}:TORCH_SAVE"))
 PLUGINS.register(
     FormatPlugin(
         name="hugging-face",

@@ -8,6 +8,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from trainer.policy.errors import ModelCodeError
+
 DEFAULT_MAX_LENGTH = 2048
 
 
@@ -15,11 +17,82 @@ def logits(model: Any, ids: Any, mask: Any = None) -> Any:
     """[B, T, vocab] logits of `ids` [B, T]."""
     import torch
 
-    if _takes_mask(model):
-        out = model(input_ids=ids, attention_mask=mask)
+    try:
+        out = model(input_ids=ids, attention_mask=mask) if _takes_mask(model) else model(ids)
+    except (IndexError, RuntimeError, ValueError, TypeError) as e:  # the team's forward, on inputs it refuses
+        raise ModelOutputError(
+            f"the model's forward failed on ids of shape {list(ids.shape)} ({type(e).__name__}: {_first_line(e)}): "
+            f"inputs are cut to {max_length(model)} positions; declare the positions the model takes, "
+            "[tool.recorder] max_length in the model code's pyproject.toml"
+        ) from e
+    if isinstance(out, torch.Tensor):
+        return out
+    return _declared_entry(model, out) if hasattr(model, DECLARED_LOGITS) else _logits_attribute(model, out)
+
+
+DECLARED_LOGITS = "_recorder_logits"  # set by declare_logits: which entry of the forward's output is the logits
+
+
+class ModelOutputError(ModelCodeError):
+    """A forward whose output holds no logits where the evaluator was told (or, told nothing, not a tensor)."""
+
+
+def declare_logits(model: Any, entry: int | str) -> None:
+    """Where a team's forward puts its logits: the index in its tuple, the key in its dict, or an attribute."""
+    setattr(model, DECLARED_LOGITS, entry)
+
+
+def _declared_entry(model: Any, out: Any) -> Any:
+    import torch
+
+    entry = getattr(model, DECLARED_LOGITS)
+    if isinstance(out, (tuple, list)) and isinstance(entry, int) and -len(out) <= entry < len(out):
+        found = out[entry]
+    elif isinstance(out, dict) and entry in out:
+        found = out[entry]
+    elif isinstance(entry, str) and not isinstance(out, (tuple, list, dict)) and hasattr(out, entry):
+        found = getattr(out, entry)
     else:
-        out = model(ids)
-    return out if isinstance(out, torch.Tensor) else out.logits
+        raise ModelOutputError(
+            f"the model's forward returns {_shape_of(out)}, with no entry {entry!r} (declared as [tool.recorder] "
+            "logits): declare the tuple index, dict key or attribute that holds the logits"
+        )
+    if not isinstance(found, torch.Tensor):
+        raise ModelOutputError(
+            f"the model's forward returns {_shape_of(out)}, whose entry {entry!r} (declared as [tool.recorder] "
+            f"logits) is a {type(found).__name__}, not the logits tensor"
+        )
+    return found
+
+
+def _logits_attribute(model: Any, out: Any) -> Any:
+    """An output object's `.logits` (a Hugging Face model's); a tuple or dict is never guessed at."""
+    import torch
+
+    found = (
+        None if isinstance(out, (tuple, list, dict)) and not hasattr(out, "logits") else getattr(out, "logits", None)
+    )
+    if not isinstance(found, torch.Tensor):
+        example = "0" if isinstance(out, (tuple, list)) else "'logits'"
+        raise ModelOutputError(
+            f"the model's forward returns {_shape_of(out)}, not a logits tensor: declare which entry holds the "
+            f"logits in the model code's pyproject.toml, [tool.recorder] logits = {example} (a tuple index, a dict "
+            "key or an attribute name)"
+        )
+    return found
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [""])[0]
+
+
+def _shape_of(out: Any) -> str:
+    """The forward's output in words: a tuple of 2, a dict with keys a, b."""
+    if isinstance(out, (tuple, list)):
+        return f"a {type(out).__name__} of {len(out)}"
+    if isinstance(out, dict):
+        return f"a dict with keys {', '.join(map(str, out))}"
+    return f"a {type(out).__name__}"
 
 
 DECLARED_MAX_LENGTH = "_recorder_max_length"  # set by declare_max_length: the team's own word wins

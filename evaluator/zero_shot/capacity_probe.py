@@ -16,7 +16,7 @@ COPIES = 6  # copies of each row beside the originals: enough to fill any expert
 TOLERANCE = 1e-3  # of the logits' scale: kernels' float order moves them by ~1e-6, a dropped expert by units
 
 
-def confirm_capacity_off(model: Any, spec: str) -> str:
+def confirm_capacity_off(model: Any, spec: str, *, switched: bool = True) -> str:
     """What was checked, in words; ModelCodeError naming the ways to switch capacity when a row's logits
     change with the rows beside it. The rows are fixed pseudo-random token ids of the model's vocabulary."""
     import torch
@@ -33,9 +33,10 @@ def confirm_capacity_off(model: Any, spec: str) -> str:
             for j in [i, *range(len(rows) + i * COPIES, len(rows) + (i + 1) * COPIES)]:
                 gap = float((together[j] - alone).abs().max())
                 if gap > TOLERANCE * scale:
+                    how = "built with MoE capacity off" if switched else "with no capacity switch declared"
                     raise ModelCodeError(
-                        f"--model-factory {spec}: built with MoE capacity off, a row's logits still change with "
-                        f"the rows beside it (by {gap:.3g}): capacity is on; switch it off through {WAYS}, or "
-                        "pass --moe-capacity to score with it on"
+                        f"--model-factory {spec}: {how}, a row's logits still change with the rows beside it (by "
+                        f"{gap:.3g}): capacity is on; switch it off through {WAYS}, or pass --moe-capacity to "
+                        "score with it on"
                     )
     return f"a row's logits alone and among {len(batch)} rows agree within {TOLERANCE:g} of their scale"

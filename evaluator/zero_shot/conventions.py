@@ -14,7 +14,7 @@ from evaluator.zero_shot.declaration import Declaration, read_declaration
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.loading import ModelCode
 from recorder.team_layout import EPOCH_META, STEP_KEYS, LayoutNames
-from trainer.policy.checkpoints.capacity_switch import WAYS, CapacitySwitch, FactoryCall
+from trainer.policy.checkpoints.capacity_switch import CapacitySwitch, FactoryCall
 
 TRAINING_COMMIT_KEY = "git_commit"  # train_metadata.yaml's record of the training's code (the seed's provenance)
 
@@ -38,6 +38,9 @@ def declared_code(code: ModelCode) -> tuple[ModelCode, Declaration]:
         holdout_fn=code.holdout_fn or declaration.holdout_function,
         switch=code.switch or (declaration.capacity if own else None),
         call=call if own else code.call,
+        logits=declaration.logits if own else code.logits,
+        eos_token=declaration.eos_token,
+        pad_token=declaration.pad_token,
     ), declaration
 
 
@@ -51,8 +54,9 @@ def layout_names(declaration: Declaration, root: Path | None) -> LayoutNames:
 
 def capacity_switch(code: ModelCode, *, skip_capacity: bool) -> tuple[bool | None, CapacitySwitch | None]:
     """(the capacity the scoring model is built with, the switch that sets it). Without a declared switch or a
-    `capacity` argument, capacity off is refused naming the ways to switch it; capacity on is then the
-    model as the training's config builds it (None: not switched, so not recorded as either)."""
+    `capacity` argument the model is built as the training's config builds it (None): with capacity off asked
+    (the default), the job then verifies that no row depends on its batch (a model with no MoE: capacity not
+    applicable) and fails the checkpoint naming the ways to switch it when one does."""
     from trainer.policy.checkpoints.model_code import factory_switch, import_from_tree
 
     if code.factory is None or code.root is None:
@@ -63,12 +67,6 @@ def capacity_switch(code: ModelCode, *, skip_capacity: bool) -> tuple[bool | Non
     switch = code.switch or factory_switch(import_from_tree(code.root, code.factory, "--model-factory"))
     if switch is not None:
         return not skip_capacity, switch
-    if skip_capacity:
-        raise ZeroShotInputError(
-            f"--model-factory {code.factory} takes no `capacity` argument and {code.root / 'pyproject.toml'} "
-            f"declares no capacity switch, so capacity off cannot be set or confirmed: declare how it is switched "
-            f"({WAYS}), or pass --moe-capacity (MOE_SKIP_CAPACITY=0) to score the model as its config builds it"
-        )
     return None, None
 
 

@@ -8,11 +8,17 @@
     holdout_function = "pkg.module:function"  # --holdout-fn
     model = "model"                            # key path of the model's config in all_config.yaml ("": all)
     max_length = "model.max_positions"         # positions the model takes: a key path or a number
-    tokenizer = "tokenizer"                    # key path of the tokenizer in train_metadata.yaml
+    tokenizer = "tokenizer"                    # key path of the tokenizer in train_metadata.yaml (or config_file)
+    config_file = "config.toml"                # a checkpoint outside the team layouts: its run's config file
+    logits = 0                                 # the forward's logits: a tuple index, a dict key or an attribute
+    eos_token = "<|endoftext|>"                # the tokenizer's EOS / padding, where its files do not say them
+    pad_token = "<pad>"
 
     [tool.recorder.layout]                     # the team's own meta file names and step key
     epoch_meta = "epoch_meta.json"
     step_key = "step"
+    step_file = "run_info.json"                # a checkpoint outside the team layouts: the file beside its weights
+    state_key = "model"                        # a torch.save file: the entry holding the model's state dict
 
     [tool.recorder.capacity]                   # one of argument / config / attribute / method, and on/off
     config = "moe.capacity"
@@ -43,6 +49,10 @@ from trainer.policy.errors import ModelCodeError
 PYPROJECT = "pyproject.toml"
 DECLARATION_LIMIT = 1024 * 1024  # a pyproject.toml is a few KB
 TABLE = "[tool.recorder]"
+# a checkpoint outside the team layouts: its metrics log (JSON lines), the step's and the loss's keys in it,
+# the training's world size, how its rows were cut, whether documents begin with the BOS
+PLAIN_HOLDOUT_KEYS = {"log", "log_step", "log_loss", "world_size", "windows", "bos"}
+WINDOWS = ("disjoint", "shifted")
 HOLDOUT_KEYS = {  # the setting: its key path in all_config.yaml when nothing is declared
     "seq_len": "packing.seq_len",
     "tokens": "eval.tokens",
@@ -52,9 +62,9 @@ HOLDOUT_KEYS = {  # the setting: its key path in all_config.yaml when nothing is
 }
 TOP_KEYS = {
     "factory", "config", "call", "holdout_function", "model", "max_length", "tokenizer", "capacity", "holdout",
-    "layout",
+    "layout", "config_file", "logits", "eos_token", "pad_token",
 }  # fmt: skip
-LAYOUT_KEYS = {"epoch_meta", "step_key"}
+LAYOUT_KEYS = {"epoch_meta", "step_key", "step_file", "state_key"}
 CALLS = ("positional", "keywords")
 MODEL_KEY = "model"
 TOKENIZER_KEYS = ("tokenizer", "tokenizer_path")  # the spellings read undeclared; both present must agree
@@ -76,6 +86,12 @@ class Declaration:
     holdout: dict[str, Any] = field(default_factory=dict)
     epoch_meta: str | None = None
     step_key: str | None = None
+    config_file: str | None = None  # a checkpoint outside the team layouts: its run's config (JSON, YAML, TOML)
+    logits: int | str | None = None  # which entry of the forward's tuple or dict (or which attribute) is the logits
+    eos_token: str | None = None
+    pad_token: str | None = None
+    step_file: str | None = None
+    state_key: str | None = None
 
     @property
     def where(self) -> str:
@@ -105,8 +121,11 @@ def read_declaration(root: Path | None) -> Declaration:
     if unknown:
         raise ZeroShotInputError(f"{where}: unknown entr{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}")
     holdout = table.get("holdout", {})
-    if not isinstance(holdout, dict) or set(holdout) - set(HOLDOUT_KEYS):
-        raise ZeroShotInputError(f"{where}: holdout takes {', '.join(HOLDOUT_KEYS)} (key paths or values)")
+    if not isinstance(holdout, dict) or set(holdout) - set(HOLDOUT_KEYS) - PLAIN_HOLDOUT_KEYS:
+        known = ", ".join([*HOLDOUT_KEYS, *sorted(PLAIN_HOLDOUT_KEYS)])
+        raise ZeroShotInputError(f"{where}: holdout takes {known} (key paths or values)")
+    if holdout.get("windows", WINDOWS[0]) not in WINDOWS or not isinstance(holdout.get("bos", False), bool):
+        raise ZeroShotInputError(f"{where}: holdout windows is one of {', '.join(WINDOWS)}; bos is true or false")
     layout = table.get("layout", {})
     if not isinstance(layout, dict) or set(layout) - LAYOUT_KEYS:
         raise ZeroShotInputError(f"{where}: layout takes {', '.join(sorted(LAYOUT_KEYS))}")
@@ -116,6 +135,11 @@ def read_declaration(root: Path | None) -> Declaration:
     max_length = table.get("max_length")
     if max_length is not None and (isinstance(max_length, bool) or not isinstance(max_length, (int, str))):
         raise ZeroShotInputError(f"{where}: max_length must be a key path in all_config.yaml or a number")
+    logits = table.get("logits")
+    if logits is not None and (isinstance(logits, bool) or not isinstance(logits, (int, str)) or logits == ""):
+        raise ZeroShotInputError(
+            f"{where}: logits must be the index of the logits in the forward's tuple, or their key or attribute name"
+        )
     try:
         capacity = None if "capacity" not in table else switch_of(table["capacity"], f"{where} capacity")
     except ModelCodeError as e:
@@ -133,6 +157,12 @@ def read_declaration(root: Path | None) -> Declaration:
         holdout=dict(holdout),
         epoch_meta=_text(layout, "epoch_meta", f"{where} layout"),
         step_key=_text(layout, "step_key", f"{where} layout"),
+        config_file=_text(table, "config_file", where),
+        logits=logits,
+        eos_token=_text(table, "eos_token", where),
+        pad_token=_text(table, "pad_token", where),
+        step_file=_text(layout, "step_file", f"{where} layout"),
+        state_key=_text(layout, "state_key", f"{where} layout", empty=True),
     )
 
 

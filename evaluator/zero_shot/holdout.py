@@ -2,7 +2,9 @@
 its token losses; eval/loss is the mean over ranks. The world size therefore changes the value.
 
 Rank r takes documents r, r+W, r+2W, ... (one per line; tokens of each, then <eos>), concatenates them and
-cuts rows of seq_len+1 tokens (input: the first seq_len, labels: the last seq_len); it keeps the first
+cuts rows of seq_len+1 tokens (input: the first seq_len, labels: the last seq_len; a team that declares
+`windows = "shifted"` cuts them every seq_len tokens, each row's last label the next row's first input, and
+one that declares `bos = true` begins each document with the BOS); it keeps the first
 tokens // (W * seq_len) rows and drops the rest. Rows go through the model `batch_rows` at a time (MoE capacity
 is counted per forward pass, so the batches are training's), in the parameter dtype and with the capacity
 setting the job built the model with (training's: docs/zero-shot.md, "The holdout check").
@@ -49,7 +51,8 @@ def rank_rows(docs: list[list[int]], plan: HoldoutPlan) -> list[list[list[int]]]
     for rank in range(plan.world_size):
         stream = [t for doc in docs[rank :: plan.world_size] for t in doc]
         width = plan.seq_len + 1
-        rows = [stream[i : i + width] for i in range(0, len(stream) - width + 1, width)]
+        stride = plan.seq_len if plan.shifted else width
+        rows = [stream[i : i + width] for i in range(0, len(stream) - width + 1, stride)]
         out.append(rows[:per_rank])
     return out
 
@@ -58,7 +61,8 @@ def holdout_loss(model: Any, tokenizer: Tokenizer, plan: HoldoutPlan, *, batch_s
     """eval/loss of `model` on the plan's holdout data (mean over ranks of each rank's mean token loss)."""
     import torch
 
-    docs = [tokenizer.encode(d) + [tokenizer.eos_id] for d in documents(plan.data, plan.content)]
+    first = [tokenizer.bos_id] if plan.bos else []
+    docs = [first + tokenizer.encode(d) + [tokenizer.eos_id] for d in documents(plan.data, plan.content)]
     ranks = rank_rows(docs, plan)
     if any(not rows for rows in ranks):
         raise ZeroShotInputError(

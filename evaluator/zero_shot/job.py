@@ -41,6 +41,7 @@ class Job:
     tokenizer: Path | None = None  # the team's tokenizer (train_metadata.yaml, --tokenizer); None: the checkpoint's
     capacity: bool | None = False  # MoE capacity while scoring (MOE_SKIP_CAPACITY=0 turns it on); None: as the
     # training's config builds the model (capacity on asked of a factory with no switch)
+    skip_capacity: bool = True  # capacity off asked (the default); with no switch: verified not to matter
     processes: int | None = None  # processes its requests are split across (NPROC_PER_NODE); None: its devices
     reference: float | None = None  # the logged eval/loss; None: record without comparing
     max_gap: float = 0.005
@@ -90,7 +91,7 @@ def _run(job: Job, report: Report | None) -> JobResult:
     say(job.label, "loading", 0, total)
     t0 = time.monotonic()
     device = resolve_device(job.device)
-    weights = read(job.info, tokenizer=job.tokenizer)
+    weights = read(job.info, tokenizer=job.tokenizer, code=job.code)
     timings = {"load_s": time.monotonic() - t0}
     loss = None
     if job.holdout is not None:
@@ -105,7 +106,7 @@ def _run(job: Job, report: Report | None) -> JobResult:
     aborted = loss is not None and not _within(loss, job)
     if not aborted:
         model = build(weights, dtype=job.dtype, device=device, code=job.code, capacity=job.capacity)
-        check = _confirm_capacity(model, job)
+        check = _confirm_capacity(model, weights, job, device)
         dtype, where = described(model)
         t = time.monotonic()
         tasks, version = _score(model, weights.tokenizer, job, processes, say)
@@ -130,16 +131,25 @@ def _run(job: Job, report: Report | None) -> JobResult:
     )
 
 
-def _confirm_capacity(model: Any, job: Job) -> str | None:
-    """Capacity off confirmed on the built model (a team's factory, fp32); in bf16 rounding alone moves a
-    token's expert with its batch, so the probe would not tell capacity from rounding."""
+def _confirm_capacity(model: Any, weights: Any, job: Job, device: str) -> str | None:
+    """Capacity off confirmed on the built model (a team's factory), by the fp32 probe: on the scoring model,
+    or in bf16 (where rounding alone moves a token's expert with its batch) on an fp32 build of the same
+    weights. A model built with no switch, capacity off asked, must pass it too: then capacity is not
+    applicable (no row depends on its batch), and one that fails is refused naming the ways to switch it."""
     from evaluator.zero_shot.capacity_probe import confirm_capacity_off
 
-    if job.capacity is not False or job.code.factory is None:
+    unswitched = job.capacity is None and job.code.switch is None and job.skip_capacity
+    if job.code.factory is None or not (job.capacity is False or unswitched):
         return None
+    probed = model
     if job.dtype != "fp32":
-        return "not probed in bf16 (rounding moves a token's expert with its batch)"
-    return confirm_capacity_off(model, job.code.factory)
+        probed = build(weights, dtype="fp32", device=device, code=job.code, capacity=job.capacity)
+    said = confirm_capacity_off(probed, job.code.factory, switched=not unswitched)
+    where = "" if job.dtype == "fp32" else " (an fp32 build of the same weights, probed for the bf16 scoring)"
+    return (f"{NOT_APPLICABLE}: no capacity switch, and " if unswitched else "") + said + where
+
+
+NOT_APPLICABLE = "not applicable"  # a model with no capacity switch whose rows do not depend on their batch
 
 
 def _holdout(weights: Any, plan: HoldoutPlan, job: Job, device: str) -> float:

@@ -30,6 +30,9 @@ class ModelCode:
     call: FactoryCall = field(default_factory=FactoryCall)
     max_length: int | None = None  # positions the model takes (declared); None: what the model says, else 2048
     model_group: str | None = None  # a team's DCP {model, optim, progress, ...}: the group its model is in
+    logits: int | str | None = None  # where the forward's logits are (declared): tuple index, dict key, attribute
+    eos_token: str | None = None  # the tokenizer's EOS and padding, declared where its files do not say them
+    pad_token: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,10 +45,18 @@ class Weights:
     tokenizer: Any
 
 
-def read(info: CheckpointInfo, *, tokenizer: Path | None = None) -> Weights:
+def read(info: CheckpointInfo, *, tokenizer: Path | None = None, code: ModelCode | None = None) -> Weights:
     """Every shard read and hashed once; `tokenizer` (a tokenizer.json or a directory) replaces the
-    checkpoint's own."""
+    checkpoint's own; `code`'s declared EOS and padding tokens are set on it."""
     state, manifest = load_state_dict(info, dtype="fp32")
+    return Weights(info=info, state=state, manifest=manifest, tokenizer=tokenizer_of(info, tokenizer, code))
+
+
+def tokenizer_of(info: CheckpointInfo, tokenizer: Path | None, code: ModelCode | None) -> Any:
+    """The tokenizer file or directory (else the checkpoint's own), with its EOS and padding: as its files
+    say them, else as declared; TokenizerError when no EOS is known or a declared token is not in it."""
+    from evaluator.zero_shot.special_tokens import with_special_tokens
+
     if tokenizer is not None and tokenizer.is_file():
         from trainer.policy.tokenizer import from_json
 
@@ -53,7 +64,9 @@ def read(info: CheckpointInfo, *, tokenizer: Path | None = None) -> Weights:
     else:
         where = tokenizer if tokenizer is not None else info.tokenizer_dir
         tok = load_tokenizer(replace(info, tokenizer_dir=where))
-    return Weights(info=info, state=state, manifest=manifest, tokenizer=tok)
+    named = tokenizer if tokenizer is not None else info.tokenizer_dir or info.path
+    eos, pad = (code.eos_token, code.pad_token) if code is not None else (None, None)
+    return with_special_tokens(tok, eos=eos, pad=pad, where=str(named))
 
 
 def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: bool | None) -> Any:
@@ -77,6 +90,10 @@ def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: boo
         from evaluator.harness.model_call import declare_max_length
 
         declare_max_length(model, code.max_length)
+    if code.logits is not None:
+        from evaluator.harness.model_call import declare_logits
+
+        declare_logits(model, code.logits)
     return model.to(device).eval()
 
 

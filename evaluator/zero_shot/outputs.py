@@ -14,7 +14,15 @@ from typing import Any
 from evaluator.harness.task_content import pins_from_environment
 from evaluator.results_files import write_results
 from evaluator.zero_shot.scored_bytes import Rehash, changed_since_scored
-from evaluator.zero_shot.shown import AUTHORSHIP, ShownResult, authorship, out_of_range, shown
+from evaluator.zero_shot.shown import (
+    AUTHORSHIP,
+    ShownResult,
+    authorship,
+    checkpoint_key,
+    out_of_range,
+    row_names,
+    shown,
+)
 from recorder.output import write_output
 from recorder.results.binding import bind, check
 from recorder.results.document import ResultsDocError
@@ -52,7 +60,7 @@ def table(docs: Sequence[ZeroShotDocument], width: int | None = None, *, uncheck
     tasks = list(dict.fromkeys(t for d in docs for t in d.scores))
     noted = any(r.note for r in results)
     head = ["checkpoint", "step", *tasks, "average", "holdout", *(["note"] if noted else [])]
-    rows = [head] + [_row(r, tasks, noted) for r in results]
+    rows = [head] + [_row(r, name, tasks, noted) for r, name in zip(results, row_names(docs), strict=True)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     blocks = _blocks(widths, width)
     why = "".join(line + "\n" for r in results for line in r.not_task)
@@ -102,11 +110,11 @@ def _records(rows: list[list[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _row(result: ShownResult, tasks: list[str], noted: bool) -> list[str]:
+def _row(result: ShownResult, name: str, tasks: list[str], noted: bool) -> list[str]:
     doc = result.doc
     loss = doc.holdout.get("recomputed")
     return [
-        doc.label,
+        name,
         str(doc.checkpoint.step),
         *(result.cells.get(t, "-") for t in tasks),
         result.average,
@@ -195,8 +203,9 @@ def _scored(doc: ZeroShotDocument) -> str:
 def newest_results(base: Path) -> list[ZeroShotDocument]:
     """The newest verified zero-shot result under `base` per checkpoint (newest by its finish time), in the
     order of their files' paths."""
-    newest: dict[str, tuple[str, Path, ZeroShotDocument]] = {}
+    newest: dict[tuple[str, str], tuple[str, Path, ZeroShotDocument]] = {}
     for path, doc in verified_results(base).shown:
-        if doc.label not in newest or doc.finished >= newest[doc.label][0]:
-            newest[doc.label] = (doc.finished, path, doc)
+        key = checkpoint_key(doc)
+        if key not in newest or doc.finished >= newest[key][0]:
+            newest[key] = (doc.finished, path, doc)
     return [doc for _, _, doc in sorted(newest.values(), key=lambda found: str(found[1]))]

@@ -4,7 +4,6 @@ checkpoint (one per worker), then write each one's results and print the table o
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -22,15 +21,18 @@ from evaluator.zero_shot.conventions import (
 )
 from evaluator.zero_shot.declaration import Declaration
 from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
-from evaluator.zero_shot.job import Job, JobResult, Report, parts
+from evaluator.zero_shot.job import NOT_APPLICABLE, Job, JobResult, Report, parts
 from evaluator.zero_shot.loading import ModelCode
 from evaluator.zero_shot.options import ZeroShotOptions
 from evaluator.zero_shot.outputs import newest_results, table, write_outputs
+from evaluator.zero_shot.plain_checkpoint import PlainCheckpoint, plain_checkpoint
+from evaluator.zero_shot.plain_holdout import logged_validation_loss, plain_holdout_plan
 from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
+from evaluator.zero_shot.rerun import rerun_command
 from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
 from evaluator.zero_shot.task_sources import resolve_task_data
-from evaluator.zero_shot.team_config import read_team_config, team_holdout_plan
+from evaluator.zero_shot.team_config import TeamConfig, read_team_config, team_holdout_plan
 from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from recorder.errors import RecorderError
 from recorder.imported_code import foreign_startup
@@ -51,8 +53,11 @@ from recorder.team_layout import step_dir
 
 if TYPE_CHECKING:
     from evaluator.session import StepOutcome
+    from trainer.policy.checkpoints.detect import CheckpointInfo
 
 Echo = Callable[[str], None]
+NO_SWITCH = "none: no capacity switch declared and the factory takes no `capacity` argument"
+BUILT_AS_CONFIGURED = "none: built as the training's config says"
 TEAM_MODEL_GROUP = "model"  # a team's DCP state {model, optim, ...}: the model's tensors, the rest left out
 
 
@@ -119,6 +124,7 @@ def _prepare(
     tokenizer = None
     sources = _known_sources(t, options, code, capacity)
     commit = None
+    plain: PlainCheckpoint | None = None
     if t.team is not None:
         team = read_team_config(t.team.config_dir, model_code=code.root, declaration=declaration)
         tokenizer, sources["tokenizer"] = team.tokenizer(options.tokenizer)
@@ -127,22 +133,17 @@ def _prepare(
         positions, said = team.max_length()
         if positions is not None:
             code, sources["max_length"] = replace(code, max_length=positions), said
-    elif options.tokenizer is not None:
-        tokenizer, sources["tokenizer"] = options.tokenizer.resolve(), "--tokenizer"
+    else:
+        plain = plain_checkpoint(t.info, declaration, tokenizer=options.tokenizer, root=code.root)
+        t, tokenizer = replace(t, info=plain.info), plain.tokenizer
+        sources |= plain.sources
+        if plain.max_length is not None:
+            code = replace(code, max_length=plain.max_length)
+    assert t.info is not None
+    _check_tokenizer(t.info, tokenizer, code)
+    plain = None if t.team is not None or declaration.config_file is None else plain
     if options.holdout != "off":
-        assert t.run is not None
-        world = options.train_world_size or t.info.world_size
-        if t.team is not None:
-            plan = team_holdout_plan(team, world_size=world, data=options.holdout_data, hook=code.holdout_fn)
-        else:
-            plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
-        if options.holdout == "on":
-            if t.info.step is None:
-                raise ZeroShotInputError(
-                    f"{t.path}: no step (no meta file gives one and the checkpoint holds no saved step), so no "
-                    "logged eval/loss to compare with: run with --holdout record (EVAL_HOLDOUT_CHECK=record) or off"
-                )
-            reference = logged_loss(t.run, t.info.step)
+        plan, reference = _holdout_plan(t, options, code, team if t.team is not None else None, plain, declaration)
     job = Job(
         label=t.label,
         info=t.info,
@@ -155,6 +156,7 @@ def _prepare(
         holdout=plan,
         tokenizer=tokenizer,
         capacity=capacity,
+        skip_capacity=options.skip_capacity,
         processes=options.processes,
         reference=None if reference is None else reference.value,
         max_gap=options.max_gap,
@@ -164,6 +166,51 @@ def _prepare(
     return Prepared(target=t, job=job, reference=reference, sources=sources, training_commit=commit)
 
 
+def _holdout_plan(
+    t: Target,
+    options: ZeroShotOptions,
+    code: ModelCode,
+    team: TeamConfig | None,
+    plain: PlainCheckpoint | None,
+    declaration: Declaration,
+) -> tuple[HoldoutPlan, LoggedLoss | None]:
+    """How training computed the holdout loss (a team run's all_config.yaml, a checkpoint's declared config
+    file and metrics log, a training run's training.json), and the value it logged at the step (None: record)."""
+    assert t.run is not None and t.info is not None
+    world = options.train_world_size or t.info.world_size
+    if team is not None:
+        plan = team_holdout_plan(team, world_size=world, data=options.holdout_data, hook=code.holdout_fn)
+    elif plain is not None:
+        bases = [p for p in (plain.config_file.parent if plain.config_file else None, code.root, Path.cwd()) if p]
+        plan = plain_holdout_plan(
+            plain, declaration, world_size=options.train_world_size, data=options.holdout_data, bases=bases
+        )
+    else:
+        plan = holdout_plan(t.run, _run_config(t), world_size=world, data=options.holdout_data)
+    if options.holdout != "on":
+        return plan, None
+    if t.info.step is None:
+        raise ZeroShotInputError(
+            f"{t.path}: no step (no meta file gives one and the checkpoint holds no saved step), so no "
+            "logged eval/loss to compare with: run with --holdout record (EVAL_HOLDOUT_CHECK=record) or off"
+        )
+    if plain is not None:
+        return plan, logged_validation_loss(plain, declaration, t.info.step)
+    return plan, logged_loss(t.run, t.info.step)
+
+
+def _check_tokenizer(info: CheckpointInfo, tokenizer: Path | None, code: ModelCode) -> None:
+    """The tokenizer loaded once before any weights are: no EOS known, or a declared token it lacks, is one
+    `error:` line now, not a failed checkpoint later."""
+    from evaluator.zero_shot.loading import tokenizer_of
+    from trainer.policy.errors import CheckpointError, TokenizerError
+
+    try:
+        tokenizer_of(info, tokenizer, code)
+    except (TokenizerError, CheckpointError) as e:
+        raise ZeroShotInputError(str(e)) from e
+
+
 def _known_sources(t: Target, options: ZeroShotOptions, code: ModelCode, capacity: bool | None) -> dict[str, Any]:
     """Where the step, the world size and the capacity switch came from (the tokenizer and holdout are added
     as they are read)."""
@@ -171,10 +218,11 @@ def _known_sources(t: Target, options: ZeroShotOptions, code: ModelCode, capacit
     world = "--train-world-size" if options.train_world_size else (team.world_from if team else "the checkpoint")
     out: dict[str, Any] = {"step": team.step_from if team else "the checkpoint", "world_size": world}
     if code.factory is not None:
+        unswitched = code.switch is None and options.skip_capacity
         out["factory"] = code.factory
         out["capacity"] = {
-            "value": capacity,
-            "switch": code.switch.describe() if code.switch else "none: built as the training's config says",
+            "value": NOT_APPLICABLE if unswitched else capacity,
+            "switch": code.switch.describe() if code.switch else NO_SWITCH if unswitched else BUILT_AS_CONFIGURED,
         }
     return out
 
@@ -246,7 +294,7 @@ def zero_shot(
         summary.interrupted = True
     if summary.interrupted:
         left = [p.target for i, p in enumerate(prepared) if i not in finished]
-        raise ZeroShotInterrupted(_kept(summary, left))
+        raise ZeroShotInterrupted(_kept(summary, left, options))
     return summary
 
 
@@ -288,7 +336,7 @@ def _unused(directory: Path) -> Path:
     return candidate
 
 
-def _kept(summary: ZeroShotSummary, left: list[Target]) -> str:
+def _kept(summary: ZeroShotSummary, left: list[Target], options: ZeroShotOptions) -> str:
     """The one line Ctrl-C leaves: what was written, what was not, and how to go on."""
     kept = f"kept the results of {len(summary.written)} finished checkpoint(s)" + (
         " (" + ", ".join(str(w.parent) for w in summary.written) + ")" if summary.written else ""
@@ -300,7 +348,7 @@ def _kept(summary: ZeroShotSummary, left: list[Target]) -> str:
         kept += f"; {', '.join(events)} keep(s) the eval events of the steps scored"
     return (
         f"zero-shot: interrupted; {kept}; no result directory for {', '.join(t.label for t in left)}: "
-        f"run recorder zero-shot {' '.join(shlex.quote(str(t.path)) for t in left)} (with the same options)"
+        f"run {rerun_command([t.path for t in left], options)}"
     )
 
 

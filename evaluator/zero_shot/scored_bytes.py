@@ -45,6 +45,8 @@ def changed_since_scored(doc: ZeroShotDocument, rehash: Rehash, found: Path | No
         return None
     shards = doc.checkpoint.manifest.get("shards")
     base = (beside(found, doc) if found is not None else None) or Path(doc.checkpoint.path)
+    if base.is_file():  # a torch.save file: the manifest names it from its directory
+        base = base.parent
     if not isinstance(shards, list) or not base.is_dir():
         rehash.gone.append(doc.label)
         return None

@@ -128,12 +128,28 @@ def _number(value: Any) -> bool:
 
 
 def newest_per_checkpoint(docs: Sequence[ZeroShotDocument]) -> list[ZeroShotDocument]:
-    """The newest result (by its finish time) of each checkpoint label, in the order the labels came."""
-    newest: dict[str, ZeroShotDocument] = {}
+    """The newest result (by its finish time) of each checkpoint, in the order they came: a checkpoint is its
+    label and its path, so another run's checkpoint of the same name is never passed over as an older result."""
+    newest: dict[tuple[str, str], ZeroShotDocument] = {}
     for doc in docs:
-        if doc.label not in newest or doc.finished >= newest[doc.label].finished:
-            newest[doc.label] = doc
+        key = checkpoint_key(doc)
+        if key not in newest or doc.finished >= newest[key].finished:
+            newest[key] = doc
     return list(newest.values())
+
+
+def checkpoint_key(doc: ZeroShotDocument) -> tuple[str, str]:
+    """What tells one checkpoint's results from another's: its label and the path it was scored at."""
+    return doc.label, doc.checkpoint.path
+
+
+def row_names(docs: Sequence[ZeroShotDocument]) -> list[str]:
+    """Each row's checkpoint name: its label, followed by its path where the rows hold another checkpoint of
+    the same label (results written before labels named their run), so that no row can pass for another's."""
+    paths: dict[str, set[str]] = {}
+    for doc in docs:
+        paths.setdefault(doc.label, set()).add(doc.checkpoint.path)
+    return [f"{d.label} ({d.checkpoint.path})" if len(paths[d.label]) > 1 else d.label for d in docs]
 
 
 def _task(doc: ZeroShotDocument, name: str) -> Mapping[str, Any]:

@@ -71,7 +71,7 @@ def _load(model: ScoringModel, slots: Any, threads: int) -> None:
     from evaluator.zero_shot.loading import build, read
 
     torch.set_num_threads(threads)
-    weights = read(model.info, tokenizer=model.tokenizer)
+    weights = read(model.info, tokenizer=model.tokenizer, code=model.code)
     device = slots.get()
     _LOADED["model"] = build(weights, dtype=model.dtype, device=device, code=model.code, capacity=model.capacity)
     _LOADED["tokenizer"] = weights.tokenizer

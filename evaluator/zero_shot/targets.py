@@ -52,6 +52,8 @@ class Target:
             return self.team.run / RESULTS  # fsdp2_epoch_N given inside its run: the run's results
         if self.kind == "snapshot" and self.run is not None and self.info is not None:
             return self.run / RESULTS / step_dir(self.info.step or 0)
+        if self.path.is_file():  # a torch.save file: the results of each file of its directory apart
+            return self.path.parent / RESULTS / self.path.name
         return self.path / RESULTS
 
 
@@ -88,14 +90,20 @@ def target(
         # recorded for it (the run logs no eval/loss), and recorded as the run's eval events
         assert run is not None
         return Target(path=run, kind="recorder-run", label=run.name, info=None, run=run, step=info.step)
-    if run is None or run == path:
+    if run is None or run == path or not path.is_dir():
         kind: Kind = "run" if (path / TRAINING_CONFIG).is_file() else "checkpoint"
-        label = path.name
+        label = run_label(path)
     elif path.parent.name == "snapshots":
         kind, label = "snapshot", f"{run.name}/{path.name}"
     else:
         kind, label = "archive", path.name
     return Target(path=path, kind=kind, label=label, info=info, run=run if run is not None else path)
+
+
+def run_label(path: Path) -> str:
+    """A checkpoint's label outside the team layouts: its path from its run's parent (`<project>/<run>/<name>`),
+    so two runs' `epoch_3` are two labels."""
+    return "/".join(path.parts[-3:])
 
 
 def _recorder_step(info: CheckpointInfo) -> bool:

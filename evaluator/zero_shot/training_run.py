@@ -40,6 +40,10 @@ class HoldoutPlan:
     config: dict[str, Any] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # each setting: the file and key (or option) it came from
     content: bytes | None = field(default=None, repr=False)  # the data's bytes, read once: hashed and scored
+    # a team that scores one stream in windows of seq_len inputs, each window's last target the next one's
+    # first input (every token a target once), rather than in rows of seq_len+1 tokens of their own
+    shifted: bool = False
+    bos: bool = False  # each document begins with the tokenizer's BOS (before its tokens and the EOS after them)
 
     @property
     def data_sha256(self) -> str:

@@ -20,6 +20,15 @@ from tests.conftest import CORPUS
 RCP_LOG = CORPUS / "qwen35_397b_grpo_rcp" / "GBS256" / "seed_1.out"
 
 
+def team_birch(path: Path) -> None:
+    """A dense team's repository outside the FSDP2 layouts (tests/fixtures/team_birch, with its declaration),
+    and the project's shipped task records as `<task>.jsonl` exports under its eval/tasks/."""
+    from tests.fixtures import team_tree
+
+    shutil.copytree(team_tree.REPO / "tests/fixtures/team_birch", path, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(team_tree.REPO / "evaluator/harness/tasks/data", path / "eval/tasks")
+
+
 def crashed(path: Path) -> None:
     """A run whose writer was killed mid-append: four complete events, then half of the fifth."""
     from recorder.reader import read_run
@@ -339,6 +348,7 @@ SCENARIOS: dict[str, Callable[[Path], None]] = {
     "hf-series-18-20": hf_series_18_20,
     "command-evaluator": command_evaluator,
     "command-evaluator-slow-18": command_evaluator_slow_18,
+    "team-birch": team_birch,
 }
 
 

@@ -111,12 +111,15 @@ def _run(team: Path, hf_cache: Path, paths: list[Path], **kw: object) -> tuple[Z
     return zero_shot(paths, options, echo=lines.append), "\n".join(lines)
 
 
-def test_a_factory_with_no_capacity_switch_is_refused_naming_the_ways(team: Path, hf_cache: Path) -> None:
+def test_an_moe_factory_with_no_capacity_switch_fails_naming_the_ways(team: Path, hf_cache: Path) -> None:
+    # with no switch the model is built as its config says, and the probe finds its rows depend on their batch
     _declare(team, DECLARED.replace('[tool.recorder.capacity]\nconfig = "moe_capacity"\n', ""))
-    done = _cli(str(team / "archive/ckpt_E2"), "--hf-cache", str(hf_cache), "--tasks", "piqa", cwd=team)
-    message = _refused(done)
-    assert "models.variant:build_by_config takes no `capacity` argument" in message
-    assert "[tool.recorder.capacity]" in message and "--moe-capacity" in message
+    done = _cli(str(team / "archive/ckpt_E2"), "--hf-cache", str(hf_cache), "--tasks", "piqa", "--holdout", "off",
+                cwd=team)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    [line] = [x for x in done.stdout.splitlines() if ": failed: " in x]
+    assert "models.variant:build_by_config: with no capacity switch declared" in line
+    assert "[tool.recorder.capacity]" in line and "--moe-capacity" in line and "Traceback" not in done.stderr
     assert not (team / "archive/ckpt_E2/eval_results").exists()
 
 

@@ -71,7 +71,8 @@ def test_ctrl_c_keeps_the_finished_checkpoints_and_says_how_to_go_on(
         assert sorted(p.name for p in folder.iterdir()) == ["eval.log", "results.json", "summary.txt"]
         assert str(folder) in said[0]
     left = [p for p, label in zip(paths, ["run/step_10", "run/step_20", "run"], strict=True) if label not in finished]
-    assert said[0].endswith(f"run recorder zero-shot {' '.join(map(str, left))} (with the same options)"), said[0]
+    rest = f"--limit 1 --hf-cache {hf_cache} --workers {workers} -o {out}"
+    assert said[0].endswith(f"run recorder zero-shot {' '.join(map(str, left))} {rest}"), said[0]
     assert _group_gone(pgid), "a process of the interrupted command is still running"
 
 

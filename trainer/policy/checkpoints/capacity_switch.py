@@ -25,6 +25,9 @@ WAYS = (
 )
 
 
+NULL = "null"  # TOML has no null: an `on` or `off` written "null" is Python's None (a limit of None: no limit)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CapacitySwitch:
     """One way the factory's model turns its MoE capacity on or off, and where that was learnt."""
@@ -122,7 +125,7 @@ def switch_of(spec: Any, source: str) -> CapacitySwitch:
         # `__init__`, `_apply`, `__class__`: every module has them, and calling or setting one rebuilds or
         # breaks the module instead of switching its capacity
         raise ModelCodeError(f"{source}: capacity {kind} {name!r}: a public name (letters, digits, _; not a leading _)")
-    on, off = spec.get("on", True), spec.get("off", False)
+    on, off = (None if v == NULL else v for v in (spec.get("on", True), spec.get("off", False)))
     if on == off:
         raise ModelCodeError(f"{source}: capacity on and off are both {on!r}")
     return CapacitySwitch(kind=kind, name=name, on=on, off=off, source=source)

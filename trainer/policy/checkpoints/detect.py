@@ -72,6 +72,7 @@ class CheckpointInfo:
     read_files: tuple[Path, ...] = ()  # other files detection read that decide what is loaded (config.yaml)
     # iteration folders beside the one that holds the checkpoint (an older save's, a copy): never read
     passed_over: tuple[Path, ...] = ()
+    state_key: str | None = None  # a torch.save file: the entry of its dict that holds the model's state dict
 
     def companion_files(self) -> list[Path]:
         """The files besides the weights that loading reads: a NeMo-RL step's config.yaml (it names the base
@@ -153,6 +154,18 @@ def detect_hf(path: Path) -> CheckpointInfo | None:
         tokenizer_dir=dirs.tokenizer,
         weights_dir=dirs.model,
     )
+
+
+def detect_safetensors(path: Path) -> CheckpointInfo | None:
+    """Safetensors weights with no config.json (a team's epoch directory: `model.safetensors` and its own meta
+    file): the model's config is the team's, named by its declaration."""
+    if any(path.glob("config.json")) or not any(path.glob("*.safetensors")):
+        return None
+    run = path.parent
+    return CheckpointInfo(
+        path=path, format="safetensors-dir", step=_step(path.name), world_size=None, source_run=None, config={},
+        tokenizer_dir=tokenizer_dir_in([path, path / "tokenizer", run, run / "tokenizer"]), weights_dir=path,
+    )  # fmt: skip
 
 
 def _dcp(path: Path) -> CheckpointInfo:
@@ -293,6 +306,11 @@ def _ranks(path: Path) -> int | None:
 def _run_of(path: Path) -> Path | None:
     """The run directory of a checkpoint under `<run>/checkpoints/`."""
     return path.parent.parent if path.parent.name == "checkpoints" else None
+
+
+def tokenizer_dir_in(places: list[Path]) -> Path | None:
+    """The first of `places` holding tokenizer files."""
+    return _tokenizer_dir(places)
 
 
 def _tokenizer_dir(places: list[Path]) -> Path | None:

@@ -139,7 +139,30 @@ def _accepted_file(file: Path) -> bool:
         return False
     if tree_import.in_registered_tree(path):
         return False  # the tree's modules run through the source-only loader, or not at all
-    return any(place in path.parents for place in _places())
+    return any(place in path.parents for place in _places()) or recorded_by_a_distribution(path)
+
+
+def recorded_by_a_distribution(path: Path) -> bool:
+    """Whether `path` (resolved) is a file an installed distribution's RECORD lists, under the directory of
+    `sys.path` it was installed into: a library installed beside the environment (`pip install --target DIR`,
+    DIR on PYTHONPATH), with its name and version in its metadata, as much an installed library as
+    site-packages'."""
+    for entry in sys.path:
+        base = Path(entry or ".").resolve()
+        if base in path.parents and path.relative_to(base).as_posix() in _recorded(base):
+            return True
+    return False
+
+
+@cache
+def _recorded(base: Path) -> frozenset[str]:
+    """The files the distributions installed in `base` record (their RECORD), relative to `base`."""
+    from importlib.metadata import distributions
+
+    found: set[str] = set()
+    for dist in distributions(path=[str(base)]):
+        found.update(str(f) for f in dist.files or ())
+    return frozenset(found)
 
 
 @cache

@@ -68,6 +68,11 @@ def safetensors_file(info: CheckpointInfo) -> list[Path]:
     return [info.weights_dir / "model.safetensors"]
 
 
+def safetensors_files(info: CheckpointInfo) -> list[Path]:
+    """A directory's safetensors files (a team's epoch directory: its weights, with no config.json)."""
+    return sorted(info.weights_dir.glob("*.safetensors"))
+
+
 def hf_files(info: CheckpointInfo) -> list[Path]:
     """A Hugging Face directory's safetensors files (one, or the shards its index names)."""
     from trainer.policy.checkpoints.hf_checkpoint import find_dirs

@@ -214,6 +214,8 @@ def check_inside(root: Path, names: set[str]) -> None:
         path = Path(file).resolve()
         if root in path.parents or any(place in path.parents for place in allowed):
             continue
+        if exec_audit.recorded_by_a_distribution(path):  # installed beside the environment, on PYTHONPATH
+            continue
         raise ModelCodeError(
             f"module {name} is imported from {file}, outside --model-code {root} and not an installed library: "
             "the model would run code its provenance does not record; move it into the tree (or install it)"

@@ -26,8 +26,10 @@ from trainer.policy.checkpoints.detect import (
     detect_hf,
     detect_mcore,
     detect_recorder,
+    detect_safetensors,
 )
 from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+from trainer.policy.checkpoints.torch_save_file import detect_torch_save, read_torch_save, torch_save_files
 from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
@@ -84,6 +86,22 @@ RECORDER = Reader(
     sharded=False,
     run_step=True,
 )
+SAFETENSORS_DIR = Reader(
+    name="safetensors-dir",
+    expects="*.safetensors without config.json (a team's weights: its declaration names the config)",
+    detect=detect_safetensors,
+    shard_files=load.safetensors_files,
+    read=load.read_safetensors,
+    sharded=False,
+)
+TORCH_SAVE = Reader(
+    name="torch-save",
+    expects="a torch.save file (.pt, .pth, .ckpt, .bin)",
+    detect=detect_torch_save,
+    shard_files=torch_save_files,
+    read=read_torch_save,
+    sharded=False,
+)
 HUGGING_FACE = Reader(
     name="hf-safetensors",
     expects="config.json with *.safetensors (Hugging Face)",
@@ -105,8 +123,8 @@ def detect(path: Path, source: ModelSource | None = None) -> CheckpointInfo:
     most specific layout first); CheckpointError naming the path and what each reader expects. `source`: the
     config and tokenizer of a checkpoint that holds neither (a NeMo-RL Megatron step)."""
     path = Path(path)
-    if not path.is_dir():
-        raise CheckpointError(f"{path}: no such checkpoint directory")
+    if not path.is_dir() and not path.is_file():
+        raise CheckpointError(f"{path}: no such checkpoint directory or file")
     rows = all_readers()
     for row in rows:
         info = row.detect(path, source) if row.takes_source else row.detect(path)

@@ -1,0 +1,145 @@
+"""The holdout check of a checkpoint outside the team layouts (docs/zero-shot.md, "A checkpoint of any
+layout"): its settings are values, or key paths in the run's config file, that `[tool.recorder.holdout]`
+names (nothing is assumed: each is declared), and the loss it logged is a line of its metrics log, a JSON-lines
+file beside the weights or in the directory above, whose `log_loss` key holds the loss at its `log_step`.
+
+    [tool.recorder.holdout]
+    seq_len = "validation.seq_len"     tokens = "validation.token_budget"   batch_rows = 16
+    val_path = "data.val_file"         param_dtype = "fp32"                 world_size = 1
+    log = "metrics.jsonl"              log_step = "step"                    log_loss = "val_loss"
+    windows = "shifted"                bos = false
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from evaluator.zero_shot.declaration import Declaration, lookup
+from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.plain_checkpoint import PlainCheckpoint
+from evaluator.zero_shot.reference import LoggedLoss
+from evaluator.zero_shot.team_config import PARAM_DTYPES
+from evaluator.zero_shot.training_run import HoldoutPlan
+from recorder.user_paths import user_path
+
+TABLE = "[tool.recorder.holdout]"
+NUMBERS = ("seq_len", "tokens", "batch_rows", "world_size")
+
+
+def plain_holdout_plan(
+    plain: PlainCheckpoint, declaration: Declaration, *, world_size: int | None, data: Path | None, bases: list[Path]
+) -> HoldoutPlan:
+    """How the team's training computed its validation loss; ZeroShotInputError naming the entry to declare."""
+    declared, sources = declaration.holdout, dict[str, str]()
+
+    def setting(name: str) -> Any:
+        value, sources[name] = _setting(plain, declaration, name)
+        return value
+
+    seq_len, tokens, batch_rows = (_whole(setting(n), n, sources) for n in ("seq_len", "tokens", "batch_rows"))
+    if world_size is not None:
+        world, sources["world_size"] = world_size, "--train-world-size"
+    else:
+        world = _whole(setting("world_size"), "world_size", sources)
+    if data is not None:
+        val, sources["val_path"] = data.resolve(), "--holdout-data"
+    else:
+        val = _found(str(setting("val_path")), bases, f"{sources['val_path']} (val_path)")
+    dtype = str(setting("param_dtype"))
+    if dtype not in PARAM_DTYPES:
+        raise ZeroShotInputError(f"{sources['param_dtype']}: param_dtype {dtype!r}: one of {', '.join(PARAM_DTYPES)}")
+    if tokens < seq_len * world:
+        raise ZeroShotInputError(f"{declaration.where}: holdout tokens {tokens} is less than one row per rank")
+    return HoldoutPlan(
+        data=val, seq_len=seq_len, tokens=tokens, world_size=world, batch_rows=batch_rows,
+        dtype=PARAM_DTYPES[dtype], capacity=True, config=dict(plain.config), sources=sources,
+        shifted=declared.get("windows") == "shifted", bos=bool(declared.get("bos", False)),
+    )  # fmt: skip
+
+
+def logged_validation_loss(plain: PlainCheckpoint, declaration: Declaration, step: int | None) -> LoggedLoss:
+    """The loss the training logged at `step` in the declared metrics log; ZeroShotInputError naming the
+    file, the keys and the steps it holds otherwise."""
+    declared = declaration.holdout
+    name, loss_key = declared.get("log"), declared.get("log_loss")
+    if not isinstance(name, str) or not isinstance(loss_key, str):
+        raise ZeroShotInputError(
+            f"{declaration.where}: no metrics log to check the holdout loss against: declare {TABLE} log = 'FILE' "
+            "(JSON lines) and log_loss = 'KEY' (and log_step, default 'step'), or run with --holdout off or record"
+        )
+    step_key = str(declared.get("log_step", "step"))
+    home = plain.info.path if plain.info.path.is_dir() else plain.info.path.parent
+    file = _found(name, [home, home.parent], f"{declaration.where} holdout.log")
+    logged = _losses(file, step_key, loss_key)
+    if step is None or step not in logged:
+        steps = ", ".join(map(str, sorted(logged))) or "none"
+        raise ZeroShotInputError(
+            f"{file}: no {loss_key} at {step_key} {step} (logged at: {steps}): evaluate a checkpoint of a logged "
+            "step, or use --holdout record"
+        )
+    return LoggedLoss(value=logged[step], step=step, source=file)
+
+
+def _losses(file: Path, step_key: str, loss_key: str) -> dict[int, float]:
+    """{step: loss} of the lines that hold both keys (a training log mixes other lines in)."""
+    from recorder.untrusted_files import JSON_LIMIT, IrregularFileError, read_bounded
+
+    try:
+        text = read_bounded(file, JSON_LIMIT, "metrics log", follow=True).decode("utf-8")
+    except (OSError, IrregularFileError, UnicodeDecodeError) as e:
+        raise ZeroShotInputError(f"{file}: cannot read the metrics log ({e})") from e
+    out: dict[int, float] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            row = json.loads(line) if line.strip() else {}
+        except ValueError as e:
+            raise ZeroShotInputError(f"{file}:{number}: not a JSON object ({e})") from e
+        if not isinstance(row, dict) or loss_key not in row or step_key not in row:
+            continue
+        step, loss = row[step_key], row[loss_key]
+        if isinstance(step, bool) or not isinstance(step, int) or not isinstance(loss, (int, float)):
+            raise ZeroShotInputError(
+                f"{file}:{number}: {step_key} {step!r}, {loss_key} {loss!r}: not a step and a loss"
+            )
+        if not math.isfinite(loss) or loss < 0:
+            raise ZeroShotInputError(f"{file}:{number}: {loss_key} {loss!r} is not a loss")
+        out[step] = float(loss)
+    return out
+
+
+def _setting(plain: PlainCheckpoint, declaration: Declaration, name: str) -> tuple[Any, str]:
+    declared = declaration.holdout.get(name)
+    literal = name in NUMBERS and isinstance(declared, int) and not isinstance(declared, bool)
+    if literal or (name == "param_dtype" and declared in PARAM_DTYPES):
+        return declared, f"{declaration.where} holdout.{name}"
+    if not isinstance(declared, str) or plain.config_file is None:
+        raise ZeroShotInputError(
+            f"{declaration.where}: no holdout {name}: declare it, {TABLE} {name} = 'KEY.PATH' in config_file"
+            + ("" if name == "val_path" else " or the value")
+            + ", or run with --holdout off"
+        )
+    found, value = lookup(plain.config, declared)
+    if not found or value is None:
+        raise ZeroShotInputError(f"{plain.config_file}: no holdout {name} at {declared} (declared in {TABLE})")
+    return value, f"{plain.config_file} {declared}"
+
+
+def _whole(value: Any, name: str, sources: dict[str, str]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ZeroShotInputError(f"{sources[name]}: holdout {name} {value!r} is not a positive whole number")
+    return value
+
+
+def _found(value: str, bases: list[Path], where: str) -> Path:
+    named = user_path(value)
+    places = [named] if named.is_absolute() else [b / named for b in bases]
+    hit = next((p for p in places if p.is_file()), None)
+    if hit is None:
+        raise ZeroShotInputError(
+            f"{where}: {value!r} not found (tried {', '.join(map(str, places))}): pass --holdout-data FILE, or "
+            "--holdout off"
+        )
+    return hit.resolve()

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from mlperf_logging import mllog
 
-from recorder.catalogue import critical_kinds
-from recorder.log import LogWriter
-from recorder.run import RunDir
 from recorder.signing import generate, load_signer
+from recorder.store.catalogue import critical_kinds
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
 
 CORPUS_LOG = Path(__file__).resolve().parents[2] / "shared/corpus/qwen35_397b_grpo_rcp/GBS256/seed_1.out"
 KIND_OF = {

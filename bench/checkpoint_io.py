@@ -4,7 +4,7 @@ Writes one checkpoint of `--size-gb` GB in `--shards` shards twice, in a tempora
 (FileSystemWriter, one file per tensor) and as Hugging Face safetensors shards. Then, per format, in
 alternating rounds (so machine drift hits both alike): the plain load (`torch.distributed.checkpoint.load`
 into preallocated tensors, no process group; `safetensors.torch.load_file` per shard, each tensor copied out
-of its mapping as a load into a model copies it) and ours (trainer.policy.checkpoints.load_state_dict: every
+of its mapping as a load into a model copies it) and ours (recorder.checkpoints.readers.load_state_dict: every
 shard hashed while it is read and checked against the committed manifest, DCP's .metadata through the
 allow-listing unpickler). Prints the best wall and CPU seconds of each and the ratio ours / plain.
 
@@ -90,7 +90,7 @@ def plain_safetensors(path: Path) -> Callable[[], object]:
 
 
 def ours(path: Path) -> Callable[[], object]:
-    from trainer.policy.checkpoints import detect, load_state_dict
+    from recorder.checkpoints.readers import detect, load_state_dict
 
     info = detect(path)
     _, expected = load_state_dict(info, dtype="bf16")  # the commit's manifest

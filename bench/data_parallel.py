@@ -26,8 +26,8 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from trainer.config import load_config
 
 

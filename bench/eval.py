@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from evaluator.cluster.workers import LocalWorkers, Workers, start_workers
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
-from evaluator.workers import LocalWorkers, Workers, start_workers
 
 
 def train_default(root: Path) -> Path:

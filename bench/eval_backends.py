@@ -61,9 +61,9 @@ def make_series(root: Path, model: str) -> Path:
 
 
 def ours(run: Path, spec: Path, tasks: int | None, batch_size: int, threads: int) -> Side:
+    from evaluator.cluster.workers import LocalWorkers, Workers
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
-    from evaluator.workers import LocalWorkers, Workers
 
     def factory(n: int, address: str | None) -> Workers:
         return LocalWorkers(threads)
@@ -93,7 +93,7 @@ def lm_eval_hf(series: Path, spec_path: Path, tasks: int | None, batch_size: int
     from lm_eval.models.huggingface import HFLM
 
     from evaluator.passk import pass_at_k, sample_plan
-    from trainer.policy.checkpoints.hf_checkpoint import find_dirs, load_hf_checkpoint
+    from recorder.checkpoints.hugging_face.hf_checkpoint import find_dirs, load_hf_checkpoint
     from trainer.policy.taskspec import load_spec
 
     torch.set_num_threads(threads)
@@ -170,7 +170,7 @@ def run_vllm_side(run: Path, spec: Path, tasks: int) -> None:
 
 def measure(args: Any, tmp: Path) -> list[Side]:
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
     from trainer.policy.taskspec import shipped
 
     args.threads = args.threads or (os.cpu_count() or 1)

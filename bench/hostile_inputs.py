@@ -84,7 +84,7 @@ def load() -> str:
 CHUNKS = (
     "import sys, time\n"
     "from tests.kit.hostile_inputs import staircase_chunks\n"
-    "from trainer.policy.checkpoints.chunk_cover import check_cover\n"
+    "from recorder.checkpoints.torch_dcp.chunk_cover import check_cover\n"
     "size, chunks = staircase_chunks(int(sys.argv[1]) // 2)\n"
     "t = time.perf_counter(); check_cover('.metadata', 'w', size, chunks)\n"
     "print(len(chunks), 'chunks checked in', round(time.perf_counter() - t, 3), 's')\n"

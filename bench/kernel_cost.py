@@ -17,7 +17,7 @@ pin_cpu_kernels(wants_pinned("tiny", "torch"))  # the tiny model, as the trainer
 
 import torch  # noqa: E402  (after the pin: the kernels are chosen when torch loads)
 
-from trainer.grpo import build_batch, token_logprobs  # noqa: E402
+from trainer.learning.grpo import build_batch, token_logprobs  # noqa: E402
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer  # noqa: E402
 from trainer.policy.task import dev_tasks, warmup_tasks  # noqa: E402
 from trainer.warmup import pass_at_k  # noqa: E402

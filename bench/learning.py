@@ -90,7 +90,7 @@ def train_and_score(
 def score_run(run_path: Path) -> dict[str, Any]:
     """Scores of a run's warm-up init and checkpoints in the run's float order (a pinned run pinned, as the
     evaluator does, before torch loads), with the digests of the weights scored."""
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
     from trainer.policy.kernels import pin_cpu_kernels, recorded_pinned
 
     events = read_run(run_path).events
@@ -98,7 +98,7 @@ def score_run(run_path: Path) -> dict[str, Any]:
     pin_cpu_kernels(recorded_pinned(opened.data["provenance"]))
     from safetensors.torch import load_file
 
-    from trainer.policy.checkpoints.files import load_checkpoint
+    from recorder.checkpoints.recorder_format import load_checkpoint
     from trainer.policy.task import validation_tasks
     from trainer.warmup import pass_at_k
 

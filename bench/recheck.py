@@ -1,5 +1,5 @@
 """Bench: what re-deriving a run's derived/scores.jsonl costs per event, the number behind
-replay.scores_check.RECHECK_EVENTS (the budget `recorder runs` and `recorder report` share).
+replay.scorekeeping.scores_check.RECHECK_EVENTS (the budget `recorder runs` and `recorder report` share).
 
     PYTHONPATH=. python bench/recheck.py [--events 30000] [--repeat 3]
 
@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import report as builder  # bench/report.py: the synthetic run's builder
 
-from recorder.reader import read_run
-from replay.scores import write_scores
-from replay.scores_check import RECHECK_EVENTS, recheck_shown
+from recorder.store.reader import read_run
+from replay.scorekeeping.scores import write_scores
+from replay.scorekeeping.scores_check import RECHECK_EVENTS, recheck_shown
 
 
 def main() -> None:

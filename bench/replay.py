@@ -28,8 +28,8 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
-from recorder.events import Event  # noqa: E402
-from replay.check import compliance, mlperf_logging_version  # noqa: E402
+from recorder.store.events import Event  # noqa: E402
+from replay.checkers.check import compliance, mlperf_logging_version  # noqa: E402
 from replay.derive import derive_run  # noqa: E402
 
 S = 1_000_000_000
@@ -168,7 +168,7 @@ def _ours(folder: Path, root: Path) -> float | None:
     """`recorder import` of a result folder, then `recorder score` of its runs (in process)."""
     from recorder.adapters.mllog_import import import_file
     from recorder.adapters.result_folder import read_result_folder
-    from replay.score_runs import score_runs
+    from replay.scorekeeping.score_runs import score_runs
 
     found = read_result_folder(folder)
     made = [import_file(f, root, None, "5.1.0", found.result_set).run.path for f in found.files]
@@ -207,7 +207,7 @@ def _warm(_: int) -> None:
     import mlperf_logging.result_summarizer.result_summarizer  # noqa: F401
 
     import recorder.adapters.result_folder  # noqa: F401
-    import replay.score_runs  # noqa: F401
+    import replay.scorekeeping.score_runs  # noqa: F401
 
 
 def bench_import_score(runs: int, corpus: Path, workers: int) -> None:

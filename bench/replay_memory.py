@@ -25,7 +25,7 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
-from recorder.kinds import (  # noqa: E402
+from recorder.store.kinds import (  # noqa: E402
     BlockStart,
     BlockStop,
     CheckpointCommitted,
@@ -37,8 +37,8 @@ from recorder.kinds import (  # noqa: E402
     TrainStop,
     WeightUpdate,
 )
-from recorder.log import LogWriter  # noqa: E402
-from recorder.run import RunDir  # noqa: E402
+from recorder.store.log import LogWriter  # noqa: E402
+from recorder.store.run import RunDir  # noqa: E402
 from tests.kit.synthetic import T0, S, record_evals  # noqa: E402
 
 GBS = 256
@@ -47,13 +47,13 @@ GBS = 256
 REPLAY = """
 import resource, sys, time
 t = time.perf_counter()
-from recorder.run import derived_dir, write_derived
+from recorder.store.run import derived_dir, write_derived
 from replay.derive import derive_from
 from replay.rulesets import get_known
 from replay.run_scan import scan_run
-from replay.scores import compute_scores, write_rows
+from replay.scorekeeping.scores import compute_scores, write_rows
 from replay.source import Streamed
-from replay.preflight import verified
+from replay.checkers.preflight import verified
 problems, report = verified(sys.argv[1], False)
 scan = scan_run(Streamed(report.run))
 d = derive_from(scan.timeline, scan.source, get_known("6.1.0"), "official")

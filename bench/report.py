@@ -14,7 +14,7 @@ of the run (it runs mlperf-logging's RCP checker on the 90 MB mllog once; the ve
 derived/rcp.json, as `recorder replay --check` keeps it), the median of --repeat later ones, and the peer:
 `recorder query` counting the run's events (the same start-up, the history views, one pass over the
 events). A compacted run is not re-verified by the report (compaction verified it), nor, past the
-re-derivation budget (replay.scores_check.RECHECK_EVENTS, 100,000 events),
+re-derivation budget (replay.scorekeeping.scores_check.RECHECK_EVENTS, 100,000 events),
 its scores file re-derived; the page says both.
 """
 
@@ -35,11 +35,11 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE] + [str(_HERE.parent)]
 
 from recorder.history.compact import compact_run, fresh_manifest  # noqa: E402
-from recorder.log import LogWriter  # noqa: E402
-from recorder.reader import read_run  # noqa: E402
-from recorder.run import RunDir  # noqa: E402
+from recorder.store.log import LogWriter  # noqa: E402
+from recorder.store.reader import read_run  # noqa: E402
+from recorder.store.run import RunDir  # noqa: E402
 from replay.derive import derive_run  # noqa: E402
-from replay.scores import write_scores  # noqa: E402
+from replay.scorekeeping.scores import write_scores  # noqa: E402
 
 LIMIT_S, LIMIT_MB = 5.0, 5.0
 

@@ -161,7 +161,7 @@ def main() -> None:
     from gpu_workload import BOS, build_hf_tokenizer, build_model, prompt_texts
     from trainer_vs_trl import SHAPES
 
-    from trainer.grpo import token_logprobs
+    from trainer.learning.grpo import token_logprobs
     from trainer.policy.sampling import generate_ids
     from trainer.policy.tokenizer import HFTokenizer
 

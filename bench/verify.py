@@ -28,8 +28,8 @@ print(s, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def record(root: Path, mb: int) -> Path:
-    from recorder.log import LogWriter
-    from recorder.run import RunDir
+    from recorder.store.log import LogWriter
+    from recorder.store.run import RunDir
 
     run = RunDir.create(root, "big")
     blob = "x" * (1 << 20)

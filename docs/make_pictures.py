@@ -14,9 +14,9 @@ import tempfile
 from pathlib import Path
 
 from recorder.adapters.mllog_import import import_file
-from recorder.log import LogWriter
-from recorder.run import RunDir
-from replay.scores import write_scores
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
+from replay.scorekeeping.scores import write_scores
 from tests.kit.synthetic import S, record_worked_example
 
 DOCS = Path(__file__).resolve().parent

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from recorder.evaluations import benchmark_score, evaluation_order
-from recorder.events import Event
-from recorder.kinds import EvalFailed
 from recorder.rules import passes
+from recorder.store.events import Event
+from recorder.store.kinds import EvalFailed
 
 EVAL_KINDS = ("eval_start", "eval_result", "eval_stop", "eval_failed")
 # Zero-shot sessions (evaluator/harness) write eval events under their own writer: they are not attempts at

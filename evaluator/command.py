@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 from evaluator.committed import CommittedCheckpoint, resolve
 from evaluator.errors import CommandFailed
 from evaluator.results_files import results_dir, write_results
-from recorder.kinds import EvalResult
 from recorder.provenance import provenance
 from recorder.results.evaluation import CommandCheckpoint, CommandResults
+from recorder.store.kinds import EvalResult
 
 if TYPE_CHECKING:
     from evaluator.run_facts import RunFacts

@@ -13,10 +13,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from evaluator.errors import SeriesError, UnsafePathError
-from recorder.checkpoint_formats import CheckpointFormat, recorded_format
-from recorder.events import Event
-from recorder.kinds import CheckpointCommitted
+from recorder.checkpoints.formats import CheckpointFormat, recorded_format
 from recorder.rules import series_problems, validation_start_step
+from recorder.store.events import Event
+from recorder.store.kinds import CheckpointCommitted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,8 +31,8 @@ class CommittedCheckpoint:
     weight_update_ns: int | None
     fingerprint: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
-    format: CheckpointFormat | None = None  # a row of recorder.checkpoint_formats; None: the trainer's own file
-    manifest: dict[str, Any] | None = None  # every shard's digest (trainer.policy.checkpoints.manifest)
+    format: CheckpointFormat | None = None  # a row of recorder.checkpoints.formats; None: the trainer's own file
+    manifest: dict[str, Any] | None = None  # every shard's digest (recorder.checkpoints.manifest)
     segment: str = ""
     seq: int = -1
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evaluator.cluster.workers import Workers
 from evaluator.committed import CommittedCheckpoint, resolve
 from evaluator.errors import (
     CheckpointRefused,
@@ -32,12 +33,9 @@ from evaluator.passk import SEED_DOMAIN, pass_at_k, sample_plan
 from evaluator.results_files import Sample, results_dir, sample_rows, task_set_sha256, write_results
 from evaluator.scoring import Generation, Loading
 from evaluator.settings import Dtype, Options, RunEvalConfig, eval_dtype, rule_precision, short_dtype
-from evaluator.vllm_backend import VllmWorkers
-from evaluator.workers import Workers
-from recorder.checkpoint_formats import recorded_format
+from evaluator.vllm_engine.vllm_backend import VllmWorkers
+from recorder.checkpoints.formats import recorded_format
 from recorder.interrupts import deferred_interrupts
-from recorder.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
-from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.results.document import Document
 from recorder.results.evaluation import (
@@ -49,6 +47,8 @@ from recorder.results.evaluation import (
     TaskSet,
 )
 from recorder.rules import passes
+from recorder.store.kinds import EvalFailed, EvalResult, EvalStart, EvalStop
+from recorder.store.log import LogWriter
 from trainer.policy import CheckpointError
 from trainer.policy.errors import ModelCodeError, ShardMismatchError, UnsafeMetadataError
 
@@ -58,7 +58,7 @@ ABORTS = (UnsafeMetadataError, ModelCodeError)
 
 if TYPE_CHECKING:
     from evaluator.run_facts import RunFacts
-    from trainer.policy.checkpoints.manifest import Manifest
+    from recorder.checkpoints.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
 

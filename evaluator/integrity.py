@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from evaluator.committed import CommittedCheckpoint
 from evaluator.errors import FingerprintMismatchError, HashMismatchError, MissingCheckpointError
-from recorder.checkpoint_formats import recorded_format
+from recorder.checkpoints.formats import recorded_format
 from trainer.policy.errors import CheckpointError
 
 if TYPE_CHECKING:
-    from trainer.policy.checkpoints.manifest import Manifest
+    from recorder.checkpoints.manifest import Manifest
     from trainer.policy.taskspec import TaskSpec
 
 WEIGHTS_FILE = "model.safetensors"
@@ -53,7 +53,7 @@ def weights_path(directory: Path, cp: CommittedCheckpoint) -> Path:
 
 def _digest(weights: Path) -> tuple[str, int]:
     if weights.is_dir():
-        from recorder.run_files import tree_digest
+        from recorder.store.run_files import tree_digest
 
         return tree_digest(weights)
     return sha256_file(weights), weights.stat().st_size
@@ -95,7 +95,7 @@ def recorded_fingerprint(cp: CommittedCheckpoint) -> tuple[str, float]:
 def fingerprint_texts(cp: CommittedCheckpoint, spec: TaskSpec) -> list[str]:
     """The texts the recorded fingerprint was computed over: the built-in holdout (the trainer's method), or
     the fixed texts or `spec`'s dev split, recognised by their hash; FingerprintMismatchError otherwise."""
-    from trainer.policy.checkpoints.fingerprint import FIXED_TEXTS, METHOD, TEXTS_METHOD, texts_sha256
+    from recorder.checkpoints.fingerprint import FIXED_TEXTS, METHOD, TEXTS_METHOD, texts_sha256
     from trainer.policy.task import holdout_texts
 
     method = cp.fingerprint.get("method")
@@ -137,7 +137,7 @@ def committed_manifest(cp: CommittedCheckpoint, directory: Path) -> Manifest | N
     """The shard digests `cp` was committed with: its manifest, or (the policy's single weights file) that
     file's; None for a commit that recorded only a tree digest (checked by `check_hash`, a read before
     loading). HashMismatchError when the manifest's root is not the commit's sha256."""
-    from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
+    from recorder.checkpoints.manifest import Manifest, ShardDigest
 
     if cp.manifest is None:
         weights_path(directory, cp)  # MissingCheckpointError naming what is gone
@@ -170,8 +170,8 @@ def _present(directory: Path, cp: CommittedCheckpoint) -> None:
 def hash_shards(cp: CommittedCheckpoint, directory: Path, expected: Manifest) -> str:
     """The root of `directory`'s shards, every one checked against `expected` (nothing loaded);
     HashMismatchError naming the shard that differs."""
-    from trainer.policy.checkpoints.readers import detect
-    from trainer.policy.checkpoints.readers import hash_shards as hash_files
+    from recorder.checkpoints.readers import detect
+    from recorder.checkpoints.readers import hash_shards as hash_files
     from trainer.policy.errors import ShardMismatchError
 
     try:

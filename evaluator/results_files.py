@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from recorder import canonical
+from recorder.checkpoints.torch_dcp.fsdp2_layout import step_dir
 from recorder.results.document import Document
 from recorder.results.evaluation import SampleRow
-from recorder.run import RunDir, derived_dir, write_derived
-from recorder.team_layout import step_dir
+from recorder.store import canonical
+from recorder.store.run import RunDir, derived_dir, write_derived
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

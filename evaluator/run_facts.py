@@ -10,13 +10,13 @@ from typing import Any
 from evaluator.committed import CommittedCheckpoint, check_series, committed
 from evaluator.errors import NotEvaluableError, SettingsError, UnverifiedRunError
 from evaluator.settings import RunEvalConfig, run_eval_config
-from recorder.catalogue import may_write
-from recorder.events import Event
-from recorder.kinds import RunOpened
-from recorder.reader import read_run, run_id_from
-from recorder.run import RunDir
+from recorder.store.catalogue import may_write
+from recorder.store.events import Event
+from recorder.store.kinds import RunOpened
+from recorder.store.reader import read_run, run_id_from
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
-from recorder.verify.eval_settings import RecordedEval
+from recorder.verify.facts.eval_settings import RecordedEval
 from trainer.policy.taskspec import BUILTIN_TASK
 
 UNVERIFIED = "UNVERIFIED"
@@ -27,7 +27,7 @@ class RunFacts:
     """What the run's log says that evaluation needs."""
 
     run: RunDir
-    run_id: str  # as the run's own events record it (recorder.reader.run_id_from), never its folder's name
+    run_id: str  # as the run's own events record it (recorder.store.reader.run_id_from), never its folder's name
     events: list[Event]
     global_batch_size: int
     final_step: int | None
@@ -40,7 +40,7 @@ class RunFacts:
 
 def task_path(config: Mapping[str, Any], override: Path | None) -> Path:
     """The task spec to score: the command's, else the one the run trained on (`eval.task` of its config, as
-    recorder.upcast gives it), else the built-in addition."""
+    recorder.store.upcast gives it), else the built-in addition."""
     from trainer.policy.taskspec import shipped
 
     if override is not None:

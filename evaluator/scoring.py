@@ -55,12 +55,12 @@ def chunks(items: list[Any], size: int) -> list[list[Any]]:
 
 
 def load_model(checkpoint_dir: Path, loading: Loading, *, keep_state: bool = False) -> Any:
-    """The checkpoint loaded in `loading.dtype` on `loading.device` (trainer.policy.checkpoints: any format it
+    """The checkpoint loaded in `loading.dtype` on `loading.device` (recorder.checkpoints: any format it
     detects, every shard checked against `loading.expected` while it is read); `keep_state`: with the tensors
     it was loaded from."""
-    from trainer.policy.checkpoints.detect import ModelSource
-    from trainer.policy.checkpoints.evaluable import load_checkpoint
-    from trainer.policy.checkpoints.manifest import Manifest
+    from recorder.checkpoints.detect import ModelSource
+    from recorder.checkpoints.evaluable import load_checkpoint
+    from recorder.checkpoints.manifest import Manifest
 
     return load_checkpoint(
         checkpoint_dir,
@@ -110,11 +110,11 @@ class Scorer:
             self.model, self.tokenizer, self.loaded = loaded.model, loaded.tokenizer, checkpoint_dir
             measured = None
             if texts is not None:
-                from trainer.policy.checkpoints.fingerprint import fingerprint
+                from recorder.checkpoints.fingerprint import fingerprint
 
                 measured = float(fingerprint(self.model, self.tokenizer, texts))
         if first != loading.dtype:
-            from trainer.policy.checkpoints.load import torch_dtype
+            from recorder.checkpoints.load import torch_dtype
 
             self.model = self.model.to(torch_dtype(loading.dtype))
         self.placed = placement(loaded) | {"dtype": loading.dtype}
@@ -127,7 +127,7 @@ class Scorer:
         if not self.team_code:
             yield
             return
-        from trainer.policy.checkpoints import exec_audit
+        from recorder.checkpoints.team_code import exec_audit
 
         with exec_audit.watching():
             yield
@@ -184,7 +184,7 @@ SHORT_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
 def placement(loaded: Any) -> dict[str, Any]:
-    """results.json's account of a loaded checkpoint (trainer.policy.checkpoints.evaluable.Loaded)."""
+    """results.json's account of a loaded checkpoint (recorder.checkpoints.evaluable.Loaded)."""
     out: dict[str, Any] = {
         "dtype": SHORT_DTYPES.get(loaded.dtype, loaded.dtype),
         "device": loaded.device,

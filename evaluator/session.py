@@ -18,18 +18,18 @@ from pathlib import Path
 from typing import Literal
 
 from evaluator.attempts import Attempt, attempts, open_attempts, scored
+from evaluator.cluster.sweep import HandOut, sweep
+from evaluator.cluster.workers import Workers, start_workers
 from evaluator.errors import EvaluatorBusyError, RunNotWritableError
 from evaluator.evaluate import CheckpointEvaluation, Context
 from evaluator.order import arrange
 from evaluator.run_facts import RunFacts, read_facts
 from evaluator.settings import Options, RunEvalConfig
-from evaluator.sweep import HandOut, sweep
-from evaluator.workers import Workers, start_workers
-from recorder.kinds import EvalFailed
-from recorder.log import LogWriter
 from recorder.results.harness import HarnessResults
 from recorder.rules import passes
-from recorder.run import RunDir, derived_dir
+from recorder.store.kinds import EvalFailed
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir, derived_dir
 from trainer.policy.kernels import pin_cpu_kernels, recorded_pinned
 
 WRITER = "evaluator"
@@ -139,8 +139,8 @@ def _backend_workers(options: Options, run: RunDir) -> Callable[[int, str | None
         return start_workers
     import functools
 
-    from evaluator.vllm_backend import VllmParallel, require_vllm, start_vllm_workers
-    from evaluator.vllm_output import vllm_log
+    from evaluator.vllm_engine.vllm_backend import VllmParallel, require_vllm, start_vllm_workers
+    from evaluator.vllm_engine.vllm_output import vllm_log
 
     require_vllm()  # before the lock and any event: exit 2 with how to install it
     parallel = VllmParallel(

@@ -18,7 +18,7 @@ from evaluator.order import Order
 from recorder.rules import recorded_target
 
 if TYPE_CHECKING:
-    from recorder.kinds import RunOpened
+    from recorder.store.kinds import RunOpened
     from trainer.policy.taskspec import TaskSpec
 
 Backend = Literal["torch", "vllm", "command"]
@@ -76,7 +76,7 @@ class Options:
     dtype: Dtype | None = None  # None: the dtype the checkpoint's run rolled out in (the rule's precision)
     device: str = "cpu"
     trust_remote_code: bool = False
-    model_code: Path | None = None  # the team's model code and its factory (trainer.policy.checkpoints.model_code)
+    model_code: Path | None = None  # the team's model code and its factory (recorder.checkpoints.team_code.model_code)
     model_factory: str | None = None
     model_config: Path | None = None  # a Megatron series' Hugging Face config and tokenizer (it holds neither)
     tokenizer: Path | None = None

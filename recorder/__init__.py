@@ -16,12 +16,12 @@ _install_own_packages()
 # The public API, loaded when first used (PEP 562): they bring pyarrow and numpy, which `recorder --help` and
 # most commands' start need not wait for. They import `schemas`, so only after the finder above.
 _EXPORTS = {
-    "Event": "recorder.events",
-    "LogWriter": "recorder.log",
-    "RunLog": "recorder.reader",
-    "TornTail": "recorder.reader",
-    "read_run": "recorder.reader",
-    "RunDir": "recorder.run",
+    "Event": "recorder.store.events",
+    "LogWriter": "recorder.store.log",
+    "RunLog": "recorder.store.reader",
+    "TornTail": "recorder.store.reader",
+    "read_run": "recorder.store.reader",
+    "RunDir": "recorder.store.run",
 }
 __all__ = ["Event", "LogWriter", "RunDir", "RunLog", "TornTail", "read_run"]
 __version__ = "0.1.0"

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from recorder.kinds import EvalResult, RunOpened
 from recorder.rules import TARGET, eval_deviations, is_standard_target, recorded_target
+from recorder.store.kinds import EvalResult, RunOpened
 
 NOT_COMPARABLE = "NOT COMPARABLE"
 

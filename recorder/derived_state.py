@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 from recorder import __version__
 from recorder.errors import RecorderError
-from recorder.run import RunDir, derived_dir, write_derived
-from recorder.untrusted_files import is_regular
+from recorder.store.run import RunDir, derived_dir, write_derived
+from recorder.untrusted.untrusted_files import is_regular
 
 STATE_FILE = "state.json"
 STATE_LIMIT = 4 * 1024 * 1024  # a few hundred bytes per segment and derived file

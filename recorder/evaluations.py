@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from recorder.catalogue import may_write
-from recorder.events import Event
 from recorder.rules import finite_score
+from recorder.store.catalogue import may_write
+from recorder.store.events import Event
 
 BENCHMARK_METRIC = "accuracy"  # the eval_result key of the benchmark's pass@k; other keys are zero-shot tasks
 ZERO_SHOT_WRITER = "harness"  # zero-shot sessions (`recorder eval --harness`): not the benchmark's evaluations

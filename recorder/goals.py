@@ -24,7 +24,7 @@ import yaml
 from recorder import rules
 
 if TYPE_CHECKING:
-    from recorder.kinds import RunOpened
+    from recorder.store.kinds import RunOpened
 
 _NUMBER = r"[0-9]+(?:\.[0-9]+)?"
 _COMPARISON = re.compile(

@@ -10,7 +10,7 @@ What is at the path decides how it is written:
   through, as a shell's `>` writes, and never replaced;
 - anything else (a directory, a block device, a socket): refused, nothing written.
 A write that fails (a full disk, `-o /dev/full`) is a LogWriteError naming the path: exit 1, one line.
-The derived files under a run use the same steps (`recorder.run.write_derived`).
+The derived files under a run use the same steps (`recorder.store.run.write_derived`).
 """
 
 from __future__ import annotations

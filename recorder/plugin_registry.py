@@ -3,7 +3,7 @@ A name is held once: registering one the table already holds is refused (an entr
 first registration is the one every later lookup sees.
 
 An installed package adds entries without any import naming it: each entry point of the table's group (its
-`entry_points.txt`, `[recorder.checkpoint_formats]` for the checkpoint formats) names an object of the entry
+`entry_points.txt`, `[recorder.checkpoints.formats]` for the checkpoint formats) names an object of the entry
 type, loaded once, the first time the table is asked for a name it does not hold or for all its entries. The
 table then holds what every process with that package installed holds.
 

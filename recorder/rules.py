@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from recorder.kinds import RunOpened
+    from recorder.store.kinds import RunOpened
 
 BENCHMARK = "qwen35_397b_grpo"
 RULESET = "6.1.0"

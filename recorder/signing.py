@@ -10,7 +10,7 @@ matches its signature.
 A writer killed before it closes signs nothing at close, so it also signs as it goes: at each fsync (after
 a critical event, and at each group commit) it appends a `chain_signed` record, signed the same way under
 CHAIN_DOMAIN. What a killed writer's segment holds up to its last `chain_signed` is vouched for by the key;
-what follows it is not, and a resuming writer adopts nothing past it (recorder.adoption).
+what follows it is not, and a resuming writer adopts nothing past it (recorder.store.adoption).
 
 What a signature proves: the holder of that private key closed a segment holding exactly these events. It
 does not prove the events are true: a key holder can write, or rewrite and re-sign, its own history.
@@ -243,7 +243,7 @@ def signature_state(
     bad signature. `signed_by`: the key whose signature verified; `opened_with`: the key segment_opened
     recorded (set also for a segment whose writer did not close). `trusted` None: no key was given to trust,
     so a signature is named by its key's fingerprint alone. `adopted_by`: the key whose signed manifest
-    lists this unclosed segment as adopted by a resumed writer (recorder.adoption), as verify accepted it."""
+    lists this unclosed segment as adopted by a resumed writer (recorder.store.adoption), as verify accepted it."""
     if bad:
         return SignatureState("bad signature", False)
     if signed_by is None and adopted_by is not None:

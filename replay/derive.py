@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from mlperf_logging.mllog import constants as C
 
-from recorder import kinds
-from recorder.events import Event
 from recorder.rules import BENCHMARK
+from recorder.store import kinds
+from recorder.store.events import Event
 from replay.errors import (
     InterpretationNotApplicableError,
     LineTooLongError,

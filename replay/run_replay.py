@@ -19,20 +19,20 @@ from typing import Any, Literal
 from recorder.comparability import NOT_COMPARABLE, with_what_judges
 from recorder.errors import InputError, RecorderError
 from recorder.output import output_file, write_output
-from recorder.read_only_runs import writable_run
-from recorder.reader import read_run
 from recorder.rules import BENCHMARK
-from recorder.run import RunDir, derived_dir, write_derived
+from recorder.store.read_only_runs import writable_run
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir, derived_dir, write_derived
 from recorder.verify.proof import proven_by
-from replay.check import CheckResult, compliance_lines, mlperf_logging_version, rcp, rcp_not_run
+from replay.checkers.check import CheckResult, compliance_lines, mlperf_logging_version, rcp, rcp_not_run
+from replay.checkers.preflight import UNTRUSTED, UNVERIFIED, mark_rows, verified
 from replay.derive import Derivation, derive_from
 from replay.errors import NoCheckpointError, NotEvaluatedError, ReplayError, ReplayOutputError
 from replay.interpretations import AS_RECORDED, get_interpretation
-from replay.preflight import UNTRUSTED, UNVERIFIED, mark_rows, verified
 from replay.rulesets import KnownRuleset, get_known, ruleset_for_run
 from replay.run_scan import RunScan, scan_run, scan_verified
-from replay.scores import SCORES_FILE, Outcome, applicable_to, compute_scores, scores_claim, write_rows
-from replay.scores_check import check_scores
+from replay.scorekeeping.scores import SCORES_FILE, Outcome, applicable_to, compute_scores, scores_claim, write_rows
+from replay.scorekeeping.scores_check import check_scores
 from replay.source import InMemory, Streamed
 
 OFFICIAL = "official"
@@ -65,7 +65,7 @@ def _keep_recorded_verdicts(run: RunDir, scan: RunScan, rows: list[dict[str, Any
     """The compliance checker's verdicts an earlier `replay --check` recorded, kept in rows that derive the
     same mllog from the same events (the scores file claims them, under this mlperf-logging): `--compare`
     after `--check` still shows them, and so does the report."""
-    from replay.scores_check import recorded_rows
+    from replay.scorekeeping.scores_check import recorded_rows
 
     if scores_claim(run, scan.heads) != "current":
         return
@@ -171,7 +171,7 @@ def run_checks(
 ) -> list[CheckResult]:
     """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
     RCPs for the benchmark and the division is not open (RCPs bind the closed division only). `kept`: the run
-    and the derived file holding `d`'s lines, whose RCP verdict replay.rcp_cache keeps (`recorder report` reads it).
+    and the derived file holding `d`'s lines, whose RCP verdict replay.checkers.rcp_cache keeps (`recorder report` reads it).
     `mismatch`: why the ruleset does not know the log's benchmark; the checker then cannot run, and says so."""
     benchmark = tl_benchmark or BENCHMARK  # a run that states no benchmark is the recorder's own
     if mismatch is not None:
@@ -183,7 +183,7 @@ def run_checks(
     elif division == "open":
         checks.append(rcp_not_run(known.name, "open division: RCPs bind the closed division only"))
     elif kept is not None:
-        from replay.rcp_cache import cached_rcp
+        from replay.checkers.rcp_cache import cached_rcp
 
         checks.append(cached_rcp(*kept, known.name)[0])
     else:
@@ -368,7 +368,7 @@ def ensure_derived(
     run: RunDir, ruleset: KnownRuleset | None, unverified: list[str], recheck: bool = True
 ) -> DerivedFiles:
     """The run's score rows and derived mllog, written when missing or stale, and the scores re-derived and
-    rewritten when they disagree with the events (when `recheck`: replay.scores_check.RecheckBudget allowed
+    rewritten when they disagree with the events (when `recheck`: replay.scorekeeping.scores_check.RecheckBudget allowed
     it). `unverified`: the problems verify found (the run is then read whole, and its files marked)."""
     name = AS_RECORDED if _is_imported(run) else OFFICIAL
     scores_path = run.derived / SCORES_FILE

@@ -9,13 +9,13 @@ from typing import Any
 
 from recorder.comparability import scored_with, why_not_comparable
 from recorder.evaluations import benchmark_score
-from recorder.events import Event
-from recorder.kinds import EvalResult, PayloadError, RunOpened
-from recorder.reader import TornTail, read_run
 from recorder.rules import recorded_target
-from recorder.segment import skipped_entries
+from recorder.store.events import Event
+from recorder.store.kinds import EvalResult, PayloadError, RunOpened
+from recorder.store.reader import TornTail, read_run
+from recorder.store.segment import skipped_entries
 from recorder.verify import VerifyReport
-from replay.preflight import ClockStep, ClockWatch, Resume
+from replay.checkers.preflight import ClockStep, ClockWatch, Resume
 from replay.source import EventSource, InMemory, Streamed
 from replay.timeline import Timeline, TimelineBuilder
 
@@ -27,11 +27,11 @@ class RunScan:
     source: EventSource
     timeline: Timeline
     resumed: list[Resume]
-    target: float | None  # the pass target its first run_opened recorded (replay.preflight.run_target)
+    target: float | None  # the pass target its first run_opened recorded (replay.checkers.preflight.run_target)
     clock_steps: list[ClockStep]
     imported: bool  # mllog lines and no weight update: as-recorded is its default interpretation
     opened: dict[str, Any]  # its first run_opened's data ({} when none)
-    run_id: str | None  # as its events record it (recorder.reader.run_id_from); None when it has no events
+    run_id: str | None  # as its events record it (recorder.store.reader.run_id_from); None when it has no events
     # each segment's last seq and digest as read: what a derived file records it was derived from
     heads: dict[str, tuple[int, str]] = field(default_factory=dict)
     # how each benchmark result was scored (recorder.comparability.scored_with), distinct settings only

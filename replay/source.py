@@ -8,9 +8,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from recorder.events import Event
-from recorder.reader import stream_events, stream_run
-from recorder.run import RunDir
+from recorder.store.events import Event
+from recorder.store.reader import stream_events, stream_run
+from recorder.store.run import RunDir
 from replay.errors import MissingFactError
 from replay.timeline import StepMetrics
 
@@ -19,7 +19,7 @@ class EventSource(Protocol):
     """A run's events, readable more than once."""
 
     def events(self) -> Iterator[Event]:
-        """Every event, in the order `recorder.reader.read_run` gives them."""
+        """Every event, in the order `recorder.store.reader.read_run` gives them."""
         ...
 
     def segment_events(self, segment: str, kind: str) -> Iterator[Event]:

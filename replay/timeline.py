@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
 
-from recorder import kinds
-from recorder.catalogue import may_write, records_timing_of
 from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER, Performed, benchmark_score, performed
-from recorder.events import Event
-from recorder.reader import run_id_from
 from recorder.rules import recorded_target
+from recorder.store import kinds
+from recorder.store.catalogue import may_write, records_timing_of
+from recorder.store.events import Event
+from recorder.store.reader import run_id_from
 from replay.errors import DuplicateResultError, MissingFactError
 
 # Zero-shot tasks (`recorder eval --harness`) have their own writer (ZERO_SHOT_WRITER): their starts, stops
@@ -354,7 +354,7 @@ class TimelineBuilder:
             gbs = next((c.value for c in configs if c.key == "global_batch_size"), None)
         if gbs is None and self.gbs_line is not None:  # a run recorded by the mllog drop-in holds only its lines
             gbs = self.gbs_line[1]
-        # recorder.reader's one rule for a run's id, over the two events it can pick from
+        # recorder.store.reader's one rule for a run's id, over the two events it can pick from
         run_id = run_id_from(e for e in (opened_event, self.earliest[1] if self.earliest else None) if e) or ""
         ordered_evaluations = [e for _, e in sorted(self.evaluation_events, key=lambda ke: ke[0])]
         evaluations, problems, failed = _evaluations(run_id, ordered_evaluations)

@@ -1,4 +1,4 @@
-"""The event schema and the event catalogue: data files, loaded by `recorder.events`.
+"""The event schema and the event catalogue: data files, loaded by `recorder.store.events`.
 
 They live here, outside any code package, because they are the contract between every writer
 (trainer, evaluator, importers) and every reader (replay, history). Versioned; never edited in place

@@ -83,7 +83,7 @@ BOUND_REASONS: dict[str, str] = {
 class CheckpointSettings:
     sync: bool = False  # true: the loop waits for each save (fsync included)
     max_pending: int = 2  # async: writes in flight before a save blocks the loop
-    # safetensors: one consolidated file; dcp: every rank writes its own shard (trainer/sharded_checkpoint.py);
+    # safetensors: one consolidated file; dcp: every rank writes its own shard (trainer/saving/sharded_checkpoint.py);
     # auto: dcp under torchrun (--nproc > 1), safetensors in one process
     format: Literal["auto", "safetensors", "dcp"] = "auto"
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from recorder.kinds import (
+from recorder.checkpoints.recorder_format import load_checkpoint
+from recorder.store.kinds import (
     NULL,
     BlockStart,
     BlockStop,
@@ -30,21 +31,20 @@ from recorder.kinds import (
     Warmup,
     WeightUpdate,
 )
-from recorder.log import LogWriter
-from recorder.run import RunDir
-from trainer.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_payload
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
 from trainer.config import TrainConfig
 from trainer.device import resolve_device, resolve_dtype, synchronize
-from trainer.distributed import Ranks
 from trainer.errors import CheckpointError, TrainingFailed
-from trainer.policy.checkpoints.files import load_checkpoint
+from trainer.parallel.distributed import Ranks
 from trainer.policy.kernels import pin_cpu_kernels, wants_pinned
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import sample_seed
 from trainer.policy.tokenizer import Tokenizer
 from trainer.resume import ResumePlan, open_resumed_session
 from trainer.rollout import Rollout, TorchRollout
-from trainer.sharded_checkpoint import ShardedCheckpointWriter
+from trainer.saving.checkpoint import CheckpointWriter, SavedCheckpoint, checkpoint_payload
+from trainer.saving.sharded_checkpoint import ShardedCheckpointWriter
 from trainer.start import StartMode, open_fresh_run, start_mode
 from trainer.training_task import TrainingTask, training_task
 from trainer.warmup import WarmupCheck, WarmupResult, warm_start
@@ -94,7 +94,7 @@ class GRPOTrainer:
         task: TrainingTask | None = None,
     ) -> None:
         """`resume`: continue that planned run (trainer/resume.py); `ranks`: this process's place under
-        torchrun (trainer/data_parallel.py). `model`, `tokenizer` and `task` replace what `cfg` names (a bench
+        torchrun (trainer/parallel/data_parallel.py). `model`, `tokenizer` and `task` replace what `cfg` names (a bench
         or a test bringing its own); an injected model gets no warm-up."""
         self.cfg = cfg
         self.model_cfg = model_cfg or ModelConfig(name=cfg.model, init_seed=cfg.seed)
@@ -287,8 +287,8 @@ class GRPOTrainer:
     def train_step(self, step: int) -> StepResult:
         import torch
 
-        from trainer.grpo import build_batch, group_advantages
-        from trainer.update import policy_update
+        from trainer.learning.grpo import build_batch, group_advantages
+        from trainer.learning.update import policy_update
 
         assert self.rollout is not None
         cfg, tok, device = self.cfg, self.tokenizer, self.device

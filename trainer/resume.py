@@ -15,7 +15,7 @@ never overwritten). Replay marks a resumed run: its history is kept, but it is n
 
 A signed run's killed session left its segment unsigned (no closing record, perhaps a torn tail): the
 resumed session, signing with the same key, adopts it up to the killed writer's last signature
-(recorder.adoption) before it writes, so the run verifies under its trust again, and exactly the adopted
+(recorder.store.adoption) before it writes, so the run verifies under its trust again, and exactly the adopted
 bytes are accepted; the unsigned tail is set aside (`.unsigned-tail-<segment>`, named in `set_aside`) and
 nothing is planned from it.
 """
@@ -26,20 +26,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from recorder.adoption import adopt, adoptable, signed_prefix
-from recorder.events import Event
+from recorder.checkpoints.recorder_format import file_sha256
 from recorder.interrupts import deferred_interrupts
-from recorder.kinds import NULL, CheckpointCommitted, InitStart, RunOpened, TrainStop
-from recorder.log import LogWriter
-from recorder.reader import read_run
-from recorder.run import RunDir
 from recorder.signing import signer_from_environment
+from recorder.store.adoption import adopt, adoptable, signed_prefix
+from recorder.store.events import Event
+from recorder.store.kinds import NULL, CheckpointCommitted, InitStart, RunOpened, TrainStop
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 from recorder.verify.summary import SegmentSummary
 from recorder.verify.trust import untrusted_ok_from_environment
 from trainer.config import TrainConfig, config_from_dict
 from trainer.errors import TrainerError
-from trainer.policy.checkpoints.files import file_sha256
 from trainer.policy.kernels import recorded_pinned
 from trainer.start import WRITER, run_opened
 

@@ -119,7 +119,7 @@ class RayRollout:
     def refit(self, model: Any) -> None:
         import ray
 
-        from trainer.checkpoint import snapshot
+        from trainer.saving.checkpoint import snapshot
 
         ref = ray.put(snapshot(model))
         ray.get([w.load.remote(ref) for w in self.workers])

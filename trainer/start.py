@@ -3,7 +3,7 @@
 - `fresh`: a new run. Its folder, segment, `run_opened` and `mllog_config` lines are written together.
 - `resume`: an existing run continued from a committed checkpoint (trainer/resume.py plans it); a new
   segment whose `run_opened` says what was resumed from.
-- `ranks`: a data-parallel rank other than 0 (trainer/data_parallel.py). It records no run events: rank 0
+- `ranks`: a data-parallel rank other than 0 (trainer/parallel/data_parallel.py). It records no run events: rank 0
   opens the run, and the rank learns the folder from it.
 """
 
@@ -15,14 +15,14 @@ from typing import Any, Literal
 
 from recorder.errors import LogWriteError
 from recorder.interrupts import deferred_interrupts
-from recorder.kinds import MllogConfig, RunOpened
-from recorder.log import LogWriter
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK
-from recorder.run import RunDir, new_run
+from recorder.store.kinds import MllogConfig, RunOpened
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir, new_run
 from trainer.config import TrainConfig
-from trainer.distributed import Ranks
 from trainer.mllog_keys import mllog_config_items
+from trainer.parallel.distributed import Ranks
 
 WRITER = "trainer"
 
@@ -56,7 +56,7 @@ def open_fresh_run(cfg: TrainConfig, root: Path, run_id: str | None) -> tuple[Ru
 
     The folder and its first events, or none of them: Ctrl-C here waits until run_opened is recorded, so an
     interrupted run always has the events that say whose it is (and then its train_stop), and a full disk
-    that refuses them leaves no folder (recorder.run.new_run)."""
+    that refuses them leaves no folder (recorder.store.run.new_run)."""
     with deferred_interrupts(), new_run(root, run_id) as run_dir:
         log = LogWriter(run_dir, WRITER)
         try:

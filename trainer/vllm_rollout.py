@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from trainer.checkpoint import snapshot
 from trainer.policy.tokenizer import Tokenizer
+from trainer.saving.checkpoint import snapshot
 
 
 class VllmRollout:

@@ -24,7 +24,7 @@ from typing import Any
 
 from recorder.user_paths import user_path
 from trainer.config import TrainConfig
-from trainer.grpo import build_batch, token_logprobs
+from trainer.learning.grpo import build_batch, token_logprobs
 from trainer.policy.kernels import cpu_model, kernel_set
 from trainer.policy.model import ModelConfig
 from trainer.policy.sampling import generate, sample_seed

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from evaluator.attempts import HARNESS_WRITER, attempts
+from evaluator.cluster.workers import Workers, start_workers
 from evaluator.committed import CommittedCheckpoint, resolve
 from evaluator.evaluate import Context, WrittenResults, evaluate_checkpoint, integrity, scored_checkpoint
 from evaluator.harness.errors import HarnessOptionsError, HarnessUnavailableError
@@ -29,15 +30,14 @@ from evaluator.results_files import results_dir, sha256_text, write_results
 from evaluator.run_facts import read_facts
 from evaluator.session import StepOutcome, close_interrupted, session_lock
 from evaluator.settings import Options
-from evaluator.workers import Workers, start_workers
-from recorder.events import Event
-from recorder.kinds import EvalResult, EvalStart
-from recorder.log import LogWriter
 from recorder.provenance import provenance
-from recorder.reader import recorded_run_id
 from recorder.results.document import ResultsDocError
 from recorder.results.harness import HarnessInfo, HarnessResults, HarnessSettings, HarnessTask
-from recorder.run import RunDir
+from recorder.store.events import Event
+from recorder.store.kinds import EvalResult, EvalStart
+from recorder.store.log import LogWriter
+from recorder.store.reader import recorded_run_id
+from recorder.store.run import RunDir
 
 if TYPE_CHECKING:
     pass  # imports lm-eval: only once it is known to be there
@@ -267,7 +267,7 @@ def _model_notes(directory: Path) -> tuple[int | None, str]:
     import json
 
     from evaluator.harness.loglik import encoding_note
-    from trainer.policy.checkpoints.hf_checkpoint import find_dirs
+    from recorder.checkpoints.hugging_face.hf_checkpoint import find_dirs
 
     if not (directory / "config.json").is_file():  # a Hugging Face layout (NeMo-RL's policy/weights/, ...)
         dirs = find_dirs(directory)

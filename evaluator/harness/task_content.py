@@ -84,7 +84,7 @@ def pins_from_environment() -> dict[tuple[str, str], frozenset[str]]:
 
 def read_pins(path: Path) -> dict[tuple[str, str], frozenset[str]]:
     from evaluator.harness.errors import TaskPinsError
-    from recorder.untrusted_files import IrregularFileError, read_bounded
+    from recorder.untrusted.untrusted_files import IrregularFileError, read_bounded
 
     try:  # bounded: a FIFO is refused at once, /dev/zero by what it is, a giant by its size
         text = read_bounded(path, PINS_LIMIT, "task pins", follow=True).decode("utf-8")

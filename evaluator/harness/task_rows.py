@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.harness.errors import TaskDataError
-from recorder.bounded_documents import unique_keys
-from recorder.untrusted_files import IrregularFileError, read_bounded
+from recorder.untrusted.bounded_documents import unique_keys
+from recorder.untrusted.untrusted_files import IrregularFileError, read_bounded
 
 FILE_LIMIT = 512 * 1024**2  # one file of a task's split; the largest of the seven (HellaSwag) is about 50 MB
 

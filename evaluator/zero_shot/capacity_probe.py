@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from evaluator.harness.model_call import logits as model_logits
-from trainer.policy.checkpoints.capacity_switch import WAYS
+from recorder.checkpoints.capacity_switch import WAYS
 from trainer.policy.errors import ModelCodeError
 
 ROW = 16  # tokens per probe row

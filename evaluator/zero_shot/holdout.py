@@ -18,8 +18,8 @@ from typing import Any
 
 from evaluator.harness.model_call import logits as model_logits
 from evaluator.zero_shot.errors import ZeroShotInputError
-from evaluator.zero_shot.training_run import HoldoutPlan, holdout_bytes
-from recorder.bounded_documents import unique_keys
+from evaluator.zero_shot.origin.training_run import HoldoutPlan, holdout_bytes
+from recorder.untrusted.bounded_documents import unique_keys
 from trainer.policy.tokenizer import Tokenizer
 
 

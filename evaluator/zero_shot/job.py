@@ -15,9 +15,9 @@ from typing import Any
 from evaluator.harness.taskset import TaskData
 from evaluator.zero_shot.errors import HoldoutMismatch
 from evaluator.zero_shot.loading import ModelCode, build, described, holdout_function, provenance, read
-from evaluator.zero_shot.training_run import HoldoutPlan
+from evaluator.zero_shot.origin.training_run import HoldoutPlan
+from recorder.checkpoints.detect import CheckpointInfo
 from recorder.imported_code import imported_environment
-from trainer.policy.checkpoints.detect import CheckpointInfo
 
 # What a worker is doing: (checkpoint label, what it starts now, parts done, parts in all). The parts are
 # loading, the holdout loss (when planned) and each task; "done" when the checkpoint is finished.
@@ -79,7 +79,7 @@ def run_job(job: Job, report: Report | None = None) -> JobResult:
     (exec_audit.py) when its provenance is taken."""
     if job.code.factory is None:
         return _run(job, report)
-    from trainer.policy.checkpoints import exec_audit
+    from recorder.checkpoints.team_code import exec_audit
 
     with exec_audit.watching():
         return _run(job, report)

@@ -1,5 +1,5 @@
 """A checkpoint of any format made ready for the zero-shot job, through the formats' loader
-(trainer/policy/checkpoints/): detected, every shard hashed as it is read (once), and models built from the
+(recorder/checkpoints/): detected, every shard hashed as it is read (once), and models built from the
 weights read: the holdout model as training ran it (its parameter dtype, MoE capacity on) and the scoring
 model (the scoring dtype, capacity off: a sample's score must not depend on its batch)."""
 
@@ -9,12 +9,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from trainer.policy.checkpoints.capacity_switch import CapacitySwitch, FactoryCall
-from trainer.policy.checkpoints.detect import CheckpointInfo
-from trainer.policy.checkpoints.evaluable import load_tokenizer
-from trainer.policy.checkpoints.manifest import Manifest
-from trainer.policy.checkpoints.model_code import CodeProvenance, build_model, code_provenance, load_weights
-from trainer.policy.checkpoints.readers import load_state_dict
+from recorder.checkpoints.capacity_switch import CapacitySwitch, FactoryCall
+from recorder.checkpoints.detect import CheckpointInfo
+from recorder.checkpoints.evaluable import load_tokenizer
+from recorder.checkpoints.manifest import Manifest
+from recorder.checkpoints.readers import load_state_dict
+from recorder.checkpoints.team_code.model_code import CodeProvenance, build_model, code_provenance, load_weights
 from trainer.policy.errors import CheckpointError
 
 
@@ -73,7 +73,7 @@ def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: boo
     """A model of `w` (eval mode) in `dtype` on `device`, with MoE capacity on or off (the team's factory;
     None: as the config builds it)."""
     if code.factory is None:
-        from trainer.policy.checkpoints.model_code import hf_config
+        from recorder.checkpoints.team_code.model_code import hf_config
         from trainer.policy.config_check import check_config_matches_count
 
         shards = [s.path for s in w.manifest.shards if not s.path.endswith(".metadata")]
@@ -99,7 +99,7 @@ def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: boo
 
 def holdout_function(code: ModelCode) -> Any:
     """The team's `--holdout-fn package.module:function`, imported from --model-code."""
-    from trainer.policy.checkpoints.model_code import import_from_tree
+    from recorder.checkpoints.team_code.model_code import import_from_tree
 
     if code.holdout_fn is None:
         return None

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from evaluator.zero_shot.declaration import MODEL_KEY, Declaration, lookup
 from evaluator.zero_shot.errors import ZeroShotInputError
-from recorder.team_layout import STEP_KEYS, meta_int, read_meta
+from evaluator.zero_shot.origin.declaration import MODEL_KEY, Declaration, lookup
+from recorder.checkpoints.detect import CheckpointInfo
+from recorder.checkpoints.torch_dcp.fsdp2_layout import STEP_KEYS, meta_int, read_meta
 from recorder.user_paths import user_path
-from trainer.policy.checkpoints.detect import CheckpointInfo
 
 DECLARE = "in the model code's pyproject.toml [tool.recorder]"
 
@@ -97,7 +97,7 @@ def _read_config(path: Path) -> dict[str, Any]:
 
     import yaml
 
-    from recorder.untrusted_files import JSON_LIMIT, IrregularFileError, read_bounded
+    from recorder.untrusted.untrusted_files import JSON_LIMIT, IrregularFileError, read_bounded
 
     suffix = path.suffix.lower()
     try:
@@ -192,7 +192,7 @@ def _step(info: CheckpointInfo, declaration: Declaration, sources: dict[str, str
 def _saved_step(
     info: CheckpointInfo, declaration: Declaration, keys: tuple[str, ...], sources: dict[str, str]
 ) -> CheckpointInfo:
-    from trainer.policy.checkpoints.torch_save_file import saved_entries, state_dict_of
+    from recorder.checkpoints.torch_save_file import saved_entries, state_dict_of
     from trainer.policy.errors import CheckpointError
 
     try:

@@ -17,12 +17,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from evaluator.zero_shot.declaration import Declaration, lookup
 from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.origin.declaration import Declaration, lookup
+from evaluator.zero_shot.origin.team_config import PARAM_DTYPES
+from evaluator.zero_shot.origin.training_run import HoldoutPlan
 from evaluator.zero_shot.plain_checkpoint import PlainCheckpoint
 from evaluator.zero_shot.reference import LoggedLoss
-from evaluator.zero_shot.team_config import PARAM_DTYPES
-from evaluator.zero_shot.training_run import HoldoutPlan
 from recorder.user_paths import user_path
 
 TABLE = "[tool.recorder.holdout]"
@@ -85,7 +85,7 @@ def logged_validation_loss(plain: PlainCheckpoint, declaration: Declaration, ste
 
 def _losses(file: Path, step_key: str, loss_key: str) -> dict[int, float]:
     """{step: loss} of the lines that hold both keys (a training log mixes other lines in)."""
-    from recorder.untrusted_files import JSON_LIMIT, IrregularFileError, read_bounded
+    from recorder.untrusted.untrusted_files import JSON_LIMIT, IrregularFileError, read_bounded
 
     try:
         text = read_bounded(file, JSON_LIMIT, "metrics log", follow=True).decode("utf-8")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluator.ray_start import start_ray
+from evaluator.cluster.ray_start import start_ray
 from evaluator.zero_shot.job import Job, JobResult, Report, ZeroShotWorker, run_job
 from recorder.errors import RecorderError
 

@@ -1,6 +1,6 @@
 """The eval loss training logged at a step: tensorboard_scalars.json, else TensorBoard's event files (their
 records parsed with the tensorboard package's own protobuf classes). Each file is read once through the bounded
-reader (recorder.untrusted_files): a FIFO or device named like an event file is refused at once, not waited on."""
+reader (recorder.untrusted.untrusted_files): a FIFO or device named like an event file is refused at once, not waited on."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.zero_shot.errors import ZeroShotInputError
-from recorder.tree_walk import walk
-from recorder.untrusted_files import read_bounded, read_json
+from recorder.untrusted.tree_walk import walk
+from recorder.untrusted.untrusted_files import read_bounded, read_json
 
 TAG = "eval/loss"
 SCALARS = "tensorboard_scalars.json"

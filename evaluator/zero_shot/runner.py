@@ -11,7 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evaluator.harness.taskset import TaskData
-from evaluator.zero_shot.conventions import (
+from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
+from evaluator.zero_shot.job import NOT_APPLICABLE, Job, JobResult, Report, parts
+from evaluator.zero_shot.loading import ModelCode
+from evaluator.zero_shot.options import ZeroShotOptions
+from evaluator.zero_shot.origin.conventions import (
     capacity_switch,
     check_writable,
     commit_record,
@@ -19,21 +23,18 @@ from evaluator.zero_shot.conventions import (
     layout_names,
     training_commit,
 )
-from evaluator.zero_shot.declaration import Declaration
-from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
-from evaluator.zero_shot.job import NOT_APPLICABLE, Job, JobResult, Report, parts
-from evaluator.zero_shot.loading import ModelCode
-from evaluator.zero_shot.options import ZeroShotOptions
-from evaluator.zero_shot.outputs import newest_results, table, write_outputs
+from evaluator.zero_shot.origin.declaration import Declaration
+from evaluator.zero_shot.origin.targets import PREFIX, RESULTS, Target, target
+from evaluator.zero_shot.origin.team_config import TeamConfig, read_team_config, team_holdout_plan
+from evaluator.zero_shot.origin.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
 from evaluator.zero_shot.plain_checkpoint import PlainCheckpoint, plain_checkpoint
 from evaluator.zero_shot.plain_holdout import logged_validation_loss, plain_holdout_plan
 from evaluator.zero_shot.pool import WorkersUsed, run_jobs
 from evaluator.zero_shot.reference import LoggedLoss, logged_loss
+from evaluator.zero_shot.reporting.outputs import newest_results, table, write_outputs
 from evaluator.zero_shot.rerun import rerun_command
-from evaluator.zero_shot.targets import PREFIX, RESULTS, Target, target
 from evaluator.zero_shot.task_sources import resolve_task_data
-from evaluator.zero_shot.team_config import TeamConfig, read_team_config, team_holdout_plan
-from evaluator.zero_shot.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
+from recorder.checkpoints.torch_dcp.fsdp2_layout import step_dir
 from recorder.errors import RecorderError
 from recorder.imported_code import foreign_startup
 from recorder.interrupts import deferred_interrupts
@@ -49,11 +50,10 @@ from recorder.results.zero_shot import (
     ZeroShotSettings,
     ZeroShotStepResults,
 )
-from recorder.team_layout import step_dir
 
 if TYPE_CHECKING:
     from evaluator.session import StepOutcome
-    from trainer.policy.checkpoints.detect import CheckpointInfo
+    from recorder.checkpoints.detect import CheckpointInfo
 
 Echo = Callable[[str], None]
 NO_SWITCH = "none: no capacity switch declared and the factory takes no `capacity` argument"
@@ -230,7 +230,7 @@ def _known_sources(t: Target, options: ZeroShotOptions, code: ModelCode, capacit
 def _run_config(t: Target) -> dict[str, Any]:
     import os
 
-    from recorder.untrusted_files import read_json
+    from recorder.untrusted.untrusted_files import read_json
 
     assert t.run is not None and t.info is not None
     file = t.run / TRAINING_CONFIG
@@ -533,7 +533,7 @@ def _trained_here(run: Path) -> bool:
     """Whether `recorder train` recorded the run (its run_opened config has an eval section). An imported
     series has none; its checkpoints' fingerprints are then checked over the texts they were recorded with
     (the fixed texts, found by their hash), and no benchmark settings are needed for zero-shot scoring."""
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
 
     opened = next((e for e in read_run(run).events if e.kind == "run_opened"), None)
     config = (opened.data.get("config") if opened is not None else None) or {}

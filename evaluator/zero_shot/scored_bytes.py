@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evaluator.zero_shot.targets import RESULTS
+from evaluator.zero_shot.origin.targets import RESULTS
 from recorder.results.zero_shot import ZeroShotDocument, ZeroShotResults
-from recorder.untrusted_files import kind_of
+from recorder.untrusted.untrusted_files import kind_of
 
 REHASH_BYTES = 8 * 1024**3  # about a minute of sha256 on one core: the most bytes one command rehashes
 CHUNK = 1 << 20

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.zero_shot.loading import ModelCode
-from trainer.policy.checkpoints.detect import CheckpointInfo
+from recorder.checkpoints.detect import CheckpointInfo
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ writes last:
     RUN/snapshots/step_N/          a snapshot (format `dcp-snapshot`): snapshot_meta.json optional (step,
                                    source_world_size, timing)
 
-The meta files are found and read by the team layout's parser (recorder/team_layout.py), which zero-shot
+The meta files are found and read by the team layout's parser (recorder/checkpoints/torch_dcp/fsdp2_layout.py), which zero-shot
 uses too, so both commands read a checkpoint's meta from the same file.
 
 A meta file's `step` wins over the directory's name; an archive's name (an epoch) gives none. Samples are
@@ -18,7 +18,7 @@ the meta's `samples_count` (or `consumed_samples`), else step x the global batch
 `global_batch_size`, or the caller's). The weight-update time is the meta's `weight_update_ns`,
 `weight_update_ms` or `timestamp` (Unix seconds), recorded with `timing: "meta"`; without one it is the
 newest shard's modification time (`timing: "shard-mtime"`). Every checkpoint is fingerprinted by the function
-the caller passes in (the CLI: trainer.policy.checkpoints.fingerprinter's), which loads it, hashing each shard as it is
+the caller passes in (the CLI: recorder.checkpoints.fingerprinter's), which loads it, hashing each shard as it is
 read: that manifest is the commit's, so `recorder verify` and `recorder eval` name any shard changed since.
 """
 
@@ -41,13 +41,20 @@ from recorder.adapters.series_import import (
     write_series,
     written_ns,
 )
+from recorder.checkpoints.torch_dcp.fsdp2_layout import (
+    EPOCH,
+    SNAPSHOT_META,
+    STEP,
+    TeamLayoutError,
+    archive_meta,
+    snapshot_meta,
+)
 from recorder.errors import DataError, InputError
-from recorder.kinds import RunOpened, Timing
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
-from recorder.run import RunDir
-from recorder.team_layout import EPOCH, SNAPSHOT_META, STEP, TeamLayoutError, archive_meta, snapshot_meta
-from recorder.untrusted_files import first_irregular
+from recorder.store.kinds import RunOpened, Timing
+from recorder.store.run import RunDir
+from recorder.untrusted.untrusted_files import first_irregular
 
 SOURCE: Final = "fsdp2"
 WRITER: Final = "import-dcp"
@@ -61,7 +68,7 @@ _MAX_NS = 2**63 - 1
 class DcpLayout:
     """One of the layouts, a row each: how its checkpoints are found under the root and described."""
 
-    format: Layout  # as its commits record it (a row of recorder.checkpoint_formats)
+    format: Layout  # as its commits record it (a row of recorder.checkpoints.formats)
     pattern: re.Pattern[str]  # a checkpoint directory's name; its group: the number in it
     expected: str  # its checkpoint directories, as an error names them
     folder: Callable[[Path], Path]  # where they lie under the root given

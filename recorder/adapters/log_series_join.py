@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from recorder.errors import InputError
-from recorder.events import Event
+from recorder.store.events import Event
 
 
 class LogSeriesMismatchError(InputError):

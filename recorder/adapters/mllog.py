@@ -37,9 +37,9 @@ from mlperf_logging.mllog import constants
 from mlperf_logging.mllog import mllog as _reference
 
 from recorder.adapters.errors import ConfigConflictError, LogEncodeError, MetadataTypeError, NotConfiguredError
-from recorder.kinds import MllogLine
-from recorder.log import LogWriter
-from recorder.run import RunDir
+from recorder.store.kinds import MllogLine
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
 
 __all__ = ["MLLogger", "close", "config", "constants", "get_mllogger"]
 

@@ -22,7 +22,8 @@ from typing import Any
 from mlperf_logging.mllog import constants as C
 
 from recorder.interrupts import deferred_interrupts
-from recorder.kinds import (
+from recorder.rules import finite_score
+from recorder.store.kinds import (
     BlockStart,
     BlockStop,
     EvalResult,
@@ -39,10 +40,9 @@ from recorder.kinds import (
     StepMetrics,
     null_if_none,
 )
-from recorder.log import LogWriter
-from recorder.rules import finite_score
-from recorder.run import RunDir
-from recorder.untrusted_files import IrregularFileError, read_bounded
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
+from recorder.untrusted.untrusted_files import IrregularFileError, read_bounded
 from replay.errors import ImportFileError
 from replay.mllog_format import LINE_LIMIT, TOKEN, ParsedLine, parse_line
 from replay.ruleset_facts import TRACKED_STATS
@@ -304,7 +304,7 @@ def import_file(
         report = MllogImportReport(path, run)
         if problem is not None:
             report.warnings.append(f"{problem}: replay --check reports the checker's verdict; score refuses the run")
-        # The file is the record and stays where it is: one fsync at close (recorder/log.py's durability policy).
+        # The file is the record and stays where it is: one fsync at close (recorder/store/log.py's durability policy).
         with LogWriter(run, WRITER, clock=lambda: last_ns, durability="at-close") as w:
             opened = RunOpened(
                 benchmark=_text(firsts.get(C.SUBMISSION_BENCHMARK)),

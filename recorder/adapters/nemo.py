@@ -11,7 +11,7 @@ and publishes each by renaming `tmp_step_N` to `step_N`:
 Samples are prompts x num_generations_per_prompt. The weights are a directory, so `sha256` is that of its
 `sha256sum`-style manifest (one "<sha256>  <relative path>" line per file, sorted by path) and `bytes` the
 sum of the file sizes. Every checkpoint is fingerprinted by the function the caller passes in (the CLI passes
-trainer.policy.checkpoints.fingerprinter's, which loads it through trainer.policy.checkpoints: Hugging Face
+recorder.checkpoints.fingerprinter's, which loads it through recorder.checkpoints: Hugging Face
 safetensors in
 `policy/weights[/model]/`, format `nemo-rl-hf`, or Megatron-Core `torch_dist` in `policy/weights/iter_*/`,
 format `nemo-rl-mcore`, and records the mean log-likelihood of a task spec's dev split, or of fixed texts, in
@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from recorder import megatron_saves
 from recorder.adapters.log_series_join import SeriesStep
 from recorder.adapters.series_import import (
     INT64_MAX,
@@ -47,15 +46,16 @@ from recorder.adapters.series_import import (
     write_series,
     written_ns,
 )
+from recorder.checkpoints.megatron import megatron_saves
+from recorder.checkpoints.megatron.megatron_saves import Iteration, UnfinishedSaveError
 from recorder.errors import DataError, InputError
-from recorder.kinds import RunOpened
-from recorder.megatron_saves import Iteration, UnfinishedSaveError
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
-from recorder.run import RunDir
-from recorder.run_files import tree_digest
-from recorder.tree_walk import files_under
-from recorder.untrusted_files import IrregularFileError, first_irregular, read_json
+from recorder.store.kinds import RunOpened
+from recorder.store.run import RunDir
+from recorder.store.run_files import tree_digest
+from recorder.untrusted.tree_walk import files_under
+from recorder.untrusted.untrusted_files import IrregularFileError, first_irregular, read_json
 
 __all__ = ["AlreadyImportedError", "Fingerprinter", "import_checkpoints"]
 SOURCE: Final = "nemo-rl"
@@ -295,10 +295,10 @@ def import_checkpoints(
     checkpoint's step (NeMo-RL saves the final step unconditionally) unless the run already has one.
     `strict`: a series that breaks the rule is refused (SeriesNotCompliantError) before anything is written.
     `missing_shards`: the shard files an iteration folder's `.metadata` names that are not there
-    (trainer.policy.checkpoints.dcp_listing.missing_shards), so that a save missing one is left out before
+    (recorder.checkpoints.torch_dcp.dcp_listing.missing_shards), so that a save missing one is left out before
     any weights are loaded (else it is found while loading).
     Each checkpoint is recorded with `fingerprint(path)`, the record the evaluator recomputes and the manifest
-    of Megatron-Core weights (trainer.policy.checkpoints.fingerprinter.checkpoint_fingerprinter gives it); the import
+    of Megatron-Core weights (recorder.checkpoints.fingerprinter.checkpoint_fingerprinter gives it); the import
     never loads weights itself.
     """
     found = discover(root)  # before a byte is read: a step that is not a plain tree is left out, named
@@ -364,7 +364,7 @@ def _fingerprint(c: NemoCheckpoint, fingerprint: Fingerprinter | None) -> tuple[
             return {}, None
         raise NemoImportError(
             f"{c.path}: Hugging Face weights are recorded with their fingerprint, and no fingerprint function "
-            "was given (trainer.policy.checkpoints.fingerprinter.checkpoint_fingerprinter, as `recorder "
+            "was given (recorder.checkpoints.fingerprinter.checkpoint_fingerprinter, as `recorder "
             "import-checkpoints` uses)"
         )
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from recorder.adapters.mllog_import import MLLOG_LIMIT, ResultSet
-from recorder.untrusted_files import IrregularFileError, read_bounded
+from recorder.untrusted.untrusted_files import IrregularFileError, read_bounded
 from replay.errors import ImportFileError
 from replay.mllog_format import parse_line
 

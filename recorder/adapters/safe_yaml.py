@@ -1,6 +1,6 @@
 """YAML for imported configs: plain data only, no anchors or aliases, and caps on bytes, nodes and depth.
 
-The reading and its caps are the core's one reader of supplied documents (`recorder.bounded_documents`: why
+The reading and its caps are the core's one reader of supplied documents (`recorder.untrusted.bounded_documents`: why
 each cap is where it is); this keeps the adapters' spelling: a missing file is FileNotFoundError for the caller
 to word, and everything else refused is an UnsafeYamlError naming the file.
 """
@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from recorder.bounded_documents import read_yaml
 from recorder.errors import InputError
-from recorder.untrusted_files import IrregularFileError
+from recorder.untrusted.bounded_documents import read_yaml
+from recorder.untrusted.untrusted_files import IrregularFileError
 
 
 class UnsafeYamlError(InputError):

@@ -16,15 +16,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Final
 
 from recorder.adapters.log_series_join import SeriesStep, check_join
-from recorder.checkpoint_formats import CheckpointFormat
-from recorder.copy_temp_files import is_copy_temp
+from recorder.checkpoints.formats import CheckpointFormat
 from recorder.errors import DataError, InputError
 from recorder.interrupts import deferred_interrupts
-from recorder.kinds import CheckpointCommitted, RunOpened, Source, Timing, TrainStop, WeightUpdate
-from recorder.log import LogWriter
-from recorder.reader import read_run
 from recorder.rules import validation_start_step
-from recorder.run import RunDir
+from recorder.store.kinds import CheckpointCommitted, RunOpened, Source, Timing, TrainStop, WeightUpdate
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
+from recorder.untrusted.copy_temp_files import is_copy_temp
 
 # a checkpoint directory's (fingerprint record, manifest of the weights hashed while loaded, or None)
 Fingerprinter = Callable[[Path], tuple[dict[str, Any], dict[str, Any] | None]]

@@ -2,7 +2,7 @@
 giving what `recorder import-checkpoints` shows (its table's columns and a row per checkpoint, the rule's
 problems, the warnings, the steps left out).
 
-Each row is a format plugin's importer (`recorder.checkpoint_formats.FormatPlugin.importer` names it as
+Each row is a format plugin's importer (`recorder.checkpoints.formats.FormatPlugin.importer` names it as
 "module:attr"). The command asks them in the plugins' order and runs the first that claims the folder: an
 FSDP2 job's torch DCP archives or snapshots (recorder.adapters.dcp), then NeMo-RL's `step_N/`
 (recorder.adapters.nemo), last (its plugin asks it last) because it claims any folder and names what one that
@@ -18,9 +18,9 @@ from pathlib import Path
 from recorder.adapters import dcp, nemo
 from recorder.adapters.nemo import MissingShards
 from recorder.adapters.series_import import Fingerprinter
-from recorder.checkpoint_formats import ordered
+from recorder.checkpoints.formats import ordered
 from recorder.plugin_registry import resolve
-from recorder.run import RunDir
+from recorder.store.run import RunDir
 
 Row = tuple[str, ...]
 COLUMNS: Row = ("step", "samples", "weight update (UTC)")  # every importer's first columns
@@ -128,7 +128,7 @@ NEMO = SeriesImporter(name="nemo-rl", claims=lambda root: True, run=_run_nemo)  
 
 
 def all_importers() -> tuple[SeriesImporter, ...]:
-    """Every plugin's importer, in the order the command asks them (recorder.checkpoint_formats.ordered)."""
+    """Every plugin's importer, in the order the command asks them (recorder.checkpoints.formats.ordered)."""
     plugins = ordered("importer")
     return tuple(
         resolve(p.importer, SeriesImporter, f"checkpoint format {p.name}") for p in plugins if p.importer is not None

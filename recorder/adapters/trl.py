@@ -38,8 +38,9 @@ from typing import Any, Final
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
 from recorder.adapters.errors import MissingWeightsError
-from recorder.checkpoint_formats import CheckpointFormat
-from recorder.kinds import (
+from recorder.checkpoints.formats import CheckpointFormat
+from recorder.provenance import provenance
+from recorder.store.kinds import (
     BlockStart,
     BlockStop,
     CheckpointCommitted,
@@ -52,10 +53,9 @@ from recorder.kinds import (
     TrainStop,
     WeightUpdate,
 )
-from recorder.log import LogWriter
-from recorder.provenance import provenance
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 
 SOURCE: Final = "trl"
 # The file a checkpoint's sha256 covers, in order of preference, with the format recorded for it.

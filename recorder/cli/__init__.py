@@ -3,7 +3,7 @@ each parsing options and calling the library; the helpers they share are `_`-pre
 
 Exit codes: 0 success, 1 the data says no, 2 usage or input error, 130 interrupted. Heavy imports (torch,
 duckdb, the checkers, rich) stay inside the commands, so `recorder --help` and a refused command line start
-fast. Usage errors are one `error:` line (recorder.cli._usage); help speaks in metavars (recorder.cli._help).
+fast. Usage errors are one `error:` line (recorder.cli.terminal.usage); help speaks in metavars (recorder.cli.terminal.help).
 """
 
 from __future__ import annotations
@@ -18,11 +18,8 @@ import typer
 
 from recorder import __version__
 from recorder.cli import (
-    audit,
     check_submission,
     compact,
-    evals,
-    evaluate,
     events,
     export,
     history,
@@ -33,16 +30,16 @@ from recorder.cli import (
     report,
     train,
     verify,
-    zero_shot,
 )
-from recorder.cli._closed_pipe import quiet_when_the_reader_leaves
-from recorder.cli._help import HELP_OPTIONS, spelled
-from recorder.cli._interrupt import interruptible
-from recorder.cli._json import print_error_document, wants_json
-from recorder.cli._output import cut, say, set_quiet
-from recorder.cli._quiet import quiet_other_libraries
-from recorder.cli._stdout import StdoutWriteError, stdout_failures_said
-from recorder.cli._usage import NoArgsIsHelpError, UsageError, usage_message
+from recorder.cli.evaluation import audit, evals, evaluate, zero_shot
+from recorder.cli.shared.interrupt import interruptible
+from recorder.cli.terminal.closed_pipe import quiet_when_the_reader_leaves
+from recorder.cli.terminal.help import HELP_OPTIONS, spelled
+from recorder.cli.terminal.json_output import print_error_document, wants_json
+from recorder.cli.terminal.output import cut, say, set_quiet
+from recorder.cli.terminal.quiet import quiet_other_libraries
+from recorder.cli.terminal.stdout import StdoutWriteError, stdout_failures_said
+from recorder.cli.terminal.usage import NoArgsIsHelpError, UsageError, usage_message
 from recorder.errors import RecorderError
 from recorder.interrupts import STARTING
 

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from recorder.cli._output import console, err, label, line
-from recorder.cli._tables import Col, minutes_cell, print_fitted, set_wide
+from recorder.cli.terminal.output import console, err, label, line
+from recorder.cli.terminal.tables import Col, minutes_cell, print_fitted, set_wide
 from recorder.errors import RecorderError
 
 SUBMISSION_COLUMNS = (
@@ -36,8 +36,8 @@ def check_submission(
     reasons). Exit 0 when the package passes and every set scores, 1 otherwise."""
     import tempfile
 
+    from replay.checkers.package_check import HostileSubmissionError, check_package
     from replay.errors import ImportFileError
-    from replay.package_check import HostileSubmissionError, check_package
     from replay.rulesets import get_known
 
     set_wide(wide)
@@ -70,7 +70,7 @@ def _score_result_set(bench: Path, original: Path, root: Path, ruleset: str, tab
     from recorder.adapters.mllog_import import import_file
     from recorder.adapters.result_folder import read_result_folder
     from replay.errors import ImportFileError
-    from replay.score_runs import score_runs
+    from replay.scorekeeping.score_runs import score_runs
 
     copy, folder = bench.parents[2], original.parents[2]
     try:

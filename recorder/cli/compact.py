@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from recorder.cli._output import console, err, label, line
-from recorder.cli._paths import RootOption
-from recorder.run import DEFAULT_ROOT
+from recorder.cli.shared.paths import RootOption
+from recorder.cli.terminal.output import console, err, label, line
+from recorder.store.run import DEFAULT_ROOT
 
 
 def compact(
@@ -20,7 +20,7 @@ def compact(
 ) -> None:
     """Closed runs get derived/events.parquet (a cache; the segments stay the truth), packed per root."""
     from recorder.history.lock import compaction_lock
-    from recorder.run import list_runs
+    from recorder.store.run import list_runs
 
     list_runs(root)  # a missing root is refused before the lock file is created
 
@@ -37,8 +37,8 @@ def _compact_runs(root: Path, *, force: bool, scores: bool) -> int:
     """Compact each run, then pack the root; how many runs failed."""
     from recorder.errors import RecorderError
     from recorder.history.compact import compact_run, pack_root
-    from recorder.run import list_runs
-    from replay.scores import write_scores
+    from recorder.store.run import list_runs
+    from replay.scorekeeping.scores import write_scores
 
     failed = 0
     for run in list_runs(root):

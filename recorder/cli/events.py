@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from recorder.cli._output import console, cut, err, warning
-from recorder.cli._tables import Col, print_fitted, set_wide
+from recorder.cli.terminal.output import console, cut, err, warning
+from recorder.cli.terminal.tables import Col, print_fitted, set_wide
 
 
 def _utc(time_ns: int) -> str:
@@ -26,8 +26,8 @@ def events(
     wide: Annotated[bool, typer.Option("--wide", help="Every column, however narrow the terminal.")] = False,
 ) -> None:
     """Print a run's events in merged order (for people debugging a run)."""
-    from recorder.catalogue import check_kind
-    from recorder.reader import read_run, recorded_run_id
+    from recorder.store.catalogue import check_kind
+    from recorder.store.reader import read_run, recorded_run_id
 
     set_wide(wide)
     for k in kind or []:

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 import typer
 
-from recorder.cli._model_source import ModelConfigOption, TokenizerOption
-from recorder.cli._output import console
+from recorder.cli.shared.model_source import ModelConfigOption, TokenizerOption
+from recorder.cli.terminal.output import console
 
 
 def export_hf(
@@ -22,8 +22,8 @@ def export_hf(
     tokenizer: TokenizerOption = None,
 ) -> None:
     """Write a checkpoint as model.safetensors + config.json + tokenizer, through the mapping evaluation uses."""
-    from trainer.policy.checkpoints.detect import ModelSource
-    from trainer.policy.checkpoints.export_hf import export_hf as export
+    from recorder.checkpoints.detect import ModelSource
+    from recorder.checkpoints.hugging_face.export_hf import export_hf as export
 
     done = export(checkpoint, out, dtype=dtype, source=ModelSource.of(model_config, tokenizer))
     console.print(f"exported {done.tensors} tensors (manifest root {done.manifest_root[:16]}...) to {done.directory}")

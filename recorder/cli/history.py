@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from recorder.cli._json import FormatOption, print_document
-from recorder.cli._output import console, cut, err, label, line, make_console, warning
-from recorder.cli._paths import RootOption, check_output, write_failed
-from recorder.cli._progress import working
-from recorder.cli._tables import Col, print_fitted, set_wide
+from recorder.cli.shared.paths import RootOption, check_output, write_failed
+from recorder.cli.terminal.json_output import FormatOption, print_document
+from recorder.cli.terminal.output import console, cut, err, label, line, make_console, warning
+from recorder.cli.terminal.progress import working
+from recorder.cli.terminal.tables import Col, print_fitted, set_wide
 from recorder.output import output_file, write_output
-from recorder.run import DEFAULT_ROOT, RunDir
+from recorder.store.run import DEFAULT_ROOT, RunDir
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -246,7 +246,7 @@ def _print_runs_notes(
             highlight=False,
         )
     if unchecked:
-        from replay.scores_check import RECHECK_EVENTS
+        from replay.scorekeeping.scores_check import RECHECK_EVENTS
 
         console.print(
             f"{len(unchecked)} run(s) shown from derived/scores.jsonl without re-deriving it (flag unchecked; "
@@ -272,12 +272,12 @@ def _print_trust(untrusted: list[str], rows: list[dict[str, Any]]) -> None:
 def _recheck_scores(rows: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], list[str], list[str]]:
     """The score each row shows, re-derived from its run's events (derived/scores.jsonl is a file anyone who
     can write the run can edit). A row that disagrees is shown as the events derive it, flagged unverified;
-    rows past the command's budget (replay.scores_check.RecheckBudget, runs in run-id order) are flagged
+    rows past the command's budget (replay.scorekeeping.scores_check.RecheckBudget, runs in run-id order) are flagged
     unchecked. Returns (run id, disagreement) pairs and unchecked run ids."""
     from recorder.errors import RecorderError
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
     from recorder.verify import verify_run
-    from replay.scores_check import RecheckBudget, ScoreMismatch, recheck_shown
+    from replay.scorekeeping.scores_check import RecheckBudget, ScoreMismatch, recheck_shown
 
     differ: list[tuple[str, str]] = []
     unchecked: list[str] = []

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recorder.cli._model_source import ModelConfigOption, TokenizerOption
-from recorder.cli._output import console, label, line, warning
-from recorder.cli._signing import SigningKeyOption, apply_signing_key
+from recorder.cli.shared.model_source import ModelConfigOption, TokenizerOption
+from recorder.cli.shared.signing_keys import SigningKeyOption, apply_signing_key
+from recorder.cli.terminal.output import console, label, line, warning
 
 if TYPE_CHECKING:
     from recorder.adapters.series_importers import SeriesImported
-    from recorder.run import RunDir
-    from trainer.policy.checkpoints.detect import ModelSource
+    from recorder.checkpoints.detect import ModelSource
+    from recorder.store.run import RunDir
 
 
 def _run_import(
@@ -25,8 +25,8 @@ def _run_import(
     """The import of the series at `root` by the first importer row that claims it
     (recorder.adapters.series_importers), fingerprinted by the checkpoint library."""
     from recorder.adapters.series_importers import ImportRequest, import_series
-    from trainer.policy.checkpoints.dcp_listing import missing_shards
-    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.checkpoints.torch_dcp.dcp_listing import missing_shards
 
     request = ImportRequest(
         into=into,
@@ -67,13 +67,13 @@ def import_checkpoints(
     signing_key: SigningKeyOption = None,
 ) -> None:
     """Record a checkpoint series trained elsewhere as weight_update and checkpoint_committed events."""
-    from recorder.reader import recorded_run_id
-    from recorder.run import check_run_id
+    from recorder.store.reader import recorded_run_id
+    from recorder.store.run import check_run_id
 
     if not os.path.lexists(into):
         check_run_id(into.name)  # a new run: its folder name is its id, checked before anything is read
     apply_signing_key(signing_key)
-    from trainer.policy.checkpoints.detect import ModelSource
+    from recorder.checkpoints.detect import ModelSource
 
     source = ModelSource.of(model_config, tokenizer)
     report = _run_import(checkpoint_root, into, task, global_batch_size, source, strict)
@@ -104,7 +104,7 @@ def _next_step(run: RunDir, evaluated: bool, task: Path | None, source: ModelSou
     config and tokenizer the import was given (the evaluation reads them again)."""
     import shlex
 
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
     from replay.run_replay import SPEC_NOTE, evaluate_hint
 
     if evaluated:

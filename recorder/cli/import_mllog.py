@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
-from recorder.cli._output import console, label, line, warning
-from recorder.cli._paths import check_root
-from recorder.cli._progress import progress
-from recorder.cli._signing import SigningKeyOption, apply_signing_key
+from recorder.cli.shared.paths import check_root
+from recorder.cli.shared.signing_keys import SigningKeyOption, apply_signing_key
+from recorder.cli.terminal.output import console, label, line, warning
+from recorder.cli.terminal.progress import progress
 
 
 def import_(
@@ -68,7 +68,7 @@ def import_(
 
 def _not_yet_imported(jobs: list[tuple[Path, Any]], root: Path) -> list[tuple[Path, Any]]:
     """`jobs` less the files an earlier import of the same paths already made runs of, each named once."""
-    from recorder.cli._import_resume import already_imported
+    from recorder.cli.shared.import_resume import already_imported
 
     left = []
     for job in jobs:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from recorder.cli._output import console
+from recorder.cli.terminal.output import console
 
 
 def keygen(

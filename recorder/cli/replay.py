@@ -9,19 +9,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recorder.cli._help import HELP_WHEN_SHOWN
-from recorder.cli._json import FormatOption, print_document
-from recorder.cli._output import console, err, label, line, warning
-from recorder.cli._paths import check_output
-from recorder.cli._progress import working
-from recorder.cli._signing import UntrustedOkOption, apply_untrusted_ok
-from recorder.cli._tables import Col, minutes_cell, print_fitted, set_wide
+from recorder.cli.shared.paths import check_output
+from recorder.cli.shared.signing_keys import UntrustedOkOption, apply_untrusted_ok
+from recorder.cli.terminal.help import HELP_WHEN_SHOWN
+from recorder.cli.terminal.json_output import FormatOption, print_document
+from recorder.cli.terminal.output import console, err, label, line, warning
+from recorder.cli.terminal.progress import working
+from recorder.cli.terminal.tables import Col, minutes_cell, print_fitted, set_wide
 
 if TYPE_CHECKING:
     from rich.text import Text
 
     from replay.run_replay import Notice, ReplayResult
-    from replay.set_score import SetScore
+    from replay.scorekeeping.set_score import SetScore
 
 RulesetOpt = Annotated[
     str | None,
@@ -144,7 +144,7 @@ def _replay_json(result: ReplayResult, compare: bool) -> None:
 
 def _notice_line(notice: Notice) -> Text:
     from recorder.comparability import NOT_COMPARABLE
-    from replay.preflight import UNTRUSTED, UNVERIFIED
+    from replay.checkers.preflight import UNTRUSTED, UNVERIFIED
 
     if notice.kind == "warning":
         return warning(notice.text)
@@ -160,7 +160,7 @@ def _notice_line(notice: Notice) -> Text:
 
 def _print_replayed(result: ReplayResult) -> None:
     from recorder.comparability import NOT_COMPARABLE
-    from replay.preflight import UNTRUSTED, UNVERIFIED
+    from replay.checkers.preflight import UNTRUSTED, UNVERIFIED
 
     d = result.derivation
     assert d is not None  # a replay that was not refused derived its interpretation
@@ -247,7 +247,7 @@ def score(
     Exit 0 when every set scores, 1 when one does not."""
     import json
 
-    from replay.score_runs import score_runs
+    from replay.scorekeeping.score_runs import score_runs
 
     if fmt not in ("table", "json"):
         raise typer.BadParameter(f"--format is table or json, not {fmt!r}")

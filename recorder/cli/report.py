@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from recorder.cli._output import console
-from recorder.cli._paths import check_output, write_failed
-from recorder.cli._signing import UntrustedOkOption, apply_untrusted_ok
+from recorder.cli.shared.paths import check_output, write_failed
+from recorder.cli.shared.signing_keys import UntrustedOkOption, apply_untrusted_ok
+from recorder.cli.terminal.output import console
 
 
 def report(

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from recorder.cli._heartbeat import Heartbeat
-from recorder.cli._output import at_spaces, console, err
-from recorder.cli._paths import check_root
-from recorder.cli._signing import SigningKeyOption, apply_signing_key
+from recorder.cli.shared.paths import check_root
+from recorder.cli.shared.signing_keys import SigningKeyOption, apply_signing_key
+from recorder.cli.terminal.heartbeat import Heartbeat
+from recorder.cli.terminal.output import at_spaces, console, err
 from recorder.errors import RecorderError
 
 if TYPE_CHECKING:
     from trainer.config import TrainConfig
-    from trainer.distributed import Ranks
     from trainer.loop import GRPOTrainer, StepResult, TrainSummary
+    from trainer.parallel.distributed import Ranks
     from trainer.progress import Progress
 
 
@@ -82,11 +82,11 @@ def train(
     Under `torchrun --nproc-per-node N -m recorder.cli train ...` it trains data-parallel (rank 0 prints).
     The tiny model trains with pinned CPU kernels: one run on every CPU kernel set (RECORDER_CPU_KERNELS).
     """
-    from recorder.run import check_run_id
-    from trainer.distributed import DistributedError, launched_ranks
+    from recorder.store.run import check_run_id
+    from trainer.parallel.distributed import DistributedError, launched_ranks
 
     if list_settings:
-        from recorder.cli._settings import print_settings
+        from recorder.cli.shared.settings import print_settings
 
         print_settings()
         return
@@ -98,12 +98,12 @@ def train(
     if resume is None:
         check_root(root)
     else:
-        from recorder.run import RunDir
+        from recorder.store.run import RunDir
 
         RunDir.open(resume)  # a run to resume, before torch loads
     apply_signing_key(signing_key)  # every rank signs its own segment
     if nproc > 1 and not ranks.distributed:
-        from recorder.cli._launch import launch_data_parallel
+        from recorder.cli.shared.launch import launch_data_parallel
 
         raise typer.Exit(launch_data_parallel(nproc, config, sets, root, run_id))
     if not ranks.is_main:  # rank 0 speaks for the run; the others only train and record their own segment
@@ -126,7 +126,7 @@ def _train_main(
     ray_address: str | None,
 ) -> None:
     """Rank 0 (or the one process): validate, say that it starts, train, and say where the run is."""
-    from recorder.cli._progress import terminal_bar
+    from recorder.cli.terminal.progress import terminal_bar
     from trainer.progress import Progress
 
     trainer = _trainer(config, sets, root, run_id, resume, ranks, use_ray, ray_address)
@@ -170,7 +170,7 @@ def _trainer(
         return GRPOTrainer.resuming(plan, use_ray=use_ray, ray_address=ray_address)
     assert cfg is not None
     if ranks.distributed:
-        from trainer.data_parallel import DataParallelTrainer
+        from trainer.parallel.data_parallel import DataParallelTrainer
 
         trainer = DataParallelTrainer(cfg, ranks=ranks, root=root, run_id=run_id)
         err.print(f"train: data parallel over {ranks.world_size} processes (FSDP2); rank 0 records the run")
@@ -199,7 +199,7 @@ def _print_trained(summary: TrainSummary, cfg: TrainConfig) -> None:
 def _train_rank(ranks: Ranks, config: Path | None, sets: list[str] | None, root: Path, run_id: str | None) -> None:
     """A data-parallel rank other than 0: trains its share silently (rank 0 reports errors and progress)."""
     from trainer.config import load_config
-    from trainer.data_parallel import DataParallelTrainer
+    from trainer.parallel.data_parallel import DataParallelTrainer
 
     trainer = DataParallelTrainer(load_config(config, sets), ranks=ranks, root=root, run_id=run_id)
     try:

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from recorder.cli._json import FormatOption, print_document
-from recorder.cli._output import console, err, label, line, warning
-from recorder.cli._progress import progress, working
+from recorder.cli.terminal.json_output import FormatOption, print_document
+from recorder.cli.terminal.output import console, err, label, line, warning
+from recorder.cli.terminal.progress import progress, working
 
 if TYPE_CHECKING:
     from recorder.signing import SignatureState
@@ -46,7 +46,7 @@ def verify(
     key, or a signed segment deleted or cut fails (exit 1). With --trust, each segment is reported signed by
     a trusted key (by its file name), signed by an untrusted key, or unsigned, and only trusted keys pass.
     """
-    from recorder.run import RunDir
+    from recorder.store.run import RunDir
 
     RunDir.open(run_dir)  # a path that is no run is said before the verifier (pyarrow, DuckDB) loads
     from recorder.history.cache import verify_with_cache
@@ -92,7 +92,7 @@ def _segment_lines(report: VerifyReport, trusted: dict[str, str] | None) -> tupl
 
 
 def _print_report(report: VerifyReport, segments: list[dict[str, Any]], untrusted: int, signed_short: bool) -> None:
-    from recorder.reader import recorded_run_id
+    from recorder.store.reader import recorded_run_id
 
     total = sum(s.events for s in report.segments)
     console.print(f"run {recorded_run_id(report.run)}: {len(report.segments)} segments, {total} events")
@@ -117,7 +117,7 @@ def _print_report(report: VerifyReport, segments: list[dict[str, Any]], untruste
 
 def _verify_json(report: VerifyReport, segments: list[dict[str, Any]], untrusted: int, signed_short: bool) -> None:
     """`verify --format json`: the document docs/cli.md describes."""
-    from recorder.reader import recorded_run_id
+    from recorder.store.reader import recorded_run_id
 
     if not report.ok:
         verdict = _failed(report)
@@ -175,12 +175,12 @@ def _segment_bytes(run_dir: Path) -> int | None:
 
 
 def _derived_scores(report: VerifyReport) -> None:
-    """derived/scores.jsonl against what the events derive (replay.scores_check): a cache that claims the
+    """derived/scores.jsonl against what the events derive (replay.scorekeeping.scores_check): a cache that claims the
     current events and disagrees with them fails verify; one derived from earlier events is a note."""
     from recorder.derived_state import stale_note
     from replay.run_scan import scan_run
-    from replay.scores import SCORES_FILE, scores_claim
-    from replay.scores_check import check_scores
+    from replay.scorekeeping.scores import SCORES_FILE, scores_claim
+    from replay.scorekeeping.scores_check import check_scores
     from replay.source import Streamed
 
     run = report.run
@@ -212,8 +212,8 @@ def _signature(report: VerifyReport, s: SegmentSummary, trusted: dict[str, str] 
 
 
 def _adopted_by(report: VerifyReport, s: SegmentSummary) -> str | None:
-    """The key that adopted `s` (recorder.adoption), when verify found nothing wrong with it."""
-    from recorder.signed_segments import ManifestError, read_manifest
+    """The key that adopted `s` (recorder.store.adoption), when verify found nothing wrong with it."""
+    from recorder.store.signed_segments import ManifestError, read_manifest
 
     if s.closed or any(p.segment == s.name for p in [*report.problems, *report.untrusted]):
         return None

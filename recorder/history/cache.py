@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from recorder.history import compact
-from recorder.run import RunDir
+from recorder.store.run import RunDir
 from recorder.verify import Problem, VerifyReport, verify_run
 
 
@@ -54,7 +54,7 @@ def verify_with_cache(
 
 
 # Comparing a cache costs reading the run's segments, which the cache exists to spare: about 4.5 s of CPU a
-# command at most, as the scores recheck (replay.scores_check.RECHECK_EVENTS).
+# command at most, as the scores recheck (replay.scorekeeping.scores_check.RECHECK_EVENTS).
 CHECK_EVENTS = 100_000
 
 

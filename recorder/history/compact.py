@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recorder.errors import DataError, RecorderError
-from recorder.reader import read_run, recorded_run_id
-from recorder.run import RunDir, derived_dir
-from recorder.segment import list_segments
+from recorder.store.reader import read_run, recorded_run_id
+from recorder.store.run import RunDir, derived_dir
+from recorder.store.segment import list_segments
 
 PARQUET_NAME = "events.parquet"
 MANIFEST_NAME = "events.manifest.json"
@@ -95,7 +95,7 @@ def _atomic_write(path: Path, write: object) -> None:
 
 def compact_run(run_dir: Path | RunDir, *, force: bool = False) -> CompactResult:
     """Write `derived/events.parquet` for a closed run. A live run is skipped; a damaged one raises."""
-    from recorder.signed_segments import adopted_segments
+    from recorder.store.signed_segments import adopted_segments
     from recorder.verify import verify_run
 
     run = run_dir if isinstance(run_dir, RunDir) else RunDir.open(run_dir)
@@ -210,7 +210,7 @@ def pack_root(root: Path, *, threads: int | None = None) -> tuple[int, int]:
     """Pack the root's freshly compacted runs; returns (runs newly packed, packs now)."""
     import duckdb
 
-    from recorder.run import list_runs
+    from recorder.store.run import list_runs
 
     fresh: dict[str, tuple[Path, dict[str, int]]] = {}
     for run in list_runs(root):

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from recorder.errors import InputError
 from recorder.output import output_file
-from recorder.reader import recorded_run_id
 from recorder.rules import TARGET
-from recorder.run import RunDir
+from recorder.store.reader import recorded_run_id
+from recorder.store.run import RunDir
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

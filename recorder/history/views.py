@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 
-from recorder.catalogue import catalogue, writers_of
 from recorder.errors import RecorderError
-from recorder.events import arrow_schema
 from recorder.history.cache import CacheChecks
 from recorder.history.compact import Pack, fresh_manifest, manifest_run_id, parquet_path, read_packs
 from recorder.history.errors import HistoryError, QueryError, QueryRefusedError
@@ -33,10 +31,12 @@ from recorder.history.limits import (
     run_limited,
 )
 from recorder.history.sandbox import first_line, lock_down, read_only_statement, sql_list
-from recorder.reader import read_run, recorded_run_id
 from recorder.rules import BENCHMARK, is_standard_target_sql, passes_sql
-from recorder.run import RunDir, list_runs
-from recorder.signed_segments import adopted_segments
+from recorder.store.catalogue import catalogue, writers_of
+from recorder.store.events import arrow_schema
+from recorder.store.reader import read_run, recorded_run_id
+from recorder.store.run import RunDir, list_runs
+from recorder.store.signed_segments import adopted_segments
 from recorder.verify import check_segment
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def _load_segments(run: RunDir, run_id: str, out: _Sources) -> None:
     if altered:
         raise HistoryError(f"`recorder verify` fails: {altered[0]}")
     table = log.table()
-    adopted = adopted_segments(run)  # open, but their writers are gone (recorder.adoption)
+    adopted = adopted_segments(run)  # open, but their writers are gone (recorder.store.adoption)
     out.live.append(table)
     out.runs.append(
         RunSource(
@@ -359,7 +359,7 @@ def events_source_sql(packs: list[str], not_from_packs: list[str], parquet: list
 
 def writers_sql() -> str:
     """A SQL condition on (kind, writer): the event is of a kind its writer may record (the catalogue's
-    `writers`, as recorder.catalogue.may_write reads them; verify's rule kind-writer refuses the rest)."""
+    `writers`, as recorder.store.catalogue.may_write reads them; verify's rule kind-writer refuses the rest)."""
     cases = []
     for kind in sorted(catalogue()):
         names = writers_of(kind)

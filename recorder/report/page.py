@@ -322,9 +322,9 @@ def run_section(f: RunFacts, i: int, charts: dict[str, Any], several: bool) -> s
 def build_report(run_dirs: list[Path], out: Path, ruleset: str | None = None) -> list[RunFacts]:
     """Write the page for `run_dirs` to `out`; returns the facts it showed."""
     from recorder.history.views import open_runs
-    from recorder.run import RunDir
+    from recorder.store.run import RunDir
     from replay.rulesets import get_known
-    from replay.scores_check import RecheckBudget
+    from replay.scorekeeping.scores_check import RecheckBudget
 
     if not run_dirs:
         raise ReportError("give at least one run directory")

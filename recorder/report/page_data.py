@@ -3,7 +3,7 @@
 Nothing here computes a score. Scores and the derived mllog are the files `recorder replay` writes under
 `derived/`; when one is missing or older than the run's segments, `replay.run_replay.ensure_derived` writes it
 through the same functions `recorder replay` writes with. The RCP checker's verdict on the derived mllog
-is kept in `derived/rcp.json` (replay.rcp_cache), since the checker reads the whole log.
+is kept in `derived/rcp.json` (replay.checkers.rcp_cache), since the checker reads the whole log.
 
 The long series (steps, checkpoints) stay Arrow tables, with only the columns the page uses; the page
 thins them (report.series) before any becomes Python rows.
@@ -25,19 +25,19 @@ from recorder.derived_state import verified_unchanged
 from recorder.evaluations import BENCHMARK_METRIC, ZERO_SHOT_WRITER
 from recorder.history.cache import verify_with_cache
 from recorder.history.compact import fresh_manifest
-from recorder.kinds import EvalResult, PayloadError
-from recorder.reader import recorded_run_id
 from recorder.report.long_series import CHECKPOINT_COLUMNS, STEP_COLUMNS
 from recorder.report.mllog_excerpt import MllogExcerpt, read_excerpt
 from recorder.rules import is_standard_target, validation_start_step
-from recorder.run import RunDir
-from recorder.signed_segments import adopted_segments, manifest_path
+from recorder.store.kinds import EvalResult, PayloadError
+from recorder.store.reader import recorded_run_id
+from recorder.store.run import RunDir
+from recorder.store.signed_segments import adopted_segments, manifest_path
 from recorder.verify.proof import audited, proof_words, signatures_proven
 
 if TYPE_CHECKING:
     from recorder.history.views import History
     from replay.rulesets import KnownRuleset
-    from replay.scores_check import RecheckBudget
+    from replay.scorekeeping.scores_check import RecheckBudget
 
 VERIFIED_UNCHANGED = (
     "verified by `recorder verify` and unchanged in size since (derived/state.json); "
@@ -126,7 +126,7 @@ def gather(run_dir: Path, ruleset: KnownRuleset | None, budget: RecheckBudget) -
     """Verify the run, make sure replay's derived files are there (its scores re-derived as `budget` allows),
     and read the mllog and the RCP verdict."""
     from replay.run_replay import ensure_derived
-    from replay.scores_check import not_rechecked
+    from replay.scorekeeping.scores_check import not_rechecked
 
     run = RunDir.open(run_dir)
     manifest = fresh_manifest(run)
@@ -145,7 +145,7 @@ def gather(run_dir: Path, ruleset: KnownRuleset | None, budget: RecheckBudget) -
         problems = [f"UNTRUSTED (judged with --untrusted-ok): {p}" for p in report.untrusted]
         problems += [str(p) for p in report.problems]
         signed = signatures_proven(report)
-        adopted = adopted_segments(run)  # open, but their writers are gone (recorder.adoption)
+        adopted = adopted_segments(run)  # open, but their writers are gone (recorder.store.adoption)
         warnings = list(report.warnings)
         open_segments = sum(1 for s in report.segments if not s.closed and s.name not in adopted)
         events = sum(s.events for s in report.segments)
@@ -175,7 +175,7 @@ def attach_rcp(facts: RunFacts) -> None:
             f"RCP checker: not run ({division} division, {benchmark}: the checker applies to closed runs)"
         )
         return
-    from replay.rcp_cache import cached_rcp
+    from replay.checkers.rcp_cache import cached_rcp
 
     result, _ = cached_rcp(facts.run, facts.mllog_path, ruleset)
     facts.rcp_ok, facts.rcp_summary = result.ok, result.summary()

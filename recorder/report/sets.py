@@ -1,5 +1,5 @@
 """The part of `recorder report` about a set of runs: each set's score as `recorder score` computes it
-(replay.score_runs: the result summarizer's strong-scaling score, its olympic average and its RCP check),
+(replay.scorekeeping.score_runs: the result summarizer's strong-scaling score, its olympic average and its RCP check),
 the runs table, and every run's curves overlaid."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from recorder.report.charts import accuracy_by_step, reward_by_step, style
 from recorder.report.page_data import RunFacts
 
 if TYPE_CHECKING:
-    from replay.set_score import SetScore
+    from replay.scorekeeping.set_score import SetScore
 
 
 def _e(value: object) -> str:
@@ -53,7 +53,7 @@ def _set_score(s: SetScore) -> str:
 def score_sets(runs: list[RunFacts], ruleset: str | None) -> str:
     """Every set among the runs, scored by `recorder score`'s function; a set it refuses says why."""
     from replay.errors import ReplayError
-    from replay.score_runs import score_runs
+    from replay.scorekeeping.score_runs import score_runs
 
     try:
         sets = score_runs([f.run.path for f in runs], ruleset, None, True)

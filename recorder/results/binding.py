@@ -7,7 +7,7 @@ result only when it verifies (`check`):
 
 - `digest` is the sha256 of DOMAIN and the document's bytes as written with `digest` empty and no
   `signature`: a score, a time or a label edited by hand no longer matches it;
-- `checkpoint_manifest` is the manifest root (sha256 over the shards' sha256, trainer/policy/checkpoints/
+- `checkpoint_manifest` is the manifest root (sha256 over the shards' sha256, recorder/checkpoints/
   manifest.py) of the checkpoint that was loaded and scored, or a recorder step's weights sha256, and must be
   the one the document records; `code` is the sha256 of the canonical JSON of the model code's provenance;
 - `signature` (with `public_key`): the Ed25519 signature of DOMAIN and the digest by the key the writer held
@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from recorder import canonical
 from recorder.results.document import Document, Part
 from recorder.signing import Signer, fingerprint, message_signature_valid
+from recorder.store import canonical
 
 DOMAIN = b"recorder zero-shot result v1\n"
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Self, get_type_hints
 
-from recorder.codec import Dialect, Mismatch, decode, join, show
 from recorder.errors import DataError
+from recorder.store.codec import Dialect, Mismatch, decode, join, show
 
 
 class ResultsDocError(DataError):

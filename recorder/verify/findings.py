@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from recorder.errors import EventDecodeError
-from recorder.events import Event
-from recorder.kinds import Payload, PayloadError
+from recorder.store.events import Event
+from recorder.store.kinds import Payload, PayloadError
 from recorder.verify.problem import Problem
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 
-from recorder.reader import recorded_run_id
-from recorder.run import RunDir
-from recorder.untrusted_files import IrregularFileError, read_bounded
+from recorder.store.reader import recorded_run_id
+from recorder.store.run import RunDir
+from recorder.untrusted.untrusted_files import IrregularFileError, read_bounded
 from recorder.verify.segments import VerifyReport
 
 AUDIT_FILE = "audit.json"

@@ -3,7 +3,7 @@
 Segments are streamed: messages are read one at a time and checked in chunks (512 events or 1 MB), so
 memory stays bounded by the chunk or the largest event, not the segment. A segment the stream cannot read
 cleanly to its end (torn, damaged) is read whole by `read_segment`, which locates the damage. When every
-segment is intact, `recorder.verify.fact_checks` checks that the timeline is possible and the evidence matches.
+segment is intact, `recorder.verify.facts.fact_checks` checks that the timeline is possible and the evidence matches.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from recorder import canonical
-from recorder.catalogue import catalogue
 from recorder.errors import NewerSchemaError, SegmentError
-from recorder.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
-from recorder.kinds import ChainSigned, PayloadError, SegmentClosed, SegmentOpened
-from recorder.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, merge, read_segment, recorded_run_id
-from recorder.run import RunDir
-from recorder.segment import (
+from recorder.signing import CHAIN_DOMAIN, fingerprint, signature_valid
+from recorder.store import canonical
+from recorder.store.catalogue import catalogue
+from recorder.store.events import GENESIS_DIGEST, Event, arrow_schema, canonical_bytes, chain_digest
+from recorder.store.kinds import ChainSigned, PayloadError, SegmentClosed, SegmentOpened
+from recorder.store.reader import ARROW_ERRORS, Segment, TornTail, event_from_row, merge, read_segment, recorded_run_id
+from recorder.store.run import RunDir
+from recorder.store.segment import (
     END_OF_STREAM,
     SEGMENT_SUFFIX,
     list_segments,
@@ -34,10 +35,9 @@ from recorder.segment import (
     segment_name,
     skipped_entries,
 )
-from recorder.signing import CHAIN_DOMAIN, fingerprint, signature_valid
-from recorder.untrusted_files import arrow_input, irregular, read_regular
-from recorder.verify.fact_checks import check_facts, for_rules
-from recorder.verify.fact_checks import kept as kept_kind
+from recorder.untrusted.untrusted_files import arrow_input, irregular, read_regular
+from recorder.verify.facts.fact_checks import check_facts, for_rules
+from recorder.verify.facts.fact_checks import kept as kept_kind
 from recorder.verify.problem import Problem
 from recorder.verify.summary import SegmentSummary, SignedPoint
 from recorder.verify.truncation import explain_truncation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recorder.reader import TornTail
+from recorder.store.reader import TornTail
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from recorder.events import Event
-from recorder.segment import parse_segment_name
+from recorder.store.events import Event
+from recorder.store.segment import parse_segment_name
 from recorder.verify.problem import Problem
 from recorder.verify.summary import SegmentSummary
 

@@ -3,12 +3,12 @@
 A run is signed when any of its segments opened with a key or it holds a signed-segments manifest; its key
 is the one its first trainer segment opened with (else the first signed segment's). Given trusted keys
 (`--trust` or RECORDER_TRUST, a list of KEY.pub paths separated by `:`), every run is judged by them, signed
-or not. Under either, each segment must be signed by an accepted key, and the manifest (recorder.signed_segments)
+or not. Under either, each segment must be signed by an accepted key, and the manifest (recorder.store.signed_segments)
 must be signed by one, list only segments that are there as it lists them, and list every signed segment.
-A segment the manifest lists as adopted (recorder.adoption: left open by a killed writer, vouched for by
+A segment the manifest lists as adopted (recorder.store.adoption: left open by a killed writer, vouched for by
 the signed writer that resumed the run) must hold exactly the events and bytes it held when adopted.
 Every command that calls `verify_run` (replay, score, eval, report, the history's re-checks) therefore
-refuses what these rules refuse, with no flag; the opt-out is theirs (`--untrusted-ok`, replay.preflight).
+refuses what these rules refuse, with no flag; the opt-out is theirs (`--untrusted-ok`, replay.checkers.preflight).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from recorder.run import RunDir
-from recorder.segment import parse_segment_name
-from recorder.signed_segments import MANIFEST_FILE, Entry, Manifest, ManifestError, read_manifest
 from recorder.signing import SIGNING_KEY_ENV, fingerprint, load_trusted
+from recorder.store.run import RunDir
+from recorder.store.segment import parse_segment_name
+from recorder.store.signed_segments import MANIFEST_FILE, Entry, Manifest, ManifestError, read_manifest
 from recorder.verify.problem import Problem
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ def _manifest_problems(
     if manifest.public_key not in accepted:
         why = f"signed by {fingerprint(manifest.public_key)}, not by {whose}"
         return [Problem(MANIFEST_FILE, None, why, SIGNED_SET_RULE, untrusted=True)]
-    from recorder.reader import recorded_run_id
+    from recorder.store.reader import recorded_run_id
 
     if manifest.run_id != recorded_run_id(run):
         return [problem(f"lists the segments of run {manifest.run_id!r}, not of this run")]
@@ -168,7 +168,7 @@ def _manifest_problems(
 def _adoption_problems(s: SegmentSummary, entry: Entry, key: str) -> list[Problem]:
     """An adopted segment holds exactly what the resuming writer adopted: its events (the last one's digest),
     its bytes, no closing record, and the adopting key's segment_opened (none only when it holds no event);
-    and those events end at the dead writer's own last chain_signed record (recorder.adoption), so nothing
+    and those events end at the dead writer's own last chain_signed record (recorder.store.adoption), so nothing
     its writer did not sign was adopted."""
     found = f"{s.events} events, {s.size} bytes{', closed' if s.closed else ''}"
     adopted = f"{entry.events} events, {entry.adopted_bytes} bytes"

@@ -15,9 +15,9 @@ of facts (replay's timeline, eval, the history) drops what kind-writer refuses, 
 
 from __future__ import annotations
 
-from recorder.catalogue import may_write, records_timing_of, run_writer_kinds, writers_of
-from recorder.events import Event
-from recorder.kinds import RunOpened
+from recorder.store.catalogue import may_write, records_timing_of, run_writer_kinds, writers_of
+from recorder.store.events import Event
+from recorder.store.kinds import RunOpened
 from recorder.verify.findings import Findings, parsed
 
 IMPORT_WRITER = "import"  # recorder/adapters/mllog_import.py WRITER

@@ -18,8 +18,8 @@ from mlperf_logging.mllog import mllog as reference_mllog
 
 from recorder.compat import ConfigConflictError, LogEncodeError, MetadataTypeError, NotConfiguredError
 from recorder.compat import mllog as dropin
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 from tests.adoption.mllog_calls import Clock, calls_from_log, drive
 from tests.helpers import run_cli

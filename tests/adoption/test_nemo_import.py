@@ -15,16 +15,16 @@ from recorder.adapters.nemo import (
     NoCheckpointsError,
     import_checkpoints,
 )
-from recorder.log import LogWriter
-from recorder.reader import read_run
+from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
 from recorder.rules import validation_start_step as validation_start
-from recorder.run import RunDir
-from recorder.run_files import tree_digest
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
+from recorder.store.run_files import tree_digest
 from recorder.verify import verify_run
 from tests.adoption import nemo_layout
 from tests.helpers import run_in_process
 from tests.kit.synthetic import write_evidence
-from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
 MS = 1_000_000
 FINGERPRINT = checkpoint_fingerprinter(None)  # what `recorder import-checkpoints` passes without --task
@@ -61,7 +61,7 @@ def test_series_becomes_weight_updates_and_commits(tmp_path: Path) -> None:
     assert (run / c19["path"]).resolve() == (root / "step_19").resolve()
     assert (c19["sha256"], c19["bytes"]) == tree_digest(root / "step_19" / "policy" / "weights")
     assert (c19["blocked_ns"], c19["source"], c19["dtype"]) == (None, "nemo-rl", "bfloat16")
-    # the Megatron weights load (trainer.policy.checkpoints), so they are fingerprinted like Hugging Face ones
+    # the Megatron weights load (recorder.checkpoints), so they are fingerprinted like Hugging Face ones
     assert (c19["fingerprint"]["texts"], c19["fingerprint"]["dtype"]) == ("fixed", "fp32")
     assert c19["manifest"]["root"] == c19["sha256"]
     assert commits[1].time_ns == c19["save_end_ns"] == (UPDATES_MS[19] + nemo_layout.WRITE_MS) * MS  # file mtimes

@@ -17,8 +17,8 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast,
 from trl import GRPOConfig, GRPOTrainer
 
 from recorder.adapters.trl import RecorderCallback, layout_problems, sha256_file, step_metrics
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.integrity.forge import Row, copy_run, rewrite

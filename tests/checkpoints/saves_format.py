@@ -4,10 +4,10 @@ config.json and tokenizer, and a `save.json` giving the step, the samples and th
 
 The module holds its reader (detection and loading) and its importer, and `PLUGIN`, the one object that
 carries them with its recorded row (how verify checks its files), naming the two rows as "module:attr". A
-team's package registers `PLUGIN` through its entry point (`[recorder.checkpoint_formats]`). Shipped, the
-reader goes in a module of trainer/policy/checkpoints/ and the importer in one beside
+team's package registers `PLUGIN` through its entry point (`[recorder.checkpoints.formats]`). Shipped, the
+reader goes in a module of recorder/checkpoints/ and the importer in one beside
 recorder/adapters/dcp.py (the parts table keeps the adapters off torch), and the plugin in
-recorder/checkpoint_formats.py with its name in `CheckpointFormat`: three product files."""
+recorder/checkpoints/formats.py with its name in `CheckpointFormat`: three product files."""
 
 from __future__ import annotations
 
@@ -24,12 +24,12 @@ from recorder.adapters.series_importers import (
     SeriesImporter,
     utc_ns,
 )
-from recorder.checkpoint_formats import FormatPlugin, RecordedFormat, declared_format, declared_reader
-from recorder.kinds import RunOpened
+from recorder.checkpoints import load, readers
+from recorder.checkpoints.detect import CheckpointInfo
+from recorder.checkpoints.formats import FormatPlugin, RecordedFormat, declared_format, declared_reader
 from recorder.provenance import provenance
 from recorder.rules import BENCHMARK, RULESET
-from trainer.policy.checkpoints import load, readers
-from trainer.policy.checkpoints.detect import CheckpointInfo
+from recorder.store.kinds import RunOpened
 
 GBS = 256  # validation start 18
 STEPS = (18, 19)

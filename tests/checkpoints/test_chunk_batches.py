@@ -16,10 +16,10 @@ import torch
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.metadata import _MEM_FORMAT_ENCODING
 
+from recorder.checkpoints.readers import detect, load_state_dict
+from recorder.checkpoints.torch_dcp.chunk_batches import batches
+from recorder.checkpoints.torch_dcp.safe_metadata import load_metadata
 from tests.checkpoints import fixtures
-from trainer.policy.checkpoints.chunk_batches import batches
-from trainer.policy.checkpoints.readers import detect, load_state_dict
-from trainer.policy.checkpoints.safe_metadata import load_metadata
 from trainer.policy.errors import CheckpointError, UnsafeMetadataError
 
 

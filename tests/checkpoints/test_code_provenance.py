@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.policy.checkpoints.model_code import CodeProvenance, code_provenance, import_from_tree
+from recorder.checkpoints.team_code.model_code import CodeProvenance, code_provenance, import_from_tree
 from trainer.policy.errors import ModelCodeError
 
 CLEAN = b"def scale():\n    return 1\n"

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import torch
 
+from recorder.checkpoints.readers import detect, load_state_dict
 from tests.checkpoints import fixtures
-from trainer.policy.checkpoints.readers import detect, load_state_dict
 from trainer.policy.errors import CheckpointError
 
 KEY = "w"

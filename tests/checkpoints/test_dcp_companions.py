@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from recorder.adapters import dcp
+from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
 from recorder.verify import verify_run
 from tests.checkpoints.test_dcp_import import GBS, write_archives
-from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
 
 def _imported(tmp_path: Path) -> tuple[Path, Path]:

@@ -14,17 +14,17 @@ from typing import Any
 import pytest
 
 from recorder.adapters import dcp
-from recorder.reader import read_run
-from recorder.run import RunDir
-from recorder.team_layout import snapshot_meta
+from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
+from recorder.checkpoints.readers import detect
+from recorder.checkpoints.torch_dcp.fsdp2_layout import snapshot_meta
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 from tests.checkpoints import fixtures
 from tests.cli.shell import run_main
 from tests.helpers import run_cli
 from tests.kit import sample_series
 from tests.zero_shot.conftest import pretraining  # noqa: F401  (the two-rank FSDP2 job, trained once)
-from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
-from trainer.policy.checkpoints.readers import detect
 from trainer.policy.errors import CheckpointError
 from trainer.policy.taskspec import shipped
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from recorder.checkpoints.detect import ModelSource
+from recorder.checkpoints.evaluable import load_checkpoint
 from tests.cli.shell import run_main
 from tests.helpers import run_cli
 from tests.kit import mcore_golden
 from tests.kit.mcore_golden import GOLDEN, SERIES
-from trainer.policy.checkpoints.detect import ModelSource
-from trainer.policy.checkpoints.evaluable import load_checkpoint
 
 PROMPTS = ["What is 2 plus 3?", "One, two, three,"]
 

@@ -1,5 +1,5 @@
 """A new checkpoint format is one plugin: here a throwaway one (a model's tensors in a numpy `.npz` beside its
-config.json) is a reader row and a recorded row on one `recorder.checkpoint_formats.FormatPlugin`, and
+config.json) is a reader row and a recorded row on one `recorder.checkpoints.formats.FormatPlugin`, and
 detection, the hashed load, the model build and the recorded format's checks all follow from it, with nothing
 else of the product changed."""
 
@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import torch
 
-from recorder import checkpoint_formats
-from recorder.checkpoint_formats import FormatPlugin, RecordedFormat, declared_format, declared_reader, recorded_format
+from recorder.checkpoints import formats as checkpoint_formats
+from recorder.checkpoints import load, readers
+from recorder.checkpoints.detect import CheckpointInfo
+from recorder.checkpoints.evaluable import load_checkpoint
+from recorder.checkpoints.formats import FormatPlugin, RecordedFormat, declared_format, declared_reader, recorded_format
+from recorder.checkpoints.manifest import Manifest, ShardDigest
+from recorder.checkpoints.readers import detect
 from tests.checkpoints import fixtures
-from trainer.policy.checkpoints import load, readers
-from trainer.policy.checkpoints.detect import CheckpointInfo
-from trainer.policy.checkpoints.evaluable import load_checkpoint
-from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
-from trainer.policy.checkpoints.readers import detect
 
 IDS = [1, 7, 12, 40, 3, 9]
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from recorder.checkpoints.evaluable import load_checkpoint
+from recorder.checkpoints.manifest import Manifest, ShardDigest
+from recorder.checkpoints.readers import detect, left_out, load_state_dict
+from recorder.checkpoints.torch_dcp.safe_metadata import load_metadata
 from tests.checkpoints import fixtures
-from trainer.policy.checkpoints import Manifest, ShardDigest, detect, load_state_dict
-from trainer.policy.checkpoints.evaluable import load_checkpoint
-from trainer.policy.checkpoints.readers import left_out
-from trainer.policy.checkpoints.safe_metadata import load_metadata
 from trainer.policy.errors import CheckpointError, UnsafeMetadataError
 
 IDS = [1, 7, 12, 40, 3, 9]
@@ -70,9 +70,9 @@ def test_a_dcp_with_optimizer_state_and_scalars_loads_the_model_alone(tmp_path: 
 
 
 def test_megatron_core_weights_in_nemo_rl_layout_load_with_the_base_models_config(tmp_path: Path) -> None:
-    from recorder.run_files import tree_digest
+    from recorder.checkpoints.detect import ModelSource
+    from recorder.store.run_files import tree_digest
     from tests.kit import mcore_golden
-    from trainer.policy.checkpoints.detect import ModelSource
 
     step = mcore_golden.copy_series("dense-tp2", tmp_path / "series") / "step_19"  # two ranks' shards
     source = ModelSource(mcore_golden.model_config("dense-tp2"), mcore_golden.tokenizer())

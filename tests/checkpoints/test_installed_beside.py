@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.policy.checkpoints import exec_audit
+from recorder.checkpoints.team_code import exec_audit
 
 
 def _install(target: Path) -> tuple[Path, Path]:

@@ -15,11 +15,11 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
+from recorder.checkpoints.detect import ModelSource
+from recorder.checkpoints.evaluable import load_checkpoint
+from recorder.checkpoints.torch_dcp.safe_metadata import load_metadata
 from tests.kit import mcore_golden
 from tests.kit.mcore_golden import GOLDEN, ITERATION, STEPS, TWINS
-from trainer.policy.checkpoints.detect import ModelSource
-from trainer.policy.checkpoints.evaluable import load_checkpoint
-from trainer.policy.checkpoints.safe_metadata import load_metadata
 
 EP = "moe-ep2"
 TWIN = TWINS[EP]

@@ -22,11 +22,11 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from recorder.checkpoints.detect import ModelSource
+from recorder.checkpoints.evaluable import load_checkpoint
+from recorder.checkpoints.torch_dcp.safe_metadata import SAVE_PLAN_CLASSES, allowed_globals, load_metadata
 from tests.kit import mcore_golden
 from tests.kit.mcore_golden import GOLDEN, ITERATION, SERIES, STEPS
-from trainer.policy.checkpoints.detect import ModelSource
-from trainer.policy.checkpoints.evaluable import load_checkpoint
-from trainer.policy.checkpoints.safe_metadata import SAVE_PLAN_CLASSES, allowed_globals, load_metadata
 from trainer.policy.errors import CheckpointError
 
 FP32_TOLERANCE = 1e-4

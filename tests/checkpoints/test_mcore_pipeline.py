@@ -17,14 +17,14 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from recorder.checkpoints.detect import ModelSource
+from recorder.checkpoints.evaluable import load_checkpoint
+from recorder.checkpoints.load import every_file, read_dcp
+from recorder.checkpoints.megatron.mcore_names import to_hf
+from recorder.checkpoints.readers import detect
+from recorder.checkpoints.torch_dcp.safe_metadata import load_metadata
 from tests.kit import mcore_golden
 from tests.kit.mcore_golden import GOLDEN, ITERATION, STEPS, TWINS
-from trainer.policy.checkpoints.detect import ModelSource
-from trainer.policy.checkpoints.evaluable import load_checkpoint
-from trainer.policy.checkpoints.load import every_file, read_dcp
-from trainer.policy.checkpoints.mcore_names import to_hf
-from trainer.policy.checkpoints.readers import detect
-from trainer.policy.checkpoints.safe_metadata import load_metadata
 from trainer.policy.errors import CheckpointError
 
 PP, TWIN = "dense-pp2", TWINS["dense-pp2"]

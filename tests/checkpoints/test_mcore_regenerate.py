@@ -17,9 +17,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from recorder.checkpoints.readers import detect, load_state_dict
 from tests.kit import mcore_golden
 from tests.kit.mcore_golden import GOLDEN, ITERATION, SERIES, STEPS
-from trainer.policy.checkpoints.readers import detect, load_state_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 MCORE_PYTHON = ROOT / ".venv-mcore" / "bin" / "python"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from recorder.checkpoints.evaluable import load_checkpoint
 from tests.checkpoints import fixtures
-from trainer.policy.checkpoints.evaluable import load_checkpoint
 from trainer.policy.errors import ModelCodeError
 
 FACTORY = """

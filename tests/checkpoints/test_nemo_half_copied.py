@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from tests.checkpoints.test_nemo_messy_series import _series, _source, _with_training_log
 from tests.helpers import run_in_process
 from tests.kit.mcore_golden import ITERATION

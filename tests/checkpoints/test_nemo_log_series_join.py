@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from tests.evaluator import nemo_run
 from tests.evaluator.test_nemo_end_to_end import mllog
 from tests.helpers import run_in_process

@@ -126,8 +126,8 @@ def test_fp32_training_with_bf16_rollouts_is_evaluated_in_bf16_and_fp32_is_named
 def test_a_series_saved_by_pipeline_stages_imports_with_its_twins_fingerprints(tmp_path: Path) -> None:
     """import-checkpoints loads each checkpoint and records its fingerprint (the mean log-likelihood of fixed
     texts under the loaded model): the PP2 series and the TP1 series whose weights it saved again agree."""
-    from recorder.reader import read_run
-    from trainer.policy.checkpoints.fingerprint import matches
+    from recorder.checkpoints.fingerprint import matches
+    from recorder.store.reader import read_run
 
     def fingerprints(kind: str) -> dict[int, float]:
         run, _ = _import(tmp_path / kind, kind)

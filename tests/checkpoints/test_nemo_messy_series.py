@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from tests.evaluator import nemo_run
 from tests.helpers import run_in_process
 from tests.kit import mcore_golden

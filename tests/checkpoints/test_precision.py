@@ -12,8 +12,8 @@ import torch
 
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.kit import synthetic
@@ -23,8 +23,8 @@ STEP = 18  # GBS 256: the validation start
 
 def _bf16_checkpoint(run: RunDir, step: int, update: int) -> dict[str, Any]:
     """The trainer's own checkpoint of a dtype=bf16 run: bf16 weights, fingerprinted as the trainer does."""
-    from trainer.policy.checkpoints.files import write_checkpoint
-    from trainer.policy.checkpoints.fingerprint import fingerprint_record
+    from recorder.checkpoints.fingerprint import fingerprint_record
+    from recorder.checkpoints.recorder_format import write_checkpoint
     from trainer.policy.model import ModelConfig, build_model
     from trainer.policy.tokenizer import CharTokenizer
 

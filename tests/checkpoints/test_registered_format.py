@@ -18,20 +18,20 @@ from pathlib import Path
 import pytest
 from safetensors.torch import save_file
 
-from recorder import checkpoint_formats
 from recorder.adapters.series_importers import SeriesImporter
-from recorder.checkpoint_formats import declared_format
+from recorder.checkpoints import formats as checkpoint_formats
+from recorder.checkpoints.formats import declared_format
+from recorder.checkpoints.readers import Reader
 from recorder.cli import run_command_line
 from recorder.errors import RecorderError
 from recorder.plugin_registry import resolve
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from tests.checkpoints import saves_format
 from tests.checkpoints.saves_format import GBS, PLUGIN, STEPS, T0_NS, TENSORS
 from tests.checkpoints.test_dcp_import import _spec
 from tests.helpers import RECORDER, REPO
 from tests.kit import sample_series
-from trainer.policy.checkpoints.readers import Reader
 
 
 def write_save(root: Path, step: int) -> Path:
@@ -133,7 +133,7 @@ def test_an_installed_package_s_entry_point_adds_the_format_to_a_fresh_process(
     info = site / "saves_format-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: saves-format\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(f"[recorder.checkpoint_formats]\nsaves = {saves_format.__name__}:PLUGIN\n")
+    (info / "entry_points.txt").write_text(f"[recorder.checkpoints.formats]\nsaves = {saves_format.__name__}:PLUGIN\n")
     path = os.pathsep.join([str(site), str(REPO)])  # the plugin's module is this project's tests'
     installed = _fresh("verify", str(run), pythonpath=path)
     assert installed.returncode == 0, installed.stdout + installed.stderr

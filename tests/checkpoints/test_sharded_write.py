@@ -27,7 +27,7 @@ def _rank(rank: int, port: int, out: str) -> None:
     import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
 
-    from trainer.policy.checkpoints.dcp_write import write_dcp_checkpoint
+    from recorder.checkpoints.torch_dcp.dcp_write import write_dcp_checkpoint
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
@@ -62,7 +62,8 @@ def test_every_rank_writes_and_hashes_its_own_shard(tmp_path: Path) -> None:
     for s in manifest["shards"]:
         data = (step / s["path"]).read_bytes()
         assert (len(data), hashlib.sha256(data).hexdigest()) == (s["bytes"], s["sha256"])
-    from trainer.policy.checkpoints import Manifest, detect, load_state_dict
+    from recorder.checkpoints.manifest import Manifest
+    from recorder.checkpoints.readers import detect, load_state_dict
 
     info = detect(step)
     assert (info.format, info.world_size) == ("torch-dcp", WORLD)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
+from recorder.checkpoints.torch_dcp.torch_save_view import TorchSaveError, view_tensor
 
 TENSORS = {
     "fp32": torch.randn(5, 3),

@@ -13,7 +13,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
-from recorder.run import RunDir
+from recorder.store.run import RunDir
 from tests.history.conftest import record_evaluation
 from tests.kit.synthetic import record_run, record_worked_example
 

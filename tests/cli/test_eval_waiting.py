@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evaluator.settings import Options
-from recorder.cli.evaluate import _waiting_for
+from recorder.cli.evaluation.evaluate import _waiting_for
 
 
 @pytest.mark.parametrize(

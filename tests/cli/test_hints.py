@@ -74,7 +74,7 @@ def test_a_non_file_in_events_is_named_and_skipped_as_documented(tmp_path: Path)
 
 
 def test_check_submission_says_what_the_rcp_checker_found(corpus: Path, tmp_path: Path) -> None:
-    from replay.package_check import explained
+    from replay.checkers.package_check import explained
 
     said = explained("[result_0] RCP Test Failed: RCP found")
     assert said.startswith("RCP test failed: the reference convergence points (RCPs)")
@@ -100,7 +100,7 @@ def test_the_stale_note_names_the_command_that_refreshes_the_cache(tmp_path: Pat
 
 
 def test_interrupt_hints_name_commands_that_exist() -> None:
-    from recorder.cli._interrupt import KEPT
+    from recorder.cli.shared.interrupt import KEPT
 
     for text in KEPT.values():
         for named in re.findall(r"`recorder ([a-z-]+)", text):

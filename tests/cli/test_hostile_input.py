@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from recorder.history.lock import LOCK_NAME
-from recorder.log import LogWriter
-from recorder.run import RUN_ID_RULE, RunDir
+from recorder.store.log import LogWriter
+from recorder.store.run import RUN_ID_RULE, RunDir
 from tests.cli.shell import make_root, run_main, run_process
 from tests.kit.synthetic import record_worked_example
 
@@ -213,7 +213,7 @@ def test_ctrl_c_inside_a_duckdb_statement_of_the_main_thread_is_an_interrupt_not
 
     import duckdb
 
-    from recorder.cli._interrupt import CommandInterrupted, interruptible
+    from recorder.cli.shared.interrupt import CommandInterrupted, interruptible
 
     # A streaming sum: no memory to spill, and hours of work, so the SIGINT lands inside it. A fallback
     # interrupt after 30 s ends it if the signal did not reach it (DuckDB then reports the same error, so what

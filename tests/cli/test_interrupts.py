@@ -151,7 +151,7 @@ def test_ctrl_c_during_eval_records_the_evaluation_as_interrupted(
 ) -> None:
     pytest.importorskip("torch")
     from evaluator.attempts import attempts
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
 
     args = ["eval", str(evaluable), "--all", "--batch-size", "1"]
     rc, out, err = _interrupt(args, after_s, wait_for, signals=signals)
@@ -237,7 +237,7 @@ def test_ctrl_c_during_import_leaves_only_whole_runs(corpus: Path, tmp_path: Pat
 def test_ctrl_c_as_duckdb_reports_it_is_told_from_its_errors() -> None:
     import duckdb
 
-    from recorder.cli._interrupt import interrupted_in_duckdb
+    from recorder.cli.shared.interrupt import interrupted_in_duckdb
 
     assert interrupted_in_duckdb(RuntimeError("Query interrupted"))
     scan = "counting the rows of the object registered as '_live_events' failed: KeyboardInterrupt: "
@@ -250,7 +250,7 @@ def test_ctrl_c_as_duckdb_reports_it_is_told_from_its_errors() -> None:
 def test_a_query_interrupted_inside_a_command_is_said_as_that_commands_interruption(command: str) -> None:
     """The history's queries run in a worker thread (recorder.history.limits): Ctrl-C there ends the process
     at once, and the line names the command the user typed, not the query it ran."""
-    from recorder.cli._interrupt import KEPT, CommandInterrupted, interruptible
+    from recorder.cli.shared.interrupt import KEPT, CommandInterrupted, interruptible
     from recorder.history.limits import QueryInterrupted
 
     def reads_the_history() -> None:
@@ -265,7 +265,7 @@ def test_a_query_interrupted_inside_a_command_is_said_as_that_commands_interrupt
 
 def test_a_commands_own_interruption_keeps_its_message() -> None:
     """train's and zero-shot's own lines (what was recorded, how to resume) pass through unchanged."""
-    from recorder.cli._interrupt import interruptible
+    from recorder.cli.shared.interrupt import interruptible
     from recorder.cli.train import TrainInterrupted
 
     def stopped_training() -> None:

@@ -70,8 +70,8 @@ def test_the_screen_is_what_the_terminal_shows() -> None:
 # A bar on stderr, as zero-shot draws its per-checkpoint progress, and results printed on stdout while it runs.
 BAR_AND_RESULTS = """
 import time
-from recorder.cli._output import console
-from recorder.cli._progress import PerItem
+from recorder.cli.terminal.output import console
+from recorder.cli.terminal.progress import PerItem
 with PerItem("zero-shot") as shown:
     for done in range(3):
         shown.report("run/step_10", "scoring", done, 3)
@@ -102,7 +102,7 @@ def test_what_is_printed_on_stdout_while_a_bar_runs_on_stderr_goes_above_it_and_
 # A bar whose line fills an 80-column terminal (a long description), stopped by Ctrl-C.
 BAR_THEN_CTRL_C = """
 import time
-from recorder.cli._progress import progress
+from recorder.cli.terminal.progress import progress
 try:
     with progress("import: reading a long list of files, each a run of its own, one after another", 10**6) as advance:
         while True:

@@ -1,4 +1,4 @@
-"""Noise on stderr (recorder/cli/_quiet.py): a command prints what is about the user's run, not the chatter of
+"""Noise on stderr (recorder/cli/terminal/quiet.py): a command prints what is about the user's run, not the chatter of
 the libraries it calls. tests/evaluator/test_nemo_end_to_end.py holds transformers' progress bars off in the
 default tier; this holds Ray's banner off a two-worker evaluation."""
 

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from recorder.cli._settings import MEANINGS, _default, setting_fields, settings_markdown
+from recorder.cli.shared.settings import MEANINGS, _default, setting_fields, settings_markdown
 from tests.helpers import REPO, on_terminal, run_cli
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.scores import write_scores
+from replay.scorekeeping.scores import write_scores
 from tests.helpers import on_terminal
 from tests.kit.synthetic import record_run
 

@@ -64,7 +64,7 @@ def test_ctrl_c_after_a_checkpoint_says_how_to_resume(tmp_path: Path) -> None:
 
 
 def _train_stops(run: Path) -> list[str]:
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
 
     return [json.loads(e.data_json)["status"] for e in read_run(run).events if e.kind == "train_stop"]
 
@@ -109,7 +109,7 @@ def test_ctrl_c_under_nproc_is_one_line_and_exit_130(tmp_path: Path, after_s: fl
 
 
 def _committed(run: Path) -> bool:
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
 
     try:
         return any(e.kind == "checkpoint_committed" for e in read_run(run).events)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.cli._output import fill_at_spaces
-from replay.scores import write_scores
+from recorder.cli.terminal.output import fill_at_spaces
+from replay.scorekeeping.scores import write_scores
 from tests.helpers import on_terminal
 from tests.kit.synthetic import record_run
 

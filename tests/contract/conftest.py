@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recorder.reader import Segment
+from recorder.store.reader import Segment
 from tests.contract.writer_contract import Recorded, WriterContract, record_observed
 
 

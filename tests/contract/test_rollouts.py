@@ -49,7 +49,7 @@ class TestGatheredRollout(RolloutContract):
 
         from torch.distributed.fsdp import fully_shard
 
-        from trainer.data_parallel import GatheredRollout
+        from trainer.parallel.data_parallel import GatheredRollout
 
         sharded = copy.deepcopy(model)
         fully_shard(sharded)

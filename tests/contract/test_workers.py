@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.workers import LocalWorkers, RayWorkers, Workers
+from evaluator.cluster.workers import LocalWorkers, RayWorkers, Workers
 from tests.contract.workers_contract import WorkersContract
 
 

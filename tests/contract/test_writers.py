@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from recorder.reader import Segment, read_segment
-from recorder.run import RunDir
-from recorder.segment import list_segments
+from recorder.store.reader import Segment, read_segment
+from recorder.store.run import RunDir
+from recorder.store.segment import list_segments
 from tests.contract.writer_contract import WriterContract
 
 T0_MS = 1_780_000_000_000
@@ -101,8 +101,8 @@ class TestRankSegments(WriterContract):
         import torch.distributed as dist
 
         from trainer.config import load_config
-        from trainer.data_parallel import DataParallelTrainer
-        from trainer.distributed import Ranks
+        from trainer.parallel.data_parallel import DataParallelTrainer
+        from trainer.parallel.distributed import Ranks
 
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
         trainer = DataParallelTrainer(
@@ -188,8 +188,8 @@ class TestNemoImporter(WriterContract):
 
     def record(self, root: Path) -> RunDir:
         from recorder.adapters.nemo import import_checkpoints
+        from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
         from tests.adoption import nemo_layout
-        from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
         for step in (18, 19, 20):
             nemo_layout.write_checkpoint(root / "ckpt", step, T0_MS + step * 60_000)
@@ -202,8 +202,8 @@ class TestDcpImporter(WriterContract):
 
     def record(self, root: Path) -> RunDir:
         from recorder.adapters.dcp import import_checkpoints
+        from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
         from tests.checkpoints.test_dcp_import import write_snapshots
-        from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
 
         series = write_snapshots(root / "job")
         import_checkpoints(

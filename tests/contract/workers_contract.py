@@ -1,4 +1,4 @@
-"""The contract every pool of evaluation workers keeps (evaluator/workers.py's `Workers`), as one abstract
+"""The contract every pool of evaluation workers keeps (evaluator/cluster/workers.py's `Workers`), as one abstract
 test class. A pool's subclass says how to start it (`start`), what it reproduces (`sampling`) and, where it
 needs one, the tiny checkpoint's width (`hidden_size`); on a real
 tiny checkpoint and the shipped addition task the class checks:
@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 
 import pytest
 
+from evaluator.cluster.workers import LocalWorkers, Workers
 from evaluator.passk import sample_plan
 from evaluator.results_files import Sample
 from evaluator.scoring import Generation, Loading
-from evaluator.workers import LocalWorkers, Workers
 from trainer.policy.taskspec import shipped
 
 TASKS, K = 6, 4

@@ -6,12 +6,12 @@ segments are its own (`writer`); the class checks, on those segments:
 - seq is contiguous from 0 in every segment;
 - every critical kind (catalogue.toml) was fsynced before its append returned: `os.fsync` is observed (it
   still runs: nothing is faked), and the file's size at some fsync equals the end of the critical event; a
-  writer that copies a record kept elsewhere (`durability = "at-close"`, recorder/log.py) instead fsyncs
+  writer that copies a record kept elsewhere (`durability = "at-close"`, recorder/store/log.py) instead fsyncs
   each segment whole, at close, and its folder after that;
 - given a signing key, every critical event but the segment's own opening and closing records is signed
   with it: followed by a `chain_signed` record written with it, and the fsync covers both (what a writer
-  resuming after a kill adopts ends at such a record: recorder.adoption);
-- every payload parses through recorder/kinds.py and gives back the bytes recorded;
+  resuming after a kill adopts ends at such a record: recorder.store.adoption);
+- every payload parses through recorder/store/kinds.py and gives back the bytes recorded;
 - every segment ends with `segment_closed` counting the events before it;
 - given a signing key (`signed = True`: RECORDER_SIGNING_KEY set while it records), every segment is signed
   by that key; without one, none is.
@@ -31,11 +31,12 @@ from typing import ClassVar
 
 import pytest
 
-from recorder import canonical, kinds, signing
-from recorder.catalogue import critical_kinds
-from recorder.reader import Segment, read_segment
-from recorder.run import RunDir
-from recorder.segment import list_segments, parse_segment_name
+from recorder import signing
+from recorder.store import canonical, kinds
+from recorder.store.catalogue import critical_kinds
+from recorder.store.reader import Segment, read_segment
+from recorder.store.run import RunDir
+from recorder.store.segment import list_segments, parse_segment_name
 from recorder.verify import verify_run
 
 

@@ -6,8 +6,8 @@ Prints "ready" once the segment is open, then one seq per line after each append
 
 import sys
 
-from recorder.catalogue import may_write
-from recorder.log import LogWriter
+from recorder.store.catalogue import may_write
+from recorder.store.log import LogWriter
 
 
 def main() -> None:

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from recorder.events import arrow_schema
-from recorder.log import LogWriter
-from recorder.run import RunDir
+from recorder.store.events import arrow_schema
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
 from tests.helpers import run_cli
 
 
@@ -90,7 +90,7 @@ def test_event_json_altered_after_the_append_is_a_typed_error(tmp_path: Path) ->
     import pytest
 
     from recorder.errors import EventDecodeError
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
 
     run = RunDir.create(tmp_path, "r")
     with LogWriter(run, "trainer") as w:

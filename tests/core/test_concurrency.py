@@ -4,8 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 from tests.helpers import REPO
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_run
-from recorder.run import RunDir
-from recorder.segment import list_segments
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
+from recorder.store.segment import list_segments
 from recorder.verify import verify_run
 from tests.helpers import REPO, run_cli
 

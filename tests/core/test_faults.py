@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from recorder.errors import LogWriteError
-from recorder.log import LogWriter
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 
 

@@ -1,4 +1,4 @@
-"""The payload classes (recorder/kinds.py) against the catalogue, and against events as recorded. A kind's keys
+"""The payload classes (recorder/store/kinds.py) against the catalogue, and against events as recorded. A kind's keys
 are declared once, as its payload class's fields: the catalogue says who writes the kind, when, and what each
 key holds, and names no key the class does not have."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from recorder import canonical, kinds
-from recorder.catalogue import catalogue
-from recorder.log import LogWriter
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store import canonical, kinds
+from recorder.store.catalogue import catalogue
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 
 RCP_LOG = Path("qwen35_397b_grpo_rcp/GBS256/seed_1.out")
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from recorder.errors import EncodeError, RunExistsError, UnknownKindError, WriterClosedError
-from recorder.events import GENESIS_DIGEST, canonical_bytes, chain_digest
-from recorder.log import LogWriter
-from recorder.reader import merge, read_run
-from recorder.run import RunDir
+from recorder.store.events import GENESIS_DIGEST, canonical_bytes, chain_digest
+from recorder.store.log import LogWriter
+from recorder.store.reader import merge, read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 
 # A whole run_opened payload: verify also checks that each kind's data is what the catalogue says.

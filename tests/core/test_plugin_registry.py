@@ -116,9 +116,9 @@ def test_a_shipped_format_is_read_without_asking_the_installed_packages() -> Non
     importlib.metadata and a walk of every dist-info): only a name no shipped plugin holds asks them."""
     probe = (
         "import sys\n"
-        "from recorder.checkpoint_formats import CheckpointFormat, recorded_format\n"
-        "from recorder.codec import Mismatch, decode\n"
-        "from recorder.kinds import EVENTS\n"
+        "from recorder.checkpoints.formats import CheckpointFormat, recorded_format\n"
+        "from recorder.store.codec import Mismatch, decode\n"
+        "from recorder.store.kinds import EVENTS\n"
         "decode('dcp-archive', CheckpointFormat, 'format', EVENTS)\n"
         "recorded_format('torch-dcp')\n"
         "print('importlib.metadata' in sys.modules)\n"

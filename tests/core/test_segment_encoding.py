@@ -4,8 +4,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recorder.events import arrow_schema
-from recorder.segment import END_OF_STREAM, row_encoder, schema_message
+from recorder.store.events import arrow_schema
+from recorder.store.segment import END_OF_STREAM, row_encoder, schema_message
 
 SCHEMA = arrow_schema()
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recorder.log import LogWriter
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 

@@ -1,14 +1,14 @@
 """Old run_opened payloads read in today's shape (the payload class's `upcast_v1_*` steps, applied by
-recorder.upcast as a payload is read), never rewritten."""
+recorder.store.upcast as a payload is read), never rewritten."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from recorder.kinds import PAYLOADS, RunOpened, WeightUpdate
 from recorder.rules import recorded_target
-from recorder.upcast import upcast, upcast_steps
+from recorder.store.kinds import PAYLOADS, RunOpened, WeightUpdate
+from recorder.store.upcast import upcast, upcast_steps
 
 REST = {"ruleset": None, "division": None, "provenance": {}, "resumed_from": None}
 OLD = {  # a run_opened of `recorder train` from before `target` and `eval.task`: both only in its config

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recorder.reader import read_run
-from recorder.segment import list_segments
+from recorder.store.reader import read_run
+from recorder.store.segment import list_segments
 from recorder.verify import verify_run
 from tests.kit.synthetic import record_evals, record_worked_example
 

@@ -11,7 +11,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from recorder.run import RunDir
+from recorder.store.run import RunDir
 from tests.kit import synthetic
 
 
@@ -19,7 +19,7 @@ from tests.kit import synthetic
 def _tiny_checkpoint_parts(
     init_seed: int, sharpen: float, hidden_size: int = 32
 ) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
-    from trainer.policy.checkpoints.fingerprint import fingerprint_record
+    from recorder.checkpoints.fingerprint import fingerprint_record
     from trainer.policy.model import ModelConfig, build_model
     from trainer.policy.tokenizer import CharTokenizer
 
@@ -45,7 +45,7 @@ def write_tiny_checkpoint(
     hidden_size: int = 32,
 ) -> dict[str, Any]:
     """A real checkpoint directory (trainer format); returns its checkpoint_committed data (path unset)."""
-    from trainer.policy.checkpoints.files import write_checkpoint
+    from recorder.checkpoints.recorder_format import write_checkpoint
 
     tensors, config_json, tok_json, fp = _tiny_checkpoint_parts(init_seed, sharpen, hidden_size)
     directory.parent.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ import pytest
 
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from tests.helpers import run_in_process
 from tests.kit import sample_series
 from tests.results_shape import assert_written_in_shape
@@ -37,7 +37,7 @@ kind = "numeric"
 def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(run with one imported tiny Llama checkpoint, its task spec)."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
 
     tmp = tmp_path_factory.mktemp("backends")
     rows = [{"id": f"q{i}", "prompt": f"{i} plus {i}?", "answer": str(2 * i)} for i in range(3)]

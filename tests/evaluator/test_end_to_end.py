@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from tests.helpers import run_cli
 
 

@@ -15,11 +15,11 @@ from evaluator.order import parse_order
 from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
 from recorder.adapters.nemo import CheckpointLayoutError
-from recorder.reader import read_run
+from recorder.checkpoints.hugging_face.hf_checkpoint import load_hf_checkpoint
+from recorder.store.reader import read_run
 from tests.helpers import run_in_process
 from tests.kit import sample_series
 from trainer.policy import CheckpointError
-from trainer.policy.checkpoints.hf_checkpoint import load_hf_checkpoint
 
 T0_MS = 1_780_000_000_000
 UPDATES_MS = {18: T0_MS + 1_080_000, 19: T0_MS + 1_142_000, 20: T0_MS + 1_204_000}
@@ -56,7 +56,7 @@ def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _import(series: Path, run: Path, spec: Path | None = None) -> None:
     """In this process: each `recorder` subprocess pays transformers' import again (seconds)."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
 
     import_checkpoints(series, run, fingerprint=checkpoint_fingerprinter(spec))
 

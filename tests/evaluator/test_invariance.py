@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluator.cluster.workers import Workers, start_workers
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
-from evaluator.workers import Workers, start_workers
 from tests.evaluator.synth import record_run
 
 
@@ -50,7 +50,7 @@ def test_two_ray_workers_equal_one_local_worker(sampling_run: Path, tmp_path: Pa
 
 
 def test_torch_thread_count_does_not_change_a_completion(sampling_run: Path, tmp_path: Path) -> None:
-    from evaluator.workers import LocalWorkers
+    from evaluator.cluster.workers import LocalWorkers
 
     one = _evaluate(sampling_run, tmp_path, "t1", Options(batch_size=64))
     two = _evaluate(sampling_run, tmp_path, "t2", Options(batch_size=64), lambda n, a: LocalWorkers(threads=2))

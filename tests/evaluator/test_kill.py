@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from recorder.errors import SegmentError
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from tests.evaluator.synth import record_run
 from tests.helpers import run_in_process

@@ -55,7 +55,7 @@ def import_nemo_run(
 
 
 def assert_quiet(stderr: str) -> None:
-    """No chatter from the libraries we call (recorder/cli/_quiet.py): transformers' progress bars ("Loading
+    """No chatter from the libraries we call (recorder/cli/terminal/quiet.py): transformers' progress bars ("Loading
     weights: 100%|...| 21/21"), its warnings, Ray's banner."""
     assert not re.search(r"\d+%\|", stderr), stderr
     assert "Loading weights" not in stderr and "Token authentication" not in stderr, stderr

@@ -14,12 +14,12 @@ from evaluator.committed import CommittedCheckpoint, check_series, committed, re
 from evaluator.errors import OrderError, SeriesError, UnsafePathError
 from evaluator.order import Order, arrange, parse_order
 from evaluator.passk import pass_at_k, pass_at_k_task, sample_plan, sample_seed
-from recorder.kinds import CheckpointCommitted
-from recorder.log import LogWriter
-from recorder.reader import read_run
 from recorder.rules import series_problems
 from recorder.rules import validation_start_step as validation_start
-from recorder.run import RunDir
+from recorder.store.kinds import CheckpointCommitted
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from tests.evaluator.synth import record_run
 
 

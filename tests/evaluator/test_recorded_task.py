@@ -11,7 +11,7 @@ import pytest
 
 from evaluator.errors import SettingsError
 from evaluator.run_facts import check_recorded_task, read_facts, task_path
-from recorder.verify.eval_settings import RecordedEval
+from recorder.verify.facts.eval_settings import RecordedEval
 from tests.helpers import run_cli
 from tests.trainer.specs import write_spec
 from trainer.config import load_config

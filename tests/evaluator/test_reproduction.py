@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from evaluator.reproduction import SAMPLE_FIELDS, RecordedEvaluation, first_difference
+from evaluator.auditing.reproduction import SAMPLE_FIELDS, RecordedEvaluation, first_difference
 from recorder.results.claims import EvaluationClaims
 from recorder.results.evaluation import SampleRow
 

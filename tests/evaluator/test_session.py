@@ -13,7 +13,7 @@ from evaluator.order import parse_order
 from evaluator.results_files import sha256_text
 from evaluator.session import evaluate_run
 from evaluator.settings import Options
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from tests.evaluator.synth import record_run
 from tests.helpers import run_cli, run_in_process
@@ -226,7 +226,7 @@ def test_a_second_session_at_once_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_step_interrupted_beside_a_pass_is_evaluated_again_before_the_pass_counts(tmp_path: Path) -> None:
-    from recorder.log import LogWriter
+    from recorder.store.log import LogWriter
 
     run = record_run(tmp_path, steps=20, target=PASS_ALL, samples=2)
     evaluate_run(run.path, Options(order=parse_order("19")))  # one worker's checkpoint passed ...

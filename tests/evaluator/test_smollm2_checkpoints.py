@@ -37,8 +37,8 @@ def test_smollm2_evaluates_on_the_math_word_spec(smollm2_series: Path, tmp_path:
     from evaluator.session import evaluate_run
     from evaluator.settings import Options
     from recorder.adapters.nemo import import_checkpoints
-    from recorder.reader import read_run
-    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.store.reader import read_run
     from trainer.policy.taskspec import load_spec, shipped
 
     spec = shipped("math-word")

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evaluator.cluster.sweep import HandOut
 from evaluator.session import StepOutcome, evaluate_run
 from evaluator.settings import Options
-from evaluator.sweep import HandOut
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from replay.derive import derive_run
 from tests.evaluator.synth import record_run

@@ -27,9 +27,9 @@ import pytest
 
 from evaluator.session import Summary, evaluate_run
 from evaluator.settings import Options
-from evaluator.vllm_backend import VllmWorkers
-from recorder.reader import read_run
+from evaluator.vllm_engine.vllm_backend import VllmWorkers
 from recorder.rules import TARGET
+from recorder.store.reader import read_run
 from tests.contract.workers_contract import WorkersContract
 from tests.evaluator.synth import record_run
 from tests.helpers import run_cli
@@ -78,7 +78,7 @@ def engine() -> Iterator[SharedEngine]:
 def _hf_run(tmp: Path, spec: Path) -> Path:
     """The tiny Llama's series imported with `spec` (its fingerprints are of that spec's dev split)."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
 
     # steps far enough apart that their greedy completions differ: the engine must follow each checkpoint
     series = sample_series.write_series(tmp / "ckpt", UPDATES_MS, hidden_size=64, nudge=0.5)
@@ -215,7 +215,7 @@ def test_an_engine_that_does_not_start_reaches_the_user_in_one_error_line_naming
     """A config vLLM refuses when its engine starts (an architecture it has no model for; transformers builds
     the fingerprint's copy from model_type): a FAILED line naming vLLM's log, which holds what vLLM said."""
     from recorder.adapters.nemo import import_checkpoints
-    from trainer.policy.checkpoints.fingerprinter import checkpoint_fingerprinter
+    from recorder.checkpoints.fingerprinter import checkpoint_fingerprinter
 
     series = sample_series.write_series(tmp_path / "ckpt", {18: UPDATES_MS[18]}, hidden_size=64)
     config = series / "step_18" / "policy" / "weights" / "config.json"

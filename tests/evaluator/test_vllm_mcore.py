@@ -116,9 +116,9 @@ def test_a_tensor_that_does_not_reach_vllm_is_named(greedy_spec: Path, engine: S
     """The engine names every parameter no streamed tensor reached (it would sample from dummy weights)."""
     import torch
 
-    from evaluator.vllm_refit import stream_weights
-    from trainer.policy.checkpoints.detect import ModelSource
-    from trainer.policy.checkpoints.readers import detect, load_state_dict
+    from evaluator.vllm_engine.vllm_refit import stream_weights
+    from recorder.checkpoints.detect import ModelSource
+    from recorder.checkpoints.readers import detect, load_state_dict
 
     checkpoint = mcore_golden.copy_series("dense-tp1", tmp_path / "checkpoints") / "step_18"
     source = _source("dense-tp1")

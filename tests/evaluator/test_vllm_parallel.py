@@ -11,7 +11,7 @@ import pytest
 from evaluator.errors import SettingsError
 from evaluator.scoring import Loading
 from evaluator.settings import Options
-from evaluator.vllm_backend import VllmParallel, engine_arguments
+from evaluator.vllm_engine.vllm_backend import VllmParallel, engine_arguments
 
 CONFIG = {"max_position_embeddings": 262144}
 

@@ -31,8 +31,8 @@ def team_birch(path: Path) -> None:
 
 def crashed(path: Path) -> None:
     """A run whose writer was killed mid-append: four complete events, then half of the fifth."""
-    from recorder.reader import read_run
-    from recorder.run import RunDir
+    from recorder.store.reader import read_run
+    from recorder.store.run import RunDir
     from tests.kit.synthetic import record_run
 
     whole = record_run(path.parent / f".{path.name}-whole", path.name, steps=2, evals=[])
@@ -309,8 +309,8 @@ def clock_back(path: Path) -> None:
     """A trainer whose wall clock was set back an hour between its 5th and 6th step."""
     import time
 
-    from recorder.log import LogWriter
-    from recorder.run import RunDir
+    from recorder.store.log import LogWriter
+    from recorder.store.run import RunDir
 
     run = RunDir.create(path.parent, path.name)
     now = [time.time_ns()]

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.taskset import DEFAULT_TASKS, ENV, SHIPPED_DATA
-from recorder.log import LogWriter
-from recorder.reader import read_run
 from recorder.results.harness import HarnessResults
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from tests.cli.shell import run_main
 from tests.helpers import run_cli
 from tests.results_shape import assert_written_in_shape

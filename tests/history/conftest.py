@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from recorder.log import LogWriter
-from recorder.reader import recorded_run_id
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.reader import recorded_run_id
+from recorder.store.run import RunDir
 from tests.kit.synthetic import S, record_worked_example, write_evidence
 
 T0 = 1_780_000_000 * S
@@ -58,7 +58,7 @@ def record_evaluation(run: RunDir, order: list[tuple[int, float]], start_s: int 
 def write_scores(
     run: RunDir, rows: list[tuple[str, int | None, int | None, float | None]], status: str = "success"
 ) -> None:
-    """derived/scores.jsonl in replay's format (replay.scores.write_scores writes the real one)."""
+    """derived/scores.jsonl in replay's format (replay.scorekeeping.scores.write_scores writes the real one)."""
     run.derived.mkdir(exist_ok=True)
     lines = [
         json.dumps(
@@ -83,7 +83,7 @@ def write_scores(
 def import_log(root: Path, log: Path, run_id: str) -> RunDir:
     """The real importer and the real scores replay writes for it (as-recorded is the one that derives)."""
     from recorder.adapters.mllog_import import import_file
-    from replay.scores import write_scores as replay_write_scores
+    from replay.scorekeeping.scores import write_scores as replay_write_scores
 
     run = import_file(log, root, run_id).run
     replay_write_scores(run.path)

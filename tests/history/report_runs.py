@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recorder.log import LogWriter
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
 from tests.history.conftest import T0, record_evaluation
 from tests.kit.synthetic import S, record_worked_example
 

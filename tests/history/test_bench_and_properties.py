@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from recorder.history.compact import compact_run, pack_root
 from recorder.history.views import VIEWS, open_history
-from recorder.log import LogWriter
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 
 from recorder.history.compact import check_compacted, compact_run, pack_root, parquet_path
 from recorder.history.views import VIEWS, open_history
-from recorder.log import LogWriter
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
 from tests.helpers import run_in_process
 
 

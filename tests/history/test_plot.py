@@ -116,7 +116,7 @@ def test_a_failed_runs_picture_says_why(tmp_path: Path) -> None:
     import matplotlib.pyplot as plt
 
     from recorder.history.plot import timeline_figure
-    from replay.scores import write_scores
+    from replay.scorekeeping.scores import write_scores
     from tests.history import report_runs
 
     for run in (report_runs.failed(tmp_path), report_runs.aborted(tmp_path), report_runs.converged(tmp_path)):

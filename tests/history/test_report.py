@@ -166,7 +166,7 @@ def test_a_large_compacted_run_shows_its_scores_file_and_says_it_was_not_rederiv
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from recorder.history.compact import compact_run
-    from replay import scores_check
+    from replay.scorekeeping import scores_check
 
     run = report_runs.converged(tmp_path)
     compact_run(run)

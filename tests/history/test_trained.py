@@ -9,7 +9,7 @@ import pytest
 
 from recorder.history.compact import compact_run
 from recorder.history.views import open_history
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from recorder import canonical
-from recorder.events import COLUMNS, GENESIS_DIGEST, arrow_schema, canonical_bytes, chain_digest
-from recorder.reader import read_segment
-from recorder.segment import END_OF_STREAM, row_encoder, schema_message
+from recorder.store import canonical
+from recorder.store.events import COLUMNS, GENESIS_DIGEST, arrow_schema, canonical_bytes, chain_digest
+from recorder.store.reader import read_segment
+from recorder.store.segment import END_OF_STREAM, row_encoder, schema_message
 
 Row = dict[str, Any]
 

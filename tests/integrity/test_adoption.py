@@ -1,5 +1,5 @@
 """A signed run whose trainer was SIGKILLed, then resumed with the same key, verifies under its trust with no
-flag: the resumed writer adopts the segment the killed one left open up to its last signature (recorder.adoption).
+flag: the resumed writer adopts the segment the killed one left open up to its last signature (recorder.store.adoption).
 Exactly the adopted bytes are accepted: an event appended after adoption fails `adopted-segment`; an event
 rewritten and rechained, before or after the resume, fails `signature`; one forged past the last signature is
 set aside with the unsigned tail."""
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from recorder.adoption import TAIL_PREFIX
-from recorder.reader import read_run
-from recorder.run import RunDir
-from recorder.signed_segments import read_manifest
+from recorder.store.adoption import TAIL_PREFIX
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
+from recorder.store.signed_segments import read_manifest
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.integrity.forge import rows, write_open

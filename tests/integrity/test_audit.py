@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from evaluator.audit import AuditOptions, audit_run
+from evaluator.auditing.audit import AuditOptions, audit_run
 from evaluator.errors import NothingToAuditError, UnverifiedRunError
 from recorder.rules import passes
 from recorder.verify import verify_run

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.zero_shot.declaration import Declaration
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.options import MAX_GAP_CEILING, ZeroShotOptions
-from evaluator.zero_shot.outputs import write_outputs
+from evaluator.zero_shot.origin.declaration import Declaration
+from evaluator.zero_shot.origin.team_config import TeamConfig, team_holdout_plan
 from evaluator.zero_shot.reference import logged_loss
-from evaluator.zero_shot.team_config import TeamConfig, team_holdout_plan
+from evaluator.zero_shot.reporting.outputs import write_outputs
+from recorder.checkpoints.capacity_switch import switch_of
 from recorder.signing import SIGNING_KEY_ENV
 from tests.helpers import run_cli
 from tests.zero_shot.test_bound_results import _document, _rows, keys
-from trainer.policy.checkpoints.capacity_switch import switch_of
 from trainer.policy.errors import ModelCodeError
 
 __all__ = ["keys"]  # the fixture: alice's and mallory's key pairs

@@ -1,5 +1,5 @@
 """Every file a team or a run supplies to `recorder zero-shot` goes through one bounded reader
-(recorder.bounded_documents over recorder.untrusted_files.read_bounded): a FIFO, a link to /dev/zero and a
+(recorder.untrusted.bounded_documents over recorder.untrusted.untrusted_files.read_bounded): a FIFO, a link to /dev/zero and a
 2 GB sparse file are refused at once, before a byte is read, and a document nested or sized past the caps is
 refused naming the file; never a traceback, a hang or gigabytes of memory."""
 
@@ -16,11 +16,11 @@ import pytest
 from evaluator.harness.errors import TaskDataError, TaskPinsError
 from evaluator.harness.task_content import read_pins
 from evaluator.harness.task_rows import read_rows
-from evaluator.zero_shot.declaration import read_declaration
 from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.origin.declaration import read_declaration
+from evaluator.zero_shot.origin.team_config import read_team_config
+from evaluator.zero_shot.origin.training_run import holdout_bytes
 from evaluator.zero_shot.reference import logged_loss
-from evaluator.zero_shot.team_config import read_team_config
-from evaluator.zero_shot.training_run import holdout_bytes
 from recorder.errors import InputError
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recorder.checkpoints.torch_dcp.chunk_cover import Chunk, check_cover
 from tests.kit.hostile_inputs import staircase_chunks
-from trainer.policy.checkpoints.chunk_cover import Chunk, check_cover
 from trainer.policy.errors import CheckpointError
 
 

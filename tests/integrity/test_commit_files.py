@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from recorder import signing
-from recorder.kinds import CheckpointCommitted, EvalResult
-from recorder.reader import read_run
+from recorder.store.kinds import CheckpointCommitted, EvalResult
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from tests.helpers import run_cli, run_in_process
 from tests.integrity.forge import Row, copy_run, rewrite

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.zero_shot.outputs import write_outputs
+from evaluator.zero_shot.reporting.outputs import write_outputs
 from recorder.signing import SIGNING_KEY_ENV
 from tests.helpers import run_cli
 from tests.zero_shot.test_bound_results import _document, _rows, keys

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.audit import AuditOptions, audit_run
-from recorder import canonical
-from recorder.events import GENESIS_DIGEST, arrow_schema, canonical_bytes, chain_digest
-from recorder.safetensors_header import HeaderError, read_header
-from recorder.segment import END_OF_STREAM, row_encoder, schema_message
+from evaluator.auditing.audit import AuditOptions, audit_run
+from recorder.checkpoints.hugging_face.safetensors_header import HeaderError, read_header
+from recorder.store import canonical
+from recorder.store.events import GENESIS_DIGEST, arrow_schema, canonical_bytes, chain_digest
+from recorder.store.segment import END_OF_STREAM, row_encoder, schema_message
 from recorder.verify import verify_run
 from replay.mllog_format import parse_line
 from tests.helpers import run_cli
@@ -75,7 +75,7 @@ def test_an_mllog_line_nesting_too_deep_is_malformed() -> None:
 def test_import_and_cache_files_nesting_too_deep_are_refused_or_ignored(tmp_path: Path) -> None:
     from recorder.adapters import nemo, result_folder
     from recorder.history import compact
-    from recorder.run import RunDir
+    from recorder.store.run import RunDir
     from replay.errors import ImportFileError
 
     deep = tmp_path / "deep.json"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from recorder.run_files import tree_digest
-from recorder.tree_walk import MAX_DEPTH, TreeWalkError, files_under, walk
-from recorder.untrusted_files import first_irregular
-from replay.package_check import HostileSubmissionError, copy_submission
+from recorder.store.run_files import tree_digest
+from recorder.untrusted.tree_walk import MAX_DEPTH, TreeWalkError, files_under, walk
+from recorder.untrusted.untrusted_files import first_irregular
+from replay.checkers.package_check import HostileSubmissionError, copy_submission
 from tests.kit.hostile_inputs import DEEP, _nest, remove_tree
 
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from recorder.verify import verify_run
-from replay.check import compliance_file
+from replay.checkers.check import compliance_file
 from tests.helpers import run_cli
 from tests.kit.synthetic import record_run
 

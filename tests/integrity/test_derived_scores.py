@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.scores import write_scores
+from replay.scorekeeping.scores import write_scores
 from tests.helpers import run_cli
 from tests.kit.synthetic import record_run
 
@@ -83,14 +83,14 @@ def test_query_says_its_scores_are_the_file_as_written(scored: Path) -> None:
 def test_runs_re_derives_within_the_budget_it_shares_with_the_report(
     scored: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One rule (replay.scores_check.RecheckBudget): past RECHECK_EVENTS a forged file is shown as written,
+    """One rule (replay.scorekeeping.scores_check.RecheckBudget): past RECHECK_EVENTS a forged file is shown as written,
     flagged unchecked and said so; within it, as the events derive it. tests/history/test_report.py holds the
     report to the same limit."""
     from typer.testing import CliRunner
 
     from recorder.cli import app
-    from recorder.reader import read_run
-    from replay import scores_check
+    from recorder.store.reader import read_run
+    from replay.scorekeeping import scores_check
 
     _edit_official(scored, minutes=0.001)
     events = len(read_run(scored).events)
@@ -110,7 +110,7 @@ def test_runs_re_derives_within_the_budget_it_shares_with_the_report(
 def test_the_budget_charges_each_run_it_re_derives_and_skips_one_that_does_not_fit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from replay import scores_check
+    from replay.scorekeeping import scores_check
 
     monkeypatch.setattr(scores_check, "RECHECK_EVENTS", 100)
     budget = scores_check.RecheckBudget()

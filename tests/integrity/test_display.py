@@ -2,7 +2,7 @@
 
 A run id, a benchmark name, a checkpoint path or a task name can hold ANSI escapes (`\\x1b[2J` clears the
 screen), NUL, or bidirectional overrides (U+202E shows text reversed). Every command prints through
-recorder/cli/_output.py's consoles, which show them as visible escapes.
+recorder/cli/terminal/output.py's consoles, which show them as visible escapes.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from recorder.cli._output import make_console, visible
+from recorder.cli.terminal.output import make_console, visible
 from tests.helpers import run_cli
 from tests.integrity.forge import Row, rewrite
 

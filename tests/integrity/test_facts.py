@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from tests.helpers import run_cli, run_in_process
 from tests.integrity.forge import Row, copy_run, rewrite, rows, write

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from recorder.history import cache
-from recorder.run import RunDir
+from recorder.store.run import RunDir
 from tests.helpers import run_cli
 from tests.kit.synthetic import record_run
 

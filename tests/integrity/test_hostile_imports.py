@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_segment
 from recorder.rules import finite_score
+from recorder.store.reader import read_segment
 from tests.helpers import run_cli
 from tests.integrity.forge import rewrite
 

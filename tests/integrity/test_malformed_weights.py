@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 import torch
 
-from recorder.safetensors_header import HeaderError, read_header
+from recorder.checkpoints.evaluable import load_checkpoint
+from recorder.checkpoints.hugging_face.safetensors_header import HeaderError, read_header
+from recorder.checkpoints.torch_dcp.safe_metadata import load_metadata
+from recorder.checkpoints.torch_dcp.torch_save_view import TorchSaveError, view_tensor
 from tests.checkpoints import fixtures
-from trainer.policy.checkpoints.evaluable import load_checkpoint
-from trainer.policy.checkpoints.safe_metadata import load_metadata
-from trainer.policy.checkpoints.torch_save_view import TorchSaveError, view_tensor
 from trainer.policy.errors import CheckpointError, UnsafeMetadataError
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from recorder.catalogue import catalogue, may_write
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.catalogue import catalogue, may_write
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
+from replay.checkers.preflight import verified
 from replay.derive import derive_run
 from replay.errors import UnverifiedRunError
-from replay.preflight import verified
 from tests.helpers import run_cli
 from tests.integrity.forge import Row, event, rows, write
 from tests.integrity.forge import first_event as _first
@@ -391,16 +391,16 @@ def test_an_adopted_segment_appended_to_is_refused(tmp_path: Path, monkeypatch: 
     import subprocess
     import sys
 
-    from recorder.adoption import adopt, adoptable
-    from recorder.log import LogWriter
     from recorder.signing import SIGNING_KEY_ENV, load_signer
+    from recorder.store.adoption import adopt, adoptable
+    from recorder.store.log import LogWriter
     from tests.integrity.forge import write_open
 
     assert run_cli("keygen", "-o", str(tmp_path / "key")).returncode == 0
     monkeypatch.setenv(SIGNING_KEY_ENV, str(tmp_path / "key"))
     run = RunDir.create(tmp_path, "killed")
     killed = (  # the writer dies after its appends: no closing record, so no signature
-        "import os, sys; from recorder.log import LogWriter; from recorder.kinds import RunStart; "
+        "import os, sys; from recorder.store.log import LogWriter; from recorder.store.kinds import RunStart; "
         "w = LogWriter(sys.argv[1], 'trainer'); w.append(RunStart()); w.append(RunStart()); os._exit(0)"
     )
     subprocess.run([sys.executable, "-c", killed, str(run.path)], check=True, env=dict(os.environ))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.verify.evidence import RESULTS_LIMIT
+from recorder.verify.facts.evidence import RESULTS_LIMIT
 from tests.integrity.forge import evaluator_segment, rows, write
 from tests.kit.synthetic import record_run
 

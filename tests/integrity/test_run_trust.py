@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from recorder import signing
-from recorder.kinds import EvalStop
-from recorder.log import LogWriter
-from recorder.reader import read_segment
+from recorder.store.kinds import EvalStop
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_segment
 from recorder.verify import verify_run
 from recorder.verify.trust import SIGNED_RUN_RULE, SIGNED_SET_RULE, TRUST_ENV
 from tests.cli.shell import run_main

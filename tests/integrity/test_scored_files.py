@@ -1,7 +1,7 @@
 """Every file a score rests on is rechecked by `recorder verify` whatever the checkpoint format, evaluated or
 not: one byte flipped in a committed file (its size kept) fails verify (exit 1, rule commit-sha) naming the
 file, and `recorder evals` marks the evaluated step whose checkpoint changed, with no pass verdict. One
-builder per shipped format (recorder.checkpoint_formats.formats()), each writing its checkpoints with the
+builder per shipped format (recorder.checkpoints.formats.formats()), each writing its checkpoints with the
 library that writes that format: the trainer's own writers, megatron-core's golden series, transformers'
 save_pretrained, torch DCP, and the Trainer callback's commits."""
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from recorder.checkpoint_formats import formats
-from recorder.reader import read_run
+from recorder.checkpoints.formats import formats
+from recorder.store.reader import read_run
 from tests.cli.shell import run_main
 from tests.evaluator import nemo_run
 from tests.kit import mcore_golden, sample_series
@@ -154,9 +154,9 @@ def _safetensors(tmp_path: Path) -> Built:
 
 
 def _write_dcp_checkpoint(directory: Path, step: int, update: int, seed: int) -> dict[str, Any]:
-    """The trainer's sharded checkpoint (trainer.sharded_checkpoint's commit), written by its writer."""
+    """The trainer's sharded checkpoint (trainer.saving.sharded_checkpoint's commit), written by its writer."""
+    from recorder.checkpoints.torch_dcp.dcp_write import write_dcp_checkpoint
     from tests.evaluator.synth import _tiny_checkpoint_parts
-    from trainer.policy.checkpoints.dcp_write import write_dcp_checkpoint
 
     tensors, config_json, tok_json, fp = _tiny_checkpoint_parts(seed, 40.0, 32)
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -195,7 +195,7 @@ def _trl(weights: str) -> Callable[[Path], Built]:
         from transformers import TrainerControl, TrainerState, TrainingArguments
 
         from recorder.adapters.trl import RecorderCallback
-        from recorder.run import RunDir
+        from recorder.store.run import RunDir
 
         run = RunDir.create(tmp_path / "runs", "trl")
         args = TrainingArguments(output_dir=str(run.checkpoints), per_device_train_batch_size=2, report_to=[])

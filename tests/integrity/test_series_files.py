@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.checkpoints.manifest import Manifest
+from recorder.checkpoints.readers import detect, hash_shards
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from tests.adoption import nemo_layout
 from tests.checkpoints.test_dcp_import import GBS, write_archives, write_snapshots
@@ -21,8 +23,6 @@ from tests.cli.shell import run_main
 from tests.evaluator import nemo_run
 from tests.helpers import run_cli
 from tests.kit import mcore_golden
-from trainer.policy.checkpoints.manifest import Manifest
-from trainer.policy.checkpoints.readers import detect, hash_shards
 
 STRAYS = 40
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from recorder import signing
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import SIGNATURE_RULE, verify_run
 from replay.derive import derive
 from tests.helpers import run_cli
@@ -190,7 +190,7 @@ def test_a_writer_that_did_not_close_is_reported_unsigned_with_the_key_it_opened
 ) -> None:
     run = RunDir.create(tmp_path, "torn")
     killed = (  # the process dies after an append: no closing record, so no signature
-        "import os, sys; from recorder.log import LogWriter; from recorder.kinds import RunStart; "
+        "import os, sys; from recorder.store.log import LogWriter; from recorder.store.kinds import RunStart; "
         "LogWriter(sys.argv[1], 'trainer').append(RunStart()); os._exit(0)"
     )
     env = {**os.environ, signing.SIGNING_KEY_ENV: str(keys / "alice")}

@@ -1,5 +1,5 @@
 """A signed writer signs its chain at each durable point (`chain_signed`), so a writer killed with SIGKILL
-leaves a segment whose signed prefix a resuming writer can adopt, and nothing past it (recorder.adoption).
+leaves a segment whose signed prefix a resuming writer can adopt, and nothing past it (recorder.store.adoption).
 
 The writer here is a real process appending a signed trainer segment, killed with a real SIGKILL; the
 adoption is the library's, so these run in the default tier (the `recorder train --resume` end to end is
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from recorder.adoption import TAIL_PREFIX, adopt, adoptable
-from recorder.catalogue import critical_kinds
-from recorder.log import LogWriter
-from recorder.reader import read_segment
-from recorder.run import RunDir
-from recorder.signed_segments import Entry, record_signed_segment
 from recorder.signing import Signer, generate, load_signer, load_trusted
+from recorder.store.adoption import TAIL_PREFIX, adopt, adoptable
+from recorder.store.catalogue import critical_kinds
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_segment
+from recorder.store.run import RunDir
+from recorder.store.signed_segments import Entry, record_signed_segment
 from recorder.verify import verify_run
 from tests.integrity.forge import rows, write_open
 
@@ -30,9 +30,9 @@ SEGMENT = "trainer-0001.arrows"
 WRITER = textwrap.dedent(
     """
     import sys
-    from recorder.kinds import RunOpened, WeightUpdate
-    from recorder.log import LogWriter
-    from recorder.run import RunDir
+    from recorder.store.kinds import RunOpened, WeightUpdate
+    from recorder.store.log import LogWriter
+    from recorder.store.run import RunDir
     from recorder.signing import load_signer
 
     run = RunDir.create(sys.argv[1], "k")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.run import RunDir
+from recorder.store.run import RunDir
 from tests.helpers import run_cli
 from tests.kit.synthetic import record_evals, record_run
 

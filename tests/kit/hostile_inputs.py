@@ -120,7 +120,7 @@ def staircase_chunks(n: int) -> tuple[tuple[int, int], list[Any]]:
     """(size, chunks) of a 2-D tensor [n, n] cut into 2n chunks that cover it exactly: column i is cut at row i
     into [0, i) and [i, n). Both dimensions have n distinct offsets and every chunk runs along dim 0 from its
     start to the end, so a sweep that keeps every chunk still running compares each with all the others."""
-    from trainer.policy.checkpoints.chunk_cover import Chunk
+    from recorder.checkpoints.torch_dcp.chunk_cover import Chunk
 
     chunks = [Chunk((0, i), (i, 1), "__0_0.distcp", 0, 0) for i in range(1, n)]
     chunks += [Chunk((i, i), (n - i, 1), "__0_0.distcp", 0, 0) for i in range(n)]
@@ -261,7 +261,7 @@ def _pins(where: Path, make: Callable[[Path], None]) -> list[str]:
     checkpoint = where / "fsdp2_epoch_2"
     checkpoint.mkdir()
     (checkpoint / "__0_0.distcp").write_bytes(b"\0" * 64)
-    from evaluator.zero_shot.outputs import write_outputs
+    from evaluator.zero_shot.reporting.outputs import write_outputs
 
     write_outputs(where / "out" / "r", _document(checkpoint, 0.5, "2026-01-01T00:00:00+00:00"), "", "")
     make(where / "pins")

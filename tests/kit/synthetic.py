@@ -19,7 +19,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recorder.kinds import (
+from recorder.rules import pass_target
+from recorder.rules import validation_start_step as validation_start
+from recorder.store.kinds import (
     BlockStart,
     BlockStop,
     CheckpointCommitted,
@@ -36,10 +38,8 @@ from recorder.kinds import (
     TrainStop,
     WeightUpdate,
 )
-from recorder.log import LogWriter
-from recorder.rules import pass_target
-from recorder.rules import validation_start_step as validation_start
-from recorder.run import RunDir
+from recorder.store.log import LogWriter
+from recorder.store.run import RunDir
 
 S = 1_000_000_000
 T0_S = 1_780_000_000

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import get_args
 
 from recorder.adapters.dcp import Layout
-from recorder.checkpoint_formats import CheckpointFormat, ReaderName
+from recorder.checkpoints.formats import CheckpointFormat, ReaderName
 from tests.layout.test_imports import MODULES
 from trainer.config import WRITE_FORMATS
 
 # The tables themselves: the recorded formats, the readers, the importers of series.
 TABLES = {
-    "recorder.checkpoint_formats",
-    "trainer.policy.checkpoints.readers",
+    "recorder.checkpoints.formats",
+    "recorder.checkpoints.readers",
     "recorder.adapters.series_importers",
 }
 # Every name a format goes by: recorded, read, laid out on disk, or written by the trainer.
@@ -80,9 +80,9 @@ def test_a_comparison_and_a_match_case_are_found(tmp_path: Path) -> None:
         "            return 3\n"
         "    return info.format != 'fine' or reader(info.format).sharded\n"
     )
-    assert format_comparisons({"trainer.policy.checkpoints.load": held}) == [
-        "trainer.policy.checkpoints.load:2: 'torch-dcp'",
-        "trainer.policy.checkpoints.load:4: 'dcp-archive'",
-        "trainer.policy.checkpoints.load:7: 'mcore-torch-dist'",
+    assert format_comparisons({"recorder.checkpoints.load": held}) == [
+        "recorder.checkpoints.load:2: 'torch-dcp'",
+        "recorder.checkpoints.load:4: 'dcp-archive'",
+        "recorder.checkpoints.load:7: 'mcore-torch-dist'",
     ]
-    assert format_comparisons({"trainer.policy.checkpoints.readers": held}) == []  # a table may
+    assert format_comparisons({"recorder.checkpoints.readers": held}) == []  # a table may

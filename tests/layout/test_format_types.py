@@ -1,4 +1,4 @@
-"""A checkpoint format is typed as a row name of the formats table (`recorder.checkpoint_formats.CheckpointFormat`,
+"""A checkpoint format is typed as a row name of the formats table (`recorder.checkpoints.formats.CheckpointFormat`,
 a Literal of the table's names), never as a plain string: mypy then refuses a name the table lacks wherever a
 format is held."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.layout.test_imports import MODULES
 
 # The zero-shot results.json documents: their `format` is the loading reader's name as the file records it
-# (recorder.checkpoint_formats.ReaderName, not yet narrowed there).
+# (recorder.checkpoints.formats.ReaderName, not yet narrowed there).
 NOT_NARROWED_YET = {"recorder.results.zero_shot.format"}
 
 

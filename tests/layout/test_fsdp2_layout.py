@@ -1,4 +1,4 @@
-"""The FSDP2/DCP layout has one owner, recorder/team_layout.py: no other product module spells one of its meta
+"""The FSDP2/DCP layout has one owner, recorder/checkpoints/torch_dcp/fsdp2_layout.py: no other product module spells one of its meta
 file names, a pattern of its epoch (`fsdp2_epoch_N`) or step (`step_N`) folders, or the step folder name
 (`step_NNNNNNN`) the recorder writes. A reader that needs one imports it (`META_FILES`, `EPOCH`, `STEP`,
 `step_of`, `step_dir`), so a second reader that disagrees with the first cannot be written by accident."""
@@ -9,10 +9,10 @@ import ast
 import re
 from pathlib import Path
 
-from recorder import team_layout
+from recorder.checkpoints.torch_dcp import fsdp2_layout as team_layout
 from tests.layout.test_imports import MODULES
 
-OWNER = "recorder.team_layout"
+OWNER = "recorder.checkpoints.torch_dcp.fsdp2_layout"
 META_NAMES = frozenset({*team_layout.META_FILES, team_layout.OLD_SNAPSHOT_META})
 # The same words meaning something else, module by module.
 NOT_THE_LAYOUT = {("trainer.warmup", "meta.json")}  # the warmup checkpoint's own meta, beside its safetensors
@@ -77,12 +77,12 @@ def test_a_meta_name_a_pattern_and_the_step_format_are_found(tmp_path: Path) -> 
         "    return run / f'step_{step:07d}', 'step_%07d' % step\n"
         "DOC = 'an archive: fsdp2_epoch_N/ and its final_meta.json'\n"  # prose naming them is no reader
     )
-    assert layout_spellings({"trainer.policy.checkpoints.detect": held}) == [
-        "trainer.policy.checkpoints.detect:2: 'final_meta.json'",
-        "trainer.policy.checkpoints.detect:2: 'meta.json'",
-        "trainer.policy.checkpoints.detect:3: 'fsdp2_epoch_(\\\\d+)'",
-        "trainer.policy.checkpoints.detect:4: '(?:step|iter)_0*(\\\\d+)'",
-        "trainer.policy.checkpoints.detect:6: 'step_{:07d}'",
-        "trainer.policy.checkpoints.detect:6: 'step_%07d'",
+    assert layout_spellings({"recorder.checkpoints.readers.detect": held}) == [
+        "recorder.checkpoints.readers.detect:2: 'final_meta.json'",
+        "recorder.checkpoints.readers.detect:2: 'meta.json'",
+        "recorder.checkpoints.readers.detect:3: 'fsdp2_epoch_(\\\\d+)'",
+        "recorder.checkpoints.readers.detect:4: '(?:step|iter)_0*(\\\\d+)'",
+        "recorder.checkpoints.readers.detect:6: 'step_{:07d}'",
+        "recorder.checkpoints.readers.detect:6: 'step_%07d'",
     ]
     assert "trainer.warmup:2: 'meta.json'" not in layout_spellings({"trainer.warmup": held})  # its own meta

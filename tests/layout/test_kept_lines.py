@@ -1,4 +1,4 @@
-"""Ctrl-C in a command says what it kept (`recorder.cli._interrupt.KEPT`): every command the command line
+"""Ctrl-C in a command says what it kept (`recorder.cli.shared.interrupt.KEPT`): every command the command line
 registers has its own line, read from the app itself, so a new command cannot be added without one. A
 command whose own module writes a file (it calls one of the project's writers) and whose line says nothing
 was changed must say why its file is whole or absent."""
@@ -14,9 +14,9 @@ from typing import Any
 import typer
 
 from recorder.cli import app
-from recorder.cli._interrupt import KEPT
+from recorder.cli.shared.interrupt import KEPT
 
-# The calls that create or replace a file: the project's own writers (recorder.output, recorder.run) and the
+# The calls that create or replace a file: the project's own writers (recorder.output, recorder.store.run) and the
 # standard ones a command module could call directly.
 WRITERS = frozenset(
     {"write_output", "output_file", "write_derived", "LogWriter", "write_text", "write_bytes", "savefig", "mkdir"}

@@ -51,8 +51,8 @@ def test_the_check_finds_a_repeated_name() -> None:
     modules = [
         "recorder.verify.facts",
         "evaluator.facts",
-        "recorder.cli.audit",
-        "evaluator.audit",
+        "recorder.cli.evaluation.audit",
+        "evaluator.auditing.audit",
         "a.errors",
         "b.errors",
     ]

@@ -1,5 +1,5 @@
-"""One codec: the core reads JSON by its annotations in recorder/codec.py alone, and older payloads are upcast
-only where the codec's event side reads them (recorder.kinds), never by a reader of facts."""
+"""One codec: the core reads JSON by its annotations in recorder/store/codec.py alone, and older payloads are upcast
+only where the codec's event side reads them (recorder.store.kinds), never by a reader of facts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.layout.test_imports import GRAPH, MODULES, OUTSIDE_CORE
 
-CODEC = "recorder.codec"
+CODEC = "recorder.store.codec"
 
 
 def readers_of_annotations(sources: dict[str, str]) -> list[str]:
@@ -29,11 +29,15 @@ def test_the_core_has_one_type_directed_parser() -> None:
 
 
 def test_only_the_codecs_event_side_upcasts() -> None:
-    assert importers_of("recorder.upcast", GRAPH) == ["recorder.kinds"]
+    assert importers_of("recorder.store.upcast", GRAPH) == ["recorder.store.kinds"]
 
 
 def test_the_checks_find_a_second_parser_and_a_second_upcaster() -> None:
     sources = {CODEC: "get_origin(tp)", "recorder.other": "x = typing.get_origin(hint)", "recorder.fine": "x = 1"}
     assert readers_of_annotations(sources) == [CODEC, "recorder.other"]
-    graph = {"recorder.kinds": {"recorder.upcast"}, "evaluator.x": {"recorder.upcast"}, "recorder.upcast": set()}
-    assert importers_of("recorder.upcast", graph) == ["evaluator.x", "recorder.kinds"]
+    graph = {
+        "recorder.store.kinds": {"recorder.store.upcast"},
+        "evaluator.x": {"recorder.store.upcast"},
+        "recorder.store.upcast": set(),
+    }
+    assert importers_of("recorder.store.upcast", graph) == ["evaluator.x", "recorder.store.kinds"]

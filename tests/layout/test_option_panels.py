@@ -1,6 +1,6 @@
-"""`eval` and `zero-shot` list their options under one shared set of help sections (`recorder.cli._panels`):
+"""`eval` and `zero-shot` list their options under one shared set of help sections (`recorder.cli.terminal.panels`):
 every option of either names one, and an option both commands take is under the same heading in each. An
-option both take is declared once, in a module of shared option types (recorder.cli._eval_options,
+option both take is declared once, in a module of shared option types (recorder.cli.evaluation.eval_options,
 _model_source, _signing), unless it means another thing in each (below, with why)."""
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ from typing import Any
 import typer.main
 from typer.models import OptionInfo
 
-from recorder.cli import _eval_options, _model_source, _panels, _signing, app
-from recorder.cli.evaluate import eval_command
-from recorder.cli.zero_shot import zero_shot_command
+from recorder.cli import app
+from recorder.cli.evaluation import eval_options as _eval_options
+from recorder.cli.evaluation.evaluate import eval_command
+from recorder.cli.evaluation.zero_shot import zero_shot_command
+from recorder.cli.shared import model_source as _model_source
+from recorder.cli.shared import signing_keys as _signing
+from recorder.cli.terminal import panels as _panels
 
 PANELS = {v for k, v in vars(_panels).items() if k.isupper()}
 # the one name the two commands use for different things, each as its users know it

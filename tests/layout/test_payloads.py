@@ -1,4 +1,4 @@
-"""Producers build events through recorder/kinds.py: no `append` in the project's code passes `data=` or
+"""Producers build events through recorder/store/kinds.py: no `append` in the project's code passes `data=` or
 names its kind as a string, so a misspelled kind or key fails where it is written (read from the source)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from recorder.catalogue import catalogue
+from recorder.store.catalogue import catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("recorder", "replay", "trainer", "evaluator")
@@ -32,7 +32,7 @@ def test_no_event_is_appended_by_kind_name_or_with_a_hand_built_data_dict() -> N
         for p in sorted((ROOT / pkg).rglob("*.py"))
         for w in _untyped_appends(p)
     ]
-    assert found == [], "append a payload from recorder.kinds instead: " + ", ".join(found)
+    assert found == [], "append a payload from recorder.store.kinds instead: " + ", ".join(found)
 
 
 def test_the_check_sees_an_untyped_append(tmp_path: Path) -> None:

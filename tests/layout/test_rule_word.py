@@ -1,5 +1,5 @@
 """`rule` has one meaning in module and class names: the MLPerf rule and its rulesets (recorder.rules,
-replay.rulesets, replay.ruleset_facts). What verify holds a run to is a check (recorder.verify.fact_checks,
+replay.rulesets, replay.ruleset_facts). What verify holds a run to is a check (recorder.verify.facts.fact_checks,
 timeline_checks, check_table, the registry's `Check`); the name a failing check cites stays `[rule ...]`, as
 docs/integrity.md shows it."""
 

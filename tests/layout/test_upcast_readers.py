@@ -1,4 +1,4 @@
-"""recorder/upcast.py's docstring names every reader that branches on a field recorded before it existed (a
+"""recorder/store/upcast.py's docstring names every reader that branches on a field recorded before it existed (a
 comment saying "before the field" or "an older import" at the branch), and names no other: the upcast is the
 one place old shapes are filled, and the docstring says truthfully where the absence itself is read."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.layout.test_imports import MODULES
 
-UPCAST = "recorder.upcast"
+UPCAST = "recorder.store.upcast"
 _BRANCH = re.compile(r"before the field|an older import")
 
 
@@ -30,9 +30,9 @@ def named_in(docstring: str, modules: dict[str, Path]) -> set[str]:
 
 
 def _upcast_docstring() -> str:
-    import recorder.upcast
+    import recorder.store.upcast
 
-    return recorder.upcast.__doc__ or ""
+    return recorder.store.upcast.__doc__ or ""
 
 
 def test_the_upcast_docstring_names_each_reader_that_branches_on_an_absent_field() -> None:

@@ -16,7 +16,7 @@ import atheris
 
 with atheris.instrument_imports():
     from recorder.errors import RecorderError
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
     from recorder.verify import verify_run
 
 TMP = Path(tempfile.mkdtemp(prefix="atheris-"))

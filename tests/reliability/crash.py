@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 
@@ -88,7 +88,7 @@ def check_after_kill(run: Path, killed: Killed, printed: str, kind: str) -> int:
 def check_checkpoints(run: Path) -> None:
     """Every checkpoint_committed names a complete checkpoint with the recorded sha256; no temporary
     directory is ever referenced by an event."""
-    from trainer.policy.checkpoints.files import file_sha256
+    from recorder.checkpoints.recorder_format import file_sha256
 
     for e in read_run(run).events:
         if e.kind != "checkpoint_committed":

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.reliability.crash import SMALL_TRAIN

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from recorder.adapters.mllog_import import import_file
 from recorder.errors import RecorderError
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from replay.derive import derive_run
 from tests.kit.synthetic import record_run

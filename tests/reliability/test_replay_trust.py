@@ -5,10 +5,10 @@ import json
 import time
 from pathlib import Path
 
-from recorder.log import LogWriter
-from recorder.reader import read_run
-from recorder.run import RunDir
-from replay.preflight import clock_steps
+from recorder.store.log import LogWriter
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
+from replay.checkers.preflight import clock_steps
 from tests.cli.shell import run_main
 from tests.kit.synthetic import record_run
 

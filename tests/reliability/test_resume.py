@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from tests.reliability.crash import SMALL_TRAIN, check_checkpoints, recorder_exe
@@ -128,8 +128,8 @@ def test_refusals(tmp_path: Path, killed: Path) -> None:
 
 def _killed_before_any_checkpoint(root: Path) -> Path:
     """The log a trainer killed in its first steps leaves: its run_opened (config and all), no commit, no stop."""
-    from recorder.log import LogWriter
-    from recorder.run import RunDir
+    from recorder.store.log import LogWriter
+    from recorder.store.run import RunDir
     from trainer.config import load_config
 
     run = RunDir.create(root, "e")
@@ -140,7 +140,7 @@ def _killed_before_any_checkpoint(root: Path) -> Path:
 
 def _opened(cfg: Any) -> Any:
     """The run_opened a trainer with `cfg` records first."""
-    from recorder.kinds import RunOpened
+    from recorder.store.kinds import RunOpened
 
     return RunOpened(
         benchmark=None,
@@ -162,9 +162,9 @@ def test_a_completed_run_is_not_resumed(resumed: tuple[Path, list[Any], Any]) ->
 
 def test_a_recorded_path_outside_the_run_is_refused(tmp_path: Path) -> None:
     """A well-formed log (valid digest chain: digests are not signatures) whose commit points outside the run."""
-    from recorder.kinds import CheckpointCommitted
-    from recorder.log import LogWriter
-    from recorder.run import RunDir
+    from recorder.store.kinds import CheckpointCommitted
+    from recorder.store.log import LogWriter
+    from recorder.store.run import RunDir
     from trainer.config import load_config
 
     cfg = load_config(sets=["warmup.enabled=false"])

@@ -28,10 +28,10 @@ UNSAFE = re.compile(
 # torch's tensor rebuilds, storage classes and dtypes (hostile globals refused for both: tests/checkpoints).
 # Anything else that unpickles is a finding.
 ALLOWED = {
-    "trainer/policy/checkpoints/safe_metadata.py": re.compile(
+    "recorder/checkpoints/torch_dcp/safe_metadata.py": re.compile(
         r"_AllowListUnpickler|^torch's own weights-only|^`\.metadata`"
     ),
-    "trainer/policy/checkpoints/torch_save_view.py": re.compile(r"^class _Unpickler\(pickle\.Unpickler\):$"),
+    "recorder/checkpoints/torch_dcp/torch_save_view.py": re.compile(r"^class _Unpickler\(pickle\.Unpickler\):$"),
 }
 
 
@@ -72,7 +72,7 @@ def test_malicious_pickles_next_to_the_weights_are_never_loaded(tmp_path: Path, 
     for cp in sorted((run / "checkpoints").iterdir()):
         for name in ("pytorch_model.bin", "training_args.bin", "optimizer.pt", "rng_state.pth", "state.pkl"):
             (cp / name).write_bytes(payload)
-    from trainer.policy.checkpoints.files import load_checkpoint
+    from recorder.checkpoints.recorder_format import load_checkpoint
 
     load_checkpoint(run / "checkpoints" / "step_0000018")
     r = run_cli("eval", str(run), "--all")
@@ -90,8 +90,8 @@ def test_a_pickle_in_place_of_the_weights_is_refused(tmp_path: Path, trained: Pa
     marker = tmp_path / "PWNED"
     weights = run / "checkpoints" / "step_0000018" / "model.safetensors"
     weights.write_bytes(pickle.dumps(_Boom(marker)))
+    from recorder.checkpoints.recorder_format import load_checkpoint
     from trainer.errors import CheckpointError
-    from trainer.policy.checkpoints.files import load_checkpoint
 
     with pytest.raises(CheckpointError):
         load_checkpoint(weights.parent)
@@ -109,7 +109,7 @@ def test_loading_a_checkpoint_calls_no_unpickler(monkeypatch: pytest.MonkeyPatch
     """torch.load and pickle's loaders are booby-trapped while a checkpoint loads: none is called."""
     import torch
 
-    from trainer.policy.checkpoints.files import load_checkpoint
+    from recorder.checkpoints.recorder_format import load_checkpoint
 
     calls: list[str] = []
 
@@ -137,8 +137,8 @@ def test_query_cannot_write_or_attach(tmp_path: Path) -> None:
 
 
 def test_reading_metadata_of_a_pickle_is_a_typed_error(tmp_path: Path) -> None:
+    from recorder.checkpoints.recorder_format import read_metadata
     from trainer.errors import CheckpointError
-    from trainer.policy.checkpoints.files import read_metadata
 
     (tmp_path / "model.safetensors").write_bytes(pickle.dumps({"a": 1}))
     with pytest.raises(CheckpointError, match="not a readable safetensors file"):

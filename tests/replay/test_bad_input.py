@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from tests.helpers import run_cli, run_in_process
 from tests.replay.runs import record_run
 

@@ -1,5 +1,5 @@
-"""The checkers' rule files and RCP data are prepared once per process (replay/checker_configs.py,
-replay/rcp_data.py): the verdicts and messages stay exactly those of mlperf-logging's own checkers run as
+"""The checkers' rule files and RCP data are prepared once per process (replay/checkers/checker_configs.py,
+replay/checkers/rcp_data.py): the verdicts and messages stay exactly those of mlperf-logging's own checkers run as
 they ship, an edited rule file is read again, and nothing one log's check changes reaches the next."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import yaml
 from mlperf_logging.compliance_checker import mlp_compliance
 from mlperf_logging.rcp_checker import rcp_checker
 
-from replay.check import _reason, compliance_file, rcp
-from replay.checker_configs import _ParsedOnce
+from replay.checkers.check import _reason, compliance_file, rcp
+from replay.checkers.checker_configs import _ParsedOnce
 
 # passed, failed (closed 4.1.0 bert), and the checker raising (a reference log without time_ms)
 LOGS = (

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mlperf_logging.mllog.mllog import _encode_log
 
-from recorder.reader import read_run
-from replay.check import compliance, mlperf_logging_version, rcp
+from recorder.store.reader import read_run
+from replay.checkers.check import compliance, mlperf_logging_version, rcp
 from replay.derive import derive_run
 from replay.mllog_format import encode_line
 from replay.ruleset_facts import FACTS

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from replay.derive import derive_run
 from replay.interpretations import INTERPRETATIONS
-from replay.scores import write_scores
+from replay.scorekeeping.scores import write_scores
 from tests.helpers import run_in_process
 from tests.replay.runs import CASES, record_run
 
@@ -89,8 +89,8 @@ def test_write_scores_is_atomic_and_complete(tmp_path: Path) -> None:
 
 def test_replay_never_imports_torch() -> None:
     code = (
-        "import sys, recorder.cli.replay, replay.derive, recorder.adapters.mllog_import, replay.check, replay.scores, replay.olympic;"
-        "import replay.check as c; c.mlperf_logging_version();"
+        "import sys, recorder.cli.replay, replay.derive, recorder.adapters.mllog_import, replay.checkers.check, replay.scorekeeping.scores, replay.scorekeeping.olympic;"
+        "import replay.checkers.check as c; c.mlperf_logging_version();"
         "sys.exit(1 if 'torch' in sys.modules else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[2]).returncode == 0

@@ -14,7 +14,7 @@ from mlperf_logging.compliance_checker.mlp_parser import parse_file
 from mlperf_logging.result_summarizer.result_summarizer import _query_mlperf_strong_scaling_score
 
 from recorder.adapters.mllog_import import import_file
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from replay.derive import derive_run
 from tests.helpers import run_cli
 

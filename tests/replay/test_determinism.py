@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recorder.events import Event
-from recorder.reader import read_run
+from recorder.store.events import Event
+from recorder.store.reader import read_run
 from replay.derive import derive_run
 from replay.interpretations import INTERPRETATIONS
 from tests.replay.runs import CASES, record_run
@@ -23,7 +23,7 @@ from tests.replay.runs import CASES, record_run
 DERIVABLE = [n for n in INTERPRETATIONS if n != "as-recorded"]
 SCRIPT = """
 import hashlib, sys
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from replay.derive import derive_run
 events = read_run(sys.argv[1]).events
 out = b"".join(derive_run(events, "6.1.0", n).text().encode() for n in sys.argv[2:])
@@ -78,7 +78,7 @@ def test_segment_split_and_order_do_not_matter(
     segments: int, seed: int, tmp_path_factory: pytest.TempPathFactory, reference: tuple[list[Event], bytes]
 ) -> None:
     """The evaluations recorded over 1-3 evaluator sessions, the sessions written in a shuffled order."""
-    from recorder.log import LogWriter
+    from recorder.store.log import LogWriter
     from tests.replay.runs import T0, S
 
     _, expected = reference

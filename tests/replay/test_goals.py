@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from recorder.goals import Goal, all_goals, benchmark_goal, opened_goal, parse_goal
-from recorder.kinds import RunOpened
+from recorder.store.kinds import RunOpened
 
 
 def test_a_loss_passes_at_or_below_its_target() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from replay.derive import derive_run
 from replay.interpretations import INTERPRETATIONS
 from tests.kit.synthetic import record_worked_example
@@ -152,7 +152,7 @@ def test_design_worked_example(tmp_path: Path) -> None:
 def test_zero_shot_sessions_do_not_change_the_benchmark_log(tmp_path: Path) -> None:
     """Harness sessions (writer "harness") start, score, fail and stop around the benchmark's evaluations:
     every interpretation derives the same bytes as without them."""
-    from recorder.log import LogWriter
+    from recorder.store.log import LogWriter
     from tests.replay.runs import S
 
     plain = record_run(tmp_path, "plain", **CASES["arbitrary_order"])  # type: ignore[arg-type]

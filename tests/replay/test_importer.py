@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recorder.adapters.mllog_import import import_file
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from replay.derive import derive_run
 from replay.mllog_format import parse_line
 

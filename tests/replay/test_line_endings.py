@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from recorder.adapters.mllog_import import import_file
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from replay.derive import derive_run
 
 LORA = "mlperf-results/training_results_v5.1/Wiwynn/results/1xKinabalux18x4GB200/llama2_70b_lora/result_0.txt"

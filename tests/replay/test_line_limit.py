@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from recorder.kinds import StepMetrics
-from replay.check import compliance_lines
+from recorder.store.kinds import StepMetrics
+from replay.checkers.check import compliance_lines
 from replay.mllog_format import LINE_LIMIT
 from tests.helpers import run_cli
 from tests.kit.synthetic import record_run

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from recorder.comparability import why_not_comparable
-from recorder.kinds import RunOpened
 from recorder.rules import TARGET, passes, recorded_target
+from recorder.store.kinds import RunOpened
 from tests.helpers import run_in_process
 from tests.kit.synthetic import record_run
 

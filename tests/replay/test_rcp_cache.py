@@ -1,5 +1,5 @@
 """The RCP checker runs once per input: its verdict is kept in derived/rcp.json by the log's SHA-256, the
-ruleset and the mlperf-logging version (replay.rcp_cache), and equals what the checker says afresh."""
+ruleset and the mlperf-logging version (replay.checkers.rcp_cache), and equals what the checker says afresh."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import os
 import shutil
 from pathlib import Path
 
-from recorder.run import RunDir
-from replay.check import rcp
-from replay.rcp_cache import CACHE_FILE, cached_rcp
+from recorder.store.run import RunDir
+from replay.checkers.check import rcp
+from replay.checkers.rcp_cache import CACHE_FILE, cached_rcp
 
 LOG = "qwen35_397b_grpo_rcp/GBS512/seed_1.out"
 

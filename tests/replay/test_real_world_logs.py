@@ -17,11 +17,11 @@ from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_s
 
 from recorder.adapters.mllog_import import import_file
 from recorder.adapters.result_folder import read_result_folder
-from recorder.reader import read_run
-from replay.check import compliance, compliance_file
+from recorder.store.reader import read_run
+from replay.checkers.check import compliance, compliance_file
 from replay.derive import derive_run
 from replay.rulesets import known_rulesets
-from replay.score_runs import score_runs
+from replay.scorekeeping.score_runs import score_runs
 from tests.helpers import run_in_process
 from tests.replay.corpus_index import corpus_logs
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from recorder.adapters.mllog_import import import_file
-from recorder.reader import read_run
-from replay.check import compliance, compliance_file
+from recorder.store.reader import read_run
+from replay.checkers.check import compliance, compliance_file
 from replay.derive import derive_run
 from replay.rulesets import checker_root, get_known, known_rulesets
 from tests.helpers import run_in_process

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_score_standalone
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from replay.derive import derive_run
-from replay.olympic import olympic
+from replay.scorekeeping.olympic import olympic
 from tests.replay.runs import record_run
 
 # (evaluations in order) per run: passes at 18, 19, 20, 18 (after an earlier miss), and one aborted run.
@@ -56,7 +56,7 @@ def test_too_many_non_converged_runs_give_no_score() -> None:
 
 
 def test_compute_score_cli_crashes_in_4_1_68(result_dir: tuple[Path, list[float | None]]) -> None:
-    """Why replay.olympic calls `_compute_olympic_average` itself (see its module docstring)."""
+    """Why replay.scorekeeping.olympic calls `_compute_olympic_average` itself (see its module docstring)."""
     folder, _ = result_dir
     out = subprocess.run(
         [
@@ -81,8 +81,8 @@ def test_compute_score_cli_crashes_in_4_1_68(result_dir: tuple[Path, list[float 
 @pytest.mark.parametrize("place", [0, 2, 4])
 def test_minutes_that_are_not_a_number_leave_the_run_unscored_wherever_it_sits(place: int) -> None:
     """A NaN run_stop time sorts anywhere: it must be dropped with its reason, never averaged or shown."""
-    from replay.check import CheckResult
-    from replay.set_score import RunOutcome, score_set
+    from replay.checkers.check import CheckResult
+    from replay.scorekeeping.set_score import RunOutcome, score_set
 
     ok = CheckResult("compliance checker", "6.1.0", True, (), "test")
     minutes = [10.0, 11.0, 12.0, 13.0, 14.0]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from recorder.events import Event
-from recorder.reader import read_run, stream_run
-from recorder.run import RunDir
+from recorder.store.events import Event
+from recorder.store.reader import read_run, stream_run
+from recorder.store.run import RunDir
+from replay.checkers.preflight import clock_steps
 from replay.derive import derive_from, derive_run
 from replay.errors import MissingFactError
 from replay.interpretations import INTERPRETATIONS
-from replay.preflight import clock_steps
 from replay.rulesets import get_known
 from replay.run_scan import scan_run
 from replay.source import Streamed

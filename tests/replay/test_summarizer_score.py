@@ -14,8 +14,8 @@ from mlperf_logging.result_summarizer.result_summarizer import _compute_strong_s
 
 from recorder.adapters.mllog_import import import_file
 from recorder.adapters.result_folder import read_result_folder
-from replay.score_runs import score_runs
-from replay.set_score import SetScore
+from replay.scorekeeping.score_runs import score_runs
+from replay.scorekeeping.set_score import SetScore
 from tests.helpers import run_in_process
 from tests.replay.corpus_index import complete_result_sets
 

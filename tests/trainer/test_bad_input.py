@@ -3,7 +3,7 @@ write that fails ends the run with train_stop naming the reason, no commit event
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from tests.helpers import run_cli
 from trainer.config import load_config
 from trainer.errors import TrainingFailed

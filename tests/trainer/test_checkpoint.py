@@ -3,11 +3,17 @@ import threading
 import pytest
 import torch
 
-from trainer.checkpoint import CheckpointWriter
+from recorder.checkpoints.fingerprint import fingerprint, matches
+from recorder.checkpoints.recorder_format import (
+    file_sha256,
+    load_checkpoint,
+    read_metadata,
+    step_dirname,
+    write_checkpoint,
+)
 from trainer.errors import CheckpointError
-from trainer.policy.checkpoints.files import file_sha256, load_checkpoint, read_metadata, step_dirname, write_checkpoint
-from trainer.policy.checkpoints.fingerprint import fingerprint, matches
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
+from trainer.saving.checkpoint import CheckpointWriter
 
 SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 

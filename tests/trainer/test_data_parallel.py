@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from recorder.kinds import RankStep
-from recorder.reader import read_run
-from recorder.run import RunDir
+from recorder.store.kinds import RankStep
+from recorder.store.reader import read_run
+from recorder.store.run import RunDir
 from recorder.verify import verify_run
 from tests.helpers import run_cli
 from trainer.config import load_config
-from trainer.data_parallel import check_data_parallel
-from trainer.distributed import Ranks
+from trainer.parallel.data_parallel import check_data_parallel
+from trainer.parallel.distributed import Ranks
 
 DEFAULT = load_config()
 # The default config decides both: 64 prompts x 4 samples = 256, CEIL(2.5 + 3840/256) = 18 when written.

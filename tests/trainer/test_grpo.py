@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from trainer.grpo import build_batch, clipped_policy_loss, group_advantages, slice_batch, token_logprobs
+from trainer.learning.grpo import build_batch, clipped_policy_loss, group_advantages, slice_batch, token_logprobs
 
 
 def test_group_advantages_hand_computed():

@@ -1,11 +1,11 @@
-"""The LM head fused with the log-softmax (trainer/head_logprobs.py): the plain path's values and gradients
+"""The LM head fused with the log-softmax (trainer/learning/head_logprobs.py): the plain path's values and gradients
 without its [N, V] tensors, and only for models whose logits are hidden @ W.T."""
 
 import pytest
 import torch
 
-from trainer.grpo import token_logprobs
-from trainer.head_logprobs import CHUNK, fused_head_weight, head_logprobs
+from trainer.learning.grpo import token_logprobs
+from trainer.learning.head_logprobs import CHUNK, fused_head_weight, head_logprobs
 from trainer.policy.model import ModelConfig, build_model
 
 

@@ -26,7 +26,7 @@ import hashlib, json
 from trainer.policy.kernels import is_pinned, pin_cpu_kernels, wants_pinned
 pin_cpu_kernels(wants_pinned("tiny", "torch"))
 import torch
-from trainer.grpo import build_batch, token_logprobs
+from trainer.learning.grpo import build_batch, token_logprobs
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import generate, sample_seed
 from trainer.policy.task import warmup_tasks
@@ -147,7 +147,7 @@ trainer.cleanup("interrupted", "stopped after setup")
 def test_a_new_tiny_run_records_the_kernels_it_computed_with(choice: str | None, tmp_path: Path) -> None:
     """Unset (auto) and pinned pin the tiny model; native keeps the CPU's own kernels. What the run records is
     what the evaluator pins its evaluation by."""
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
     from trainer.policy.kernels import CHOICE, PINNED, recorded_pinned
 
     env = {k: v for k, v in os.environ.items() if k not in {*PINNED, CHOICE}} | ({CHOICE: choice} if choice else {})

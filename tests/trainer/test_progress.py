@@ -6,7 +6,7 @@ import time
 import pytest
 from rich.console import Console
 
-from recorder.cli._heartbeat import Heartbeat
+from recorder.cli.terminal.heartbeat import Heartbeat
 from tests.helpers import plain, terminal_recording
 from tests.kit.screen import screen
 from trainer.loop import StepResult

@@ -1,13 +1,13 @@
 """Each distinct prompt through the model once: the same log-probs and the same gradient as whole sequences,
-in the update (trainer/shared_prompt.py) and in the sampler's prefill (trainer/policy/sampling.py)."""
+in the update (trainer/learning/shared_prompt.py) and in the sampler's prefill (trainer/policy/sampling.py)."""
 
 import pytest
 import torch
 
-from trainer.grpo import build_batch, token_logprobs
+from trainer.learning.grpo import build_batch, token_logprobs
+from trainer.learning.shared_prompt import completion_logprobs
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
 from trainer.policy.sampling import generate, sample_seed
-from trainer.shared_prompt import completion_logprobs
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_prefilling_a_shared_prompt_once_samples_what_each_row_alone_samples(mod
 def test_a_gradient_known_in_advance_reaches_every_position_it_belongs_to(model, prompt_lengths, monkeypatch):
     """The hint is laid out like the gradients the assembly of first and later positions sends back: every
     head call finds its gradient equal to its hint, and the gradients are the same bits as without one."""
-    import trainer.head_logprobs as head
+    import trainer.learning.head_logprobs as head
 
     batch = _groups(prompt_lengths, group=4)
     weights = torch.linspace(-1.0, 1.0, len(batch.inputs))[:, None]

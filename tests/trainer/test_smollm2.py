@@ -7,11 +7,11 @@ import math
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.checkpoints.fingerprint import fingerprint, matches
+from recorder.checkpoints.recorder_format import load_checkpoint
+from recorder.store.reader import read_run
 from trainer.config import load_config
 from trainer.loop import GRPOTrainer
-from trainer.policy.checkpoints.files import load_checkpoint
-from trainer.policy.checkpoints.fingerprint import fingerprint, matches
 from trainer.policy.taskspec import load_spec
 
 pytestmark = [

@@ -4,10 +4,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from trainer.checkpoint import CheckpointWriter
-from trainer.policy.checkpoints.files import WEIGHTS
+from recorder.checkpoints.recorder_format import WEIGHTS
 from trainer.policy.model import ModelConfig, build_model, build_tokenizer
-from trainer.snapshot_buffer import SnapshotBuffer
+from trainer.saving.checkpoint import CheckpointWriter
+from trainer.saving.snapshot_buffer import SnapshotBuffer
 
 SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 

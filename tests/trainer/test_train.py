@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.checkpoints.fingerprint import fingerprint, matches
+from recorder.checkpoints.recorder_format import file_sha256, load_checkpoint, read_metadata
+from recorder.store.reader import read_run
 from recorder.verify import verify_run
 from replay.ruleset_facts import FACTS
-from trainer.policy.checkpoints.files import file_sha256, load_checkpoint, read_metadata
-from trainer.policy.checkpoints.fingerprint import fingerprint, matches
 
 GBS, VALIDATION_START, FINAL = 256, 18, 19
 

@@ -6,9 +6,9 @@ import torch
 
 from trainer.config import load_config
 from trainer.errors import ConfigError
-from trainer.grpo import Batch, build_batch, clipped_policy_loss, token_logprobs
+from trainer.learning.grpo import Batch, build_batch, clipped_policy_loss, token_logprobs
+from trainer.learning.update import mini_batch_rows, policy_update
 from trainer.policy.model import ModelConfig, build_model
-from trainer.update import mini_batch_rows, policy_update
 
 SMALL = ModelConfig(hidden_size=32, num_layers=1, num_heads=2, intermediate_size=64)
 HALVES = ([0, 1, 4, 5], [2, 3, 6, 7])  # 4 groups of 2: groups 0 and 2, then groups 1 and 3
@@ -94,9 +94,9 @@ def test_updates_must_split_the_prompts_into_equal_mini_batches():
 
 def test_the_first_mini_batch_knows_its_loss_gradient_before_the_forward(monkeypatch):
     """With one update, the gradient the loss sends back is the one `_first_gradient` predicted, so the fused
-    head never recomputes its logits in the backward (trainer/head_logprobs.py); from the second mini-batch
+    head never recomputes its logits in the backward (trainer/learning/head_logprobs.py); from the second mini-batch
     on, the ratio is not 1 and nothing is predicted."""
-    import trainer.head_logprobs as head
+    import trainer.learning.head_logprobs as head
 
     calls = []
     backward = head._function().backward

@@ -15,7 +15,7 @@ from trainer.policy.model import ModelConfig
 def test_vllm_rollout_follows_refits_and_trains(tmp_path):
     import torch
 
-    from recorder.reader import read_run
+    from recorder.store.reader import read_run
     from trainer.config import load_config
     from trainer.loop import GRPOTrainer
     from trainer.rollout import TorchRollout

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from evaluator.harness.task_content import TEST_DATA
-from evaluator.zero_shot.outputs import newest_results, write_outputs
+from evaluator.zero_shot.reporting.outputs import newest_results, write_outputs
+from recorder.checkpoints.manifest import Manifest, ShardDigest
 from recorder.results.zero_shot import HarnessVersion, LoadedCheckpoint, ZeroShotResults, ZeroShotSettings
 from recorder.signing import SIGNING_KEY_ENV, generate
 from tests.helpers import run_cli
-from trainer.policy.checkpoints.manifest import Manifest, ShardDigest
 
 PIQA = TEST_DATA[("piqa", "1.0")]  # the project's piqa test records: shown marked as test data
 

@@ -206,7 +206,7 @@ def test_an_epoch_s_step_from_its_meta_file_or_the_saved_step(tmp_path: Path) ->
     import torch
     import torch.distributed.checkpoint as dcp
 
-    from evaluator.zero_shot.team_run import find
+    from evaluator.zero_shot.origin.team_run import find
 
     run = tmp_path / "proj/run"
     run.mkdir(parents=True)

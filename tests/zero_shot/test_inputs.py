@@ -13,13 +13,13 @@ from evaluator.harness.task_content import PINS_ENV
 from evaluator.harness.taskset import METRICS, SHIPPED_DATA
 from evaluator.zero_shot.errors import ZeroShotInputError
 from evaluator.zero_shot.holdout import documents, holdout_loss, rank_rows
-from evaluator.zero_shot.outputs import table
+from evaluator.zero_shot.origin.training_run import HoldoutPlan
 from evaluator.zero_shot.reference import logged_loss
+from evaluator.zero_shot.reporting.outputs import table
 from evaluator.zero_shot.task_sources import parse_task_names
-from evaluator.zero_shot.training_run import HoldoutPlan
 from recorder.results.harness import HarnessTask
 from recorder.results.zero_shot import RecordedEvents, StepCheckpoint, StepSettings, ZeroShotStepResults
-from recorder.tree_walk import TreeWalkError
+from recorder.untrusted.tree_walk import TreeWalkError
 from tests.helpers import run_cli
 from trainer.policy.tokenizer import from_json
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recorder.reader import read_run
+from recorder.store.reader import read_run
 from tests.helpers import run_cli
 from tests.results_shape import assert_written_in_shape
 

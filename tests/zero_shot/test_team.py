@@ -222,7 +222,7 @@ def test_pretrain_under_torchrun_writes_the_golden_tree_and_its_holdout_check_pa
     """The team's pretrain.py, run again under `torchrun --nproc-per-node 2` (FSDP2, gloo), writes the files
     the golden tree holds, with the same configs, metas, steps and tensor names and shapes (the weights'
     bits follow the CPU's float order, so they are not compared); its checkpoints pass the holdout check."""
-    from trainer.policy.checkpoints.safe_metadata import load_metadata
+    from recorder.checkpoints.torch_dcp.safe_metadata import load_metadata
 
     root = team_tree.code_copy(tmp_path / "team")
     done = team_tree.train(root)

@@ -11,7 +11,7 @@ import pytest
 
 from evaluator.zero_shot.loading import ModelCode
 from evaluator.zero_shot.options import ZeroShotOptions
-from evaluator.zero_shot.outputs import table
+from evaluator.zero_shot.reporting.outputs import table
 from evaluator.zero_shot.runner import zero_shot
 from recorder.results.zero_shot import ZeroShotResults
 from tests.helpers import run_cli

@@ -12,8 +12,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from recorder.checkpoints.hugging_face.safetensors_header import read_header
 from recorder.errors import DataError
-from recorder.safetensors_header import read_header
 from trainer.policy.errors import CheckpointError
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from recorder.tree_walk import files_under
+from recorder.untrusted.tree_walk import files_under
 from recorder.user_paths import user_path
 from trainer.policy.errors import ModelError
 from trainer.policy.tokenizer import CharTokenizer, HFTokenizer, Tokenizer

@@ -1,0 +1,1 @@
+"""`recorder audit`: re-evaluating the deciding checkpoints and comparing."""

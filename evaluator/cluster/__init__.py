@@ -1,0 +1,1 @@
+"""Evaluation across processes and machines: Ray start, workers, the sweep."""

@@ -1,0 +1,1 @@
+"""`--backend vllm`: the engine, its outputs, the weights streamed into it."""

@@ -1,0 +1,1 @@
+"""Hugging Face safetensors: headers, the hub's layout, export."""

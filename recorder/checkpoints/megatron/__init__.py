@@ -1,0 +1,1 @@
+"""Megatron-Core `torch_dist` saves as NeMo-RL writes them, and their names."""

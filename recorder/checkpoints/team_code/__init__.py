@@ -1,0 +1,1 @@
+"""A team's model code: imported from source bytes, hashed, compared with git."""

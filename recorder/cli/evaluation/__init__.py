@@ -1,0 +1,1 @@
+"""The evaluation commands: eval, evals, zero-shot and collect, audit."""

@@ -1,0 +1,1 @@
+"""What several commands share: options, paths, signing keys, launching, Ctrl-C lines."""

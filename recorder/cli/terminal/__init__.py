@@ -1,0 +1,1 @@
+"""What the commands print: one console, tables, progress, help, JSON, quiet libraries."""

@@ -1,0 +1,1 @@
+"""Reading what someone else made: regular files only, bounded, trees walked without links."""

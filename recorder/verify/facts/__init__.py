@@ -1,0 +1,1 @@
+"""verify's fact checks: the timeline, sessions, evidence, settings, clocks, scored commits."""

@@ -1,0 +1,1 @@
+"""Scores: derived scores files, their check, the summarizer's olympic set score."""

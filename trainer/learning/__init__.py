@@ -1,0 +1,1 @@
+"""The GRPO maths and the policy update in mini-batches."""

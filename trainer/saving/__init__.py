@@ -1,0 +1,1 @@
+"""The trainer's own checkpoints: writing (whole or sharded), the snapshot buffer."""

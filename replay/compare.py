@@ -31,7 +31,8 @@ def _shorten(reasons: str, keep: int = 3) -> str:
 
 
 def compare_table(rows: list[dict[str, Any]]) -> CompareTable:
-    """The table of a run's score rows (replay.scorekeeping.scores' format, marked by replay.checkers.preflight.mark_rows)."""
+    """The table of a run's score rows (replay.scorekeeping.scores' format, marked by
+    replay.checkers.preflight.mark_rows)."""
     official = next((r for r in rows if r["interpretation"] == "official"), None)
     base = official["minutes"] if official else None
     cells: list[tuple[str, ...]] = []

@@ -171,7 +171,8 @@ def run_checks(
 ) -> list[CheckResult]:
     """The compliance checker (it follows the log's own division), and the RCP checker where the ruleset has
     RCPs for the benchmark and the division is not open (RCPs bind the closed division only). `kept`: the run
-    and the derived file holding `d`'s lines, whose RCP verdict replay.checkers.rcp_cache keeps (`recorder report` reads it).
+    and the derived file holding `d`'s lines, whose RCP verdict replay.checkers.rcp_cache keeps (`recorder report`
+    reads it).
     `mismatch`: why the ruleset does not know the log's benchmark; the checker then cannot run, and says so."""
     benchmark = tl_benchmark or BENCHMARK  # a run that states no benchmark is the recorder's own
     if mismatch is not None:

@@ -155,7 +155,7 @@ NOT_APPLICABLE = "not applicable"  # a model with no capacity switch whose rows 
 def _holdout(weights: Any, plan: HoldoutPlan, job: Job, device: str) -> float:
     """eval/loss as training computed it: the model in training's parameter dtype with its MoE capacity, then
     the team's own loss function (--holdout-fn) or the built-in recomputation."""
-    from evaluator.zero_shot.holdout import holdout_loss
+    from evaluator.zero_shot.holdout_check.holdout import holdout_loss
 
     model = build(weights, dtype=plan.dtype, device=device, code=job.code, capacity=plan.capacity)
     own = holdout_loss(model, weights.tokenizer, plan, batch_size=job.batch_size)

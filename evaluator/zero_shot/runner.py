@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from evaluator.harness.taskset import TaskData
 from evaluator.zero_shot.errors import ZeroShotInputError, ZeroShotInterrupted
+from evaluator.zero_shot.holdout_check.plain_holdout import logged_validation_loss, plain_holdout_plan
+from evaluator.zero_shot.holdout_check.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.job import NOT_APPLICABLE, Job, JobResult, Report, parts
 from evaluator.zero_shot.loading import ModelCode
 from evaluator.zero_shot.options import ZeroShotOptions
@@ -24,13 +26,11 @@ from evaluator.zero_shot.origin.conventions import (
     training_commit,
 )
 from evaluator.zero_shot.origin.declaration import Declaration
+from evaluator.zero_shot.origin.plain_checkpoint import PlainCheckpoint, plain_checkpoint
 from evaluator.zero_shot.origin.targets import PREFIX, RESULTS, Target, target
 from evaluator.zero_shot.origin.team_config import TeamConfig, read_team_config, team_holdout_plan
 from evaluator.zero_shot.origin.training_run import TRAINING_CONFIG, HoldoutPlan, holdout_plan
-from evaluator.zero_shot.plain_checkpoint import PlainCheckpoint, plain_checkpoint
-from evaluator.zero_shot.plain_holdout import logged_validation_loss, plain_holdout_plan
 from evaluator.zero_shot.pool import WorkersUsed, run_jobs
-from evaluator.zero_shot.reference import LoggedLoss, logged_loss
 from evaluator.zero_shot.reporting.outputs import newest_results, table, write_outputs
 from evaluator.zero_shot.rerun import rerun_command
 from evaluator.zero_shot.task_sources import resolve_task_data

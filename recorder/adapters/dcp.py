@@ -10,7 +10,8 @@ writes last:
     RUN/snapshots/step_N/          a snapshot (format `dcp-snapshot`): snapshot_meta.json optional (step,
                                    source_world_size, timing)
 
-The meta files are found and read by the team layout's parser (recorder/checkpoints/torch_dcp/fsdp2_layout.py), which zero-shot
+The meta files are found and read by the team layout's parser (recorder/checkpoints/torch_dcp/fsdp2_layout.py), which
+zero-shot
 uses too, so both commands read a checkpoint's meta from the same file.
 
 A meta file's `step` wins over the directory's name; an archive's name (an epoch) gives none. Samples are

@@ -259,7 +259,8 @@ def _read_hashed(path: Path, *, keep: bool) -> tuple[memoryview | None, str]:
 
 def _safetensors(buf: memoryview, path: Path, dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """The tensors of one safetensors file, parsed from its bytes (the header is JSON; nothing unpickled),
-    every bound checked by `recorder.checkpoints.hugging_face.safetensors_header.parse_header` before a tensor is viewed."""
+    every bound checked by `recorder.checkpoints.hugging_face.safetensors_header.parse_header` before a tensor is
+    viewed."""
     import torch
 
     try:

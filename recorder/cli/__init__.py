@@ -3,7 +3,8 @@ each parsing options and calling the library; the helpers they share are `_`-pre
 
 Exit codes: 0 success, 1 the data says no, 2 usage or input error, 130 interrupted. Heavy imports (torch,
 duckdb, the checkers, rich) stay inside the commands, so `recorder --help` and a refused command line start
-fast. Usage errors are one `error:` line (recorder.cli.terminal.usage); help speaks in metavars (recorder.cli.terminal.help).
+fast. Usage errors are one `error:` line (recorder.cli.terminal.usage); help speaks in metavars
+(recorder.cli.terminal.help).
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.holdout_check.reference import logged_loss
 from evaluator.zero_shot.options import MAX_GAP_CEILING, ZeroShotOptions
 from evaluator.zero_shot.origin.declaration import Declaration
 from evaluator.zero_shot.origin.team_config import TeamConfig, team_holdout_plan
-from evaluator.zero_shot.reference import logged_loss
 from evaluator.zero_shot.reporting.outputs import write_outputs
 from recorder.checkpoints.capacity_switch import switch_of
 from recorder.signing import SIGNING_KEY_ENV

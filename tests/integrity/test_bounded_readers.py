@@ -17,10 +17,10 @@ from evaluator.harness.errors import TaskDataError, TaskPinsError
 from evaluator.harness.task_content import read_pins
 from evaluator.harness.task_rows import read_rows
 from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.holdout_check.reference import logged_loss
 from evaluator.zero_shot.origin.declaration import read_declaration
 from evaluator.zero_shot.origin.team_config import read_team_config
 from evaluator.zero_shot.origin.training_run import holdout_bytes
-from evaluator.zero_shot.reference import logged_loss
 from recorder.errors import InputError
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

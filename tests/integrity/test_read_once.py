@@ -17,7 +17,7 @@ import pytest
 from evaluator.harness.errors import TaskDataError
 from evaluator.harness.task_rows import read_rows
 from evaluator.harness.taskset import SHIPPED_DATA, TASKS_DIR, TaskData, lm_eval_config
-from evaluator.zero_shot.holdout import documents
+from evaluator.zero_shot.holdout_check.holdout import documents
 from evaluator.zero_shot.origin.training_run import HoldoutPlan, holdout_bytes
 
 HONEST = [json.loads(line) for line in (SHIPPED_DATA / "piqa.jsonl").read_text().splitlines() if line.strip()]

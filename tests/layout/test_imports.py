@@ -114,7 +114,22 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 
 CORE_FORBIDDEN = ("replay", "trainer", "evaluator", "typer", "rich", "torch", "duckdb")
-OUTSIDE_CORE = ("recorder.cli", "recorder.history", "recorder.report", "recorder.adapters", "recorder.compat")
+OUTSIDE_CORE = (
+    "recorder.cli",
+    "recorder.history",
+    "recorder.report",
+    "recorder.adapters",
+    "recorder.compat",
+    "recorder.checkpoints",
+)
+# The checkpoint library's modules that describe files without loading them: the formats table and the layouts
+# the core (verify's fact checks, the payloads) and the importers read. They import neither torch nor the policy.
+CHECKPOINT_FILES = (
+    "recorder.checkpoints.formats",
+    "recorder.checkpoints.hugging_face.safetensors_header",
+    "recorder.checkpoints.megatron.megatron_saves",
+    "recorder.checkpoints.torch_dcp.fsdp2_layout",
+)
 
 
 def _third_party(module: str) -> set[str]:
@@ -136,11 +151,20 @@ def _third_party(module: str) -> set[str]:
 )
 def test_core_imports_only_the_core(module: str) -> None:
     assert _third_party(module).isdisjoint(CORE_FORBIDDEN), _third_party(module) & set(CORE_FORBIDDEN)
-    # The core may read the schema files (`schemas`), nothing else of the project outside itself.
+    # The core may read the schema files (`schemas`) and the checkpoint files' descriptions, nothing else of the
+    # project outside itself.
     outside = sorted(
-        m for m in GRAPH[module] if m.split(".")[0] not in ("recorder", "schemas") or m.startswith(OUTSIDE_CORE)
+        m
+        for m in GRAPH[module]
+        if (m.split(".")[0] not in ("recorder", "schemas") or m.startswith(OUTSIDE_CORE)) and m not in CHECKPOINT_FILES
     )
     assert outside == []
+
+
+@pytest.mark.parametrize("module", CHECKPOINT_FILES)
+def test_the_checkpoint_files_the_core_reads_import_only_the_core(module: str) -> None:
+    assert _third_party(module).isdisjoint(CORE_FORBIDDEN), _third_party(module) & set(CORE_FORBIDDEN)
+    assert sorted(m for m in GRAPH[module] if m.startswith(OUTSIDE_CORE) and m not in CHECKPOINT_FILES) == []
 
 
 def _under(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -161,24 +185,29 @@ class Part:
 # The layout as a table (docs/design.md, section 6): an import from one part into another not in its `uses` is a
 # crossing. The core is what remains of `recorder` (and `schemas`) once the other parts are taken out.
 PARTS = (
-    Part("core", ("recorder", "schemas")),
+    Part("core", ("recorder", "schemas"), uses=("checkpoints",), only=(("checkpoints", CHECKPOINT_FILES),)),
+    # The checkpoint library: every format's files, layouts, manifests and readers, and the model they load into.
+    Part("checkpoints", ("recorder.checkpoints",), uses=("core", "policy")),
     Part("history", ("recorder.history",), uses=("core",)),
-    Part("replay", ("replay",), uses=("core",)),
+    Part("replay", ("replay",), uses=("core", "checkpoints"), only=(("checkpoints", CHECKPOINT_FILES),)),
     Part("report", ("recorder.report",), uses=("core", "history", "replay")),
     # The importers write mllog lines and look rulesets up exactly as replay does, and derive nothing.
     Part(
         "adapters",
         ("recorder.adapters", "recorder.compat"),
-        uses=("core", "replay"),
-        only=(("replay", ("replay.mllog_format", "replay.errors", "replay.rulesets", "replay.ruleset_facts")),),
+        uses=("core", "replay", "checkpoints"),
+        only=(
+            ("replay", ("replay.mllog_format", "replay.errors", "replay.rulesets", "replay.ruleset_facts")),
+            ("checkpoints", CHECKPOINT_FILES),
+        ),
     ),
-    Part("policy", ("trainer.policy",), uses=("core",)),
-    Part("trainer", ("trainer",), uses=("core", "policy")),
-    Part("evaluator", ("evaluator",), uses=("core", "policy")),
+    Part("policy", ("trainer.policy",), uses=("core", "checkpoints"), only=(("checkpoints", CHECKPOINT_FILES),)),
+    Part("trainer", ("trainer",), uses=("core", "policy", "checkpoints")),
+    Part("evaluator", ("evaluator",), uses=("core", "policy", "checkpoints")),
     Part(
         "cli",
         ("recorder.cli",),
-        uses=("core", "history", "replay", "report", "adapters", "policy", "trainer", "evaluator"),
+        uses=("core", "history", "replay", "report", "adapters", "checkpoints", "policy", "trainer", "evaluator"),
     ),
 )
 
@@ -235,6 +264,12 @@ def test_a_part_limited_to_some_modules_is_held_to_them() -> None:
     adapters = next(p for p in PARTS if p.name == "adapters")
     graph: dict[str, set[str]] = {_a_module_of(adapters): {"replay.mllog_format", "replay.derive"}}
     assert crossings(graph) == [(_a_module_of(adapters), "replay.derive")]
+
+
+def test_the_core_reads_checkpoint_files_but_loads_none() -> None:
+    probe = "recorder.zz_probe"
+    graph: dict[str, set[str]] = {probe: {"recorder.checkpoints.formats", "recorder.checkpoints.load"}}
+    assert crossings(graph) == [(probe, "recorder.checkpoints.load")]
 
 
 BENCH = ROOT / "bench"

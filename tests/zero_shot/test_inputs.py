@@ -12,9 +12,9 @@ import pytest
 from evaluator.harness.task_content import PINS_ENV
 from evaluator.harness.taskset import METRICS, SHIPPED_DATA
 from evaluator.zero_shot.errors import ZeroShotInputError
-from evaluator.zero_shot.holdout import documents, holdout_loss, rank_rows
+from evaluator.zero_shot.holdout_check.holdout import documents, holdout_loss, rank_rows
+from evaluator.zero_shot.holdout_check.reference import logged_loss
 from evaluator.zero_shot.origin.training_run import HoldoutPlan
-from evaluator.zero_shot.reference import logged_loss
 from evaluator.zero_shot.reporting.outputs import table
 from evaluator.zero_shot.task_sources import parse_task_names
 from recorder.results.harness import HarnessTask

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 def completion_logprobs(model: Any, batch: Batch, grad_hint: torch.Tensor | None = None) -> torch.Tensor:
     """log p(target) [M, T] of a right-padded micro-batch: exact on completion positions (mask 1), and 0 or
     the plain value elsewhere (the loss masks those). `grad_hint` [M, T]: the gradient the loss will send back,
-    when known before the forward (trainer/learning/head_logprobs.py: a fused head then does its backward's work early)."""
+    when known before the forward (trainer/learning/head_logprobs.py: a fused head then does its backward's work
+    early)."""
     weight = fused_head_weight(model)
     hint = grad_hint if weight is not None else None
     cache_arg = _cache_arg(model)

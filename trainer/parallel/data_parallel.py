@@ -214,7 +214,8 @@ def check_data_parallel(cfg: TrainConfig, ranks: Ranks) -> list[str]:
         )
     elif cfg.num_prompts_per_step % (ranks.world_size * cfg.updates_per_rollout) != 0:
         # Every rank must take the same optimizer steps on whole prompts (FSDP's collectives pair up), and
-        # mini-batch u must be the single process's: rank blocks aligned to the strided split (trainer/learning/update.py).
+        # mini-batch u must be the single process's: rank blocks aligned to the strided split
+        # (trainer/learning/update.py).
         problems.append(
             f"updates_per_rollout: {cfg.updates_per_rollout} mini-batches of whole prompts on each of "
             f"{ranks.world_size} ranks need num_prompts_per_step to be a multiple of "

@@ -1,5 +1,6 @@
 """A pretraining team's checkpoints where its training wrote them (docs/zero-shot.md, "A team's run"), as
-the shared layout parser reads them (recorder/checkpoints/torch_dcp/fsdp2_layout.py), with the step the checkpoint holds when no
+the shared layout parser reads them (recorder/checkpoints/torch_dcp/fsdp2_layout.py), with the step the checkpoint
+holds when no
 meta file says it: its saved `step` (or `global_step`) entry, at the top level or in a group beside model and
 optimizer (`extra.step`, `progress.global_step`), read without unpickling anything but a plain number.
 """

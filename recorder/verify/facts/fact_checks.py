@@ -22,7 +22,8 @@ the events mean. Each rule below has a name that every failure carries, with the
 - eval-result-inside-evaluation: a result lies between its evaluation's `eval_start` and its end.
 - eval-evidence: an evaluator's result has its `results.json`, with the recorded sha256, and that file
   states the same step, checkpoint, run and score.
-- eval-settings: it scored with the k, task count and task spec the run recorded (recorder/verify/facts/eval_settings.py).
+- eval-settings: it scored with the k, task count and task spec the run recorded
+(recorder/verify/facts/eval_settings.py).
 - benchmark-eval: a run that claims the benchmark was evaluated with the ruleset's settings (the same file).
 
 A checkpoint file that is missing is a warning (it cannot be checked; nothing can be evaluated from it).

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.zero_shot.errors import ZeroShotInputError
+from evaluator.zero_shot.holdout_check.reference import LoggedLoss
 from evaluator.zero_shot.origin.declaration import Declaration, lookup
+from evaluator.zero_shot.origin.plain_checkpoint import PlainCheckpoint
 from evaluator.zero_shot.origin.team_config import PARAM_DTYPES
 from evaluator.zero_shot.origin.training_run import HoldoutPlan
-from evaluator.zero_shot.plain_checkpoint import PlainCheckpoint
-from evaluator.zero_shot.reference import LoggedLoss
 from recorder.user_paths import user_path
 
 TABLE = "[tool.recorder.holdout]"

@@ -1,6 +1,7 @@
 """The eval loss training logged at a step: tensorboard_scalars.json, else TensorBoard's event files (their
 records parsed with the tensorboard package's own protobuf classes). Each file is read once through the bounded
-reader (recorder.untrusted.untrusted_files): a FIFO or device named like an event file is refused at once, not waited on."""
+reader (recorder.untrusted.untrusted_files): a FIFO or device named like an event file is refused at once, not waited
+on."""
 
 from __future__ import annotations
 

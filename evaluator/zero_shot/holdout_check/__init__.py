@@ -1,0 +1,1 @@
+"""The holdout check: the loss training logged, recomputed in its numerics."""

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# The team trees under fixtures/ are other projects: their own tests are theirs, not this suite's.
+collect_ignore = ["fixtures"]
+
 REPO = Path(__file__).resolve().parents[1]
 # RECORDER_CORPUS: where a worktree that is not next to ../shared finds it.
 CORPUS = Path(os.environ.get("RECORDER_CORPUS", REPO.parent / "shared" / "corpus"))

@@ -36,7 +36,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("misspelt option", ["replay", "{run}", "--interpretaton", "official"], "did you mean --interpretation?"),
     ("misspelt --set", ["train", "--sett", "max_steps=2"], "did you mean --set?"),
     ("misspelt --wide", ["runs", "--root", "{root}", "--wdie"], "did you mean --wide?"),
-    ("unknown top option", ["--verbose"], "no such option --verbose"),
+    ("unknown top option", ["--loud"], "no such option --loud"),
     ("misspelt command", ["verfy", "{run}"], "no such command verfy; did you mean verify"),
     ("unknown command", ["frobnicate"], "no such command frobnicate"),
     # missing arguments and values

@@ -9,10 +9,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.cli.shell import make_root
 from tests.helpers import RECORDER
 
 
+# slow: under a loaded machine the query was seen to end with exit 2 before the signal landed
+@pytest.mark.slow
 def test_a_query_killed_by_sigterm_leaves_no_spill_folder(tmp_path: Path) -> None:
     root = make_root(tmp_path / "runs")
     tmp = tmp_path / "tmp"

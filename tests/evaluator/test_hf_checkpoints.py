@@ -168,10 +168,12 @@ def test_command_never_runs_on_altered_weights(series: Path, spec: Path, tmp_pat
     shard.write_bytes(shard.read_bytes()[:-1] + b"\x00")
     marker = tmp_path / "ran"
     command = f"{sys.executable} -c \"open('{marker}', 'w')\" {{checkpoint}} {{out}}"
-    summary = _evaluate(run, task=spec, order=parse_order("18"), backend="command", command=command)
-    assert [o.status for o in summary.outcomes] == ["failed"]
-    (failed,) = _events(run, "eval_failed")
-    assert failed.data["error"] == "HashMismatchError" and not marker.exists()
+    # verify rechecks the imported weights before any evaluation: the run is refused, the command never runs
+    from evaluator.errors import UnverifiedRunError
+
+    with pytest.raises(UnverifiedRunError, match="step 18's files under policy/weights"):
+        _evaluate(run, task=spec, order=parse_order("18"), backend="command", command=command)
+    assert not marker.exists() and not _events(run, "eval_failed")
 
 
 def test_hugging_face_weights_are_not_imported_without_their_fingerprint(series: Path, tmp_path: Path) -> None:

@@ -23,15 +23,18 @@ UNSAFE = re.compile(
 )
 
 
-# The two reviewed exceptions, each a restricted unpickler of a torch DCP checkpoint: its `.metadata` through
+# The reviewed exceptions, each a restricted unpickler: two of a torch DCP checkpoint, its `.metadata` through
 # an allow list of DCP's own classes, and a DCP tensor chunk's torch.save pickle through an allow list of
-# torch's tensor rebuilds, storage classes and dtypes (hostile globals refused for both: tests/checkpoints).
+# torch's tensor rebuilds, storage classes and dtypes (hostile globals refused for both: tests/checkpoints),
+# and torch's own weights-only loader of a team's torch.save file.
 # Anything else that unpickles is a finding.
 ALLOWED = {
     "recorder/checkpoints/torch_dcp/safe_metadata.py": re.compile(
         r"_AllowListUnpickler|^torch's own weights-only|^`\.metadata`"
     ),
     "recorder/checkpoints/torch_dcp/torch_save_view.py": re.compile(r"^class _Unpickler\(pickle\.Unpickler\):$"),
+    # a team's torch.save file through torch's own weights-only allow list (tensors, containers, plain values)
+    "recorder/checkpoints/torch_save_file.py": re.compile(r"torch\.load\(.*weights_only=True"),
 }
 
 

@@ -159,8 +159,20 @@ def read_shard(buf: memoryview, path: Path, shard: ShardPlan, p: Plan) -> ShardR
             row_of[batch.index] = np.arange(len(batch.index))
             found.append(batch)
     except (TorchSaveError, ValueError, TypeError, RuntimeError) as e:
-        raise CheckpointError(f"{path}: a tensor chunk cannot be read ({e})") from e
+        raise CheckpointError(f"{path}: {_unreadable(buf, starts, lengths, shard, p)}cannot be read ({e})") from e
     return ShardRead(found, batch_of, row_of)
+
+
+def _unreadable(buf: memoryview, starts: np.ndarray, lengths: np.ndarray, shard: ShardPlan, p: Plan) -> str:
+    """Which chunk a batch's failure came from, read alone one at a time (only once a batch has failed), as
+    "TENSOR at byte N " for the error; "a tensor chunk " when none fails alone."""
+    for i in range(len(starts)):
+        try:
+            for _ in batches(buf, starts[i : i + 1], lengths[i : i + 1]):
+                pass
+        except Exception:  # the same failure, now of one chunk: it is named, and the batch's error is raised
+            return f"{p.names[shard.fqn[i]]} at byte {shard.start[i]} "
+    return "a tensor chunk "
 
 
 def _check_batch(path: Path, shard: ShardPlan, p: Plan, batch: Batch) -> None:

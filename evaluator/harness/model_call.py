@@ -10,7 +10,6 @@ from typing import Any
 
 from trainer.policy.errors import ModelCodeError
 
-DEFAULT_MAX_LENGTH = 2048
 
 
 def logits(model: Any, ids: Any, mask: Any = None) -> Any:
@@ -104,14 +103,23 @@ def declare_max_length(model: Any, positions: int) -> None:
 
 
 def max_length(model: Any) -> int:
-    """Positions the model was built for: as declared, else its config's max_position_embeddings, its own
-    `max_seq_len`, else 2048. Longer inputs keep their last tokens (lm-eval's convention)."""
+    """Positions the model was built for: as declared, else its config's max_position_embeddings, else its own
+    `max_seq_len`. Longer inputs keep their last tokens (lm-eval's convention). A model that says none of them
+    is refused (ModelLengthError): a number assumed here would cut or overrun every long request unseen."""
     config = getattr(model, "config", None)
     candidates = (getattr(config, "max_position_embeddings", None), getattr(model, "max_seq_len", None))
     for value in (getattr(model, DECLARED_MAX_LENGTH, None), *candidates):
-        if isinstance(value, int) and value > 0:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
-    return DEFAULT_MAX_LENGTH
+    raise ModelLengthError(
+        f"the {type(model).__name__} model names the positions it takes nowhere (no config.max_position_embeddings, "
+        "no max_seq_len): declare them, [tool.recorder] max_length = N (or a key path in its config) in the model "
+        "code's pyproject.toml"
+    )
+
+
+class ModelLengthError(ModelCodeError):
+    """A model whose context length is neither declared nor said by the model itself."""
 
 
 def _takes_mask(model: Any) -> bool:

@@ -28,7 +28,7 @@ class ModelCode:
     holdout_fn: str | None = None
     switch: CapacitySwitch | None = None
     call: FactoryCall = field(default_factory=FactoryCall)
-    max_length: int | None = None  # positions the model takes (declared); None: what the model says, else 2048
+    max_length: int | None = None  # positions the model takes (declared); None: what the model says, else refused
     model_group: str | None = None  # a team's DCP {model, optim, progress, ...}: the group its model is in
     logits: int | str | None = None  # where the forward's logits are (declared): tuple index, dict key, attribute
     eos_token: str | None = None  # the tokenizer's EOS and padding, declared where its files do not say them
@@ -94,6 +94,9 @@ def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: boo
         from evaluator.harness.model_call import declare_logits
 
         declare_logits(model, code.logits)
+    from evaluator.harness.model_call import max_length
+
+    max_length(model)  # known before any request is cut to it, or refused naming the declaration
     return model.to(device).eval()
 
 

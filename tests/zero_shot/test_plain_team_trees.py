@@ -129,6 +129,18 @@ def test_a_tuple_output_without_a_declared_entry_fails_naming_it(tmp_path: Path,
     assert "returns a tuple of 2" in line and "logits = 0" in line and "Traceback" not in done.stderr
 
 
+def test_a_model_that_names_its_positions_nowhere_is_refused_naming_max_length(tmp_path: Path, hf_cache: Path) -> None:
+    root = tmp_path / "birch"
+    shutil.copytree(FIXTURES / "team_birch", root, ignore=shutil.ignore_patterns("__pycache__"))
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('max_length = "train.context_length"\n', ""))
+    done = _zero_shot(root, "runs/small/epoch_001", "--hf-cache", str(hf_cache), "--tasks", "piqa", "--limit", "1",
+                      "--holdout", "off", code=1)  # fmt: skip
+    [line] = [x for x in done.stdout.splitlines() if ": failed: " in x]
+    assert "names the positions it takes nowhere" in line and "max_length" in line, line
+    assert "Traceback" not in done.stderr and not list(root.glob("runs/small/epoch_001/eval_results/*/results.json"))
+
+
 def test_collect_over_two_runs_shows_each_run_s_epoch(tmp_path: Path, hf_cache: Path) -> None:
     root = tmp_path / "birch"
     shutil.copytree(FIXTURES / "team_birch", root, ignore=shutil.ignore_patterns("__pycache__"))

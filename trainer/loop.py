@@ -186,6 +186,7 @@ class GRPOTrainer:
                 cached=w.cached,
                 seconds=w.seconds,
                 cache_path=w.cache_path,
+                sha256=w.sha256,
             )
         )
         self.log.append(InitStart(warmup=warmup))

@@ -44,6 +44,7 @@ class WarmupResult:
     seconds: float
     cache_path: str
     shipped: bool = False  # loaded from SHIPPED (then also `cached`), not from the user's cache
+    sha256: str | None = None  # of the init's safetensors bytes: the very bytes the policy was loaded from
 
 
 def pass_at_k(
@@ -95,7 +96,7 @@ def warm_start(
     each dev check of the training (the minutes a first run waits on)."""
     import time
 
-    from safetensors.torch import load_file, save_file
+    from safetensors.torch import load, save
 
     t0 = time.perf_counter()
     key = cache_key(cfg, model_cfg)
@@ -103,17 +104,21 @@ def warm_start(
     for found, shipped in ((SHIPPED / key, True), (directory, False)):
         if (shipped and not cfg.warmup.shipped) or not _is_init(found):
             continue
-        model.load_state_dict(load_file(str(found / "model.safetensors")), strict=True)
+        data = (found / "model.safetensors").read_bytes()  # read once: hashed, and loaded from these bytes
+        model.load_state_dict(load(data), strict=True)
         info = json.loads((found / "meta.json").read_text())
         took = time.perf_counter() - t0
-        return WarmupResult(info["batches"], info["dev_accuracy"], True, took, str(found), shipped=shipped)
+        sha = hashlib.sha256(data).hexdigest()
+        return WarmupResult(info["batches"], info["dev_accuracy"], True, took, str(found), shipped, sha)
     batches, acc = _train(model, tokenizer, cfg, on_check)
     directory.mkdir(parents=True, exist_ok=True)
+    data = save({k: v.contiguous() for k, v in model.state_dict().items()})
     tmp = directory / f".tmp-{time.time_ns()}.safetensors"
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp))
+    tmp.write_bytes(data)
     tmp.rename(directory / "model.safetensors")
     (directory / "meta.json").write_text(json.dumps(_meta(key, batches, acc), indent=1) + "\n")
-    return WarmupResult(batches, acc, False, time.perf_counter() - t0, str(directory))
+    took = time.perf_counter() - t0
+    return WarmupResult(batches, acc, False, took, str(directory), sha256=hashlib.sha256(data).hexdigest())
 
 
 def _is_init(directory: Path) -> bool:

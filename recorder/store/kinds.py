@@ -242,6 +242,7 @@ class Warmup(Payload):
     cached: bool
     seconds: float
     cache_path: str | None
+    sha256: str | None = None  # of the init's weights as loaded (left out by runs recorded before it)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

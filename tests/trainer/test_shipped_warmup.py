@@ -1,6 +1,7 @@
 """The warm-up init shipped with recorder: made for the default run's settings and float order, below the
 target, and taken only when `warmup.shipped` allows and its key is the run's."""
 
+import hashlib
 import json
 
 import pytest
@@ -79,5 +80,8 @@ def test_a_shipped_init_is_taken_only_when_allowed(tmp_path, monkeypatch, shippe
     assert (result.shipped, result.cached, same) == (shipped, shipped, shipped)
     if shipped:
         assert (result.batches, result.dev_accuracy, result.cache_path) == (5, 0.6, str(folder))
+        weights = folder / "model.safetensors"
     else:  # trained here (no batch: max_batches=0) and cached in the user's folder
         assert result.batches == 0 and (tmp_path / "cache" / folder.name / "meta.json").is_file()
+        weights = tmp_path / "cache" / folder.name / "model.safetensors"
+    assert result.sha256 == hashlib.sha256(weights.read_bytes()).hexdigest()  # the bytes the policy holds

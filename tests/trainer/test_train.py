@@ -1,5 +1,6 @@
 """The default run (the session's `trained_run`) against the 6.1 checkpoint rule and the catalogue."""
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,5 @@ def test_warmup_recorded_before_the_timed_region(events):
     w = init.data["warmup"]
     assert w["batches"] > 0 and 0 < w["dev_accuracy"] < 0.69
     assert Path(w["cache_path"]).is_dir()
+    init_weights = Path(w["cache_path"]) / "model.safetensors"
+    assert w["sha256"] == hashlib.sha256(init_weights.read_bytes()).hexdigest()

@@ -136,9 +136,14 @@ def irregular_step(path: Path) -> str | None:
     why = first_irregular(path)
     if why is None:
         return None
+    fix = (
+        "replace the link by a copy of what it points to (cp -rL)"
+        if "symlink" in why
+        else "make it a plain tree of the regular files the save wrote"
+    )
     return (
-        f"{why}: a step is imported only as a plain tree of regular files in the series; to import it, replace "
-        f"the link by a copy of what it points to (cp -rL) and import again into a new run"
+        f"{why}: a step is imported only as a plain tree of regular files in the series; to import it, {fix} "
+        "and import again into a new run"
     )
 
 

@@ -11,7 +11,6 @@ from typing import Any
 from trainer.policy.errors import ModelCodeError
 
 
-
 def logits(model: Any, ids: Any, mask: Any = None) -> Any:
     """[B, T, vocab] logits of `ids` [B, T]."""
     import torch

@@ -21,6 +21,8 @@ DEFAULT_ROOT = Path("runs")
 RUN_ID_MAX = 128
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 RUN_ID_RULE = f"1 to {RUN_ID_MAX} letters, digits, '-', '_' or '.', starting with a letter or digit"
+# A run `recorder rm` has renamed aside on its way out (recorder.history.removal): no longer a run of the root.
+REMOVING_PREFIX = ".removing-"
 
 
 def check_run_id(run_id: str) -> str:
@@ -94,14 +96,16 @@ class RunDir:
 
 
 def list_runs(root: Path | str) -> list[RunDir]:
-    """Every run directory directly under `root`, sorted by name."""
+    """Every run directory directly under `root`, sorted by name (a run being removed is none)."""
     root = Path(root)
     if not root.is_dir():
         what = "not a folder" if os.path.lexists(root) else "no such root directory"
         raise InputError(f"{root}: {what} (give --root DIR, the folder holding the runs)")
     if (root / "events").is_dir():  # nothing may be written into a run taken for a root (a lock, packs)
         raise InputError(f"{root} is a run directory; --root takes the folder holding runs: --root {root.parent}")
-    return [RunDir(p) for p in sorted(root.iterdir()) if (p / "events").is_dir()]
+    return [
+        RunDir(p) for p in sorted(root.iterdir()) if (p / "events").is_dir() and not p.name.startswith(REMOVING_PREFIX)
+    ]
 
 
 @contextlib.contextmanager

@@ -65,6 +65,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("query missing root", ["query", "--root", "{root}/nope", "SELECT 1"], "no such root directory"),
     ("compact missing root", ["compact", "--root", "{root}/nope"], "no such root directory"),
     ("compact --root a run", ["compact", "--root", "{run}"], "is a run directory"),
+    ("rm missing run", ["rm", "{root}/nope"], "no such run directory"),
+    ("rm the root", ["rm", "{root}"], "not a run directory"),
     ("import missing file", ["import", "{cwd}/nope.out", "--root", "{root}"], "nope.out"),
     ("verify a file", ["verify", "{log}"], "not a directory"),
     ("collect missing", ["collect", "{root}/nope"], "nope: no such directory"),

@@ -304,6 +304,9 @@ def main() -> None:
     parser.add_argument(
         "--target", type=float, default=None, help="record this pass target (as `recorder train --set eval.target`)"
     )
+    parser.add_argument(
+        "--live", action="store_true", help="leave an evaluator segment open, as a writer still running leaves it"
+    )
     args = parser.parse_args()
     run = record_run(
         args.root,
@@ -315,6 +318,12 @@ def main() -> None:
         closed=args.closed,
         target=args.target,
     )
+    if args.live:  # an evaluation under way: the process ends without closing it, as a running writer's is
+        at = T0 + (args.eval_start_s + 60 * len(_evals(args.evals)) + 60) * S  # after the recorded evaluations
+        start = EvalStart(checkpoint=f"checkpoints/step_{args.steps:07d}", sha256="", worker=0)
+        LogWriter(run, "evaluator", clock=lambda: at).append(
+            start, step=args.steps, samples_count=args.steps * args.gbs
+        )
     print(f"recorded {run.path}; next: recorder replay {run.path} --compare")
 
 

@@ -40,6 +40,8 @@ KEPT = {
     "check-submission": "the submission was not changed (it is checked on a copy); run it again",
     "zero-shot": "no result was written (each checkpoint's is written when the command ends); run it again",
     "collect": "nothing was changed; run it again",
+    "rm": "each run is removed whole or kept: the runs named before it are gone, the one being deleted may be "
+    "left as a `.removing-*` folder beside it that no command reads (delete it by hand), the rest are kept",
     "compact": "runs compacted before it are kept; the rest read from their segments: run it again",
     "query": "nothing was changed (the history is read-only; an -o file is written whole or not at all); run it again",
     "runs": "nothing was changed (the history is read-only); run it again",

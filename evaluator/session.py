@@ -187,7 +187,13 @@ def _evaluate_locked(
             workers="none",
             outcomes=_skipped_until_pass(steps, done, target, options.all),
         )
+    todo = _todo(steps, done, target, options.all)[: options.limit]
     with ExitStack() as stack:
+        workers: Workers | None = None
+        if todo:  # started before the segment opens: workers that cannot start leave the run as it was
+            pin_cpu_kernels(_trained_pinned(facts))  # before the workers load torch: the run's float order
+            workers = workers_factory(options.workers, options.ray_address)
+            stack.callback(workers.close)
         writer = stack.enter_context(LogWriter(facts.run, WRITER, clock=clock))
         closed = [close_interrupted(writer, a, facts) for a in stale]
         handout = HandOut(steps, everything=options.all, limit=options.limit)
@@ -198,13 +204,9 @@ def _evaluate_locked(
                 ended[step] = _skipped(done[step], target)
                 if on_outcome is not None:
                     on_outcome(ended[step])
-        todo = _todo(steps, done, target, options.all)[: options.limit]
         workers_name = "none"
         engine_log = None
-        if todo:
-            pin_cpu_kernels(_trained_pinned(facts))  # before the workers load torch: the run's float order
-            workers = workers_factory(options.workers, options.ray_address)
-            stack.callback(workers.close)
+        if workers is not None:
             workers_name = workers.name
             engine_log = getattr(workers, "log", None)  # VllmWorkers': where vLLM's own output went
             ctx = Context(facts=facts, options=options, writer=writer, workers=workers, clock=clock)

@@ -127,9 +127,15 @@ def evaluate_harness(
         outcomes: list[StepOutcome] = []
         remaining: list[int] = []
         with ExitStack() as stack:
+            workers: Workers | None = None
+            if any(todo.values()):  # started before the segment opens: workers that cannot start leave no segment
+                workers = workers_factory(how.workers, how.ray_address)
+                stack.callback(workers.close)
             writer = stack.enter_context(LogWriter(run, HARNESS_WRITER, clock=clock))
             closed = [close_interrupted(writer, a, facts) for a in stale]
-            ctx: Context | None = None
+            ctx = None
+            if workers is not None:
+                ctx = Context(facts=facts, options=how, writer=writer, workers=workers, clock=clock)
             for step in steps:
                 if not todo[step]:
                     outcome = _scored_before(run, facts.events, step, "all tasks scored earlier")
@@ -137,10 +143,7 @@ def evaluate_harness(
                     remaining.append(step)
                     continue
                 else:
-                    if ctx is None:
-                        workers = workers_factory(how.workers, how.ray_address)
-                        stack.callback(workers.close)
-                        ctx = Context(facts=facts, options=how, writer=writer, workers=workers, clock=clock)
+                    assert ctx is not None  # a step with tasks to do started the workers
                     outcome = _evaluate_step(ctx, facts.candidates[step], todo[step], options)
                 outcomes.append(outcome)
                 if on_outcome is not None:

@@ -1,7 +1,8 @@
 """A Ray that cannot start is one `error:` line naming the cause and the ways out (--workers 1,
 --ray-address), exit 2, and no traceback: for `recorder zero-shot` with several workers and for `recorder
-eval --workers N`. The start really fails: Ray is given a temp dir it cannot use, or one whose path has a
-space (its node then never comes up and Ray itself says it timed out during startup)."""
+eval --workers N`, said before Ray is started when the paths alone show it cannot start (a temp dir that cannot
+be made, or one whose path has a space: Ray's node would never come up, and Ray would say only that it timed out
+during startup, a minute later), and leaving the run as it was."""
 
 from __future__ import annotations
 
@@ -62,14 +63,20 @@ def test_eval_on_workers_with_a_temp_dir_ray_cannot_use(tmp_path: Path) -> None:
     run = import_nemo_run(tmp_path, series, spec, steps=(18, 19))
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory\n")
+    before = sorted(p.name for p in (run / "events").iterdir())
     done = _cli(["eval", str(run), "--task", str(spec), "--workers", "2"], blocked / "ray")
     _one_error_line(done, f"{blocked / 'ray'}: ")
+    assert sorted(p.name for p in (run / "events").iterdir()) == before, "no evaluator segment is left"
+    spaced = tmp_path / "ray temp"
+    spaced.mkdir()
+    done = _cli(["eval", str(run), "--task", str(spec), "--workers", "2"], spaced)
+    _one_error_line(done, "has a space")
+    assert sorted(p.name for p in (run / "events").iterdir()) == before, "no evaluator segment is left"
 
 
-@pytest.mark.slow
-def test_zero_shot_where_ray_times_out_during_startup_names_the_space(tmp_path: Path) -> None:
-    """A temp dir with a space: Ray's node never registers and ray.init raises its start-up time-out (after
-    about 30 s); the line names the path, and no second try is made, since it could not help."""
+def test_zero_shot_with_a_spaced_ray_temp_dir_names_the_space(tmp_path: Path) -> None:
+    """A temp dir with a space: Ray's node would never register (ray.init raises its start-up time-out after
+    about 30 s, twice); the line names the path instead, before Ray starts."""
     team = team_tree.copy(tmp_path / "team")
     spaced = tmp_path / "ray temp"
     spaced.mkdir()

@@ -212,6 +212,10 @@ def eval_command(
         fingerprint=fingerprint == "on",
         **{name: given[name] for name in _AS_GIVEN},
     )
+    if options.backend != "vllm" and (options.workers > 1 or options.ray_address == LOCAL_RAY):
+        from evaluator.cluster.ray_start import check_local_start
+
+        check_local_start(options.ray_address)  # before the run is verified and torch loads
     if harness is not None:
         harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
         return

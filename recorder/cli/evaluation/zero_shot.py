@@ -212,6 +212,10 @@ def zero_shot_command(
 
     check_output_dir(out)
     apply_key_options(signing_key, untrusted_ok)
+    if workers is not None and workers > 1:
+        from evaluator.cluster.ray_start import check_local_start
+
+        check_local_start(ray_address)  # before any checkpoint, task or model is read
     mode = _holdout_mode(holdout)
     root, hf_cache = _team_defaults(model_code, model_factory, hf_cache, data_dir)
     code = ModelCode(root=root, factory=model_factory, holdout_fn=holdout_fn)

@@ -14,7 +14,7 @@ from typing import Any
 
 from evaluator.harness.taskset import TaskData
 from evaluator.zero_shot.errors import HoldoutMismatch
-from evaluator.zero_shot.loading import ModelCode, build, described, holdout_function, provenance, read
+from evaluator.zero_shot.loading import ModelCode, Weights, build, described, holdout_function, provenance, read
 from evaluator.zero_shot.origin.training_run import HoldoutPlan
 from recorder.checkpoints.detect import CheckpointInfo
 from recorder.imported_code import imported_environment
@@ -57,6 +57,7 @@ class JobResult:
     tasks: dict[str, dict[str, Any]]
     holdout_loss: float | None
     manifest: dict[str, Any]
+    tokenizer: dict[str, Any]  # the tokenizer's files as read once: path, each file's size and sha256
     provenance: dict[str, Any] | None
     dtype: str  # torch's name of the dtype the weights were scored in
     device: str
@@ -109,7 +110,7 @@ def _run(job: Job, report: Report | None) -> JobResult:
         check = _confirm_capacity(model, weights, job, device)
         dtype, where = described(model)
         t = time.monotonic()
-        tasks, version = _score(model, weights.tokenizer, job, processes, say)
+        tasks, version = _score(model, weights, job, processes, say)
         timings["score_s"] = time.monotonic() - t
     say(job.label, DONE, total, total)
     code = provenance(job.code)
@@ -119,6 +120,7 @@ def _run(job: Job, report: Report | None) -> JobResult:
         tasks=tasks,
         holdout_loss=loss,
         manifest=weights.manifest.to_dict(),
+        tokenizer=weights.tokenizer_files.manifest(),
         provenance=None if code is None else code.to_dict(),
         dtype=dtype,
         device=where,
@@ -212,7 +214,7 @@ def visible_devices(device: str) -> int:
 
 
 def _score(
-    model: Any, tokenizer: Any, job: Job, processes: int, say: Report
+    model: Any, weights: Weights, job: Job, processes: int, say: Report
 ) -> tuple[dict[str, dict[str, Any]], str | None]:
     import os
 
@@ -232,13 +234,13 @@ def _score(
 
     with quiet(), ExitStack() as stack:
         if processes > 1:
-            what = ScoringModel(
-                info=job.info, tokenizer=job.tokenizer, dtype=job.dtype, code=job.code, capacity=job.capacity
+            what = ScoringModel(  # each process builds the tokenizer from the bytes this one read and hashed
+                info=job.info, tokenizer=weights.tokenizer_files, dtype=job.dtype, code=job.code, capacity=job.capacity
             )
             compute = stack.enter_context(split_compute(what, resolve_device(job.device), processes))
             lm = CheckpointLM(compute, batch_size=job.batch_size, on_task=on_task)
         else:
-            lm = CheckpointLM.local(model, tokenizer, batch_size=job.batch_size, on_task=on_task)
+            lm = CheckpointLM.local(model, weights.tokenizer, batch_size=job.batch_size, on_task=on_task)
         out = simple_evaluate(lm_eval, lm, job.tasks, limit=job.limit, stderr=True)
     return {t.name: _task(out, t, job.log_samples) for t in job.tasks}, out.get("lm_eval_version")
 

@@ -5,16 +5,17 @@ model (the scoring dtype, capacity off: a sample's score must not depend on its 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from recorder.checkpoints.capacity_switch import CapacitySwitch, FactoryCall
 from recorder.checkpoints.detect import CheckpointInfo
-from recorder.checkpoints.evaluable import load_tokenizer
+from recorder.checkpoints.evaluable import tokenizer_from, tokenizer_place
 from recorder.checkpoints.manifest import Manifest
 from recorder.checkpoints.readers import load_state_dict
 from recorder.checkpoints.team_code.model_code import CodeProvenance, build_model, code_provenance, load_weights
+from recorder.checkpoints.tokenizer_files import TokenizerFiles, read_tokenizer_files
 from trainer.policy.errors import CheckpointError
 
 
@@ -43,30 +44,33 @@ class Weights:
     state: dict[str, Any]
     manifest: Manifest
     tokenizer: Any
+    tokenizer_files: TokenizerFiles  # the bytes the tokenizer was built from (results.json records their sha256)
 
 
-def read(info: CheckpointInfo, *, tokenizer: Path | None = None, code: ModelCode | None = None) -> Weights:
-    """Every shard read and hashed once; `tokenizer` (a tokenizer.json or a directory) replaces the
-    checkpoint's own; `code`'s declared EOS and padding tokens are set on it."""
+def read(
+    info: CheckpointInfo, *, tokenizer: Path | TokenizerFiles | None = None, code: ModelCode | None = None
+) -> Weights:
+    """Every shard read and hashed once; `tokenizer` (a tokenizer.json or a directory, or the bytes of one
+    already read) replaces the checkpoint's own; `code`'s declared EOS and padding tokens are set on it."""
     state, manifest = load_state_dict(info, dtype="fp32")
-    return Weights(info=info, state=state, manifest=manifest, tokenizer=tokenizer_of(info, tokenizer, code))
+    files = tokenizer if isinstance(tokenizer, TokenizerFiles) else tokenizer_files(info, tokenizer)
+    return Weights(
+        info=info, state=state, manifest=manifest, tokenizer=tokenizer_of(files, code), tokenizer_files=files
+    )
 
 
-def tokenizer_of(info: CheckpointInfo, tokenizer: Path | None, code: ModelCode | None) -> Any:
-    """The tokenizer file or directory (else the checkpoint's own), with its EOS and padding: as its files
-    say them, else as declared; TokenizerError when no EOS is known or a declared token is not in it."""
+def tokenizer_files(info: CheckpointInfo, tokenizer: Path | None) -> TokenizerFiles:
+    """The bytes of the tokenizer file or directory given, else of the checkpoint's own, each read once."""
+    return read_tokenizer_files(tokenizer if tokenizer is not None else tokenizer_place(info))
+
+
+def tokenizer_of(files: TokenizerFiles, code: ModelCode | None) -> Any:
+    """The tokenizer these bytes make, with its EOS and padding: as its files say them, else as declared;
+    TokenizerError when no EOS is known or a declared token is not in it."""
     from evaluator.zero_shot.special_tokens import with_special_tokens
 
-    if tokenizer is not None and tokenizer.is_file():
-        from trainer.policy.tokenizer import from_json
-
-        tok = from_json(tokenizer.read_text())
-    else:
-        where = tokenizer if tokenizer is not None else info.tokenizer_dir
-        tok = load_tokenizer(replace(info, tokenizer_dir=where))
-    named = tokenizer if tokenizer is not None else info.tokenizer_dir or info.path
     eos, pad = (code.eos_token, code.pad_token) if code is not None else (None, None)
-    return with_special_tokens(tok, eos=eos, pad=pad, where=str(named))
+    return with_special_tokens(tokenizer_from(files), eos=eos, pad=pad, where=str(files.path))
 
 
 def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: bool | None) -> Any:

@@ -202,11 +202,11 @@ def _holdout_plan(
 def _check_tokenizer(info: CheckpointInfo, tokenizer: Path | None, code: ModelCode) -> None:
     """The tokenizer loaded once before any weights are: no EOS known, or a declared token it lacks, is one
     `error:` line now, not a failed checkpoint later."""
-    from evaluator.zero_shot.loading import tokenizer_of
+    from evaluator.zero_shot.loading import tokenizer_files, tokenizer_of
     from trainer.policy.errors import CheckpointError, TokenizerError
 
     try:
-        tokenizer_of(info, tokenizer, code)
+        tokenizer_of(tokenizer_files(info, tokenizer), code)
     except (TokenizerError, CheckpointError) as e:
         raise ZeroShotInputError(str(e)) from e
 
@@ -456,6 +456,7 @@ def _document(
             run=str(t.run),
             train_world_size=info.world_size,
             manifest=r.manifest,
+            tokenizer=r.tokenizer,
         ),
         settings=ZeroShotSettings(
             tasks=tuple(scores),

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from evaluator.zero_shot.loading import ModelCode
 from recorder.checkpoints.detect import CheckpointInfo
+from recorder.checkpoints.tokenizer_files import TokenizerFiles
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,7 +22,7 @@ class ScoringModel:
     """What each process loads: the checkpoint, its tokenizer, and the scoring model's numerics and code."""
 
     info: CheckpointInfo
-    tokenizer: Path | None
+    tokenizer: TokenizerFiles  # the bytes the parent read and hashed
     dtype: str
     code: ModelCode
     capacity: bool | None

@@ -12,6 +12,7 @@ from recorder.checkpoints.load import torch_dtype
 from recorder.checkpoints.manifest import Manifest
 from recorder.checkpoints.readers import detect, load_state_dict, reader
 from recorder.checkpoints.team_code.model_code import CodeProvenance, build_model, fit_names, load_weights
+from recorder.checkpoints.tokenizer_files import TokenizerFiles, hf_tokenizer_from, is_own_json, read_tokenizer_files
 from trainer.policy.errors import CheckpointError
 
 
@@ -96,7 +97,13 @@ def _check_count(info: CheckpointInfo, state: dict[str, Any], manifest: Manifest
 
 def load_tokenizer(info: CheckpointInfo, *, trust_remote_code: bool = False) -> Any:
     """The checkpoint's tokenizer: the policy's own tokenizer.json (no tokenizer_config.json beside it), else
-    the Hugging Face tokenizer files, with their chat template."""
+    the Hugging Face tokenizer files, with their chat template; each file read once."""
+    files = read_tokenizer_files(tokenizer_place(info), trust_remote_code=trust_remote_code)
+    return tokenizer_from(files, trust_remote_code=trust_remote_code)
+
+
+def tokenizer_place(info: CheckpointInfo) -> Path:
+    """Where the checkpoint's tokenizer files are; CheckpointError saying how to give them when nowhere."""
     where = info.tokenizer_dir
     lacks = reader(info.format).lacks_tokenizer
     if where is None and lacks:
@@ -110,16 +117,24 @@ def load_tokenizer(info: CheckpointInfo, *, trust_remote_code: bool = False) -> 
             f"{info.path}: no tokenizer files (tokenizer.json, tokenizer_config.json, tokenizer.model) next to the "
             "weights, in tokenizer/ or in the run it came from: save the tokenizer with the checkpoint"
         )
-    if (where / "tokenizer.json").is_file() and not (where / "tokenizer_config.json").is_file():
+    return where
+
+
+def tokenizer_from(files: TokenizerFiles, *, trust_remote_code: bool = False) -> Any:
+    """The tokenizer these bytes make (recorder.checkpoints.tokenizer_files), never read from disk again."""
+    if is_own_json(files):
         from trainer.policy.tokenizer import from_json
 
-        return from_json((where / "tokenizer.json").read_text())
-    from transformers import AutoTokenizer
-
+        data = next(iter(files.files.values())) if files.single else files.files["tokenizer.json"]
+        try:
+            text = data.decode()
+        except UnicodeDecodeError as e:
+            raise CheckpointError(f"{files.path}: the tokenizer file is not UTF-8 text ({e})") from e
+        return from_json(text)
     from recorder.checkpoints.hugging_face.hf_checkpoint import ChatTokenizer
 
     try:
-        hf = AutoTokenizer.from_pretrained(str(where), trust_remote_code=trust_remote_code, local_files_only=True)
+        hf = hf_tokenizer_from(files, trust_remote_code=trust_remote_code)
     except (OSError, ValueError, KeyError) as e:
-        raise CheckpointError(f"{where}: cannot load the tokenizer: {e}") from e
+        raise CheckpointError(f"{files.path}: cannot load the tokenizer: {e}") from e
     return ChatTokenizer(hf)

@@ -31,6 +31,7 @@ class LoadedCheckpoint(Part):
     run: str
     train_world_size: int | None
     manifest: Mapping[str, Any]
+    tokenizer: Mapping[str, Any] | None = None  # its files as read once and scored: path, each size and sha256
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -109,3 +109,46 @@ def test_the_holdout_loss_uses_the_bytes_its_hash_names(tmp_path: Path) -> None:
     data.write_text("other text altogether\n")
     assert documents(plan.data, plan.content) == ["first document", "second document"]
     assert plan.data_sha256 == hashlib.sha256(b"first document\nsecond document\n").hexdigest()
+
+
+def _tokenizer_dir(where: Path, words: list[str]) -> Path:
+    """A transformers tokenizer directory (tokenizer.json, tokenizer_config.json, special_tokens_map.json)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(["<unk>", "</s>", *words])}
+    raw = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="<unk>", eos_token="</s>").save_pretrained(str(where))
+    return where
+
+
+def test_the_tokenizer_used_is_the_bytes_read_even_when_its_files_change_after(tmp_path: Path) -> None:
+    from recorder.checkpoints.evaluable import tokenizer_from
+    from recorder.checkpoints.tokenizer_files import read_tokenizer_files
+
+    place = _tokenizer_dir(tmp_path / "tok", ["the", "cat", "sat"])
+    (place / "model.safetensors").write_bytes(b"weights are never read as tokenizer files")
+    files = read_tokenizer_files(place)
+    recorded = files.manifest()["files"]
+    assert "model.safetensors" not in recorded and {"tokenizer.json", "tokenizer_config.json"} <= set(recorded)
+    honest = {name: hashlib.sha256((place / name).read_bytes()).hexdigest() for name in recorded}
+    _tokenizer_dir(place, ["sat", "cat", "the"])  # another vocabulary under the same names
+    used = tokenizer_from(files)
+    assert used.encode("the cat sat") == [2, 3, 4]  # the bytes read, not the files now on disk
+    assert {name: f["sha256"] for name, f in recorded.items()} == honest
+
+
+def test_a_tokenizer_file_that_is_no_regular_file_is_refused_at_once(tmp_path: Path) -> None:
+    from recorder.checkpoints.tokenizer_files import read_tokenizer_files
+    from recorder.untrusted.untrusted_files import IrregularFileError
+
+    fifo = tmp_path / "tokenizer.json"
+    os.mkfifo(fifo)
+    with pytest.raises(IrregularFileError, match="FIFO"):
+        read_tokenizer_files(fifo)
+    place = tmp_path / "dir"
+    place.mkdir()
+    os.mkfifo(place / "tokenizer.json")
+    with pytest.raises(IrregularFileError, match="FIFO"):
+        read_tokenizer_files(place)

@@ -16,6 +16,7 @@ capacity limit on (its README): compared so, `--moe-capacity --batch-size 1`, th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -94,6 +95,17 @@ def test_two_checkpoints_score_with_only_the_declaration_holdout_on(tree: tuple[
         assert doc.sources is not None and doc.sources["capacity"]["value"] == t.capacity
         assert "agree" in doc.sources["capacity"]["confirmed"]
         assert doc.sources["max_length"].endswith(("train.context_length", "model.max_seq_len"))
+        _assert_tokenizer_recorded_as_on_disk(doc)
+
+
+def _assert_tokenizer_recorded_as_on_disk(doc: ZeroShotResults) -> None:
+    """The tokenizer files a result names hash as the files do: what was scored is recorded."""
+    told = doc.checkpoint.tokenizer
+    assert told is not None and told["files"], doc.checkpoint
+    place = Path(told["path"])
+    for name, file in told["files"].items():
+        data = (place if place.is_file() else place / name).read_bytes()
+        assert (file["size"], file["sha256"]) == (len(data), hashlib.sha256(data).hexdigest()), name
 
 
 def test_a_tokenizer_without_a_known_eos_is_one_error_line_before_any_weights(tmp_path: Path, hf_cache: Path) -> None:

@@ -203,3 +203,18 @@ def test_a_result_whose_checkpoint_is_gone_is_shown_and_named(results: Path, key
     done = run_cli("collect", str(results), "--trust", str(keys / "alice.pub"))
     assert done.returncode == 0 and len(_rows(done.stdout)) == 1, done.stdout + done.stderr
     assert "note: tiny/run1/epoch_2: its checkpoint is gone, its shards not rechecked" in done.stdout
+
+
+def test_a_result_scored_beside_code_outside_the_install_is_marked(tmp_path: Path, keys: Path) -> None:
+    checkpoint = tmp_path / "fsdp2_epoch_2"
+    checkpoint.mkdir()
+    (checkpoint / "__0_0.distcp").write_bytes(b"\0" * 64)
+    planted = {"unrecorded": ["/site-packages/planted_scores.py"], "changed": [], "sha256": "ab" * 32}
+    doc = dataclasses.replace(
+        _document(checkpoint, 0.5, "2026-01-01T00:00:00+00:00"), provenance={"environment": planted}
+    )
+    write_outputs(tmp_path / "out" / "one", doc, "", "")
+    done = run_cli("collect", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    [row] = _rows(done.stdout)
+    assert "1 module file(s) outside the install" in " ".join(done.stdout.split()), done.stdout

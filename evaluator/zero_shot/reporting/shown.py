@@ -73,6 +73,7 @@ def shown(
     notes += ["test data" + ("" if every else f" ({' '.join(test_data)})")] if test_data else []
     notes += ["not the task"] if not_task else []
     notes += [gap] if (gap := wider_gap(doc)) else []
+    notes += [code] if (code := outside_the_install(doc)) else []
     notes += [authorship(doc)] if unchecked else []
     return ShownResult(doc, cells, average, ", ".join(notes), not_task)
 
@@ -82,6 +83,19 @@ def wider_gap(doc: ZeroShotDocument) -> str | None:
     else None: a reader compares such a row knowing its weights were held to another tolerance."""
     gap = doc.holdout.get("max_gap")
     return None if gap is None or gap == MAX_GAP else f"holdout gap {gap:g}"
+
+
+def outside_the_install(doc: ZeroShotDocument) -> str | None:
+    """ "N module file(s) outside the install" when the scoring process imported module files no installed
+    distribution vouches for, or ones changed since install (results.json's provenance.environment): code that
+    ran beside the scoring and that neither git nor the install records. Else None."""
+    if not isinstance(doc, ZeroShotResults):
+        return None
+    environment = doc.provenance.get("environment")
+    if not isinstance(environment, Mapping):
+        return None
+    files = [f for key in ("unrecorded", "changed") for f in environment.get(key) or [] if isinstance(f, str)]
+    return f"{len(files)} module file(s) outside the install" if files else None
 
 
 def smoke_test(doc: ZeroShotDocument) -> int | None:

@@ -67,7 +67,9 @@ def encode_pair(tokenizer: Tokenizer, context: str, continuation: str) -> Encode
     if spaces:
         context, continuation = context[:-spaces], context[-spaces:] + continuation
     tok = readable(tokenizer)
-    prefix = [tok.bos_id] if isinstance(tok, LossyCharTokenizer) else []
+    # a char tokenizer's requests begin with its <bos>, and a declared team's (special_tokens.framed_with_bos)
+    framed = isinstance(tok, LossyCharTokenizer) or getattr(tok, "frames_with_bos", False)
+    prefix = [tok.bos_id] if framed else []
     ctx = tok.encode(context)
     whole = tok.encode(context + continuation)
     cont = whole[len(ctx) :]

@@ -16,7 +16,7 @@ from recorder.checkpoints.manifest import Manifest
 from recorder.checkpoints.readers import load_state_dict
 from recorder.checkpoints.team_code.model_code import CodeProvenance, build_model, code_provenance, load_weights
 from recorder.checkpoints.tokenizer_files import TokenizerFiles, read_tokenizer_files
-from trainer.policy.errors import CheckpointError
+from trainer.policy.errors import CheckpointError, ModelCodeError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +34,7 @@ class ModelCode:
     logits: int | str | None = None  # where the forward's logits are (declared): tuple index, dict key, attribute
     eos_token: str | None = None  # the tokenizer's EOS and padding, declared where its files do not say them
     pad_token: str | None = None
+    bos: bool = False  # every scored request begins with the tokenizer's BOS (declared: the team's framing)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,10 +68,11 @@ def tokenizer_files(info: CheckpointInfo, tokenizer: Path | None) -> TokenizerFi
 def tokenizer_of(files: TokenizerFiles, code: ModelCode | None) -> Any:
     """The tokenizer these bytes make, with its EOS and padding: as its files say them, else as declared;
     TokenizerError when no EOS is known or a declared token is not in it."""
-    from evaluator.zero_shot.special_tokens import with_special_tokens
+    from evaluator.zero_shot.special_tokens import framed_with_bos, with_special_tokens
 
     eos, pad = (code.eos_token, code.pad_token) if code is not None else (None, None)
-    return with_special_tokens(tokenizer_from(files), eos=eos, pad=pad, where=str(files.path))
+    tok = with_special_tokens(tokenizer_from(files), eos=eos, pad=pad, where=str(files.path))
+    return framed_with_bos(tok, where=str(files.path)) if code is not None and code.bos else tok
 
 
 def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: bool | None) -> Any:
@@ -90,18 +92,52 @@ def build(w: Weights, *, dtype: str, device: str, code: ModelCode, capacity: boo
     group = f"{code.model_group}."
     state = w.state if code.model_group is None else {k: v for k, v in w.state.items() if k.startswith(group)}
     load_weights(model, state, w.info)
-    if code.max_length is not None:
-        from evaluator.harness.model_call import declare_max_length
+    _declared(model, code)
+    return model.to(device).eval()
 
+
+def _declared(model: Any, code: ModelCode) -> None:
+    """What the team declared about its model set on it: the positions it takes and where its forward's logits
+    are; its positions known before any request is cut to them, or refused naming the declaration."""
+    from evaluator.harness.model_call import declare_logits, declare_max_length, max_length
+
+    if code.max_length is not None:
         declare_max_length(model, code.max_length)
     if code.logits is not None:
-        from evaluator.harness.model_call import declare_logits
-
         declare_logits(model, code.logits)
-    from evaluator.harness.model_call import max_length
+    max_length(model)
 
-    max_length(model)  # known before any request is cut to it, or refused naming the declaration
-    return model.to(device).eval()
+
+def check_model_before_reading(info: CheckpointInfo, code: ModelCode) -> None:
+    """A team's model checked before any weight is read: built on the meta device (no memory, no weights), its
+    positions known and a two-token forward answering logits where it was told (ModelCodeError naming what to
+    declare otherwise). A model its code cannot build or run on the meta device says nothing here: the real
+    build and the first real forward check the same again."""
+    if code.factory is None:
+        return  # a transformers model: its config says its positions, its output has .logits
+    import torch
+
+    from evaluator.harness.model_call import ModelOutputError, logits
+
+    try:
+        with torch.device("meta"):
+            model, _ = build_model(
+                info, dtype="fp32", device="meta", model_code=code.root, model_factory=code.factory, capacity=None,
+                switch=code.switch, call=code.call,
+            )  # fmt: skip
+    except (ModelCodeError, CheckpointError):
+        raise  # the code or its config, whatever the weights: said now
+    except Exception:  # code that needs real tensors to be built
+        return
+    _declared(model, code)
+    try:
+        with torch.no_grad():
+            logits(model, torch.zeros((1, 2), dtype=torch.long, device="meta"))
+    except ModelOutputError as e:
+        if e.__cause__ is None:  # the output itself, not a forward the meta device could not run
+            raise
+    except Exception:
+        return
 
 
 def holdout_function(code: ModelCode) -> Any:

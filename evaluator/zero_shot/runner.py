@@ -141,6 +141,7 @@ def _prepare(
             code = replace(code, max_length=plain.max_length)
     assert t.info is not None
     _check_tokenizer(t.info, tokenizer, code)
+    _check_model(t.info, code)
     plain = None if t.team is not None or declaration.config_file is None else plain
     if options.holdout != "off":
         plan, reference = _holdout_plan(t, options, code, team if t.team is not None else None, plain, declaration)
@@ -211,6 +212,18 @@ def _check_tokenizer(info: CheckpointInfo, tokenizer: Path | None, code: ModelCo
         raise ZeroShotInputError(str(e)) from e
 
 
+def _check_model(info: CheckpointInfo, code: ModelCode) -> None:
+    """The team's model built without weights before any are read: its positions and where its logits are
+    known, or one `error:` line now naming what to declare, not a failed checkpoint later."""
+    from evaluator.zero_shot.loading import check_model_before_reading
+    from trainer.policy.errors import CheckpointError, ModelCodeError
+
+    try:
+        check_model_before_reading(info, code)
+    except (ModelCodeError, CheckpointError) as e:
+        raise ZeroShotInputError(str(e)) from e
+
+
 def _known_sources(t: Target, options: ZeroShotOptions, code: ModelCode, capacity: bool | None) -> dict[str, Any]:
     """Where the step, the world size and the capacity switch came from (the tokenizer and holdout are added
     as they are read)."""
@@ -224,6 +237,8 @@ def _known_sources(t: Target, options: ZeroShotOptions, code: ModelCode, capacit
             "value": NOT_APPLICABLE if unswitched else capacity,
             "switch": code.switch.describe() if code.switch else NO_SWITCH if unswitched else BUILT_AS_CONFIGURED,
         }
+    if code.bos:
+        out["bos"] = "every request begins with the tokenizer's BOS ([tool.recorder] bos)"
     return out
 
 

@@ -34,6 +34,17 @@ def with_special_tokens(tok: Any, *, eos: str | None, pad: str | None, where: st
     return tok
 
 
+def framed_with_bos(tok: Any, *, where: str) -> Any:
+    """`tok`, marked so that each scored request begins with its BOS (`[tool.recorder] bos = true`: the team
+    frames every document so, in training and in its own scoring); TokenizerError when it names no BOS."""
+    hf = getattr(tok, "hf", None)
+    if hf is None or hf.bos_token_id is None:
+        raise TokenizerError(f"{where}: bos = true {DECLARED}, but the tokenizer names no BOS token")
+    tok.bos_id = hf.bos_token_id
+    tok.frames_with_bos = True  # read by evaluator.harness.loglik.encode_pair
+    return tok
+
+
 def _declare(hf: Any, role: str, token: str, where: str) -> None:
     said = getattr(hf, f"{role}_token", None)
     if said is not None and said != token:

@@ -2,12 +2,13 @@
 own writing), as the team runs it without this project: `lm_eval.simple_evaluate` on lm-eval's own task
 definitions, their data the same local splits the evaluator reads (tests/kit/lm_eval_direct.task_configs).
 
-    python -m tests.kit.team_adapter_direct TEAM_ROOT CHECKPOINT HF_CACHE LIMIT OUT.json --team birch|cedar
+    python -m tests.kit.team_adapter_direct TEAM_ROOT CHECKPOINT HF_CACHE LIMIT OUT.json --team birch|cedar|dune
         [--tasks arc_easy,...]
 
 Run from anywhere: the team's code resolves its paths from its own root. Each adapter is built as its README
-says: birch's `BirchEvalLM(checkpoint_dir)`, cedar's `CedarLM.from_checkpoint(path)`. OUT.json: {"scores"
-{task: value}, "loglikelihoods" {task: [[per choice] per doc]}}, docs in doc order.
+says: birch's `BirchEvalLM(checkpoint_dir)`, cedar's `CedarLM.from_checkpoint(path)`, dune's
+`DuneEvalLM(checkpoint_dir)`. OUT.json: {"scores" {task: value}, "loglikelihoods" {task: [[per choice] per
+doc]}}, docs in doc order.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def adapter(team: str, root: Path, checkpoint: Path) -> Any:
 
     if team == "birch":
         return lm_adapter.BirchEvalLM(str(checkpoint))
+    if team == "dune":
+        return lm_adapter.DuneEvalLM(str(checkpoint))
     return lm_adapter.CedarLM.from_checkpoint(str(checkpoint))
 
 
@@ -40,7 +43,7 @@ def main() -> None:
     parser.add_argument("hf_cache", type=Path)
     parser.add_argument("limit", type=int)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--team", choices=("birch", "cedar"), required=True)
+    parser.add_argument("--team", choices=("birch", "cedar", "dune"), required=True)
     parser.add_argument("--tasks", default=",".join(OWN_TASKS))
     a = parser.parse_args()
     import lm_eval

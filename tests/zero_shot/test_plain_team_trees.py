@@ -1,4 +1,4 @@
-"""`recorder zero-shot` on two teams' trees outside the FSDP2 layouts, each written independently of this
+"""`recorder zero-shot` on three teams' trees outside the FSDP2 layouts, each written independently of this
 project and of each other, with its own lm-eval adapter:
 
 - tests/fixtures/team_birch: a dense model (no MoE), a TOML config copied beside its checkpoints (the context
@@ -7,7 +7,12 @@ project and of each other, with its own lm-eval adapter:
   `metrics.jsonl`;
 - tests/fixtures/team_cedar: an MoE whose capacity limit is a config field (`capacity_factor`, null: none), a
   JSON config, one `torch.save` dict per step (`model_state`, `step`), a forward returning a dict, a tokenizer
-  directory naming `</s>` and `<pad>`.
+  directory naming `</s>` and `<pad>`;
+- tests/fixtures/team_dune: a dense rotary model built from keyword arguments (`arch` of a YAML recipe copied
+  beside its `checkpoint-<step>/` directories, the context length `arch.window`), a forward returning an
+  object whose `.scores` are the logits, a tokenizer directory in each checkpoint, the step and the validation
+  loss in `trainer_state.json` and in the run's `metrics.tsv`, and every document (and every request its own
+  adapter scores) begun with `<bos>`.
 
 Each is given only the `[tool.recorder]` table of its pyproject.toml (run from its root, as its jobs run),
 holdout on; its scores equal `lm_eval.simple_evaluate` run with the team's own adapter
@@ -58,6 +63,7 @@ TREES = {
         False,
         ("--moe-capacity", "--batch-size", "1"),
     ),
+    "dune": Tree("dune", "runs/base/checkpoint-400", "runs/base/checkpoint-200", (400, 200), "not applicable"),
 }
 
 
@@ -94,7 +100,7 @@ def test_two_checkpoints_score_with_only_the_declaration_holdout_on(tree: tuple[
         assert doc.holdout["mode"] == "on" and doc.holdout["passed"], doc.holdout
         assert doc.sources is not None and doc.sources["capacity"]["value"] == t.capacity
         assert "agree" in doc.sources["capacity"]["confirmed"]
-        assert doc.sources["max_length"].endswith(("train.context_length", "model.max_seq_len"))
+        assert doc.sources["max_length"].endswith(("train.context_length", "model.max_seq_len", "arch.window"))
         _assert_tokenizer_recorded_as_on_disk(doc)
 
 
@@ -130,15 +136,28 @@ def test_a_torch_save_dict_without_its_state_key_is_one_error_line(tmp_path: Pat
     assert "model_state" in lines[0] and "state_key" in lines[0]
 
 
-def test_a_tuple_output_without_a_declared_entry_fails_naming_it(tmp_path: Path, hf_cache: Path) -> None:
+def _refused_before_reading(root: Path, hf_cache: Path, checkpoint: str) -> str:
+    """The one `error:` line of a zero-shot refused before its checkpoint's weights were read: their payload is
+    cut in half first (the header kept, so the checkpoint is still found), which reading them would report."""
+    weights = root / checkpoint / "model.safetensors"
+    data = weights.read_bytes()
+    header = 8 + int.from_bytes(data[:8], "little")
+    weights.write_bytes(data[: header + (len(data) - header) // 2])
+    done = _zero_shot(root, checkpoint, "--hf-cache", str(hf_cache), "--tasks", "piqa", "--limit", "1",
+                      "--holdout", "off", code=2)  # fmt: skip
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in done.stderr, done.stderr
+    assert not list((root / checkpoint).glob("eval_results/*/results.json"))
+    return lines[0]
+
+
+def test_a_tuple_output_without_a_declared_entry_is_refused_before_the_weights(tmp_path: Path, hf_cache: Path) -> None:
     root = tmp_path / "birch"
     shutil.copytree(FIXTURES / "team_birch", root, ignore=shutil.ignore_patterns("__pycache__"))
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace("logits = 0\n", ""))
-    done = _zero_shot(root, "runs/small/epoch_001", "--hf-cache", str(hf_cache), "--tasks", "piqa", "--limit", "1",
-                      "--holdout", "off", code=1)  # fmt: skip
-    [line] = [x for x in done.stdout.splitlines() if ": failed: " in x]
-    assert "returns a tuple of 2" in line and "logits = 0" in line and "Traceback" not in done.stderr
+    line = _refused_before_reading(root, hf_cache, "runs/small/epoch_001")
+    assert "returns a tuple of 2" in line and "logits = 0" in line, line
 
 
 def test_a_model_that_names_its_positions_nowhere_is_refused_naming_max_length(tmp_path: Path, hf_cache: Path) -> None:
@@ -146,11 +165,25 @@ def test_a_model_that_names_its_positions_nowhere_is_refused_naming_max_length(t
     shutil.copytree(FIXTURES / "team_birch", root, ignore=shutil.ignore_patterns("__pycache__"))
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('max_length = "train.context_length"\n', ""))
-    done = _zero_shot(root, "runs/small/epoch_001", "--hf-cache", str(hf_cache), "--tasks", "piqa", "--limit", "1",
-                      "--holdout", "off", code=1)  # fmt: skip
-    [line] = [x for x in done.stdout.splitlines() if ": failed: " in x]
+    line = _refused_before_reading(root, hf_cache, "runs/small/epoch_001")
     assert "names the positions it takes nowhere" in line and "max_length" in line, line
-    assert "Traceback" not in done.stderr and not list(root.glob("runs/small/epoch_001/eval_results/*/results.json"))
+
+
+def test_a_dict_output_the_meta_device_cannot_run_fails_at_its_first_forward_naming_it(
+    tmp_path: Path, hf_cache: Path
+) -> None:
+    """Cedar's routing picks tokens by value (`nonzero`), which a model with no weights cannot run: its output
+    is then checked at its first real forward, and the checkpoint fails naming the key to declare."""
+    root = tmp_path / "cedar"
+    shutil.copytree(FIXTURES / "team_cedar", root, ignore=shutil.ignore_patterns("__pycache__"))
+    pyproject = root / "pyproject.toml"
+    text = pyproject.read_text()
+    declared = next(x for x in text.splitlines() if x.startswith("logits = "))
+    pyproject.write_text(text.replace(declared + "\n", ""))
+    done = _zero_shot(root, "out/tiny_moe/ckpt_step000300.pt", "--hf-cache", str(hf_cache), "--tasks", "piqa",
+                      "--limit", "1", "--holdout", "off", code=1)  # fmt: skip
+    [line] = [x for x in done.stdout.splitlines() if ": failed: " in x]
+    assert "returns a dict" in line and "logits = 'logits'" in line and "Traceback" not in done.stderr, line
 
 
 def test_collect_over_two_runs_shows_each_run_s_epoch(tmp_path: Path, hf_cache: Path) -> None:
@@ -197,3 +230,33 @@ def test_the_scores_equal_lm_eval_run_with_the_team_s_own_adapter(tree: tuple[Tr
             assert all(
                 abs(a - b) <= 1e-5 * max(1.0, abs(b)) for a, b in zip(row["loglikelihoods"], expected, strict=True)
             )
+
+
+def test_a_loss_logged_in_a_json_document_s_list_of_records_is_checked(tmp_path: Path, hf_cache: Path) -> None:
+    """Dune's trainer_state.json keeps every logged record in its `history` list (as a Trainer's
+    `log_history`): declared as the log, with `log_records`, its held-out loss is the one checked."""
+    root = tmp_path / "dune"
+    shutil.copytree(FIXTURES / "team_dune", root, ignore=shutil.ignore_patterns("__pycache__", "eval_results"))
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace('log = "metrics.tsv"\n', 'log = "trainer_state.json"\nlog_records = "history"\n')
+    )
+    out = root.parent / "out"
+    _zero_shot(root, "runs/base/checkpoint-200", "--hf-cache", str(hf_cache), "--tasks", "piqa", "--limit", "1",
+               "-o", str(out))  # fmt: skip
+    [doc] = _docs(out)
+    assert doc.holdout["passed"] and doc.holdout["logged"] == 0.866629, doc.holdout
+    pyproject.write_text(pyproject.read_text().replace('log_records = "history"', 'log_records = "records"'))
+    done = _zero_shot(root, "runs/base/checkpoint-200", "--hf-cache", str(hf_cache), "--tasks", "piqa", code=2)
+    assert "no list of records at records" in done.stderr and done.stderr.count("error:") == 1, done.stderr
+
+
+def test_bos_declared_as_anything_but_a_flag_is_refused(tmp_path: Path, hf_cache: Path) -> None:
+    root = tmp_path / "dune"
+    shutil.copytree(FIXTURES / "team_dune", root, ignore=shutil.ignore_patterns("__pycache__", "eval_results"))
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text().replace('logits = "scores"\nbos = true\n', 'logits = "scores"\nbos = 1\n')
+    )
+    done = _zero_shot(root, "runs/base/checkpoint-200", "--hf-cache", str(hf_cache), "--tasks", "piqa", code=2)
+    assert "bos must be true or false" in done.stderr and done.stderr.count("error:") == 1, done.stderr

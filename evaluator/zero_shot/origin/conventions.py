@@ -41,6 +41,7 @@ def declared_code(code: ModelCode) -> tuple[ModelCode, Declaration]:
         logits=declaration.logits if own else code.logits,
         eos_token=declaration.eos_token,
         pad_token=declaration.pad_token,
+        bos=declaration.bos,
     ), declaration
 
 

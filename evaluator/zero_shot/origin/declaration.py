@@ -13,6 +13,7 @@
     logits = 0                                 # the forward's logits: a tuple index, a dict key or an attribute
     eos_token = "<|endoftext|>"                # the tokenizer's EOS / padding, where its files do not say them
     pad_token = "<pad>"
+    bos = true                                 # every scored request begins with the tokenizer's BOS
 
     [tool.recorder.layout]                     # the team's own meta file names and step key
     epoch_meta = "epoch_meta.json"
@@ -49,9 +50,10 @@ from trainer.policy.errors import ModelCodeError
 PYPROJECT = "pyproject.toml"
 DECLARATION_LIMIT = 1024 * 1024  # a pyproject.toml is a few KB
 TABLE = "[tool.recorder]"
-# a checkpoint outside the team layouts: its metrics log (JSON lines), the step's and the loss's keys in it,
-# the training's world size, how its rows were cut, whether documents begin with the BOS
-PLAIN_HOLDOUT_KEYS = {"log", "log_step", "log_loss", "world_size", "windows", "bos"}
+# a checkpoint outside the team layouts: its metrics log, where its records are (a JSON document's list), the
+# step's and the loss's keys in them, the training's world size, how its rows were cut, whether documents begin
+# with the BOS
+PLAIN_HOLDOUT_KEYS = {"log", "log_records", "log_step", "log_loss", "world_size", "windows", "bos"}
 WINDOWS = ("disjoint", "shifted")
 HOLDOUT_KEYS = {  # the setting: its key path in all_config.yaml when nothing is declared
     "seq_len": "packing.seq_len",
@@ -62,7 +64,7 @@ HOLDOUT_KEYS = {  # the setting: its key path in all_config.yaml when nothing is
 }
 TOP_KEYS = {
     "factory", "config", "call", "holdout_function", "model", "max_length", "tokenizer", "capacity", "holdout",
-    "layout", "config_file", "logits", "eos_token", "pad_token",
+    "layout", "config_file", "logits", "eos_token", "pad_token", "bos",
 }  # fmt: skip
 LAYOUT_KEYS = {"epoch_meta", "step_key", "step_file", "state_key"}
 CALLS = ("positional", "keywords")
@@ -90,6 +92,7 @@ class Declaration:
     logits: int | str | None = None  # which entry of the forward's tuple or dict (or which attribute) is the logits
     eos_token: str | None = None
     pad_token: str | None = None
+    bos: bool = False  # each scored request begins with the tokenizer's BOS (the team's own framing)
     step_file: str | None = None
     state_key: str | None = None
 
@@ -161,9 +164,17 @@ def read_declaration(root: Path | None) -> Declaration:
         logits=logits,
         eos_token=_text(table, "eos_token", where),
         pad_token=_text(table, "pad_token", where),
+        bos=_flag(table, "bos", where),
         step_file=_text(layout, "step_file", f"{where} layout"),
         state_key=_text(layout, "state_key", f"{where} layout", empty=True),
     )
+
+
+def _flag(table: dict[str, Any], key: str, where: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise ZeroShotInputError(f"{where}: {key} must be true or false")
+    return value
 
 
 def _text(table: dict[str, Any], key: str, where: str, *, empty: bool = False) -> str | None:

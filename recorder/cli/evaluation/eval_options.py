@@ -80,3 +80,12 @@ TaskSpecOption = Annotated[
         "of `recorder train` (eval): where the spec it recorded lies now (another is refused).",
     ),
 ]
+
+
+def check_ray_paths(workers: int | None, address: str | None) -> None:
+    """Before anything is loaded: a local Ray cluster that more than one worker (or Ray's "local") would start
+    and whose paths show it cannot start is one `error:` line now (evaluator.cluster.ray_start)."""
+    if (workers or 1) > 1 or address == "local":
+        from evaluator.cluster.ray_start import check_local_start
+
+        check_local_start(address)

@@ -15,6 +15,7 @@ from recorder.cli.evaluation.eval_options import (
     RayAddressOption,
     TasksOption,
     TaskSpecOption,
+    check_ray_paths,
 )
 from recorder.cli.evaluation.harness_eval import check_harness_options, harness_eval
 from recorder.cli.shared.interrupt import eval_session_interrupted
@@ -212,10 +213,8 @@ def eval_command(
         fingerprint=fingerprint == "on",
         **{name: given[name] for name in _AS_GIVEN},
     )
-    if options.backend != "vllm" and (options.workers > 1 or options.ray_address == LOCAL_RAY):
-        from evaluator.cluster.ray_start import check_local_start
-
-        check_local_start(options.ray_address)  # before the run is verified and torch loads
+    if options.backend != "vllm":
+        check_ray_paths(options.workers, options.ray_address)  # before the run is verified and torch loads
     if harness is not None:
         harness_eval(run_dir, options, order=order, tasks=tasks, steps=steps, data_dir=data_dir)
         return

@@ -15,6 +15,7 @@ from recorder.cli.evaluation.eval_options import (
     RayAddressOption,
     TasksFromEnvOption,
     TaskSpecOption,
+    check_ray_paths,
 )
 from recorder.cli.shared.model_source import TokenizerFromEnvOption
 from recorder.cli.shared.paths import check_output_dir
@@ -212,10 +213,7 @@ def zero_shot_command(
 
     check_output_dir(out)
     apply_key_options(signing_key, untrusted_ok)
-    if workers is not None and workers > 1:
-        from evaluator.cluster.ray_start import check_local_start
-
-        check_local_start(ray_address)  # before any checkpoint, task or model is read
+    check_ray_paths(workers, ray_address)  # before any checkpoint, task or model is read
     mode = _holdout_mode(holdout)
     root, hf_cache = _team_defaults(model_code, model_factory, hf_cache, data_dir)
     code = ModelCode(root=root, factory=model_factory, holdout_fn=holdout_fn)
@@ -224,8 +222,7 @@ def zero_shot_command(
         log_samples=log_samples, holdout=mode, max_gap=holdout_max_gap, holdout_data=holdout_data,  # type: ignore[arg-type]
         train_world_size=train_world_size, code=code, dtype=dtype, device=device, batch_size=batch_size,
         workers=workers, ray_address=ray_address, out=out, task=task, epoch=epoch, config_dir=config_dir,
-        tokenizer=tokenizer, skip_capacity=moe_skip_capacity, sources=parse_sources(task_source),
-        processes=nproc,
+        tokenizer=tokenizer, skip_capacity=moe_skip_capacity, sources=parse_sources(task_source), processes=nproc,
     )  # fmt: skip
     with PerItem("zero-shot") as shown:
         width = console.width if console.is_terminal else None

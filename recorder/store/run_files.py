@@ -6,6 +6,7 @@ import hashlib
 from pathlib import Path, PurePosixPath
 
 from recorder.store.run import RunDir
+from recorder.untrusted.copy_temp_files import is_copy_temp
 from recorder.untrusted.tree_walk import files_under
 
 
@@ -19,9 +20,12 @@ def sha256_file(path: Path) -> str:
 
 def tree_digest(directory: Path) -> tuple[str, int]:
     """(sha256 of the `sha256sum`-style manifest of every file under `directory`, total bytes); the tree is
-    walked by `recorder.untrusted.tree_walk` (bounded in depth, never through a link to a folder)."""
+    walked by `recorder.untrusted.tree_walk` (bounded in depth, never through a link to a folder). A copy
+    tool's temporary file (recorder.untrusted.copy_temp_files) is no part of the weights, as the loader's
+    manifest leaves it out too."""
     lines, total = [], 0
-    for f in sorted(files_under(directory), key=lambda p: p.relative_to(directory).as_posix()):
+    found = [f for f in files_under(directory) if not is_copy_temp(f.relative_to(directory))]
+    for f in sorted(found, key=lambda p: p.relative_to(directory).as_posix()):
         h = hashlib.sha256()
         with open(f, "rb") as stream:
             while block := stream.read(1 << 20):

@@ -83,6 +83,10 @@ def test_megatron_core_weights_in_nemo_rl_layout_load_with_the_base_models_confi
     assert type(loaded.model).__name__ == "Qwen3ForCausalLM"
     # the manifest covers every file of policy/weights, as the NeMo-RL import's tree digest does
     assert loaded.manifest.root == tree_digest(step / "policy" / "weights")[0]
+    # and neither holds a copy tool's temporary file left beside the shards (rsync's `.<name>.<6 characters>`)
+    (step / "policy" / "weights" / ".common.pt.Xy12Ab").write_bytes(b"half a copy")
+    assert tree_digest(step / "policy" / "weights")[0] == loaded.manifest.root
+    assert load_checkpoint(step, dtype="fp32", source=source).manifest.root == loaded.manifest.root
 
 
 def test_a_shard_altered_or_deleted_is_named_and_a_file_no_metadata_names_is_no_shard(

@@ -16,7 +16,7 @@ from recorder.checkpoints.manifest import Manifest
 from recorder.checkpoints.readers import load_state_dict
 from recorder.checkpoints.team_code.model_code import CodeProvenance, build_model, code_provenance, load_weights
 from recorder.checkpoints.tokenizer_files import TokenizerFiles, read_tokenizer_files
-from trainer.policy.errors import CheckpointError, ModelCodeError
+from trainer.policy.errors import CheckpointError, FactoryCallError, ModelCodeError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,8 +125,10 @@ def check_model_before_reading(info: CheckpointInfo, code: ModelCode) -> None:
                 info, dtype="fp32", device="meta", model_code=code.root, model_factory=code.factory, capacity=None,
                 switch=code.switch, call=code.call,
             )  # fmt: skip
+    except FactoryCallError:  # the team's code raised building on the meta device: the real build will say
+        return
     except (ModelCodeError, CheckpointError):
-        raise  # the code or its config, whatever the weights: said now
+        raise  # the code, its config or its call, whatever the weights: said now
     except Exception:  # code that needs real tensors to be built
         return
     _declared(model, code)

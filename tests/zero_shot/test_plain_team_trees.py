@@ -260,3 +260,16 @@ def test_bos_declared_as_anything_but_a_flag_is_refused(tmp_path: Path, hf_cache
     )
     done = _zero_shot(root, "runs/base/checkpoint-200", "--hf-cache", str(hf_cache), "--tasks", "piqa", code=2)
     assert "bos must be true or false" in done.stderr and done.stderr.count("error:") == 1, done.stderr
+
+
+def test_a_factory_called_as_it_does_not_take_it_is_refused_before_the_weights(tmp_path: Path, hf_cache: Path) -> None:
+    """Dune's `build_model(**arch)` called positionally (its declared `call` left out): the signature says it
+    before the factory runs, in one line, exit 2."""
+    root = tmp_path / "dune"
+    shutil.copytree(FIXTURES / "team_dune", root, ignore=shutil.ignore_patterns("__pycache__", "eval_results"))
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('call = "keywords"\n', ""))
+    done = _zero_shot(root, "runs/base/checkpoint-200", "--hf-cache", str(hf_cache), "--tasks", "piqa", code=2)
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "does not take factory(config)" in lines[0], done.stderr
+    assert "[tool.recorder] call" in lines[0] and not list(root.glob("runs/base/*/eval_results"))

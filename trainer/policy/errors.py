@@ -45,5 +45,9 @@ class ModelCodeError(PolicyError, InputError):
     module shadowed from outside the tree, a model whose names do not match the checkpoint's."""
 
 
+class FactoryCallError(ModelCodeError):
+    """The team's factory raised while it built the model (its own code's failure, with the cause chained)."""
+
+
 class ExportTargetError(PolicyError, InputError):
     """`recorder export-hf -o DIR`: a directory that already holds files (nothing is overwritten)."""

@@ -30,7 +30,7 @@ from recorder.checkpoints.capacity_switch import WAYS, CapacitySwitch, FactoryCa
 from recorder.checkpoints.detect import CheckpointInfo
 from recorder.checkpoints.team_code import exec_audit, tree_import
 from recorder.checkpoints.team_code.tree_git import tree_state
-from trainer.policy.errors import CheckpointError, ModelCodeError
+from trainer.policy.errors import CheckpointError, FactoryCallError, ModelCodeError
 
 if TYPE_CHECKING:
     import torch
@@ -142,9 +142,13 @@ def _built(
     convert = import_from_tree(root, call.converter, "[tool.recorder] config") if call.converter else None
     try:
         argument = convert(config) if convert is not None else config
+    except Exception as e:
+        raise FactoryCallError(f"[tool.recorder] config {call.converter}: failed: {type(e).__name__}: {e}") from e
+    _check_call(factory, spec, argument, kwargs, keywords=call.keywords)
+    try:
         model = factory(**argument, **kwargs) if call.keywords else factory(argument, **kwargs)
     except Exception as e:
-        raise ModelCodeError(f"--model-factory {spec}: building the model failed: {type(e).__name__}: {e}") from e
+        raise FactoryCallError(f"--model-factory {spec}: building the model failed: {type(e).__name__}: {e}") from e
     if not isinstance(model, nn.Module):
         raise ModelCodeError(f"--model-factory {spec}: returned a {type(model).__name__}, not a torch nn.Module")
     if switch is not None and capacity is not None:
@@ -163,6 +167,28 @@ def factory_switch(factory: Any) -> CapacitySwitch | None:
     except (TypeError, ValueError):  # a builtin or an object without a signature takes no keyword we know
         return None
     return CapacitySwitch(kind="argument", name="capacity") if takes else None
+
+
+def _check_call(factory: Any, spec: str, argument: Any, kwargs: dict[str, Any], *, keywords: bool) -> None:
+    """ModelCodeError when the factory's signature does not take the call made to it (an argument missing or
+    unknown), said before it runs: the declaration's `call`, `config` or capacity switch is what to change."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature to read: the call itself will say
+        return
+    try:
+        if keywords:
+            if not isinstance(argument, dict):
+                raise TypeError(f"call = 'keywords' needs a mapping, the config is a {type(argument).__name__}")
+            signature.bind(**argument, **kwargs)
+        else:
+            signature.bind(argument, **kwargs)
+    except TypeError as e:
+        how = "factory(**config)" if keywords else "factory(config)"
+        raise ModelCodeError(
+            f"--model-factory {spec} does not take {how}{' with ' + ', '.join(kwargs) if kwargs else ''}: {e}; "
+            "declare how it is called ([tool.recorder] call, config)"
+        ) from None
 
 
 def import_from_tree(root: Path, spec: str, option: str) -> Any:

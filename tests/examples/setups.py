@@ -213,6 +213,7 @@ def evaluated(path: Path) -> None:
     import sys
 
     recorder = Path(sys.executable).parent / "recorder"
+    path.parent.parent.mkdir(parents=True, exist_ok=True)  # train makes its root, never the folders above it
     train = [recorder, "train", "--root", str(path.parent), "--run-id", path.name]
     subprocess.run(train, check=True, capture_output=True)
     subprocess.run([recorder, "eval", str(path), "--all"], check=True, capture_output=True)

@@ -85,7 +85,7 @@ TaskSpecOption = Annotated[
 def check_ray_paths(workers: int | None, address: str | None) -> None:
     """Before anything is loaded: a local Ray cluster that more than one worker (or Ray's "local") would start
     and whose paths show it cannot start is one `error:` line now (evaluator.cluster.ray_start)."""
-    if (workers or 1) > 1 or address == "local":
-        from evaluator.cluster.ray_start import check_local_start
+    from evaluator.cluster.ray_start import LOCAL, check_local_start  # no Ray import: paths only
 
+    if (workers or 1) > 1 or address == LOCAL:
         check_local_start(address)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from evaluator.cluster.ray_start import LOCAL  # Ray's address of a new local cluster (no Ray import)
 from recorder.cli.evaluation.eval_options import (
     DataDirOption,
     DeviceOption,
@@ -25,8 +26,6 @@ from recorder.cli.shared.signing_keys import SigningKeyOption, UntrustedOkOption
 from recorder.cli.terminal import panels
 from recorder.cli.terminal.output import console, label, line, warning
 from recorder.cli.terminal.progress import UntilFirst
-
-LOCAL_RAY = "local"
 
 if TYPE_CHECKING:
     from evaluator.session import StepOutcome, Summary
@@ -209,7 +208,7 @@ def eval_command(
         order=parse_order(order),  # the harness reads --order or --steps itself
         all=all_,
         # As in `recorder train`: --ray is a flag, --ray-address a cluster. Ray's own "local" starts a new cluster.
-        ray_address=ray_address or (LOCAL_RAY if ray else None),
+        ray_address=ray_address or (LOCAL if ray else None),
         fingerprint=fingerprint == "on",
         **{name: given[name] for name in _AS_GIVEN},
     )
@@ -247,11 +246,7 @@ def _waiting_for(options: Options) -> str:
     if options.backend == "vllm":
         return "eval: verifying the run, starting the vLLM engine"
     if options.workers > 1 or options.ray_address is not None:
-        ray = (
-            "starting Ray"
-            if options.ray_address in (None, LOCAL_RAY)
-            else f"connecting to Ray at {options.ray_address}"
-        )
+        ray = "starting Ray" if options.ray_address in (None, LOCAL) else f"connecting to Ray at {options.ray_address}"
         return f"eval: verifying the run, {ray}, {options.workers} worker(s) each loading torch and the model"
     return "eval: verifying the run, loading torch and the model"
 
